@@ -1,0 +1,1 @@
+"""compare: cross-judge tables and figures, read back from MLflow only."""

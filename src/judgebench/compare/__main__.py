@@ -1,0 +1,3 @@
+from judgebench.compare.cli import main
+
+raise SystemExit(main())

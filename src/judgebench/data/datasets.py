@@ -1,0 +1,103 @@
+"""Datasets: queries, human qrels, passage texts and a candidate pool, as plain frames.
+
+Every stage downstream reads the same four things, whatever the source (bundled files,
+TREC files, ir_datasets + Pyserini), so loaders only have to fill this one dataclass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from judgebench.data.errors import DataError
+from judgebench.data.trec import check_queries_known, read_passages, read_qrels, read_run, read_topics
+
+
+@dataclass
+class Dataset:
+    name: str
+    queries: dict[str, str]
+    qrels: pd.DataFrame  # query_id, doc_id, relevance
+    corpus: dict[str, str]  # doc_id -> text (at least every pool document)
+    pool: pd.DataFrame  # query_id, doc_id, score, rank: the candidates every ranker reorders
+    # How the pool was made, e.g. {"ranker": "bm25", "k1": 0.9, "b": 0.4, "depth": 100}.
+    pool_provenance: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = sorted(set(self.pool["doc_id"]) - set(self.corpus))
+        if missing:
+            raise DataError(
+                f"dataset {self.name}", f"{len(missing)} pool documents have no passage text, e.g. {missing[:5]}"
+            )
+
+    def label_set(self) -> pd.DataFrame:
+        """Pool ∩ human-judged pairs: what every judge labels (once, whatever the ranker)."""
+        keys = self.pool[["query_id", "doc_id"]]
+        return keys.merge(self.qrels, on=["query_id", "doc_id"], how="inner")[["query_id", "doc_id", "relevance"]]
+
+    def judged_queries(self) -> list[str]:
+        judged = set(self.qrels["query_id"])
+        return [q for q in self.queries if q in judged]
+
+    def summary(self) -> dict:
+        labels = self.label_set()
+        per_level = self.qrels["relevance"].value_counts().sort_index()
+        return {
+            "queries": len(self.queries),
+            "judged_queries": len(self.judged_queries()),
+            "qrels": len(self.qrels),
+            **{f"qrels_level_{int(k)}": int(v) for k, v in per_level.items()},
+            "pool_size": len(self.pool),
+            "pool_depth_max": int(self.pool.groupby("query_id").size().max()),
+            "pool_judged": len(labels),
+            "corpus": len(self.corpus),
+        }
+
+
+def from_files(
+    name: str,
+    *,
+    topics: str | Path,
+    qrels: str | Path,
+    pool: str | Path,
+    passages: str | Path,
+    pool_provenance: dict | None = None,
+    pool_depth: int | None = None,
+    judged_only: bool = True,
+) -> Dataset:
+    """A dataset from TREC files; queries without judgments are dropped when judged_only."""
+    queries = read_topics(topics)
+    qrels_df = read_qrels(qrels)
+    check_queries_known(qrels_df, queries, qrels)
+    pool_df = read_run(pool, order_by="rank")
+    check_queries_known(pool_df, queries, pool)
+    if judged_only:
+        judged = set(qrels_df["query_id"])
+        queries = {q: t for q, t in queries.items() if q in judged}
+        pool_df = pool_df[pool_df["query_id"].isin(judged)]
+    if pool_depth is not None:
+        pool_df = pool_df[pool_df["rank"] <= pool_depth]
+    pool_df = pool_df.reset_index(drop=True)
+    if pool_df.empty:
+        raise DataError(pool, "the pool has no entry for any judged query")
+    corpus = read_passages(passages)
+    return Dataset(name, queries, qrels_df, corpus, pool_df, dict(pool_provenance or {}))
+
+
+TOY_DIR = resources.files("judgebench.data") / "toy"
+
+
+def load_toy(name: str = "toy") -> Dataset:
+    """The embedded default: written by us, so it ships with the package and runs offline."""
+    d = Path(str(TOY_DIR))
+    return from_files(
+        name,
+        topics=d / "topics.tsv",
+        qrels=d / "qrels.txt",
+        pool=d / "pool.trec",
+        passages=d / "corpus.jsonl",
+        pool_provenance={"ranker": "bm25", "k1": 0.9, "b": 0.4, "depth": 25},
+    )

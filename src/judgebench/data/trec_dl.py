@@ -1,0 +1,78 @@
+"""TREC Deep Learning 2019 / 2020 passage ranking, online (ir_datasets + Pyserini) or from files.
+
+Online is what a user with internet runs; file mode (any source overridden by a path, or a
+`data_dir` laid out like the files the tests use) is what runs offline and in CI.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from judgebench.data.datasets import Dataset, from_files
+from judgebench.data.errors import DataError
+
+log = logging.getLogger("judgebench")
+
+IR_DATASETS_ID = {2019: "msmarco-passage/trec-dl-2019/judged", 2020: "msmarco-passage/trec-dl-2020/judged"}
+# File names inside a data_dir (the layout of the TREC DL files the tests read).
+DEFAULT_FILES = {
+    2019: {"topics": "topics.dl19-passage.txt", "qrels": "qrels.dl19-passage.txt", "pool": "bm25.dl19.top100.trec", "passages": "passages/bm25.dl19.top100.passages.json"},
+    2020: {"topics": "topics.dl20.txt", "qrels": "qrels.dl20-passage.txt", "pool": "bm25.dl20.top100.trec", "passages": "passages/bm25.dl20.top100.passages.json"},
+}
+
+
+def load_trec_dl(
+    name: str,
+    year: int,
+    data_dir: str | None = None,
+    topics: str | None = None,
+    qrels: str | None = None,
+    pool: str | None = None,
+    passages: str | None = None,
+    pool_depth: int = 100,
+    k1: float = 0.9,
+    b: float = 0.4,
+    prebuilt_index: str = "msmarco-v1-passage",
+    cache_dir: str | None = None,
+) -> Dataset:
+    if year not in IR_DATASETS_ID:
+        raise DataError(f"dataset {name}", f"year {year} is not a TREC DL passage year; expected 2019 or 2020")
+    provenance = {"ranker": "bm25", "k1": k1, "b": b, "depth": pool_depth}
+    files = {"topics": topics, "qrels": qrels, "pool": pool, "passages": passages}
+    if data_dir:
+        root = Path(data_dir).expanduser()
+        if not root.is_dir():
+            raise DataError(root, f"dataset {name}: data_dir is not a directory")
+        files = {k: v or str(root / DEFAULT_FILES[year][k]) for k, v in files.items()}
+    if all(files.values()):
+        ds = from_files(name, **files, pool_provenance=provenance, pool_depth=pool_depth)
+    elif any(files.values()):
+        unset = [k for k, v in files.items() if not v]
+        raise DataError(f"dataset {name}", f"file mode needs all four of topics, qrels, pool, passages (or data_dir); unset: {', '.join(unset)}")
+    else:
+        ds = _load_online(name, year, pool_depth, k1, b, prebuilt_index, cache_dir)
+    summary = ds.summary()
+    log.info("dataset %s: %s", name, ", ".join(f"{k}={v}" for k, v in summary.items()))
+    return ds
+
+
+def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset:
+    """ir_datasets for queries, qrels and passage texts; Pyserini's prebuilt index for the BM25 pool."""
+    try:
+        import ir_datasets
+    except ImportError as e:
+        raise DataError(f"dataset {name}", "online loading needs ir_datasets: pip install 'judgebench[datasets]' (or set data_dir=... for files)") from e
+    import pandas as pd
+
+    from judgebench.rankers.bm25 import bm25_search
+
+    source = ir_datasets.load(IR_DATASETS_ID[year])
+    queries = {q.query_id: q.text for q in source.queries_iter()}
+    qrels = pd.DataFrame([(q.query_id, q.doc_id, int(q.relevance)) for q in source.qrels_iter()], columns=["query_id", "doc_id", "relevance"])
+    judged = set(qrels["query_id"])
+    queries = {q: t for q, t in queries.items() if q in judged}
+    pool = bm25_search(queries, None, prebuilt=prebuilt_index, k1=k1, b=b, depth=depth, cache_dir=Path(cache_dir or ".cache/judgebench"))
+    store = source.docs_store()
+    corpus = {d: store.get(d).text for d in pool["doc_id"].unique()}
+    return Dataset(name, queries, qrels, corpus, pool, {"ranker": "bm25", "k1": k1, "b": b, "depth": depth})

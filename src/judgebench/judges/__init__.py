@@ -1,0 +1,1 @@
+"""Judges: something that gives a relevance label 0-3 to (query, passage) pairs."""

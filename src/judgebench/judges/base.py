@@ -1,0 +1,44 @@
+"""The judge contract: labels for the label set, plus how many calls and tokens it cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+LABEL_COLUMNS = ["query_id", "doc_id", "relevance", "raw"]
+
+
+@dataclass
+class JudgeUsage:
+    calls_made: int = 0
+    calls_cached: int = 0
+    calls_failed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def as_metrics(self) -> dict[str, float]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class JudgeResult:
+    labels: pd.DataFrame  # LABEL_COLUMNS; only pairs with a valid label
+    failed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["query_id", "doc_id", "raw", "error"]))
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
+
+    @property
+    def qrels(self) -> pd.DataFrame:
+        return self.labels[["query_id", "doc_id", "relevance"]]
+
+
+@dataclass
+class Judge:
+    name: str
+    family: str
+    model: str
+
+    def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
+        """Label every (query_id, doc_id) in pairs; failures are reported, never turned into labels."""
+        raise NotImplementedError

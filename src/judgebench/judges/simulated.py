@@ -1,0 +1,34 @@
+"""A judge with a known, configurable bias, to validate the instrument on known truth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from judgebench.judges.base import Judge, JudgeResult
+from judgebench.simulation import latent_prior, noise
+
+
+@dataclass
+class SimulatedJudge(Judge):
+    name: str = "simulated"
+    family: str = "simulated"
+    model: str = "latent-prior"
+    prior_seed: int = 2024
+    weight: float = 1.0
+    noise: float = 0.3
+    leniency: float = 0.0
+    seed: int = 11
+
+    def judge(self, pairs, dataset, texts) -> JudgeResult:
+        """label = clip(round(h + leniency + weight * u + noise * eps), 0, 3)."""
+        merged = pairs[["query_id", "doc_id"]].merge(dataset.qrels, on=["query_id", "doc_id"], how="left")
+        h = merged["relevance"].fillna(0).to_numpy(dtype=float)
+        keys = list(zip(merged["query_id"], merged["doc_id"]))
+        u = np.array([latent_prior(self.prior_seed, q, d) for q, d in keys])
+        e = np.array([noise(self.seed, "judge", q, d) for q, d in keys])
+        value = h + self.leniency + self.weight * u + self.noise * e
+        merged["relevance"] = np.clip(np.rint(value), 0, 3).astype(int)
+        merged["raw"] = [f"latent={v:.4f}" for v in value]
+        return JudgeResult(labels=merged[["query_id", "doc_id", "relevance", "raw"]])

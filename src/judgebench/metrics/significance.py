@@ -1,0 +1,115 @@
+"""Paired significance tests between systems, and judge-vs-human decision agreement.
+
+A judge can preserve the system ordering yet change which differences are
+significant; comparing the pairwise decisions (paired t-test on per-query nDCG@10,
+the common TREC practice) shows missed, spurious and reversed conclusions.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import ttest_rel
+from statsmodels.stats.multitest import multipletests
+
+COLUMNS = ["system_a", "system_b", "mean_a", "mean_b", "t", "p", "p_adj",
+           "significant", "better"]
+AGREEMENT = ("agree", "missed", "spurious", "reversed")
+
+
+def pairwise_ttests(
+    per_query: pd.DataFrame,
+    alpha: float = 0.05,
+    correction: str | None = None,
+) -> pd.DataFrame:
+    """Paired t-test (scipy ttest_rel) for every unordered pair of systems.
+
+    ``per_query`` has columns system, query_id, value. Each pair is matched on
+    query_id (inner join: only queries both systems have count; means are over
+    those). Pairs are ordered by the systems' first appearance. A pair with no
+    variance in the differences has t = p = nan and is treated as p = 1 (not
+    significant). ``correction`` is None or a statsmodels multipletests method
+    ("holm", "bonferroni", ...), applied over all pairs.
+    """
+    if per_query.duplicated(["system", "query_id"]).any():
+        raise ValueError("per_query has duplicate (system, query_id) rows")
+    systems = list(dict.fromkeys(per_query["system"]))
+    vectors = {s: g.set_index("query_id")["value"].astype(float)
+               for s, g in per_query.groupby("system", sort=False)}
+    rows = []
+    for a, b in combinations(systems, 2):
+        both = pd.concat([vectors[a].rename("a"), vectors[b].rename("b")],
+                         axis=1, join="inner")
+        if len(both) >= 2:
+            t, p = ttest_rel(both["a"], both["b"])
+        else:
+            t, p = math.nan, math.nan
+        rows.append({"system_a": a, "system_b": b,
+                     "mean_a": float(both["a"].mean()), "mean_b": float(both["b"].mean()),
+                     "t": float(t), "p": float(p)})
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    if out.empty:
+        return out
+    p_filled = out["p"].fillna(1.0).to_numpy()
+    if correction is None:
+        out["p_adj"] = p_filled
+    else:
+        out["p_adj"] = multipletests(p_filled, alpha=alpha, method=correction)[1]
+    out["significant"] = (out["p_adj"] < alpha).astype(bool)
+    winner = np.where(out["mean_a"] > out["mean_b"], "a", "b")
+    # object dtype keeps None (pandas 3 would infer a string dtype and turn it into nan)
+    out["better"] = pd.Series([w if s else None for w, s in zip(winner, out["significant"])],
+                              index=out.index, dtype=object)
+    return out
+
+
+def _decision(significant: bool, better: object) -> str | None:
+    if not significant:
+        return None
+    if better not in ("a", "b"):
+        raise ValueError(f"significant pair without a winner: better={better!r}")
+    return str(better)
+
+
+def _align(table: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """Flip rows of ``table`` whose pair is stored as (b, a) in ``reference``."""
+    ref = set(zip(reference["system_a"], reference["system_b"]))
+    flip = [(b, a) in ref and (a, b) not in ref
+            for a, b in zip(table["system_a"], table["system_b"])]
+    t = table.copy()
+    f = np.array(flip, dtype=bool)
+    if f.any():
+        t.loc[f, ["system_a", "system_b"]] = t.loc[f, ["system_b", "system_a"]].to_numpy()
+        t.loc[f, ["mean_a", "mean_b"]] = t.loc[f, ["mean_b", "mean_a"]].to_numpy()
+        t.loc[f, "t"] = -t.loc[f, "t"]
+        t["better"] = t["better"].astype(object)
+        t.loc[f, "better"] = t.loc[f, "better"].map(lambda x: {"a": "b", "b": "a"}.get(x, x))
+    return t
+
+
+def classify_decisions(judge: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
+    """Merge two :func:`pairwise_ttests` tables on the system pair (inner join;
+    a pair stored in the other orientation is flipped to the judge's) and add
+    ``agreement``: agree / missed (human significant, judge not) / spurious
+    (judge significant, human not) / reversed (both significant, opposite winners).
+    Other columns carry the suffixes _judge and _human.
+    """
+    merged = judge.merge(_align(human, judge), on=["system_a", "system_b"],
+                         how="inner", suffixes=("_judge", "_human"))
+    labels = []
+    for sj, bj, sh, bh in zip(merged["significant_judge"], merged["better_judge"],
+                              merged["significant_human"], merged["better_human"]):
+        dj, dh = _decision(bool(sj), bj), _decision(bool(sh), bh)
+        if dj == dh:
+            labels.append("agree")
+        elif dj is None:
+            labels.append("missed")
+        elif dh is None:
+            labels.append("spurious")
+        else:
+            labels.append("reversed")
+    merged["agreement"] = labels
+    return merged

@@ -1,0 +1,184 @@
+"""One job: one cell of the grid, the data flow of DESIGN.md 2 and nothing else."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from judgebench import tracking
+from judgebench.data.datasets import Dataset
+from judgebench.data.trec import write_qrels, write_run
+from judgebench.metrics import label_agreement, per_query_ndcg
+from judgebench.rankers.base import Ranker
+from judgebench.rankers.perturbation import Perturbation, cut
+
+log = logging.getLogger("judgebench")
+
+# Keys that say where or how a job runs, not what it computes: left out of the config hash.
+NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "sweep_id", "experiment_name")
+
+
+@dataclass
+class JobOutcome:
+    status: str  # finished | skipped-duplicate | skipped-done
+    system: str
+    run_id: str | None = None
+    metrics: dict | None = None
+
+
+def config_hash(cfg: DictConfig) -> str:
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}
+        return node
+
+    tree = strip(OmegaConf.to_container(cfg, resolve=True))
+    return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def system_name(ranker: Ranker, perturbation: Perturbation) -> str:
+    """Paper vocabulary: oracle cells are named by their perturbation (Perfect, Swap[3], ...)."""
+    if ranker.kind == "oracle":
+        return perturbation.name
+    return ranker.name if perturbation.is_identity else f"{ranker.name}+{perturbation.name}"
+
+
+@lru_cache(maxsize=4)
+def _load_dataset(dataset_yaml: str) -> Dataset:
+    return instantiate(OmegaConf.create(dataset_yaml))
+
+
+def load_dataset(cfg: DictConfig) -> Dataset:
+    """Loaded once per process: every job of a local multirun shares it."""
+    return _load_dataset(OmegaConf.to_yaml(cfg, resolve=True))
+
+
+def sweep_id(cfg: DictConfig) -> str:
+    if cfg.get("sweep_id"):
+        return str(cfg.sweep_id)
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        hc = HydraConfig.get()
+        return str(hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.run.dir)
+    except ValueError:  # not under Hydra (tests calling run_job directly)
+        return "adhoc"
+
+
+def _frame_text(frame: pd.DataFrame, sep: str = "\t") -> str:
+    buf = io.StringIO()
+    frame.to_csv(buf, sep=sep, index=False)
+    return buf.getvalue()
+
+
+def _file_text(writer, frame: pd.DataFrame, **kw) -> str:
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "out"
+        writer(frame, path, **kw)
+        return path.read_text(encoding="utf-8")
+
+
+def run_job(cfg: DictConfig) -> JobOutcome:
+    started = time.perf_counter()
+    ranker: Ranker = instantiate(cfg.ranker)
+    perturbation = Perturbation(**OmegaConf.to_container(cfg.perturbation, resolve=True))
+    system = system_name(ranker, perturbation)
+    if not perturbation.is_identity and not ranker.perturbable:
+        log.info("skip %s x %s: perturbations apply to oracle rankers (set ranker.perturbable=true)", ranker.name, perturbation.name)
+        return JobOutcome("skipped-duplicate", system)
+
+    chash = config_hash(cfg)
+    tracking.ensure_sqlite_parent(cfg.tracking_uri)
+    client = tracking.MlflowClient(cfg.tracking_uri)
+    exp_id = tracking.get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
+    if not cfg.force:
+        done = tracking.find_finished(client, exp_id, chash)
+        if done:
+            log.info("skip %s / %s / %s: finished run %s has this config (force=true reruns)", cfg.dataset.name, system, cfg.judge.name, done)
+            return JobOutcome("skipped-done", system, run_id=done)
+
+    dataset = load_dataset(cfg.dataset)
+    judge = instantiate(cfg.judge)
+    rewriter = instantiate(cfg.rewriter)
+    tags = {
+        f"{tracking.TAG}kind": "job",
+        f"{tracking.TAG}config_hash": chash,
+        f"{tracking.TAG}sweep_id": sweep_id(cfg),
+        "dataset": cfg.dataset.name,
+        "system": system,
+        "ranker": ranker.name,
+        "ranker_type": ranker.kind,
+        "perturbation": perturbation.name,
+        "judge": judge.name,
+        "judge_family": judge.family,
+        "judge_model": judge.model,
+        "rewriter": rewriter.name,
+        "text_view": rewriter.view,
+        "git_commit": tracking.git_commit(),
+    }
+    job = tracking.JobRun(client, exp_id, f"{cfg.dataset.name}/{system}/{judge.name}/{rewriter.name}", tags)
+    try:
+        config = OmegaConf.to_container(cfg, resolve=True)
+        params, long_values = tracking.params_from_config(config)
+        job.log_params(params)
+
+        texts = rewriter.rewrite(dataset)
+        run = ranker.rank(dataset, texts)
+        if ranker.perturbable:
+            run = perturbation.apply(run)
+        run = cut(run, ranker.depth)
+
+        label_set = dataset.label_set()
+        result = judge.judge(label_set[["query_id", "doc_id"]], dataset, texts)
+        human_pq = per_query_ndcg(run, dataset.qrels)
+        judge_pq = per_query_ndcg(run, result.qrels)
+        per_query = human_pq.rename(columns={"value": "ndcg10_human"}).merge(
+            judge_pq.rename(columns={"value": "ndcg10_judge"}), on="query_id", how="outer"
+        )
+        agreement = label_agreement(result.qrels, label_set)
+        metrics = {
+            "ndcg10_human": float(human_pq["value"].mean()),
+            "ndcg10_judge": float(judge_pq["value"].mean()),
+            "kappa_graded": agreement["kappa_graded"],
+            "kappa_binary": agreement["kappa_binary"],
+            "label_set_size": len(label_set),
+            "labelled_pairs": len(result.labels),
+            "n_queries": len(human_pq),
+            **result.usage.as_metrics(),
+            "wall_time_s": time.perf_counter() - started,
+        }
+        job.log_metrics(metrics)
+        labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
+        files = {
+            "run.trec": _file_text(write_run, run, tag=system.replace(" ", "_")),
+            "judge_labels.tsv": _frame_text(labels_out),
+            "judge_qrels.txt": _file_text(write_qrels, result.qrels),
+            "judge_failures.tsv": _frame_text(result.failed),
+            "per_query.csv": _frame_text(per_query, sep=","),
+            "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
+            "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
+        }
+        files.update({f"params/{k}.txt": v for k, v in long_values.items()})
+        job.log_files(files)
+        job.finish("FINISHED")
+    except BaseException:
+        job.finish("FAILED")
+        raise
+    log.info(
+        "%s | %-12s | judge=%-12s nDCG@10 human=%.4f judge=%.4f kappa=%.3f (%.1fs)",
+        cfg.dataset.name, system, judge.name, metrics["ndcg10_human"], metrics["ndcg10_judge"],
+        metrics["kappa_graded"], metrics["wall_time_s"],
+    )
+    return JobOutcome("finished", system, run_id=job.run_id, metrics=metrics)

@@ -1,0 +1,53 @@
+"""What every ranker gives the pipeline: a run frame (query_id, doc_id, score, rank)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from judgebench.data.datasets import Dataset
+
+RANKER_KINDS = ("llm", "oracle", "lexical", "human", "external")
+
+
+@dataclass
+class Ranker:
+    """Base class: subclasses implement score_pool; depth cuts the final run (None: keep all)."""
+
+    name: str
+    kind: str = "external"
+    depth: int | None = None
+    perturbable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in RANKER_KINDS:
+            raise ValueError(f"ranker.kind={self.kind!r}: expected one of {', '.join(RANKER_KINDS)}")
+        if self.depth is not None and self.depth < 1:
+            raise ValueError(f"ranker.depth={self.depth}: expected a positive integer or null")
+
+    def rank(self, dataset: Dataset, texts: dict[str, str]) -> pd.DataFrame:
+        """The full ranking of every judged query's pool (before perturbation and depth cut)."""
+        raise NotImplementedError
+
+
+def ranking_from_scores(frame: pd.DataFrame) -> pd.DataFrame:
+    """Order by score descending (stable: ties keep the input order) and number ranks 1..n."""
+    frame = frame.reset_index(drop=True)
+    frame["_pos"] = range(len(frame))
+    order = frame.assign(_q=pd.Categorical(frame["query_id"], frame["query_id"].unique()))
+    order = order.sort_values(["_q", "score", "_pos"], ascending=[True, False, True], kind="stable")
+    out = order.drop(columns=["_q", "_pos"]).reset_index(drop=True)
+    out["rank"] = out.groupby("query_id", sort=False).cumcount() + 1
+    return out[["query_id", "doc_id", "score", "rank"]]
+
+
+def scores_from_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Give a ranked frame scores n..1 so that any score-sorting evaluator keeps the order."""
+    frame = frame.reset_index(drop=True).copy()
+    frame["rank"] = frame.groupby("query_id", sort=False).cumcount() + 1
+    n = frame.groupby("query_id", sort=False)["doc_id"].transform("size")
+    frame["score"] = (n - frame["rank"] + 1).astype(float)
+    return frame[["query_id", "doc_id", "score", "rank"]]

@@ -1,0 +1,29 @@
+"""A simulated LLM ranker whose preferences the simulated judge shares (known ground truth)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from judgebench.rankers.base import Ranker, ranking_from_scores
+from judgebench.simulation import latent_prior, noise
+
+
+@dataclass
+class SimulatedLLMRanker(Ranker):
+    kind: str = "llm"
+    prior_seed: int = 2024
+    weight: float = 1.0
+    noise: float = 0.3
+    seed: int = 7
+
+    def rank(self, dataset, texts) -> pd.DataFrame:
+        """score = h + weight * u + noise * eps, with h the human label (0 when unjudged)."""
+        pool = dataset.pool[dataset.pool["query_id"].isin(dataset.judged_queries())]
+        merged = pool.merge(dataset.qrels, on=["query_id", "doc_id"], how="left")
+        h = merged["relevance"].fillna(0).astype(float)
+        u = [latent_prior(self.prior_seed, q, d) for q, d in zip(merged["query_id"], merged["doc_id"])]
+        e = [noise(self.seed, "ranker", q, d) for q, d in zip(merged["query_id"], merged["doc_id"])]
+        merged["score"] = h + self.weight * pd.Series(u) + self.noise * pd.Series(e)
+        return ranking_from_scores(merged[["query_id", "doc_id", "score"]])

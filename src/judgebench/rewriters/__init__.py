@@ -1,0 +1,1 @@
+"""Rewriters: produce a text view of the corpus that rankers and judges then read."""

@@ -1,0 +1,137 @@
+"""The MLflow logging contract (DESIGN.md 6): one run per job, found later by experiment and tags.
+
+We talk to MLflow through an explicit MlflowClient, never the global fluent state, so that
+several jobs in one process (a local Hydra multirun) cannot leak runs into each other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+TAG = "judgebench."
+SECRET_KEY = re.compile(r"(api[_-]?key|secret|token|password|passwd|credential|auth)", re.I)
+MASK = "***"
+PARAM_MAX = 500  # longer values (prompts, paths lists) go to artifacts, not params
+
+
+def mask_secrets(value: Any, key: str = "") -> Any:
+    """Replace every value whose key names a secret, at any depth."""
+    if isinstance(value, Mapping):
+        return {k: mask_secrets(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_secrets(v, key) for v in value]
+    if key and SECRET_KEY.search(key) and value not in (None, ""):
+        return MASK
+    return value
+
+
+def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten(v, f"{name}."))
+        else:
+            out[name] = v
+    return out
+
+
+def git_commit(cwd: str | Path = ".") -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def ensure_sqlite_parent(tracking_uri: str) -> None:
+    """SQLite will not create the directory of its database file."""
+    if tracking_uri.startswith("sqlite:///"):
+        Path(tracking_uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+
+
+def get_or_create_experiment(client: MlflowClient, name: str, artifact_root: str | None, attempts: int = 10) -> str:
+    """Idempotent under contention: parallel jobs may race to create the same experiment."""
+    for attempt in range(attempts):
+        exp = client.get_experiment_by_name(name)
+        if exp is not None:
+            return exp.experiment_id
+        try:
+            location = f"{artifact_root.rstrip('/')}/{name}" if artifact_root else None
+            if location and "://" not in location:
+                Path(location).mkdir(parents=True, exist_ok=True)
+            return client.create_experiment(name, artifact_location=location)
+        except MlflowException:
+            time.sleep(0.2 * (attempt + 1))  # another job created it first, or the DB was locked
+    raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
+
+
+class JobRun:
+    """One MLflow run for one grid cell; FAILED unless finish() is reached."""
+
+    def __init__(self, client: MlflowClient, experiment_id: str, run_name: str, tags: Mapping[str, str]):
+        self.client = client
+        self.run = client.create_run(experiment_id, run_name=run_name, tags={k: str(v) for k, v in tags.items()})
+        self.run_id = self.run.info.run_id
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        items = [Param(k, str(v)) for k, v in params.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, params=items[i : i + 100])
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        now = int(time.time() * 1000)
+        items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if v is not None]
+        for i in range(0, len(items), 500):
+            self.client.log_batch(self.run_id, metrics=items[i : i + 500])
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def log_files(self, files: Mapping[str, str | bytes]) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, content in files.items():
+                path = Path(tmp) / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if isinstance(content, bytes):
+                    path.write_bytes(content)
+                else:
+                    path.write_text(content, encoding="utf-8")
+            self.client.log_artifacts(self.run_id, tmp)
+
+    def finish(self, status: str = "FINISHED") -> None:
+        self.client.set_terminated(self.run_id, status=status)
+
+
+def params_from_config(config: Mapping) -> tuple[dict[str, str], dict[str, str]]:
+    """Flattened, masked params; values too long for a param are returned as artifact texts."""
+    flat = flatten(mask_secrets(config))
+    params, long_values = {}, {}
+    for k, v in flat.items():
+        text = json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+        if len(text) > PARAM_MAX:
+            long_values[k] = text
+            params[k] = f"<artifact params/{k}.txt>"
+        else:
+            params[k] = text
+    return params, long_values
+
+
+def find_finished(client: MlflowClient, experiment_id: str, config_hash: str) -> str | None:
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{TAG}config_hash` = '{config_hash}' and attributes.status = 'FINISHED'",
+        max_results=1,
+    )
+    return runs[0].info.run_id if runs else None
