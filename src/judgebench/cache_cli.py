@@ -1,0 +1,100 @@
+"""``judgebench cache stats|verify|export FILE|import FILE [--root DIR]``.
+
+Exit codes: 0 ok, 1 ``verify`` found corrupt entries, 2 error (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from judgebench.cache import CacheError, CallCache
+
+DEFAULT_ROOT = ".cache/judgebench"  # the same default as conf/config.yaml cache_dir
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("JUDGEBENCH_CACHE_DIR") or DEFAULT_ROOT).expanduser() / "calls"
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", type=Path, default=None,
+                        help="cache directory (default: $JUDGEBENCH_CACHE_DIR/calls or ./.cache/judgebench/calls)")
+    p = argparse.ArgumentParser(prog="judgebench cache", description="Inspect and share the LLM call cache.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("stats", parents=[common], help="entries, size, corrupt, per backend/model")
+    v = sub.add_parser("verify", parents=[common], help="check every entry's checksum")
+    v.add_argument("--remove", action="store_true",
+                   help="delete corrupt entries and temp files older than 1 h (left by killed writers)")
+    e = sub.add_parser("export", parents=[common], help="write all entries to one .jsonl.gz file")
+    e.add_argument("file", type=Path)
+    i = sub.add_parser("import", parents=[common], help="add entries from an exported file")
+    i.add_argument("file", type=Path)
+    i.add_argument("--overwrite", action="store_true", help="replace entries that already exist")
+    return p
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _stats(cache: CallCache) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    s = cache.stats()
+    console = Console(file=sys.stdout, width=100)
+    t = Table(title=f"LLM call cache {cache.root}", show_header=False)
+    t.add_row("entries", str(s.entries))
+    t.add_row("size", _fmt_bytes(s.bytes))
+    t.add_row("corrupt", str(s.corrupt))
+    console.print(t)
+    for name, counts in (("backend", s.by_backend), ("model", s.by_model)):
+        if counts:
+            tb = Table(name, "entries")
+            for k, n in counts.items():
+                tb.add_row(k, str(n))
+            console.print(tb)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # argparse usage errors (2) and --help (0)
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    try:
+        cache = CallCache(args.root or default_root())
+        if args.cmd == "stats":
+            return _stats(cache)
+        if args.cmd == "verify":
+            bad = cache.verify(remove_corrupt=args.remove)
+            for p in bad:
+                print(f"corrupt: {p}")
+            action = "removed" if args.remove else "found"
+            print(f"{len(bad)} corrupt entr{'y' if len(bad) == 1 else 'ies'} {action} in {cache.root}")
+            return 1 if bad and not args.remove else 0
+        if args.cmd == "export":
+            n = cache.export(args.file)
+            print(f"exported {n} entries to {args.file}")
+            return 0
+        if args.cmd == "import":
+            if not args.file.is_file():
+                raise CacheError(f"cannot import {args.file}: no such file")
+            added, skipped = cache.import_(args.file, overwrite=args.overwrite)
+            print(f"imported {added} entries, skipped {skipped} ({cache.last_import_corrupt} corrupt) from {args.file}")
+            return 0
+    except CacheError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    return 2
