@@ -10,7 +10,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import tracking
-from judgebench.compare import figures, tables
+from judgebench.compare import figures, significance, tables
 from judgebench.compare.collect import collect_runs
 
 
@@ -20,6 +20,9 @@ class Report:
     table1: dict[str, pd.DataFrame]
     table2: pd.DataFrame
     missing: list[tuple[str, str, str]]
+    oracle_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
+    agreement_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    agreement_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
     files: list[Path] = field(default_factory=list)
 
     def markdown(self) -> str:
@@ -31,6 +34,15 @@ class Report:
             parts += [f"\n### {dataset}\n", shown.to_markdown()]
         parts += ["\n## Table 2: agreement with the human qrels per judge\n"]
         parts.append(self.table2.to_markdown(index=False, floatfmt=".4f") if len(self.table2) else "(no judge other than human)")
+        if len(self.oracle_tests):
+            parts.append("\n## Table 3: paired t-tests between oracle rankers (per-query nDCG@10, alpha 0.05)\n")
+            shown = self.oracle_tests.copy()
+            for col in ("significant", "significant_holm"):
+                shown[col] = shown[col].map({True: "yes", False: "no"})
+            parts.append(shown.drop(columns=["t"]).to_markdown(index=False, floatfmt=".4g"))
+        if len(self.agreement_counts):
+            parts.append("\n## Table 4: pairwise significance decisions, judge vs human (all system pairs)\n")
+            parts.append(self.agreement_counts.to_markdown(index=False))
         if self.missing:
             parts.append("\n## Missing grid cells (no finished run)\n")
             parts += [f"- {d} / {s} / judge={j}" for d, s, j in self.missing]
@@ -44,7 +56,12 @@ def _cell(v) -> str:
 def build(client: MlflowClient, experiment: str, sweep: str | None = None) -> Report:
     jobs = collect_runs(client, experiment, sweep)
     t1 = tables.table1(jobs)
-    return Report(jobs, t1, tables.table2(jobs, t1), tables.missing_cells(jobs))
+    per_query = significance.load_per_query(client, jobs)
+    oracles = {d: list(t.index[t["type"] == "oracle"]) for d, t in t1.items()}
+    everyone = {d: list(t.index) for d, t in t1.items()}
+    oracle_tests = significance.ttests(per_query, oracles)
+    counts, pairs = significance.decision_agreement(significance.ttests(per_query, everyone))
+    return Report(jobs, t1, tables.table2(jobs, t1), tables.missing_cells(jobs), oracle_tests, counts, pairs)
 
 
 def write(report: Report, out: Path) -> list[Path]:
@@ -57,6 +74,10 @@ def write(report: Report, out: Path) -> list[Path]:
         files.append(path)
     report.table2.to_csv(out / "table2.csv", index=False)
     files.append(out / "table2.csv")
+    for name, frame in (("ttests_oracles", report.oracle_tests), ("significance_agreement", report.agreement_counts), ("significance_pairs", report.agreement_pairs)):
+        if len(frame):
+            frame.to_csv(out / f"{name}.csv", index=False)
+            files.append(out / f"{name}.csv")
     files.append(figures.ndcg_bars(report.table1, out / "figure_ndcg_bars.png"))
     report.files = files
     return files
