@@ -24,7 +24,7 @@ from judgebench.rankers.perturbation import Perturbation, cut
 log = logging.getLogger("judgebench")
 
 # Keys that say where or how a job runs, not what it computes: left out of the config hash.
-NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "sweep_id", "experiment_name")
+NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "sweep_id", "experiment_name", "dry_run")
 
 
 @dataclass
@@ -90,6 +90,30 @@ def _file_text(writer, frame: pd.DataFrame, **kw) -> str:
         return path.read_text(encoding="utf-8")
 
 
+_PLANNED: dict[str, tuple[int, float]] = {}  # call key -> (est. tokens, est. cost), across the jobs of a process
+
+
+def dry_run(cfg: DictConfig, dataset: Dataset, judge, rewriter, system: str) -> JobOutcome:
+    """Say what the cell would still cost after the cache, and spend nothing."""
+    texts = rewriter.rewrite(dataset)
+    pairs = dataset.label_set()[["query_id", "doc_id"]]
+    if not hasattr(judge, "plan"):
+        print(f"[dry run] {cfg.dataset.name} / {system} / {judge.name}: no calls (judge makes no LLM calls)")
+        return JobOutcome("dry-run", system)
+    plan = judge.plan(pairs, dataset, texts)
+    per_call = plan.est_cost_usd / max(1, len(plan.to_call))
+    for c in plan.to_call:
+        _PLANNED.setdefault(c.key, (len(c.prompt) // 4, per_call))
+    total_tokens = sum(t for t, _ in _PLANNED.values())
+    total_cost = sum(c for _, c in _PLANNED.values())
+    print(
+        f"[dry run] {cfg.dataset.name} / {system} / {judge.name}: {plan.pairs} pairs, {plan.cached} cached, "
+        f"{len(plan.to_call)} calls to make (~{plan.est_input_tokens} input tokens, ~${plan.est_cost_usd:.4f}); "
+        f"grid so far: {len(_PLANNED)} distinct calls, ~{total_tokens} input tokens, ~${total_cost:.4f}"
+    )
+    return JobOutcome("dry-run", system)
+
+
 def run_job(cfg: DictConfig) -> JobOutcome:
     started = time.perf_counter()
     ranker: Ranker = instantiate(cfg.ranker)
@@ -112,6 +136,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
     dataset = load_dataset(cfg.dataset)
     judge = instantiate(cfg.judge)
     rewriter = instantiate(cfg.rewriter)
+    if cfg.get("dry_run"):
+        return dry_run(cfg, dataset, judge, rewriter, system)
     tags = {
         f"{tracking.TAG}kind": "job",
         f"{tracking.TAG}config_hash": chash,

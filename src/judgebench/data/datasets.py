@@ -101,3 +101,23 @@ def load_toy(name: str = "toy") -> Dataset:
         passages=d / "corpus.jsonl",
         pool_provenance={"ranker": "bm25", "k1": 0.9, "b": 0.4, "depth": 25},
     )
+
+
+def toy_pool_from_bm25(cache_dir: str | Path, progress: bool = False) -> pd.DataFrame:
+    """How the bundled toy pool.trec was made: each query's 25 written candidates, in the order of a
+    Lucene BM25 search (k1=0.9, b=0.4) of the whole toy corpus. A test regenerates it and compares."""
+    from judgebench.rankers.bm25 import bm25_search
+
+    d = Path(str(TOY_DIR))
+    queries = read_topics(d / "topics.tsv")
+    corpus = read_passages(d / "corpus.jsonl")
+    candidates = pd.read_csv(d / "candidates.tsv", sep="\t", names=["query_id", "doc_id"], dtype=str)
+    hits = bm25_search(queries, corpus, k1=0.9, b=0.4, depth=len(corpus), cache_dir=cache_dir, progress=progress)
+    pool = candidates.merge(hits, on=["query_id", "doc_id"], how="left")
+    if pool["score"].isna().any():
+        missing = pool[pool["score"].isna()][["query_id", "doc_id"]].values.tolist()
+        raise DataError(d / "candidates.tsv", f"candidates BM25 does not retrieve for their query: {missing[:5]}")
+    pool["_q"] = pd.Categorical(pool["query_id"], list(queries))
+    pool = pool.sort_values(["_q", "rank"]).drop(columns="_q").reset_index(drop=True)
+    pool["rank"] = pool.groupby("query_id", sort=False).cumcount() + 1
+    return pool[["query_id", "doc_id", "score", "rank"]]

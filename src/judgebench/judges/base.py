@@ -16,10 +16,16 @@ class JudgeUsage:
     calls_failed: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # what this job paid (cached answers cost nothing now)
+    cost_usd_labels: float = 0.0  # what the labels cost when they were first made
+    requests: int = 0  # HTTP requests sent, retries included
+    retries: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # by kind: 429, 5xx, timeout, malformed, unparsable
 
     def as_metrics(self) -> dict[str, float]:
-        return dict(self.__dict__)
+        out = {k: v for k, v in self.__dict__.items() if k != "errors"}
+        out.update({f"errors_{k}": v for k, v in sorted(self.errors.items())})
+        return out
 
 
 @dataclass

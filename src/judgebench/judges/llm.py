@@ -1,0 +1,169 @@
+"""An LLM judge = prompt template + backend + the persistent call cache.
+
+Every answer is written to the cache before it is used, so a killed job loses only its
+in-flight calls and a rerun of the same grid makes no call at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from judgebench.cache import CallCache, call_key
+from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
+from judgebench.judges.parsing import parse_label
+from judgebench.judges.prompts import PromptTemplate, load_prompt
+from judgebench.llm.api import APIBackend, CallFailed
+
+log = logging.getLogger("judgebench")
+
+
+@dataclass
+class PlannedCall:
+    query_id: str
+    doc_id: str
+    prompt: str
+    key: str
+
+
+@dataclass
+class JudgePlan:
+    """What judging the label set would cost now: printed by dry_run before anything is spent."""
+
+    pairs: int
+    cached: int
+    to_call: list[PlannedCall]
+    est_input_tokens: int
+    est_output_tokens: int
+    est_cost_usd: float
+
+
+@dataclass
+class LLMJudge(Judge):
+    backend: APIBackend = None
+    prompt: str = "umbrela_bing"
+    system: str | None = None
+    cache_dir: str = ".cache/judgebench"
+    parse_attempts: int = 3  # re-asks for an answer without a parsable score
+    progress: bool = True
+    base_url: str | None = None  # copied into the backend by the config; here so `judge.base_url=` reads well
+    _template: PromptTemplate | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._template = load_prompt(self.prompt)
+        self.cache = CallCache(Path(self.cache_dir) / "calls")
+
+    @property
+    def prompt_version(self) -> str:
+        return self._template.version
+
+    def key_for(self, prompt: str, attempt: int = 0) -> str:
+        parts: dict[str, Any] = {
+            "backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version,
+            "system": self.system, "prompt": prompt, "params": self.backend.generation_params(),
+        }
+        return call_key(**parts)
+
+    def render(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> list[PlannedCall]:
+        out = []
+        for q, d in zip(pairs["query_id"], pairs["doc_id"]):
+            prompt = self._template.render(query=dataset.queries[q], passage=texts[d])
+            out.append(PlannedCall(q, d, prompt, self.key_for(prompt)))
+        return out
+
+    def plan(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgePlan:
+        calls = self.render(pairs, dataset, texts)
+        todo = [c for c in calls if c.key not in self.cache]
+        n_in = sum(len(c.prompt) // 4 for c in todo)  # ~4 characters per token
+        n_out = len(todo) * 8
+        return JudgePlan(len(calls), len(calls) - len(todo), todo, n_in, n_out, self.backend.cost(n_in, n_out))
+
+    def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
+        calls = self.render(pairs, dataset, texts)
+        usage = JudgeUsage()
+        records: dict[str, dict] = {}
+        todo = []
+        for c in calls:
+            rec = self.cache.get(c.key)
+            if rec is None:
+                todo.append(c)
+            else:
+                records[c.key] = rec
+        usage.calls_cached = len(records)
+        if todo:
+            log.info("judge %s: %d of %d pairs not in the cache, calling %s/%s", self.name, len(todo), len(calls), self.backend.backend, self.backend.model)
+            failures = asyncio.run(self._call_all(todo, records))
+        else:
+            failures = {}
+        stats = self.backend.stats
+        usage.requests, usage.retries = stats.requests, stats.retries
+        usage.calls_made = stats.requests
+        errors = dict(stats.errors)
+
+        rows, failed = [], []
+        new = {c.key for c in todo}
+        for c in calls:
+            rec = records.get(c.key)
+            if rec is None:
+                kind, message = failures.get(c.key, ("missing", "no answer"))
+                failed.append((c.query_id, c.doc_id, "", kind, message))
+                continue
+            cost = self.backend.cost(rec["input_tokens"], rec["output_tokens"])
+            usage.cost_usd_labels += cost
+            if c.key in new:
+                usage.cost_usd += cost
+                usage.input_tokens += rec["input_tokens"]
+                usage.output_tokens += rec["output_tokens"]
+            if rec["label"] is None:
+                failed.append((c.query_id, c.doc_id, rec["text"], "unparsable", "no parsable score in the answer"))
+                continue
+            rows.append((c.query_id, c.doc_id, int(rec["label"]), rec["text"]))
+        errors["unparsable_final"] = sum(1 for f in failed if f[3] == "unparsable")
+        usage.errors = {k: v for k, v in errors.items() if v}
+        usage.calls_failed = len(failed)
+        labels = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "raw"])
+        failed_df = pd.DataFrame(failed, columns=["query_id", "doc_id", "raw", "error", "message"])
+        if failed:
+            log.warning("judge %s: %d of %d pairs have no label (%s)", self.name, len(failed), len(calls), failed_df["error"].value_counts().to_dict())
+        return JudgeResult(labels=labels, failed=failed_df, usage=usage)
+
+    async def _call_all(self, todo: list[PlannedCall], records: dict[str, dict]) -> dict[str, tuple[str, str]]:
+        failures: dict[str, tuple[str, str]] = {}
+        bar = tqdm(total=len(todo), desc=f"judging ({self.name})", unit="pair", disable=not self.progress)
+        async with self.backend:
+            async def one(c: PlannedCall) -> None:
+                try:
+                    rec = await self._ask(c)
+                except CallFailed as e:
+                    failures[c.key] = (e.kind, str(e))
+                else:
+                    # durable before anyone uses it; in a thread so the event loop keeps sending
+                    await asyncio.to_thread(self.cache.put, c.key, rec, {"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version})
+                    records[c.key] = rec
+                finally:
+                    bar.update(1)
+
+            await asyncio.gather(*(one(c) for c in todo))
+        bar.close()
+        return failures
+
+    async def _ask(self, c: PlannedCall) -> dict:
+        n_in = n_out = attempts = 0
+        for _ in range(max(1, self.parse_attempts)):
+            done = await self.backend.complete(c.prompt, self.system)
+            n_in, n_out, attempts = n_in + done.input_tokens, n_out + done.output_tokens, attempts + done.attempts
+            label = parse_label(done.text)
+            if label is not None:
+                break
+            self.backend.stats.errors["unparsable"] += 1
+        return {
+            "text": done.text, "label": label, "input_tokens": n_in, "output_tokens": n_out,
+            "latency_s": done.latency_s, "attempts": attempts, "time": time.time(),
+        }

@@ -1,0 +1,303 @@
+"""API backends (OpenAI-compatible, Gemini): concurrency, rate limits, retries, timeouts, usage.
+
+Both SDKs are used with their own retries switched off, so that every request is counted and
+every retry honours the server's Retry-After in one place (tenacity), the same for all backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from aiolimiter import AsyncLimiter
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+
+class ConfigError(ValueError):
+    """A configuration the user must fix (missing key, bad value): one clear line, no traceback."""
+
+
+class TransientError(Exception):
+    """Worth retrying: 429, 5xx, timeouts, connection errors, malformed responses."""
+
+    def __init__(self, kind: str, message: str, retry_after: float | None = None):
+        super().__init__(f"{kind}: {message}")
+        self.kind, self.retry_after = kind, retry_after
+
+
+class PermanentError(Exception):
+    """Retrying cannot help (bad request, auth, unknown model)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+class CallFailed(Exception):
+    """All attempts used up; the pair gets no label and is reported as failed."""
+
+    def __init__(self, kind: str, message: str, attempts: int):
+        super().__init__(f"{kind} after {attempts} attempt(s): {message}")
+        self.kind, self.attempts = kind, attempts
+
+
+@dataclass
+class Completion:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    latency_s: float
+    attempts: int
+
+
+@dataclass
+class RequestStats:
+    requests: int = 0  # HTTP requests sent, retries included
+    ok: int = 0
+    retries: int = 0
+    errors: Counter = field(default_factory=Counter)  # by kind: 429, 5xx, timeout, malformed, ...
+
+
+def _retry_after(headers) -> float | None:
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+class APIBackend:
+    backend = "api"
+    default_key_envs: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | list[str] | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_output_tokens: int = 64,
+        max_concurrency: int = 8,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        max_retries: int = 6,
+        timeout_s: float = 60.0,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 60.0,
+        price_input_per_mtok: float = 0.0,
+        price_output_per_mtok: float = 0.0,
+    ):
+        if max_concurrency < 1:
+            raise ConfigError(f"max_concurrency={max_concurrency}: expected an integer >= 1")
+        for name, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
+            if value is not None and value <= 0:
+                raise ConfigError(f"{name}={value}: expected a positive number or null")
+        if max_retries < 0 or timeout_s <= 0:
+            raise ConfigError(f"max_retries={max_retries}, timeout_s={timeout_s}: expected max_retries >= 0 and timeout_s > 0")
+        self.model, self.base_url = model, base_url
+        self.key_envs = [api_key_env] if isinstance(api_key_env, str) else list(api_key_env or self.default_key_envs)
+        self.temperature, self.top_p, self.max_output_tokens = float(temperature), float(top_p), int(max_output_tokens)
+        self.max_concurrency, self.rpm, self.tpm = int(max_concurrency), requests_per_minute, tokens_per_minute
+        self.max_retries, self.timeout_s = int(max_retries), float(timeout_s)
+        self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
+        self.price_in, self.price_out = price_input_per_mtok, price_output_per_mtok
+        self.stats = RequestStats()
+
+    # -- what identifies an answer (the cache key) -------------------------------------------
+    def generation_params(self) -> dict:
+        return {"temperature": self.temperature, "top_p": self.top_p, "max_output_tokens": self.max_output_tokens}
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.price_in + output_tokens * self.price_out) / 1e6
+
+    def api_key(self) -> str:
+        for env in self.key_envs:
+            if os.environ.get(env):
+                return os.environ[env]
+        if not self.key_envs:
+            return "EMPTY"  # local OpenAI-compatible servers (vLLM, Ollama) accept any key
+        raise ConfigError(f"{self.backend} backend ({self.model}) needs an API key: set {' or '.join(self.key_envs)}")
+
+    # -- one request, implemented per SDK ------------------------------------------------------
+    async def open(self) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        pass
+
+    async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int]:
+        raise NotImplementedError
+
+    # -- limits and retries, shared ------------------------------------------------------------
+    async def __aenter__(self) -> APIBackend:
+        self._sem = asyncio.Semaphore(self.max_concurrency)
+        self._rpm = AsyncLimiter(self.rpm, 60) if self.rpm else None
+        self._tpm = AsyncLimiter(self.tpm, 60) if self.tpm else None
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    def _wait(self, state) -> float:
+        exc = state.outcome.exception()
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            return min(float(retry_after), self.backoff_max_s)
+        backoff = self.backoff_base_s * 2 ** (state.attempt_number - 1)
+        return min(self.backoff_max_s, backoff) * random.uniform(0.5, 1.0)
+
+    async def complete(self, prompt: str, system: str | None = None) -> Completion:
+        started, attempts = time.perf_counter(), 0
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self.max_retries + 1),
+                wait=self._wait,
+                retry=retry_if_exception_type(TransientError),
+                reraise=True,
+            ):
+                with attempt:
+                    attempts += 1
+                    if attempts > 1:
+                        self.stats.retries += 1
+                    text, n_in, n_out = await self._attempt(prompt, system)
+        except TransientError as e:
+            raise CallFailed(e.kind, str(e), attempts) from e
+        except PermanentError as e:
+            raise CallFailed(e.kind, str(e), attempts) from e
+        self.stats.ok += 1
+        return Completion(text, n_in, n_out, time.perf_counter() - started, attempts)
+
+    async def _attempt(self, prompt: str, system: str | None) -> tuple[str, int, int]:
+        async with self._sem:
+            if self._rpm:
+                await self._rpm.acquire()
+            if self._tpm:
+                await self._tpm.acquire(min(self.tpm, len(prompt) // 4 + self.max_output_tokens))
+            self.stats.requests += 1
+            try:
+                return await asyncio.wait_for(self._send(prompt, system), self.timeout_s)
+            except (TransientError, PermanentError) as e:
+                self.stats.errors[e.kind] += 1
+                raise
+            except asyncio.TimeoutError as e:
+                self.stats.errors["timeout"] += 1
+                raise TransientError("timeout", f"no answer within {self.timeout_s}s") from e
+
+
+class OpenAIBackend(APIBackend):
+    """OpenAI and every OpenAI-compatible server (vLLM, Ollama, llama.cpp): base_url picks the server."""
+
+    backend = "openai"
+    default_key_envs = ("OPENAI_API_KEY",)
+
+    def __init__(self, model: str, *, frequency_penalty: float = 0.0, **kw):
+        super().__init__(model, **kw)
+        self.frequency_penalty = float(frequency_penalty)
+
+    def generation_params(self) -> dict:
+        return {**super().generation_params(), "frequency_penalty": self.frequency_penalty}
+
+    async def open(self) -> None:
+        import openai
+
+        base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._client = openai.AsyncOpenAI(api_key=self.api_key(), base_url=base_url, max_retries=0, timeout=self.timeout_s)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int]:
+        import openai
+
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        try:
+            resp = await self._client.chat.completions.create(
+                model=self.model, messages=messages, temperature=self.temperature, top_p=self.top_p,
+                frequency_penalty=self.frequency_penalty, max_tokens=self.max_output_tokens,
+            )
+        except openai.RateLimitError as e:
+            raise TransientError("429", str(e)[:200], _retry_after(e.response.headers)) from e
+        except openai.InternalServerError as e:
+            raise TransientError("5xx", str(e)[:200], _retry_after(e.response.headers)) from e
+        except openai.APITimeoutError as e:
+            raise TransientError("timeout", str(e)[:200]) from e
+        except openai.APIConnectionError as e:
+            raise TransientError("connection", str(e)[:200]) from e
+        except openai.APIStatusError as e:
+            if e.status_code in (408, 409):
+                raise TransientError(str(e.status_code), str(e)[:200], _retry_after(e.response.headers)) from e
+            raise PermanentError(str(e.status_code), str(e)[:300]) from e
+        except (json.JSONDecodeError, openai.APIResponseValidationError, ValueError) as e:
+            raise TransientError("malformed", str(e)[:200]) from e
+        if not getattr(resp, "choices", None):
+            raise TransientError("malformed", "response without choices")
+        usage = resp.usage
+        return resp.choices[0].message.content or "", getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0
+
+
+class GeminiBackend(APIBackend):
+    """Google Gemini through the official google-genai SDK (google-generativeai is deprecated)."""
+
+    backend = "gemini"
+    default_key_envs = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+    async def open(self) -> None:
+        from google import genai
+        from google.genai import types
+
+        options = types.HttpOptions(
+            base_url=self.base_url, timeout=int(self.timeout_s * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        self._client = genai.Client(api_key=self.api_key(), http_options=options)
+
+    async def close(self) -> None:
+        try:
+            await self._client.aio.aclose()
+        except AttributeError:  # older SDKs have no aclose
+            pass
+
+    async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int]:
+        from google.genai import errors, types
+
+        config = types.GenerateContentConfig(
+            temperature=self.temperature, top_p=self.top_p, max_output_tokens=self.max_output_tokens,
+            system_instruction=system or None,
+        )
+        try:
+            resp = await self._client.aio.models.generate_content(model=self.model, contents=prompt, config=config)
+        except errors.ClientError as e:
+            headers = getattr(e.response, "headers", None)
+            if e.code in (408, 429):
+                raise TransientError(str(e.code), str(e)[:200], _retry_after(headers)) from e
+            raise PermanentError(str(e.code), str(e)[:300]) from e
+        except errors.ServerError as e:
+            raise TransientError("5xx", str(e)[:200], _retry_after(getattr(e.response, "headers", None))) from e
+        except (json.JSONDecodeError, ValueError) as e:
+            raise TransientError("malformed", str(e)[:200]) from e
+        except Exception as e:  # httpx timeouts / connection errors surface as their own types
+            name = type(e).__name__.lower()
+            if "timeout" in name:
+                raise TransientError("timeout", str(e)[:200]) from e
+            if "connect" in name or "network" in name or "protocol" in name:
+                raise TransientError("connection", str(e)[:200]) from e
+            raise
+        usage = resp.usage_metadata
+        text = resp.text or ""
+        return text, (usage.prompt_token_count or 0) if usage else 0, (usage.candidates_token_count or 0) if usage else 0

@@ -1,0 +1,553 @@
+"""A local fake LLM server speaking the real OpenAI chat-completions and Gemini ``generateContent`` HTTP
+protocols, so LLM backends are tested (and benchmarked) through the official clients without network access.
+
+Answers are deterministic functions of the prompt (see :func:`fake_answer`), faults are drawn from a seeded
+RNG in arrival order, and every request is counted, so a test can predict both the answers and the failures.
+
+Use :class:`FakeLLMServer` (runs the server in a separate *spawned* process, so a benchmark's client and the
+server never share one GIL)::
+
+    with FakeLLMServer(latency_s=0.05, labels={"zebra": 3}) as srv:
+        client = openai.OpenAI(base_url=srv.openai_base_url, api_key="test-key")
+        genai_client = genai.Client(api_key="x", http_options=types.HttpOptions(base_url=srv.base_url))
+        srv.configure(fail_429=0.2); ...; srv.stats()
+
+or run it in the foreground: ``python -m judgebench.testing.fake_llm_server --port 8011 --latency 0.05``.
+
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models`` (OpenAI, ``Authorization: Bearer`` required),
+``POST /{v1,v1beta,...}/models/{model}:generateContent`` (Gemini, ``x-goog-api-key`` header or ``?key=``
+required), and the control endpoints ``GET /_stats``, ``POST /_config`` (JSON), ``POST /_reset``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import random
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field, fields, replace
+from multiprocessing.connection import Connection
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+HOST = "127.0.0.1"
+"""The only address the server binds: a fake must never be reachable from outside the machine."""
+
+JUDGE_MARKER = "##final score"
+PRP_MARKER = "Output Passage A or Passage B"
+REWRITE_MARKER = "Please rewrite the following text:"
+REWRITE_PREFIX = "In other words: "
+NOSCORE_TEXT = "I think it is relevant."
+MALFORMED_BODY = b'{"id": "truncated", "choices": [{"message": {"content": "##final'
+"""What a ``fail_malformed`` answer carries: a 200 with ``application/json`` whose body is cut short."""
+
+FAULTS = ("429", "500", "timeout", "malformed", "noscore")
+"""Fault outcomes, in the order their shares are stacked on one uniform draw per request."""
+OUTCOMES = ("ok", *FAULTS, "unauthorized", "bad_request")
+KINDS = ("openai", "gemini")
+
+_FAULT_FIELD = {"429": "fail_429", "500": "fail_500", "timeout": "fail_timeout",
+                "malformed": "fail_malformed", "noscore": "fail_noscore"}
+_PRP_RE = re.compile(r"Passage A:(.*?)Passage B:(.*?)(?:Output Passage A or Passage B|$)", re.DOTALL)
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+")
+
+
+# ---------------------------------------------------------------- deterministic answers
+
+def sha256_hex(text: str) -> str:
+    """The digest recorded per request (``stats()["prompt_sha256"]``) and behind every fake decision."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fake_label(prompt: str) -> int:
+    """The default relevance label (0-3) the fake judge gives a prompt."""
+    return int(sha256_hex(prompt), 16) % 4
+
+
+def _prp_choice(prompt: str, prefer: list[str]) -> str:
+    """"Passage A"/"Passage B": the only passage holding the first decisive preferred substring, else sha parity."""
+    m = _PRP_RE.search(prompt)
+    if m:
+        a, b = m.group(1), m.group(2)
+        for sub in prefer:
+            if (sub in a) != (sub in b):
+                return "Passage A" if sub in a else "Passage B"
+    return "Passage A" if int(sha256_hex(prompt), 16) % 2 == 0 else "Passage B"
+
+
+def fake_rewrite(text: str) -> str:
+    """The fake rewriter: a fixed prefix, then the sentences in reverse order."""
+    sentences = [s for s in _SENTENCE_RE.split(text.strip()) if s]
+    return REWRITE_PREFIX + " ".join(reversed(sentences))
+
+
+def fake_answer(prompt: str, labels: dict[str, int] | None = None, prefer: list[str] | None = None) -> str:
+    """The answer text for a prompt (a fault-free request): tests call this to predict what the server says.
+
+    Judging prompts (containing ``##final score``) get ``##final score: N``, N from the first ``labels``
+    substring found in the prompt, else :func:`fake_label`; pairwise prompts get ``Passage A``/``Passage B``;
+    rewrite prompts get :func:`fake_rewrite` of the text after the first newline; anything else ``OK``.
+    """
+    if JUDGE_MARKER in prompt:
+        label = next((v for k, v in (labels or {}).items() if k in prompt), None)
+        return f"##final score: {fake_label(prompt) if label is None else int(label)}"
+    if PRP_MARKER in prompt:
+        return _prp_choice(prompt, list(prefer or []))
+    if prompt.lstrip().startswith(REWRITE_MARKER):
+        _, _, text = prompt.lstrip().partition("\n")
+        return fake_rewrite(text)
+    return "OK"
+
+
+# ---------------------------------------------------------------- configuration
+
+@dataclass(frozen=True)
+class FakeConfig:
+    """Run-time behaviour; every field can be set at construction, via ``configure(**kw)`` or ``POST /_config``."""
+
+    latency_s: float = 0.0          # asyncio.sleep per request, so concurrent requests overlap for real
+    fail_429: float = 0.0           # share of requests answered 429 with Retry-After
+    fail_500: float = 0.0
+    fail_timeout: float = 0.0       # share of requests that hang timeout_hang_s before answering
+    fail_malformed: float = 0.0     # share of 200 answers whose body is not valid JSON
+    fail_noscore: float = 0.0       # share of 200 answers whose text holds no parsable score
+    retry_after_s: float = 0.05
+    timeout_hang_s: float = 30.0
+    seed: int = 0                   # fault RNG seed; the RNG restarts on a new seed and on reset
+    labels: dict[str, int] = field(default_factory=dict)
+    prefer: list[str] = field(default_factory=list)
+
+    def updated(self, **kw: Any) -> FakeConfig:
+        """A validated copy with ``kw`` applied; unknown keys and impossible shares raise ValueError."""
+        names = {f.name for f in fields(self)}
+        unknown = sorted(set(kw) - names)
+        if unknown:
+            raise ValueError(f"unknown fake server setting(s) {unknown}; known: {sorted(names)}")
+        clean: dict[str, Any] = {}
+        for key, value in kw.items():
+            if key == "labels":
+                clean[key] = {str(k): int(v) for k, v in dict(value or {}).items()}
+            elif key == "prefer":
+                clean[key] = [str(s) for s in (value or [])]
+            elif key == "seed":
+                clean[key] = int(value)
+            else:
+                clean[key] = float(value)
+                if clean[key] < 0:
+                    raise ValueError(f"{key} must be >= 0, got {value}")
+        new = replace(self, **clean)
+        shares = [getattr(new, f) for f in _FAULT_FIELD.values()]
+        if any(s > 1 for s in shares) or sum(shares) > 1 + 1e-9:
+            raise ValueError(f"fault shares must each be in [0, 1] and sum to <= 1, got {shares}")
+        return new
+
+
+def draw_outcome(rng: random.Random, config: FakeConfig) -> str:
+    """One uniform draw per request, split into stacked fault shares (429, 500, timeout, malformed, noscore)."""
+    u, edge = rng.random(), 0.0
+    for outcome in FAULTS:
+        edge += getattr(config, _FAULT_FIELD[outcome])
+        if u < edge:
+            return outcome
+    return "ok"
+
+
+# ---------------------------------------------------------------- the aiohttp application
+
+def _openai_error(status: int, message: str, type_: str, code: str | None,
+                  headers: dict[str, str] | None = None) -> web.Response:
+    body = {"error": {"message": message, "type": type_, "param": None, "code": code}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+def _google_error(status: int, message: str, state: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": {"code": status, "message": message, "status": state}},
+                             status=status, headers=headers)
+
+
+def _text_of(content: Any, key: str) -> str:
+    """Text of an OpenAI message content / Gemini parts list (string or list of text parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get(key, "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def openai_prompt(body: dict[str, Any]) -> str:
+    """The prompt the fake answers: the last user message."""
+    users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+    return _text_of(users[-1].get("content"), "text") if users else ""
+
+
+def gemini_prompt(body: dict[str, Any]) -> str:
+    """The prompt the fake answers: the text parts of the last user content."""
+    users = [c for c in body.get("contents") or [] if isinstance(c, dict) and c.get("role", "user") == "user"]
+    return _text_of(users[-1].get("parts"), "text") if users else ""
+
+
+class FakeLLMApp:
+    """Server state (config, fault RNG, counters) and the request handlers; runs inside one event loop."""
+
+    def __init__(self, config: FakeConfig | None = None) -> None:
+        self.config = config or FakeConfig()
+        self.bound: list[list[Any]] = []
+        self._models: list[str] = ["fake-llm"]
+        self.reset()
+
+    def reset(self) -> None:
+        """Clears the counters and restarts the fault RNG, so a reset test run is reproducible."""
+        self.rng = random.Random(self.config.seed)
+        self.requests = 0
+        self.by_kind = dict.fromkeys(KINDS, 0)
+        self.by_outcome = dict.fromkeys(OUTCOMES, 0)
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.prompt_sha256: list[str] = []
+        self.last_request: dict[str, Any] | None = None
+
+    def configure(self, **kw: Any) -> FakeConfig:
+        self.config = self.config.updated(**kw)
+        if "seed" in kw:
+            self.rng = random.Random(self.config.seed)
+        return self.config
+
+    def stats(self) -> dict[str, Any]:
+        return {"requests": self.requests, "by_kind": dict(self.by_kind), "by_outcome": dict(self.by_outcome),
+                "in_flight": self.in_flight, "max_in_flight": self.max_in_flight,
+                "prompt_sha256": list(self.prompt_sha256), "last_request": self.last_request,
+                "config": asdict(self.config), "bound": self.bound}
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._openai_chat)
+        app.router.add_get("/v1/models", self._openai_models)
+        app.router.add_post(r"/{api_version:v1[a-z0-9]*}/models/{model:[^/:]+}:generateContent", self._gemini)
+        app.router.add_get("/_stats", self._h_stats)
+        app.router.add_post("/_config", self._h_config)
+        app.router.add_post("/_reset", self._h_reset)
+        return app
+
+    async def start(self, port: int = 0) -> web.AppRunner:
+        """Binds 127.0.0.1:port (0 picks a free port) and records the bound socket addresses."""
+        runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        await runner.setup()
+        await web.TCPSite(runner, HOST, port).start()
+        self.bound = [list(a[:2]) for a in runner.addresses]
+        return runner
+
+    # -- control endpoints
+    async def _h_stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats())
+
+    async def _h_config(self, request: web.Request) -> web.Response:
+        try:
+            config = self.configure(**(await request.json()))
+        except (ValueError, TypeError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response(asdict(config))
+
+    async def _h_reset(self, request: web.Request) -> web.Response:
+        self.reset()
+        return web.json_response({"ok": True})
+
+    # -- shared request pipeline
+    async def _admit(
+        self, request: web.Request, kind: str, authed: bool, prompt_of: Callable[[dict[str, Any]], str]
+    ) -> tuple[str, dict[str, Any], str, FakeConfig]:
+        """Counts the request, draws its outcome and sleeps its latency; returns (outcome, body, prompt, config)."""
+        self.requests += 1
+        self.by_kind[kind] += 1
+        if not authed:
+            self.by_outcome["unauthorized"] += 1
+            return "unauthorized", {}, "", self.config
+        try:
+            body = await request.json()
+            if not isinstance(body, dict):
+                raise ValueError("request body is not a JSON object")
+        except ValueError:
+            self.by_outcome["bad_request"] += 1
+            return "bad_request", {}, "", self.config
+        prompt = prompt_of(body)
+        self.prompt_sha256.append(sha256_hex(prompt))
+        self.last_request = {"kind": kind, "path": request.path_qs, "headers": dict(request.headers), "body": body}
+        config = self.config  # one snapshot per request: a concurrent configure() does not change it midway
+        outcome = draw_outcome(self.rng, config)
+        self.by_outcome[outcome] += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if config.latency_s > 0:
+                await asyncio.sleep(config.latency_s)
+            if outcome == "timeout":  # the client gives up first; a patient one gets the normal answer late
+                await asyncio.sleep(config.timeout_hang_s)
+        finally:
+            self.in_flight -= 1
+        return outcome, body, prompt, config
+
+    def _answer(self, outcome: str, prompt: str, config: FakeConfig) -> str:
+        return NOSCORE_TEXT if outcome == "noscore" else fake_answer(prompt, config.labels, config.prefer)
+
+    # -- OpenAI
+    async def _openai_chat(self, request: web.Request) -> web.Response:
+        auth = request.headers.get("Authorization", "")
+        authed = auth.startswith("Bearer ") and bool(auth[7:].strip())
+        outcome, body, prompt, config = await self._admit(request, "openai", authed, openai_prompt)
+        if outcome == "unauthorized":
+            return _openai_error(401, "You didn't provide an API key. You need to provide your API key in an "
+                                 "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+                                 "invalid_request_error", None)
+        if outcome == "bad_request" or body.get("stream"):
+            return _openai_error(400, "The fake server wants a non-streaming JSON chat request.",
+                                 "invalid_request_error", None)
+        if outcome == "429":
+            return _openai_error(429, "Rate limit reached (fake server).", "requests", "rate_limit_exceeded",
+                                 headers={"retry-after": f"{config.retry_after_s:g}",
+                                          "retry-after-ms": str(round(config.retry_after_s * 1000))})
+        if outcome == "500":
+            return _openai_error(500, "The server had an error while processing your request.", "server_error",
+                                 None)
+        if outcome == "malformed":
+            return web.Response(body=MALFORMED_BODY, content_type="application/json")
+        model = str(body.get("model", "fake-llm"))
+        if model not in self._models:
+            self._models.append(model)
+        text = self._answer(outcome, prompt, config)
+        p, c = len(prompt.split()), len(text.split())
+        return web.json_response({
+            "id": f"chatcmpl-fake{self.requests}", "object": "chat.completion", "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
+        })
+
+    async def _openai_models(self, request: web.Request) -> web.Response:
+        if not request.headers.get("Authorization", "").startswith("Bearer "):
+            return _openai_error(401, "You didn't provide an API key.", "invalid_request_error", None)
+        return web.json_response({"object": "list", "data": [
+            {"id": m, "object": "model", "created": 0, "owned_by": "judgebench-fake"} for m in self._models]})
+
+    # -- Gemini
+    async def _gemini(self, request: web.Request) -> web.Response:
+        authed = bool(request.headers.get("x-goog-api-key", "").strip() or request.query.get("key"))
+        outcome, body, prompt, config = await self._admit(request, "gemini", authed, gemini_prompt)
+        if outcome == "unauthorized":
+            return _google_error(403, "Method doesn't allow unregistered callers (callers without established "
+                                 "identity). Please use API Key or other form of API consumer identity to call "
+                                 "this API.", "PERMISSION_DENIED")
+        if outcome == "bad_request":
+            return _google_error(400, "Invalid JSON payload received.", "INVALID_ARGUMENT")
+        if outcome == "429":
+            return _google_error(429, "Resource has been exhausted (e.g. check quota).", "RESOURCE_EXHAUSTED",
+                                 headers={"retry-after": f"{config.retry_after_s:g}"})
+        if outcome == "500":
+            return _google_error(500, "An internal error has occurred. Please retry or report in "
+                                 "https://developers.generativeai.google/guide/troubleshooting", "INTERNAL")
+        if outcome == "malformed":
+            return web.Response(body=MALFORMED_BODY, content_type="application/json")
+        model = request.match_info["model"]
+        text = self._answer(outcome, prompt, config)
+        p, c = len(prompt.split()), len(text.split())
+        return web.json_response({
+            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP",
+                            "index": 0}],
+            "usageMetadata": {"promptTokenCount": p, "candidatesTokenCount": c, "totalTokenCount": p + c},
+            "modelVersion": model, "responseId": f"fake{self.requests}",
+        })
+
+
+# ---------------------------------------------------------------- the server process
+
+async def _child_async(config: dict[str, Any], port: int, conn: Connection) -> None:
+    fake = FakeLLMApp(FakeConfig().updated(**config))
+    await fake.start(port)
+    conn.send(("ready", fake.bound[0][1]))
+
+    def watch_parent() -> None:
+        """Exits on "stop" from close() and on EOF, i.e. when the parent dies without closing us."""
+        try:
+            conn.recv()
+        except (EOFError, OSError):
+            pass
+        os._exit(0)
+
+    threading.Thread(target=watch_parent, daemon=True, name="watch-parent").start()
+    await asyncio.Event().wait()
+
+
+def _child_main(config: dict[str, Any], port: int, conn: Connection) -> None:
+    """Entry point of the spawned server process; reports a startup failure through the pipe."""
+    try:
+        asyncio.run(_child_async(config, port, conn))
+    except BaseException as exc:  # noqa: BLE001 - anything that stops startup goes to the parent
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        finally:
+            os._exit(1)
+
+
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class FakeLLMServer:
+    """The fake server in a separate spawned process (own GIL); a context manager, and closed by ``close()``.
+
+    Keyword arguments are :class:`FakeConfig` fields. The process is a daemon that also exits when the
+    parent's end of its pipe closes, so a crashed test run leaves no server behind. Spawned children re-import
+    the parent's ``__main__``: a script (not pytest) must create the server under ``if __name__ == "__main__":``.
+    """
+
+    def __init__(self, *, port: int = 0, startup_timeout_s: float = 30.0, **config: Any) -> None:
+        FakeConfig().updated(**config)  # fail here, in the caller, on a bad setting
+        ctx = mp.get_context("spawn")
+        self._conn, child_conn = ctx.Pipe(duplex=True)
+        self._proc: Any = ctx.Process(target=_child_main, args=(config, port, child_conn), daemon=True,
+                                      name="fake-llm-server")
+        self._proc.start()
+        child_conn.close()
+        self.pid: int = self._proc.pid
+        try:
+            self.port = self._await_ready(time.monotonic() + startup_timeout_s, startup_timeout_s)
+            self.base_url = f"http://{HOST}:{self.port}"
+            self._await_http(time.monotonic() + startup_timeout_s, startup_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """For ``types.HttpOptions(base_url=...)``: the SDK appends ``/{api_version}/models/...`` itself."""
+        return self.base_url
+
+    def _await_ready(self, deadline: float, timeout_s: float) -> int:
+        while time.monotonic() < deadline:
+            try:
+                if self._conn.poll(0.05):
+                    status, value = self._conn.recv()
+                    if status != "ready":
+                        raise RuntimeError(f"fake LLM server failed to start: {value}")
+                    return int(value)
+            except EOFError:  # the child died before reporting (its traceback is on stderr)
+                self._proc.join(1)
+            if not self._proc.is_alive():
+                raise RuntimeError(
+                    f"fake LLM server process exited (code {self._proc.exitcode}) before it was ready; with the "
+                    "spawn start method, a script must create FakeLLMServer under `if __name__ == '__main__':`")
+        raise TimeoutError(f"fake LLM server did not bind a port within {timeout_s:g}s")
+
+    def _await_http(self, deadline: float, timeout_s: float) -> None:
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                self.stats()
+                return
+            except (OSError, urllib.error.URLError) as exc:
+                last = exc
+                time.sleep(0.02)
+        raise TimeoutError(f"fake LLM server at {self.base_url} did not answer /_stats within {timeout_s:g}s: {last}")
+
+    def _call(self, method: str, path: str, payload: Any = None) -> Any:
+        data = None if payload is None else json.dumps(payload).encode()
+        req = urllib.request.Request(self.base_url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with _NO_PROXY.open(req, timeout=10) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            raise ValueError(f"{method} {path} -> {exc.code}: {exc.read().decode(errors='replace')}") from exc
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: requests, by_kind, by_outcome, in_flight, max_in_flight, prompt_sha256, last_request, config."""
+        return self._call("GET", "/_stats")  # type: ignore[no-any-return]
+
+    def configure(self, **kw: Any) -> dict[str, Any]:
+        """Changes settings at run time (validated here and by the server); returns the full config."""
+        FakeConfig().updated(**kw)
+        return self._call("POST", "/_config", kw)  # type: ignore[no-any-return]
+
+    def reset(self) -> None:
+        """Clears the counters and restarts the fault RNG from the configured seed."""
+        self._call("POST", "/_reset", {})
+
+    def close(self) -> None:
+        """Stops the process (asks, then terminates, then kills) and joins it; idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            self._conn.send("stop")
+        except (OSError, EOFError):
+            pass
+        proc.join(5)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        self._conn.close()
+        proc.close()
+
+    def __enter__(self) -> FakeLLMServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------- foreground CLI
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m judgebench.testing.fake_llm_server``: serve in the foreground until Ctrl-C."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--port", type=int, default=8011, help="0 picks a free port")
+    ap.add_argument("--latency", type=float, default=0.0, dest="latency_s")
+    for outcome, name in _FAULT_FIELD.items():
+        ap.add_argument(f"--{name.replace('_', '-')}", type=float, default=0.0, dest=name,
+                        help=f"share of requests answered '{outcome}'")
+    ap.add_argument("--retry-after", type=float, default=0.05, dest="retry_after_s")
+    ap.add_argument("--timeout-hang", type=float, default=30.0, dest="timeout_hang_s")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--label", action="append", default=[], metavar="SUBSTRING=N",
+                    help="judging prompts containing SUBSTRING get label N (repeatable; first match wins)")
+    ap.add_argument("--prefer", action="append", default=[], metavar="SUBSTRING",
+                    help="pairwise prompts: the passage containing SUBSTRING wins (repeatable)")
+    args = vars(ap.parse_args(argv))
+    port = args.pop("port")
+    labels = {}
+    for item in args.pop("label"):
+        key, sep, value = item.rpartition("=")
+        if not sep:
+            ap.error(f"--label wants SUBSTRING=N, got {item!r}")
+        labels[key] = int(value)
+    config = FakeConfig().updated(labels=labels, **args)
+
+    async def serve() -> None:
+        fake = FakeLLMApp(config)
+        await fake.start(port)
+        url = f"http://{HOST}:{fake.bound[0][1]}"
+        print(f"fake LLM server on {url}  (OpenAI base_url {url}/v1, Gemini base_url {url})", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
