@@ -33,6 +33,7 @@ def parse(argv: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per downloaded CSV is noise
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
         return 0

@@ -1,0 +1,1 @@
+"""Rankers: the systems whose ranked lists the judges are evaluated on."""
