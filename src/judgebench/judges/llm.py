@@ -6,21 +6,18 @@ in-flight calls and a rerun of the same grid makes no call at all.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
-from judgebench.cache import CallCache, call_key
+from judgebench.cache import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.parsing import parse_label
 from judgebench.judges.prompts import PromptTemplate, load_prompt
-from judgebench.llm.api import APIBackend, CallFailed
+from judgebench.llm.api import APIBackend
+from judgebench.llm.calls import Call, api_call_key, run_cached
 
 log = logging.getLogger("judgebench")
 
@@ -64,12 +61,8 @@ class LLMJudge(Judge):
     def prompt_version(self) -> str:
         return self._template.version
 
-    def key_for(self, prompt: str, attempt: int = 0) -> str:
-        parts: dict[str, Any] = {
-            "backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version,
-            "system": self.system, "prompt": prompt, "params": self.backend.generation_params(),
-        }
-        return call_key(**parts)
+    def key_for(self, prompt: str) -> str:
+        return api_call_key(self.backend, self.prompt_version, prompt, self.system)
 
     def render(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> list[PlannedCall]:
         out = []
@@ -88,20 +81,16 @@ class LLMJudge(Judge):
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         calls = self.render(pairs, dataset, texts)
         usage = JudgeUsage()
-        records: dict[str, dict] = {}
-        todo = []
-        for c in calls:
-            rec = self.cache.get(c.key)
-            if rec is None:
-                todo.append(c)
-            else:
-                records[c.key] = rec
-        usage.calls_cached = len(records)
+        todo = [c for c in calls if c.key not in self.cache]
+        usage.calls_cached = len(calls) - len(todo)
         if todo:
             log.info("judge %s: %d of %d pairs not in the cache, calling %s/%s", self.name, len(todo), len(calls), self.backend.backend, self.backend.model)
-            failures = asyncio.run(self._call_all(todo, records))
-        else:
-            failures = {}
+        records, failures = run_cached(
+            self.backend, self.cache, [Call(c.key, c.prompt) for c in calls],
+            meta={"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version},
+            system=self.system, parse=parse_label, parse_attempts=self.parse_attempts,
+            progress=self.progress, desc=f"judging ({self.name})",
+        )
         stats = self.backend.stats
         usage.requests, usage.retries = stats.requests, stats.retries
         usage.calls_made = stats.requests
@@ -121,10 +110,10 @@ class LLMJudge(Judge):
                 usage.cost_usd += cost
                 usage.input_tokens += rec["input_tokens"]
                 usage.output_tokens += rec["output_tokens"]
-            if rec["label"] is None:
+            if rec["parsed"] is None:
                 failed.append((c.query_id, c.doc_id, rec["text"], "unparsable", "no parsable score in the answer"))
                 continue
-            rows.append((c.query_id, c.doc_id, int(rec["label"]), rec["text"]))
+            rows.append((c.query_id, c.doc_id, int(rec["parsed"]), rec["text"]))
         errors["unparsable_final"] = sum(1 for f in failed if f[3] == "unparsable")
         usage.errors = {k: v for k, v in errors.items() if v}
         usage.calls_failed = len(failed)
@@ -133,37 +122,3 @@ class LLMJudge(Judge):
         if failed:
             log.warning("judge %s: %d of %d pairs have no label (%s)", self.name, len(failed), len(calls), failed_df["error"].value_counts().to_dict())
         return JudgeResult(labels=labels, failed=failed_df, usage=usage)
-
-    async def _call_all(self, todo: list[PlannedCall], records: dict[str, dict]) -> dict[str, tuple[str, str]]:
-        failures: dict[str, tuple[str, str]] = {}
-        bar = tqdm(total=len(todo), desc=f"judging ({self.name})", unit="pair", disable=not self.progress)
-        async with self.backend:
-            async def one(c: PlannedCall) -> None:
-                try:
-                    rec = await self._ask(c)
-                except CallFailed as e:
-                    failures[c.key] = (e.kind, str(e))
-                else:
-                    # durable before anyone uses it; in a thread so the event loop keeps sending
-                    await asyncio.to_thread(self.cache.put, c.key, rec, {"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version})
-                    records[c.key] = rec
-                finally:
-                    bar.update(1)
-
-            await asyncio.gather(*(one(c) for c in todo))
-        bar.close()
-        return failures
-
-    async def _ask(self, c: PlannedCall) -> dict:
-        n_in = n_out = attempts = 0
-        for _ in range(max(1, self.parse_attempts)):
-            done = await self.backend.complete(c.prompt, self.system)
-            n_in, n_out, attempts = n_in + done.input_tokens, n_out + done.output_tokens, attempts + done.attempts
-            label = parse_label(done.text)
-            if label is not None:
-                break
-            self.backend.stats.errors["unparsable"] += 1
-        return {
-            "text": done.text, "label": label, "input_tokens": n_in, "output_tokens": n_out,
-            "latency_s": done.latency_s, "attempts": attempts, "time": time.time(),
-        }

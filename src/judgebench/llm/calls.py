@@ -1,0 +1,99 @@
+"""Cached, concurrent API calls: the one loop every API component (judge, rewriter, PRP) shares.
+
+An answer is written to the persistent cache before it is used, so a killed job loses only its
+in-flight calls and a rerun of the same work sends nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from judgebench.cache import CallCache, call_key
+from judgebench.llm.api import APIBackend, CallFailed
+
+
+@dataclass
+class Call:
+    key: str
+    prompt: str
+
+
+def api_call_key(backend: APIBackend, prompt_version: str, prompt: str, system: str | None) -> str:
+    return call_key(
+        backend=backend.backend, model=backend.model, prompt_version=prompt_version,
+        system=system, prompt=prompt, params=backend.generation_params(),
+    )
+
+
+def run_cached(
+    backend: APIBackend,
+    cache: CallCache,
+    calls: list[Call],
+    *,
+    meta: dict[str, Any],
+    system: str | None = None,
+    parse: Callable[[str], Any] | None = None,
+    parse_attempts: int = 1,
+    progress: bool = True,
+    desc: str = "calls",
+) -> tuple[dict[str, dict], dict[str, tuple[str, str]]]:
+    """Records for every call (from the cache or the API) and the failures (key -> (kind, message)).
+
+    With `parse`, an answer it maps to None is re-asked up to parse_attempts times, counted as
+    error kind "unparsable", and stored with parsed=None when it never parses.
+    """
+    records: dict[str, dict] = {}
+    todo = []
+    for c in calls:
+        rec = cache.get(c.key)
+        if rec is None:
+            todo.append(c)
+        else:
+            records[c.key] = rec
+    failures: dict[str, tuple[str, str]] = {}
+    if todo:
+        asyncio.run(_call_all(backend, cache, todo, records, failures, meta, system, parse, parse_attempts, progress, desc))
+    return records, failures
+
+
+async def _call_all(backend, cache, todo, records, failures, meta, system, parse, parse_attempts, progress, desc) -> None:
+    bar = tqdm(total=len(todo), desc=desc, unit="call", disable=not progress)
+    async with backend:
+        async def one(c: Call) -> None:
+            try:
+                rec = await _ask(backend, c, system, parse, parse_attempts)
+            except CallFailed as e:
+                failures[c.key] = (e.kind, str(e))
+            else:
+                # durable before anyone uses it; in a thread so the event loop keeps sending
+                await asyncio.to_thread(cache.put, c.key, rec, meta)
+                records[c.key] = rec
+            finally:
+                bar.update(1)
+
+        await asyncio.gather(*(one(c) for c in todo))
+    bar.close()
+
+
+async def _ask(backend: APIBackend, c: Call, system, parse, parse_attempts) -> dict:
+    n_in = n_out = attempts = 0
+    parsed = None
+    for _ in range(max(1, parse_attempts if parse else 1)):
+        done = await backend.complete(c.prompt, system)
+        n_in, n_out, attempts = n_in + done.input_tokens, n_out + done.output_tokens, attempts + done.attempts
+        if parse is None:
+            break
+        parsed = parse(done.text)
+        if parsed is not None:
+            break
+        backend.stats.errors["unparsable"] += 1
+    return {
+        "text": done.text, "parsed": parsed, "input_tokens": n_in, "output_tokens": n_out,
+        "latency_s": done.latency_s, "attempts": attempts, "time": time.time(),
+    }

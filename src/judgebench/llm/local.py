@@ -1,0 +1,356 @@
+"""One scoring layer for every local (transformers) judge, ranker and rewriter.
+
+Why one layer: the label/score of a local judge is read from next-token log-probabilities, and the
+details that silently break that (left padding without position ids, a candidate that is really two
+tokens, an unknown word mapped to ``<unk>``, a prompt truncated through the query, a forced prefix whose
+trailing space the tokenizer dropped) are handled here once and tested once.
+
+Weights are memoised process-wide by their load arguments, so the jobs of a Hydra multirun that run in
+one process load a model once; every :class:`LocalModel` still has its own ``usage`` and ``truncated``
+counters, so per-job accounting stays per job.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["causal", "seq2seq", "auto"]
+_SPACE_MARKERS = (" ", "\u0120", "\u2581")  # a literal space, byte-level BPE 'Ġ', SentencePiece '▁'
+_MEMO: dict[tuple, tuple[Any, Any, str]] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+@dataclass
+class LocalUsage:
+    """What the model was asked to do: prompts scored/generated, non-pad input tokens, forward batches, wall seconds."""
+
+    prompts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+
+    def as_metrics(self) -> dict[str, float]:
+        return dict(self.__dict__)
+
+
+def _pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _pick_dtype(dtype: str, device: str):
+    import torch
+
+    if dtype == "auto":  # float32 on CPU (bf16 matmuls are slow there), bf16 on GPUs that have it
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+def _load(model: str, gguf_file: str | None, kind: Kind, device: str, dtype: str) -> tuple[Any, Any, str]:
+    """Load (tokenizer, model, kind) once per process for the same arguments."""
+    device = _pick_device(device)
+    key = (model, gguf_file, kind, device, str(_pick_dtype(dtype, device)))  # "auto" and its value share a load
+    with _MEMO_LOCK:
+        if key in _MEMO:
+            return _MEMO[key]
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+        extra = {"gguf_file": gguf_file} if gguf_file else {}
+        if kind == "auto":
+            kind = "seq2seq" if AutoConfig.from_pretrained(model, **extra).is_encoder_decoder else "causal"
+            resolved = (model, gguf_file, kind, *key[3:])
+            if resolved in _MEMO:
+                _MEMO[key] = _MEMO[resolved]
+                return _MEMO[key]
+            key2 = resolved
+        else:
+            key2 = key
+        tok = AutoTokenizer.from_pretrained(model, **extra)
+        cls = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
+        net = cls.from_pretrained(model, dtype=_pick_dtype(dtype, device), **extra).to(device).eval()
+        if tok.pad_token_id is None:  # causal LMs often have none; eos is safe because padding is masked
+            tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+        tok.padding_side = "left" if kind == "causal" else "right"
+        _MEMO[key] = _MEMO[key2] = (tok, net, kind)
+        return _MEMO[key]
+
+
+def clear_memo() -> None:
+    """Drop every memoised model (frees memory between unrelated runs in one process)."""
+    with _MEMO_LOCK:
+        _MEMO.clear()
+
+
+class LocalModel:
+    """A causal or seq2seq transformers model with batched, padding-safe next-token scoring.
+
+    ``model`` is a hub name or a local directory; ``gguf_file`` a GGUF file name inside it (or a full
+    path, then ``model`` may be omitted).  ``use_chat_template=None`` uses the tokenizer's template when
+    it has one.  ``max_input_tokens`` bounds the encoded prompt (template and forced prefix included):
+    longer prompts are an error, use :meth:`render` with ``truncate_field`` to shorten the document.
+    """
+
+    def __init__(self, model: str | Path | None = None, *, gguf_file: str | Path | None = None, kind: Kind = "auto",
+                 device: str = "cpu", dtype: str = "auto", batch_size: int = 8, max_input_tokens: int | None = None,
+                 use_chat_template: bool | None = None, progress: bool = False):
+        if gguf_file is not None and model is None:
+            model, gguf_file = Path(gguf_file).parent, Path(gguf_file).name
+        if model is None:
+            raise ValueError("LocalModel needs model= (hub name or directory) or gguf_file=")
+        name = str(Path(model).expanduser().resolve()) if Path(str(model)).expanduser().exists() else str(model)
+        self.name = name
+        self.tokenizer, self.model, self.kind = _load(name, str(gguf_file) if gguf_file else None, kind, device, dtype)
+        self.device = next(self.model.parameters()).device
+        self.batch_size = max(1, int(batch_size))
+        self.max_input_tokens = max_input_tokens or self._default_max_tokens()
+        has_template = bool(getattr(self.tokenizer, "chat_template", None))
+        if use_chat_template and not has_template:
+            raise ValueError(f"use_chat_template=True but the tokenizer of {name} has no chat template")
+        self.use_chat_template = has_template if use_chat_template is None else bool(use_chat_template)
+        self.progress = progress
+        self.usage = LocalUsage()
+        self.truncated = 0
+        params = inspect.signature(self.model.forward).parameters
+        self._has_pos = "position_ids" in params
+        self._has_keep = "logits_to_keep" in params
+
+    @classmethod
+    def load(cls, *args, **kwargs) -> LocalModel:
+        """Alias of the constructor (weights are memoised either way)."""
+        return cls(*args, **kwargs)
+
+    def _default_max_tokens(self) -> int:
+        cfg = self.model.config
+        limit = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None) or 512
+        tml = getattr(self.tokenizer, "model_max_length", None)
+        if tml and tml < 1_000_000:
+            limit = min(limit, tml)
+        return int(min(limit, 8192))
+
+    # ----- encoding -------------------------------------------------------------------------------
+    def _text(self, prompt: str, system: str | None) -> tuple[str, bool]:
+        """The input text and whether special tokens must still be added (never on a chat-templated text)."""
+        if not self.use_chat_template:
+            return (prompt if system is None else f"{system}\n\n{prompt}"), True
+        msgs = ([{"role": "system", "content": system}] if system is not None else []) + [{"role": "user", "content": prompt}]
+        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), False
+
+    def _ids(self, text: str, special: bool) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=special)["input_ids"])
+
+    def _ends_with_space(self, ids: list[int]) -> bool:
+        tok = self.tokenizer.convert_ids_to_tokens(ids[-1]) if ids else ""
+        return (tok or "").endswith(_SPACE_MARKERS) or self.tokenizer.decode(ids[-1:]).endswith(" ")
+
+    def _with_prefix(self, text: str, prefix: str, special: bool) -> list[int]:
+        """Tokenize text+prefix; keep a trailing space of the prefix as its own token when the tokenizer dropped it.
+
+        After ``score: `` a byte-level BPE model puts the space first (" 0" = 'Ġ' '0'), so the digit is
+        only readable once the space token is part of the prompt.
+        """
+        ids = self._ids(text + prefix, special)
+        if prefix and prefix != prefix.rstrip(" ") and not self._ends_with_space(ids):
+            space = self._space_id()
+            if space is not None:
+                ids = self._ids(text + prefix.rstrip(" "), special) + [space]
+        return ids
+
+    def _space_id(self) -> int | None:
+        if not hasattr(self, "_space"):
+            self._space = None
+            for cand in (" ", "\u0120", "\u2581"):
+                try:
+                    self._space = self.token_id(cand)
+                    break
+                except ValueError:
+                    continue
+        return self._space
+
+    def encode(self, prompt: str, forced_prefix: str = "", system: str | None = None) -> tuple[list[int], list[int] | None]:
+        """(input ids, decoder ids or None) exactly as scored: chat template, forced prefix, space fix."""
+        text, special = self._text(prompt, system)
+        if self.kind == "causal":
+            return self._with_prefix(text, forced_prefix, special), None
+        start = self.model.config.decoder_start_token_id
+        start = self.tokenizer.pad_token_id if start is None else start
+        dec = [start] + (self._with_prefix("", forced_prefix, False) if forced_prefix else [])
+        return self._ids(text, special), dec
+
+    def token_id(self, candidate: str) -> int:
+        """The single token id a candidate string stands for ('yes', ' Yes', '0', 'Ġ', '<extra_id_10>', ...).
+
+        Tokenized first (so ' Yes' becomes 'ĠYes' in byte-level BPE and 'yes' becomes '▁yes' in
+        SentencePiece), then looked up as a raw vocabulary entry.  Two tokens, or an unknown word
+        silently mapped to the unknown id, are errors: they would read the wrong probability.
+        """
+        tok = self.tokenizer
+        unk = tok.unk_token_id
+        ids = self._ids(candidate, False)
+        if len(ids) == 1 and (ids[0] != unk or candidate == tok.unk_token):
+            return ids[0]
+        raw = tok.convert_tokens_to_ids(candidate)
+        if raw is not None and (raw != unk or candidate == tok.unk_token):
+            return int(raw)
+        pieces = tok.convert_ids_to_tokens(ids)
+        if unk is not None and unk in ids:
+            raise ValueError(f"candidate {candidate!r} is not in the vocabulary of {self.name}: it tokenizes to "
+                             f"{pieces} (the unknown token {tok.unk_token!r})")
+        raise ValueError(f"candidate {candidate!r} is not a single token for {self.name}: it tokenizes to {pieces}; "
+                         "pass a string that is one token (or the raw token, e.g. 'Ġ0' / '▁0')")
+
+    # ----- rendering ------------------------------------------------------------------------------
+    def render(self, template: str, fields: dict[str, Any], truncate_field: str, *, forced_prefix: str = "",
+               system: str | None = None) -> tuple[str, bool]:
+        """Fill ``template`` (``str.format`` fields) so the encoded input fits ``max_input_tokens``.
+
+        Only ``fields[truncate_field]`` (the document) is shortened, token-wise from its end; the query
+        and the instructions are never cut.  Returns (prompt, was_truncated); truncations are counted in
+        ``self.truncated``.  A prompt that does not fit even with an empty document is an error.
+        """
+        def length(value: str) -> int:
+            prompt = template.format(**{**fields, truncate_field: value})
+            ids, dec = self.encode(prompt, forced_prefix if self.kind == "causal" else "", system)
+            return len(ids)
+
+        budget, text = self.max_input_tokens, str(fields[truncate_field])
+        n = length(text)
+        if n <= budget:
+            return template.format(**fields), False
+        if length("") > budget:
+            raise ValueError(f"prompt is {length('')} tokens without any {truncate_field!r} text, over "
+                             f"max_input_tokens={budget}: the query or instructions are too long")
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=self.tokenizer.is_fast)
+        ids = enc["input_ids"]
+        keep = max(0, len(ids) - (n - budget))
+        while True:  # re-tokenizing at the cut can merge differently: shrink until it fits
+            if self.tokenizer.is_fast:
+                cut = text[: enc["offset_mapping"][keep - 1][1]] if keep > 0 else ""
+            else:
+                cut = self.tokenizer.decode(ids[:keep], skip_special_tokens=True)
+            n = length(cut)
+            if n <= budget:
+                break
+            keep = max(0, keep - max(1, n - budget))
+        self.truncated += 1
+        return template.format(**{**fields, truncate_field: cut}), True
+
+    # ----- scoring --------------------------------------------------------------------------------
+    def _chunks(self, encoded: list[tuple[list[int], list[int] | None]], progress: bool | None, what: str) -> Any:
+        """Batches of input positions, similar lengths together; over-long prompts are an error, never cut here."""
+        for i, (ids, _) in enumerate(encoded):
+            if len(ids) > self.max_input_tokens:
+                raise ValueError(f"prompt {i} is {len(ids)} tokens, over max_input_tokens={self.max_input_tokens}; "
+                                 "shorten the document with LocalModel.render(..., truncate_field=...)")
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+        chunks = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        if (self.progress if progress is None else progress) and len(chunks) > 1:
+            from tqdm.auto import tqdm
+
+            return tqdm(chunks, desc=f"{what} {Path(self.name).name}", unit="batch")
+        return chunks
+
+    def _pad(self, rows: list[list[int]]) -> tuple[Any, Any]:
+        """Pad to a tensor: LEFT for causal models (the next-token position is the last column of every row)."""
+        import torch
+
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, row in enumerate(rows):
+            sl = slice(width - len(row), width) if self.kind == "causal" else slice(0, len(row))
+            ids[r, sl], mask[r, sl] = torch.tensor(row, dtype=torch.long), 1
+        return ids, mask
+
+    def _count(self, n: int, mask: Any, t0: float) -> None:
+        self.usage.prompts += n
+        self.usage.input_tokens += int(mask.sum())
+        self.usage.batches += 1
+        self.usage.seconds += time.perf_counter() - t0
+
+    def _last_logits(self, prompts: list[str], forced_prefix: str, system: str | None, progress: bool | None,
+                     pick: Any) -> np.ndarray:
+        """Run every prompt once and collect ``pick(last-position float32 logits (b, V))`` in input order."""
+        import torch
+
+        encoded = [self.encode(p, forced_prefix, system) for p in prompts]
+        out: np.ndarray | None = None
+        for chunk in self._chunks(encoded, progress, "scoring"):
+            t0 = time.perf_counter()
+            ids, mask = self._pad([encoded[i][0] for i in chunk])
+            kw: dict[str, Any] = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device), "use_cache": False}
+            if self.kind == "causal":
+                if self._has_pos:  # explicit positions: left padding must not shift RoPE/learned positions
+                    kw["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0).to(self.device)
+                if self._has_keep:
+                    kw["logits_to_keep"] = 1
+            else:  # the forced decoder prefix is the same for every row: no decoder padding
+                kw["decoder_input_ids"] = torch.tensor([encoded[i][1] for i in chunk], dtype=torch.long, device=self.device)
+            with torch.inference_mode():
+                vals = pick(self.model(**kw).logits[:, -1, :].float()).cpu().numpy()
+            if out is None:
+                out = np.empty((len(prompts), vals.shape[1]), dtype=np.float64)
+            out[chunk] = vals
+            self._count(len(chunk), mask, t0)
+        return out if out is not None else np.empty((0, 0))
+
+    def next_token_logprobs(self, prompts: list[str], candidates: list[str], forced_prefix: str = "",
+                            system: str | None = None, progress: bool | None = None) -> np.ndarray:
+        """(n, len(candidates)) log-probabilities, normalised over the FULL vocabulary, of each candidate token
+        as the next token after the (chat-templated) prompt and the forced assistant/decoder prefix."""
+        import torch
+
+        cand = torch.tensor([self.token_id(c) for c in candidates], dtype=torch.long, device=self.device)
+        res = self._last_logits(prompts, forced_prefix, system, progress,
+                                lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand))
+        return res.reshape(len(prompts), len(candidates))
+
+    def first_step_logits(self, prompts: list[str], token_ids: list[int], forced_prefix: str = "",
+                          system: str | None = None, progress: bool | None = None) -> np.ndarray:
+        """(n, len(token_ids)) RAW logits at the first generated position (RankT5 scores by the logit of <extra_id_10>)."""
+        import torch
+
+        ids = torch.tensor(list(token_ids), dtype=torch.long, device=self.device)
+        res = self._last_logits(prompts, forced_prefix, system, progress, lambda lg: lg.index_select(1, ids))
+        return res.reshape(len(prompts), len(token_ids))
+
+    def generate(self, prompts: list[str], max_new_tokens: int, system: str | None = None,
+                 progress: bool | None = None) -> list[str]:
+        """Greedy (temperature 0) batched generation; returns the new text only, special tokens removed."""
+        import torch
+        from transformers import GenerationConfig
+
+        cfg = self.model.generation_config
+        gen_cfg = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                                   pad_token_id=self.tokenizer.pad_token_id,
+                                   eos_token_id=cfg.eos_token_id if cfg.eos_token_id is not None else self.tokenizer.eos_token_id,
+                                   decoder_start_token_id=getattr(self.model.config, "decoder_start_token_id", None))
+        encoded = [self.encode(p, "", system) for p in prompts]
+        out = [""] * len(prompts)
+        for chunk in self._chunks(encoded, progress, "generating"):
+            t0 = time.perf_counter()
+            ids, mask = self._pad([encoded[i][0] for i in chunk])
+            with torch.inference_mode():
+                gen = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                          generation_config=gen_cfg)
+            new = gen[:, ids.shape[1]:] if self.kind == "causal" else gen[:, 1:]
+            for r, i in enumerate(chunk):
+                out[i] = self.tokenizer.decode(new[r], skip_special_tokens=True).strip()
+            self.usage.output_tokens += int((new != self.tokenizer.pad_token_id).sum())
+            self._count(len(chunk), mask, t0)
+        return out
