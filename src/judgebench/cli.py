@@ -6,7 +6,7 @@ import sys
 
 USAGE = """usage: judgebench <command> [args]
   cache stats|verify|export FILE|import FILE [--root DIR]   inspect or share the LLM call cache
-  compare experiment=NAME [sweep=ID] [out=DIR]              cross-judge tables and figures from MLflow
+  compare experiment=NAME [sweep=ID] [out=DIR] [...]        cross-judge tables and figures from MLflow (see judgebench-compare --help)
 The grid itself runs through Hydra: python run.py [-m] key=value ..."""
 
 

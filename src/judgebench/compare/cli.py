@@ -1,9 +1,14 @@
-"""judgebench-compare experiment=NAME [sweep=ID] [out=DIR] [tracking_uri=URI]"""
+"""judgebench-compare experiment=NAME [key=value ...]: the cross-judge report from MLflow.
+
+Hydra-style key=value arguments, parsed by hand: compare has no config tree, and a typo must
+be an error (exit 2), not a silently ignored override.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 from mlflow.tracking import MlflowClient
@@ -11,8 +16,23 @@ from mlflow.tracking import MlflowClient
 from judgebench.compare import report as report_mod
 from judgebench.compare.collect import CompareError
 
-USAGE = "usage: judgebench-compare experiment=NAME [sweep=ID] [out=DIR] [tracking_uri=URI] [log=true|false]"
-KEYS = {"experiment", "sweep", "out", "tracking_uri", "log"}
+USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [judges=x,y] [out=DIR]
+                          [format=md,csv,tex,png] [alpha=0.05] [correction=holm|none] [bootstrap=1000]
+                          [seed=0] [panel=j1,j2] [tracking_uri=URI] [log=true|false]
+  sweep        only runs of this sweep id (default: the latest finished run of every cell)
+  datasets     datasets to report (default: all); a requested dataset without runs is listed as missing
+  judges       judges to report (default: all); the human column is always there
+  out          output directory (default: compare-out/NAME)
+  format       which files to write (default: all four); the Markdown report is always printed
+  alpha        significance level of the paired t-tests
+  correction   holm: judge-vs-human decisions use Holm-adjusted p (Table 3 always shows both)
+  bootstrap    resamples of the queries for the 95% percentile intervals (0: none)
+  seed         bootstrap seed
+  panel        judges of the cross-family panel (default: one judge per non-human, non-simulated family
+               if there are 2 or more such families, else all non-human judges)
+  log          log the files as a compare run in the experiment (default: true)"""
+KEYS = {"experiment", "sweep", "datasets", "judges", "out", "format", "alpha", "correction", "bootstrap", "seed", "panel",
+        "tracking_uri", "log"}
 
 
 def default_tracking_uri() -> str:
@@ -31,6 +51,44 @@ def parse(argv: list[str]) -> dict[str, str]:
     return args
 
 
+def _names(value: str | None) -> list[str] | None:
+    names = [v.strip() for v in (value or "").split(",") if v.strip()]
+    return names or None
+
+
+def _number(args: dict[str, str], key: str, kind, default, ok, what: str):
+    if key not in args:
+        return default
+    try:
+        value = kind(args[key])
+    except ValueError:
+        raise CompareError(f"{key}={args[key]!r}: expected {what}") from None
+    if not ok(value):
+        raise CompareError(f"{key}={args[key]!r}: expected {what}")
+    return value
+
+
+def options(args: dict[str, str]) -> report_mod.Options:
+    """Validated options: a bad value is one clear line and exit 2, before anything is read."""
+    correction = args.get("correction", "none").lower()
+    if correction not in ("holm", "none"):
+        raise CompareError(f"correction={correction!r}: expected holm or none")
+    formats = tuple(_names(args.get("format")) or report_mod.FORMATS)
+    bad = [f for f in formats if f not in report_mod.FORMATS]
+    if bad:
+        raise CompareError(f"format: unknown {bad}; expected some of {','.join(report_mod.FORMATS)}")
+    return report_mod.Options(
+        datasets=_names(args.get("datasets")),
+        judges=_names(args.get("judges")),
+        alpha=_number(args, "alpha", float, 0.05, lambda v: 0 < v < 1, "a number between 0 and 1"),
+        correction=correction,
+        bootstrap=_number(args, "bootstrap", int, 1000, lambda v: v >= 0, "a whole number >= 0"),
+        seed=_number(args, "seed", int, 0, lambda v: v >= 0, "a whole number >= 0"),
+        panel=_names(args.get("panel")),
+        formats=formats,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per downloaded CSV is noise
@@ -38,19 +96,21 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     try:
+        started = time.perf_counter()
         args = parse(argv)
+        opts = options(args)
         uri = args.get("tracking_uri") or default_tracking_uri()
         if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
         client = MlflowClient(uri)
         sweep = args.get("sweep") or None
-        rep = report_mod.build(client, args["experiment"], sweep)
+        rep = report_mod.build(client, args["experiment"], sweep, opts)
         out = Path(args.get("out") or Path("compare-out") / args["experiment"])
         files = report_mod.write(rep, out)
         print(rep.markdown())
-        print(f"written: {', '.join(str(f) for f in files)}")
+        print(f"written ({time.perf_counter() - started:.1f}s): {', '.join(str(f) for f in files)}")
         if args.get("log", "true").lower() != "false":
-            run_id = report_mod.log_compare_run(client, args["experiment"], sweep, files)
+            run_id = report_mod.log_compare_run(client, args["experiment"], sweep, files, rep)
             print(f"logged as MLflow run {run_id} in experiment {args['experiment']!r}")
     except CompareError as e:
         print(f"judgebench-compare: {e}", file=sys.stderr)

@@ -1,6 +1,12 @@
-"""Find the job runs of an experiment in MLflow and turn them into one frame, one row per cell."""
+"""Find the job runs of an experiment in MLflow and turn them into one frame, one row per cell.
+
+compare knows runs only through experiment and tags (DESIGN.md 6); everything it reports is
+derived from this frame and the runs' artifacts.
+"""
 
 from __future__ import annotations
+
+import itertools
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
@@ -9,10 +15,11 @@ from judgebench.tracking import TAG
 
 CELL = ["dataset", "system", "judge", "rewriter"]
 TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view"]
+ORIGINAL = "original"
 
 
 class CompareError(RuntimeError):
-    pass
+    """A problem the user must fix (unknown experiment, bad argument): one line, exit code 2."""
 
 
 def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None) -> pd.DataFrame:
@@ -39,5 +46,41 @@ def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None
     if not rows:
         where = f" for sweep {sweep!r}" if sweep else ""
         raise CompareError(f"experiment {experiment!r} has no finished job runs{where}")
-    frame = pd.DataFrame(rows).sort_values("start_time")
+    frame = pd.DataFrame(rows).sort_values("start_time", kind="stable")
+    frame["text_view"] = frame["text_view"].fillna(ORIGINAL)
+    frame["rewriter"] = frame["rewriter"].fillna("none")
     return frame.drop_duplicates(CELL, keep="last").reset_index(drop=True)
+
+
+def select(jobs: pd.DataFrame, datasets: list[str] | None, judges: list[str] | None) -> pd.DataFrame:
+    """Keep the requested datasets and judges; the human column needs no human-judge run, so it always stays."""
+    out = jobs
+    if datasets:
+        out = out[out["dataset"].isin(datasets)]
+    if judges:
+        out = out[out["judge"].isin(judges)]
+    if out.empty:
+        raise CompareError(
+            f"no finished job runs for datasets={','.join(datasets or ['*'])} judges={','.join(judges or ['*'])}; "
+            f"the experiment has datasets {sorted(jobs['dataset'].unique())} and judges {sorted(jobs['judge'].unique())}"
+        )
+    return out.reset_index(drop=True)
+
+
+def split_views(jobs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(original-view runs, rewritten-view runs): the main tables compare systems on the original texts;
+    rewritten views feed the content-bias section only."""
+    original = jobs["text_view"] == ORIGINAL
+    return jobs[original].reset_index(drop=True), jobs[~original].reset_index(drop=True)
+
+
+def missing_cells(jobs: pd.DataFrame, datasets: list[str] | None = None, judges: list[str] | None = None) -> pd.DataFrame:
+    """Grid cells without a finished run: the product of every dataset, system, judge and rewriter seen
+    (or requested) minus the cells present. Reported, never silently dropped."""
+    ds = list(dict.fromkeys([*(datasets or []), *jobs["dataset"]]))
+    systems = list(dict.fromkeys(jobs["system"]))
+    js = list(dict.fromkeys([*(judges or []), *jobs["judge"]]))
+    rewriters = list(dict.fromkeys(jobs["rewriter"]))
+    have = set(zip(jobs["dataset"], jobs["system"], jobs["judge"], jobs["rewriter"]))
+    rows = [c for c in itertools.product(ds, systems, js, rewriters) if c not in have]
+    return pd.DataFrame(rows, columns=CELL)

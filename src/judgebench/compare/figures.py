@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -11,9 +12,26 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from judgebench.compare.artifacts import HUMAN  # noqa: E402
+from judgebench.metrics.agreement import LEVELS  # noqa: E402
+
+TYPE_COLOURS = {"oracle": "tab:blue", "llm": "tab:red", "lexical": "tab:green", "external": "tab:purple"}
+
+
+def slug(name: str) -> str:
+    """A judge name as a safe file-name part."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "judge"
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
 
 def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path) -> Path:
-    """The paper's Figure 3: grouped bars of nDCG@10 per system under each judge."""
+    """The paper's Figure 3: grouped bars of nDCG@10 per system under each judge (missing cells: no bar)."""
     fig, axes = plt.subplots(len(t1), 1, figsize=(max(8, 0.9 * max(len(t) for t in t1.values()) + 3), 3.6 * len(t1)), squeeze=False)
     for ax, (dataset, table) in zip(axes[:, 0], t1.items()):
         judges = [c for c in table.columns if c != "type"]
@@ -27,7 +45,66 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path) -> Path:
         ax.set_title(f"{dataset}: systems under each judge")
         ax.legend(fontsize="small", ncols=min(4, len(judges)))
         ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
+
+
+def confusion(labels: pd.DataFrame, judge: str, path: Path) -> Path:
+    """Human level x judge level for one judge, one panel per dataset, each row normalised to 1."""
+    datasets = list(dict.fromkeys(labels["dataset"]))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.8 * len(datasets), 3.6), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        lab = labels[labels["dataset"] == dataset]
+        counts = pd.crosstab(lab["human"], lab["relevance"]).reindex(index=list(LEVELS), columns=list(LEVELS), fill_value=0)
+        share = counts.div(counts.sum(axis=1).replace(0, np.nan), axis=0).fillna(0).to_numpy()
+        ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
+        for (i, j), v in np.ndenumerate(share):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=9)
+        ax.set_xticks(range(len(LEVELS)), LEVELS)
+        ax.set_yticks(range(len(LEVELS)), LEVELS)
+        ax.set_xlabel(f"{judge} label")
+        ax.set_ylabel("human label")
+        ax.set_title(f"{dataset} (n={len(lab)})")
+    fig.suptitle(f"Label confusion, rows normalised: {judge}")
+    return _save(fig, path)
+
+
+def scatter(t1: dict[str, pd.DataFrame], path: Path) -> Path:
+    """Human vs judge nDCG@10 per system, coloured by system type, with y = x: points above the line
+    are systems the judge overrates."""
+    judges = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c not in ("type", HUMAN)))
+    fig, axes = plt.subplots(len(t1), max(1, len(judges)), figsize=(3.6 * max(1, len(judges)), 3.6 * len(t1)), squeeze=False)
+    for row, (dataset, table) in zip(axes, t1.items()):
+        for ax, judge in zip(row, judges):
+            for kind, g in table.groupby("type", sort=False):
+                if judge in g:
+                    ax.scatter(g[HUMAN], g[judge], label=kind, color=TYPE_COLOURS.get(kind, "tab:gray"), s=28)
+            ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1)
+            ax.set_xlabel("nDCG@10 under humans")
+            ax.set_ylabel(f"nDCG@10 under {judge}")
+            ax.set_title(f"{dataset}: {judge}", fontsize="medium")
+            ax.legend(fontsize="x-small", loc="lower right")
+            ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def content_bias(dist: pd.DataFrame, path: Path) -> Path:
+    """Per human level, the judge's label distribution on original vs rewritten text, with the
+    uniform share (1/4) for reference; rows are (dataset, judge, view)."""
+    groups = list(dist.groupby(["dataset", "judge", "view"], sort=False))
+    fig, axes = plt.subplots(len(groups), len(LEVELS), figsize=(3.2 * len(LEVELS), 2.8 * len(groups)), squeeze=False, sharey=True)
+    x = np.arange(len(LEVELS))
+    for row, ((dataset, judge, view), g) in zip(axes, groups):
+        for ax, human in zip(row, LEVELS):
+            h = g[g["human"] == human].set_index("label")[["original", "rewritten"]].reindex(list(LEVELS)).fillna(0)
+            ax.bar(x - 0.2, h["original"], 0.4, label="original")
+            ax.bar(x + 0.2, h["rewritten"], 0.4, label=view)
+            ax.axhline(1 / len(LEVELS), color="black", lw=0.8, ls="--", label="uniform")
+            ax.set_xticks(x, LEVELS)
+            ax.set_ylim(0, 1)
+            ax.set_title(f"{dataset} / {judge}: human={human}", fontsize="small")
+            ax.set_xlabel("judge label")
+        row[0].set_ylabel("share of pairs")
+        row[0].legend(fontsize="x-small")
+    return _save(fig, path)

@@ -1,8 +1,11 @@
-"""Write the compare outputs (Markdown, CSV, PNG) and log them as a compare run in MLflow."""
+"""Build the whole compare report from MLflow, render it (Markdown, CSV, LaTeX, PNG) and log it as a run.
+
+``build`` gathers numbers only; ``markdown`` and ``write`` only present them, so a test can check
+a number without parsing text.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,86 +13,179 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import tracking
-from judgebench.compare import figures, significance, tables
-from judgebench.compare.collect import collect_runs
+from judgebench.compare import bias, bootstrap, content_bias, ensembles, figures, latex, markdown, significance, tables
+from judgebench.compare.artifacts import HUMAN, Artifacts
+from judgebench.compare.collect import ORIGINAL, CompareError, collect_runs, missing_cells, select, split_views
+
+FORMATS = ("md", "csv", "tex", "png")
+
+
+@dataclass
+class Options:
+    """What the user can set on the command line (cli.py documents each)."""
+
+    datasets: list[str] | None = None
+    judges: list[str] | None = None
+    alpha: float = 0.05
+    correction: str = "none"  # holm | none: which decisions the agreement classes use
+    bootstrap: int = 1000
+    seed: int = 0
+    level: float = 0.95
+    panel: list[str] | None = None
+    formats: tuple[str, ...] = FORMATS
 
 
 @dataclass
 class Report:
+    experiment: str
+    sweep: str | None
+    options: Options
     jobs: pd.DataFrame
     table1: dict[str, pd.DataFrame]
     table2: pd.DataFrame
-    missing: list[tuple[str, str, str]]
+    missing: pd.DataFrame
     oracle_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
+    all_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
     agreement_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
     agreement_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    bias: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ci_means: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ci_tau: pd.DataFrame = field(default_factory=pd.DataFrame)
+    labels: pd.DataFrame = field(default_factory=pd.DataFrame)
+    virtual: list[ensembles.VirtualJudge] = field(default_factory=list)
+    rewritten_runs: int = 0
+    content_distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
+    content_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
+    problems: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
 
+    @property
+    def judges(self) -> list[str]:
+        return [c for c in next(iter(self.table1.values())).columns if c != "type"]
+
     def markdown(self) -> str:
-        parts = ["## Table 1: mean nDCG@10 on judged documents (system x judge)"]
-        for dataset, t in self.table1.items():
-            shown = t.copy()
-            for col in shown.columns[1:]:
-                shown[col] = [_cell(v) for v in shown[col]]
-            parts += [f"\n### {dataset}\n", shown.to_markdown()]
-        parts += ["\n## Table 2: agreement with the human qrels per judge\n"]
-        parts.append(self.table2.to_markdown(index=False, floatfmt=".4f") if len(self.table2) else "(no judge other than human)")
-        if len(self.oracle_tests):
-            parts.append("\n## Table 3: paired t-tests between oracle rankers (per-query nDCG@10, alpha 0.05)\n")
-            shown = self.oracle_tests.copy()
-            for col in ("significant", "significant_holm"):
-                shown[col] = shown[col].map({True: "yes", False: "no"})
-            parts.append(shown.drop(columns=["t"]).to_markdown(index=False, floatfmt=".4g"))
-        if len(self.agreement_counts):
-            parts.append("\n## Table 4: pairwise significance decisions, judge vs human (all system pairs)\n")
-            parts.append(self.agreement_counts.to_markdown(index=False))
-        if self.missing:
-            parts.append("\n## Missing grid cells (no finished run)\n")
-            parts += [f"- {d} / {s} / judge={j}" for d, s, j in self.missing]
-        return "\n".join(parts) + "\n"
+        return "\n".join(markdown.sections(self)) + "\n"
 
 
-def _cell(v) -> str:
-    return "missing" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
+def build(client: MlflowClient, experiment: str, sweep: str | None = None, options: Options | None = None) -> Report:
+    opt = options or Options()
+    everything = select(collect_runs(client, experiment, sweep), opt.datasets, opt.judges)
+    jobs, rewritten = split_views(everything)
+    if jobs.empty:
+        raise CompareError(f"experiment {experiment!r} has runs only on rewritten text views; the tables need the original view")
+    art = Artifacts(client)
+    problems = art.problems
+    per_query = art.per_query(jobs)
+    labels = art.labels(everything)
+    types = tables.system_types(jobs)
+    judges = tables.judge_order(jobs, opt.judges)
+    families = dict(zip(jobs["judge"], jobs["judge_family"].fillna("")))
+    virtual = ensembles.plan([j for j in judges if j in families or j == HUMAN], families, opt.panel)  # judges with runs
+    vlabels = pd.DataFrame(columns=labels.columns)
+    if virtual:
+        runs = art.runs(jobs)
+        vlabels = pd.concat([ensembles.virtual_labels(labels, v, problems) for v in virtual], ignore_index=True)
+        per_query = pd.concat([per_query, ensembles.virtual_per_query(runs, vlabels)], ignore_index=True)
+        labels = pd.concat([labels, vlabels], ignore_index=True)
+        judges += [v.name for v in virtual]
+    datasets = list(dict.fromkeys([*(opt.datasets or []), *jobs["dataset"]]))
+    t1 = tables.table1(per_query, types, judges, datasets)
+    original = labels[labels["text_view"] == ORIGINAL]
+    t2 = tables.table2(t1, original, tables.usage(jobs, vlabels))
 
-
-def build(client: MlflowClient, experiment: str, sweep: str | None = None) -> Report:
-    jobs = collect_runs(client, experiment, sweep)
-    t1 = tables.table1(jobs)
-    per_query = significance.load_per_query(client, jobs)
     oracles = {d: list(t.index[t["type"] == "oracle"]) for d, t in t1.items()}
     everyone = {d: list(t.index) for d, t in t1.items()}
-    oracle_tests = significance.ttests(per_query, oracles)
-    counts, pairs = significance.decision_agreement(significance.ttests(per_query, everyone))
-    return Report(jobs, t1, tables.table2(jobs, t1), tables.missing_cells(jobs), oracle_tests, counts, pairs)
+    oracle_tests = significance.ttests(per_query, oracles, opt.alpha)
+    all_tests = significance.ttests(per_query, everyone, opt.alpha)
+    counts, pairs = significance.decision_agreement(all_tests, use_holm=opt.correction == "holm")
+    ci_means, ci_tau = (bootstrap.bootstrap(per_query, t1, opt.bootstrap, opt.seed, opt.level) if opt.bootstrap > 0
+                        else (pd.DataFrame(columns=bootstrap.MEANS), pd.DataFrame(columns=bootstrap.TAUS)))
+    rewritten_labels = labels[labels["judge"].isin(set(rewritten["judge"]))]
+    return Report(
+        experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, opt.datasets, opt.judges),
+        oracle_tests=oracle_tests, all_tests=all_tests, agreement_counts=counts, agreement_pairs=pairs,
+        bias=bias.ranker_bias(t1), ci_means=ci_means, ci_tau=ci_tau, labels=labels, virtual=virtual,
+        rewritten_runs=len(rewritten),
+        content_distribution=content_bias.distribution(rewritten_labels), content_summary=content_bias.summary(rewritten_labels),
+        problems=problems,
+    )
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _csv(frame: pd.DataFrame, path: Path, index: bool = False) -> Path:
+    frame.to_csv(path, index=index)
+    return path
 
 
 def write(report: Report, out: Path) -> list[Path]:
+    """Write the formats asked for; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
-    files = [out / "report.md"]
-    files[0].write_text(report.markdown(), encoding="utf-8")
-    for dataset, t in report.table1.items():
-        path = out / f"table1_{dataset}.csv"
-        t.to_csv(path)
-        files.append(path)
-    report.table2.to_csv(out / "table2.csv", index=False)
-    files.append(out / "table2.csv")
-    for name, frame in (("ttests_oracles", report.oracle_tests), ("significance_agreement", report.agreement_counts), ("significance_pairs", report.agreement_pairs)):
-        if len(frame):
-            frame.to_csv(out / f"{name}.csv", index=False)
-            files.append(out / f"{name}.csv")
-    files.append(figures.ndcg_bars(report.table1, out / "figure_ndcg_bars.png"))
+    fmt = set(report.options.formats)
+    files: list[Path] = []
+    if "md" in fmt:
+        files.append(out / "report.md")
+        files[-1].write_text(report.markdown(), encoding="utf-8")
+    if "csv" in fmt:
+        files += [_csv(t, out / f"table1_{d}.csv", index=True) for d, t in report.table1.items()]
+        for name, frame in (("table2", report.table2), ("ttests_oracles", report.oracle_tests), ("ttests_all", report.all_tests),
+                            ("significance_agreement", report.agreement_counts), ("significance_pairs", report.agreement_pairs),
+                            ("ranker_bias", report.bias), ("bootstrap_means", report.ci_means), ("bootstrap_tau", report.ci_tau),
+                            ("content_bias_distribution", report.content_distribution),
+                            ("content_bias_summary", report.content_summary), ("missing_cells", report.missing)):
+            if len(frame) or name in ("table2", "missing_cells"):
+                files.append(_csv(frame, out / f"{name}.csv"))
+    if "tex" in fmt:
+        files += latex.write(report, out)
+    if "png" in fmt:
+        files += _write_figures(report, out)
     report.files = files
     return files
 
 
-def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, files: list[Path]) -> str:
+def _write_figures(r: Report, out: Path) -> list[Path]:
+    files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png")]
+    if len(r.judges) > 1:
+        files.append(figures.scatter(r.table1, out / "figure_scatter.png"))
+    original = r.labels[r.labels["text_view"] == ORIGINAL] if len(r.labels) else r.labels
+    for judge in [j for j in r.judges if j != HUMAN]:
+        lab = original[original["judge"] == judge]
+        if len(lab):
+            files.append(figures.confusion(lab, judge, out / f"figure_confusion_{figures.slug(judge)}.png"))
+    if len(r.content_distribution):
+        files.append(figures.content_bias(r.content_distribution, out / "figure_content_bias.png"))
+    return files
+
+
+# --------------------------------------------------------------------------- MLflow
+
+
+def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, files: list[Path], report: Report | None = None) -> str:
+    """A run of kind "compare" in the same experiment: the options as params, tau and kappa per judge as
+    metrics, every file as an artifact."""
     exp_id = client.get_experiment_by_name(experiment).experiment_id
     run = tracking.JobRun(
         client, exp_id, f"compare/{sweep or 'all'}",
         {f"{tracking.TAG}kind": "compare", f"{tracking.TAG}sweep_id": sweep or "all", "git_commit": tracking.git_commit()},
     )
-    for f in files:
-        client.log_artifact(run.run_id, str(f))
+    try:
+        if report is not None:
+            o = report.options
+            run.log_params({"alpha": o.alpha, "correction": o.correction, "bootstrap": o.bootstrap, "seed": o.seed,
+                            "datasets": ",".join(report.table1), "judges": ",".join(report.judges),
+                            "panel": ",".join(next((v.members for v in report.virtual if v.name == "panel"), ())) or "none"})
+            metrics = {}
+            for row in report.table2.itertuples(index=False):
+                for name in ("kappa_graded", "kappa_binary", "tau_all", "tau_oracles"):
+                    value = getattr(row, name)
+                    if value == value:
+                        metrics[f"{name}.{row.dataset}.{figures.slug(row.judge)}"] = value
+            run.log_metrics(metrics)
+        for f in files:
+            client.log_artifact(run.run_id, str(f))
+    except BaseException:
+        run.finish("FAILED")
+        raise
     run.finish()
     return run.run_id

@@ -1,85 +1,107 @@
-"""Table 1 (systems x judges, nDCG@10) and Table 2 (agreement per judge) from the job frame."""
+"""Table 1 (systems x judges, mean nDCG@10) and Table 2 (agreement with humans per judge).
+
+Both are computed from per-query values and labels, so virtual judges (ensembles, panels) get
+exactly the same treatment as real ones.
+"""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
-from judgebench.metrics import kendall_tau
+from judgebench.compare.artifacts import HUMAN
+from judgebench.metrics import kendall_tau, label_agreement
 
-HUMAN = "human"
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
+TABLE2 = ["dataset", "judge", "kappa_graded", "kappa_binary", "tau_all", "tau_oracles", "systems", "labelled_pairs", "failed_calls"]
 
 
-def _system_order(jobs: pd.DataFrame) -> list[str]:
-    first = jobs.drop_duplicates("system").copy()
+def system_types(jobs: pd.DataFrame) -> pd.Series:
+    """system -> ranker type, in report order: by type (oracle, LLM, lexical, external), then first run."""
+    first = jobs.sort_values("start_time", kind="stable").drop_duplicates("system").copy()
     first["_t"] = first["ranker_type"].map(TYPE_ORDER).fillna(9)
-    return list(first.sort_values(["_t", "start_time"], kind="stable")["system"])
+    first = first.sort_values(["_t", "start_time"], kind="stable")
+    return pd.Series(first["ranker_type"].to_numpy(), index=pd.Index(first["system"], name="system"), name="type")
 
 
-def judge_order(jobs: pd.DataFrame) -> list[str]:
-    judges = [j for j in jobs.drop_duplicates("judge")["judge"] if j != HUMAN]
-    return [HUMAN, *judges]
+def judge_order(jobs: pd.DataFrame, requested: list[str] | None = None) -> list[str]:
+    """Human first, then the judges in order of first run (or as requested)."""
+    seen = list(dict.fromkeys([*(requested or []), *jobs.sort_values("start_time", kind="stable")["judge"]]))
+    return [HUMAN, *[j for j in seen if j != HUMAN]]
 
 
-def table1(jobs: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Per dataset: mean nDCG@10 (judged only); the human column comes from every job's human metric."""
+def means(per_query: pd.DataFrame) -> pd.DataFrame:
+    """Mean per (dataset, system, judge) over the queries that have a value (nan: no qrels for the query)."""
+    return per_query.groupby(["dataset", "system", "judge"], sort=False)["value"].mean().reset_index()
+
+
+def table1(per_query: pd.DataFrame, types: pd.Series, judges: list[str], datasets: list[str]) -> dict[str, pd.DataFrame]:
+    """Per dataset: a frame indexed by system with columns type, human, <judges>; nan = missing cell."""
+    m = means(per_query)
     out = {}
-    judges = judge_order(jobs)
-    for dataset, d in jobs.groupby("dataset", sort=False):
-        systems = _system_order(d)
-        human = d.groupby("system")["ndcg10_human"].mean()
-        table = pd.DataFrame(index=pd.Index(systems, name="system"), columns=judges, dtype=float)
-        table[HUMAN] = human.reindex(systems)
-        for _, r in d[d["judge"] != HUMAN].iterrows():
-            table.loc[r["system"], r["judge"]] = r["ndcg10_judge"]
-        types = d.drop_duplicates("system").set_index("system")["ranker_type"]
-        table.insert(0, "type", types.reindex(systems))
+    for dataset in datasets:
+        d = m[m["dataset"] == dataset].pivot(index="system", columns="judge", values="value")
+        table = d.reindex(index=types.index, columns=judges).astype(float)
+        table.insert(0, "type", types.to_numpy())
+        table.columns.name = None
         out[dataset] = table
     return out
 
 
-def table2(jobs: pd.DataFrame, t1: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per dataset and judge: kappa graded / binary on the label set, tau over all systems and oracles."""
+def tau(judge_col: pd.Series, human_col: pd.Series, systems: list[str]) -> float:
+    """Kendall's tau-b between two orderings over the systems both score; nan with fewer than 2."""
+    both = [s for s in systems if not (math.isnan(judge_col.get(s, math.nan)) or math.isnan(human_col.get(s, math.nan)))]
+    if len(both) < 2:
+        return math.nan
+    value, _ = kendall_tau(judge_col[both].to_dict(), human_col[both].to_dict())
+    return value
+
+
+def kappas(labels: pd.DataFrame) -> pd.DataFrame:
+    """Cohen's kappa (graded, binary) per (dataset, judge) on the original text view, human labels as reference."""
+    rows = []
+    for (dataset, judge), lab in labels.groupby(["dataset", "judge"], sort=False):
+        human = lab[["query_id", "doc_id", "human"]].rename(columns={"human": "relevance"})
+        agree = label_agreement(lab[["query_id", "doc_id", "relevance"]], human)
+        rows.append({"dataset": dataset, "judge": judge, "kappa_graded": agree["kappa_graded"],
+                     "kappa_binary": agree["kappa_binary"], "pairs": agree["n_pairs"]})
+    return pd.DataFrame(rows, columns=["dataset", "judge", "kappa_graded", "kappa_binary", "pairs"])
+
+
+def table2(t1: dict[str, pd.DataFrame], labels: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and judge: kappa graded / binary, tau over all systems and oracles only, labelled pairs,
+    failed calls. ``usage`` has dataset, judge, labelled_pairs, failed_calls (virtual judges: 0 calls)."""
+    k = kappas(labels).set_index(["dataset", "judge"])
+    u = usage.set_index(["dataset", "judge"]) if len(usage) else pd.DataFrame()
     rows = []
     for dataset, table in t1.items():
-        d = jobs[jobs["dataset"] == dataset]
         oracles = list(table.index[table["type"] == "oracle"])
         for judge in [c for c in table.columns if c not in ("type", HUMAN)]:
-            j = d[d["judge"] == judge]
-            col = table[judge].dropna()
-            rows.append(
-                {
-                    "dataset": dataset,
-                    "judge": judge,
-                    "kappa_graded": j["kappa_graded"].mean(),
-                    "kappa_binary": j["kappa_binary"].mean(),
-                    "tau_all": _tau(col, table[HUMAN], list(col.index)),
-                    "tau_oracles": _tau(col, table[HUMAN], [s for s in oracles if s in col.index]),
-                    "systems": len(col),
-                    "labelled_pairs": int(j["labelled_pairs"].max()),
-                    "failed_calls": int(j["calls_failed"].max()) if "calls_failed" in j else 0,
-                }
-            )
-    return pd.DataFrame(rows)
+            col, human = table[judge], table[HUMAN]
+            key = (dataset, judge)
+            rows.append({
+                "dataset": dataset,
+                "judge": judge,
+                "kappa_graded": k.at[key, "kappa_graded"] if key in k.index else math.nan,
+                "kappa_binary": k.at[key, "kappa_binary"] if key in k.index else math.nan,
+                "tau_all": tau(col, human, list(table.index)),
+                "tau_oracles": tau(col, human, oracles),
+                "systems": int(np.sum(col.notna() & human.notna())),
+                "labelled_pairs": u.at[key, "labelled_pairs"] if key in u.index else math.nan,
+                "failed_calls": u.at[key, "failed_calls"] if key in u.index else math.nan,
+            })
+    return pd.DataFrame(rows, columns=TABLE2)
 
 
-def _tau(judge_col: pd.Series, human_col: pd.Series, systems: list[str]) -> float:
-    if len(systems) < 2:
-        return math.nan
-    tau, _ = kendall_tau(judge_col[systems].to_dict(), human_col[systems].to_dict())
-    return tau
-
-
-def missing_cells(jobs: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """Grid cells (dataset, system, judge) with no finished run: reported, never silently dropped."""
-    judges = [j for j in jobs["judge"].unique()]
-    out = []
-    for dataset, d in jobs.groupby("dataset", sort=False):
-        have = set(zip(d["system"], d["judge"]))
-        for s in d["system"].unique():
-            for j in judges:
-                if (s, j) not in have:
-                    out.append((dataset, s, j))
-    return out
+def usage(jobs: pd.DataFrame, vlabels: pd.DataFrame) -> pd.DataFrame:
+    """Labelled pairs and failed calls per (dataset, judge): the job metrics for real judges (max over the
+    judge's runs: every run after the first reads the cache), label counts and 0 calls for virtual ones."""
+    real = jobs[jobs["judge"] != HUMAN].copy()
+    if "calls_failed" not in real:
+        real["calls_failed"] = 0.0
+    u = real.groupby(["dataset", "judge"], sort=False).agg(labelled_pairs=("labelled_pairs", "max"),
+                                                          failed_calls=("calls_failed", "max")).reset_index()
+    v = vlabels.groupby(["dataset", "judge"], sort=False).size().rename("labelled_pairs").reset_index().assign(failed_calls=0)
+    return pd.concat([u, v], ignore_index=True)

@@ -1,0 +1,77 @@
+"""Read the job artifacts compare needs (per-query nDCG, judge labels, run files) into frames.
+
+Each artifact is downloaded once into a temporary directory and parsed; a run whose artifact
+cannot be read becomes a listed problem (its cells show "missing"), not a crash of the report.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from judgebench.data.trec import read_run
+
+HUMAN = "human"
+PER_QUERY = ["dataset", "system", "judge", "query_id", "value"]
+LABELS = ["dataset", "judge", "text_view", "query_id", "doc_id", "relevance", "human"]
+
+
+@dataclass
+class Artifacts:
+    """Downloads from one MLflow client; ``problems`` lists what could not be read."""
+
+    client: MlflowClient
+    problems: list[str] = field(default_factory=list)
+
+    def _read(self, run_id: str, name: str, reader):
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                path = Path(self.client.download_artifacts(run_id, name, tmp))
+                return reader(path)
+            except Exception as e:  # noqa: BLE001 - any unreadable artifact is reported the same way
+                self.problems.append(f"run {run_id}: cannot read {name} ({type(e).__name__}: {e})")
+                return None
+
+    def per_query(self, jobs: pd.DataFrame) -> pd.DataFrame:
+        """Rows (dataset, system, judge, query_id, value); the human rows come from every job's human column."""
+        frames = []
+        for _, job in jobs.iterrows():
+            pq = self._read(job["run_id"], "per_query.csv", lambda p: pd.read_csv(p, dtype={"query_id": str}))
+            if pq is None:
+                continue
+            base = {"dataset": job["dataset"], "system": job["system"]}
+            frames.append(pq.assign(**base, judge=HUMAN).rename(columns={"ndcg10_human": "value"})[PER_QUERY])
+            if job["judge"] != HUMAN:
+                frames.append(pq.assign(**base, judge=job["judge"]).rename(columns={"ndcg10_judge": "value"})[PER_QUERY])
+        if not frames:
+            return pd.DataFrame(columns=PER_QUERY)
+        out = pd.concat(frames, ignore_index=True)
+        return out.drop_duplicates(["dataset", "system", "judge", "query_id"], keep="last").reset_index(drop=True)
+
+    def labels(self, jobs: pd.DataFrame) -> pd.DataFrame:
+        """Judge labels per (dataset, judge, text view): judging does not depend on the ranker, so one run each."""
+        frames = []
+        for _, job in jobs.drop_duplicates(["dataset", "judge", "text_view"], keep="last").iterrows():
+            if job["judge"] == HUMAN:
+                continue
+            lab = self._read(job["run_id"], "judge_labels.tsv", lambda p: pd.read_csv(p, sep="\t", dtype={"query_id": str, "doc_id": str}))
+            if lab is None:
+                continue
+            lab = lab.dropna(subset=["relevance", "human"]).astype({"relevance": int, "human": int})
+            frames.append(lab.assign(dataset=job["dataset"], judge=job["judge"], text_view=job["text_view"])[LABELS])
+        if not frames:
+            return pd.DataFrame(columns=LABELS)
+        return pd.concat(frames, ignore_index=True)
+
+    def runs(self, jobs: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
+        """The run file of every (dataset, system): what the system returned, whoever judged it."""
+        out = {}
+        for _, job in jobs.drop_duplicates(["dataset", "system"], keep="last").iterrows():
+            run = self._read(job["run_id"], "run.trec", lambda p: read_run(p, order_by="rank"))  # the pipeline scores by rank
+            if run is not None:
+                out[(job["dataset"], job["system"])] = run
+        return out

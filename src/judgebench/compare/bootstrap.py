@@ -1,0 +1,95 @@
+"""Percentile bootstrap over queries: how much a mean nDCG@10 or a tau would move with other queries.
+
+Contract, so that any interval can be reproduced by hand: per dataset the queries are sorted by
+query_id (string order); ``rng = np.random.default_rng(seed)`` is created afresh for each dataset
+(so a number does not depend on which other datasets were selected); ``rng.integers(0, n, (B, n))``
+draws B resamples of the n queries, and the same resamples serve every system and judge of the
+dataset (a paired bootstrap, which tau needs). A statistic is computed on each resample and the
+interval is ``np.nanpercentile(stats, [2.5, 97.5])`` (linear interpolation) for level 0.95.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from judgebench.compare.artifacts import HUMAN
+from judgebench.compare.tables import tau
+
+MEANS = ["dataset", "judge", "system", "mean", "lo", "hi"]
+TAUS = ["dataset", "judge", "tau_all", "tau_all_lo", "tau_all_hi", "tau_oracles", "tau_oracles_lo", "tau_oracles_hi"]
+
+
+def resample_indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """(n_resamples, n) query indices drawn with replacement."""
+    return np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+
+
+def percentile_interval(stats: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of the bootstrap statistics, ignoring undefined (nan) resamples."""
+    stats = np.asarray(stats, dtype=float)
+    if np.isnan(stats).all():
+        return math.nan, math.nan
+    lo, hi = np.nanpercentile(stats, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b column by column of two (systems, resamples) arrays; nan where undefined.
+
+    Same value as scipy.stats.kendalltau (tau-b), vectorised over resamples: a loop of scipy
+    calls would dominate the report's run time."""
+    i, j = np.triu_indices(x.shape[0], k=1)
+    sx, sy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (sx * sy).sum(axis=0) / np.sqrt(np.abs(sx).sum(axis=0) * np.abs(sy).sum(axis=0))
+    out[np.isnan(x).any(axis=0) | np.isnan(y).any(axis=0)] = np.nan
+    return out
+
+
+def _matrix(d: pd.DataFrame, systems: list[str], queries: list[str]) -> np.ndarray:
+    """(systems, queries) values, nan where absent."""
+    wide = d.pivot_table(index="system", columns="query_id", values="value", aggfunc="first", dropna=False)
+    return wide.reindex(index=systems, columns=queries).to_numpy(dtype=float)
+
+
+def _resampled_means(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """(systems, resamples) means over each resample's queries, ignoring nan queries."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-nan rows: a system missing under this judge
+        return np.nanmean(values[:, idx], axis=2)
+
+
+def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], n_resamples: int = 1000, seed: int = 0,
+              level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(intervals of every system's mean nDCG@10 per judge, intervals of tau all / oracles per judge)."""
+    mean_rows, tau_rows = [], []
+    for dataset, table in t1.items():
+        d = per_query[per_query["dataset"] == dataset]
+        if d.empty:
+            continue
+        systems = list(table.index)
+        oracle = np.array([t == "oracle" for t in table["type"]])
+        queries = sorted(d["query_id"].astype(str).unique())
+        idx = resample_indices(len(queries), n_resamples, seed)
+        boot = {}
+        for judge in [c for c in table.columns if c != "type"]:
+            values = _matrix(d[d["judge"] == judge], systems, queries)
+            boot[judge] = _resampled_means(values, idx)
+            for s, system in enumerate(systems):
+                lo, hi = percentile_interval(boot[judge][s], level)
+                mean_rows.append({"dataset": dataset, "judge": judge, "system": system, "mean": table.at[system, judge],
+                                  "lo": lo, "hi": hi})
+        for judge in [c for c in table.columns if c not in ("type", HUMAN)]:
+            row = {"dataset": dataset, "judge": judge}
+            both = table[judge].notna().to_numpy() & table[HUMAN].notna().to_numpy()
+            for name, keep in (("tau_all", both), ("tau_oracles", both & oracle)):
+                chosen = [s for s, k in zip(systems, keep) if k]
+                row[name] = tau(table[judge], table[HUMAN], chosen)
+                stats = tau_b(boot[judge][keep], boot[HUMAN][keep]) if keep.sum() >= 2 else np.array([np.nan])
+                row[f"{name}_lo"], row[f"{name}_hi"] = percentile_interval(stats, level)
+            tau_rows.append(row)
+    return pd.DataFrame(mean_rows, columns=MEANS), pd.DataFrame(tau_rows, columns=TAUS)

@@ -1,0 +1,90 @@
+"""The printed report (also report.md): every table in reading order, then what is missing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from judgebench.compare import render, significance, views
+from judgebench.compare.artifacts import HUMAN
+
+if TYPE_CHECKING:
+    from judgebench.compare.report import Report
+
+
+def sections(r: Report) -> list[str]:
+    """The report as Markdown blocks, in reading order."""
+    o = r.options
+    real = [j for j in r.judges if j != HUMAN and j not in {v.name for v in r.virtual}]
+    head = [
+        f"# judgebench compare: experiment {r.experiment!r}" + (f", sweep {r.sweep!r}" if r.sweep else ""),
+        "",
+        f"{len(r.jobs)} job runs; datasets: {', '.join(r.table1)}; judges: {', '.join(real) or 'none'}"
+        f"{'; virtual judges: ' + ', '.join(v.name for v in r.virtual) if r.virtual else ''}. "
+        f"alpha={o.alpha}, correction={o.correction}, bootstrap={o.bootstrap} resamples (seed {o.seed}, {o.level:.0%} percentile).",
+    ]
+    parts = head + ["\n## Table 1: mean nDCG@10 on judged documents (system x judge; best per column in bold)"]
+    for dataset, t in r.table1.items():
+        parts += [f"\n### {dataset}\n", render.markdown(t, best=[c for c in t.columns if c != "type"])]
+    if r.virtual:
+        parts += ["\nVirtual judges (built from the judges' labels, no new calls; nDCG recomputed from each system's run file):"]
+        parts += [f"- {v.describe()}" for v in r.virtual]
+        if len({v.members for v in r.virtual}) == 1 and not o.panel:
+            parts.append("- (the default panel takes one judge per non-human, non-simulated family when there are 2 or more "
+                         "such families; here there are not, so it has the same members as majority)")
+    else:
+        parts.append(f"\nNo ensembles or panel: they need at least 2 non-human judges, found {len(real)}.")
+
+    parts += ["\n## Table 2: agreement with the human qrels per judge\n"]
+    parts.append(render.markdown(r.table2, index=False, integers=["systems", "labelled_pairs", "failed_calls"])
+                 if len(r.table2) else "(no judge other than human)")
+
+    if len(r.oracle_tests):
+        parts.append(f"\n## Table 3: paired t-tests between oracle rankers (p raw / p Holm, * = significant at alpha {o.alpha})")
+        for dataset, m in significance.oracle_matrix(r.oracle_tests, o.alpha, r.judges).items():
+            parts += [f"\n### {dataset}\n", render.markdown(m)]
+
+    if len(r.agreement_counts):
+        parts.append(f"\n## Table 4: pairwise significance decisions, judge vs human "
+                     f"(all system pairs, alpha {o.alpha}, correction {o.correction})\n")
+        parts.append(render.markdown(r.agreement_counts, index=False, integers=["agree", "missed", "spurious", "reversed"]))
+        lists = significance.pair_lists(r.agreement_pairs)
+        lists = lists[lists["n"] > 0]
+        parts.append("\nPairs that do not agree (all pairs with their class: significance_pairs.csv):\n")
+        parts.append(render.markdown(lists, index=False, integers=["n"]) if len(lists) else "(none: every decision agrees)")
+
+    if len(r.bias):
+        parts.append("\n## Table 5: ranker bias\n")
+        parts.append("Mean rank of the LLM and oracle groups (1 = best) under the judge and under humans; inverted = the "
+                     "order of the two groups flips, or an LLM system rises above every oracle under the judge only. llm_wins = share of (LLM, oracle) pairs the LLM system wins; "
+                     "llm_above_oracles = LLM systems above every oracle; gap = judge minus human nDCG@10, mean per system type.\n")
+        parts.append(render.markdown(views.bias_view(r, yes="**INVERTED**"), index=False, digits=3))
+
+    parts.append("\n## Table 6: bootstrap confidence intervals over queries")
+    if len(r.ci_means):
+        for dataset, c in views.confidence_tables(r).items():
+            parts += [f"\n### {dataset}: mean nDCG@10 [{o.level:.0%} interval]\n", render.markdown(c)]
+        if len(r.ci_tau):
+            parts += ["\n### Kendall's tau [interval]\n", render.markdown(views.tau_intervals(r), index=False)]
+    else:
+        parts.append("\nbootstrap=0: no intervals computed.")
+
+    parts.append("\n## Content bias (original vs rewritten text)\n")
+    if r.rewritten_runs:
+        parts.append(f"{r.rewritten_runs} run(s) on rewritten text views: used in this section only (Tables 1-6 compare systems "
+                     "on the original texts).\n")
+    if len(r.content_summary):
+        parts.append(render.markdown(r.content_summary, index=False, integers=["human", "pairs"], digits=3))
+    else:
+        parts.append("None found: no judge runs with a rewritten text view (tag text_view != 'original') in this selection; "
+                     "content-bias figures skipped.")
+
+    if len(r.missing):
+        parts.append(f"\n## Missing grid cells ({len(r.missing)}, no finished run)\n")
+        show_rw = r.missing["rewriter"].nunique() > 1 or (r.missing["rewriter"] != "none").any()
+        parts += [f"- {d} / {s} / judge={j}" + (f" / rewriter={w}" if show_rw else "") for d, s, j, w in r.missing.itertuples(index=False)]
+    else:
+        parts.append("\nNo missing grid cells.")
+    if r.problems:
+        parts.append("\n## Problems reading runs\n")
+        parts += [f"- {p}" for p in r.problems]
+    return parts

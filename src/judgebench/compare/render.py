@@ -1,0 +1,76 @@
+"""How tables look: the same frame as Markdown (printed, report.md) or LaTeX (paper-ready .tex).
+
+Numbers are formatted once here, so every output says "missing" for an absent cell and marks
+the best value of a column the same way (bold in both formats).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Literal
+
+import pandas as pd
+
+Style = Literal["md", "tex"]
+MISSING = "missing"
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+        "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def escape(text: str, style: Style) -> str:
+    if style == "md":
+        return text.replace("|", "\\|")
+    return "".join(_TEX.get(c, c) for c in text)
+
+
+def bold(text: str, style: Style) -> str:
+    return f"**{text}**" if style == "md" else f"\\textbf{{{text}}}"
+
+
+def number(v: object, digits: int = 4, integer: bool = False) -> str:
+    """A cell value as text: "missing" for nan/None, yes/no for booleans."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return MISSING
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        return str(int(round(v))) if integer else f"{v:.{digits}f}"
+    return str(v)
+
+
+def cells(df: pd.DataFrame, style: Style, best: Iterable[str] = (), integers: Iterable[str] = (), digits: int = 4) -> pd.DataFrame:
+    """Every cell as escaped text; in the ``best`` columns the maximum (all ties) is bold."""
+    best, integers = set(best), set(integers)
+    out = pd.DataFrame(index=[escape(str(i), style) for i in df.index], columns=[escape(str(c), style) for c in df.columns], dtype=object)
+    out.index.name = escape(str(df.index.name), style) if df.index.name else None
+    for c_in, c_out in zip(df.columns, out.columns):
+        col = df[c_in]
+        top = pd.to_numeric(col, errors="coerce").max() if c_in in best else None
+        texts = []
+        for v in col:
+            v = v.item() if hasattr(v, "item") else v
+            t = escape(number(v, digits, c_in in integers), style)
+            if top is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v == top:
+                t = bold(t, style)
+            texts.append(t)
+        out[c_out] = texts
+    return out
+
+
+def _align(df: pd.DataFrame, index: bool) -> list[str]:
+    """Numbers right, text left (pandas 3 stores text as "str", so test for numbers, not object)."""
+    cols = ["right" if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) else "left" for c in df.columns]
+    return (["left"] if index else []) + cols
+
+
+def markdown(df: pd.DataFrame, index: bool = True, **kw) -> str:
+    return cells(df, "md", **kw).to_markdown(index=index, disable_numparse=True, colalign=_align(df, index))
+
+
+def latex(df: pd.DataFrame, caption: str, label: str, index: bool = True, **kw) -> str:
+    if index:  # the index as a first column: pandas would give its name a header row of its own
+        df = df.reset_index()
+    align = "".join(a[0] for a in _align(df, False))
+    return cells(df, "tex", **kw).to_latex(index=False, escape=False, caption=escape(caption, "tex"), label=label,
+                                           column_format=align, position="t")

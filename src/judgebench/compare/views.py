@@ -1,0 +1,48 @@
+"""Presentation frames shared by the Markdown and LaTeX outputs (intervals as text, the bias flag spelled out)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgebench.compare import render
+
+if TYPE_CHECKING:
+    from judgebench.compare.report import Report
+
+
+def _interval(mean: float, lo: float, hi: float) -> str:
+    if any(isinstance(v, float) and math.isnan(v) for v in (mean, lo, hi)):
+        return render.MISSING
+    return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def confidence_tables(report: Report) -> dict[str, pd.DataFrame]:
+    """Per dataset, system x judge cells "mean [lo, hi]"."""
+    out = {}
+    for dataset, table in report.table1.items():
+        ci = report.ci_means[report.ci_means["dataset"] == dataset]
+        grid = ci.assign(cell=[_interval(m, lo, hi) for m, lo, hi in zip(ci["mean"], ci["lo"], ci["hi"])])
+        wide = grid.pivot(index="system", columns="judge", values="cell").reindex(index=table.index, columns=report.judges)
+        wide.columns.name = None
+        out[dataset] = wide.fillna(render.MISSING)
+    return out
+
+
+def tau_intervals(report: Report) -> pd.DataFrame:
+    """Per dataset and judge, tau over all systems and over oracles as "tau [lo, hi]"."""
+    c = report.ci_tau
+    return pd.DataFrame({
+        "dataset": c["dataset"], "judge": c["judge"],
+        "tau_all": [_interval(*v) for v in zip(c["tau_all"], c["tau_all_lo"], c["tau_all_hi"])],
+        "tau_oracles": [_interval(*v) for v in zip(c["tau_oracles"], c["tau_oracles_lo"], c["tau_oracles_hi"])],
+    })
+
+
+def bias_view(report: Report, yes: str = "yes") -> pd.DataFrame:
+    """The bias table with the inversion spelled out (n/a when there are no LLM or no oracle systems)."""
+    b = report.bias.copy()
+    b["inverted"] = b["inverted"].map(lambda v: "n/a" if v is None or v != v else (yes if v else "no"))
+    return b

@@ -1,0 +1,72 @@
+"""A local transformers judge: the UMBRELA prompt, the grade read from the digit distribution.
+
+It cannot fail to parse; the expected grade and the full distribution are kept with each label.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from judgebench.cache import CallCache
+from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
+from judgebench.judges.local_scoring import UMBRELA_PREFIX, umbrela_label_distribution
+from judgebench.judges.prompts import load_prompt
+from judgebench.llm.models import as_spec, cached_scores, local_key
+
+
+@dataclass
+class LocalJudge(Judge):
+    model_spec: Any = None  # judgebench.llm.models.ModelSpec fields
+    prompt: str = "umbrela_bing"
+    system: str | None = None
+    cache_dir: str = ".cache/judgebench"
+    progress: bool = True
+    _model: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.spec = as_spec(self.model_spec)
+        self.template = load_prompt(self.prompt)
+        self.cache = CallCache(Path(self.cache_dir) / "calls")
+
+    def local_model(self):
+        if self._model is None:
+            self._model = self.spec.load(self.cache_dir, self.progress)
+        return self._model
+
+    def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
+        keys, items = [], []
+        for q, d in zip(pairs["query_id"], pairs["doc_id"]):
+            # the template text is the prompt; truncation (if any) happens inside scoring and is recorded
+            prompt = self.template.render(query=dataset.queries[q], passage=texts[d])
+            key = local_key(self.spec.model_id, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
+            keys.append(key)
+            items.append((key, (dataset.queries[q], texts[d])))
+        records, scored = cached_scores(
+            self.cache, items, self._score, meta={"backend": "transformers", "model": self.spec.model_id},
+            chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"judging ({self.name})",
+        )
+        rows = []
+        for (q, d), key in zip(zip(pairs["query_id"], pairs["doc_id"]), keys):
+            rec = records[key]
+            rows.append((q, d, int(rec["label"]), json.dumps({"expected": rec["expected"], "probs": rec["probs"], "truncated": rec["truncated"]})))
+        usage = JudgeUsage(calls_made=scored, calls_cached=len(set(keys)) - scored)
+        if self._model is not None:
+            usage.input_tokens = self._model.usage.input_tokens
+        return JudgeResult(labels=pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "raw"]), usage=usage)
+
+    def _score(self, payloads: list[tuple[str, str]]) -> list[dict]:
+        model = self.local_model()
+        rendered = [
+            model.render(self.template.text, {"query": q, "passage": p}, "passage", forced_prefix=UMBRELA_PREFIX, system=self.system)
+            for q, p in payloads
+        ]
+        labels, expected, probs = umbrela_label_distribution(model, [r[0] for r in rendered], self.system)
+        return [
+            {"label": int(lab), "expected": round(float(e), 6), "probs": [round(float(x), 6) for x in pr], "truncated": bool(r[1])}
+            for lab, e, pr, r in zip(labels, expected, probs, rendered)
+        ]

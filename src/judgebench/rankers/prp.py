@@ -1,0 +1,188 @@
+"""Pairwise ranking prompting (PRP). Every comparison is asked in both orders:
+a consistent answer gives the winner 1 point, an inconsistent (or failed) one 0.5 to each.
+
+Variants: all pairs (the paper's, n(n-1) prompts a query), a sliding window of k bottom-up
+passes, and sorting-based top-k (a comparison sort / heap on the same cached comparator).
+Local models compare the log-probs of " A" and " B" after the forced prefix "Passage"; API models
+generate, and an answer naming neither passage is a recorded failure, never a silent "A".
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import re
+from dataclasses import dataclass
+from itertools import permutations
+from typing import Any
+
+import pandas as pd
+
+from judgebench.judges.prompts import PromptTemplate
+from judgebench.llm.calls import Call, api_call_key, run_cached
+from judgebench.llm.models import cached_scores, local_key
+from judgebench.rankers.local_base import ModelRanker
+
+PRP_PROMPT = (
+    'Given a query "{query}", which of the following two passages is more relevant to the query?\n\n'
+    'Passage A: "{doc1}"\n\nPassage B: "{doc2}"\n\nOutput Passage A or Passage B:'
+)
+PRP_VERSION = "prp@1"
+ANSWER = re.compile(r"passage\s*([AB])\b", re.IGNORECASE)
+
+
+def parse_prp(text: str | None) -> str | None:
+    """"A" or "B" when the answer names exactly one of them."""
+    found = {m.upper() for m in ANSWER.findall(text or "")}
+    if len(found) == 1:
+        return found.pop()
+    bare = (text or "").strip().strip(".*\"' ").upper()
+    return bare if bare in ("A", "B") else None
+
+
+def points(pref_ij: str | None, pref_ji: str | None) -> tuple[float, float]:
+    """Points for (i, j) from the answers to (i first) and (j first)."""
+    if pref_ij == "A" and pref_ji == "B":
+        return 1.0, 0.0
+    if pref_ij == "B" and pref_ji == "A":
+        return 0.0, 1.0
+    return 0.5, 0.5
+
+
+@dataclass
+class PRPRanker(ModelRanker):
+    variant: str = "allpairs"  # allpairs | sliding | sort
+    passes: int = 1  # sliding: bottom-up passes (k)
+    top_k: int = 10  # sort: how many to bring to the top
+    prompt: str = PRP_PROMPT
+    candidates: tuple[str, str] = (" A", " B")
+    forced_prefix: str = "Passage"
+    backend: Any = None  # an API backend instead of a local model
+    max_passage_chars: int = 2000  # API prompts: each passage cut to this many characters
+    base_url: str | None = None  # copied into the backend by the config
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.variant not in ("allpairs", "sliding", "sort"):
+            raise ValueError(f"ranker.variant={self.variant!r}: expected allpairs, sliding or sort")
+        if (self.spec is None) == (self.backend is None):
+            raise ValueError("PRP needs exactly one of ranker.model_spec (local model) or ranker.backend (API)")
+        self.failed = 0
+        self._prefs: dict[str, str | None] = {}
+
+    # -- asking -----------------------------------------------------------------------------------
+    def _prompt(self, query: str, doc1: str, doc2: str) -> str:
+        return PromptTemplate("prp", self.prompt, ("query", "doc1", "doc2")).render(query=query, doc1=doc1, doc2=doc2)
+
+    def _key(self, prompt: str) -> str:
+        if self.backend is not None:
+            return api_call_key(self.backend, PRP_VERSION, prompt, None)
+        return local_key(self.spec.model_id, "prp", PRP_VERSION, prompt, candidates=list(self.candidates), prefix=self.forced_prefix)
+
+    def ask(self, triples: list[tuple[str, str, str]]) -> list[str | None]:
+        """Preferences ("A", "B" or None) for (query, doc1, doc2) triples, batched and cached."""
+        prompts = []
+        for q, a, b in triples:
+            if self.backend is not None:
+                a, b = a[: self.max_passage_chars], b[: self.max_passage_chars]
+            prompts.append(self._prompt(q, a, b))
+        keys = [self._key(p) for p in prompts]
+        missing = [(k, t, p) for k, t, p in zip(keys, triples, prompts) if k not in self._prefs]
+        if missing:
+            if self.backend is not None:
+                records, failures = run_cached(
+                    self.backend, self.cache, [Call(k, p) for k, _, p in missing],
+                    meta={"backend": self.backend.backend, "model": self.backend.model}, parse=parse_prp,
+                    progress=self.progress and len(missing) > 1, desc=f"prp ({self.name})",
+                )
+                self.scored_now += len(missing)
+                for k, _, _ in missing:
+                    rec = records.get(k)
+                    self._prefs[k] = rec["parsed"] if rec else None
+                    if rec is None or rec["parsed"] is None:
+                        self.failed += 1
+            else:
+                records, now = cached_scores(
+                    self.cache, [(k, t) for k, t, _ in missing], self._score_local,
+                    meta={"backend": "transformers", "model": self.spec.model_id},
+                    chunk=max(8, self.spec.batch_size * 4), progress=self.progress and len(missing) > 8, desc=f"prp ({self.name})",
+                )
+                self.scored_now += now
+                for k, _, _ in missing:
+                    rec = records[k]
+                    self._prefs[k] = "A" if rec["lp_a"] > rec["lp_b"] else "B" if rec["lp_b"] > rec["lp_a"] else None
+        return [self._prefs[k] for k in keys]
+
+    def _score_local(self, triples: list[tuple[str, str, str]]) -> list[dict]:
+        model = self.local_model()
+        prompts = [self._fit(model, q, a, b) for q, a, b in triples]
+        lp = model.next_token_logprobs(prompts, list(self.candidates), forced_prefix=self.forced_prefix)
+        return [{"lp_a": float(x), "lp_b": float(y)} for x, y in lp]
+
+    def _fit(self, model, query: str, doc1: str, doc2: str) -> str:
+        """Give both passages the same token budget (never cutting the query) so the prompt fits."""
+        empty = model.render(self.prompt, {"query": query, "doc1": "", "doc2": ""}, "doc1", forced_prefix=self.forced_prefix)[0]
+        budget = model.max_input_tokens - len(model.encode(empty, self.forced_prefix)[0]) - 4
+        per_doc = max(1, budget // 2)
+
+        def cut(text: str) -> str:
+            ids = model.tokenizer.encode(text, add_special_tokens=False)
+            if len(ids) <= per_doc:
+                return text
+            model.truncated += 1
+            return model.tokenizer.decode(ids[:per_doc])
+
+        fields = {"query": query, "doc1": cut(doc1), "doc2": cut(doc2)}
+        return model.render(self.prompt, fields, "doc2", forced_prefix=self.forced_prefix)[0]
+
+    def compare(self, query: str, x: str, y: str, texts: dict[str, str]) -> tuple[float, float]:
+        ij, ji = self.ask([(query, texts[x], texts[y]), (query, texts[y], texts[x])])
+        return points(ij, ji)
+
+    # -- ranking ----------------------------------------------------------------------------------
+    def rank(self, dataset, texts):
+        head, tail = self.head_and_tail(dataset)
+        if self.variant == "allpairs":
+            scores = self._all_pairs(head, dataset, texts)
+        else:
+            scores = []
+            for qid, group in head.groupby("query_id", sort=False):
+                order = self._sliding(group, dataset, texts) if self.variant == "sliding" else self._sorted(group, dataset, texts)
+                rank_of = {d: i for i, d in enumerate(order)}
+                scores += [float(len(order) - rank_of[d]) for d in group["doc_id"]]
+        return self.combine(head.assign(score=scores), tail)
+
+    def _all_pairs(self, head: pd.DataFrame, dataset, texts) -> list[float]:
+        triples, index = [], []
+        for qid, group in head.groupby("query_id", sort=False):
+            docs = list(group["doc_id"])
+            for i, j in permutations(range(len(docs)), 2):
+                triples.append((dataset.queries[qid], texts[docs[i]], texts[docs[j]]))
+                index.append((qid, docs[i], docs[j]))
+        prefs = dict(zip(index, self.ask(triples)))
+        total: dict[tuple[str, str], float] = {(q, d): 0.0 for q, d in zip(head["query_id"], head["doc_id"])}
+        for (qid, di, dj), pref in prefs.items():
+            if di < dj:
+                pi, pj = points(pref, prefs[(qid, dj, di)])
+                total[(qid, di)] += pi
+                total[(qid, dj)] += pj
+        return [total[(q, d)] for q, d in zip(head["query_id"], head["doc_id"])]
+
+    def _sliding(self, group: pd.DataFrame, dataset, texts) -> list[str]:
+        order, query = list(group["doc_id"]), dataset.queries[group["query_id"].iloc[0]]
+        for _ in range(self.passes):
+            for i in range(len(order) - 2, -1, -1):
+                upper, lower = self.compare(query, order[i], order[i + 1], texts)
+                if lower > upper:
+                    order[i], order[i + 1] = order[i + 1], order[i]
+        return order
+
+    def _sorted(self, group: pd.DataFrame, dataset, texts) -> list[str]:
+        docs, query = list(group["doc_id"]), dataset.queries[group["query_id"].iloc[0]]
+
+        def cmp(x: str, y: str) -> int:
+            px, py = self.compare(query, x, y, texts)
+            return -1 if px > py else 1 if py > px else 0
+
+        top = heapq.nsmallest(min(self.top_k, len(docs)), docs, key=functools.cmp_to_key(cmp))
+        return top + [d for d in docs if d not in set(top)]

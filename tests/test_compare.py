@@ -1,0 +1,419 @@
+"""compare: the full report on a real toy grid (run.py -m), and known answers on hand-made tables."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from scipy.stats import kendalltau
+
+from judgebench import tracking
+from judgebench.compare import bias, bootstrap, content_bias, ensembles, figures, report, significance, tables
+from judgebench.compare.artifacts import Artifacts
+from judgebench.compare.cli import main as compare_main
+from judgebench.compare.collect import missing_cells
+from judgebench.metrics import per_query_ndcg
+
+REPO = Path(__file__).resolve().parents[1]
+PERTURBATIONS = ["Perfect", "Swap[3]", "Swap[2]", "Swap[1]", "Swap[2,3]", "Swap[1,2]"]
+VIRTUAL = ["majority", "mean_label", "panel"]
+
+
+def run_compare(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = compare_main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+# --------------------------------------------------------------------------- the toy grid, built once
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    """3 rankers x 6 perturbations x {human, biased simulated, unbiased simulated} on toy, then one compare."""
+    tmp = tmp_path_factory.mktemp("grid")
+    cmd = [
+        sys.executable, str(REPO / "run.py"), "-m",
+        "ranker=bm25,oracle,simulated_llm", "perturbation=perfect,swap_3,swap_2,swap_1,swap_2_3,swap_1_2",
+        "judge=human,simulated,simulated_unbiased", "experiment_name=grid", "progress=false",
+        f"hydra.sweep.dir={tmp}/multirun", f"cache_dir={tmp}/cache",
+    ]
+    done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    uri = f"sqlite:///{tmp}/mlruns/mlflow.db"
+    out = tmp / "out"
+    code, printed, err = run_compare("experiment=grid", f"tracking_uri={uri}", f"out={out}")
+    assert code == 0, err
+    return {"tmp": tmp, "uri": uri, "out": out, "printed": printed, "client": MlflowClient(uri)}
+
+
+def csv(grid, name: str, **kw) -> pd.DataFrame:
+    return pd.read_csv(grid["out"] / name, **kw)
+
+
+def test_table1_and_table2_on_the_grid(grid):
+    t1 = csv(grid, "table1_toy.csv", index_col="system")
+    assert list(t1.columns) == ["type", "human", "simulated", "simulated_unbiased", *VIRTUAL]
+    assert list(t1.index) == [*PERTURBATIONS, "SimLLM", "BM25"]  # grouped by type: oracles, LLM, lexical
+    assert list(t1["type"]) == ["oracle"] * 6 + ["llm", "lexical"]
+    # real-judge cells are the logged job metrics (per-query means read back from the artifacts)
+    runs = grid["client"].search_runs([grid["client"].get_experiment_by_name("grid").experiment_id],
+                                      filter_string="tags.`judgebench.kind` = 'job' and tags.judge = 'simulated'")
+    for r in runs:
+        assert t1.loc[r.data.tags["system"], "simulated"] == pytest.approx(r.data.metrics["ndcg10_judge"])
+        assert t1.loc[r.data.tags["system"], "human"] == pytest.approx(r.data.metrics["ndcg10_human"])
+
+    t2 = csv(grid, "table2.csv").set_index("judge")
+    assert list(t2.index) == ["simulated", "simulated_unbiased", *VIRTUAL]
+    biased, unbiased = t2.loc["simulated"], t2.loc["simulated_unbiased"]
+    # the biased judge keeps the oracles in order but moves the simulated LLM ranker to the top
+    assert biased["tau_oracles"] > 0.9 and biased["tau_all"] < biased["tau_oracles"] - 0.3
+    assert unbiased["tau_all"] > 0.9
+    assert biased["kappa_graded"] < unbiased["kappa_graded"] and biased["kappa_binary"] < unbiased["kappa_binary"]
+    assert biased["kappa_graded"] == pytest.approx(runs[0].data.metrics["kappa_graded"])  # recomputed from labels
+    assert t2["labelled_pairs"].eq(runs[0].data.metrics["label_set_size"]).all() and t2["failed_calls"].eq(0).all()
+    assert t2["systems"].eq(8).all()
+
+
+def test_inversion_flagged_for_the_biased_judge_only(grid):
+    b = csv(grid, "ranker_bias.csv").set_index("judge")
+    assert bool(b.loc["simulated", "inverted"]) is True
+    assert b.loc["simulated", "llm_rank_judge"] == 1 and b.loc["simulated", "llm_rank_human"] == 7
+    assert b.loc["simulated", "llm_wins_judge"] == 1 and b.loc["simulated", "llm_wins_human"] == 0
+    assert b.loc["simulated", "gap_llm"] > 0.2 > b.loc["simulated", "gap_oracle"]
+    assert b.loc["simulated", "llm_above_oracles_judge"] == "SimLLM" and b.loc["simulated", "llm_above_oracles_human"] == "-"
+    # judge weight 0, ranker weight unchanged: same ordering as humans, no inversion
+    assert bool(b.loc["simulated_unbiased", "inverted"]) is False
+    assert abs(b.loc["simulated_unbiased", "gap_llm"]) < 0.05
+    assert "**INVERTED**" in grid["printed"]
+
+
+def test_significance_agreement_classes_on_the_grid(grid):
+    counts = csv(grid, "significance_agreement.csv").set_index("judge")
+    assert (counts[["agree", "missed", "spurious", "reversed"]].sum(axis=1) == 28).all()  # C(8, 2) pairs
+    s = counts.loc["simulated"]
+    assert s["missed"] > 0 and s["spurious"] > 0 and s["reversed"] > 0
+    assert counts.loc["simulated_unbiased", "reversed"] == 0
+    pairs = csv(grid, "significance_pairs.csv")
+    reversed_ = pairs[(pairs["judge"] == "simulated") & (pairs["agreement"] == "reversed")]
+    assert len(reversed_) == s["reversed"] and (reversed_["system_b"] == "SimLLM").all()
+    # the list printed in the report names the same pairs
+    assert "Perfect vs SimLLM" in grid["printed"]
+    # the oracle matrix: 15 pairs per judge, raw and Holm p, the human decisions of the toy data
+    tests = csv(grid, "ttests_oracles.csv")
+    assert tests.groupby("judge").size().eq(15).all() and len(tests) == 15 * 6
+    human = tests[tests["judge"] == "human"].set_index(["system_a", "system_b"])
+    assert human["significant"].sum() == 14 and not human.loc[("Swap[2]", "Swap[1]"), "significant"]  # a tie on toy
+    assert (human["p_holm"] >= human["p"].fillna(1)).all()
+
+
+def test_bootstrap_intervals_contain_the_point_estimates(grid):
+    means = csv(grid, "bootstrap_means.csv")
+    assert len(means) == 8 * 6
+    assert ((means["lo"] <= means["mean"] + 1e-12) & (means["mean"] <= means["hi"] + 1e-12)).all()
+    perfect = means[(means["system"] == "Perfect") & (means["judge"] == "human")].iloc[0]
+    assert perfect["lo"] == perfect["hi"] == 1.0  # Perfect scores 1 on every toy query: nothing to resample
+    assert (means["hi"] - means["lo"] > 0.01).sum() >= 40
+    taus = csv(grid, "bootstrap_tau.csv")
+    for name in ("tau_all", "tau_oracles"):
+        assert ((taus[f"{name}_lo"] <= taus[name] + 1e-12) & (taus[name] <= taus[f"{name}_hi"] + 1e-12)).all()
+    t2 = csv(grid, "table2.csv")
+    assert np.allclose(taus["tau_all"], t2["tau_all"]) and np.allclose(taus["tau_oracles"], t2["tau_oracles"])
+
+
+def _jobs(client, judge: str) -> pd.DataFrame:
+    exp = client.get_experiment_by_name("grid").experiment_id
+    runs = client.search_runs([exp], filter_string=f"tags.`judgebench.kind` = 'job' and tags.judge = '{judge}'")
+    return pd.DataFrame([{**r.data.tags, "run_id": r.info.run_id} for r in runs])
+
+
+def test_virtual_judge_ndcg_is_recomputed_like_the_pipeline(grid):
+    """A one-member 'ensemble' of the biased judge must reproduce that judge's logged per-query nDCG
+    from the logged run file and labels: the recompute path is the pipeline's."""
+    art = Artifacts(grid["client"])
+    jobs = _jobs(grid["client"], "simulated")
+    labels = art.labels(pd.concat([jobs, _jobs(grid["client"], "simulated_unbiased")], ignore_index=True))
+    runs = art.runs(jobs)
+    one = ensembles.VirtualJudge("copy", ("simulated",), "majority")
+    recomputed = ensembles.virtual_per_query(runs, ensembles.virtual_labels(labels, one))
+    logged = art.per_query(jobs)
+    logged = logged[logged["judge"] == "simulated"]
+    merged = logged.merge(recomputed, on=["dataset", "system", "query_id"], suffixes=("_logged", "_recomputed"))
+    assert len(merged) == len(logged) == 8 * 12 and not art.problems
+    assert np.allclose(merged["value_logged"], merged["value_recomputed"])
+    # the mean-label ensemble of the two judges, rebuilt here by hand for one system
+    b, u = (labels[labels["judge"] == j].set_index(["query_id", "doc_id"])["relevance"] for j in ("simulated", "simulated_unbiased"))
+    qrels = np.floor((b + u) / 2 + 0.5).astype(int).rename("relevance").reset_index()
+    t1 = csv(grid, "table1_toy.csv", index_col="system")
+    assert t1.loc["SimLLM", "mean_label"] == pytest.approx(per_query_ndcg(runs[("toy", "SimLLM")], qrels)["value"].mean())
+
+
+def test_files_figures_and_compare_run(grid):
+    out = grid["out"]
+    for name in ("report.md", "table1_toy.tex", "table2.tex", "ttests_oracles_toy.tex", "ranker_bias.tex", "confidence_toy.tex",
+                 "tau_intervals.tex", "significance_agreement.tex", "missing_cells.csv"):
+        assert (out / name).stat().st_size > 0, name
+    tex = (out / "table1_toy.tex").read_text()
+    assert r"\textbf{1.0000}" in tex and r"simulated\_unbiased" in tex and r"\begin{tabular}" in tex
+    for judge in ("simulated", "simulated_unbiased", *VIRTUAL):
+        assert (out / f"figure_confusion_{judge}.png").stat().st_size > 10_000
+    assert (out / "figure_scatter.png").stat().st_size > 10_000 and (out / "figure_ndcg_bars.png").stat().st_size > 10_000
+    assert not (out / "figure_content_bias.png").exists()
+    assert "None found: no judge runs with a rewritten text view" in grid["printed"]
+    assert "No missing grid cells." in grid["printed"]
+    client = grid["client"]
+    exp = client.get_experiment_by_name("grid").experiment_id
+    (run,) = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'compare'")
+    assert run.data.params["alpha"] == "0.05" and run.data.params["bootstrap"] == "1000"
+    assert run.data.metrics["tau_oracles.toy.simulated"] > 0.9
+    logged = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"report.md", "table2.csv", "figure_scatter.png", "figure_confusion_panel.png", "table1_toy.tex"} <= logged
+
+
+def test_filters_missing_cells_and_options(grid):
+    out = grid["tmp"] / "filtered"
+    code, printed, err = run_compare("experiment=grid", f"tracking_uri={grid['uri']}", f"out={out}", "judges=simulated,gpt_4o",
+                                     "datasets=toy,dl19", "format=csv", "bootstrap=0", "correction=holm", "alpha=0.01", "log=false")
+    assert code == 0, err
+    t1 = pd.read_csv(out / "table1_toy.csv", index_col="system")
+    assert list(t1.columns) == ["type", "human", "simulated", "gpt_4o"]  # one judge with runs: no ensembles
+    assert t1["gpt_4o"].isna().all() and t1["human"].notna().all()
+    assert pd.read_csv(out / "table1_dl19.csv", index_col="system")[["human", "simulated"]].isna().all().all()
+    missing = pd.read_csv(out / "missing_cells.csv")
+    assert len(missing[missing["dataset"] == "toy"]) == 8 and set(missing[missing["dataset"] == "toy"]["judge"]) == {"gpt_4o"}
+    assert len(missing[missing["dataset"] == "dl19"]) == 16
+    assert "- toy / SimLLM / judge=gpt_4o" in printed and "| missing" in printed
+    assert "No ensembles or panel" in printed and "bootstrap=0" in printed
+    assert not (out / "report.md").exists() and not (out / "figure_scatter.png").exists()
+    # Holm at alpha 0.01: the decisions are those of the Holm column of the same tests
+    tests = pd.read_csv(out / "ttests_all.csv")
+    counts = pd.read_csv(out / "significance_agreement.csv").set_index("judge")
+    j, h = (tests[tests["judge"] == n].set_index(["system_a", "system_b"]) for n in ("simulated", "human"))
+    assert counts.loc["simulated", "missed"] == int((h["significant_holm"] & ~j["significant_holm"]).sum())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["experiment=nope"], "no MLflow experiment named 'nope'"),
+    (["experiment=grid", "alpha=2"], "alpha='2'"),
+    (["experiment=grid", "correction=bonf"], "correction='bonf'"),
+    (["experiment=grid", "format=pdf"], "format: unknown ['pdf']"),
+    (["experiment=grid", "panel=simulated"], "at least 2 distinct judges"),
+    (["experiment=grid", "panel=simulated,gpt_4o"], "panel names judges without runs"),
+    (["experiment=grid", "datasets=dl19"], "no finished job runs for datasets=dl19"),
+    (["experiment=grid", "colour=blue"], "unexpected argument 'colour=blue'"),
+])
+def test_user_errors_are_one_line_and_exit_2(grid, args, message):
+    code, printed, err = run_compare(*args, f"tracking_uri={grid['uri']}", "log=false", f"out={grid['tmp']}/err")
+    assert code == 2 and message in err and printed == ""
+
+
+def test_empty_experiment_exits_2(tmp_path):
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    client.create_experiment("empty")
+    code, _, err = run_compare("experiment=empty", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db")
+    assert code == 2 and err.strip() == "judgebench-compare: experiment 'empty' has no finished job runs"
+
+
+def test_explicit_panel(grid):
+    rep = report.build(grid["client"], "grid", options=report.Options(panel=["simulated_unbiased", "simulated"], bootstrap=0))
+    (panel,) = [v for v in rep.virtual if v.name == "panel"]
+    assert panel.members == ("simulated_unbiased", "simulated") and panel.rule == "majority"
+    t = rep.table1["toy"]
+    # majority of two with ties to the lower label is the element-wise minimum: never above either member
+    assert (t["panel"] <= t[["simulated", "simulated_unbiased"]].max(axis=1) + 1e-12).all()
+    assert t["panel"].equals(t["majority"])  # same two members, same rule
+
+
+# --------------------------------------------------------------------------- known answers, hand-made tables
+
+
+def _t1(human, judge, types) -> dict[str, pd.DataFrame]:
+    systems = [f"s{i}" for i in range(len(human))]
+    return {"d": pd.DataFrame({"type": types, "human": human, "j": judge}, index=pd.Index(systems, name="system"))}
+
+
+def test_tau_known_answers():
+    t1 = _t1([0.9, 0.8, 0.7, 0.6], [0.9, 0.7, 0.8, 0.6], ["oracle", "oracle", "oracle", "llm"])
+    t2 = tables.table2(t1, pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"]), pd.DataFrame())
+    row = t2.iloc[0]
+    assert row["tau_all"] == pytest.approx((5 - 1) / 6)  # one discordant pair out of 6
+    assert row["tau_oracles"] == pytest.approx((2 - 1) / 3)
+    assert row["systems"] == 4 and np.isnan(row["kappa_graded"])
+    # a missing cell leaves the system out of tau (and the count), never in as 0
+    t1["d"].loc["s1", "j"] = np.nan
+    row = tables.table2(t1, pd.DataFrame(columns=t2.columns), pd.DataFrame()).iloc[0]
+    assert row["tau_all"] == pytest.approx(1.0) and row["systems"] == 3 and row["tau_oracles"] == pytest.approx(1.0)
+
+
+def test_kappa_columns_known_answers():
+    human = [0, 0, 1, 1, 2, 2, 3, 3]
+    judge = [0, 2, 1, 1, 2, 3, 3, 3]
+    labels = pd.DataFrame({"dataset": "d", "judge": "j", "text_view": "original", "query_id": "q",
+                           "doc_id": [f"d{i}" for i in range(8)], "relevance": judge, "human": human})
+    t1 = _t1([0.9, 0.8], [0.8, 0.9], ["oracle", "llm"])
+    usage = pd.DataFrame({"dataset": ["d"], "judge": ["j"], "labelled_pairs": [8], "failed_calls": [2]})
+    row = tables.table2(t1, labels, usage).iloc[0]
+    # graded: p_o = 6/8, p_e = sum over levels of (2/8) * (judge share) = 1/4 -> (3/4 - 1/4) / (3/4)
+    assert row["kappa_graded"] == pytest.approx(2 / 3)
+    # binary: human 0000 1111, judge 0100 1111: p_o = 7/8, p_e = 1/2 * 3/8 + 1/2 * 5/8 = 1/2
+    assert row["kappa_binary"] == pytest.approx(0.75)
+    assert row["tau_all"] == pytest.approx(-1.0) and np.isnan(row["tau_oracles"])
+    assert row["labelled_pairs"] == 8 and row["failed_calls"] == 2
+
+
+def _pq(values: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
+    rows = []
+    for judge, systems in values.items():
+        for system, v in systems.items():
+            rows += [{"dataset": "d", "system": system, "judge": judge, "query_id": f"q{i:02d}", "value": x} for i, x in enumerate(v)]
+    return pd.DataFrame(rows)
+
+
+def test_significance_classes_known_answer():
+    rng = np.random.default_rng(5)
+    noise = lambda: rng.normal(0, 0.02, 10)  # noqa: E731
+    human = {"A": 0.9 + noise(), "B": 0.5 + noise(), "C": 0.5 + noise(), "D": 0.2 + noise()}
+    judge = {"A": 0.5 + noise(), "B": 0.9 + noise(), "C": 0.5 + noise(), "D": 0.2 + noise()}
+    tests = significance.ttests(_pq({"human": human, "j": judge}), {"d": ["A", "B", "C", "D"]})
+    h = tests[tests["judge"] == "human"].set_index(["system_a", "system_b"])["significant"]
+    assert not h[("B", "C")] and h.drop(("B", "C")).all()  # the construction holds
+    counts, pairs = significance.decision_agreement(tests)
+    assert counts.iloc[0][["agree", "missed", "spurious", "reversed"]].tolist() == [3, 1, 1, 1]
+    cls = pairs.set_index(["system_a", "system_b"])["agreement"]
+    assert cls[("A", "B")] == "reversed" and cls[("A", "C")] == "missed" and cls[("B", "C")] == "spurious"
+    assert cls[("A", "D")] == cls[("B", "D")] == cls[("C", "D")] == "agree"
+    lists = significance.pair_lists(pairs).set_index("class")
+    assert lists.loc["reversed", "pairs"] == "A vs B" and lists.loc["missed", "n"] == 1
+
+
+def test_bootstrap_known_answers():
+    values = np.array([0.1, 0.4, 0.5, 0.9, 0.2])
+    t1 = {"d": pd.DataFrame({"type": ["oracle", "oracle"], "human": [values.mean(), 0.5]}, index=pd.Index(["A", "B"], name="system"))}
+    pq = _pq({"human": {"A": values, "B": np.full(5, 0.5)}})
+    means, _ = bootstrap.bootstrap(pq, t1, n_resamples=7, seed=3)
+    # independent recomputation: queries q00..q04 in order, one generator per dataset
+    idx = np.random.default_rng(3).integers(0, 5, size=(7, 5))
+    lo, hi = np.percentile(values[idx].mean(axis=1), [2.5, 97.5])
+    a = means.set_index("system").loc["A"]
+    assert a["lo"] == pytest.approx(lo) and a["hi"] == pytest.approx(hi) and a["mean"] == pytest.approx(0.42)
+    b = means.set_index("system").loc["B"]
+    assert b["lo"] == b["hi"] == b["mean"] == 0.5  # identical per-query values: zero width
+
+
+def test_bootstrap_tau_matches_scipy_and_resamples():
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 4, (6, 50)).astype(float), rng.integers(0, 4, (6, 50)).astype(float)  # many ties
+    expected = [kendalltau(x[:, b], y[:, b])[0] for b in range(50)]
+    assert np.allclose(bootstrap.tau_b(x, y), expected, equal_nan=True)
+    # tau interval of a judge that orders three oracles like humans on every query: [1, 1]
+    base = {"A": np.linspace(0.8, 0.9, 6), "B": np.linspace(0.5, 0.6, 6), "C": np.linspace(0.2, 0.3, 6)}
+    pq = _pq({"human": base, "j": {k: v - 0.1 for k, v in base.items()}})
+    t1 = tables.table1(pq, pd.Series(["oracle"] * 3, index=pd.Index(list("ABC"), name="system")), ["human", "j"], ["d"])
+    _, taus = bootstrap.bootstrap(pq, t1, n_resamples=50, seed=1)
+    assert taus.iloc[0][["tau_oracles", "tau_oracles_lo", "tau_oracles_hi", "tau_all"]].tolist() == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_ensemble_rules_known_answers():
+    nan = np.nan
+    labels = np.array([[0, 1, 1], [3, 2, nan], [0, 3, nan], [nan, nan, nan], [1, 2, 2], [1, 2, 3]])
+    assert np.array_equal(ensembles.majority(labels), [1, 2, 0, nan, 2, 1], equal_nan=True)  # ties -> lower
+    assert np.array_equal(ensembles.mean_rounded(labels), [1, 3, 2, nan, 2, 2], equal_nan=True)  # 2.5 -> 3, 1.5 -> 2
+    fam = {"g1": "gemini", "g2": "gemini", "o1": "openai", "s": "simulated"}
+    assert ensembles.default_panel(["human", "g1", "g2", "s", "o1"], fam) == ["g1", "o1"]
+    assert ensembles.default_panel(["human", "g1", "g2", "s"], fam) == ["g1", "g2", "s"]
+    assert ensembles.plan(["human", "g1"], fam) == []
+
+
+def test_virtual_labels_from_members():
+    lab = pd.DataFrame({"dataset": "d", "text_view": "original", "query_id": "q", "doc_id": ["a", "b", "a", "b", "a"],
+                        "judge": ["j1", "j1", "j2", "j2", "j3"], "relevance": [3, 0, 1, 1, 1], "human": [2, 0, 2, 0, 2]})
+    vl = ensembles.virtual_labels(lab, ensembles.VirtualJudge("m", ("j1", "j2", "j3"), "majority"))
+    assert vl.set_index("doc_id")["relevance"].to_dict() == {"a": 1, "b": 0}  # b: j3 has no label, tie 0/1 -> 0
+    problems: list[str] = []
+    assert ensembles.virtual_labels(lab, ensembles.VirtualJudge("m", ("j1", "j9"), "mean"), problems).empty
+    assert problems == ["d: virtual judge m not built, no labels from ['j9']"]
+
+
+def test_ranker_bias_known_answer():
+    t1 = {"d": pd.DataFrame({"type": ["oracle", "oracle", "llm", "lexical"], "human": [0.9, 0.8, 0.7, 0.5], "j": [0.7, 0.6, 0.8, 0.55]},
+                            index=pd.Index(["O1", "O2", "L", "B"], name="system"))}
+    row = bias.ranker_bias(t1).iloc[0]
+    assert row["llm_rank_human"] == 3 and row["oracle_rank_human"] == 1.5
+    assert row["llm_rank_judge"] == 1 and row["oracle_rank_judge"] == 2.5 and row["inverted"]
+    assert row["llm_wins_judge"] == 1 and row["llm_wins_human"] == 0
+    assert row["llm_above_oracles_judge"] == "L" and row["llm_above_oracles_human"] == "-"
+    assert row["gap_oracle"] == pytest.approx(-0.2) and row["gap_llm"] == pytest.approx(0.1) and row["gap_lexical"] == pytest.approx(0.05)
+    no_llm = {"d": t1["d"].drop(index="L")}
+    assert bias.ranker_bias(no_llm).iloc[0]["inverted"] is None
+
+
+def test_missing_cells_product():
+    jobs = pd.DataFrame({"dataset": ["a", "a", "b"], "system": ["S1", "S2", "S1"], "judge": ["h", "j", "h"], "rewriter": "none"})
+    got = set(missing_cells(jobs, datasets=["a", "b", "c"]).itertuples(index=False, name=None))
+    everything = set(itertools.product("abc", ["S1", "S2"], ["h", "j"], ["none"]))
+    assert got == everything - set(jobs.itertuples(index=False, name=None))
+
+
+# --------------------------------------------------------------------------- content bias
+
+
+def _content_labels() -> pd.DataFrame:
+    orig = pd.DataFrame({"query_id": "q", "doc_id": ["a", "b", "c", "d"], "human": [0, 0, 3, 3], "relevance": [0, 0, 3, 2]})
+    rew = orig.assign(relevance=[1, 0, 3, 3])
+    return pd.concat([orig.assign(text_view="original"), rew.assign(text_view="rewritten:r1")]).assign(dataset="d", judge="j")
+
+
+def test_content_bias_known_answers(tmp_path):
+    lab = _content_labels()
+    s = content_bias.summary(lab).set_index("human")
+    assert s.loc[0, "pairs"] == 2 and s.loc[0, "mean_original"] == 0 and s.loc[0, "mean_rewritten"] == 0.5
+    assert s.loc[0, "share_up"] == 0.5 and s.loc[3, "share_up"] == 0.5 and s.loc[3, "share_down"] == 0
+    d = content_bias.distribution(lab).set_index(["human", "label"])
+    assert d.loc[(0, 0), "original"] == 1 and d.loc[(0, 0), "rewritten"] == 0.5 and d.loc[(0, 1), "rewritten"] == 0.5
+    assert d.groupby("human")[["original", "rewritten"]].sum().eq(1).all().all()
+    assert figures.content_bias(content_bias.distribution(lab), tmp_path / "f.png").stat().st_size > 10_000
+
+
+def _log_job(client, exp, tags: dict, metrics: dict, files: dict) -> None:
+    run = tracking.JobRun(client, exp, "hand", {"judgebench.kind": "job", "judgebench.sweep_id": "s", **tags})
+    run.log_metrics(metrics)
+    run.log_files(files)
+    run.finish()
+
+
+def test_rewritten_runs_feed_the_content_bias_section(tmp_path):
+    """Hand-logged runs: a judge on the original and on a rewritten view; the main tables use the original view."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("hand", artifact_location=str(tmp_path / "art"))
+    run = "q 0 a 1 4 S\nq 0 b 2 3 S\nq 0 c 3 2 S\nq 0 d 4 1 S\n".replace(" 0 ", " Q0 ")
+    lab = _content_labels()
+    for view, rewriter in (("original", "none"), ("rewritten:r1", "r1")):
+        labels = lab[lab["text_view"] == view][["query_id", "doc_id", "relevance", "human"]].assign(raw="x")
+        per_query = "query_id,ndcg10_human,ndcg10_judge\nq,0.5,0.6\n" if view == "original" else "query_id,ndcg10_human,ndcg10_judge\nq,0.5,0.9\n"
+        _log_job(client, exp, {"dataset": "d", "system": "S", "ranker_type": "oracle", "judge": "j", "judge_family": "f",
+                               "rewriter": rewriter, "text_view": view},
+                 {"labelled_pairs": 4, "calls_failed": 0}, {"per_query.csv": per_query, "run.trec": run,
+                                                            "judge_labels.tsv": labels.to_csv(sep="\t", index=False)})
+    # a finished run whose per-query artifact is absent: its cells say missing and the report says why
+    _log_job(client, exp, {"dataset": "d", "system": "S2", "ranker_type": "llm", "judge": "human", "judge_family": "human",
+                           "rewriter": "none", "text_view": "original"}, {"labelled_pairs": 0}, {"run.trec": run})
+    code, printed, err = run_compare("experiment=hand", f"tracking_uri={uri}", f"out={tmp_path / 'out'}", "bootstrap=10", "log=false")
+    assert code == 0, err
+    t1 = pd.read_csv(tmp_path / "out" / "table1_d.csv", index_col="system")
+    assert t1.loc["S", "j"] == pytest.approx(0.6)  # the original view, not the rewritten 0.9
+    assert t1.loc["S2", ["human", "j"]].isna().all() and "cannot read per_query.csv" in printed
+    assert "1 run(s) on rewritten text views: used in this section only" in printed
+    summary = pd.read_csv(tmp_path / "out" / "content_bias_summary.csv")
+    assert summary["view"].eq("rewritten:r1").all() and summary["share_up"].tolist() == [0.5, 0.5]
+    assert (tmp_path / "out" / "figure_content_bias.png").exists() and "None found" not in printed
+    assert "| rewritten:r1" in printed
