@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,6 +26,10 @@ log = logging.getLogger("judgebench")
 
 # Keys that say where or how a job runs, not what it computes: left out of the config hash.
 NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "sweep_id", "experiment_name", "dry_run")
+
+
+class TooManyFailures(RuntimeError):
+    """More judge calls failed than the cell tolerates (max_failed_share): the run is FAILED, not FINISHED."""
 
 
 @dataclass
@@ -154,6 +159,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         "text_view": rewriter.view,
         "git_commit": tracking.git_commit(),
     }
+    slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
+    tags.update({tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)})  # a SLURM job's ids
     job = tracking.JobRun(client, exp_id, f"{cfg.dataset.name}/{system}/{judge.name}/{rewriter.name}", tags)
     try:
         config = OmegaConf.to_container(cfg, resolve=True)
@@ -161,6 +168,12 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         job.log_params(params)
 
         texts = rewriter.rewrite(dataset)
+        rewrite_files, rewrite_metrics = {}, {}
+        if rewriter.view != "original":
+            changed = [d for d in dataset.corpus if texts[d] != dataset.corpus[d]]
+            side = pd.DataFrame({"doc_id": changed, "original": [dataset.corpus[d] for d in changed], "rewritten": [texts[d] for d in changed]})
+            rewrite_files["rewrites.tsv"] = _frame_text(side)
+            rewrite_metrics = {"rewritten_docs": len(changed), "rewrite_failed": len(getattr(rewriter, "failed", {})), "rewrite_calls_made": getattr(rewriter, "made", 0)}
         run = ranker.rank(dataset, texts)
         if ranker.perturbable:
             run = perturbation.apply(run)
@@ -183,6 +196,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             "labelled_pairs": len(result.labels),
             "n_queries": len(human_pq),
             **result.usage.as_metrics(),
+            **rewrite_metrics,
             "wall_time_s": time.perf_counter() - started,
         }
         job.log_metrics(metrics)
@@ -197,7 +211,16 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
+        files.update(rewrite_files)
         job.log_files(files)
+        failed_share = result.usage.calls_failed / max(1, len(label_set))
+        limit = float(cfg.get("max_failed_share", 1.0))
+        if failed_share > limit:
+            raise TooManyFailures(
+                f"{cfg.dataset.name} / {system} / {judge.name}: {result.usage.calls_failed} of {len(label_set)} pairs "
+                f"({failed_share:.1%}) have no label, above max_failed_share={limit:.1%}; the run is marked FAILED "
+                f"(its labels are in the cache: a rerun asks only for the missing ones)"
+            )
         job.finish("FINISHED")
     except BaseException:
         job.finish("FAILED")

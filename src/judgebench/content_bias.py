@@ -1,0 +1,200 @@
+"""The paper's AI-content-bias experiments, as one job (`+experiment=content_bias`).
+
+(1) a balanced sample of pairs per human level, judged on original and LLM-rewritten text: label
+distributions; (2) the Perfect oracle evaluated by the judge on original vs rewritten text: nDCG@10
+with a paired t-test; (3) a pointwise ranker scoring the sample on both texts: score differences.
+Optionally (4) a prompt-injection probe: an instruction appended to non-relevant passages, and how
+much the judge's labels inflate.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from hydra.utils import instantiate  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+from scipy.stats import ttest_rel  # noqa: E402
+
+from judgebench import tracking  # noqa: E402
+from judgebench.metrics import per_query_ndcg  # noqa: E402
+from judgebench.rankers.oracle import OracleRanker  # noqa: E402
+from judgebench.rankers.perturbation import cut  # noqa: E402
+
+log = logging.getLogger("judgebench")
+LEVELS = (0, 1, 2, 3)
+
+
+def balanced_sample(label_set: pd.DataFrame, per_level: int, seed: int) -> pd.DataFrame:
+    """`per_level` pairs per human level (all of them where fewer exist), drawn with a fixed seed."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for level in LEVELS:
+        pool = label_set[label_set["relevance"] == level].sort_values(["query_id", "doc_id"]).reset_index(drop=True)
+        take = rng.choice(len(pool), size=min(per_level, len(pool)), replace=False) if len(pool) else []
+        parts.append(pool.iloc[sorted(take)])
+    return pd.concat(parts, ignore_index=True)
+
+
+def _paired(a: pd.Series, b: pd.Series) -> dict:
+    diff = (b - a).astype(float)
+    t, p = ttest_rel(b, a) if len(diff) > 1 and diff.std() > 0 else (float("nan"), float("nan"))
+    return {"mean_original": float(a.mean()), "mean_rewritten": float(b.mean()), "mean_diff": float(diff.mean()), "t": float(t), "p": float(p), "n": int(len(diff))}
+
+
+def label_distribution(sample: pd.DataFrame, original: pd.DataFrame, rewritten: pd.DataFrame) -> pd.DataFrame:
+    """Counts of judge labels per human level, original vs rewritten text."""
+    rows = []
+    for view, labels in (("original", original), ("rewritten", rewritten)):
+        merged = sample.merge(labels[["query_id", "doc_id", "relevance"]].rename(columns={"relevance": "judge"}), on=["query_id", "doc_id"])
+        for level in LEVELS:
+            counts = merged[merged["relevance"] == level]["judge"].value_counts()
+            rows.append({"view": view, "human": level, **{f"judge_{k}": int(counts.get(k, 0)) for k in LEVELS}})
+    return pd.DataFrame(rows)
+
+
+def distribution_figure(dist: pd.DataFrame, path, title: str) -> None:
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.4), sharey=True)
+    for ax, level in zip(axes, LEVELS):
+        sub = dist[dist["human"] == level].set_index("view")
+        x = np.arange(4)
+        for i, view in enumerate(("original", "rewritten")):
+            if view in sub.index:
+                ax.bar(x + (i - 0.5) * 0.4, [sub.loc[view, f"judge_{k}"] for k in LEVELS], 0.4, label=view)
+        total = sub[[f"judge_{k}" for k in LEVELS]].sum(axis=1).max() if len(sub) else 0
+        ax.axhline(total / 4, color="grey", ls="--", lw=1, label="uniform")
+        ax.set_xticks(x, [str(k) for k in LEVELS])
+        ax.set_title(f"human level {level}")
+        ax.set_xlabel("judge label")
+    axes[0].set_ylabel("pairs")
+    axes[0].legend(fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def histogram_figure(diff: pd.Series, path, title: str) -> None:
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.hist(diff, bins=30)
+    ax.axvline(0, color="black", lw=1)
+    ax.set_xlabel("score(rewritten) - score(original)")
+    ax.set_ylabel("pairs")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_content_bias(cfg: DictConfig):
+    from judgebench.pipeline import JobOutcome, config_hash, load_dataset, sweep_id
+
+    started = time.perf_counter()
+    spec = cfg.content_bias
+    dataset = load_dataset(cfg.dataset)
+    judge = instantiate(cfg.judge)
+    rewriter = instantiate(cfg.rewriter)
+    if rewriter.view == "original":
+        raise ValueError("content_bias needs an LLM rewriter: rewriter=smollm2 | openai | gemini_flash")
+    scorer = instantiate(cfg.ranker) if spec.get("score_with_ranker", True) else None
+    if scorer is not None and not hasattr(scorer, "score_pairs"):
+        raise ValueError(f"content_bias design (3) needs a pointwise ranker (rankt5, rg_*); ranker {scorer.name} has no score_pairs")
+
+    label_set = dataset.label_set()
+    sample = balanced_sample(label_set, int(spec.per_level), int(spec.seed))
+    perfect = cut(OracleRanker(name="Perfect").rank(dataset, dataset.corpus), 10)
+    top = perfect.merge(label_set[["query_id", "doc_id"]], on=["query_id", "doc_id"])
+    pairs = pd.concat([sample[["query_id", "doc_id"]], top[["query_id", "doc_id"]]]).drop_duplicates().reset_index(drop=True)
+    log.info("content bias on %s: %d sampled pairs (%s per level), %d Perfect top-10 pairs, %d documents to rewrite",
+             dataset.name, len(sample), sample["relevance"].value_counts().sort_index().to_dict(), len(top), pairs["doc_id"].nunique())
+
+    rewritten = rewriter.rewrite(dataset, pairs["doc_id"].unique())
+    original = judge.judge(pairs, dataset, dataset.corpus)
+    changed = judge.judge(pairs, dataset, rewritten)
+
+    # (1) label distributions on the sample
+    dist = label_distribution(sample, original.labels, changed.labels)
+    both = sample.merge(original.qrels.rename(columns={"relevance": "orig"}), on=["query_id", "doc_id"]).merge(
+        changed.qrels.rename(columns={"relevance": "rew"}), on=["query_id", "doc_id"])
+    labels_stats = _paired(both["orig"], both["rew"])
+    metrics = {f"labels_{k}": v for k, v in labels_stats.items()}
+    metrics["labels_share_raised"] = float((both["rew"] > both["orig"]).mean()) if len(both) else float("nan")
+    metrics["labels_share_lowered"] = float((both["rew"] < both["orig"]).mean()) if len(both) else float("nan")
+
+    # (2) the Perfect oracle under the judge, original vs rewritten text (same pairs, same ideal)
+    keep = pairs.set_index(["query_id", "doc_id"]).index
+    q_o = original.qrels[original.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
+    q_r = changed.qrels[changed.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
+    nd = per_query_ndcg(perfect, q_o).rename(columns={"value": "original"}).merge(
+        per_query_ndcg(perfect, q_r).rename(columns={"value": "rewritten"}), on="query_id")
+    metrics.update({f"perfect_ndcg10_{k}": v for k, v in _paired(nd["original"], nd["rewritten"]).items()})
+
+    files: dict[str, str | bytes] = {}
+    # (3) a pointwise ranker's scores on the sample, original vs rewritten
+    if scorer is not None:
+        sp = list(zip(sample["query_id"], sample["doc_id"]))
+        s_o = pd.Series(scorer.score_pairs(sp, dataset, dataset.corpus))
+        s_r = pd.Series(scorer.score_pairs(sp, dataset, rewritten))
+        metrics.update({f"scores_{k}": v for k, v in _paired(s_o, s_r).items()})
+        scores = sample.assign(score_original=s_o.values, score_rewritten=s_r.values, diff=(s_r - s_o).values)
+        files["scores.tsv"] = scores.to_csv(sep="\t", index=False)
+
+    # (4) prompt injection into non-relevant passages
+    if spec.get("injection"):
+        zeros = sample[sample["relevance"] == 0][["query_id", "doc_id"]]
+        injected = {**dataset.corpus, **{d: f"{dataset.corpus[d]} {spec.injection}" for d in zeros["doc_id"]}}
+        inj = judge.judge(zeros, dataset, injected)
+        base = zeros.merge(original.qrels, on=["query_id", "doc_id"]).merge(inj.qrels.rename(columns={"relevance": "inj"}), on=["query_id", "doc_id"])
+        metrics["injection_pairs"] = len(base)
+        metrics["injection_mean_inflation"] = float((base["inj"] - base["relevance"]).mean()) if len(base) else float("nan")
+        metrics["injection_share_raised"] = float((base["inj"] > base["relevance"]).mean()) if len(base) else float("nan")
+        metrics["injection_share_labelled_3"] = float((base["inj"] == 3).mean()) if len(base) else float("nan")
+        files["injection_labels.tsv"] = base.to_csv(sep="\t", index=False)
+
+    metrics["rewrite_failed"] = len(rewriter.failed)
+    metrics["judge_calls_made"] = original.usage.calls_made + changed.usage.calls_made
+    metrics["judge_calls_failed"] = original.usage.calls_failed + changed.usage.calls_failed
+    metrics["wall_time_s"] = time.perf_counter() - started
+
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        distribution_figure(dist, Path(tmp) / "labels.png", f"{dataset.name}: judge {judge.name} labels, original vs rewritten by {rewriter.name}")
+        files["figure_label_distribution.png"] = (Path(tmp) / "labels.png").read_bytes()
+        if scorer is not None:
+            histogram_figure(scores["diff"], Path(tmp) / "hist.png", f"{scorer.name}: score differences ({len(scores)} pairs)")
+            files["figure_score_differences.png"] = (Path(tmp) / "hist.png").read_bytes()
+    docs = pairs["doc_id"].unique()
+    files["rewrites.tsv"] = pd.DataFrame({"doc_id": docs, "original": [dataset.corpus[d] for d in docs], "rewritten": [rewritten[d] for d in docs]}).to_csv(sep="\t", index=False)
+    files["label_distribution.csv"] = dist.to_csv(index=False)
+    files["labels.tsv"] = pairs.merge(label_set, on=["query_id", "doc_id"], how="left").merge(
+        original.qrels.rename(columns={"relevance": "judge_original"}), on=["query_id", "doc_id"], how="left").merge(
+        changed.qrels.rename(columns={"relevance": "judge_rewritten"}), on=["query_id", "doc_id"], how="left").to_csv(sep="\t", index=False)
+    files["perfect_ndcg_per_query.csv"] = nd.to_csv(index=False)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config)))
+    files["summary.json"] = json.dumps(metrics, indent=2, default=float)
+
+    tracking.ensure_sqlite_parent(cfg.tracking_uri)
+    client = tracking.MlflowClient(cfg.tracking_uri)
+    exp_id = tracking.get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
+    tags = {f"{tracking.TAG}kind": "content_bias", f"{tracking.TAG}config_hash": config_hash(cfg), f"{tracking.TAG}sweep_id": sweep_id(cfg),
+            "dataset": dataset.name, "judge": judge.name, "judge_family": judge.family, "judge_model": judge.model,
+            "rewriter": rewriter.name, "text_view": rewriter.view, "ranker": scorer.name if scorer else "none", "git_commit": tracking.git_commit()}
+    job = tracking.JobRun(client, exp_id, f"content_bias/{dataset.name}/{judge.name}/{rewriter.name}", tags)
+    params, _ = tracking.params_from_config(config)
+    job.log_params(params)
+    job.log_metrics({k: v for k, v in metrics.items() if isinstance(v, (int, float)) and v == v})
+    job.log_files(files)
+    job.finish()
+    print(dist.to_markdown(index=False))
+    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}, indent=1))
+    return JobOutcome("finished", "content_bias", run_id=job.run_id, metrics=metrics)
