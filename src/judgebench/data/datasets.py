@@ -25,6 +25,8 @@ class Dataset:
     pool: pd.DataFrame  # query_id, doc_id, score, rank: the candidates every ranker reorders
     # How the pool was made, e.g. {"ranker": "bm25", "k1": 0.9, "b": 0.4, "depth": 100}.
     pool_provenance: dict = field(default_factory=dict)
+    # Every topic id of the source (queries keeps the judged ones): runs may cover unjudged topics.
+    topic_ids: frozenset = frozenset()
 
     def __post_init__(self) -> None:
         missing = sorted(set(self.pool["doc_id"]) - set(self.corpus))
@@ -71,6 +73,8 @@ def from_files(
     """A dataset from TREC files; queries without judgments are dropped when judged_only."""
     queries = read_topics(topics)
     qrels_df = read_qrels(qrels)
+    if not set(qrels_df["query_id"]) & set(queries):
+        raise DataError(qrels, f"no query of these qrels is in the topics {topics} (qrels of another dataset?)")
     check_queries_known(qrels_df, queries, qrels)
     pool_df = read_run(pool, order_by="rank")
     check_queries_known(pool_df, queries, pool)
@@ -84,7 +88,8 @@ def from_files(
     if pool_df.empty:
         raise DataError(pool, "the pool has no entry for any judged query")
     corpus = read_passages(passages)
-    return Dataset(name, queries, qrels_df, corpus, pool_df, dict(pool_provenance or {}))
+    all_topics = frozenset(read_topics(topics))
+    return Dataset(name, queries, qrels_df, corpus, pool_df, dict(pool_provenance or {}), all_topics)
 
 
 TOY_DIR = resources.files("judgebench.data") / "toy"

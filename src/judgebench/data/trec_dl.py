@@ -68,8 +68,15 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
     from judgebench.rankers.bm25 import bm25_search
 
     source = ir_datasets.load(IR_DATASETS_ID[year])
-    queries = {q.query_id: q.text for q in source.queries_iter()}
-    qrels = pd.DataFrame([(q.query_id, q.doc_id, int(q.relevance)) for q in source.qrels_iter()], columns=["query_id", "doc_id", "relevance"])
+    try:
+        queries = {q.query_id: q.text for q in source.queries_iter()}
+        qrels = pd.DataFrame([(q.query_id, q.doc_id, int(q.relevance)) for q in source.qrels_iter()], columns=["query_id", "doc_id", "relevance"])
+    except Exception as e:  # ir_datasets raises plain RuntimeErrors for failed downloads
+        raise DataError(
+            f"dataset {name}",
+            f"ir_datasets could not provide {IR_DATASETS_ID[year]} ({str(e)[:160]}...). Without network access, load the "
+            f"TREC files instead: dataset.data_dir=DIR (or JUDGEBENCH_TREC_DL_DIR=DIR), see README",
+        ) from e
     judged = set(qrels["query_id"])
     queries = {q: t for q, t in queries.items() if q in judged}
     pool = bm25_search(queries, None, prebuilt=prebuilt_index, k1=k1, b=b, depth=depth, cache_dir=Path(cache_dir or ".cache/judgebench"))

@@ -17,5 +17,5 @@ class RunFileRanker(Ranker):
 
     def rank(self, dataset, texts) -> pd.DataFrame:
         run = read_run(self.path, order_by=self.order_by)
-        check_queries_known(run, dataset.queries, self.path)
+        check_queries_known(run, dataset.topic_ids or set(dataset.queries), self.path)
         return run[run["query_id"].isin(dataset.judged_queries())].reset_index(drop=True)
