@@ -55,3 +55,32 @@ class ModelRanker(Ranker):
             floor = h["score"].min() - 1.0
             parts += [h, pd.DataFrame({"query_id": qid, "doc_id": t["doc_id"], "score": floor - pd.RangeIndex(len(t)).to_numpy()})]
         return ranking_from_scores(pd.concat(parts, ignore_index=True)[["query_id", "doc_id", "score"]])
+
+
+@dataclass
+class PointwiseRanker(ModelRanker):
+    """A ranker that scores each (query, passage) on its own: rank = sort the pool by score_pairs."""
+
+    method: str = "pointwise"
+
+    def rank(self, dataset, texts) -> pd.DataFrame:
+        head, tail = self.head_and_tail(dataset)
+        scores = self.score_pairs(list(zip(head["query_id"], head["doc_id"])), dataset, texts)
+        return self.combine(head.assign(score=scores), tail)
+
+    def score_pairs(self, pairs, dataset, texts) -> list[float]:
+        """Cached scores for (query_id, doc_id) pairs on the given text view (also used by content bias)."""
+        from judgebench.llm.models import cached_scores
+
+        items = [(self.key(dataset.queries[q], texts[d]), (dataset.queries[q], texts[d])) for q, d in pairs]
+        records, self.scored_now = cached_scores(
+            self.cache, items, self.score_batch, meta={"backend": "transformers", "model": self.spec.model_id},
+            chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"{self.method} ({self.name})",
+        )
+        return [records[k]["score"] for k, _ in items]
+
+    def key(self, query: str, passage: str) -> str:
+        raise NotImplementedError
+
+    def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
+        raise NotImplementedError
