@@ -43,7 +43,7 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path) -> Path:
         ax.set_ylabel("nDCG@10 (judged only)")
         ax.set_ylim(0, 1)
         ax.set_title(f"{dataset}: systems under each judge")
-        ax.legend(fontsize="small", ncols=min(4, len(judges)))
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: bars reach the top
         ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
 
