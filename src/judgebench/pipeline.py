@@ -119,6 +119,17 @@ def dry_run(cfg: DictConfig, dataset: Dataset, judge, rewriter, system: str) -> 
     return JobOutcome("dry-run", system)
 
 
+def _ranker_truncated(ranker: Ranker) -> dict:
+    """Documents a local-model ranker cut to fit its context in this job (absent when it scored nothing now)."""
+    model = getattr(ranker, "_model", None)
+    n = getattr(model, "truncated", None)
+    if n is None:
+        return {}
+    if n:
+        log.warning("ranker %s: %d prompts were truncated to fit the model's context (max_input_tokens=%s)", ranker.name, n, model.max_input_tokens)
+    return {"ranker_truncated": int(n)}
+
+
 def run_job(cfg: DictConfig) -> JobOutcome:
     started = time.perf_counter()
     ranker: Ranker = instantiate(cfg.ranker)
@@ -197,6 +208,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             "n_queries": len(human_pq),
             **result.usage.as_metrics(),
             **rewrite_metrics,
+            **_ranker_truncated(ranker),
             "wall_time_s": time.perf_counter() - started,
         }
         job.log_metrics(metrics)
@@ -219,7 +231,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             raise TooManyFailures(
                 f"{cfg.dataset.name} / {system} / {judge.name}: {result.usage.calls_failed} of {len(label_set)} pairs "
                 f"({failed_share:.1%}) have no label, above max_failed_share={limit:.1%}; the run is marked FAILED "
-                f"(its labels are in the cache: a rerun asks only for the missing ones)"
+                f"(its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true also "
+                f"re-asks answers that gave no score)"
             )
         job.finish("FINISHED")
     except BaseException:

@@ -7,7 +7,6 @@ several jobs in one process (a local Hydra multirun) cannot leak runs into each 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import tempfile
 import time
@@ -19,21 +18,11 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from judgebench.masking import MASK, SECRET_KEY, mask_secrets  # noqa: F401  (re-exported)
+
+PARAM_MAX = 500  # longer values (prompts, path lists) go to artifacts, not params
+
 TAG = "judgebench."
-SECRET_KEY = re.compile(r"(api[_-]?key|secret|token|password|passwd|credential|auth)", re.I)
-MASK = "***"
-PARAM_MAX = 500  # longer values (prompts, paths lists) go to artifacts, not params
-
-
-def mask_secrets(value: Any, key: str = "") -> Any:
-    """Replace every value whose key names a secret, at any depth."""
-    if isinstance(value, Mapping):
-        return {k: mask_secrets(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_secrets(v, key) for v in value]
-    if key and SECRET_KEY.search(key) and value not in (None, ""):
-        return MASK
-    return value
 
 
 def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -55,10 +44,50 @@ def git_commit(cwd: str | Path = ".") -> str:
         return "unknown"
 
 
+_READY_STORES: set[str] = set()
+
+
 def ensure_sqlite_parent(tracking_uri: str) -> None:
-    """SQLite will not create the directory of its database file."""
-    if tracking_uri.startswith("sqlite:///"):
-        Path(tracking_uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    """Make a SQLite store ready for many jobs: create the directory of its database file (SQLite
+    will not), and MLflow's tables once, under an exclusive file lock beside the database. Without
+    the lock, jobs that open a fresh store at the same moment all run MLflow's schema creation and
+    some fail ("table ... already exists", CircularDependencyError)."""
+    if not tracking_uri.startswith("sqlite:///") or tracking_uri in _READY_STORES:
+        return
+    import fcntl
+
+    import mlflow
+
+    db = Path(tracking_uri[len("sqlite:///") :])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    ready = db.parent / f"{db.name}.ready"  # written once the schema exists: later jobs skip the lock
+
+    def stamp() -> str:
+        return f"{db.stat().st_ino} {mlflow.__version__}" if db.exists() else ""
+
+    if not (ready.exists() and ready.read_text() == stamp()):
+        with open(db.parent / f"{db.name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+            if not (ready.exists() and ready.read_text() == stamp()):  # another job may have done it
+                _retry(lambda: MlflowClient(tracking_uri).search_experiments(max_results=1))
+                ready.write_text(stamp())
+    _READY_STORES.add(tracking_uri)
+
+
+def _transient(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE" or "is locked" in text
+
+
+def _retry(call, attempts: int = 8):
+    """Run call(), retrying transient store errors (SQLite "database is locked" under many writers)."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except MlflowException as exc:
+            if attempt == attempts - 1 or not _transient(exc):
+                raise
+            time.sleep(min(5.0, 0.1 * 2**attempt))
 
 
 def get_or_create_experiment(client: MlflowClient, name: str, artifact_root: str | None, attempts: int = 10) -> str:
@@ -82,22 +111,23 @@ class JobRun:
 
     def __init__(self, client: MlflowClient, experiment_id: str, run_name: str, tags: Mapping[str, str]):
         self.client = client
-        self.run = client.create_run(experiment_id, run_name=run_name, tags={k: str(v) for k, v in tags.items()})
+        tags = {k: str(v) for k, v in tags.items()}
+        self.run = _retry(lambda: client.create_run(experiment_id, run_name=run_name, tags=tags))
         self.run_id = self.run.info.run_id
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         items = [Param(k, str(v)) for k, v in params.items()]
         for i in range(0, len(items), 100):
-            self.client.log_batch(self.run_id, params=items[i : i + 100])
+            _retry(lambda: self.client.log_batch(self.run_id, params=items[i : i + 100]))
 
     def log_metrics(self, metrics: Mapping[str, float]) -> None:
         now = int(time.time() * 1000)
         items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if v is not None]
         for i in range(0, len(items), 500):
-            self.client.log_batch(self.run_id, metrics=items[i : i + 500])
+            _retry(lambda: self.client.log_batch(self.run_id, metrics=items[i : i + 500]))
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        _retry(lambda: self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()]))
 
     def log_files(self, files: Mapping[str, str | bytes]) -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -111,7 +141,7 @@ class JobRun:
             self.client.log_artifacts(self.run_id, tmp)
 
     def finish(self, status: str = "FINISHED") -> None:
-        self.client.set_terminated(self.run_id, status=status)
+        _retry(lambda: self.client.set_terminated(self.run_id, status=status))
 
 
 def params_from_config(config: Mapping) -> tuple[dict[str, str], dict[str, str]]:

@@ -6,7 +6,10 @@ in-flight calls and a rerun of the same grid makes no call at all.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +52,7 @@ class LLMJudge(Judge):
     system: str | None = None
     cache_dir: str = ".cache/judgebench"
     parse_attempts: int = 3  # re-asks for an answer without a parsable score
+    retry_unparsable: bool = False  # also re-ask cached answers that never gave a score
     progress: bool = True
     base_url: str | None = None  # copied into the backend by the config; here so `judge.base_url=` reads well
     _template: PromptTemplate | None = field(default=None, repr=False)
@@ -78,19 +82,49 @@ class LLMJudge(Judge):
         n_out = len(todo) * 8
         return JudgePlan(len(calls), len(calls) - len(todo), todo, n_in, n_out, self.backend.cost(n_in, n_out))
 
+    @contextlib.contextmanager
+    def _label_set_turn(self, calls: list[PlannedCall]):
+        """Jobs about to call the API for the same label set take turns (an exclusive flock per label set under
+        cache_dir/locks): the first one pays, the others wait and then find its answers in the cache, instead of
+        all paying for every pair (8 jobs of one grid started together made 4x the calls). The kernel drops the
+        lock when its holder dies, so a killed job blocks nobody. Where the file system has no locks, jobs run
+        uncoordinated as before."""
+        digest = hashlib.sha256("\n".join(sorted(c.key for c in calls)).encode()).hexdigest()[:32]
+        path = Path(self.cache_dir) / "locks" / f"label-set-{digest}.lock"
+        fd = None
+        try:
+            try:
+                import fcntl
+
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    log.info("judge %s: another job is judging this label set; waiting for it (%s)", self.name, path)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+            except (ImportError, OSError) as e:  # no fcntl, unwritable dir, ENOLCK on a lock-less file system
+                log.warning("judge %s: cannot take the label-set lock %s (%s); judging without it", self.name, path, e)
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # releases the lock
+
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         calls = self.render(pairs, dataset, texts)
         usage = JudgeUsage()
         todo = [c for c in calls if c.key not in self.cache]
-        usage.calls_cached = len(calls) - len(todo)
-        if todo:
-            log.info("judge %s: %d of %d pairs not in the cache, calling %s/%s", self.name, len(todo), len(calls), self.backend.backend, self.backend.model)
-        records, failures = run_cached(
-            self.backend, self.cache, [Call(c.key, c.prompt) for c in calls],
-            meta={"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version},
-            system=self.system, parse=parse_label, parse_attempts=self.parse_attempts,
-            progress=self.progress, desc=f"judging ({self.name})",
-        )
+        with self._label_set_turn(calls) if todo else contextlib.nullcontext():
+            todo = [c for c in todo if c.key not in self.cache]  # another job may have judged them while we waited
+            usage.calls_cached = len(calls) - len(todo)
+            if todo:
+                log.info("judge %s: %d of %d pairs not in the cache, calling %s/%s", self.name, len(todo), len(calls), self.backend.backend, self.backend.model)
+            records, failures = run_cached(
+                self.backend, self.cache, [Call(c.key, c.prompt) for c in calls],
+                meta={"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version},
+                system=self.system, parse=parse_label, parse_attempts=self.parse_attempts,
+                progress=self.progress, desc=f"judging ({self.name})", reask_unparsed=self.retry_unparsable,
+            )
         stats = self.backend.stats
         usage.requests, usage.retries = stats.requests, stats.retries
         usage.calls_made = stats.requests

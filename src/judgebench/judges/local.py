@@ -6,6 +6,7 @@ It cannot fail to parse; the expected grade and the full distribution are kept w
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.local_scoring import UMBRELA_PREFIX, umbrela_label_distribution
 from judgebench.judges.prompts import load_prompt
 from judgebench.llm.models import as_spec, cached_scores, local_key
+
+log = logging.getLogger("judgebench")
 
 
 @dataclass
@@ -55,6 +58,10 @@ class LocalJudge(Judge):
             rec = records[key]
             rows.append((q, d, int(rec["label"]), json.dumps({"expected": rec["expected"], "probs": rec["probs"], "truncated": rec["truncated"]})))
         usage = JudgeUsage(calls_made=scored, calls_cached=len(set(keys)) - scored)
+        usage.truncated = sum(1 for key in keys if records[key].get("truncated"))
+        if usage.truncated:
+            log.warning("judge %s: %d of %d passages were truncated to fit the model's context (max_input_tokens=%s)",
+                        self.name, usage.truncated, len(keys), self.spec.max_input_tokens or "the model's limit")
         if self._model is not None:
             usage.input_tokens = self._model.usage.input_tokens
         return JudgeResult(labels=pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "raw"]), usage=usage)

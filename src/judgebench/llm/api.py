@@ -79,6 +79,16 @@ def _retry_after(headers) -> float | None:
         return None
 
 
+def _per_second_limiter(per_minute: float) -> AsyncLimiter:
+    """A limiter that spreads a per-minute quota evenly, with at most one second's worth in a burst.
+
+    ``AsyncLimiter(n, 60)`` would let a full minute's quota through at once (a burst of n requests): APIs
+    enforce per-minute limits over shorter windows (e.g. 600 RPM as 10 per second) and answer 429 to that.
+    """
+    per_second = per_minute / 60
+    return AsyncLimiter(per_second, 1) if per_second >= 1 else AsyncLimiter(1, 1 / per_second)
+
+
 class APIBackend:
     backend = "api"
     default_key_envs: tuple[str, ...] = ()
@@ -146,8 +156,8 @@ class APIBackend:
     # -- limits and retries, shared ------------------------------------------------------------
     async def __aenter__(self) -> APIBackend:
         self._sem = asyncio.Semaphore(self.max_concurrency)
-        self._rpm = AsyncLimiter(self.rpm, 60) if self.rpm else None
-        self._tpm = AsyncLimiter(self.tpm, 60) if self.tpm else None
+        self._rpm = _per_second_limiter(self.rpm) if self.rpm else None
+        self._tpm = _per_second_limiter(self.tpm) if self.tpm else None
         await self.open()
         return self
 
@@ -188,7 +198,7 @@ class APIBackend:
             if self._rpm:
                 await self._rpm.acquire()
             if self._tpm:
-                await self._tpm.acquire(min(self.tpm, len(prompt) // 4 + self.max_output_tokens))
+                await self._tpm.acquire(min(self._tpm.max_rate, len(prompt) // 4 + self.max_output_tokens))
             self.stats.requests += 1
             try:
                 return await asyncio.wait_for(self._send(prompt, system), self.timeout_s)

@@ -42,42 +42,63 @@ def run_cached(
     parse_attempts: int = 1,
     progress: bool = True,
     desc: str = "calls",
+    reask_unparsed: bool = False,
 ) -> tuple[dict[str, dict], dict[str, tuple[str, str]]]:
     """Records for every call (from the cache or the API) and the failures (key -> (kind, message)).
 
     With `parse`, an answer it maps to None is re-asked up to parse_attempts times, counted as
-    error kind "unparsable", and stored with parsed=None when it never parses.
+    error kind "unparsable", and stored with parsed=None when it never parses (a model's answer, kept
+    so a rerun does not pay for it again; reask_unparsed=True asks such pairs again).
     """
     records: dict[str, dict] = {}
     todo = []
     for c in calls:
         rec = cache.get(c.key)
-        if rec is None:
+        if rec is None or (reask_unparsed and parse is not None and rec.get("parsed") is None):
             todo.append(c)
         else:
             records[c.key] = rec
     failures: dict[str, tuple[str, str]] = {}
     if todo:
+        cache.check_writable()  # an answer that cannot be stored must not be paid for
         asyncio.run(_call_all(backend, cache, todo, records, failures, meta, system, parse, parse_attempts, progress, desc))
     return records, failures
 
 
 async def _call_all(backend, cache, todo, records, failures, meta, system, parse, parse_attempts, progress, desc) -> None:
     bar = tqdm(total=len(todo), desc=desc, unit="call", disable=not progress)
+    # A call holds one of max_concurrency slots from its first request until its answer is stored, so a killed
+    # job loses at most max_concurrency answers (sent, or received and not yet durable), never a backlog.
+    slots = asyncio.Semaphore(backend.max_concurrency)
+    stop: list[BaseException] = []  # set when an answer cannot be stored (full disk): ask nothing more
     async with backend:
         async def one(c: Call) -> None:
-            try:
-                rec = await _ask(backend, c, system, parse, parse_attempts)
-            except CallFailed as e:
-                failures[c.key] = (e.kind, str(e))
-            else:
-                # durable before anyone uses it; in a thread so the event loop keeps sending
-                await asyncio.to_thread(cache.put, c.key, rec, meta)
-                records[c.key] = rec
-            finally:
-                bar.update(1)
+            async with slots:
+                if stop:
+                    return
+                try:
+                    rec = await _ask(backend, c, system, parse, parse_attempts)
+                except CallFailed as e:
+                    failures[c.key] = (e.kind, str(e))
+                else:
+                    # durable before anyone uses it; in a thread so the event loop keeps sending
+                    try:
+                        await asyncio.to_thread(cache.put, c.key, rec, meta)
+                    except BaseException as e:
+                        stop.append(e)
+                        raise
+                    records[c.key] = rec
+                finally:
+                    bar.update(1)
 
-        await asyncio.gather(*(one(c) for c in todo))
+        tasks = [asyncio.ensure_future(one(c)) for c in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:  # the first error ends the batch: cancel the rest before they send anything
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
     bar.close()
 
 

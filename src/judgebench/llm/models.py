@@ -44,6 +44,9 @@ class ModelSpec:
             from judgebench.llm.smollm2 import smollm2_model_dir
 
             source = str(smollm2_model_dir(cache_dir))
+        elif str(source).startswith(("/", "./", "../", "~")) and not Path(source).expanduser().exists():
+            # a path, not a hub name: say so instead of the hub's "Repo id must be in the form ..."
+            raise FileNotFoundError(f"model {source}: no such file or directory (expected a model directory or a hub name)")
         return LocalModel(
             source, gguf_file=self.gguf_file, kind=self.kind, device=self.device, dtype=self.dtype,
             batch_size=self.batch_size, max_input_tokens=self.max_input_tokens,

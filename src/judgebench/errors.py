@@ -1,0 +1,294 @@
+"""Errors the user must fix, reported as one line: ``judgebench: error: <message>`` on stderr, exit code 2.
+
+``run.py`` routes every job through :func:`reported`. An exception is *user-facing* when it says what to
+change in the config, the input files or the environment:
+
+* the project's own types: :class:`~judgebench.data.errors.DataError` (bad input file, names file and
+  line), :class:`~judgebench.llm.api.ConfigError` (bad setting, missing API key: names the variable),
+  :class:`~judgebench.cache.CacheError` (unusable cache, names the path),
+  :class:`~judgebench.pipeline.TooManyFailures` (a cell above ``max_failed_share``) and :class:`UserError`;
+* a ``ValueError`` raised by judgebench's own validation (its innermost frame is in this package),
+  e.g. a perturbation rank beyond the ranking, a prompt template without ``{passage}``;
+* ``OSError`` (a missing model file or directory, a permission problem: the message names the path);
+* OmegaConf's config errors raised while a job resolves its config (a ``???`` value left unset);
+* a setting a component does not take (``+judge.backend.foo=1``);
+* an MLflow tracking server that cannot be reached.
+
+Anything else is a bug and keeps its traceback. Hydra's own errors (unknown group option, with the valid
+options listed; bad override syntax) are Hydra's messages and exit code 1.
+
+Tracebacks on demand: ``--verbose`` anywhere on the ``run.py`` command line (taken off before Hydra parses
+it; it sets ``JUDGEBENCH_VERBOSE=1`` so that jobs started elsewhere, e.g. by SLURM, inherit it) or
+``JUDGEBENCH_VERBOSE=1`` print the full traceback, then the same line and exit code; Hydra's
+``HYDRA_FULL_ERROR=1`` keeps Hydra's behaviour (the exception raised as is: full traceback, exit 1).
+
+Multirun: a cell with a user-facing error is logged, recorded as ``failed`` (with the message) by the
+sweep summary, and the sweep goes on with the next cells; at the end Hydra reports the first failed cell
+as one ``judgebench: error:`` line and the process exits 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from hydra.errors import CompactHydraException
+
+EXIT_CODE = 2
+PREFIX = "judgebench: error: "
+VERBOSE_ENV = "JUDGEBENCH_VERBOSE"
+VERBOSE_FLAG = "--verbose"
+PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+# A config key that holds a secret itself (not the NAME of the variable holding it, like api_key_env).
+from judgebench.masking import SECRET_KEY  # noqa: E402  (one definition of what names a secret)
+
+log = logging.getLogger("judgebench")
+
+
+class UserError(Exception):
+    """A problem the user must fix; its message says what and where."""
+
+
+class SecretInConfig(UserError):
+    """An API key (or other secret) given as a config value or override: secrets come from the environment only."""
+
+
+class NoSystems(UserError):
+    """A single run or a sweep in which no cell evaluates a system."""
+
+
+class CellError(CompactHydraException):
+    """A multirun cell's user-facing error: Hydra marks the cell FAILED and goes on; printed as one line."""
+
+
+# --------------------------------------------------------------------------- verbosity
+
+
+def _env_on(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+def verbose() -> bool:
+    """--verbose / JUDGEBENCH_VERBOSE=1: the same one line and exit code, after the full traceback."""
+    return _env_on(VERBOSE_ENV)
+
+
+def hydra_full_error() -> bool:
+    """HYDRA_FULL_ERROR=1: Hydra's own behaviour, the exception raised as is (full traceback, exit 1)."""
+    return _env_on("HYDRA_FULL_ERROR")
+
+
+def strip_verbose(argv: list[str]) -> list[str]:
+    """argv without ``--verbose`` (Hydra would reject it); its presence sets JUDGEBENCH_VERBOSE=1."""
+    if VERBOSE_FLAG in argv[1:]:
+        os.environ[VERBOSE_ENV] = "1"
+        return [argv[0], *(a for a in argv[1:] if a != VERBOSE_FLAG)]
+    return argv
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def secret_override(argv: Sequence[str]) -> str | None:
+    """The key of the first ``key=value`` override that carries a secret, else None."""
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, _, value = arg.partition("=")
+        key = key.lstrip("+~")
+        if value.strip() and SECRET_KEY.search(key.rsplit(".", 1)[-1]) and not key.rsplit(".", 1)[-1].lower().endswith("_env"):
+            return key
+    return None
+
+
+def _secret_paths(node: Any, prefix: str = "") -> Iterator[str]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            path = f"{prefix}{k}"
+            if isinstance(v, (dict, list)):
+                yield from _secret_paths(v, f"{path}.")
+            elif SECRET_KEY.search(str(k)) and v not in (None, "", "***"):
+                yield path
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _secret_paths(v, f"{prefix}{i}.")
+
+
+def _secret_message(key: str) -> str:
+    return (
+        f"{key}: API keys and other secrets are read from the environment only, never from the config or the "
+        "command line (they would be written to the run's output directory and the shell history); remove it and "
+        "set the variable the backend names instead (api_key_env, e.g. OPENAI_API_KEY or GEMINI_API_KEY)"
+    )
+
+
+def refuse_secret_overrides(argv: Sequence[str]) -> None:
+    """Before Hydra writes anything: a secret on the command line is one line, exit 2 (value never printed)."""
+    key = secret_override(argv)
+    if key is not None:
+        print(PREFIX + _secret_message(key), file=sys.stderr)
+        raise SystemExit(EXIT_CODE)
+
+
+def refuse_secrets_in_config(cfg) -> None:
+    """A secret that came from a config file: mask it in Hydra's saved config.yaml and refuse the job."""
+    from omegaconf import OmegaConf
+
+    tree = OmegaConf.to_container(cfg, resolve=False)
+    found = [p for p in _secret_paths(tree) if not p.startswith("hydra.")]
+    if not found:
+        return
+    try:  # Hydra saved the composed config before the job started: mask the value there
+        from hydra.core.hydra_config import HydraConfig
+
+        saved = Path(HydraConfig.get().runtime.output_dir) / HydraConfig.get().output_subdir / "config.yaml"
+        if saved.is_file():
+            data = OmegaConf.to_container(OmegaConf.load(saved), resolve=False)
+            OmegaConf.save(OmegaConf.create(_mask(data)), saved)
+    except Exception:  # no Hydra context (tests) or output_subdir=null: nothing was saved
+        pass
+    raise SecretInConfig(_secret_message(found[0]))
+
+
+def _mask(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: ("***" if SECRET_KEY.search(str(k)) and not isinstance(v, (dict, list)) and v not in (None, "") else _mask(v)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_mask(v) for v in node]
+    return node
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+
+
+def _raised_here(exc: BaseException) -> bool:
+    """Whether the innermost frame of exc's traceback is judgebench code (our validation, not a library's)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(Path(tb.tb_frame.f_code.co_filename).resolve()).startswith(PACKAGE_DIR)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def _tracking_unreachable(exc: BaseException, tracking_uri: str | None) -> str | None:
+    try:
+        from mlflow.exceptions import MlflowException
+    except ImportError:  # pragma: no cover - mlflow is a dependency
+        return None
+    if not isinstance(exc, MlflowException):
+        return None
+    text = str(exc)
+    causes = [type(e).__name__ for e in _chain(exc)] + [type(exc.__context__).__name__ if exc.__context__ else ""]
+    if not ("Max retries exceeded" in text or "Connection refused" in text or "ConnectionError" in causes or "ReadTimeout" in causes):
+        return None
+    reason = re.search(r"\[Errno -?\d+\] [^'\")]+", text)
+    where = tracking_uri or (re.search(r"https?://[^/\s]+", text) or [""])[0]
+    return (
+        f"the MLflow tracking server {where} cannot be reached ({reason.group(0) if reason else 'no connection'}); "
+        "the LLM answers received so far are in the call cache, so a rerun once the server is back makes no new calls"
+    )
+
+
+def user_message(exc: BaseException, tracking_uri: str | None = None) -> str | None:
+    """The one-line message for a user-facing error, None for anything else (a bug: keep the traceback)."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    from judgebench.cache import CacheError
+    from judgebench.data.errors import DataError
+    from judgebench.llm.api import ConfigError
+
+    own = (UserError, DataError, ConfigError, CacheError)
+    key = None  # hydra.utils.instantiate names the config node of the target that failed
+    for e in _chain(exc):
+        m = re.search(r"\nfull_key: (\S+)", str(e))
+        if m and type(e).__name__ == "InstantiationException":
+            key = key or m.group(1)
+            continue
+        where = f"{key}: " if key else ""
+        if isinstance(e, ConfigError):
+            return where + _one_line(str(e))
+        if isinstance(e, own) or type(e).__name__ == "TooManyFailures":
+            return _one_line(str(e))
+        unreachable = _tracking_unreachable(e, tracking_uri)
+        if unreachable:
+            return unreachable
+        if isinstance(e, OmegaConfBaseException):
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            return where + first
+        if isinstance(e, TypeError) and key and "unexpected keyword argument" in str(e):
+            name = re.search(r"unexpected keyword argument '([^']+)'", str(e))
+            return f"{key}: unknown setting {name.group(1) if name else ''!r} ({_one_line(str(e))})"
+        if isinstance(e, ValueError) and _raised_here(e):
+            return where + _one_line(str(e))
+        if isinstance(e, OSError):
+            return where + _one_line(str(e))
+    return None
+
+
+def sweep_cell() -> tuple[bool, str]:
+    """(is this job a multirun cell, "cell #N (overrides)")."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        hc = HydraConfig.get()
+    except (ImportError, ValueError):
+        return False, ""
+    if hc.mode != RunMode.MULTIRUN:
+        return False, ""
+    from judgebench.pipeline import NON_SEMANTIC  # where a job logs and caches, not which cell it is
+
+    shown = [re.sub(r"\\(.)", r"\1", o) for o in hc.overrides.task if o.partition("=")[0].lstrip("+~") not in NON_SEMANTIC]
+    return True, f"cell #{hc.job.num} ({' '.join(shown) or 'no overrides'})"
+
+
+@contextlib.contextmanager
+def reported(tracking_uri: str | None = None) -> Iterator[None]:
+    """Run a job; turn a user-facing error into one line (single run: stderr, exit 2; multirun: CellError)."""
+    try:
+        yield
+    except Exception as exc:
+        if hydra_full_error():
+            raise
+        message = user_message(exc, tracking_uri)
+        if message is None:
+            raise
+        multirun, cell = sweep_cell()
+        if multirun:
+            if verbose():
+                log.exception("%s failed: %s", cell, message)
+            else:
+                log.error("%s failed: %s", cell, message)
+            raise CellError(f"{PREFIX}{cell}: {message}") from None
+        if verbose():
+            traceback.print_exc()
+        print(PREFIX + message, file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_CODE) from None
+
+
+def exit_code(exc: SystemExit) -> int | str | None:
+    """Hydra ends a multirun whose cell failed with sys.exit(1); with our CellError behind it, exit 2."""
+    if exc.code == 1 and isinstance(exc.__context__, CellError):
+        return EXIT_CODE
+    return exc.code

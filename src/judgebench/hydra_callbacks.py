@@ -1,0 +1,311 @@
+"""Hydra integration for sweeps (``python run.py -m ...``): the submitting side of a grid.
+
+``SweepCallback`` (registered in conf/config.yaml under ``hydra.callbacks``):
+
+- ``on_multirun_start`` (submitting process, before any job exists): creates the MLflow store and
+  the experiment once, so that parallel jobs only ever find them (no race on schema or experiment
+  creation), and clears the outcome records of an earlier run of the same sweep directory.
+- ``on_job_end`` runs in the process that ran the job: the submitting process with Hydra's basic
+  launcher (``hydra/launcher=local``), the SLURM (or submitit local) job process with the submitit
+  launchers, which never call it in the submitting process. It writes one small JSON record per
+  cell under ``<sweep dir>/.judgebench/jobs/``: overrides, status (finished | skipped-done |
+  skipped-duplicate | dry-run | failed), error, SLURM ids. The sweep directory is shared with the
+  jobs anyway (submitit keeps its pickles there).
+- ``on_multirun_end`` prints the summary table (cells ran / skipped / failed, with their
+  overrides) and writes ``<sweep dir>/sweep_summary.json``. When a job failed, Hydra's sweeper
+  raises before ``on_multirun_end``; the same summary is then printed when the process exits.
+
+``WaitForAllJobs`` is the difference between judgebench's submitit launchers
+(hydra_plugins.judgebench_launcher: the ``slurm``, ``slurm_gpu`` and ``local_parallel`` profiles of
+conf/hydra/launcher/) and hydra-submitit-launcher's: they wait for every job and report each one.
+The stock launchers call ``job.results()`` in order and raise at the first job that died without a
+result (scancel, time limit, OOM, node failure, kill -9), leaving the others running and
+unreported; a job whose Python task raised comes back from SLURM as COMPLETED, with a FAILED
+JobReturn inside. Here a job that died becomes a failed JobReturn carrying the scheduler's state,
+and gets a record like the others.
+Set ``JUDGEBENCH_JOB_PYTHON`` to run the jobs with another interpreter than the submitting one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger("judgebench.sweep")
+
+RECORDS = ".judgebench/jobs"  # under the sweep directory
+SUMMARY_FILE = "sweep_summary.json"
+_SLURM_ENV = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
+
+# Submitting-process state. Module globals, not callback attributes: the callback object is
+# pickled with the launcher into every submitit job, and its attributes would travel with it.
+_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0}
+
+
+def sweep_dir(config: DictConfig) -> Path:
+    path = Path(str(config.hydra.sweep.dir))
+    if not path.is_absolute():  # relative to where run.py was started (jobs may chdir)
+        path = Path(str(config.hydra.runtime.cwd)) / path
+    return path
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+    tmp.replace(path)  # atomic: the submitter never reads half a record
+
+
+def _short(exc: BaseException | str, lines: int = 1, limit: int = 300) -> str:
+    text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    kept = [line.strip() for line in str(text).splitlines() if line.strip()][:lines]
+    return " ".join(kept)[:limit]
+
+
+def _masked(overrides: Sequence[str]) -> list[str]:
+    """key=value overrides with secret-looking keys masked, as tracking.mask_secrets does for params."""
+    from judgebench.masking import MASK, SECRET_KEY
+
+    out = []
+    for o in overrides:
+        key, sep, _ = str(o).partition("=")
+        out.append(f"{key}={MASK}" if sep and SECRET_KEY.search(key.rsplit(".", 1)[-1]) else str(o))
+    return out
+
+
+def job_status(job_return: JobReturn) -> tuple[str, str | None]:
+    """(status, error) of a JobReturn, without raising the job's exception."""
+    if job_return.status == JobStatus.COMPLETED:
+        value = job_return._return_value
+        return str(getattr(value, "status", value)), None  # run.py returns JobOutcome.status
+    if job_return.status == JobStatus.FAILED:
+        return "failed", _short(job_return._return_value)
+    return "unknown", None
+
+
+def write_record(directory: Path, num: int, overrides: Sequence[str], status: str, error: str | None = None, **extra: Any) -> None:
+    record = {"num": int(num), "overrides": _masked(overrides), "status": status, "error": error, "time": time.time(), **extra}
+    _write_json(directory / RECORDS / f"{int(num):05d}.json", record)
+
+
+def read_records(directory: Path) -> list[dict]:
+    records = []
+    for path in sorted((directory / RECORDS).glob("*.json")):
+        try:
+            records.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return sorted(records, key=lambda r: r["num"])
+
+
+def category(status: str) -> str:
+    if status == "failed" or status == "unknown":
+        return "failed"
+    return "skipped" if status.startswith("skipped") else "ran"
+
+
+def summarize(directory: Path) -> dict:
+    """Counts and per-cell rows of a sweep, from its records; also written to sweep_summary.json."""
+    records = read_records(directory)
+    counts = {"ran": 0, "skipped": 0, "failed": 0}
+    for r in records:
+        counts[category(r["status"])] += 1
+    summary = {"sweep_dir": str(directory), "cells": len(records), **counts, "jobs": records}
+    _write_json(directory / SUMMARY_FILE, summary)
+    return summary
+
+
+def format_summary(summary: dict) -> str:
+    rows = summary["jobs"]
+    common = set(rows[0]["overrides"]).intersection(*(r["overrides"] for r in rows[1:])) if len(rows) > 1 else set()
+    lines = [
+        f"judgebench sweep: {summary['cells']} cells - {summary['ran']} ran, {summary['skipped']} skipped, "
+        f"{summary['failed']} failed ({summary['sweep_dir']})"
+    ]
+    if common:
+        lines.append("  common overrides: " + " ".join(o for o in rows[0]["overrides"] if o in common))
+    width = max([len(r["status"]) for r in rows] + [6])
+    jobs = [
+        (r.get("slurm_array_job_id") and f"{r['slurm_array_job_id']}_{r.get('slurm_array_task_id')}")
+        or r.get("slurm_job_id") or r.get("job_id") or "-"
+        for r in rows
+    ]
+    show_jobs = any(job != "-" for job in jobs)  # Hydra's basic launcher: no job ids
+    for r, job in zip(rows, jobs):
+        cells = " ".join(o for o in r["overrides"] if o not in common) or "(no overrides)"
+        line = f"  #{r['num']:<3} {r['status']:<{width}}  " + (f"job {job:<10}  " if show_jobs else "") + cells
+        if r.get("error"):
+            line += f"\n        error: {r['error']}"
+            if r.get("log"):
+                line += f"\n        log:   {r['log']}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def print_summary(directory: Path) -> dict | None:
+    summary = summarize(directory)
+    if summary["cells"]:
+        print(format_summary(summary), flush=True)
+    return summary
+
+
+def _print_at_exit() -> None:
+    """The sweep raised (a job failed) before on_multirun_end: report anyway."""
+    if not _SWEEP["printed"] and _SWEEP["dir"] is not None:
+        _SWEEP["printed"] = True
+        try:
+            print_summary(_SWEEP["dir"])
+        except Exception as exc:  # never mask the sweep's own error
+            print(f"judgebench: could not summarize the sweep: {exc}")
+
+
+def precreate_experiment(config: DictConfig) -> str | None:
+    """Create the MLflow store and experiment before any job starts (skipped when swept)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    swept = {o.key_or_group.lstrip("+~") for o in parsed if o.is_sweep_override()}
+    if swept & {"tracking_uri", "experiment_name", "artifact_root", "experiment"}:
+        return None  # each job creates its own; get_or_create_experiment is idempotent
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra_config = HydraConfig.instance()
+    previous = hydra_config.cfg
+    hydra_config.set_config(config)  # ${hydra:runtime.cwd} in the default tracking_uri / artifact_root
+    try:
+        uri, name, artifact_root = config.get("tracking_uri"), config.get("experiment_name"), config.get("artifact_root")
+    finally:
+        hydra_config.cfg = previous
+    if not uri or not name:
+        return None
+    from judgebench import tracking
+
+    tracking.ensure_sqlite_parent(str(uri))
+    client = tracking.MlflowClient(str(uri))
+    return tracking.get_or_create_experiment(client, str(name), str(artifact_root) if artifact_root else None)
+
+
+class SweepCallback(Callback):
+    def __init__(self, summary: bool = True, create_experiment: bool = True) -> None:
+        self.summary = summary
+        self.create_experiment = create_experiment
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        directory = sweep_dir(config)
+        for old in (directory / RECORDS).glob("*.json"):
+            old.unlink(missing_ok=True)  # a rerun of the same sweep directory reports afresh
+        _SWEEP.update(dir=directory, printed=not self.summary, started=time.perf_counter())
+        if self.summary:
+            atexit.register(_print_at_exit)
+        if self.create_experiment:
+            try:
+                exp_id = precreate_experiment(config)
+                if exp_id is not None:
+                    log.info("MLflow experiment %s (id %s) ready before the jobs start", config.experiment_name, exp_id)
+            except Exception as exc:  # the jobs still get_or_create it themselves
+                log.warning("could not create the MLflow experiment before the sweep: %s", _short(exc))
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        from hydra.types import RunMode
+
+        if config.hydra.mode != RunMode.MULTIRUN:
+            return
+        status, error = job_status(job_return)
+        extra = {k: os.environ[v] for k, v in _SLURM_ENV.items() if os.environ.get(v)}
+        job_id = str(OmegaConf.select(config, "hydra.job.id", default="") or "")
+        if job_id and job_id != str(config.hydra.job.num) and not job_id.startswith("job_id_for_"):
+            extra["job_id"] = job_id  # submitit's "<array id>_<task>" or pid; Hydra's basic launcher has none
+        overrides = list(job_return.overrides or OmegaConf.to_container(config.hydra.overrides.task))
+        write_record(sweep_dir(config), config.hydra.job.num, overrides, status, error, **extra)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.summary and not _SWEEP["printed"]:
+            _SWEEP["printed"] = True
+            print_summary(sweep_dir(config))
+            log.info("sweep done in %.1fs", time.perf_counter() - _SWEEP["started"])
+
+
+# --------------------------------------------------------------------------------------------
+# submitit launchers that wait for every job. Hydra only instantiates launchers defined under the
+# hydra_plugins package: the classes are src/hydra_plugins/judgebench_launcher/__init__.py, made
+# of this mixin and hydra-submitit-launcher's launchers.
+
+
+class WaitForAllJobs:
+    """Mixin for hydra-submitit-launcher's BaseSubmititLauncher (provides params, config, _EXECUTOR)."""
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        # hydra-submitit-launcher 1.2's launch(), except: the interpreter can be chosen
+        # (JUDGEBENCH_JOB_PYTHON), and the results are gathered by _collect().
+        import submitit
+        from hydra.core.singleton import Singleton
+        from hydra.core.utils import filter_overrides
+        from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+
+        assert self.config is not None
+        assert len(job_overrides) > 0
+        init_params = {"folder": self.params["submitit_folder"]}
+        specific_init_keys = {"max_num_timeout"}
+        init_params.update({f"{self._EXECUTOR}_{k}": v for k, v in self.params.items() if k in specific_init_keys})
+        if os.environ.get("JUDGEBENCH_JOB_PYTHON"):
+            init_params[f"{self._EXECUTOR}_python"] = os.environ["JUDGEBENCH_JOB_PYTHON"]
+        executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init_params)
+        baseparams = set(OmegaConf.structured(BaseQueueConf).keys())
+        params = {
+            k if k in baseparams else f"{self._EXECUTOR}_{k}": v
+            for k, v in self.params.items()
+            if k not in specific_init_keys | {"submitit_folder"}
+        }
+        executor.update_parameters(**params)
+
+        directory = Path(str(self.config.hydra.sweep.dir))
+        directory.mkdir(parents=True, exist_ok=True)
+        if "mode" in self.config.hydra.sweep:
+            os.chmod(directory, mode=int(str(self.config.hydra.sweep.mode), 8))
+        log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {directory}")
+        job_params = []
+        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
+            log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
+            job_params.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state()))
+
+        jobs = executor.map_array(self, *zip(*job_params))
+        ids = ", ".join(j.job_id for j in jobs[:4]) + (", ..." if len(jobs) > 4 else "")
+        log.info("submitted %d jobs (%s); waiting for all of them", len(jobs), ids)
+        records = sweep_dir(self.config)
+        nums = range(initial_job_idx, initial_job_idx + len(jobs))
+        return [self._collect(job, list(ov), num, records) for num, ov, job in zip(nums, job_overrides, jobs)]
+
+    @staticmethod
+    def _collect(job: Any, overrides: list[str], num: int, directory: Path) -> JobReturn:
+        record = directory / RECORDS / f"{num:05d}.json"
+        try:
+            ret = job.results()[0]
+        except Exception as exc:  # died without a result: scancel, time limit, OOM, kill -9, node failure
+            try:
+                state = job.state
+            except Exception:
+                state = "UNKNOWN"
+            ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=exc)
+            error = f"[{state}] {_short(exc, lines=2)}"
+            write_record(directory, num, overrides, "failed", error, job_id=job.job_id, state=state, log=str(job.paths.stderr))
+            log.error("job %s (#%d %s) died without a result: %s", job.job_id, num, " ".join(overrides), state)
+            return ret
+        if not record.exists():  # no SweepCallback in the job (removed from hydra.callbacks)
+            status, error = job_status(ret)
+            write_record(directory, num, overrides, status, error, job_id=job.job_id)
+        elif ret.status == JobStatus.FAILED:
+            data = json.loads(record.read_text(encoding="utf-8"))
+            data["log"] = str(job.paths.stderr)
+            _write_json(record, data)
+        return ret

@@ -1,0 +1,268 @@
+"""Bad input through the real entry points: every case gives ONE clear message and a non-zero exit code.
+
+Each case runs ``python run.py ARGS`` (forked from the warm test process by tests/cli_runner.py: the same
+code path as a new interpreter, ~0.3 s instead of ~4 s of imports; the plain-interpreter form is checked
+too) or the compare CLI. A judgebench error is exactly one ``judgebench: error: <message>`` line on stderr
+and exit code 2, with no traceback; Hydra's own errors (unknown group option, listing the valid ones) are
+Hydra's message and exit code 1. ``--verbose`` / JUDGEBENCH_VERBOSE=1 / HYDRA_FULL_ERROR=1 show the traceback.
+
+The dataset cases use the file-mode dataset (``dataset=dl19 dataset.data_dir=null dataset.topics=...
+dataset.qrels=... dataset.pool=... dataset.passages=...``) on three toy queries written to tmp, one file
+broken per case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+import cli_runner
+from cli_runner import file_mode, write_dataset
+
+STORE: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm(tmp_path_factory):
+    """Imports done once in the parent; one MLflow store for the module (its schema takes seconds to create)."""
+    from judgebench import tracking
+
+    cli_runner.warm()
+    STORE["dir"] = tmp_path_factory.mktemp("store")
+    tracking.ensure_sqlite_parent(f"sqlite:///{STORE['dir']}/mlflow.db")
+    yield
+    STORE.clear()
+
+
+def base_args(tmp: Path, args: list[str]) -> list[str]:
+    """Case args first; defaults (oracle ranker: no index to build) only for keys the case leaves alone."""
+    keys = {a.partition("=")[0].lstrip("+~") for a in args}
+    defaults = {
+        "ranker": "oracle", "progress": "false", "tracking_uri": f"sqlite:///{STORE['dir']}/mlflow.db",
+        "artifact_root": f"{STORE['dir']}/artifacts", "cache_dir": f"{tmp}/cache", "hydra.run.dir": f"{tmp}/out",
+        "hydra.sweep.dir": f"{tmp}/multirun",
+    }
+    return [*args, *(f"{k}={v}" for k, v in defaults.items() if k not in keys)]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in ("OPENAI_BASE_URL", "HYDRA_FULL_ERROR", "JUDGEBENCH_VERBOSE", "JUDGEBENCH_CACHE_DIR")}
+    return {**env, **extra}
+
+
+def assert_one_clear_error(res: cli_runner.Result, *phrases: str, rc: int = 2) -> str:
+    """Exit code rc, no traceback; rc 2: exactly one `judgebench: error:` line holding every phrase."""
+    assert res.rc == rc, str(res)
+    assert "Traceback" not in res.err and "Traceback" not in res.out, str(res)
+    if rc == 2:
+        assert len(res.error_lines) == 1, str(res)
+        text = res.error_lines[0]
+    else:
+        text = res.err
+    for phrase in phrases:
+        assert phrase in text, f"{phrase!r} not in the message:\n{text}\n{res}"
+    return text
+
+
+# --------------------------------------------------------------------------- the table
+
+Edit = Callable[[dict[str, Path], Path], list[str]]  # (dataset files, tmp) -> extra args; may rewrite a file
+
+
+def _rewrite(name: str, fn: Callable[[str], str]) -> Edit:
+    def edit(files: dict[str, Path], tmp: Path) -> list[str]:
+        files[name].write_text(fn(files[name].read_text(encoding="utf-8")), encoding="utf-8")
+        return file_mode(files)
+
+    return edit
+
+
+def _line(n: int, fn: Callable[[str], str]) -> Callable[[str], str]:
+    def apply(text: str) -> str:
+        lines = text.splitlines(keepends=True)
+        lines[n - 1] = fn(lines[n - 1])
+        return "".join(lines)
+
+    return apply
+
+
+def _args(*args: str) -> Edit:
+    return lambda files, tmp: list(args)
+
+
+def _prompt(text: str) -> Edit:
+    def edit(files: dict[str, Path], tmp: Path) -> list[str]:
+        path = tmp / "my_prompt.txt"
+        path.write_text(text, encoding="utf-8")
+        return ["judge=gpt_4o_mini", f"judge.prompt={path}"]
+
+    return edit
+
+
+def _non_utf8(files: dict[str, Path], tmp: Path) -> list[str]:
+    data = files["passages"].read_bytes().splitlines(keepends=True)
+    data[1] = data[1].replace(b"e", b"\xe9", 1)  # latin-1 'é'
+    files["passages"].write_bytes(b"".join(data))
+    return file_mode(files)
+
+
+def _empty_passage(files: dict[str, Path], tmp: Path) -> list[str]:
+    lines = files["passages"].read_text(encoding="utf-8").splitlines(keepends=True)
+    doc = json.loads(lines[2])["docid"]
+    lines[2] = json.dumps({"docid": doc, "text": "  "}) + "\n"
+    files["passages"].write_text("".join(lines), encoding="utf-8")
+    return file_mode(files)
+
+
+def _ranks_scores_disagree(files: dict[str, Path], tmp: Path) -> list[str]:
+    run = tmp / "system.run"
+    run.write_text("q01 Q0 d005 1 3.0 sys\nq01 Q0 d008 2 1.0 sys\nq01 Q0 d028 3 2.0 sys\n", encoding="utf-8")
+    return [*file_mode(files), "ranker=runfile", "ranker.name=MySystem", f"ranker.path={run}"]
+
+
+def _missing(files: dict[str, Path], tmp: Path) -> list[str]:
+    files["qrels"] = tmp / "no-such-qrels.txt"
+    return file_mode(files)
+
+
+def case(id: str, edit: Edit, *phrases: str, rc: int = 2, env: dict[str, str] | None = None):
+    return pytest.param(edit, phrases, rc, env or {}, id=id)
+
+
+CASES = [
+    # ---- config
+    case("unknown-group-option", _args("judge=gpt5"), "Could not find 'judge/gpt5'", "Available options in 'judge'", "gpt_4o_mini", "simulated", rc=1),
+    case("unknown-dataset-name", _args("dataset=dl21"), "Could not find 'dataset/dl21'", "dl19", "dl20", "toy", rc=1),
+    case("no-api-key-openai", _args("judge=gpt_4o_mini"), "needs an API key", "set OPENAI_API_KEY"),
+    case("no-api-key-gemini", _args("judge=gemini_flash"), "needs an API key", "GEMINI_API_KEY or GOOGLE_API_KEY"),
+    case("negative-concurrency", _args("judge=gpt_4o_mini", "judge.backend.max_concurrency=-1"), "judge.backend", "max_concurrency=-1", "expected an integer >= 1",
+         env={"OPENAI_API_KEY": "k"}),
+    case("zero-requests-per-minute", _args("judge=gpt_4o_mini", "judge.backend.requests_per_minute=0"), "requests_per_minute=0", "positive number",
+         env={"OPENAI_API_KEY": "k"}),
+    case("unknown-backend-setting", _args("judge=gpt_4o_mini", "+judge.backend.temprature=0"), "judge.backend", "unknown setting 'temprature'",
+         env={"OPENAI_API_KEY": "k"}),
+    case("perturbation-rank-beyond-pool", _args("perturbation=swap_1", "perturbation.swaps=[30]"), "rank 30 is beyond the ranking", "(25 documents)"),
+    case("single-cell-with-zero-systems", _args("ranker=bm25", "perturbation=swap_1"), "BM25 x Swap[1] evaluates no system", "ranker.perturbable=true"),
+    case("experiment-with-zero-systems", _args("-m", "ranker=bm25,simulated_llm", "perturbation=swap_1,swap_2"),
+         "no cell of this sweep evaluates a system", "all 4 cells", "perturbations apply to oracle rankers only"),
+    case("prompt-without-query", _prompt("Passage: {passage}\n##final score:"), "lacks the placeholder(s) {query}", "my_prompt.txt"),
+    case("prompt-without-passage", _prompt("Query: {query}\n##final score:"), "lacks the placeholder(s) {passage}", "my_prompt.txt"),
+    case("runfile-without-path", _args("ranker=runfile", "ranker.name=X"), "Missing mandatory value: ranker.path"),
+    case("missing-model-directory", _args("judge=smollm2", "judge.model_spec.model=/nonexistent/model-dir"), "/nonexistent/model-dir", "no such file or directory"),
+    case("content-bias-without-rewriter", _args("+experiment=content_bias", "rewriter=none", "judge=simulated"), "content_bias needs an LLM rewriter"),
+    case("secret-as-override", _args("+judge.backend.api_key=sk-not-a-real-key"), "judge.backend.api_key", "environment only"),
+    # ---- dataset files (file mode)
+    case("empty-pool", _rewrite("pool", lambda t: ""), "pool.trec", "no run lines"),
+    case("qrels-of-another-dataset", _rewrite("qrels", lambda t: t.replace("q0", "90")), "qrels.txt", "another dataset"),
+    case("qrels-line-with-3-fields", _rewrite("qrels", _line(2, lambda s: " ".join(s.split()[:3]) + "\n")), "qrels.txt:2", "expected 4 fields", "got 3"),
+    case("qrels-non-integer-label", _rewrite("qrels", _line(3, lambda s: s.rsplit(" ", 1)[0] + " high\n")), "qrels.txt:3", "expected an integer relevance label", "'high'"),
+    case("pool-duplicate-doc-id", _rewrite("pool", lambda t: t + t.splitlines(keepends=True)[4].replace(" 5 ", " 26 ")), "pool.trec:76", "duplicate doc", "also on line 5"),
+    case("run-ranks-and-scores-disagree", _ranks_scores_disagree, "system.run:3", "rank and score disagree", 'order_by="rank"'),
+    case("pool-query-not-in-topics", _rewrite("pool", lambda t: t + "q99 Q0 d001 1 9.0 bm25\n"), "pool.trec", "1 query id(s) not in the topics: q99"),
+    case("duplicated-topic-id", _rewrite("topics", lambda t: t + "q02\tanother text\n"), "topics.tsv:4", "duplicate query id q02", "also on line 2"),
+    case("empty-passage-text", _empty_passage, "passages.jsonl:3", "empty text"),
+    case("non-utf8-byte", _non_utf8, "passages.jsonl:2", "invalid UTF-8 byte 0xe9"),
+    case("missing-file", _missing, "no-such-qrels.txt", "file not found"),
+    case("file-mode-with-a-file-unset", lambda f, t: [*file_mode(f)[:-1], "dataset.passages=null"], "file mode needs all four", "unset: passages"),
+]
+
+
+@pytest.mark.parametrize(("edit", "phrases", "rc", "env"), CASES)
+def test_bad_input_gives_one_clear_message(tmp_path, edit, phrases, rc, env):
+    files = write_dataset(tmp_path / "data")
+    args = base_args(tmp_path, edit(files, tmp_path))
+    res = cli_runner.run(args, cwd=tmp_path, env=clean_env(**env))
+    assert_one_clear_error(res, *phrases, rc=rc)
+
+
+def test_the_file_mode_dataset_itself_is_valid(tmp_path):
+    """The unbroken files run: every failure above comes from its one edit."""
+    files = write_dataset(tmp_path / "data")
+    res = cli_runner.run(base_args(tmp_path, [*file_mode(files), "judge=simulated"]), cwd=tmp_path, env=clean_env())
+    assert res.rc == 0, str(res)
+
+
+def test_compare_over_an_experiment_without_runs(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlruns/mlflow.db"
+    (tmp_path / "mlruns").mkdir()
+    MlflowClient(uri).create_experiment("nothing_ran_yet")
+    res = cli_runner.run(["experiment=nothing_ran_yet", f"tracking_uri={uri}", "log=false", f"out={tmp_path}/cmp"],
+                         cwd=tmp_path, env=clean_env(), module="judgebench.compare")
+    assert res.rc == 2 and "Traceback" not in res.err, str(res)
+    lines = [line for line in res.err.splitlines() if line.startswith("judgebench-compare:")]
+    assert len(lines) == 1 and "'nothing_ran_yet' has no finished job runs" in lines[0], str(res)
+    res = cli_runner.run(["experiment=never_created", f"tracking_uri={uri}", "log=false"], cwd=tmp_path, env=clean_env(), module="judgebench.compare")
+    assert res.rc == 2 and "no MLflow experiment named 'never_created'" in res.err, str(res)
+
+
+def test_plain_interpreter_gives_the_same_single_line(tmp_path):
+    """No fork: `python run.py ...` in a new interpreter."""
+    files = write_dataset(tmp_path / "data")
+    files["topics"].write_text(files["topics"].read_text() + "q01\tagain\n")
+    res = cli_runner.run(base_args(tmp_path, file_mode(files)), cwd=tmp_path, env=clean_env(), fresh=True)
+    assert_one_clear_error(res, "topics.tsv:4", "duplicate query id q01")
+
+
+@pytest.mark.parametrize("how", ["--verbose", "JUDGEBENCH_VERBOSE=1", "HYDRA_FULL_ERROR=1"])
+def test_verbose_shows_the_traceback(tmp_path, how):
+    files = write_dataset(tmp_path / "data")
+    files["qrels"].write_text("q01 0 d005\n")
+    args = base_args(tmp_path, file_mode(files))
+    env = clean_env()
+    if how.startswith("--"):
+        args = [how, *args]
+    else:
+        key, _, value = how.partition("=")
+        env[key] = value
+    res = cli_runner.run(args, cwd=tmp_path, env=env)
+    assert "Traceback" in res.err and "judgebench/data/trec.py" in res.err and "DataError" in res.err, str(res)
+    if how.startswith("HYDRA"):  # Hydra's own behaviour: the exception as is
+        assert res.rc == 1 and not res.error_lines, str(res)
+    else:  # the full traceback, then the same line and exit code
+        assert res.rc == 2 and len(res.error_lines) == 1 and "expected 4 fields" in res.error_lines[0], str(res)
+        assert res.err.rstrip().splitlines()[-1] == res.error_lines[0]
+
+
+def test_a_bad_cell_in_a_multirun_is_reported_and_the_sweep_goes_on(tmp_path):
+    """Cell #1 has no API key: it is logged and recorded as failed, the other cells run, the sweep exits 2 with one line."""
+    args = base_args(tmp_path, ["-m", "judge=human,gpt_4o_mini,simulated"])
+    res = cli_runner.run(args, cwd=tmp_path, env=clean_env())
+    text = assert_one_clear_error(res, "set OPENAI_API_KEY")
+    assert text.startswith("judgebench: error: cell #1 (judge=gpt_4o_mini ranker=oracle): openai backend"), text
+    summary = json.loads((tmp_path / "multirun" / "sweep_summary.json").read_text())
+    assert (summary["cells"], summary["ran"], summary["failed"]) == (3, 2, 1), summary
+    assert [j["status"] for j in summary["jobs"]] == ["finished", "failed", "finished"]
+    assert "set OPENAI_API_KEY" in summary["jobs"][1]["error"]
+    assert "judgebench sweep: 3 cells - 2 ran, 0 skipped, 1 failed" in res.out
+
+
+def test_a_passage_longer_than_the_context_is_truncated_warned_and_counted(tmp_path):
+    """A local judge (a tiny causal LM, 512-token context) on a 900-word passage: cut, warned, `truncated` metric 1."""
+    from tiny_models import tiny_causal
+
+    model = tiny_causal(tmp_path / "models")
+    files = write_dataset(tmp_path / "data")
+    pairs = pd.read_csv(files["qrels"], sep=" ", names=["q", "i", "d", "r"], dtype=str)
+    pool = pd.read_csv(files["pool"], sep=" ", names=["q", "z", "d", "rank", "s", "t"], dtype=str)
+    label_set = pairs.merge(pool, on=["q", "d"])
+    long_doc = label_set["d"].iloc[0]
+    long_pairs = int((label_set["d"] == long_doc).sum())
+    passages = [json.loads(line) for line in files["passages"].read_text(encoding="utf-8").splitlines()]
+    for p in passages:
+        if p["docid"] == long_doc:
+            p["text"] = "the water of the river " * 180  # 900 words: the prompt is ~270 tokens without it
+    files["passages"].write_text("".join(json.dumps(p) + "\n" for p in passages), encoding="utf-8")
+    args = base_args(tmp_path, [*file_mode(files), "judge=smollm2", f"judge.model_spec.model={model}", "experiment_name=trunc"])
+    res = cli_runner.run(args, cwd=tmp_path, env=clean_env(), fresh=True)  # torch in the child: a new interpreter
+    assert res.rc == 0, str(res)
+    assert f"{long_pairs} of {len(label_set)} passages were truncated" in res.out + res.err, str(res)
+    client = MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
+    run = client.search_runs([client.get_experiment_by_name("trunc").experiment_id])[0]
+    assert run.data.metrics["truncated"] == long_pairs
+    assert run.data.metrics["labelled_pairs"] == len(label_set)

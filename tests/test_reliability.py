@@ -1,0 +1,633 @@
+"""Reliability: a study keeps going through API faults, kill -9, a broken cache and a vanished MLflow server,
+loses nothing, never reports a failure as a result, and writes no secret anywhere.
+
+Every job is a real ``run.py`` cell (forked from the warm test process by tests/cli_runner.py, or a new
+interpreter where torch runs) against the local fake OpenAI server (judgebench.testing.fake_llm_server).
+
+Kill test: ``JUDGEBENCH_KILLS`` kills (default 10; 3 when the ``CI`` variable is set), at moments drawn from
+``JUDGEBENCH_KILL_SEED`` (default: a fresh seed, printed). The full run, locally::
+
+    JUDGEBENCH_KILLS=10 .venv/bin/python -m pytest -q -s tests/test_reliability.py -k kill
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import multiprocessing as mp
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from sklearn.metrics import cohen_kappa_score
+
+import cli_runner
+from cli_runner import file_mode, write_dataset
+from judgebench import cache as cache_mod
+from judgebench.cache import CacheError, CallCache
+from judgebench.data.datasets import load_toy
+from judgebench.judges.llm import LLMJudge
+from judgebench.judges.prompts import load_prompt
+from judgebench.llm.api import OpenAIBackend
+from judgebench.metrics import per_query_ndcg
+from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label
+
+REPO = Path(__file__).resolve().parents[1]
+TOY = load_toy()
+LABEL_SET = TOY.label_set()
+N = len(LABEL_SET)  # 241 (query, doc) pairs to judge
+TEMPLATE = load_prompt("umbrela_bing")
+KILLS = int(os.environ.get("JUDGEBENCH_KILLS") or (3 if os.environ.get("CI") else 10))
+STORE: dict[str, Path] = {}
+FAULT_FREE = dict(fail_429=0, fail_500=0, fail_timeout=0, fail_malformed=0, fail_noscore=0)
+
+
+def prompt_of(q: str, d: str, texts: dict[str, str] | None = None) -> str:
+    return TEMPLATE.render(query=TOY.queries[q], passage=(texts or TOY.corpus)[d])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm(tmp_path_factory):
+    """Imports once in the parent; one MLflow store for the module (creating its schema takes seconds)."""
+    from judgebench import tracking
+
+    cli_runner.warm()
+    STORE["dir"] = tmp_path_factory.mktemp("store")
+    tracking.ensure_sqlite_parent(f"sqlite:///{STORE['dir']}/mlflow.db")
+    yield
+    STORE.clear()
+
+
+def client() -> MlflowClient:
+    return MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
+
+
+def env_with(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in ("OPENAI_BASE_URL", "HYDRA_FULL_ERROR", "JUDGEBENCH_VERBOSE", "JUDGEBENCH_CACHE_DIR")}
+    return {**env, "OPENAI_API_KEY": "test-key", **extra}
+
+
+def cell(tmp: Path, srv: FakeLLMServer, *extra: str, cache: Path | None = None, experiment: str = "rel",
+         tracking_uri: str | None = None) -> list[str]:
+    """One toy cell (Perfect oracle) judged by gpt_4o_mini on the fake server."""
+    return [
+        "ranker=oracle", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "progress=false",
+        f"tracking_uri={tracking_uri or 'sqlite:///' + str(STORE['dir']) + '/mlflow.db'}",
+        f"artifact_root={STORE['dir']}/artifacts", f"cache_dir={cache or tmp / 'cache'}", f"hydra.run.dir={tmp}/out",
+        f"hydra.sweep.dir={tmp}/multirun", f"experiment_name={experiment}", *extra,
+    ]
+
+
+def latest_run(experiment: str, mlflow: MlflowClient | None = None):
+    mlflow = mlflow or client()
+    runs = mlflow.search_runs([mlflow.get_experiment_by_name(experiment).experiment_id], order_by=["attributes.start_time DESC"])
+    return runs[0]
+
+
+def artifact(run, name: str, sep: str = "\t") -> pd.DataFrame:
+    path = client().download_artifacts(run.info.run_id, name, str(STORE["dir"] / "dl" / run.info.run_id))
+    return pd.read_csv(path, sep=sep, dtype={"query_id": str, "doc_id": str})
+
+
+# =========================================================================== API faults
+
+
+def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
+    """20% 429 (Retry-After), 10% 500, 5% timeouts, 5% malformed JSON, 10% answers without a score.
+
+    The cell finishes; MLflow's counters equal the server's (by outcome); every label is the server's
+    answer for that pair and every other pair is reported failed; kappa and nDCG are computed on the
+    labelled pairs, calls_failed beside them; a rerun asks only for the pairs that have no answer yet;
+    a cell above max_failed_share ends FAILED with one clear line and exit code 2.
+    """
+    faults = dict(fail_429=0.2, fail_500=0.1, fail_timeout=0.05, fail_malformed=0.05, fail_noscore=0.1)
+    backend = ["judge.backend.timeout_s=1.5", "judge.backend.backoff_base_s=0.01", "judge.backend.backoff_max_s=0.05",
+               "judge.backend.max_retries=3", "judge.parse_attempts=2"]
+    with FakeLLMServer(**faults, timeout_hang_s=10, seed=7) as srv:
+        args = cell(tmp_path, srv, *backend, "max_failed_share=0.5", experiment="faults")
+        res = cli_runner.run(args, cwd=tmp_path, env=env_with())
+        assert res.rc == 0, str(res)
+        stats = srv.stats()
+        outcomes = stats["by_outcome"]
+
+        run = latest_run("faults")
+        m = run.data.metrics
+        assert run.info.status == "FINISHED"
+        # every request and every fault, as the server saw them
+        assert m["requests"] == stats["requests"] == sum(outcomes.values())
+        for metric, outcome in (("errors_429", "429"), ("errors_5xx", "500"), ("errors_timeout", "timeout"),
+                                ("errors_malformed", "malformed"), ("errors_unparsable", "noscore")):
+            assert m.get(metric, 0) == outcomes[outcome] > 0, (metric, m, outcomes)
+        # a pair is labelled by exactly one ok answer; the rest are failures, reported
+        unparsable_final = int(m.get("errors_unparsable_final", 0))
+        transient_failed = int(m["calls_failed"]) - unparsable_final
+        assert m["labelled_pairs"] == outcomes["ok"]
+        assert m["labelled_pairs"] + m["calls_failed"] == m["label_set_size"] == N
+        assert m["calls_failed"] > 0
+        # retries = requests - completions asked for (ok or scoreless answers, or given up after the last retry)
+        assert m["retries"] == stats["requests"] - (outcomes["ok"] + outcomes["noscore"] + transient_failed)
+
+        labels = artifact(run, "judge_labels.tsv")
+        failures = artifact(run, "judge_failures.tsv")
+        assert len(labels) == m["labelled_pairs"] and len(failures) == m["calls_failed"]
+        assert (failures["error"] == "unparsable").sum() == unparsable_final
+        for q, d, label in labels[["query_id", "doc_id", "relevance"]].itertuples(index=False):
+            assert label == fake_label(prompt_of(q, d)), (q, d)  # the server's answer, never a made-up one
+        assert not set(zip(failures["query_id"], failures["doc_id"])) & set(zip(labels["query_id"], labels["doc_id"]))
+        qrels = pd.read_csv(client().download_artifacts(run.info.run_id, "judge_qrels.txt", str(tmp_path / "dl")), sep=" ", header=None)
+        assert len(qrels) == m["labelled_pairs"]  # failed pairs are not in the judge's qrels
+
+        # kappa and nDCG on the labelled pairs only
+        assert m["kappa_graded"] == pytest.approx(cohen_kappa_score(labels["human"], labels["relevance"], labels=[0, 1, 2, 3]))
+        run_file = pd.read_csv(client().download_artifacts(run.info.run_id, "run.trec", str(tmp_path / "dl")), sep=" ",
+                               names=["query_id", "q0", "doc_id", "rank", "score", "tag"], dtype={"query_id": str, "doc_id": str})
+        judge_qrels = labels[["query_id", "doc_id", "relevance"]]
+        assert m["ndcg10_judge"] == pytest.approx(per_query_ndcg(run_file, judge_qrels)["value"].mean())
+        print(f"\nfaults: {stats['requests']} requests, injected {({k: v for k, v in outcomes.items() if v})}, "
+              f"retries {m['retries']:.0f}, labelled {m['labelled_pairs']:.0f}/{N}, failed {m['calls_failed']:.0f} "
+              f"({transient_failed} gave up after retries, {unparsable_final} never parsable)")
+
+        # the rerun, faults gone: only the pairs without an answer are asked; scoreless answers are cached results
+        srv.configure(**FAULT_FREE)
+        srv.reset()
+        res = cli_runner.run([*args, "force=true"], cwd=tmp_path, env=env_with())
+        assert res.rc == 0, str(res)
+        assert srv.stats()["requests"] == transient_failed
+        again = latest_run("faults")
+        assert again.data.metrics["labelled_pairs"] == N - unparsable_final
+        relabelled = artifact(again, "judge_labels.tsv")
+        assert labels.merge(relabelled, on=["query_id", "doc_id"], suffixes=("", "_again")).eval("relevance == relevance_again").all()
+
+        # above max_failed_share (default 5%): FAILED, one line, exit 2, metrics logged beside it
+        srv.configure(fail_500=1.0)
+        srv.reset()
+        res = cli_runner.run(cell(tmp_path, srv, *backend, cache=tmp_path / "cache_failing", experiment="faults_fail"),
+                             cwd=tmp_path, env=env_with())
+        assert res.rc == 2 and "Traceback" not in res.err, str(res)
+        assert len(res.error_lines) == 1 and f"{N} of {N} pairs (100.0%) have no label, above max_failed_share=5.0%" in res.error_lines[0], str(res)
+        failed = latest_run("faults_fail")
+        assert failed.info.status == "FAILED"
+        assert failed.data.metrics["calls_failed"] == N and failed.data.metrics["labelled_pairs"] == 0
+        assert failed.data.metrics["errors_5xx"] == srv.stats()["requests"] == 4 * N  # 1 try + 3 retries each
+
+
+# =========================================================================== kill -9
+
+
+def _cache_entries(root: Path) -> int:
+    return sum(1 for _ in CallCache(root).keys())
+
+
+def _wait_idle(srv: FakeLLMServer, timeout: float = 10) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        stats = srv.stats()
+        if stats["in_flight"] == 0 or time.monotonic() > deadline:
+            return stats
+        time.sleep(0.02)
+
+
+def test_kill_9_at_random_moments_loses_nothing(tmp_path):
+    """kill -9 a judging job at random moments; each rerun completes with every label, the cache verifies,
+    and the calls paid twice are at most the requests in flight at the kill (<= max_concurrency).
+
+    Count: JUDGEBENCH_KILLS (default 10, 3 under CI); moments: JUDGEBENCH_KILL_SEED. Locally, the full run:
+    ``JUDGEBENCH_KILLS=10 .venv/bin/python -m pytest -q -s tests/test_reliability.py -k kill``
+    """
+    seed = int(os.environ.get("JUDGEBENCH_KILL_SEED") or random.SystemRandom().randrange(1 << 30))
+    rng = random.Random(seed)
+    print(f"\nkill test: {KILLS} kills, JUDGEBENCH_KILL_SEED={seed}")
+    conc, latency = 8, 0.01
+    report = []
+    with FakeLLMServer(latency_s=latency) as srv:
+        for i in range(KILLS):
+            srv.reset()
+            cache = tmp_path / f"cache{i}"
+            args = cell(tmp_path, srv, f"judge.backend.max_concurrency={conc}", cache=cache, experiment=f"kill{i}")
+            target, jitter = rng.randint(1, N - 2 * conc), rng.uniform(0, latency)
+            child = cli_runner.start(args, cwd=tmp_path, env=env_with())
+            deadline = time.monotonic() + 120
+            while srv.stats()["requests"] < target:
+                assert child.poll() is None, f"the job ended before the kill\n{child.result()}"
+                assert time.monotonic() < deadline, "the job never reached its kill point"
+                time.sleep(0.01)
+            time.sleep(jitter)
+            in_flight = srv.stats()["in_flight"]
+            child.kill()
+            assert child.rc == -signal.SIGKILL
+            sent = _wait_idle(srv)["requests"]
+            calls = cache / "calls"
+            assert CallCache(calls).verify() == []  # no entry is half-written
+            stored = _cache_entries(calls)
+            lost = sent - stored  # answered or in flight when killed, not stored: paid again by the rerun
+            assert 0 <= lost <= conc, (sent, stored)
+
+            res = cli_runner.run(args, cwd=tmp_path, env=env_with())
+            assert res.rc == 0, str(res)
+            total = srv.stats()["requests"]
+            m = latest_run(f"kill{i}").data.metrics
+            assert m["labelled_pairs"] == N and m["calls_failed"] == 0 and m["calls_cached"] == stored
+            assert total - sent == N - stored  # the rerun asked exactly for what was missing
+            assert total - N == lost <= conc
+            assert CallCache(calls).verify() == [] and _cache_entries(calls) == N
+            report.append((target, in_flight, stored, lost))
+    print(f"kill test: {KILLS} kills, labels lost 0, extra calls {sum(r[3] for r in report)} "
+          f"(per kill {[r[3] for r in report]}, max_concurrency {conc}); kills after request #{[r[0] for r in report]}")
+
+
+# =========================================================================== the cache: corrupt, full, read-only, 8 writers
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeLLMServer() as srv:
+        yield srv
+
+
+def make_judge(srv: FakeLLMServer, cache_dir: Path, **kw) -> LLMJudge:
+    backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, backoff_base_s=0.01, backoff_max_s=0.05, **kw)
+    return LLMJudge(name="fake", family="openai", model=backend.model, backend=backend, cache_dir=str(cache_dir), progress=False)
+
+
+def judge_toy(srv: FakeLLMServer, cache_dir: Path, pairs: pd.DataFrame | None = None):
+    pairs = LABEL_SET[["query_id", "doc_id"]] if pairs is None else pairs
+    return make_judge(srv, cache_dir).judge(pairs, TOY, TOY.corpus)
+
+
+def assert_server_labels(result) -> None:
+    for q, d, label in result.labels[["query_id", "doc_id", "relevance"]].itertuples(index=False):
+        assert label == fake_label(prompt_of(q, d)), (q, d)
+
+
+def test_corrupt_entries_are_never_read_back_as_labels(server, tmp_path, monkeypatch, caplog):
+    """Truncated writes, an empty file and entries whose label was altered: each is a miss, asked again."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    server.configure(**FAULT_FREE, latency_s=0)
+    server.reset()
+    first = judge_toy(server, tmp_path)
+    assert len(first.labels) == N and server.stats()["requests"] == N
+    cache = CallCache(tmp_path / "calls")
+    paths = sorted(cache.path_for(k) for k in cache.keys())
+    truncated, emptied, altered = paths[:5], paths[5:6], paths[6:9]
+    for p in truncated:
+        data = p.read_bytes()
+        p.write_bytes(data[: len(data) // 2])  # a write cut short
+    for p in emptied:
+        p.write_bytes(b"")
+    for p in altered:  # valid JSON, another label: only the checksum tells
+        env = json.loads(p.read_text())
+        rec = env["payload"]["record"]
+        rec["parsed"] = (int(rec["parsed"]) + 1) % 4
+        rec["text"] = f"##final score: {rec['parsed']}"
+        p.write_text(json.dumps(env))
+    bad = set(truncated + emptied + altered)
+    assert set(cache.verify()) == bad
+
+    server.reset()
+    with caplog.at_level("WARNING"):
+        again = judge_toy(server, tmp_path)
+    assert server.stats()["requests"] == len(bad)  # each corrupt entry asked again, nothing else
+    assert len(again.labels) == N and again.failed.empty
+    assert_server_labels(again)  # not one altered label came back
+    warned = "\n".join(r.getMessage() for r in caplog.records)
+    assert all(str(p) in warned for p in bad)
+    assert cache.verify() == []
+
+
+class _FaultyOS:
+    """judgebench.cache's view of `os`: os.open (EROFS) or os.write (ENOSPC) fail after `after` successful writes."""
+
+    def __init__(self, err: int, after: int = 0) -> None:
+        self.err, self.after, self.writes = err, after, 0
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def _fail(self, path="") -> OSError:
+        return OSError(self.err, os.strerror(self.err), str(path) or None)
+
+    def open(self, path, flags, *a):
+        if self.err == errno.EROFS and flags & os.O_CREAT and self.writes >= self.after:
+            raise self._fail(path)
+        return os.open(path, flags, *a)
+
+    def write(self, fd, data):
+        if self.err == errno.ENOSPC and self.writes >= self.after:
+            raise self._fail()
+        self.writes += 1
+        return os.write(fd, data)
+
+
+@pytest.mark.parametrize(("err", "words"), [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")])
+def test_full_or_read_only_cache_fails_before_paying(server, tmp_path, monkeypatch, err, words):
+    """Nothing is asked when nothing could be stored: one error naming the cache path, zero requests."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    server.configure(**FAULT_FREE, latency_s=0)
+    server.reset()
+    judge = make_judge(server, tmp_path)  # the cache root exists; writing into it fails
+    monkeypatch.setattr(cache_mod, "os", _FaultyOS(err))
+    with pytest.raises(CacheError, match=f"cache {tmp_path / 'calls'} is not writable: .*{words}"):
+        judge.judge(LABEL_SET[["query_id", "doc_id"]], TOY, TOY.corpus)
+    assert server.stats()["requests"] == 0
+
+
+def test_disk_full_mid_run_stops_with_the_path_and_the_rerun_pays_only_the_rest(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    server.configure(**FAULT_FREE, latency_s=0.005)
+    server.reset()
+    judge = make_judge(server, tmp_path, max_concurrency=4)
+    monkeypatch.setattr(cache_mod, "os", _FaultyOS(errno.ENOSPC, after=61))  # the probe, then 60 entries
+    with pytest.raises(CacheError, match=rf"cannot write cache entry {tmp_path / 'calls'}/../[0-9a-f]{{64}}\.json: .*No space left on device"):
+        judge.judge(LABEL_SET[["query_id", "doc_id"]], TOY, TOY.corpus)
+    monkeypatch.undo()
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    cache = CallCache(tmp_path / "calls")
+    assert cache.verify() == [] and cache.temp_files() == []  # nothing half-written
+    stored, sent = _cache_entries(tmp_path / "calls"), _wait_idle(server)["requests"]
+    assert stored == 60 and sent - stored <= 4  # lost: at most the requests in flight
+    again = judge_toy(server, tmp_path)  # space freed
+    assert len(again.labels) == N and server.stats()["requests"] == sent + N - stored
+    assert_server_labels(again)
+
+
+def test_unusable_cache_dir_through_run_py_is_one_line_naming_the_path(tmp_path):
+    """A cache_dir that cannot be a directory; and, when not root, a read-only one (root ignores permissions)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with FakeLLMServer() as srv:
+        res = cli_runner.run(cell(tmp_path, srv, cache=blocker / "cache"), cwd=tmp_path, env=env_with())
+        assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err, str(res)
+        assert f"cannot create cache root {blocker}/cache/calls" in res.error_lines[0] and "Not a directory" in res.error_lines[0]
+        if os.geteuid() != 0:
+            ro = tmp_path / "read-only"
+            (ro / "calls").mkdir(parents=True)
+            (ro / "calls").chmod(0o555)
+            res = cli_runner.run(cell(tmp_path, srv, cache=ro), cwd=tmp_path, env=env_with())
+            assert res.rc == 2 and f"cache {ro}/calls is not writable" in res.error_lines[0], str(res)
+            assert srv.stats()["requests"] == 0
+
+
+_FORK = mp.get_context("fork")
+
+
+def _writer(i: int, base_url: str, cache_dir: str, pairs: list, barrier, results) -> None:
+    try:
+        os.environ["OPENAI_API_KEY"] = "test-key"
+        backend = OpenAIBackend("gpt-4o-mini", base_url=base_url, backoff_base_s=0.01, backoff_max_s=0.05)
+        judge = LLMJudge(name="fake", family="openai", model=backend.model, backend=backend, cache_dir=cache_dir, progress=False)
+        frame = pd.DataFrame(pairs, columns=["query_id", "doc_id"])
+        barrier.wait()
+        result = judge.judge(frame, TOY, TOY.corpus)
+        results.put((i, len(result.labels), len(result.failed), sorted(map(tuple, result.labels[["query_id", "doc_id", "relevance"]].values.tolist()))))
+    except BaseException as exc:  # report, never hang the parent
+        results.put((i, -1, -1, repr(exc)[:500]))
+
+
+def test_eight_processes_judging_into_one_cache(server, tmp_path):
+    """8 judges on overlapping thirds of the label set (distinct label sets: no turn-taking lock between them),
+    writing one cache at once: no entry lost or corrupt, every stored label the server's."""
+    server.configure(**FAULT_FREE, latency_s=0.002)
+    server.reset()
+    pairs = list(zip(LABEL_SET["query_id"], LABEL_SET["doc_id"]))
+    windows = [[pairs[(i * 30 + j) % N] for j in range(90)] for i in range(8)]
+    assert set().union(*windows) == set(pairs)
+    barrier, results = _FORK.Barrier(8), _FORK.Queue()
+    procs = [_FORK.Process(target=_writer, args=(i, server.openai_base_url, str(tmp_path), w, barrier, results)) for i, w in enumerate(windows)]
+    for p in procs:
+        p.start()
+    out = sorted(results.get(timeout=240) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    assert all(p.exitcode == 0 for p in procs)
+    for i, n_labels, n_failed, labels in out:
+        assert (n_labels, n_failed) == (90, 0), labels
+        assert all(label == fake_label(prompt_of(q, d)) for q, d, label in labels)
+    cache = CallCache(tmp_path / "calls")
+    assert cache.verify() == [] and cache.stats().entries == N  # every distinct pair stored once, none corrupt
+    for q, d in pairs:
+        key = make_judge(server, tmp_path / "unused").key_for(prompt_of(q, d))
+        assert cache.get(key)["parsed"] == fake_label(prompt_of(q, d))
+    requests = server.stats()["requests"]
+    assert N <= requests <= 8 * 90  # overlapping windows may pay a pair twice, never lose one
+    print(f"\n8 writers: {requests} requests for {N} distinct pairs ({8 * 90} asked), corrupt entries 0, lost 0")
+
+
+# =========================================================================== MLflow going away
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> list[str]:
+    """Local addresses (hex, as in /proc/net/tcp*) with a socket listening on `port`."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            addr, _, hexport = local.partition(":")
+            if state == "0A" and int(hexport, 16) == port:
+                found.append(addr)
+    return found
+
+
+class MlflowServer:
+    """`mlflow server --backend-store-uri sqlite:///DB --host 127.0.0.1 --port P`, in its own process group."""
+
+    def __init__(self, db: Path, artifacts: Path, port: int) -> None:
+        self.port, self.uri = port, f"http://127.0.0.1:{port}"
+        self.log = open(db.parent / f"mlflow-{port}.log", "w")
+        cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}", "--default-artifact-root",
+               str(artifacts), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, Path(self.log.name).read_text()[-2000:]
+            try:
+                with urllib.request.urlopen(f"{self.uri}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        raise TimeoutError(f"mlflow server {self.uri} not ready in {timeout}s: {Path(self.log.name).read_text()[-2000:]}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the server and its workers, at once
+        self.proc.wait(30)
+        self.log.close()
+
+
+def test_mlflow_server_going_away_mid_sweep(tmp_path):
+    """The tracking server dies while cell #0 is judging. Deterministic: the server is killed once the fake LLM
+    server has seen the first judge request; by then the cell has created its MLflow run, and its next MLflow call
+    (the metrics) comes only after judging. So cell #0 judges everything into the cache, then fails at logging;
+    cell #1 fails at its first MLflow call. Both fail clearly (one line, exit 2). A replacement server on the
+    same database (started while the sweep fails) takes the rerun: both cells FINISH with zero new LLM calls
+    (judging depends on the label set, not the ranker). The dead run stays RUNNING: no one could close it.
+    """
+    db, artifacts = tmp_path / "mlflow.db", tmp_path / "mlartifacts"
+    first = MlflowServer(db, artifacts, _free_port())
+    second = None
+    try:
+        first.wait_ready()
+        bound = _listening(first.port)
+        assert bound and set(bound) == {"0100007F"}, bound  # 127.0.0.1 only
+        mlflow_env = env_with(MLFLOW_HTTP_REQUEST_MAX_RETRIES="1", MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR="0",
+                              MLFLOW_HTTP_REQUEST_BACKOFF_JITTER="0", MLFLOW_HTTP_REQUEST_TIMEOUT="10")
+        with FakeLLMServer(latency_s=0.03) as srv:
+            sweep = ["perturbation=perfect,swap_1", "judge.backend.max_concurrency=4"]
+            child = cli_runner.start(["-m", *cell(tmp_path, srv, *sweep, experiment="gone", tracking_uri=first.uri)], cwd=tmp_path, env=mlflow_env)
+            deadline = time.monotonic() + 120
+            while srv.stats()["requests"] < 1:
+                assert child.poll() is None and time.monotonic() < deadline, str(child.result())
+                time.sleep(0.005)
+            first.kill()
+            second = MlflowServer(db, artifacts, _free_port())  # starts while the sweep fails
+            res = child.wait(180)
+            assert res.rc == 2 and "Traceback" not in res.err and len(res.error_lines) == 1, str(res)
+            line = res.error_lines[0]
+            assert line.startswith("judgebench: error: cell #0 (") and "perturbation=perfect" in line.split("): ")[0], line
+            assert f"the MLflow tracking server {first.uri} cannot be reached" in line and "Connection refused" in line, line
+            assert "judgebench sweep: 2 cells - 0 ran, 0 skipped, 2 failed" in res.out, str(res)
+            assert srv.stats()["requests"] == N  # cell #0 judged everything before failing
+            cache = CallCache(tmp_path / "cache" / "calls")
+            assert cache.verify() == [] and cache.stats().entries == N
+
+            second.wait_ready()
+            res = cli_runner.run(["-m", *cell(tmp_path, srv, *sweep, experiment="gone", tracking_uri=second.uri)], cwd=tmp_path, env=mlflow_env)
+            assert res.rc == 0, str(res)
+            assert srv.stats()["requests"] == N  # the rerun cost nothing
+        mlflow = MlflowClient(second.uri)
+        runs = mlflow.search_runs([mlflow.get_experiment_by_name("gone").experiment_id])
+        finished = [r for r in runs if r.info.status == "FINISHED"]
+        assert len(finished) == 2 and all(r.data.metrics["calls_made"] == 0 and r.data.metrics["calls_cached"] == N for r in finished)
+        assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED", "RUNNING"]
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+
+
+# =========================================================================== secrets and untrusted passages
+
+
+def _grep(root: Path, needle: str, skip: tuple[Path, ...] = ()) -> list[str]:
+    hits = []
+    for p in root.rglob("*"):
+        if p.is_file() and not any(s in p.parents or s == p for s in skip):
+            try:
+                if needle.encode() in p.read_bytes():
+                    hits.append(str(p))
+            except OSError:
+                pass
+    return hits
+
+
+def test_a_secret_in_the_config_is_refused_and_written_nowhere(tmp_path):
+    planted = "sk-planted-override-4b1d9e"
+    conf = tmp_path / "myconf" / "experiment"
+    conf.mkdir(parents=True)
+    (conf / "leaky.yaml").write_text(f"# @package _global_\njudge:\n  backend:\n    api_key: {planted}\n")
+    cases = [  # on the command line (refused before Hydra writes anything), and from a config file
+        (["+judge.backend.api_key=" + planted], "judge.backend.api_key"),
+        (["hydra.job.env_set.OPENAI_API_KEY=" + planted], "hydra.job.env_set.OPENAI_API_KEY"),
+        (["--config-dir", str(tmp_path / "myconf"), "+experiment=leaky"], "judge.backend.api_key"),
+    ]
+    with FakeLLMServer() as srv:
+        for extra, key in cases:
+            res = cli_runner.run([*extra, *cell(tmp_path, srv, experiment="secrets")], cwd=tmp_path, env=env_with())
+            assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err, str(res)
+            assert key in res.error_lines[0] and "environment only" in res.error_lines[0], str(res)
+            assert srv.stats()["requests"] == 0
+    assert _grep(tmp_path, planted, skip=(tmp_path / "myconf",)) == []
+    assert _grep(STORE["dir"], planted) == []
+
+
+def test_mlflow_helper_script_binds_localhost_by_default():
+    """launch/mlflow_server.sh (the SLURM helper's) binds 127.0.0.1 unless told --host."""
+    script = (REPO / "launch" / "mlflow_server.sh").read_text()
+    assert "\nHOST=127.0.0.1\n" in script and '--host) HOST=$2' in script
+
+
+def test_injection_probe_with_the_simulated_judge_is_exactly_zero_and_leaks_no_key(tmp_path):
+    """The simulated judge ignores the text: the appended instruction changes nothing. The rewriter is the
+    fake server's; the API key planted in the environment appears in no output (mlruns, Hydra dir, cache)."""
+    planted = "sk-planted-env-content-bias-77c1"
+    with FakeLLMServer() as srv:
+        args = ["+experiment=content_bias", "judge=simulated", "rewriter=openai", f"rewriter.base_url={srv.openai_base_url}",
+                "content_bias.per_level=2", "content_bias.score_with_ranker=false", "experiment_name=injection_sim",
+                "progress=false", f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/mlruns/artifacts",
+                f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"]
+        res = cli_runner.run(args, cwd=tmp_path, env=env_with(OPENAI_API_KEY=planted))
+        assert res.rc == 0, str(res)
+        assert srv.stats()["requests"] > 0
+        assert srv.stats()["last_request"]["headers"]["Authorization"] == f"Bearer {planted}"  # the key was used
+    mlflow = MlflowClient(f"sqlite:///{tmp_path}/mlruns/mlflow.db")
+    run = latest_run("injection_sim", mlflow)
+    m = run.data.metrics
+    assert m["injection_pairs"] == 2 and m["injection_mean_inflation"] == 0.0 and m["injection_share_raised"] == 0.0
+    assert _grep(tmp_path, planted) == []
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(tmp_path_factory) -> Path:
+    """The converted SmolLM2: reused from JUDGEBENCH_CACHE_DIR or the checkout's cache when there, else converted once
+    (in a subprocess: torch stays out of this process, which forks jobs)."""
+    from judgebench.llm.smollm2 import MODEL_SUBDIR
+
+    for root in (os.environ.get("JUDGEBENCH_CACHE_DIR"), REPO / ".cache" / "judgebench"):
+        if root and (Path(root) / MODEL_SUBDIR / "config.json").is_file():
+            return Path(root) / MODEL_SUBDIR
+    cache = tmp_path_factory.mktemp("smollm2")
+    code = f"from judgebench.llm.smollm2 import smollm2_model_dir; smollm2_model_dir({str(cache)!r})"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
+    return cache / MODEL_SUBDIR
+
+
+def test_injection_probe_with_the_smollm2_judge(tmp_path, smollm2_dir):
+    """The real offline LLM judge reads the passages: the probe runs and its metrics reach MLflow."""
+    planted = "sk-planted-env-smollm2-3d0a"
+    files = write_dataset(tmp_path / "data", ["q01"])
+    # a pool of four (two human-0 pairs for the probe, a 3, an unjudged one): 8 prompts in all, one batch
+    # (3 pairs x original and rewritten text, 2 injected); SmolLM2 on a busy CPU takes ~1 s per UMBRELA prompt
+    labels = {d: r for _, d, r in LABEL_SET[LABEL_SET["query_id"] == "q01"].itertuples(index=False)}
+    pool = files["pool"].read_text().splitlines()
+    keep, need = [], {0: 2, 3: 1, None: 1}
+    for line in pool:
+        level = labels.get(line.split()[2])
+        if need.get(level, 0) > 0:
+            need[level] -= 1
+            keep.append(line)
+    files["pool"].write_text("".join(f"{q} Q0 {d} {i} {sc} {t}\n" for i, (q, _, d, _, sc, t) in enumerate((x.split() for x in keep), 1)))
+    with FakeLLMServer() as srv:
+        args = ["+experiment=content_bias", *file_mode(files), "judge=smollm2", f"judge.model_spec.model={smollm2_dir}",
+                "rewriter=openai", f"rewriter.base_url={srv.openai_base_url}", "content_bias.per_level=2",
+                "content_bias.score_with_ranker=false", "experiment_name=injection_smollm2", "progress=false",
+                f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/mlruns/artifacts",
+                f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"]
+        res = cli_runner.run(args, cwd=tmp_path, env=env_with(OPENAI_API_KEY=planted), fresh=True)  # torch: a new interpreter
+        assert res.rc == 0, str(res)
+    run = latest_run("injection_smollm2", MlflowClient(f"sqlite:///{tmp_path}/mlruns/mlflow.db"))
+    m = run.data.metrics
+    assert m["injection_pairs"] == 2
+    assert -3 <= m["injection_mean_inflation"] <= 3 and 0 <= m["injection_share_raised"] <= 1
+    print(f"\nsmollm2 injection probe: mean inflation {m['injection_mean_inflation']:+.2f}, share raised {m['injection_share_raised']:.2f}")
+    assert _grep(tmp_path, planted) == []
