@@ -164,27 +164,43 @@ class APIBackend:
     async def __aexit__(self, *exc) -> None:
         await self.close()
 
-    def _wait(self, state) -> float:
-        exc = state.outcome.exception()
+    def _backoff(self, exc: BaseException | None, failures: int) -> float:
+        """Retry-After when the server gives one, else jittered exponential backoff."""
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:
             return min(float(retry_after), self.backoff_max_s)
-        backoff = self.backoff_base_s * 2 ** (state.attempt_number - 1)
+        backoff = self.backoff_base_s * 2 ** (failures - 1)
         return min(self.backoff_max_s, backoff) * random.uniform(0.5, 1.0)
 
+    def _first_wait(self, exc: BaseException) -> float:
+        return self._backoff(exc, 1)
+
+    def _wait(self, state) -> float:
+        # tenacity counts the retries only; the first attempt was made (and failed) before it
+        return self._backoff(state.outcome.exception(), state.attempt_number + 1)
+
     async def complete(self, prompt: str, system: str | None = None) -> Completion:
-        started, attempts = time.perf_counter(), 0
+        started, attempts = time.perf_counter(), 1
+        try:  # fast path: most calls succeed at once, without the retry machinery's per-call cost
+            text, n_in, n_out = await self._attempt(prompt, system)
+            self.stats.ok += 1
+            return Completion(text, n_in, n_out, time.perf_counter() - started, attempts)
+        except PermanentError as e:
+            raise CallFailed(e.kind, str(e), attempts) from e
+        except TransientError as e:
+            if self.max_retries == 0:
+                raise CallFailed(e.kind, str(e), attempts) from e
+            await asyncio.sleep(self._first_wait(e))
         try:
             async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self.max_retries + 1),
+                stop=stop_after_attempt(self.max_retries),
                 wait=self._wait,
                 retry=retry_if_exception_type(TransientError),
                 reraise=True,
             ):
                 with attempt:
                     attempts += 1
-                    if attempts > 1:
-                        self.stats.retries += 1
+                    self.stats.retries += 1
                     text, n_in, n_out = await self._attempt(prompt, system)
         except TransientError as e:
             raise CallFailed(e.kind, str(e), attempts) from e
@@ -201,7 +217,8 @@ class APIBackend:
                 await self._tpm.acquire(min(self._tpm.max_rate, len(prompt) // 4 + self.max_output_tokens))
             self.stats.requests += 1
             try:
-                return await asyncio.wait_for(self._send(prompt, system), self.timeout_s)
+                async with asyncio.timeout(self.timeout_s):  # cheaper than wait_for: no extra task per call
+                    return await self._send(prompt, system)
             except (TransientError, PermanentError) as e:
                 self.stats.errors[e.kind] += 1
                 raise
