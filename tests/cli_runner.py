@@ -187,3 +187,13 @@ def write_dataset(root: Path, queries: list[str] = QUERIES) -> dict[str, Path]:
 
 def file_mode(files: dict[str, Path]) -> list[str]:
     return ["dataset=dl19", "dataset.data_dir=null", *(f"dataset.{k}={files[k]}" for k in ("topics", "qrels", "pool", "passages"))]
+
+
+def warm_store(tmp_path_factory) -> Path:
+    """Imports done once in the parent; one MLflow store per test module (its schema takes seconds to create)."""
+    from judgebench import tracking
+
+    warm()
+    store = tmp_path_factory.mktemp("store")
+    tracking.ensure_sqlite_parent(f"sqlite:///{store}/mlflow.db")
+    return store

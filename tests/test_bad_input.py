@@ -30,12 +30,7 @@ STORE: dict[str, Path] = {}
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm(tmp_path_factory):
-    """Imports done once in the parent; one MLflow store for the module (its schema takes seconds to create)."""
-    from judgebench import tracking
-
-    cli_runner.warm()
-    STORE["dir"] = tmp_path_factory.mktemp("store")
-    tracking.ensure_sqlite_parent(f"sqlite:///{STORE['dir']}/mlflow.db")
+    STORE["dir"] = cli_runner.warm_store(tmp_path_factory)
     yield
     STORE.clear()
 

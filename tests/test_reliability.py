@@ -57,12 +57,7 @@ def prompt_of(q: str, d: str, texts: dict[str, str] | None = None) -> str:
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm(tmp_path_factory):
-    """Imports once in the parent; one MLflow store for the module (creating its schema takes seconds)."""
-    from judgebench import tracking
-
-    cli_runner.warm()
-    STORE["dir"] = tmp_path_factory.mktemp("store")
-    tracking.ensure_sqlite_parent(f"sqlite:///{STORE['dir']}/mlflow.db")
+    STORE["dir"] = cli_runner.warm_store(tmp_path_factory)
     yield
     STORE.clear()
 
