@@ -48,7 +48,7 @@ VERBOSE_FLAG = "--verbose"
 PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
 # A config key that holds a secret itself (not the NAME of the variable holding it, like api_key_env).
-from judgebench.masking import SECRET_KEY  # noqa: E402  (one definition of what names a secret)
+from judgebench.masking import SECRET_KEY, mask_secrets  # noqa: E402  (one definition of what names a secret)
 
 log = logging.getLogger("judgebench")
 
@@ -152,18 +152,10 @@ def refuse_secrets_in_config(cfg) -> None:
         saved = Path(HydraConfig.get().runtime.output_dir) / HydraConfig.get().output_subdir / "config.yaml"
         if saved.is_file():
             data = OmegaConf.to_container(OmegaConf.load(saved), resolve=False)
-            OmegaConf.save(OmegaConf.create(_mask(data)), saved)
+            OmegaConf.save(OmegaConf.create(mask_secrets(data)), saved)
     except Exception:  # no Hydra context (tests) or output_subdir=null: nothing was saved
         pass
     raise SecretInConfig(_secret_message(found[0]))
-
-
-def _mask(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: ("***" if SECRET_KEY.search(str(k)) and not isinstance(v, (dict, list)) and v not in (None, "") else _mask(v)) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_mask(v) for v in node]
-    return node
 
 
 # --------------------------------------------------------------------------- classification
