@@ -61,14 +61,16 @@ def per_query_ndcg(
     judged_only: bool = True,
     missing: Missing = "zero",
     order: Order = "auto",
+    queries: list[str] | None = None,
 ) -> pd.DataFrame:
-    """Per-query nDCG@k: columns query_id, value; one row per qrels query.
+    """Per-query nDCG@k: columns query_id, value; one row per qrels query (or per ``queries``).
 
     ``missing="zero"`` scores qrels queries absent from the run as 0 (logged, and
     listed in ``result.attrs["missing"]``); ``"drop"`` leaves them out. Run queries
     without qrels are dropped (trec_eval). ``order="auto"`` uses ``rank`` when the run
     has that column, else ``score`` (trec_eval tie-break: doc_id descending).
-    ``k=None`` gives nDCG over the whole ranking.
+    ``k=None`` gives nDCG over the whole ranking. ``queries`` fixes the query set: a query of it
+    that the run or the qrels lack is "missing" (a query without qrels has nothing to gain).
     """
     if missing not in ("zero", "drop"):
         raise ValueError(f"missing must be 'zero' or 'drop', got {missing!r}")
@@ -81,11 +83,11 @@ def per_query_ndcg(
     results = ir_measures.pytrec_eval.iter_calc([measure], q, r)
     got = {m.query_id: float(m.value) for m in results}
 
-    qids = list(dict.fromkeys(q["query_id"]))
-    in_run = set(r["query_id"])
+    qids = list(dict.fromkeys(q["query_id"])) if queries is None else [str(x) for x in dict.fromkeys(queries)]
+    in_run = set(r["query_id"]) & set(q["query_id"])
     absent = [qid for qid in qids if qid not in in_run]
     if absent:
-        log.warning("%d qrels queries absent from the run (%s): %s",
+        log.warning("%d queries absent from the run or the qrels (%s): %s",
                     len(absent), "scored 0" if missing == "zero" else "dropped", absent)
     keep = qids if missing == "zero" else [qid for qid in qids if qid in in_run]
     # A run query whose documents are all unjudged gets 0 as well (nothing gained).
