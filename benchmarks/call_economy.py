@@ -58,14 +58,16 @@ def mlflow_summary(cwd: Path, experiment: str) -> dict:
     exp = client.get_experiment_by_name(experiment)
     runs = client.search_runs([exp.experiment_id], max_results=10000) if exp else []
     jobs = [r for r in runs if r.data.tags.get("judgebench.kind", "job") == "job" and "calls_made" in r.data.metrics]
+    summaries = [r for r in runs if r.data.tags.get("judgebench.kind") == "judge_summary"]
     return {
         "runs": len(jobs), "finished": sum(r.info.status == "FINISHED" for r in jobs),
         "systems_per_dataset": {ds: len({r.data.tags.get("system") for r in jobs if r.data.tags.get("dataset") == ds})
                                 for ds in sorted({r.data.tags.get("dataset") for r in jobs})},
         "calls_made": int(sum(r.data.metrics.get("calls_made", 0) for r in jobs)),
         "calls_cached": int(sum(r.data.metrics.get("calls_cached", 0) for r in jobs)),
-        "label_set_sizes": {ds: int(max(r.data.metrics["label_set_size"] for r in jobs if r.data.tags.get("dataset") == ds))
-                            for ds in sorted({r.data.tags.get("dataset") for r in jobs})},
+        # judge-level numbers live on the judge-summary runs (one per dataset, judge and text view)
+        "label_set_sizes": {ds: int(max(r.data.metrics["label_set_size"] for r in summaries if r.data.tags.get("dataset") == ds))
+                            for ds in sorted({r.data.tags.get("dataset") for r in summaries})},
         "queries": {ds: int(max(r.data.metrics.get("n_queries", 0) for r in jobs if r.data.tags.get("dataset") == ds))
                     for ds in sorted({r.data.tags.get("dataset") for r in jobs})},
     }

@@ -68,7 +68,7 @@ def run_grid(kind: str, quick: bool, profile: Path | None = None) -> dict:
 
         client = MlflowClient(f"sqlite:///{work}/mlruns/mlflow.db")
         exp = client.get_experiment_by_name("paper_grid")
-        runs = client.search_runs([exp.experiment_id], max_results=10000)
+        runs = client.search_runs([exp.experiment_id], "tags.`judgebench.kind` = 'job'", max_results=10000)
         launched = sum(1 for line in done.stderr.splitlines() + done.stdout.splitlines() if "#" in line and "job " in line)
         return {"seconds": seconds, "finished_runs": sum(r.info.status == "FINISHED" for r in runs), "launches": launched,
                 "metrics_wall_s": sum(r.data.metrics.get("wall_time_s", 0) for r in runs)}

@@ -258,6 +258,7 @@ def test_a_passage_longer_than_the_context_is_truncated_warned_and_counted(tmp_p
     assert res.rc == 0, str(res)
     assert f"{long_pairs} of {len(label_set)} passages were truncated" in res.out + res.err, str(res)
     client = MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
-    run = client.search_runs([client.get_experiment_by_name("trunc").experiment_id])[0]
+    run = client.search_runs([client.get_experiment_by_name("trunc").experiment_id], "tags.`judgebench.kind` = 'job'")[0]
     assert run.data.metrics["truncated"] == long_pairs
-    assert run.data.metrics["labelled_pairs"] == len(label_set)
+    summary = client.get_run(run.data.tags["judgebench.judge_summary"])
+    assert summary.data.metrics["labelled_pairs"] == len(label_set)

@@ -66,7 +66,7 @@ def test_eight_concurrent_jobs_on_a_fresh_store_make_eight_complete_runs(tmp_pat
     client = MlflowClient(cfgs[0].tracking_uri)
     experiments = [e for e in client.search_experiments() if e.name == "concurrent"]
     assert len(experiments) == 1
-    runs = client.search_runs([experiments[0].experiment_id])
+    runs = client.search_runs([experiments[0].experiment_id], "tags.`judgebench.kind` = 'job'")
     assert len(runs) == 8 and {r.info.status for r in runs} == {"FINISHED"}
     assert {r.info.run_id for r in runs} == {run_id for _, run_id in outcomes}
     assert len({r.data.tags["judgebench.config_hash"] for r in runs}) == 8
@@ -77,7 +77,10 @@ def test_eight_concurrent_jobs_on_a_fresh_store_make_eight_complete_runs(tmp_pat
     # and all eight again at once: every cell is found finished, nothing is logged twice
     outcomes = _run_all(_job, [(cfg,) for cfg in cfgs])
     assert [status for status, _ in outcomes] == ["skipped-done"] * 8, outcomes
-    assert len(client.search_runs([experiments[0].experiment_id])) == 8
+    assert len(client.search_runs([experiments[0].experiment_id], "tags.`judgebench.kind` = 'job'")) == 8
+    # one judge, one label set: its statistics are logged once, not once per concurrent job
+    summaries = client.search_runs([experiments[0].experiment_id], "tags.`judgebench.kind` = 'judge_summary'")
+    assert len({r.data.tags["judge"] for r in summaries}) == len(summaries)
 
 
 def _create(uri, artifact_root, barrier, results) -> None:

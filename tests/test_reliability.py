@@ -28,7 +28,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
-from sklearn.metrics import cohen_kappa_score
 
 import cli_runner
 from cli_runner import file_mode, write_dataset
@@ -38,7 +37,7 @@ from judgebench.data.datasets import load_toy
 from judgebench.judges.llm import LLMJudge
 from judgebench.judges.prompts import load_prompt
 from judgebench.llm.api import OpenAIBackend
-from judgebench.metrics import per_query_ndcg
+from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
 from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,9 +82,17 @@ def cell(tmp: Path, srv: FakeLLMServer, *extra: str, cache: Path | None = None, 
 
 
 def latest_run(experiment: str, mlflow: MlflowClient | None = None):
+    """The latest run of a grid cell or content-bias job (not a judge summary)."""
     mlflow = mlflow or client()
-    runs = mlflow.search_runs([mlflow.get_experiment_by_name(experiment).experiment_id], order_by=["attributes.start_time DESC"])
+    runs = mlflow.search_runs([mlflow.get_experiment_by_name(experiment).experiment_id], "tags.`judgebench.kind` != 'judge_summary'",
+                              order_by=["attributes.start_time DESC"])
     return runs[0]
+
+
+def metrics_of(run, mlflow: MlflowClient | None = None) -> dict:
+    """A cell's own metrics with those of its judge summary (labelled pairs, label-set size, kappa)."""
+    summary = (mlflow or client()).get_run(run.data.tags["judgebench.judge_summary"])
+    return {**summary.data.metrics, **run.data.metrics}
 
 
 def artifact(run, name: str, sep: str = "\t") -> pd.DataFrame:
@@ -115,7 +122,7 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         outcomes = stats["by_outcome"]
 
         run = latest_run("faults")
-        m = run.data.metrics
+        m = metrics_of(run)
         assert run.info.status == "FINISHED"
         # every request and every fault, as the server saw them
         assert m["requests"] == stats["requests"] == sum(outcomes.values())
@@ -142,11 +149,13 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         assert len(qrels) == m["labelled_pairs"]  # failed pairs are not in the judge's qrels
 
         # kappa and nDCG on the labelled pairs only
-        assert m["kappa_graded"] == pytest.approx(cohen_kappa_score(labels["human"], labels["relevance"], labels=[0, 1, 2, 3]))
+        assert m["kappa_graded"] == pytest.approx(cohen_kappa(list(labels["human"]), list(labels["relevance"])), abs=1e-12)
         run_file = pd.read_csv(client().download_artifacts(run.info.run_id, "run.trec", str(tmp_path / "dl")), sep=" ",
                                names=["query_id", "q0", "doc_id", "rank", "score", "tag"], dtype={"query_id": str, "doc_id": str})
         judge_qrels = labels[["query_id", "doc_id", "relevance"]]
-        assert m["ndcg10_judge"] == pytest.approx(per_query_ndcg(run_file, judge_qrels)["value"].mean())
+        expected = ndcg10_judged(frame_rows(run_file, "query_id", "doc_id", "rank"), frame_rows(judge_qrels, "query_id", "doc_id", "relevance"),
+                                 list(dict.fromkeys(run_file["query_id"])))
+        assert m["ndcg10_judge"] == pytest.approx(sum(expected.values()) / len(expected), abs=1e-12)
         print(f"\nfaults: {stats['requests']} requests, injected {({k: v for k, v in outcomes.items() if v})}, "
               f"retries {m['retries']:.0f}, labelled {m['labelled_pairs']:.0f}/{N}, failed {m['calls_failed']:.0f} "
               f"({transient_failed} gave up after retries, {unparsable_final} never parsable)")
@@ -158,7 +167,7 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         assert res.rc == 0, str(res)
         assert srv.stats()["requests"] == transient_failed
         again = latest_run("faults")
-        assert again.data.metrics["labelled_pairs"] == N - unparsable_final
+        assert metrics_of(again)["labelled_pairs"] == N - unparsable_final
         relabelled = artifact(again, "judge_labels.tsv")
         assert labels.merge(relabelled, on=["query_id", "doc_id"], suffixes=("", "_again")).eval("relevance == relevance_again").all()
 
@@ -171,7 +180,7 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         assert len(res.error_lines) == 1 and f"{N} of {N} pairs (100.0%) have no label, above max_failed_share=5.0%" in res.error_lines[0], str(res)
         failed = latest_run("faults_fail")
         assert failed.info.status == "FAILED"
-        assert failed.data.metrics["calls_failed"] == N and failed.data.metrics["labelled_pairs"] == 0
+        assert failed.data.metrics["calls_failed"] == N and metrics_of(failed)["labelled_pairs"] == 0
         assert failed.data.metrics["errors_5xx"] == srv.stats()["requests"] == 4 * N  # 1 try + 3 retries each
 
 
@@ -229,7 +238,7 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path):
             res = cli_runner.run(args, cwd=tmp_path, env=env_with())
             assert res.rc == 0, str(res)
             total = srv.stats()["requests"]
-            m = latest_run(f"kill{i}").data.metrics
+            m = metrics_of(latest_run(f"kill{i}"))
             assert m["labelled_pairs"] == N and m["calls_failed"] == 0 and m["calls_cached"] == stored
             assert total - sent == N - stored  # the rerun asked exactly for what was missing
             assert total - N == lost <= conc
@@ -511,7 +520,7 @@ def test_mlflow_server_going_away_mid_sweep(tmp_path):
             assert res.rc == 0, str(res)
             assert srv.stats()["requests"] == N  # the rerun cost nothing
         mlflow = MlflowClient(second.uri)
-        runs = mlflow.search_runs([mlflow.get_experiment_by_name("gone").experiment_id])
+        runs = mlflow.search_runs([mlflow.get_experiment_by_name("gone").experiment_id], "tags.`judgebench.kind` = 'job'")
         finished = [r for r in runs if r.info.status == "FINISHED"]
         assert len(finished) == 2 and all(r.data.metrics["calls_made"] == 0 and r.data.metrics["calls_cached"] == N for r in finished)
         assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED", "RUNNING"]

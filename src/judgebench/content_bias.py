@@ -24,9 +24,8 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 from scipy.stats import ttest_rel  # noqa: E402
 
 from judgebench import tracking  # noqa: E402
-from judgebench.metrics import per_query_ndcg  # noqa: E402
+from judgebench.evaluation import cut, evaluate  # noqa: E402
 from judgebench.rankers.oracle import OracleRanker  # noqa: E402
-from judgebench.rankers.perturbation import cut  # noqa: E402
 
 log = logging.getLogger("judgebench")
 LEVELS = (0, 1, 2, 3)
@@ -132,8 +131,7 @@ def run_content_bias(cfg: DictConfig):
     keep = pairs.set_index(["query_id", "doc_id"]).index
     q_o = original.qrels[original.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
     q_r = changed.qrels[changed.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
-    nd = per_query_ndcg(perfect, q_o).rename(columns={"value": "original"}).merge(
-        per_query_ndcg(perfect, q_r).rename(columns={"value": "rewritten"}), on="query_id")
+    nd = evaluate(perfect, {"original": q_o, "rewritten": q_r}, list(dict.fromkeys(top["query_id"])))
     metrics.update({f"perfect_ndcg10_{k}": v for k, v in _paired(nd["original"], nd["rewritten"]).items()})
 
     files: dict[str, str | bytes] = {}

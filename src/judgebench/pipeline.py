@@ -10,17 +10,19 @@ import os
 import time
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import tracking
+from judgebench import __version__, judge_summary, tracking
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels, write_run
-from judgebench.metrics import label_agreement, per_query_ndcg
+from judgebench.evaluation import HUMAN, HUMAN_LABELSET, METRIC_VERSION, cut, evaluate, means, references
+from judgebench.identity import component_hash
 from judgebench.rankers.base import Ranker
-from judgebench.rankers.perturbation import Perturbation, cut
+from judgebench.rankers.perturbation import Perturbation
 
 log = logging.getLogger("judgebench")
 
@@ -41,20 +43,36 @@ class JobOutcome:
 
 
 def config_hash(cfg: DictConfig) -> str:
+    """The resume key: the cell's semantic config and the metric version (a finished run of an older
+    evaluation core is recomputed, not reused)."""
     def strip(node):
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}
         return node
 
     tree = strip(OmegaConf.to_container(cfg, resolve=True))
+    tree = {"config": tree, "metric_version": METRIC_VERSION}
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def identity_tags(cfg: DictConfig) -> dict[str, str]:
+    """Hashes of the judge, the system (ranker + perturbation) and the rewriter: compare keys columns by them."""
+    node = lambda key: OmegaConf.to_container(cfg[key], resolve=True) if key in cfg else None  # noqa: E731
+    return {
+        f"{tracking.TAG}judge_hash": component_hash(node("judge")),
+        f"{tracking.TAG}system_hash": component_hash(node("ranker"), node("perturbation")),
+        f"{tracking.TAG}rewriter_hash": component_hash(node("rewriter")),
+        f"{tracking.TAG}metric_version": METRIC_VERSION,
+        f"{tracking.TAG}version": __version__,
+    }
 
 
 def system_name(ranker: Ranker, perturbation: Perturbation) -> str:
     """Paper vocabulary: oracle cells are named by their perturbation (Perfect, Swap[3], ...)."""
+    name = perturbation.name if perturbation.partner == "mirror" or perturbation.is_identity else f"{perturbation.name} hole"
     if ranker.kind == "oracle":
-        return perturbation.name
-    return ranker.name if perturbation.is_identity else f"{ranker.name}+{perturbation.name}"
+        return name
+    return ranker.name if perturbation.is_identity else f"{ranker.name}+{name}"
 
 
 @lru_cache(maxsize=4)
@@ -158,10 +176,13 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         f"{tracking.TAG}kind": "job",
         f"{tracking.TAG}config_hash": chash,
         f"{tracking.TAG}sweep_id": sweep_id(cfg),
+        **identity_tags(cfg),
         "dataset": cfg.dataset.name,
         "system": system,
         "ranker": ranker.name,
         "ranker_type": ranker.kind,
+        "ranker_model": next((str(v) for v in (OmegaConf.select(cfg, f"ranker.{k}", default=None)
+                                                for k in ("model_spec.model", "backend.model", "model")) if v), ""),
         "perturbation": perturbation.name,
         "judge": judge.name,
         "judge_family": judge.family,
@@ -187,31 +208,29 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             rewrite_metrics = {"rewritten_docs": len(changed), "rewrite_failed": len(getattr(rewriter, "failed", {})), "rewrite_calls_made": getattr(rewriter, "made", 0)}
         run = ranker.rank(dataset, texts)
         if ranker.perturbable:
-            run = perturbation.apply(run)
+            judged = set(zip(dataset.qrels["query_id"], dataset.qrels["doc_id"]))
+            run = perturbation.apply(run, judged)
         run = cut(run, ranker.depth)
 
         label_set = dataset.label_set()
         result = judge.judge(label_set[["query_id", "doc_id"]], dataset, texts)
-        human_pq = per_query_ndcg(run, dataset.qrels)
-        judge_pq = per_query_ndcg(run, result.qrels)
-        per_query = human_pq.rename(columns={"value": "ndcg10_human"}).merge(
-            judge_pq.rename(columns={"value": "ndcg10_judge"}), on="query_id", how="outer"
-        )
-        agreement = label_agreement(result.qrels, label_set)
+        qrels = {**references(dataset.qrels, label_set), "judge": result.qrels}
+        scores = evaluate(run, qrels, dataset.judged_queries())
+        per_query = scores.rename(columns={name: f"ndcg10_{name}" for name in qrels})
         metrics = {
-            "ndcg10_human": float(human_pq["value"].mean()),
-            "ndcg10_judge": float(judge_pq["value"].mean()),
-            "kappa_graded": agreement["kappa_graded"],
-            "kappa_binary": agreement["kappa_binary"],
-            "label_set_size": len(label_set),
-            "labelled_pairs": len(result.labels),
-            "n_queries": len(human_pq),
+            **means(per_query),
+            "n_queries": len(per_query),
             **result.usage.as_metrics(),
             **rewrite_metrics,
             **_ranker_truncated(ranker),
             "wall_time_s": time.perf_counter() - started,
         }
         job.log_metrics(metrics)
+        summary_tags = {k: tags[k] for k in ("dataset", "judge", "judge_family", "judge_model", "rewriter", "text_view", "git_commit",
+                                             f"{tracking.TAG}judge_hash", f"{tracking.TAG}metric_version", f"{tracking.TAG}sweep_id")}
+        summary_id = judge_summary.ensure(client, exp_id, summary_tags, result.qrels, label_set, result.usage.calls_failed,
+                                          lock_dir=Path(cfg.cache_dir) / "locks")
+        job.set_tags({f"{tracking.TAG}judge_summary": summary_id})
         labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
         files = {
             "run.trec": _file_text(write_run, run, tag=system.replace(" ", "_")),
@@ -239,8 +258,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         job.finish("FAILED")
         raise
     log.info(
-        "%s | %-12s | judge=%-12s nDCG@10 human=%.4f judge=%.4f kappa=%.3f (%.1fs)",
-        cfg.dataset.name, system, judge.name, metrics["ndcg10_human"], metrics["ndcg10_judge"],
-        metrics["kappa_graded"], metrics["wall_time_s"],
+        "%s | %-12s | judge=%-12s nDCG@10 human=%.4f human_labelset=%.4f judge=%.4f (%.1fs)",
+        cfg.dataset.name, system, judge.name, metrics[f"ndcg10_{HUMAN}"], metrics[f"ndcg10_{HUMAN_LABELSET}"],
+        metrics["ndcg10_judge"], metrics["wall_time_s"],
     )
     return JobOutcome("finished", system, run_id=job.run_id, metrics=metrics)

@@ -56,6 +56,7 @@ class Dataset:
             "pool_depth_max": int(self.pool.groupby("query_id").size().max()),
             "pool_judged": len(labels),
             "corpus": len(self.corpus),
+            "pool_provenance": dict(self.pool_provenance),
         }
 
 
@@ -104,7 +105,7 @@ def load_toy(name: str = "toy") -> Dataset:
         qrels=d / "qrels.txt",
         pool=d / "pool.trec",
         passages=d / "corpus.jsonl",
-        pool_provenance={"ranker": "bm25", "k1": 0.9, "b": 0.4, "depth": 25},
+        pool_provenance={"ranker": "bm25", "k1": 0.9, "b": 0.4, "depth": 25, "source": "bundled toy pool.trec"},
     )
 
 

@@ -38,7 +38,6 @@ def load_trec_dl(
 ) -> Dataset:
     if year not in IR_DATASETS_ID:
         raise DataError(f"dataset {name}", f"year {year} is not a TREC DL passage year; expected 2019 or 2020")
-    provenance = {"ranker": "bm25", "k1": k1, "b": b, "depth": pool_depth}
     files = {"topics": topics, "qrels": qrels, "pool": pool, "passages": passages}
     if data_dir:
         root = Path(data_dir).expanduser()
@@ -46,7 +45,7 @@ def load_trec_dl(
             raise DataError(root, f"dataset {name}: data_dir is not a directory")
         files = {k: v or str(root / DEFAULT_FILES[year][k]) for k, v in files.items()}
     if all(files.values()):
-        ds = from_files(name, **files, pool_provenance=provenance, pool_depth=pool_depth)
+        ds = from_files(name, **files, pool_provenance=file_pool_provenance(year, files["pool"], pool_depth), pool_depth=pool_depth)
     elif any(files.values()):
         unset = [k for k, v in files.items() if not v]
         raise DataError(f"dataset {name}", f"file mode needs all four of topics, qrels, pool, passages (or data_dir); unset: {', '.join(unset)}")
@@ -55,6 +54,18 @@ def load_trec_dl(
     summary = ds.summary()
     log.info("dataset %s: %s", name, ", ".join(f"{k}={v}" for k, v in summary.items()))
     return ds
+
+
+# The shipped pool files are Pyserini BM25 (k1=0.9, b=0.4) top-100 runs of msmarco-v1-passage.
+FILE_POOL_BM25 = {"ranker": "bm25", "k1": 0.9, "b": 0.4, "index": "msmarco-v1-passage"}
+
+
+def file_pool_provenance(year: int, pool: str, depth: int) -> dict:
+    """What the pool file is, truthfully: the known BM25 run when it is the standard file (by name), else
+    only where it came from. A user's pool is never labelled BM25, so the bm25 ranker re-scores it."""
+    known = Path(pool).name == DEFAULT_FILES[year]["pool"]
+    base = dict(FILE_POOL_BM25) if known else {"ranker": "unknown"}
+    return {**base, "depth": depth, "source": f"file:{Path(pool).name}"}
 
 
 def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset:
@@ -82,4 +93,5 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
     pool = bm25_search(queries, None, prebuilt=prebuilt_index, k1=k1, b=b, depth=depth, cache_dir=Path(cache_dir or ".cache/judgebench"))
     store = source.docs_store()
     corpus = {d: store.get(d).text for d in pool["doc_id"].unique()}
-    return Dataset(name, queries, qrels, corpus, pool, {"ranker": "bm25", "k1": k1, "b": b, "depth": depth})
+    provenance = {"ranker": "bm25", "k1": k1, "b": b, "depth": depth, "index": prebuilt_index, "source": "pyserini-prebuilt"}
+    return Dataset(name, queries, qrels, corpus, pool, provenance)

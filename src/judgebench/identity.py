@@ -1,0 +1,40 @@
+"""What makes two judges (rankers, rewriters) the same: a hash of the settings that change their output.
+
+Names are for people and can collide: `judge=gemini_flash judge.backend.model=gemini-2.5-flash` keeps
+the name of the default model's judge, two simulated judges with different weights share one name.
+Every job run is tagged with the hash of its judge, system (ranker + perturbation) and rewriter, and
+compare keys its columns by (name, model, hash), so distinct configurations never merge.
+
+Settings that only say how the work is done (concurrency, rate limits, retries, timeouts, prices,
+device, batch size, paths, the server's URL) leave the hash alone: the same judge behind another
+rate limit gives the same labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from judgebench.masking import mask_secrets
+
+OPERATIONAL = frozenset({
+    "cache_dir", "progress", "max_concurrency", "requests_per_minute", "tokens_per_minute", "max_retries",
+    "timeout_s", "backoff_base_s", "backoff_max_s", "price_input_per_mtok", "price_output_per_mtok",
+    "device", "batch_size", "base_url", "api_key_env",
+})
+
+
+def _strip(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return {str(k): _strip(v) for k, v in node.items() if k not in OPERATIONAL}
+    if isinstance(node, (list, tuple)):
+        return [_strip(v) for v in node]
+    return node
+
+
+def component_hash(*nodes: Mapping | None, length: int = 10) -> str:
+    """Hash of one or more resolved config nodes (e.g. ranker and perturbation), secrets masked."""
+    tree = [_strip(mask_secrets(dict(n))) if n is not None else None for n in nodes]
+    return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:length]

@@ -1,0 +1,98 @@
+"""Statistics of a judge as a whole, logged once per (dataset, judge, text view) as its own MLflow run.
+
+κ, the label distribution and the label-set counts do not depend on the ranker: copied onto every
+system's run they read as per-system values. Each job instead makes sure one FINISHED run of kind
+``judge_summary`` exists for its judge's labels (keyed by the judge's config hash, the text view, the
+metric version and a digest of the labels themselves) and creates it when none does; compare reads
+the judge-level numbers from there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from judgebench import tracking
+from judgebench.evaluation import METRIC_VERSION
+from judgebench.metrics import label_agreement
+from judgebench.metrics.agreement import LEVELS
+
+KIND = "judge_summary"
+
+
+def labels_digest(qrels: pd.DataFrame, label_set: pd.DataFrame) -> str:
+    """Digest of the judge's labels and of the pairs it was asked for: same digest, same statistics."""
+    lines = sorted(f"{q}\t{d}\t{r}" for q, d, r in qrels[["query_id", "doc_id", "relevance"]].itertuples(index=False))
+    asked = sorted(f"{q}\t{d}" for q, d in label_set[["query_id", "doc_id"]].itertuples(index=False))
+    return hashlib.sha256("\n".join([*lines, "--", *asked]).encode()).hexdigest()[:16]
+
+
+def statistics(judge_qrels: pd.DataFrame, label_set: pd.DataFrame, failed_pairs: int) -> dict[str, float]:
+    """κ (graded, binary) on the label set, counts, and the judge's and the humans' label shares."""
+    agreement = label_agreement(judge_qrels, label_set)
+    out = {
+        "kappa_graded": agreement["kappa_graded"],
+        "kappa_binary": agreement["kappa_binary"],
+        "label_set_size": len(label_set),
+        "labelled_pairs": len(judge_qrels),
+        "failed_pairs": int(failed_pairs),
+    }
+    n_j, n_h = max(1, len(judge_qrels)), max(1, len(label_set))
+    for level in LEVELS:
+        out[f"judge_share_{level}"] = float((judge_qrels["relevance"] == level).sum()) / n_j
+        out[f"human_share_{level}"] = float((label_set["relevance"] == level).sum()) / n_h
+    return out
+
+
+@contextlib.contextmanager
+def _turn(lock_dir: str | Path | None, digest: str) -> Iterator[None]:
+    """One job at a time per labels digest (parallel jobs of one judge would each log a summary); where the
+    directory or the file system cannot lock, jobs go on without it (a duplicate summary is harmless)."""
+    fd = None
+    try:
+        if lock_dir is not None:
+            try:
+                import fcntl
+
+                path = Path(lock_dir) / f"judge-summary-{digest}.lock"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except (ImportError, OSError):
+                pass
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def ensure(client, experiment_id: str, tags: dict[str, str], judge_qrels: pd.DataFrame, label_set: pd.DataFrame,
+           failed_pairs: int, lock_dir: str | Path | None = None) -> str:
+    """The run id of the judge summary for these labels, logging it first when none exists yet."""
+    digest = labels_digest(judge_qrels, label_set)
+    with _turn(lock_dir, digest):
+        return _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, digest)
+
+
+def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, digest) -> str:
+    filt = (f"tags.`{tracking.TAG}kind` = '{KIND}' and tags.`{tracking.TAG}labels_digest` = '{digest}' "
+            f"and tags.`{tracking.TAG}judge_hash` = '{tags[f'{tracking.TAG}judge_hash']}' "
+            f"and tags.`{tracking.TAG}metric_version` = '{METRIC_VERSION}' and attributes.status = 'FINISHED'")
+    found = client.search_runs([experiment_id], filter_string=filt, max_results=50)
+    for r in found:  # the filter cannot say text_view or dataset safely (free text): check them here
+        if r.data.tags.get("dataset") == tags["dataset"] and r.data.tags.get("text_view") == tags["text_view"]:
+            return r.info.run_id
+    run = tracking.JobRun(client, experiment_id, f"judge/{tags['dataset']}/{tags['judge']}/{tags['text_view']}",
+                          {**tags, f"{tracking.TAG}kind": KIND, f"{tracking.TAG}labels_digest": digest})
+    try:
+        run.log_metrics(statistics(judge_qrels, label_set, failed_pairs))
+    except BaseException:
+        run.finish("FAILED")
+        raise
+    run.finish()
+    return run.run_id
