@@ -20,7 +20,7 @@ from judgebench.compare import bias, bootstrap, content_bias, ensembles, figures
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.cli import main as compare_main
 from judgebench.compare.collect import missing_cells
-from judgebench.metrics import per_query_ndcg
+from reference_impl import frame_rows, ndcg10_judged
 
 REPO = Path(__file__).resolve().parents[1]
 PERTURBATIONS = ["Perfect", "Swap[3]", "Swap[2]", "Swap[1]", "Swap[2,3]", "Swap[1,2]"]
@@ -62,7 +62,7 @@ def csv(grid, name: str, **kw) -> pd.DataFrame:
 
 def test_table1_and_table2_on_the_grid(grid):
     t1 = csv(grid, "table1_toy.csv", index_col="system")
-    assert list(t1.columns) == ["type", "human", "simulated", "simulated_unbiased", *VIRTUAL]
+    assert list(t1.columns) == ["type", "human", "human_labelset", "simulated", "simulated_unbiased", *VIRTUAL]
     assert list(t1.index) == [*PERTURBATIONS, "SimLLM", "BM25"]  # grouped by type: oracles, LLM, lexical
     assert list(t1["type"]) == ["oracle"] * 6 + ["llm", "lexical"]
     # real-judge cells are the logged job metrics (per-query means read back from the artifacts)
@@ -71,6 +71,9 @@ def test_table1_and_table2_on_the_grid(grid):
     for r in runs:
         assert t1.loc[r.data.tags["system"], "simulated"] == pytest.approx(r.data.metrics["ndcg10_judge"])
         assert t1.loc[r.data.tags["system"], "human"] == pytest.approx(r.data.metrics["ndcg10_human"])
+        assert t1.loc[r.data.tags["system"], "human_labelset"] == pytest.approx(r.data.metrics["ndcg10_human_labelset"])
+    # every toy qrel is in its pool, so the two human references coincide here (they differ on TREC DL)
+    assert np.allclose(t1["human"], t1["human_labelset"])
 
     t2 = csv(grid, "table2.csv").set_index("judge")
     assert list(t2.index) == ["simulated", "simulated_unbiased", *VIRTUAL]
@@ -79,8 +82,11 @@ def test_table1_and_table2_on_the_grid(grid):
     assert biased["tau_oracles"] > 0.9 and biased["tau_all"] < biased["tau_oracles"] - 0.3
     assert unbiased["tau_all"] > 0.9
     assert biased["kappa_graded"] < unbiased["kappa_graded"] and biased["kappa_binary"] < unbiased["kappa_binary"]
-    assert biased["kappa_graded"] == pytest.approx(runs[0].data.metrics["kappa_graded"])  # recomputed from labels
-    assert t2["labelled_pairs"].eq(runs[0].data.metrics["label_set_size"]).all() and t2["failed_calls"].eq(0).all()
+    # recomputed from the labels, it equals what the judge's summary run logged once for all its systems
+    summary = grid["client"].get_run(runs[0].data.tags["judgebench.judge_summary"]).data.metrics
+    assert biased["kappa_graded"] == pytest.approx(summary["kappa_graded"])
+    assert t2["labelled_pairs"].eq(241).all() and t2["failed_pairs"].eq(0).all() and summary["label_set_size"] == 241
+    assert t2["reference"].eq("human_labelset").all()
     assert t2["systems"].eq(8).all()
 
 
@@ -110,7 +116,7 @@ def test_significance_agreement_classes_on_the_grid(grid):
     assert "Perfect vs SimLLM" in grid["printed"]
     # the oracle matrix: 15 pairs per judge, raw and Holm p, the human decisions of the toy data
     tests = csv(grid, "ttests_oracles.csv")
-    assert tests.groupby("judge").size().eq(15).all() and len(tests) == 15 * 6
+    assert tests.groupby("judge").size().eq(15).all() and len(tests) == 15 * 7  # 2 references, 2 judges, 3 virtual
     human = tests[tests["judge"] == "human"].set_index(["system_a", "system_b"])
     assert human["significant"].sum() == 14 and not human.loc[("Swap[2]", "Swap[1]"), "significant"]  # a tie on toy
     assert (human["p_holm"] >= human["p"].fillna(1)).all()
@@ -118,7 +124,7 @@ def test_significance_agreement_classes_on_the_grid(grid):
 
 def test_bootstrap_intervals_contain_the_point_estimates(grid):
     means = csv(grid, "bootstrap_means.csv")
-    assert len(means) == 8 * 6
+    assert len(means) == 8 * 7
     assert ((means["lo"] <= means["mean"] + 1e-12) & (means["mean"] <= means["hi"] + 1e-12)).all()
     perfect = means[(means["system"] == "Perfect") & (means["judge"] == "human")].iloc[0]
     assert perfect["lo"] == perfect["hi"] == 1.0  # Perfect scores 1 on every toy query: nothing to resample
@@ -144,7 +150,8 @@ def test_virtual_judge_ndcg_is_recomputed_like_the_pipeline(grid):
     labels = art.labels(pd.concat([jobs, _jobs(grid["client"], "simulated_unbiased")], ignore_index=True))
     runs = art.runs(jobs)
     one = ensembles.VirtualJudge("copy", ("simulated",), "majority")
-    recomputed = ensembles.virtual_per_query(runs, ensembles.virtual_labels(labels, one))
+    queries = {"toy": [f"q{i:02d}" for i in range(1, 13)]}
+    recomputed = ensembles.virtual_per_query(runs, ensembles.virtual_labels(labels, one), queries)
     logged = art.per_query(jobs)
     logged = logged[logged["judge"] == "simulated"]
     merged = logged.merge(recomputed, on=["dataset", "system", "query_id"], suffixes=("_logged", "_recomputed"))
@@ -154,7 +161,9 @@ def test_virtual_judge_ndcg_is_recomputed_like_the_pipeline(grid):
     b, u = (labels[labels["judge"] == j].set_index(["query_id", "doc_id"])["relevance"] for j in ("simulated", "simulated_unbiased"))
     qrels = np.floor((b + u) / 2 + 0.5).astype(int).rename("relevance").reset_index()
     t1 = csv(grid, "table1_toy.csv", index_col="system")
-    assert t1.loc["SimLLM", "mean_label"] == pytest.approx(per_query_ndcg(runs[("toy", "SimLLM")], qrels)["value"].mean())
+    expected = ndcg10_judged(frame_rows(runs[("toy", "SimLLM")], "query_id", "doc_id", "rank"),
+                             frame_rows(qrels, "query_id", "doc_id", "relevance"), queries["toy"])
+    assert t1.loc["SimLLM", "mean_label"] == pytest.approx(sum(expected.values()) / 12, abs=1e-12)
 
 
 def test_files_figures_and_compare_run(grid):
@@ -185,7 +194,7 @@ def test_filters_missing_cells_and_options(grid):
                                      "datasets=toy,dl19", "format=csv", "bootstrap=0", "correction=holm", "alpha=0.01", "log=false")
     assert code == 0, err
     t1 = pd.read_csv(out / "table1_toy.csv", index_col="system")
-    assert list(t1.columns) == ["type", "human", "simulated", "gpt_4o"]  # one judge with runs: no ensembles
+    assert list(t1.columns) == ["type", "human", "human_labelset", "simulated", "gpt_4o"]  # one judge with runs: no ensembles
     assert t1["gpt_4o"].isna().all() and t1["human"].notna().all()
     assert pd.read_csv(out / "table1_dl19.csv", index_col="system")[["human", "simulated"]].isna().all().all()
     missing = pd.read_csv(out / "missing_cells.csv")
@@ -237,8 +246,11 @@ def test_explicit_panel(grid):
 
 
 def _t1(human, judge, types) -> dict[str, pd.DataFrame]:
+    """``human`` is the label-set reference (the default); the all-qrels column is its reverse, so a
+    statistic that read the wrong reference would give another answer."""
     systems = [f"s{i}" for i in range(len(human))]
-    return {"d": pd.DataFrame({"type": types, "human": human, "j": judge}, index=pd.Index(systems, name="system"))}
+    return {"d": pd.DataFrame({"type": types, "human": human[::-1], "human_labelset": human, "j": judge},
+                              index=pd.Index(systems, name="system"))}
 
 
 def test_tau_known_answers():
@@ -247,6 +259,10 @@ def test_tau_known_answers():
     row = t2.iloc[0]
     assert row["tau_all"] == pytest.approx((5 - 1) / 6)  # one discordant pair out of 6
     assert row["tau_oracles"] == pytest.approx((2 - 1) / 3)
+    assert row["reference"] == "human_labelset"
+    # against the (here reversed) all-qrels column: 5 discordant pairs, 1 concordant
+    paper = tables.table2(t1, pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"]), pd.DataFrame(), "human")
+    assert paper.iloc[0]["tau_all"] == pytest.approx((1 - 5) / 6) and paper.iloc[0]["reference"] == "human"
     assert row["systems"] == 4 and np.isnan(row["kappa_graded"])
     # a missing cell leaves the system out of tau (and the count), never in as 0
     t1["d"].loc["s1", "j"] = np.nan
@@ -260,14 +276,14 @@ def test_kappa_columns_known_answers():
     labels = pd.DataFrame({"dataset": "d", "judge": "j", "text_view": "original", "query_id": "q",
                            "doc_id": [f"d{i}" for i in range(8)], "relevance": judge, "human": human})
     t1 = _t1([0.9, 0.8], [0.8, 0.9], ["oracle", "llm"])
-    usage = pd.DataFrame({"dataset": ["d"], "judge": ["j"], "labelled_pairs": [8], "failed_calls": [2]})
+    usage = pd.DataFrame({"dataset": ["d"], "judge": ["j"], "labelled_pairs": [8], "failed_pairs": [2]})
     row = tables.table2(t1, labels, usage).iloc[0]
     # graded: p_o = 6/8, p_e = sum over levels of (2/8) * (judge share) = 1/4 -> (3/4 - 1/4) / (3/4)
     assert row["kappa_graded"] == pytest.approx(2 / 3)
     # binary: human 0000 1111, judge 0100 1111: p_o = 7/8, p_e = 1/2 * 3/8 + 1/2 * 5/8 = 1/2
     assert row["kappa_binary"] == pytest.approx(0.75)
     assert row["tau_all"] == pytest.approx(-1.0) and np.isnan(row["tau_oracles"])
-    assert row["labelled_pairs"] == 8 and row["failed_calls"] == 2
+    assert row["labelled_pairs"] == 8 and row["failed_pairs"] == 2
 
 
 def _pq(values: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
@@ -283,8 +299,8 @@ def test_significance_classes_known_answer():
     noise = lambda: rng.normal(0, 0.02, 10)  # noqa: E731
     human = {"A": 0.9 + noise(), "B": 0.5 + noise(), "C": 0.5 + noise(), "D": 0.2 + noise()}
     judge = {"A": 0.5 + noise(), "B": 0.9 + noise(), "C": 0.5 + noise(), "D": 0.2 + noise()}
-    tests = significance.ttests(_pq({"human": human, "j": judge}), {"d": ["A", "B", "C", "D"]})
-    h = tests[tests["judge"] == "human"].set_index(["system_a", "system_b"])["significant"]
+    tests = significance.ttests(_pq({"human_labelset": human, "j": judge}), {"d": ["A", "B", "C", "D"]})
+    h = tests[tests["judge"] == "human_labelset"].set_index(["system_a", "system_b"])["significant"]
     assert not h[("B", "C")] and h.drop(("B", "C")).all()  # the construction holds
     counts, pairs = significance.decision_agreement(tests)
     assert counts.iloc[0][["agree", "missed", "spurious", "reversed"]].tolist() == [3, 1, 1, 1]
@@ -316,8 +332,8 @@ def test_bootstrap_tau_matches_scipy_and_resamples():
     assert np.allclose(bootstrap.tau_b(x, y), expected, equal_nan=True)
     # tau interval of a judge that orders three oracles like humans on every query: [1, 1]
     base = {"A": np.linspace(0.8, 0.9, 6), "B": np.linspace(0.5, 0.6, 6), "C": np.linspace(0.2, 0.3, 6)}
-    pq = _pq({"human": base, "j": {k: v - 0.1 for k, v in base.items()}})
-    t1 = tables.table1(pq, pd.Series(["oracle"] * 3, index=pd.Index(list("ABC"), name="system")), ["human", "j"], ["d"])
+    pq = _pq({"human_labelset": base, "j": {k: v - 0.1 for k, v in base.items()}})
+    t1 = tables.table1(pq, pd.Series(["oracle"] * 3, index=pd.Index(list("ABC"), name="system")), ["human_labelset", "j"], ["d"])
     _, taus = bootstrap.bootstrap(pq, t1, n_resamples=50, seed=1)
     assert taus.iloc[0][["tau_oracles", "tau_oracles_lo", "tau_oracles_hi", "tau_all"]].tolist() == [1.0, 1.0, 1.0, 1.0]
 
@@ -344,7 +360,8 @@ def test_virtual_labels_from_members():
 
 
 def test_ranker_bias_known_answer():
-    t1 = {"d": pd.DataFrame({"type": ["oracle", "oracle", "llm", "lexical"], "human": [0.9, 0.8, 0.7, 0.5], "j": [0.7, 0.6, 0.8, 0.55]},
+    t1 = {"d": pd.DataFrame({"type": ["oracle", "oracle", "llm", "lexical"], "human_labelset": [0.9, 0.8, 0.7, 0.5],
+                             "human": [0.1, 0.2, 0.3, 0.4], "j": [0.7, 0.6, 0.8, 0.55]},
                             index=pd.Index(["O1", "O2", "L", "B"], name="system"))}
     row = bias.ranker_bias(t1).iloc[0]
     assert row["llm_rank_human"] == 3 and row["oracle_rank_human"] == 1.5
@@ -399,7 +416,8 @@ def test_rewritten_runs_feed_the_content_bias_section(tmp_path):
     lab = _content_labels()
     for view, rewriter in (("original", "none"), ("rewritten:r1", "r1")):
         labels = lab[lab["text_view"] == view][["query_id", "doc_id", "relevance", "human"]].assign(raw="x")
-        per_query = "query_id,ndcg10_human,ndcg10_judge\nq,0.5,0.6\n" if view == "original" else "query_id,ndcg10_human,ndcg10_judge\nq,0.5,0.9\n"
+        judge_value = "0.6" if view == "original" else "0.9"
+        per_query = f"query_id,ndcg10_human,ndcg10_human_labelset,ndcg10_judge\nq,0.5,0.5,{judge_value}\n"
         _log_job(client, exp, {"dataset": "d", "system": "S", "ranker_type": "oracle", "judge": "j", "judge_family": "f",
                                "rewriter": rewriter, "text_view": view},
                  {"labelled_pairs": 4, "calls_failed": 0}, {"per_query.csv": per_query, "run.trec": run,

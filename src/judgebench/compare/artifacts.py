@@ -14,8 +14,9 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench.data.trec import read_run
+from judgebench.evaluation import HUMAN, HUMAN_LABELSET, REFERENCES
 
-HUMAN = "human"
+__all__ = ["HUMAN", "HUMAN_LABELSET", "REFERENCES", "Artifacts"]
 PER_QUERY = ["dataset", "system", "judge", "query_id", "value"]
 LABELS = ["dataset", "judge", "text_view", "query_id", "doc_id", "relevance", "human"]
 
@@ -37,14 +38,16 @@ class Artifacts:
                 return None
 
     def per_query(self, jobs: pd.DataFrame) -> pd.DataFrame:
-        """Rows (dataset, system, judge, query_id, value); the human rows come from every job's human column."""
+        """Rows (dataset, system, judge, query_id, value); the rows of the two human references come from
+        every job's reference columns (a human-judge run adds nothing else: its labels are the reference)."""
         frames = []
         for _, job in jobs.iterrows():
             pq = self._read(job["run_id"], "per_query.csv", lambda p: pd.read_csv(p, dtype={"query_id": str}))
             if pq is None:
                 continue
             base = {"dataset": job["dataset"], "system": job["system"]}
-            frames.append(pq.assign(**base, judge=HUMAN).rename(columns={"ndcg10_human": "value"})[PER_QUERY])
+            for ref in REFERENCES:
+                frames.append(pq.assign(**base, judge=ref).rename(columns={f"ndcg10_{ref}": "value"})[PER_QUERY])
             if job["judge"] != HUMAN:
                 frames.append(pq.assign(**base, judge=job["judge"]).rename(columns={"ndcg10_judge": "value"})[PER_QUERY])
         if not frames:

@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from judgebench.compare.artifacts import HUMAN
+from judgebench.compare.artifacts import HUMAN_LABELSET
+from judgebench.compare.tables import judge_columns
 
-COLUMNS = ["dataset", "judge", "llm_rank_judge", "oracle_rank_judge", "llm_rank_human", "oracle_rank_human",
+COLUMNS = ["dataset", "judge", "reference", "llm_rank_judge", "oracle_rank_judge", "llm_rank_human", "oracle_rank_human",
            "inverted", "llm_wins_judge", "llm_wins_human", "llm_above_oracles_judge", "llm_above_oracles_human"]
 TYPES = ("oracle", "llm", "lexical", "external")
 
@@ -49,28 +50,30 @@ def _order(llm_rank: float, oracle_rank: float) -> int:
     return int(np.sign(llm_rank - oracle_rank))
 
 
-def ranker_bias(t1: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per (dataset, judge) over the systems scored under both the judge and humans;
+def ranker_bias(t1: dict[str, pd.DataFrame], reference: str = HUMAN_LABELSET) -> pd.DataFrame:
+    """One row per (dataset, judge) over the systems scored under both the judge and the human ``reference``;
     ``inverted``: the LLM group overtakes the oracle group, or an LLM system that humans put below
     some oracle is above every oracle under the judge; None without LLM or oracle systems."""
     rows = []
     for dataset, table in t1.items():
-        for judge in [c for c in table.columns if c not in ("type", HUMAN)]:
-            both = table[table[judge].notna() & table[HUMAN].notna()]
+        for judge in judge_columns(table):
+            human = table[reference]
+            both = table[table[judge].notna() & human.notna()]
             llm = list(both.index[both["type"] == "llm"])
             oracles = list(both.index[both["type"] == "oracle"])
-            rj, rh = _ranks(both[judge]), _ranks(both[HUMAN])
+            rj, rh = _ranks(both[judge]), _ranks(both[reference])
             row = {
                 "dataset": dataset,
                 "judge": judge,
+                "reference": reference,
                 "llm_rank_judge": rj[llm].mean() if llm else math.nan,
                 "oracle_rank_judge": rj[oracles].mean() if oracles else math.nan,
                 "llm_rank_human": rh[llm].mean() if llm else math.nan,
                 "oracle_rank_human": rh[oracles].mean() if oracles else math.nan,
                 "llm_wins_judge": _wins(both[judge], llm, oracles),
-                "llm_wins_human": _wins(both[HUMAN], llm, oracles),
+                "llm_wins_human": _wins(both[reference], llm, oracles),
                 "llm_above_oracles_judge": _above(both[judge], llm, oracles),
-                "llm_above_oracles_human": _above(both[HUMAN], llm, oracles),
+                "llm_above_oracles_human": _above(both[reference], llm, oracles),
             }
             human_order = _order(row["llm_rank_human"], row["oracle_rank_human"])
             judge_order = _order(row["llm_rank_judge"], row["oracle_rank_judge"])
@@ -82,7 +85,7 @@ def ranker_bias(t1: dict[str, pd.DataFrame]) -> pd.DataFrame:
             for t in TYPES:
                 of_type = both[both["type"] == t]
                 if len(of_type) or any(table["type"] == t):
-                    row[f"gap_{t}"] = float((of_type[judge] - of_type[HUMAN]).mean()) if len(of_type) else math.nan
+                    row[f"gap_{t}"] = float((of_type[judge] - of_type[reference]).mean()) if len(of_type) else math.nan
             rows.append(row)
     out = pd.DataFrame(rows)
     gaps = [f"gap_{t}" for t in TYPES if f"gap_{t}" in out.columns]

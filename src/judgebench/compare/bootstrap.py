@@ -16,11 +16,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.artifacts import HUMAN
-from judgebench.compare.tables import tau
+from judgebench.compare.artifacts import HUMAN_LABELSET
+from judgebench.compare.tables import judge_columns, tau
 
 MEANS = ["dataset", "judge", "system", "mean", "lo", "hi"]
-TAUS = ["dataset", "judge", "tau_all", "tau_all_lo", "tau_all_hi", "tau_oracles", "tau_oracles_lo", "tau_oracles_hi"]
+TAUS = ["dataset", "judge", "reference", "tau_all", "tau_all_lo", "tau_all_hi", "tau_oracles", "tau_oracles_lo", "tau_oracles_hi"]
 
 
 def resample_indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -64,8 +64,9 @@ def _resampled_means(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], n_resamples: int = 1000, seed: int = 0,
-              level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(intervals of every system's mean nDCG@10 per judge, intervals of tau all / oracles per judge)."""
+              level: float = 0.95, reference: str = HUMAN_LABELSET) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(intervals of every system's mean nDCG@10 per judge, intervals of tau all / oracles per judge against
+    the human ``reference``)."""
     mean_rows, tau_rows = [], []
     for dataset, table in t1.items():
         d = per_query[per_query["dataset"] == dataset]
@@ -83,13 +84,13 @@ def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], n_resamples:
                 lo, hi = percentile_interval(boot[judge][s], level)
                 mean_rows.append({"dataset": dataset, "judge": judge, "system": system, "mean": table.at[system, judge],
                                   "lo": lo, "hi": hi})
-        for judge in [c for c in table.columns if c not in ("type", HUMAN)]:
-            row = {"dataset": dataset, "judge": judge}
-            both = table[judge].notna().to_numpy() & table[HUMAN].notna().to_numpy()
+        for judge in judge_columns(table):
+            row = {"dataset": dataset, "judge": judge, "reference": reference}
+            both = table[judge].notna().to_numpy() & table[reference].notna().to_numpy()
             for name, keep in (("tau_all", both), ("tau_oracles", both & oracle)):
                 chosen = [s for s, k in zip(systems, keep) if k]
-                row[name] = tau(table[judge], table[HUMAN], chosen)
-                stats = tau_b(boot[judge][keep], boot[HUMAN][keep]) if keep.sum() >= 2 else np.array([np.nan])
+                row[name] = tau(table[judge], table[reference], chosen)
+                stats = tau_b(boot[judge][keep], boot[reference][keep]) if keep.sum() >= 2 else np.array([np.nan])
                 row[f"{name}_lo"], row[f"{name}_hi"] = percentile_interval(stats, level)
             tau_rows.append(row)
     return pd.DataFrame(mean_rows, columns=MEANS), pd.DataFrame(tau_rows, columns=TAUS)

@@ -18,7 +18,8 @@ from judgebench.compare.collect import CompareError
 
 USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [judges=x,y] [out=DIR]
                           [format=md,csv,tex,png] [alpha=0.05] [correction=holm|none] [bootstrap=1000]
-                          [seed=0] [panel=j1,j2] [tracking_uri=URI] [log=true|false]
+                          [seed=0] [panel=j1,j2] [reference=human_labelset|human]
+                          [allow_mixed_versions=false] [tracking_uri=URI] [log=true|false]
   sweep        only runs of this sweep id (default: the latest finished run of every cell)
   datasets     datasets to report (default: all); a requested dataset without runs is listed as missing
   judges       judges to report (default: all); the human column is always there
@@ -30,9 +31,13 @@ USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [
   seed         bootstrap seed
   panel        judges of the cross-family panel (default: one judge per non-human, non-simulated family
                if there are 2 or more such families, else all non-human judges)
+  reference    the human column judges are compared with in every statistic (tau, gaps, significance,
+               bias, scatter, bootstrap): human_labelset (default; human labels of the label set, normalised
+               as a judge's labels are: what a perfect judge scores) or human (all qrels: the paper's Table 1)
+  allow_mixed_versions  put runs of different metric versions in one report (default: refused)
   log          log the files as a compare run in the experiment (default: true)"""
 KEYS = {"experiment", "sweep", "datasets", "judges", "out", "format", "alpha", "correction", "bootstrap", "seed", "panel",
-        "tracking_uri", "log"}
+        "tracking_uri", "log", "reference", "allow_mixed_versions"}
 
 
 def default_tracking_uri() -> str:
@@ -70,6 +75,9 @@ def _number(args: dict[str, str], key: str, kind, default, ok, what: str):
 
 def options(args: dict[str, str]) -> report_mod.Options:
     """Validated options: a bad value is one clear line and exit 2, before anything is read."""
+    reference = args.get("reference", report_mod.HUMAN_LABELSET)
+    if reference not in report_mod.REFERENCES:
+        raise CompareError(f"reference={reference!r}: expected one of {', '.join(report_mod.REFERENCES)}")
     correction = args.get("correction", "none").lower()
     if correction not in ("holm", "none"):
         raise CompareError(f"correction={correction!r}: expected holm or none")
@@ -86,7 +94,16 @@ def options(args: dict[str, str]) -> report_mod.Options:
         seed=_number(args, "seed", int, 0, lambda v: v >= 0, "a whole number >= 0"),
         panel=_names(args.get("panel")),
         formats=formats,
+        reference=args.get("reference", report_mod.HUMAN_LABELSET),
+        allow_mixed_versions=_flag(args, "allow_mixed_versions"),
     )
+
+
+def _flag(args: dict[str, str], key: str) -> bool:
+    value = args.get(key, "false").lower()
+    if value not in ("true", "false"):
+        raise CompareError(f"{key}={args[key]!r}: expected true or false")
+    return value == "true"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,42 +14,105 @@ from mlflow.tracking import MlflowClient
 from judgebench.tracking import TAG
 
 CELL = ["dataset", "system", "judge", "rewriter"]
-TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view"]
+TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_model", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view"]
+ID_TAGS = {"judge_hash": f"{TAG}judge_hash", "system_hash": f"{TAG}system_hash", "rewriter_hash": f"{TAG}rewriter_hash",
+           "metric_version": f"{TAG}metric_version", "version": f"{TAG}version"}
 ORIGINAL = "original"
+UNVERSIONED = "1"  # runs logged before the metric version was stamped
 
 
 class CompareError(RuntimeError):
     """A problem the user must fix (unknown experiment, bad argument): one line, exit code 2."""
 
 
-def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None) -> pd.DataFrame:
-    """Latest FINISHED job run per cell (dataset, system, judge, rewriter)."""
+def _experiment_id(client: MlflowClient, experiment: str) -> str:
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         names = sorted(e.name for e in client.search_experiments())
         raise CompareError(f"no MLflow experiment named {experiment!r}; experiments in this store: {', '.join(names) or 'none'}")
-    filt = f"tags.`{TAG}kind` = 'job' and attributes.status = 'FINISHED'"
+    return exp.experiment_id
+
+
+def _search(client: MlflowClient, experiment_id: str, kind: str, sweep: str | None) -> list:
+    filt = f"tags.`{TAG}kind` = '{kind}' and attributes.status = 'FINISHED'"
     if sweep:
         filt += f" and tags.`{TAG}sweep_id` = '{sweep}'"
-    rows = []
-    page = None
+    out, page = [], None
     while True:
-        runs = client.search_runs([exp.experiment_id], filter_string=filt, max_results=1000, page_token=page)
-        for r in runs:
-            row = {c: r.data.tags.get(c) for c in TAG_COLUMNS}
-            row.update(r.data.metrics)
-            row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"))
-            rows.append(row)
+        runs = client.search_runs([experiment_id], filter_string=filt, max_results=1000, page_token=page)
+        out.extend(runs)
         page = runs.token
         if not page:
-            break
+            return out
+
+
+def display_names(frame: pd.DataFrame, name: str, model: str | None, key: str) -> pd.Series:
+    """Readable column names, one per distinct configuration (``key``: its hash): the name when it is
+    unique; else name@model for a configuration whose model no other one of that name has; else
+    name#<hash prefix>."""
+    out = frame[name].astype(str).copy()
+    for value, g in frame.groupby(name, sort=False):
+        keys = g[key].fillna("")
+        if keys.nunique() <= 1:
+            continue
+        models = g[model].fillna("") if model else pd.Series("", index=g.index)
+        keys_per_model = keys.groupby(models).nunique()
+        for k, gk in g.groupby(keys, sort=False):
+            m = models[gk.index[0]]
+            unique_model = model is not None and models[gk.index].nunique() == 1 and keys_per_model[m] == 1
+            out[gk.index] = f"{value}@{m}" if unique_model else f"{value}#{str(k)[:6]}"
+    return out
+
+
+def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None, allow_mixed_versions: bool = False) -> pd.DataFrame:
+    """Latest FINISHED job run per cell (dataset, system, judge, rewriter), columns named per configuration.
+
+    Two runs of different judge configurations under one name become two columns (see display_names);
+    runs of different metric versions are refused unless ``allow_mixed_versions``."""
+    exp_id = _experiment_id(client, experiment)
+    rows = []
+    for r in _search(client, exp_id, "job", sweep):
+        row = {c: r.data.tags.get(c) for c in TAG_COLUMNS}
+        row.update({c: r.data.tags.get(t) for c, t in ID_TAGS.items()})
+        row.update(r.data.metrics)
+        row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"))
+        rows.append(row)
     if not rows:
         where = f" for sweep {sweep!r}" if sweep else ""
         raise CompareError(f"experiment {experiment!r} has no finished job runs{where}")
-    frame = pd.DataFrame(rows).sort_values("start_time", kind="stable")
+    frame = pd.DataFrame(rows).sort_values("start_time", kind="stable").reset_index(drop=True)
     frame["text_view"] = frame["text_view"].fillna(ORIGINAL)
     frame["rewriter"] = frame["rewriter"].fillna("none")
+    frame["metric_version"] = frame["metric_version"].fillna(UNVERSIONED)
+    versions = sorted(frame["metric_version"].unique())
+    if len(versions) > 1 and not allow_mixed_versions:
+        counts = frame["metric_version"].value_counts().to_dict()
+        raise CompareError(
+            f"experiment {experiment!r} mixes runs of metric versions {versions} ({counts} runs): their numbers were computed "
+            f"by different evaluation code. Rerun the grid (finished cells of the current version are skipped), select one sweep "
+            f"with sweep=ID, or pass allow_mixed_versions=true"
+        )
+    frame["judge"] = display_names(frame, "judge", "judge_model", "judge_hash")
+    frame["system"] = display_names(frame, "system", "ranker_model", "system_hash")
+    frame["rewriter"] = display_names(frame, "rewriter", None, "rewriter_hash")
     return frame.drop_duplicates(CELL, keep="last").reset_index(drop=True)
+
+
+def collect_summaries(client: MlflowClient, experiment: str, jobs: pd.DataFrame, sweep: str | None = None) -> pd.DataFrame:
+    """The judge-summary runs of the judges in ``jobs`` (judge-level statistics, logged once per dataset, judge
+    and text view), named as ``jobs`` names the judge; latest per (dataset, judge, text view)."""
+    names = dict(zip(jobs["judge_hash"].fillna(""), jobs["judge"]))
+    rows = []
+    for r in _search(client, _experiment_id(client, experiment), "judge_summary", sweep):
+        judge_hash = r.data.tags.get(f"{TAG}judge_hash", "")
+        if judge_hash in names:
+            rows.append({"dataset": r.data.tags.get("dataset"), "judge": names[judge_hash], "text_view": r.data.tags.get("text_view"),
+                         "run_id": r.info.run_id, "start_time": r.info.start_time, **r.data.metrics})
+    cols = ["dataset", "judge", "text_view", "run_id", "start_time", "labelled_pairs", "failed_pairs"]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    frame = pd.DataFrame(rows).sort_values("start_time", kind="stable")
+    return frame.drop_duplicates(["dataset", "judge", "text_view"], keep="last").reset_index(drop=True)
 
 
 def select(jobs: pd.DataFrame, datasets: list[str] | None, judges: list[str] | None) -> pd.DataFrame:

@@ -18,9 +18,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.artifacts import HUMAN, LABELS, PER_QUERY
+from judgebench.compare.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
 from judgebench.compare.collect import ORIGINAL, CompareError
-from judgebench.metrics import per_query_ndcg
+from judgebench.evaluation import evaluate
 from judgebench.metrics.agreement import LEVELS
 
 Rule = Literal["majority", "mean"]
@@ -62,16 +62,16 @@ def default_panel(judges: list[str], families: dict[str, str]) -> list[str]:
     first: dict[str, str] = {}
     for j in judges:
         fam = families.get(j, j)
-        if j != HUMAN and fam not in NOT_PANEL_FAMILIES:
+        if j not in REFERENCES and fam not in NOT_PANEL_FAMILIES:
             first.setdefault(fam, j)
     if len(first) >= 2:
         return list(first.values())
-    return [j for j in judges if j != HUMAN]
+    return [j for j in judges if j not in REFERENCES]
 
 
 def plan(judges: list[str], families: dict[str, str], panel: list[str] | None = None) -> list[VirtualJudge]:
     """The virtual judges for these real judges: none with fewer than 2 non-human judges."""
-    real = [j for j in judges if j != HUMAN]
+    real = [j for j in judges if j not in REFERENCES]
     if panel:
         unknown = [p for p in panel if p not in real]
         if unknown:
@@ -110,13 +110,15 @@ def virtual_labels(labels: pd.DataFrame, vj: VirtualJudge, problems: list[str] |
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LABELS)
 
 
-def virtual_per_query(runs: dict[tuple[str, str], pd.DataFrame], vlabels: pd.DataFrame) -> pd.DataFrame:
-    """Per-query nDCG@10 (judged only) of every logged run against each virtual judge's qrels."""
+def virtual_per_query(runs: dict[tuple[str, str], pd.DataFrame], vlabels: pd.DataFrame,
+                      queries: dict[str, list[str]]) -> pd.DataFrame:
+    """Per-query nDCG@10 of every logged run against each virtual judge's qrels, over the dataset's
+    evaluated ``queries`` (the same protocol and query set as the pipeline's judges)."""
     frames = []
     for (dataset, judge), lab in vlabels.groupby(["dataset", "judge"], sort=False):
         qrels = lab[["query_id", "doc_id", "relevance"]]
         for (d, system), run in runs.items():
             if d == dataset:
-                pq = per_query_ndcg(run, qrels)
+                pq = evaluate(run, {"value": qrels}, queries[dataset])
                 frames.append(pq.assign(dataset=dataset, system=system, judge=judge)[PER_QUERY])
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PER_QUERY)

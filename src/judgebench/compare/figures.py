@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare.artifacts import HUMAN  # noqa: E402
+from judgebench.compare.artifacts import HUMAN_LABELSET, REFERENCES  # noqa: E402
 from judgebench.metrics.agreement import LEVELS  # noqa: E402
 
 TYPE_COLOURS = {"oracle": "tab:blue", "llm": "tab:red", "lexical": "tab:green", "external": "tab:purple"}
@@ -68,20 +68,20 @@ def confusion(labels: pd.DataFrame, judge: str, path: Path) -> Path:
     return _save(fig, path)
 
 
-def scatter(t1: dict[str, pd.DataFrame], path: Path) -> Path:
-    """Human vs judge nDCG@10 per system, coloured by system type, with y = x: points above the line
-    are systems the judge overrates."""
-    judges = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c not in ("type", HUMAN)))
+def scatter(t1: dict[str, pd.DataFrame], path: Path, reference: str = HUMAN_LABELSET) -> Path:
+    """Human (``reference``) vs judge nDCG@10 per system, coloured by system type, with y = x: points above
+    the line are systems the judge overrates."""
+    judges = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c not in ("type", *REFERENCES)))
     fig, axes = plt.subplots(len(t1), max(1, len(judges)), figsize=(3.6 * max(1, len(judges)), 3.6 * len(t1)), squeeze=False)
     for row, (dataset, table) in zip(axes, t1.items()):
         for ax, judge in zip(row, judges):
             for kind, g in table.groupby("type", sort=False):
                 if judge in g:
-                    ax.scatter(g[HUMAN], g[judge], label=kind, color=TYPE_COLOURS.get(kind, "tab:gray"), s=28)
+                    ax.scatter(g[reference], g[judge], label=kind, color=TYPE_COLOURS.get(kind, "tab:gray"), s=28)
             ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 1)
-            ax.set_xlabel("nDCG@10 under humans")
+            ax.set_xlabel(f"nDCG@10 under humans ({reference})")
             ax.set_ylabel(f"nDCG@10 under {judge}")
             ax.set_title(f"{dataset}: {judge}", fontsize="medium")
             ax.legend(fontsize="x-small", loc="lower right")

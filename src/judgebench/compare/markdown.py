@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from judgebench.compare import render, significance, views
-from judgebench.compare.artifacts import HUMAN
+from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
     from judgebench.compare.report import Report
@@ -14,15 +14,24 @@ if TYPE_CHECKING:
 def sections(r: Report) -> list[str]:
     """The report as Markdown blocks, in reading order."""
     o = r.options
-    real = [j for j in r.judges if j != HUMAN and j not in {v.name for v in r.virtual}]
+    real = [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
+    ref = o.reference
+    versions = "; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items())
     head = [
         f"# judgebench compare: experiment {r.experiment!r}" + (f", sweep {r.sweep!r}" if r.sweep else ""),
         "",
         f"{len(r.jobs)} job runs; datasets: {', '.join(r.table1)}; judges: {', '.join(real) or 'none'}"
         f"{'; virtual judges: ' + ', '.join(v.name for v in r.virtual) if r.virtual else ''}. "
         f"alpha={o.alpha}, correction={o.correction}, bootstrap={o.bootstrap} resamples (seed {o.seed}, {o.level:.0%} percentile).",
+        "",
+        f"Reference for every judge-vs-human statistic: **{ref}**"
+        + (" (human labels of the label set, normalised as a judge's labels are: what a perfect judge scores)" if ref == "human_labelset"
+           else " (all human qrels: the paper's convention; judges are normalised on the label set only)")
+        + f". Runs read: {versions}.",
     ]
-    parts = head + ["\n## Table 1: mean nDCG@10 on judged documents (system x judge; best per column in bold)"]
+    parts = head + ["\n## Table 1: mean nDCG@10 on judged documents (system x judge; best per column in bold)",
+                    "\n`human`: all human qrels (the paper's column); `human_labelset`: the human labels of the label set "
+                    "(pool ∩ qrels), the qrels a judge is scored against."]
     for dataset, t in r.table1.items():
         parts += [f"\n### {dataset}\n", render.markdown(t, best=[c for c in t.columns if c != "type"])]
     if r.virtual:
@@ -34,8 +43,8 @@ def sections(r: Report) -> list[str]:
     else:
         parts.append(f"\nNo ensembles or panel: they need at least 2 non-human judges, found {len(real)}.")
 
-    parts += ["\n## Table 2: agreement with the human qrels per judge\n"]
-    parts.append(render.markdown(r.table2, index=False, integers=["systems", "labelled_pairs", "failed_calls"])
+    parts += [f"\n## Table 2: agreement with the human qrels per judge (kappa on the label set; tau against {ref})\n"]
+    parts.append(render.markdown(r.table2, index=False, integers=["systems", "labelled_pairs", "failed_pairs"])
                  if len(r.table2) else "(no judge other than human)")
 
     if len(r.oracle_tests):
@@ -44,7 +53,7 @@ def sections(r: Report) -> list[str]:
             parts += [f"\n### {dataset}\n", render.markdown(m)]
 
     if len(r.agreement_counts):
-        parts.append(f"\n## Table 4: pairwise significance decisions, judge vs human "
+        parts.append(f"\n## Table 4: pairwise significance decisions, judge vs {ref} "
                      f"(all system pairs, alpha {o.alpha}, correction {o.correction})\n")
         parts.append(render.markdown(r.agreement_counts, index=False, integers=["agree", "missed", "spurious", "reversed"]))
         lists = significance.pair_lists(r.agreement_pairs)
@@ -53,7 +62,7 @@ def sections(r: Report) -> list[str]:
         parts.append(render.markdown(lists, index=False, integers=["n"]) if len(lists) else "(none: every decision agrees)")
 
     if len(r.bias):
-        parts.append("\n## Table 5: ranker bias\n")
+        parts.append(f"\n## Table 5: ranker bias (human columns: {ref})\n")
         parts.append("Mean rank of the LLM and oracle groups (1 = best) under the judge and under humans; inverted = the "
                      "order of the two groups flips, or an LLM system rises above every oracle under the judge only. llm_wins = share of (LLM, oracle) pairs the LLM system wins; "
                      "llm_above_oracles = LLM systems above every oracle; gap = judge minus human nDCG@10, mean per system type.\n")
@@ -64,7 +73,7 @@ def sections(r: Report) -> list[str]:
         for dataset, c in views.confidence_tables(r).items():
             parts += [f"\n### {dataset}: mean nDCG@10 [{o.level:.0%} interval]\n", render.markdown(c)]
         if len(r.ci_tau):
-            parts += ["\n### Kendall's tau [interval]\n", render.markdown(views.tau_intervals(r), index=False)]
+            parts += [f"\n### Kendall's tau against {ref} [interval]\n", render.markdown(views.tau_intervals(r), index=False)]
     else:
         parts.append("\nbootstrap=0: no intervals computed.")
 

@@ -14,8 +14,8 @@ from mlflow.tracking import MlflowClient
 
 from judgebench import tracking
 from judgebench.compare import bias, bootstrap, content_bias, ensembles, figures, latex, markdown, significance, tables
-from judgebench.compare.artifacts import HUMAN, Artifacts
-from judgebench.compare.collect import ORIGINAL, CompareError, collect_runs, missing_cells, select, split_views
+from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES, Artifacts
+from judgebench.compare.collect import ORIGINAL, CompareError, collect_runs, collect_summaries, missing_cells, select, split_views
 
 FORMATS = ("md", "csv", "tex", "png")
 
@@ -33,6 +33,10 @@ class Options:
     level: float = 0.95
     panel: list[str] | None = None
     formats: tuple[str, ...] = FORMATS
+    # The human column every judge is compared with: human_labelset (what a perfect judge scores: the human
+    # labels of the label set, normalised as a judge's are) or human (all qrels: the paper's convention).
+    reference: str = HUMAN_LABELSET
+    allow_mixed_versions: bool = False
 
 
 @dataclass
@@ -58,6 +62,8 @@ class Report:
     content_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     problems: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
+    versions: dict[str, list[str]] = field(default_factory=dict)  # metric and package versions of the runs read
 
     @property
     def judges(self) -> list[str]:
@@ -69,7 +75,9 @@ class Report:
 
 def build(client: MlflowClient, experiment: str, sweep: str | None = None, options: Options | None = None) -> Report:
     opt = options or Options()
-    everything = select(collect_runs(client, experiment, sweep), opt.datasets, opt.judges)
+    if opt.reference not in REFERENCES:
+        raise CompareError(f"reference={opt.reference!r}: expected one of {', '.join(REFERENCES)}")
+    everything = select(collect_runs(client, experiment, sweep, opt.allow_mixed_versions), opt.datasets, opt.judges)
     jobs, rewritten = split_views(everything)
     if jobs.empty:
         raise CompareError(f"experiment {experiment!r} has runs only on rewritten text views; the tables need the original view")
@@ -80,34 +88,39 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     types = tables.system_types(jobs)
     judges = tables.judge_order(jobs, opt.judges)
     families = dict(zip(jobs["judge"], jobs["judge_family"].fillna("")))
-    virtual = ensembles.plan([j for j in judges if j in families or j == HUMAN], families, opt.panel)  # judges with runs
+    virtual = ensembles.plan([j for j in judges if j in families or j in REFERENCES], families, opt.panel)  # judges with runs
     vlabels = pd.DataFrame(columns=labels.columns)
     if virtual:
         runs = art.runs(jobs)
         vlabels = pd.concat([ensembles.virtual_labels(labels, v, problems) for v in virtual], ignore_index=True)
-        per_query = pd.concat([per_query, ensembles.virtual_per_query(runs, vlabels)], ignore_index=True)
+        human_rows = per_query[per_query["judge"] == HUMAN]
+        queries = {d: list(dict.fromkeys(g["query_id"])) for d, g in human_rows.groupby("dataset", sort=False)}
+        per_query = pd.concat([per_query, ensembles.virtual_per_query(runs, vlabels, queries)], ignore_index=True)
         labels = pd.concat([labels, vlabels], ignore_index=True)
         judges += [v.name for v in virtual]
     datasets = list(dict.fromkeys([*(opt.datasets or []), *jobs["dataset"]]))
     t1 = tables.table1(per_query, types, judges, datasets)
     original = labels[labels["text_view"] == ORIGINAL]
-    t2 = tables.table2(t1, original, tables.usage(jobs, vlabels))
+    summaries = collect_summaries(client, experiment, everything, sweep)
+    t2 = tables.table2(t1, original, tables.usage(summaries, vlabels), opt.reference)
 
     oracles = {d: list(t.index[t["type"] == "oracle"]) for d, t in t1.items()}
     everyone = {d: list(t.index) for d, t in t1.items()}
     oracle_tests = significance.ttests(per_query, oracles, opt.alpha)
     all_tests = significance.ttests(per_query, everyone, opt.alpha)
-    counts, pairs = significance.decision_agreement(all_tests, use_holm=opt.correction == "holm")
-    ci_means, ci_tau = (bootstrap.bootstrap(per_query, t1, opt.bootstrap, opt.seed, opt.level) if opt.bootstrap > 0
+    counts, pairs = significance.decision_agreement(all_tests, use_holm=opt.correction == "holm", reference=opt.reference)
+    ci_means, ci_tau = (bootstrap.bootstrap(per_query, t1, opt.bootstrap, opt.seed, opt.level, opt.reference) if opt.bootstrap > 0
                         else (pd.DataFrame(columns=bootstrap.MEANS), pd.DataFrame(columns=bootstrap.TAUS)))
     rewritten_labels = labels[labels["judge"].isin(set(rewritten["judge"]))]
     return Report(
         experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, opt.datasets, opt.judges),
         oracle_tests=oracle_tests, all_tests=all_tests, agreement_counts=counts, agreement_pairs=pairs,
-        bias=bias.ranker_bias(t1), ci_means=ci_means, ci_tau=ci_tau, labels=labels, virtual=virtual,
+        bias=bias.ranker_bias(t1, opt.reference), ci_means=ci_means, ci_tau=ci_tau, labels=labels, virtual=virtual,
         rewritten_runs=len(rewritten),
         content_distribution=content_bias.distribution(rewritten_labels), content_summary=content_bias.summary(rewritten_labels),
-        problems=problems,
+        problems=problems, summaries=summaries,
+        versions={"metric_version": sorted(everything["metric_version"].unique()),
+                  "judgebench": sorted(everything["version"].fillna("unknown").unique())},
     )
 
 
@@ -147,9 +160,9 @@ def write(report: Report, out: Path) -> list[Path]:
 def _write_figures(r: Report, out: Path) -> list[Path]:
     files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png")]
     if len(r.judges) > 1:
-        files.append(figures.scatter(r.table1, out / "figure_scatter.png"))
+        files.append(figures.scatter(r.table1, out / "figure_scatter.png", r.options.reference))
     original = r.labels[r.labels["text_view"] == ORIGINAL] if len(r.labels) else r.labels
-    for judge in [j for j in r.judges if j != HUMAN]:
+    for judge in [j for j in r.judges if j not in REFERENCES]:
         lab = original[original["judge"] == judge]
         if len(lab):
             files.append(figures.confusion(lab, judge, out / f"figure_confusion_{figures.slug(judge)}.png"))
@@ -173,6 +186,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
         if report is not None:
             o = report.options
             run.log_params({"alpha": o.alpha, "correction": o.correction, "bootstrap": o.bootstrap, "seed": o.seed,
+                            "reference": o.reference, "metric_version": ",".join(report.versions.get("metric_version", [])),
                             "datasets": ",".join(report.table1), "judges": ",".join(report.judges),
                             "panel": ",".join(next((v.members for v in report.virtual if v.name == "panel"), ())) or "none"})
             metrics = {}

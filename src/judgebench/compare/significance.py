@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pandas as pd
 
-from judgebench.compare.artifacts import HUMAN
+from judgebench.compare.artifacts import HUMAN_LABELSET, REFERENCES
 from judgebench.metrics import classify_decisions, pairwise_ttests
 
 
@@ -54,25 +54,26 @@ def _ttests(per_query: pd.DataFrame, systems: dict[str, list[str]], alpha: float
                 "significant_holm", "better"]]
 
 
-COUNTS = ["dataset", "judge", "agree", "missed", "spurious", "reversed"]
+COUNTS = ["dataset", "judge", "reference", "agree", "missed", "spurious", "reversed"]
 PAIRS = ["dataset", "judge", "system_a", "system_b", "agreement"]
 
 
-def decision_agreement(tests: pd.DataFrame, use_holm: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per judge: how many pairwise conclusions agree with the human ones, and which pairs do not."""
+def decision_agreement(tests: pd.DataFrame, use_holm: bool = False,
+                       reference: str = HUMAN_LABELSET) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per judge: how many pairwise conclusions agree with those under the human ``reference``, and which pairs do not."""
     empty = pd.DataFrame(columns=COUNTS), pd.DataFrame(columns=PAIRS)
     if tests.empty:
         return empty
     sig = "significant_holm" if use_holm else "significant"
     counts, pairs = [], []
     for dataset, d in tests.groupby("dataset", sort=False):
-        human = d[d["judge"] == HUMAN]
-        for judge, j in d[d["judge"] != HUMAN].groupby("judge", sort=False):
+        human = d[d["judge"] == reference]
+        for judge, j in d[~d["judge"].isin(REFERENCES)].groupby("judge", sort=False):
             cls = classify_decisions(
                 j.assign(significant=j[sig]).drop(columns=["dataset", "judge"]),
                 human.assign(significant=human[sig]).drop(columns=["dataset", "judge"]),
             )
-            counts.append({"dataset": dataset, "judge": judge, **{k: int((cls["agreement"] == k).sum()) for k in COUNTS[2:]}})
+            counts.append({"dataset": dataset, "judge": judge, "reference": reference, **{k: int((cls["agreement"] == k).sum()) for k in COUNTS[3:]}})
             pairs.append(cls.assign(dataset=dataset, judge=judge)[PAIRS])
     return (pd.DataFrame(counts, columns=COUNTS), pd.concat(pairs, ignore_index=True)) if pairs else empty
 

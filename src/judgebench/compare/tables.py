@@ -11,11 +11,17 @@ import math
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.artifacts import HUMAN
+from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES
 from judgebench.metrics import kendall_tau, label_agreement
 
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
-TABLE2 = ["dataset", "judge", "kappa_graded", "kappa_binary", "tau_all", "tau_oracles", "systems", "labelled_pairs", "failed_calls"]
+TABLE2 = ["dataset", "judge", "reference", "kappa_graded", "kappa_binary", "tau_all", "tau_oracles", "systems", "labelled_pairs",
+          "failed_pairs"]
+
+
+def judge_columns(table: pd.DataFrame) -> list[str]:
+    """The judge columns of a Table 1 frame: everything but the type and the two human references."""
+    return [c for c in table.columns if c not in ("type", *REFERENCES)]
 
 
 def system_types(jobs: pd.DataFrame) -> pd.Series:
@@ -27,9 +33,9 @@ def system_types(jobs: pd.DataFrame) -> pd.Series:
 
 
 def judge_order(jobs: pd.DataFrame, requested: list[str] | None = None) -> list[str]:
-    """Human first, then the judges in order of first run (or as requested)."""
+    """The two human references first, then the judges in order of first run (or as requested)."""
     seen = list(dict.fromkeys([*(requested or []), *jobs.sort_values("start_time", kind="stable")["judge"]]))
-    return [HUMAN, *[j for j in seen if j != HUMAN]]
+    return [*REFERENCES, *[j for j in seen if j not in REFERENCES]]
 
 
 def means(per_query: pd.DataFrame) -> pd.DataFrame:
@@ -70,38 +76,37 @@ def kappas(labels: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["dataset", "judge", "kappa_graded", "kappa_binary", "pairs"])
 
 
-def table2(t1: dict[str, pd.DataFrame], labels: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset and judge: kappa graded / binary, tau over all systems and oracles only, labelled pairs,
-    failed calls. ``usage`` has dataset, judge, labelled_pairs, failed_calls (virtual judges: 0 calls)."""
+def table2(t1: dict[str, pd.DataFrame], labels: pd.DataFrame, usage: pd.DataFrame, reference: str = HUMAN_LABELSET) -> pd.DataFrame:
+    """Per dataset and judge: kappa graded / binary (on the label set), tau over all systems and oracles only
+    against ``reference``, labelled and failed pairs. ``usage`` has dataset, judge, labelled_pairs, failed_pairs."""
     k = kappas(labels).set_index(["dataset", "judge"])
     u = usage.set_index(["dataset", "judge"]) if len(usage) else pd.DataFrame()
     rows = []
     for dataset, table in t1.items():
         oracles = list(table.index[table["type"] == "oracle"])
-        for judge in [c for c in table.columns if c not in ("type", HUMAN)]:
-            col, human = table[judge], table[HUMAN]
+        for judge in judge_columns(table):
+            col, human = table[judge], table[reference]
             key = (dataset, judge)
             rows.append({
                 "dataset": dataset,
                 "judge": judge,
+                "reference": reference,
                 "kappa_graded": k.at[key, "kappa_graded"] if key in k.index else math.nan,
                 "kappa_binary": k.at[key, "kappa_binary"] if key in k.index else math.nan,
                 "tau_all": tau(col, human, list(table.index)),
                 "tau_oracles": tau(col, human, oracles),
                 "systems": int(np.sum(col.notna() & human.notna())),
                 "labelled_pairs": u.at[key, "labelled_pairs"] if key in u.index else math.nan,
-                "failed_calls": u.at[key, "failed_calls"] if key in u.index else math.nan,
+                "failed_pairs": u.at[key, "failed_pairs"] if key in u.index else math.nan,
             })
     return pd.DataFrame(rows, columns=TABLE2)
 
 
-def usage(jobs: pd.DataFrame, vlabels: pd.DataFrame) -> pd.DataFrame:
-    """Labelled pairs and failed calls per (dataset, judge): the job metrics for real judges (max over the
-    judge's runs: every run after the first reads the cache), label counts and 0 calls for virtual ones."""
-    real = jobs[jobs["judge"] != HUMAN].copy()
-    if "calls_failed" not in real:
-        real["calls_failed"] = 0.0
-    u = real.groupby(["dataset", "judge"], sort=False).agg(labelled_pairs=("labelled_pairs", "max"),
-                                                          failed_calls=("calls_failed", "max")).reset_index()
-    v = vlabels.groupby(["dataset", "judge"], sort=False).size().rename("labelled_pairs").reset_index().assign(failed_calls=0)
-    return pd.concat([u, v], ignore_index=True)
+def usage(summaries: pd.DataFrame, vlabels: pd.DataFrame) -> pd.DataFrame:
+    """Labelled and failed pairs per (dataset, judge) on the original text: from each real judge's summary run
+    (logged once per dataset, judge and text view), label counts and 0 failures for virtual judges."""
+    cols = ["dataset", "judge", "labelled_pairs", "failed_pairs"]
+    real = summaries[(summaries["judge"] != HUMAN) & (summaries["text_view"] == "original")] if len(summaries) else summaries
+    u = real.reindex(columns=cols).drop_duplicates(["dataset", "judge"], keep="last")
+    v = vlabels.groupby(["dataset", "judge"], sort=False).size().rename("labelled_pairs").reset_index().assign(failed_pairs=0)
+    return pd.concat([u, v], ignore_index=True).reindex(columns=cols)
