@@ -92,6 +92,35 @@ def test_faults_are_retried_counted_and_never_become_labels(server, small, tmp_p
         assert label == fake_label(template.render(query=small.queries[q], passage=small.corpus[d]))
     assert len(result.labels) + len(result.failed) == len(pairs)
     assert result.usage.calls_failed == len(result.failed)
+    # calls, requests, retries and re-asks are separate counts: every request the server saw is a distinct
+    # prompt's first ask (answered, or given up on), a re-ask of an answer without a score, or a retry
+    u = result.usage
+    unanswered = int((result.failed["error"] != "unparsable").sum())
+    assert u.reasks == stats["by_outcome"].get("noscore", 0) - int((result.failed["error"] == "unparsable").sum()) > 0
+    assert u.calls_made == len(pairs) - unanswered
+    assert stats["requests"] == u.calls_made + unanswered + u.reasks + u.retries
+
+
+def test_token_limiter_counts_every_token_of_a_long_prompt():
+    """One acquire may not exceed the limiter's capacity (one second's quota): a long prompt must be taken
+    in several acquires, all of it, not capped at one second's worth."""
+    import asyncio
+
+    from judgebench.llm.api import acquire_tokens
+
+    class Recorder:
+        max_rate = 10.0
+
+        def __init__(self):
+            self.taken = []
+
+        async def acquire(self, amount):
+            assert amount <= self.max_rate
+            self.taken.append(amount)
+
+    rec = Recorder()
+    asyncio.run(acquire_tokens(rec, 35))
+    assert rec.taken == [10.0, 10.0, 10.0, 5.0] and sum(rec.taken) == 35
 
 
 def test_missing_key_names_the_variable(server, small, tmp_path, monkeypatch):

@@ -11,15 +11,16 @@ LABEL_COLUMNS = ["query_id", "doc_id", "relevance", "raw"]
 
 @dataclass
 class JudgeUsage:
-    calls_made: int = 0
+    calls_made: int = 0  # distinct prompts answered by the model in this job (retries and re-asks not counted)
     calls_cached: int = 0
-    calls_failed: int = 0
+    calls_failed: int = 0  # label-set pairs left without a label
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0  # what this job paid (cached answers cost nothing now)
     cost_usd_labels: float = 0.0  # what the labels cost when they were first made
-    requests: int = 0  # HTTP requests sent, retries included
-    retries: int = 0
+    requests: int = 0  # HTTP requests sent: calls + retries + re-asks
+    retries: int = 0  # requests repeated after a transient error (429, 5xx, timeout)
+    reasks: int = 0  # requests repeated because the answer had no parsable score
     truncated: int = 0  # passages cut to fit the model's context (local judges), counted from the labels' records
     errors: dict[str, int] = field(default_factory=dict)  # by kind: 429, 5xx, timeout, malformed, unparsable
 

@@ -126,8 +126,8 @@ class LLMJudge(Judge):
                 progress=self.progress, desc=f"judging ({self.name})", reask_unparsed=self.retry_unparsable,
             )
         stats = self.backend.stats
-        usage.requests, usage.retries = stats.requests, stats.retries
-        usage.calls_made = stats.requests
+        usage.requests, usage.retries, usage.reasks = stats.requests, stats.retries, stats.reasks
+        usage.calls_made = sum(1 for c in todo if c.key in records)
         errors = dict(stats.errors)
 
         rows, failed = [], []

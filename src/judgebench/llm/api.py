@@ -60,6 +60,7 @@ class RequestStats:
     requests: int = 0  # HTTP requests sent, retries included
     ok: int = 0
     retries: int = 0
+    reasks: int = 0  # answers without a parsable score asked again (each a new request)
     errors: Counter = field(default_factory=Counter)  # by kind: 429, 5xx, timeout, malformed, ...
 
 
@@ -87,6 +88,16 @@ def _per_second_limiter(per_minute: float) -> AsyncLimiter:
     """
     per_second = per_minute / 60
     return AsyncLimiter(per_second, 1) if per_second >= 1 else AsyncLimiter(1, 1 / per_second)
+
+
+async def acquire_tokens(limiter: AsyncLimiter, tokens: int) -> None:
+    """Take ``tokens`` from a per-second limiter, one second's quota at a time: aiolimiter refuses a single
+    acquire above its capacity, and capping it there would under-count a prompt longer than TPM/60 tokens."""
+    left = max(1, int(tokens))
+    while left > 0:
+        take = min(limiter.max_rate, left)
+        await limiter.acquire(take)
+        left -= take
 
 
 class APIBackend:
@@ -214,7 +225,7 @@ class APIBackend:
             if self._rpm:
                 await self._rpm.acquire()
             if self._tpm:
-                await self._tpm.acquire(min(self._tpm.max_rate, len(prompt) // 4 + self.max_output_tokens))
+                await acquire_tokens(self._tpm, len(prompt) // 4 + self.max_output_tokens)
             self.stats.requests += 1
             try:
                 async with asyncio.timeout(self.timeout_s):  # cheaper than wait_for: no extra task per call

@@ -105,7 +105,9 @@ async def _call_all(backend, cache, todo, records, failures, meta, system, parse
 async def _ask(backend: APIBackend, c: Call, system, parse, parse_attempts) -> dict:
     n_in = n_out = attempts = 0
     parsed = None
-    for _ in range(max(1, parse_attempts if parse else 1)):
+    for attempt in range(max(1, parse_attempts if parse else 1)):
+        if attempt:
+            backend.stats.reasks += 1
         done = await backend.complete(c.prompt, system)
         n_in, n_out, attempts = n_in + done.input_tokens, n_out + done.output_tokens, attempts + done.attempts
         if parse is None:
