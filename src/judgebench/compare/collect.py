@@ -46,21 +46,21 @@ def _search(client: MlflowClient, experiment_id: str, kind: str, sweep: str | No
             return out
 
 
-def display_names(frame: pd.DataFrame, name: str, model: str | None, key: str) -> pd.Series:
-    """Readable column names, one per distinct configuration (``key``: its hash): the name when it is
-    unique; else name@model for a configuration whose model no other one of that name has; else
-    name#<hash prefix>."""
+def display_names(frame: pd.DataFrame, name: str, model: str | None, key: str, within: str = "dataset") -> pd.Series:
+    """Readable column names, one per distinct configuration (``key``: its hash) within a dataset: the name
+    when no dataset has two configurations under it; else name@model for a configuration whose model no
+    other one of that name has; else name#<hash prefix>. (Within a dataset: a run-file ranker or a file
+    judge names another file per dataset and is still one system or judge.)"""
     out = frame[name].astype(str).copy()
+    keys = frame[key].fillna("")
     for value, g in frame.groupby(name, sort=False):
-        keys = g[key].fillna("")
-        if keys.nunique() <= 1:
+        if g.groupby(within)[key].apply(lambda k: k.fillna("").nunique()).max() <= 1:
             continue
         models = g[model].fillna("") if model else pd.Series("", index=g.index)
-        keys_per_model = keys.groupby(models).nunique()
-        for k, gk in g.groupby(keys, sort=False):
-            m = models[gk.index[0]]
-            unique_model = model is not None and models[gk.index].nunique() == 1 and keys_per_model[m] == 1
-            out[gk.index] = f"{value}@{m}" if unique_model else f"{value}#{str(k)[:6]}"
+        for (_, m), gm in g.groupby([within, models], sort=False):
+            same_model_keys = keys[g.index][(g[within] == gm[within].iloc[0]) & (models == m)].nunique()
+            label = f"{value}@{m}" if model and m and same_model_keys == 1 else None
+            out[gm.index] = label if label else f"{value}#" + keys[gm.index].str[:6]
     return out
 
 
