@@ -17,8 +17,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from judgebench import tracking
 from judgebench.data.datasets import Dataset
+from judgebench.data.errors import DataError
 from judgebench.data.trec import write_qrels, write_run
-from judgebench.metrics import label_agreement, per_query_ndcg
+from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement, per_query_ndcg
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation, cut
 
@@ -150,6 +151,12 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             return JobOutcome("skipped-done", system, run_id=done)
 
     dataset = load_dataset(cfg.dataset)
+    if not dataset.has_pool:
+        raise DataError(
+            f"dataset {dataset.name}",
+            "has human labels but no passages and no pool of systems, so there is nothing to rank; compare "
+            "judges on its labels in a labels-only experiment (job=labels_only, e.g. python run.py -m +experiment=llmjudge)",
+        )
     judge = instantiate(cfg.judge)
     rewriter = instantiate(cfg.rewriter)
     if cfg.get("dry_run"):
@@ -201,8 +208,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         metrics = {
             "ndcg10_human": float(human_pq["value"].mean()),
             "ndcg10_judge": float(judge_pq["value"].mean()),
-            "kappa_graded": agreement["kappa_graded"],
-            "kappa_binary": agreement["kappa_binary"],
+            **{name: agreement[name] for name in AGREEMENT_COLUMNS},
             "label_set_size": len(label_set),
             "labelled_pairs": len(result.labels),
             "n_queries": len(human_pq),
