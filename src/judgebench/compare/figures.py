@@ -108,3 +108,23 @@ def content_bias(dist: pd.DataFrame, path: Path) -> Path:
         row[0].set_ylabel("share of pairs")
         row[0].legend(fontsize="x-small")
     return _save(fig, path)
+
+
+def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: str = "tau_all") -> Path:
+    """Label agreement against system-ordering agreement, one labelled point per judge and a panel per
+    dataset (the LLMJudge overview's Figure 2 for any experiment): a judge can order systems well with
+    labels that agree poorly, and the reverse. Judges without both numbers are left out."""
+    datasets = list(dict.fromkeys(t2["dataset"]))
+    fig, axes = plt.subplots(1, max(1, len(datasets)), figsize=(5.2 * max(1, len(datasets)), 4.4), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        d = t2[(t2["dataset"] == dataset) & t2[kappa].notna() & t2[tau].notna()]
+        ax.scatter(d[kappa], d[tau], s=30, color="tab:blue")
+        for (x, y), g in d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False):  # one label per point
+            ax.annotate(", ".join(map(str, g["judge"])), (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
+        ax.set_xlim(min(0.0, float(d[kappa].min()) - 0.05) if len(d) else 0.0, 1.0)
+        ax.set_ylim(min(0.0, float(d[tau].min()) - 0.05) if len(d) else 0.0, 1.05)
+        ax.set_xlabel(f"Cohen's kappa ({kappa})")
+        ax.set_ylabel(f"Kendall's tau ({tau})")
+        ax.set_title(f"{dataset}: labels vs system ordering ({len(d)} judges)", fontsize="medium")
+        ax.grid(alpha=0.3)
+    return _save(fig, path)

@@ -35,8 +35,11 @@ def sections(r: Report) -> list[str]:
         parts.append(f"\nNo ensembles or panel: they need at least 2 non-human judges, found {len(real)}.")
 
     parts += ["\n## Table 2: agreement with the human qrels per judge\n"]
-    parts.append(render.markdown(r.table2, index=False, integers=["systems", "labelled_pairs", "failed_calls"])
-                 if len(r.table2) else "(no judge other than human)")
+    if len(r.table2):
+        for _, title, frame, integers in views.table2_blocks(r.table2):
+            parts += [f"\n### {title}\n", render.markdown(frame, index=False, integers=integers)]
+    else:
+        parts.append("(no judge other than human)")
 
     if len(r.oracle_tests):
         parts.append(f"\n## Table 3: paired t-tests between oracle rankers (p raw / p Holm, * = significant at alpha {o.alpha})")
