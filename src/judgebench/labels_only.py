@@ -14,7 +14,7 @@ import json
 import logging
 import time
 
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import tracking
@@ -52,10 +52,10 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
             return JobOutcome("skipped-done", KIND, run_id=done)
 
     dataset = load_dataset(cfg.dataset)
-    judge = instantiate(cfg.judge)
-    if judge.reads_texts and not dataset.corpus:
-        raise DataError(f"dataset {dataset.name}", f"has no passage texts, and judge {judge.name} reads passages; a labels-only "
+    if get_class(cfg.judge._target_).reads_texts and not dataset.corpus:  # before instantiating: no model loads, no keys
+        raise DataError(f"dataset {dataset.name}", f"has no passage texts, and judge {cfg.judge.name} reads passages; a labels-only "
                         "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
+    judge = instantiate(cfg.judge)
     if cfg.get("dry_run"):
         print(f"[dry run] {dataset.name} / labels / {judge.name}: labels-only job, {len(dataset.label_set())} pairs")
         return JobOutcome("dry-run", KIND)

@@ -128,3 +128,48 @@ def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: st
         ax.set_title(f"{dataset}: labels vs system ordering ({len(d)} judges)", fontsize="medium")
         ax.grid(alpha=0.3)
     return _save(fig, path)
+
+
+AGREEMENT_MARKERS = {"kappa_graded": "o", "kappa_ge1": "<", "kappa_ge2": "s", "kappa_ge3": ">", "alpha_ordinal": "D"}
+
+
+def agreement_dots(table: pd.DataFrame, path: Path) -> Path:
+    """Per judge (rows, best kappa on top), kappa on the 4 levels, at each binary cut and alpha ordinal:
+    many judges on one page, and whether a judge is good at one cut only. A panel per dataset."""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    height = max(3.0, 0.28 * table.groupby("dataset").size().max() + 1.4)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(7.5 * len(datasets), height), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        d = table[table["dataset"] == dataset].sort_values("kappa_graded", na_position="first")
+        y = np.arange(len(d))
+        for name, marker in AGREEMENT_MARKERS.items():
+            ax.scatter(d[name], y, marker=marker, s=22, label=name)
+        ax.set_yticks(y, d["judge"], fontsize=8)
+        ax.set_xlabel("agreement with the human labels")
+        ax.set_title(f"{dataset}: {len(d)} judges", fontsize="medium")
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize="x-small", loc="lower right")
+    return _save(fig, path)
+
+
+def label_shares(table: pd.DataFrame, path: Path) -> Path:
+    """Stacked label distribution per judge, the humans' first: lenient and strict judges at a glance."""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    height = max(3.0, 0.28 * (table.groupby("dataset").size().max() + 1) + 1.4)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(7.5 * len(datasets), height), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        d = table[table["dataset"] == dataset]
+        names = ["human", *d["judge"]]
+        shares = np.vstack([d[[f"human_share_{k}" for k in LEVELS]].iloc[:1].to_numpy(),
+                            d[[f"judge_share_{k}" for k in LEVELS]].to_numpy()]).astype(float)
+        y = np.arange(len(names))[::-1]
+        left = np.zeros(len(names))
+        for k in LEVELS:
+            ax.barh(y, np.nan_to_num(shares[:, k]), left=left, label=f"label {k}", color=plt.cm.Blues(0.25 + 0.25 * k))
+            left += np.nan_to_num(shares[:, k])
+        ax.set_yticks(y, names, fontsize=8)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of the pairs")
+        ax.set_title(f"{dataset}: label distribution", fontsize="medium")
+        ax.legend(fontsize="x-small", loc="lower right", ncols=4)
+    return _save(fig, path)
