@@ -103,7 +103,7 @@ def test_labels_only_sweep_then_compare(store, tmp_path):
     assert "nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP, rho, tau_top5) and Tables 3-6 need systems" in res.out
     assert "| llmjudge  | willia-umbrela1" in res.out
     for name in ("report.md", "table2.tex", "table2_labels.tex", "figure_agreement.png", "figure_label_distribution.png",
-                 "figure_confusion_RMITIR-llama70B.png"):
+                 "figure_confusion.png"):
         assert (out / name).stat().st_size > 0, name
 
 

@@ -173,3 +173,25 @@ def label_shares(table: pd.DataFrame, path: Path) -> Path:
         ax.set_title(f"{dataset}: label distribution", fontsize="medium")
         ax.legend(fontsize="x-small", loc="lower right", ncols=4)
     return _save(fig, path)
+
+
+def confusion_grid(labels: pd.DataFrame, path: Path, columns: int = 6) -> Path:
+    """Human level x judge level for every (dataset, judge), rows normalised to 1, as small multiples:
+    one file for the many judges of a labels-only experiment."""
+    groups = list(labels.groupby(["dataset", "judge"], sort=False))
+    cols = min(columns, max(1, len(groups)))
+    rows = -(-len(groups) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 2.4 * rows), squeeze=False)
+    for ax in axes.flat[len(groups):]:
+        ax.axis("off")
+    for ax, ((dataset, judge), lab) in zip(axes.flat, groups):
+        counts = pd.crosstab(lab["human"], lab["relevance"]).reindex(index=list(LEVELS), columns=list(LEVELS), fill_value=0)
+        share = counts.div(counts.sum(axis=1).replace(0, np.nan), axis=0).fillna(0).to_numpy()
+        ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
+        ax.set_xticks(range(len(LEVELS)), LEVELS, fontsize=7)
+        ax.set_yticks(range(len(LEVELS)), LEVELS, fontsize=7)
+        ax.set_title(f"{judge}" if labels["dataset"].nunique() == 1 else f"{dataset}: {judge}", fontsize=7)
+    fig.supxlabel("judge label", fontsize=9)
+    fig.supylabel("human label", fontsize=9)
+    fig.suptitle("Label confusion per judge, rows normalised (darker = larger share)", fontsize=10)
+    return _save(fig, path)

@@ -135,8 +135,8 @@ def write(r: LabelsReport, out: Path) -> list[Path]:
     if "png" in fmt:
         files.append(figures.agreement_dots(r.table, out / "figure_agreement.png"))
         files.append(figures.label_shares(r.table, out / "figure_label_distribution.png"))
-        for judge, lab in r.labels.groupby("judge", sort=False):
-            files.append(figures.confusion(lab, judge, out / f"figure_confusion_{figures.slug(judge)}.png"))
+        if len(r.labels):
+            files.append(figures.confusion_grid(r.labels, out / "figure_confusion.png"))
     r.files = files
     return files
 

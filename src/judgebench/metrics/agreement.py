@@ -116,6 +116,14 @@ class LabelShare:
         return float((pairs[self.rater] == self.level).mean()) if len(pairs) else math.nan
 
 
+def _per_query_kappas(pairs: pd.DataFrame) -> np.ndarray:
+    """The defined per-query kappas, computed once per pairs frame (median and IQR share them)."""
+    if "_per_query_kappa" not in pairs.attrs:
+        values = np.array([_kappa(g["human"].to_numpy(), g["judge"].to_numpy(), LEVELS) for _, g in pairs.groupby("query_id", sort=True)])
+        pairs.attrs["_per_query_kappa"] = values[~np.isnan(values)] if len(values) else values
+    return pairs.attrs["_per_query_kappa"]
+
+
 @dataclass(frozen=True)
 class PerQueryKappa:
     """Unweighted graded Cohen's kappa computed per query, summarised over queries: ``summary``
@@ -127,8 +135,7 @@ class PerQueryKappa:
     summary: str = "median"
 
     def __call__(self, pairs: pd.DataFrame) -> float:
-        values = np.array([_kappa(g["human"].to_numpy(), g["judge"].to_numpy(), LEVELS) for _, g in pairs.groupby("query_id", sort=True)])
-        values = values[~np.isnan(values)] if len(values) else values
+        values = _per_query_kappas(pairs)
         if not len(values):
             return math.nan
         if self.summary == "median":
