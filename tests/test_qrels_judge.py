@@ -216,3 +216,21 @@ def test_sweep_over_files_and_reproducing_the_live_judge(store, tmp_path):
         for c in stats:
             x, y = t2.loc[name, c], t2.loc["simulated", c]
             assert (math.isnan(x) and math.isnan(y)) or x == y, (name, c)
+
+
+def test_dl19_cell_with_the_human_qrels_file_as_judge(store, tmp_path, trec_dl_dir):
+    # the NIST qrels file read as a judge file labels more pairs than the label set (ignored) and all of it,
+    # so it is the human judge (the qrels restricted to the label set, read by another code path): kappa 1
+    # and the same judge-side nDCG@10, with no calls
+    base = _args(store, "experiment_name=dl19file", "dataset=dl19", f"dataset.data_dir={trec_dl_dir}", "ranker=oracle")
+    res = run([*base, "judge=qrels", f"judge.path={trec_dl_dir / 'qrels.dl19-passage.txt'}"], cwd=tmp_path)
+    assert res.rc == 0, res
+    res = run([*base, "judge=human"], cwd=tmp_path)
+    assert res.rc == 0, res
+    _, (f,) = _runs(store, "dl19file", "qrels.dl19-passage")
+    _, (h,) = _runs(store, "dl19file", "human")
+    m = f.data.metrics
+    assert m["kappa_graded"] == 1.0 and m["alpha_ordinal"] == 1.0 and m["kappa_ge3"] == 1.0
+    assert m["ndcg10_judge"] == h.data.metrics["ndcg10_judge"] and m["ndcg10_human"] == h.data.metrics["ndcg10_human"]
+    assert m["labelled_pairs"] == m["label_set_size"] == h.data.metrics["labelled_pairs"] > 2000
+    assert m["calls_failed"] == 0 and m["calls_made"] == 0
