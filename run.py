@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 
 from judgebench import errors
 
+JOBS = ("grid_cell", "content_bias", "labels_only")
 _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basic launcher runs them all here)
 
 
@@ -21,10 +22,17 @@ _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basi
 def main(cfg: DictConfig) -> str:
     with errors.reported(cfg.get("tracking_uri")):
         errors.refuse_secrets_in_config(cfg)
-        if cfg.get("job", "grid_cell") == "content_bias":
+        kind = cfg.get("job", "grid_cell")
+        if kind not in JOBS:
+            raise errors.UserError(f"job={kind}: expected one of {', '.join(JOBS)}")
+        if kind == "content_bias":
             from judgebench.content_bias import run_content_bias
 
             status = run_content_bias(cfg).status
+        elif kind == "labels_only":
+            from judgebench.labels_only import run_labels_only
+
+            status = run_labels_only(cfg).status
         else:
             from judgebench.pipeline import run_job
 

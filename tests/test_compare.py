@@ -77,14 +77,19 @@ def test_table1_and_table2_on_the_grid(grid):
 
     t2 = csv(grid, "table2.csv").set_index("judge")
     assert list(t2.index) == ["simulated", "simulated_unbiased", *VIRTUAL]
+    assert {"kappa_linear", "kappa_quadratic", "kappa_ge1", "kappa_ge3", "alpha_ordinal", "alpha_interval", "kappa_query_median",
+            "kappa_query_iqr", "judge_share_3", "human_share_0", "tau_ap", "rho_all", "tau_top5"} <= set(t2.columns)
     biased, unbiased = t2.loc["simulated"], t2.loc["simulated_unbiased"]
     # the biased judge keeps the oracles in order but moves the simulated LLM ranker to the top
     assert biased["tau_oracles"] > 0.9 and biased["tau_all"] < biased["tau_oracles"] - 0.3
     assert unbiased["tau_all"] > 0.9
     assert biased["kappa_graded"] < unbiased["kappa_graded"] and biased["kappa_binary"] < unbiased["kappa_binary"]
-    # recomputed from the labels, it equals what the judge's summary run logged once for all its systems
+    # recomputed from the labels, each statistic equals what the judge's summary run logged once for all its systems
     summary = grid["client"].get_run(runs[0].data.tags["judgebench.judge_summary"]).data.metrics
-    assert biased["kappa_graded"] == pytest.approx(summary["kappa_graded"])
+    for name in ("kappa_graded", "kappa_quadratic", "kappa_ge1", "kappa_ge3", "alpha_ordinal", "kappa_query_iqr", "judge_share_2"):
+        assert biased[name] == pytest.approx(summary[name]), name
+    # the human label distribution is the judge-independent share of the label set
+    assert t2["human_share_0"].nunique() == 1 and t2[[f"human_share_{k}" for k in range(4)]].sum(axis=1).round(12).eq(1).all()
     assert t2["labelled_pairs"].eq(241).all() and t2["failed_pairs"].eq(0).all() and summary["label_set_size"] == 241
     assert t2["reference"].eq("human_labelset").all()
     assert t2["systems"].eq(8).all()
@@ -176,6 +181,8 @@ def test_files_figures_and_compare_run(grid):
     for judge in ("simulated", "simulated_unbiased", *VIRTUAL):
         assert (out / f"figure_confusion_{judge}.png").stat().st_size > 10_000
     assert (out / "figure_scatter.png").stat().st_size > 10_000 and (out / "figure_ndcg_bars.png").stat().st_size > 10_000
+    assert (out / "figure_kappa_tau.png").stat().st_size > 10_000
+    assert (out / "table2_orderings.tex").stat().st_size > 0 and (out / "table2_labels.tex").stat().st_size > 0
     assert not (out / "figure_content_bias.png").exists()
     assert "None found: no judge runs with a rewritten text view" in grid["printed"]
     assert "No missing grid cells." in grid["printed"]
@@ -184,6 +191,9 @@ def test_files_figures_and_compare_run(grid):
     (run,) = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'compare'")
     assert run.data.params["alpha"] == "0.05" and run.data.params["bootstrap"] == "1000"
     assert run.data.metrics["tau_oracles.toy.simulated"] > 0.9
+    t2 = csv(grid, "table2.csv").set_index("judge")
+    for name in ("kappa_ge3", "alpha_interval", "tau_ap", "rho_all", "tau_top5", "judge_share_1"):
+        assert run.data.metrics[f"{name}.toy.simulated"] == pytest.approx(t2.loc["simulated", name]), name
     logged = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"report.md", "table2.csv", "figure_scatter.png", "figure_confusion_panel.png", "table1_toy.tex"} <= logged
 
@@ -264,6 +274,10 @@ def test_tau_known_answers():
     paper = tables.table2(t1, pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"]), pd.DataFrame(), "human")
     assert paper.iloc[0]["tau_all"] == pytest.approx((1 - 5) / 6) and paper.iloc[0]["reference"] == "human"
     assert row["systems"] == 4 and np.isnan(row["kappa_graded"])
+    # tau_AP, judge order s0 s2 s1 s3 against human s0 s1 s2 s3: C(2)/1 = 1 (s0 above s2), C(3)/2 = 1/2 (s0 yes,
+    # s2 no), C(4)/3 = 1 -> 2/3 * 2.5 - 1 = 2/3; Spearman: rank differences 0 1 -1 0 -> 1 - 6*2/(4*15) = 0.8
+    assert row["tau_ap"] == pytest.approx(2 / 3) and row["rho_all"] == pytest.approx(0.8)
+    assert np.isnan(row["tau_top5"])  # 4 systems: no top 5
     # a missing cell leaves the system out of tau (and the count), never in as 0
     t1["d"].loc["s1", "j"] = np.nan
     row = tables.table2(t1, pd.DataFrame(columns=t2.columns), pd.DataFrame()).iloc[0]
@@ -281,7 +295,13 @@ def test_kappa_columns_known_answers():
     # graded: p_o = 6/8, p_e = sum over levels of (2/8) * (judge share) = 1/4 -> (3/4 - 1/4) / (3/4)
     assert row["kappa_graded"] == pytest.approx(2 / 3)
     # binary: human 0000 1111, judge 0100 1111: p_o = 7/8, p_e = 1/2 * 3/8 + 1/2 * 5/8 = 1/2
-    assert row["kappa_binary"] == pytest.approx(0.75)
+    assert row["kappa_binary"] == pytest.approx(0.75) and row["kappa_ge2"] == row["kappa_binary"]
+    # >=1: human 00111111, judge 01111111: p_o = 7/8, p_e = (2*1 + 6*7)/64 = 44/64 -> (12/64) / (20/64) = 0.6
+    assert row["kappa_ge1"] == pytest.approx(0.6)
+    # >=3: human 00000011, judge 00000111: p_o = 7/8, p_e = (6*5 + 2*3)/64 = 36/64 -> (20/64) / (28/64) = 5/7
+    assert row["kappa_ge3"] == pytest.approx(5 / 7)
+    assert [row[f"judge_share_{k}"] for k in range(4)] == pytest.approx([1 / 8, 2 / 8, 2 / 8, 3 / 8])
+    assert [row[f"human_share_{k}"] for k in range(4)] == pytest.approx([1 / 4] * 4)
     assert row["tau_all"] == pytest.approx(-1.0) and np.isnan(row["tau_oracles"])
     assert row["labelled_pairs"] == 8 and row["failed_pairs"] == 2
 

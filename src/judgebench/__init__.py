@@ -1,3 +1,7 @@
 """judgebench: measure how far LLM relevance judges can be trusted."""
 
 __version__ = "0.1.0"
+
+from judgebench import resolvers as _resolvers  # noqa: E402
+
+_resolvers.register()

@@ -19,8 +19,7 @@ import pandas as pd
 
 from judgebench import tracking
 from judgebench.evaluation import METRIC_VERSION
-from judgebench.metrics import label_agreement
-from judgebench.metrics.agreement import LEVELS
+from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 
 KIND = "judge_summary"
 
@@ -33,20 +32,15 @@ def labels_digest(qrels: pd.DataFrame, label_set: pd.DataFrame) -> str:
 
 
 def statistics(judge_qrels: pd.DataFrame, label_set: pd.DataFrame, failed_pairs: int) -> dict[str, float]:
-    """κ (graded, binary) on the label set, counts, and the judge's and the humans' label shares."""
+    """Every agreement statistic on the label set (metrics.AGREEMENT: kappas, alphas, per-query kappa,
+    label shares of judge and humans on the pairs both labelled) and the label-set counts."""
     agreement = label_agreement(judge_qrels, label_set)
-    out = {
-        "kappa_graded": agreement["kappa_graded"],
-        "kappa_binary": agreement["kappa_binary"],
+    return {
+        **{name: agreement[name] for name in AGREEMENT_COLUMNS},
         "label_set_size": len(label_set),
         "labelled_pairs": len(judge_qrels),
         "failed_pairs": int(failed_pairs),
     }
-    n_j, n_h = max(1, len(judge_qrels)), max(1, len(label_set))
-    for level in LEVELS:
-        out[f"judge_share_{level}"] = float((judge_qrels["relevance"] == level).sum()) / n_j
-        out[f"human_share_{level}"] = float((label_set["relevance"] == level).sum()) / n_h
-    return out
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from judgebench import __version__, judge_summary, tracking
 from judgebench.data.datasets import Dataset
+from judgebench.data.errors import DataError
 from judgebench.data.trec import write_qrels, write_run
 from judgebench.evaluation import HUMAN, HUMAN_LABELSET, METRIC_VERSION, cut, evaluate, means, references
 from judgebench.identity import component_hash
@@ -168,6 +169,12 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             return JobOutcome("skipped-done", system, run_id=done)
 
     dataset = load_dataset(cfg.dataset)
+    if not dataset.has_pool:
+        raise DataError(
+            f"dataset {dataset.name}",
+            "has human labels but no passages and no pool of systems, so there is nothing to rank; compare "
+            "judges on its labels in a labels-only experiment (job=labels_only, e.g. python run.py -m +experiment=llmjudge)",
+        )
     judge = instantiate(cfg.judge)
     rewriter = instantiate(cfg.rewriter)
     if cfg.get("dry_run"):

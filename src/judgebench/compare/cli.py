@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from judgebench.compare import labels_report
 from judgebench.compare import report as report_mod
 from judgebench.compare.collect import CompareError
 
@@ -121,14 +122,25 @@ def main(argv: list[str] | None = None) -> int:
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
         client = MlflowClient(uri)
         sweep = args.get("sweep") or None
-        rep = report_mod.build(client, args["experiment"], sweep, opts)
         out = Path(args.get("out") or Path("compare-out") / args["experiment"])
-        files = report_mod.write(rep, out)
-        print(rep.markdown())
-        print(f"written ({time.perf_counter() - started:.1f}s): {', '.join(str(f) for f in files)}")
-        if args.get("log", "true").lower() != "false":
-            run_id = report_mod.log_compare_run(client, args["experiment"], sweep, files, rep)
-            print(f"logged as MLflow run {run_id} in experiment {args['experiment']!r}")
+        log = args.get("log", "true").lower() != "false"
+        labels = labels_report.build(client, args["experiment"], sweep, opts)  # None: no labels-only runs
+        if labels is None or labels_report.has_runs(client, args["experiment"], "job", sweep):
+            rep = report_mod.build(client, args["experiment"], sweep, opts)
+            files = report_mod.write(rep, out)
+            print(rep.markdown())
+            print(f"written ({time.perf_counter() - started:.1f}s): {', '.join(str(f) for f in files)}")
+            if log:
+                run_id = report_mod.log_compare_run(client, args["experiment"], sweep, files, rep)
+                print(f"logged as MLflow run {run_id} in experiment {args['experiment']!r}")
+            out = out / "labels"  # labels-only runs beside grid runs: their report in a folder of its own
+        if labels is not None:
+            files = labels_report.write(labels, out)
+            print(labels.markdown())
+            print(f"written ({time.perf_counter() - started:.1f}s): {', '.join(str(f) for f in files)}")
+            if log:
+                run_id = labels_report.log_compare_run(client, labels, files)
+                print(f"logged as MLflow run {run_id} in experiment {args['experiment']!r}")
     except CompareError as e:
         print(f"judgebench-compare: {e}", file=sys.stderr)
         return 2

@@ -108,3 +108,90 @@ def content_bias(dist: pd.DataFrame, path: Path) -> Path:
         row[0].set_ylabel("share of pairs")
         row[0].legend(fontsize="x-small")
     return _save(fig, path)
+
+
+def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: str = "tau_all") -> Path:
+    """Label agreement against system-ordering agreement, one labelled point per judge and a panel per
+    dataset (the LLMJudge overview's Figure 2 for any experiment): a judge can order systems well with
+    labels that agree poorly, and the reverse. Judges without both numbers are left out."""
+    datasets = list(dict.fromkeys(t2["dataset"]))
+    fig, axes = plt.subplots(1, max(1, len(datasets)), figsize=(5.2 * max(1, len(datasets)), 4.4), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        d = t2[(t2["dataset"] == dataset) & t2[kappa].notna() & t2[tau].notna()]
+        ax.scatter(d[kappa], d[tau], s=30, color="tab:blue")
+        for (x, y), g in d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False):  # one label per point
+            ax.annotate(", ".join(map(str, g["judge"])), (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
+        ax.set_xlim(min(0.0, float(d[kappa].min()) - 0.05) if len(d) else 0.0, 1.0)
+        ax.set_ylim(min(0.0, float(d[tau].min()) - 0.05) if len(d) else 0.0, 1.05)
+        ax.set_xlabel(f"Cohen's kappa ({kappa})")
+        ax.set_ylabel(f"Kendall's tau ({tau})")
+        ax.set_title(f"{dataset}: labels vs system ordering ({len(d)} judges)", fontsize="medium")
+        ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+AGREEMENT_MARKERS = {"kappa_graded": "o", "kappa_ge1": "<", "kappa_ge2": "s", "kappa_ge3": ">", "alpha_ordinal": "D"}
+
+
+def agreement_dots(table: pd.DataFrame, path: Path) -> Path:
+    """Per judge (rows, best kappa on top), kappa on the 4 levels, at each binary cut and alpha ordinal:
+    many judges on one page, and whether a judge is good at one cut only. A panel per dataset."""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    height = max(3.0, 0.28 * table.groupby("dataset").size().max() + 1.4)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(7.5 * len(datasets), height), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        d = table[table["dataset"] == dataset].sort_values("kappa_graded", na_position="first")
+        y = np.arange(len(d))
+        for name, marker in AGREEMENT_MARKERS.items():
+            ax.scatter(d[name], y, marker=marker, s=22, label=name)
+        ax.set_yticks(y, d["judge"], fontsize=8)
+        ax.set_xlabel("agreement with the human labels")
+        ax.set_title(f"{dataset}: {len(d)} judges", fontsize="medium")
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize="x-small", loc="lower right")
+    return _save(fig, path)
+
+
+def label_shares(table: pd.DataFrame, path: Path) -> Path:
+    """Stacked label distribution per judge, the humans' first: lenient and strict judges at a glance."""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    height = max(3.0, 0.28 * (table.groupby("dataset").size().max() + 1) + 1.4)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(7.5 * len(datasets), height), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        d = table[table["dataset"] == dataset]
+        names = ["human", *d["judge"]]
+        shares = np.vstack([d[[f"human_share_{k}" for k in LEVELS]].iloc[:1].to_numpy(),
+                            d[[f"judge_share_{k}" for k in LEVELS]].to_numpy()]).astype(float)
+        y = np.arange(len(names))[::-1]
+        left = np.zeros(len(names))
+        for k in LEVELS:
+            ax.barh(y, np.nan_to_num(shares[:, k]), left=left, label=f"label {k}", color=plt.cm.Blues(0.25 + 0.25 * k))
+            left += np.nan_to_num(shares[:, k])
+        ax.set_yticks(y, names, fontsize=8)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of the pairs")
+        ax.set_title(f"{dataset}: label distribution", fontsize="medium")
+        ax.legend(fontsize="x-small", loc="lower right", ncols=4)
+    return _save(fig, path)
+
+
+def confusion_grid(labels: pd.DataFrame, path: Path, columns: int = 6) -> Path:
+    """Human level x judge level for every (dataset, judge), rows normalised to 1, as small multiples:
+    one file for the many judges of a labels-only experiment."""
+    groups = list(labels.groupby(["dataset", "judge"], sort=False))
+    cols = min(columns, max(1, len(groups)))
+    rows = -(-len(groups) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 2.4 * rows), squeeze=False)
+    for ax in axes.flat[len(groups):]:
+        ax.axis("off")
+    for ax, ((dataset, judge), lab) in zip(axes.flat, groups):
+        counts = pd.crosstab(lab["human"], lab["relevance"]).reindex(index=list(LEVELS), columns=list(LEVELS), fill_value=0)
+        share = counts.div(counts.sum(axis=1).replace(0, np.nan), axis=0).fillna(0).to_numpy()
+        ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
+        ax.set_xticks(range(len(LEVELS)), LEVELS, fontsize=7)
+        ax.set_yticks(range(len(LEVELS)), LEVELS, fontsize=7)
+        ax.set_title(f"{judge}" if labels["dataset"].nunique() == 1 else f"{dataset}: {judge}", fontsize=7)
+    fig.supxlabel("judge label", fontsize=9)
+    fig.supylabel("human label", fontsize=9)
+    fig.suptitle("Label confusion per judge, rows normalised (darker = larger share)", fontsize=10)
+    return _save(fig, path)

@@ -20,8 +20,10 @@ def tables(r: Report) -> list[tuple[str, pd.DataFrame, str, dict]]:
         out.append((f"table1_{d}", t, f"Mean nDCG@10 (judged only) on {d}; best per column in bold.",
                     {"best": [c for c in t.columns if c != "type"]}))
     if len(r.table2):
-        out.append(("table2", r.table2, f"Agreement with the human qrels per judge (tau against {r.options.reference}).",
-                    {"index": False, "integers": ["systems", "labelled_pairs", "failed_pairs"]}))
+        for suffix, title, frame, integers in views.table2_blocks(r.table2):
+            against = f" (human reference: {r.options.reference})" if "reference" in integers else ""
+            out.append((f"table2{suffix}", frame, f"Per judge: {title}{against}.",
+                        {"index": False, "integers": [c for c in integers if c != "reference"]}))
     for d, m in significance.oracle_matrix(r.oracle_tests, r.options.alpha, r.judges).items() if len(r.oracle_tests) else ():
         out.append((f"ttests_oracles_{d}", m, f"Paired t-tests between oracle rankers on {d} (p raw / p Holm, * significant).", {}))
     if len(r.agreement_counts):

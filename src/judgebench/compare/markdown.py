@@ -43,9 +43,12 @@ def sections(r: Report) -> list[str]:
     else:
         parts.append(f"\nNo ensembles or panel: they need at least 2 non-human judges, found {len(real)}.")
 
-    parts += [f"\n## Table 2: agreement with the human qrels per judge (kappa on the label set; tau against {ref})\n"]
-    parts.append(render.markdown(r.table2, index=False, integers=["systems", "labelled_pairs", "failed_pairs"])
-                 if len(r.table2) else "(no judge other than human)")
+    parts += [f"\n## Table 2: agreement with the human qrels per judge (labels: on the label set; orderings: against {ref})\n"]
+    if len(r.table2):
+        for _, title, frame, integers in views.table2_blocks(r.table2):
+            parts += [f"\n### {title}\n", render.markdown(frame, index=False, integers=[c for c in integers if c != "reference"])]
+    else:
+        parts.append("(no judge other than human)")
 
     if len(r.oracle_tests):
         parts.append(f"\n## Table 3: paired t-tests between oracle rankers (p raw / p Holm, * = significant at alpha {o.alpha})")

@@ -13,7 +13,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import tracking
-from judgebench.compare import bias, bootstrap, content_bias, ensembles, figures, latex, markdown, significance, tables
+from judgebench.compare import bias, bootstrap, columns, content_bias, ensembles, figures, latex, markdown, significance, tables
 from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES, Artifacts
 from judgebench.compare.collect import ORIGINAL, CompareError, collect_runs, collect_summaries, missing_cells, select, split_views
 
@@ -161,6 +161,7 @@ def _write_figures(r: Report, out: Path) -> list[Path]:
     files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png")]
     if len(r.judges) > 1:
         files.append(figures.scatter(r.table1, out / "figure_scatter.png", r.options.reference))
+        files.append(figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
     original = r.labels[r.labels["text_view"] == ORIGINAL] if len(r.labels) else r.labels
     for judge in [j for j in r.judges if j not in REFERENCES]:
         lab = original[original["judge"] == judge]
@@ -191,7 +192,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
                             "panel": ",".join(next((v.members for v in report.virtual if v.name == "panel"), ())) or "none"})
             metrics = {}
             for row in report.table2.itertuples(index=False):
-                for name in ("kappa_graded", "kappa_binary", "tau_all", "tau_oracles"):
+                for name in columns.STATISTICS:
                     value = getattr(row, name)
                     if value == value:
                         metrics[f"{name}.{row.dataset}.{figures.slug(row.judge)}"] = value

@@ -11,12 +11,13 @@ import math
 import numpy as np
 import pandas as pd
 
+from judgebench.compare import columns
 from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES
-from judgebench.metrics import kendall_tau, label_agreement
+from judgebench.metrics import kendall_tau
 
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
-TABLE2 = ["dataset", "judge", "reference", "kappa_graded", "kappa_binary", "tau_all", "tau_oracles", "systems", "labelled_pairs",
-          "failed_pairs"]
+TABLE2 = ["dataset", "judge", "reference", *columns.AGREEMENT, *columns.ORDERING_COLUMNS, "systems", "labelled_pairs", "failed_pairs",
+          *columns.SHARES]
 
 
 def judge_columns(table: pd.DataFrame) -> list[str]:
@@ -66,19 +67,16 @@ def tau(judge_col: pd.Series, human_col: pd.Series, systems: list[str]) -> float
 
 
 def kappas(labels: pd.DataFrame) -> pd.DataFrame:
-    """Cohen's kappa (graded, binary) per (dataset, judge) on the original text view, human labels as reference."""
-    rows = []
-    for (dataset, judge), lab in labels.groupby(["dataset", "judge"], sort=False):
-        human = lab[["query_id", "doc_id", "human"]].rename(columns={"human": "relevance"})
-        agree = label_agreement(lab[["query_id", "doc_id", "relevance"]], human)
-        rows.append({"dataset": dataset, "judge": judge, "kappa_graded": agree["kappa_graded"],
-                     "kappa_binary": agree["kappa_binary"], "pairs": agree["n_pairs"]})
-    return pd.DataFrame(rows, columns=["dataset", "judge", "kappa_graded", "kappa_binary", "pairs"])
+    """Every agreement statistic (kappa, alpha, label shares, ...) per (dataset, judge) on the original text view,
+    human labels as reference."""
+    return columns.agreement_table(labels)
 
 
 def table2(t1: dict[str, pd.DataFrame], labels: pd.DataFrame, usage: pd.DataFrame, reference: str = HUMAN_LABELSET) -> pd.DataFrame:
-    """Per dataset and judge: kappa graded / binary (on the label set), tau over all systems and oracles only
-    against ``reference``, labelled and failed pairs. ``usage`` has dataset, judge, labelled_pairs, failed_pairs."""
+    """Per dataset and judge: the agreement statistics on the label set (kappa graded, weighted, at each binary
+    cut, alpha, ...), the ordering statistics against the human ``reference`` (tau over all systems and oracles
+    only, tau_AP, rho, tau top 5), labelled and failed pairs, label shares. ``usage`` has dataset, judge,
+    labelled_pairs, failed_pairs (virtual judges: 0 failed)."""
     k = kappas(labels).set_index(["dataset", "judge"])
     u = usage.set_index(["dataset", "judge"]) if len(usage) else pd.DataFrame()
     rows = []
@@ -91,10 +89,8 @@ def table2(t1: dict[str, pd.DataFrame], labels: pd.DataFrame, usage: pd.DataFram
                 "dataset": dataset,
                 "judge": judge,
                 "reference": reference,
-                "kappa_graded": k.at[key, "kappa_graded"] if key in k.index else math.nan,
-                "kappa_binary": k.at[key, "kappa_binary"] if key in k.index else math.nan,
-                "tau_all": tau(col, human, list(table.index)),
-                "tau_oracles": tau(col, human, oracles),
+                **columns.agreement_columns(k, key),
+                **columns.ordering(col, human, list(table.index), oracles),
                 "systems": int(np.sum(col.notna() & human.notna())),
                 "labelled_pairs": u.at[key, "labelled_pairs"] if key in u.index else math.nan,
                 "failed_pairs": u.at[key, "failed_pairs"] if key in u.index else math.nan,

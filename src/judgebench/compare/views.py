@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import render
+from judgebench.compare import columns, render
 
 if TYPE_CHECKING:
     from judgebench.compare.report import Report
@@ -46,3 +46,14 @@ def bias_view(report: Report, yes: str = "yes") -> pd.DataFrame:
     b = report.bias.copy()
     b["inverted"] = b["inverted"].map(lambda v: "n/a" if v is None or v != v else (yes if v else "no"))
     return b
+
+
+def table2_blocks(t2: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, list[str]]]:
+    """Table 2 in reading-sized parts: (file suffix, title, frame, integer columns) per block of
+    columns.BLOCKS that the frame has (a labels-only report has no ordering columns)."""
+    out = []
+    for suffix, title, stats, counts in columns.BLOCKS:
+        if set(stats) <= set(t2.columns):
+            extra = [c for c in counts if c in t2.columns]
+            out.append((suffix, title, t2[["dataset", "judge", *stats, *extra]], extra))
+    return out

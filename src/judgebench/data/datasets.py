@@ -2,11 +2,14 @@
 
 Every stage downstream reads the same four things, whatever the source (bundled files,
 TREC files, ir_datasets + Pyserini), so loaders only have to fill this one dataclass.
+A collection with human labels but no passages and no pool (LLMJudge) is a ``LabelsDataset``:
+it can compare labels (a labels-only experiment), not rank systems.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from importlib import resources
 from pathlib import Path
 
@@ -27,6 +30,8 @@ class Dataset:
     pool_provenance: dict = field(default_factory=dict)
     # Every topic id of the source (queries keeps the judged ones): runs may cover unjudged topics.
     topic_ids: frozenset = frozenset()
+    # Whether rankers can run on it (a pool of candidates with passage texts).
+    has_pool: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         missing = sorted(set(self.pool["doc_id"]) - set(self.corpus))
@@ -57,6 +62,39 @@ class Dataset:
             "pool_judged": len(labels),
             "corpus": len(self.corpus),
             "pool_provenance": dict(self.pool_provenance),
+        }
+
+
+def _empty_pool() -> pd.DataFrame:
+    return pd.DataFrame({"query_id": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
+                         "score": pd.Series(dtype=float), "rank": pd.Series(dtype="int64")})
+
+
+@dataclass
+class LabelsDataset(Dataset):
+    """Queries and human labels only: no passage texts, no pool, so no systems to rank. The label set
+    is every human-labelled pair; judges that read no passage (file judges, human) can label it."""
+
+    corpus: dict[str, str] = field(default_factory=dict)
+    pool: pd.DataFrame = field(default_factory=_empty_pool)
+    # Ids of the source collection -> the dataset's ids, {"query": {...}, "doc": {...}}: a judge file
+    # written with the original ids reads the same as one written with the dataset's.
+    id_aliases: dict = field(default_factory=dict)
+    has_pool: ClassVar[bool] = False
+
+    def label_set(self) -> pd.DataFrame:
+        return self.qrels[["query_id", "doc_id", "relevance"]].reset_index(drop=True)
+
+    def summary(self) -> dict:
+        per_level = self.qrels["relevance"].value_counts().sort_index()
+        return {
+            "queries": len(self.queries),
+            "judged_queries": len(self.judged_queries()),
+            "qrels": len(self.qrels),
+            **{f"qrels_level_{int(k)}": int(v) for k, v in per_level.items()},
+            "label_set": len(self.qrels),
+            "pool_size": 0,
+            "corpus": 0,
         }
 
 

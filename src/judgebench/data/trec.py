@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,63 @@ def read_qrels(path: PathLike, max_label: int = 3) -> pd.DataFrame:
             "query_id": [q for q, _ in seen],
             "doc_id": [d for _, d in seen],
             "relevance": pd.Series([lab for _, lab in seen.values()], dtype="int64"),
+        }
+    )
+
+
+OUT_OF_RANGE = ("error", "clip")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+DUPLICATES = ("error", "last")
+
+
+def read_judge_qrels(path: PathLike, out_of_range: str = "error", duplicates: str = "error", max_label: int = 3) -> pd.DataFrame:
+    """A judge's labels as TREC qrels: columns query_id, doc_id, relevance, line (1-based), label (as written).
+
+    Stricter about form than about content, by policy: a malformed line or a non-integer label is always
+    an error; a label outside 0..max_label is an error unless ``out_of_range="clip"`` (clamped into range,
+    as the LLMJudge organisers did); the same pair twice with different labels is an error unless
+    ``duplicates="last"`` (the later line wins). The same pair twice with the same label is fine.
+    """
+    if out_of_range not in OUT_OF_RANGE:
+        raise DataError(path, f"out_of_range={out_of_range!r}: expected one of {', '.join(OUT_OF_RANGE)}")
+    if duplicates not in DUPLICATES:
+        raise DataError(path, f"duplicates={duplicates!r}: expected one of {', '.join(DUPLICATES)}")
+    rows: dict[tuple[str, str], tuple[int, int, int]] = {}  # (qid, docid) -> (line, label as written, label)
+    for n, line in _lines(_read_text(path)):
+        fields = line.split()
+        if len(fields) != 4:
+            raise DataError(path, f"expected 4 fields {_QRELS_FORMAT}, got {len(fields)}", n)
+        qid, _, docid, label_s = fields
+        if not _INTEGER.fullmatch(label_s):  # int() would also take "1_0" and non-ASCII digits
+            raise DataError(path, f"query {qid} doc {docid}: expected an integer relevance label, got {label_s!r}", n)
+        written = int(label_s)
+        label = min(max(written, 0), max_label)
+        if label != written and out_of_range == "error":
+            raise DataError(
+                path,
+                f"query {qid} doc {docid}: label {written} is outside 0..{max_label}, expected 0..{max_label} "
+                f"(judge.out_of_range=clip clamps such labels into range)",
+                n,
+            )
+        if (qid, docid) in rows and rows[(qid, docid)][1] != written and duplicates == "error":
+            first, first_label, _ = rows[(qid, docid)]
+            raise DataError(
+                path,
+                f"query {qid} doc {docid} has label {written} here and label {first_label} on line {first}, expected "
+                f"one label per (query, doc) (judge.duplicates=last keeps the later one)",
+                n,
+            )
+        if (qid, docid) not in rows or rows[(qid, docid)][1] != written:  # an identical repeat keeps the first line
+            rows[(qid, docid)] = (n, written, label)
+    if not rows:
+        raise DataError(path, f"no judgments, expected at least one {_QRELS_FORMAT} line")
+    return pd.DataFrame(
+        {
+            "query_id": [q for q, _ in rows],
+            "doc_id": [d for _, d in rows],
+            "relevance": pd.Series([v[2] for v in rows.values()], dtype="int64"),
+            "line": pd.Series([v[0] for v in rows.values()], dtype="int64"),
+            "label": pd.Series([v[1] for v in rows.values()], dtype="int64"),
         }
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pandas as pd
 
@@ -46,6 +47,9 @@ class Judge:
     name: str
     family: str
     model: str
+    # False for judges that never read a passage (human qrels, simulated, labels from a file): they can
+    # judge datasets that have no passage texts (labels-only experiments).
+    reads_texts: ClassVar[bool] = True
 
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         """Label every (query_id, doc_id) in pairs; failures are reported, never turned into labels."""

@@ -12,6 +12,7 @@ class HumanJudge(Judge):
     name: str = "human"
     family: str = "human"
     model: str = "qrels"
+    reads_texts = False  # a class attribute (ClassVar in Judge), not a config field
 
     def judge(self, pairs, dataset, texts) -> JudgeResult:
         labels = pairs[["query_id", "doc_id"]].merge(dataset.qrels, on=["query_id", "doc_id"], how="inner")

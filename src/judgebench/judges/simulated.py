@@ -20,6 +20,7 @@ class SimulatedJudge(Judge):
     noise: float = 0.3
     leniency: float = 0.0
     seed: int = 11
+    reads_texts = False  # a class attribute (ClassVar in Judge), not a config field
 
     def judge(self, pairs, dataset, texts) -> JudgeResult:
         """label = clip(round(h + leniency + weight * u + noise * eps), 0, 3)."""

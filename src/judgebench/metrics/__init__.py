@@ -1,12 +1,16 @@
-"""Metrics: nDCG@10 (ir_measures), label agreement (kappa), system-ordering
-correlation (Kendall's tau) and paired significance tests."""
+"""Metrics: nDCG@10 (ir_measures), label agreement (kappa, alpha, label shares), system-ordering
+correlation (Kendall's tau, tau_AP, Spearman's rho) and paired significance tests."""
 
-from judgebench.metrics.agreement import binarize, confusion, label_agreement
-from judgebench.metrics.correlation import kendall_tau
+from judgebench.metrics.agreement import AGREEMENT, AGREEMENT_COLUMNS, binarize, confusion, label_agreement
+from judgebench.metrics.correlation import ORDERING, ORDERING_COLUMNS, kendall_tau, tau_ap
 from judgebench.metrics.ndcg import mean_ndcg, per_query_ndcg
 from judgebench.metrics.significance import classify_decisions, pairwise_ttests
 
 __all__ = [
+    "AGREEMENT",
+    "AGREEMENT_COLUMNS",
+    "ORDERING",
+    "ORDERING_COLUMNS",
     "binarize",
     "classify_decisions",
     "confusion",
@@ -15,4 +19,5 @@ __all__ = [
     "mean_ndcg",
     "pairwise_ttests",
     "per_query_ndcg",
+    "tau_ap",
 ]

@@ -1,15 +1,21 @@
-"""Label agreement between a judge's qrels and the human (NIST) qrels.
+"""Label agreement between a judge's labels and the human labels of the same pairs.
 
-Cohen's kappa corrects raw agreement for chance; we report it on the 4 graded
-levels (unweighted) and on the binary TREC DL relevance cut ({0,1} -> 0,
-{2,3} -> 1). sklearn.metrics.cohen_kappa_score does the computation.
+Each statistic the reports carry is a small frozen object that holds its parameters and says in its
+docstring what it computes and where it comes from (the way ir_measures defines its measures).
+``AGREEMENT`` lists them in report order; :func:`label_agreement` computes every one of them on the
+inner join of the two qrels, so a pair the judge did not label is left out (never read as 0) and
+counted in ``n_missing``. The arithmetic is done by libraries: scikit-learn (Cohen's kappa, weighted
+or not) and ``krippendorff`` (Krippendorff's alpha).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import krippendorff
 import numpy as np
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
@@ -32,43 +38,141 @@ def _clean(qrels: pd.DataFrame, who: str) -> pd.DataFrame:
 
 
 def _pairs(judge_qrels: pd.DataFrame, human_qrels: pd.DataFrame) -> pd.DataFrame:
-    """Inner join on (query_id, doc_id): columns judge, human."""
+    """Inner join on (query_id, doc_id): columns query_id, doc_id, human, judge."""
     j = _clean(judge_qrels, "judge").rename(columns={"relevance": "judge"})
     h = _clean(human_qrels, "human").rename(columns={"relevance": "human"})
     return h.merge(j, on=_KEYS, how="inner")
 
 
-def binarize(labels: pd.Series | np.ndarray) -> np.ndarray:
-    """TREC DL binary relevance: {0,1} -> 0, {2,3} -> 1."""
-    return (np.asarray(labels) >= 2).astype(int)
+def binarize(labels: pd.Series | np.ndarray, cut: int = 2) -> np.ndarray:
+    """Binary relevance at a cut: label >= cut -> 1, else 0 (cut 2 is the TREC DL convention {0,1} | {2,3})."""
+    return (np.asarray(labels) >= cut).astype(int)
 
 
-def _kappa(a: np.ndarray, b: np.ndarray, labels: Sequence[int]) -> float:
-    """Cohen's kappa; nan when undefined (no pairs, or both raters one same class)."""
+def _kappa(a: np.ndarray, b: np.ndarray, labels: Sequence[int], weights: str | None = None) -> float:
+    """Cohen's kappa; nan when undefined (no pairs, or both raters one same class: p_e = 1, kappa = 0/0)."""
     if len(a) == 0:
-        return float("nan")
+        return math.nan
     if len(np.unique(a)) == 1 and np.array_equal(np.unique(a), np.unique(b)):
-        return float("nan")  # p_e == 1: kappa = 0/0
+        return math.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return float(cohen_kappa_score(a, b, labels=list(labels)))
+        return float(cohen_kappa_score(a, b, labels=list(labels), weights=weights))
+
+
+# --------------------------------------------------------------------------- the statistics
+
+
+@dataclass(frozen=True)
+class CohenKappa:
+    """Cohen's kappa between human and judge labels: (p_o - p_e) / (1 - p_e), observed agreement
+    corrected for the agreement expected from the two raters' marginals (Cohen 1960, "A coefficient
+    of agreement for nominal scales"). ``weights``: None counts every disagreement alike; "linear"
+    (|i - j|) or "quadratic" ((i - j)^2) weight it by distance on the 0-3 scale (Cohen 1968, "Weighted
+    kappa"). ``cut``: binarise both raters first at label >= cut (1: 0|123, 2: 01|23, the TREC DL
+    binary relevance, 3: 012|3; the LLMJudge overview reports all three). nan when undefined.
+    scikit-learn's cohen_kappa_score computes it."""
+
+    name: str
+    weights: str | None = None
+    cut: int | None = None
+
+    def __call__(self, pairs: pd.DataFrame) -> float:
+        h, j = pairs["human"].to_numpy(), pairs["judge"].to_numpy()
+        if self.cut is None:
+            return _kappa(h, j, LEVELS, self.weights)
+        return _kappa(binarize(h, self.cut), binarize(j, self.cut), (0, 1), self.weights)
+
+
+@dataclass(frozen=True)
+class KrippendorffAlpha:
+    """Krippendorff's alpha, 1 - D_o / D_e, observed over expected disagreement of the pooled labels
+    (Krippendorff 2004, "Content Analysis", ch. 11; Hayes & Krippendorff 2007). ``level`` is the metric
+    of the value domain 0-3: "ordinal" (distance by the ranks' cumulative frequencies) or "interval"
+    (squared difference). Two raters (human, judge), every pair rated by both. nan when undefined
+    (fewer than 2 pairs, or a single value used by both). The ``krippendorff`` package computes it."""
+
+    name: str
+    level: str = "ordinal"
+
+    def __call__(self, pairs: pd.DataFrame) -> float:
+        data = np.vstack([pairs["human"].to_numpy(float), pairs["judge"].to_numpy(float)])
+        if data.shape[1] < 2 or len(np.unique(data)) < 2:
+            return math.nan
+        return float(krippendorff.alpha(reliability_data=data, value_domain=list(LEVELS), level_of_measurement=self.level))
+
+
+@dataclass(frozen=True)
+class LabelShare:
+    """Share of the joined pairs that ``rater`` ("judge" or "human") gave ``level``: the two label
+    distributions side by side show a lenient or strict judge at a glance (the LLMJudge overview's
+    label-distribution comparison). nan with no pairs."""
+
+    name: str
+    rater: str
+    level: int
+
+    def __call__(self, pairs: pd.DataFrame) -> float:
+        return float((pairs[self.rater] == self.level).mean()) if len(pairs) else math.nan
+
+
+def _per_query_kappas(pairs: pd.DataFrame) -> np.ndarray:
+    """The defined per-query kappas, computed once per pairs frame (median and IQR share them)."""
+    if "_per_query_kappa" not in pairs.attrs:
+        values = np.array([_kappa(g["human"].to_numpy(), g["judge"].to_numpy(), LEVELS) for _, g in pairs.groupby("query_id", sort=True)])
+        pairs.attrs["_per_query_kappa"] = values[~np.isnan(values)] if len(values) else values
+    return pairs.attrs["_per_query_kappa"]
+
+
+@dataclass(frozen=True)
+class PerQueryKappa:
+    """Unweighted graded Cohen's kappa computed per query, summarised over queries: ``summary``
+    "median", or "iqr" (75th minus 25th percentile, numpy's linear interpolation). Shows whether
+    agreement is uniform or a mean of good and bad queries. Queries where kappa is undefined (both
+    raters one same label) are left out; nan when no query has a defined kappa."""
+
+    name: str
+    summary: str = "median"
+
+    def __call__(self, pairs: pd.DataFrame) -> float:
+        values = _per_query_kappas(pairs)
+        if not len(values):
+            return math.nan
+        if self.summary == "median":
+            return float(np.median(values))
+        q25, q75 = np.percentile(values, [25, 75])
+        return float(q75 - q25)
+
+
+AGREEMENT = (
+    CohenKappa("kappa_graded"),
+    CohenKappa("kappa_linear", weights="linear"),
+    CohenKappa("kappa_quadratic", weights="quadratic"),
+    CohenKappa("kappa_ge1", cut=1),
+    CohenKappa("kappa_ge2", cut=2),
+    CohenKappa("kappa_ge3", cut=3),
+    CohenKappa("kappa_binary", cut=2),  # = kappa_ge2, the column's name before the three cuts existed
+    KrippendorffAlpha("alpha_ordinal", level="ordinal"),
+    KrippendorffAlpha("alpha_interval", level="interval"),
+    PerQueryKappa("kappa_query_median", summary="median"),
+    PerQueryKappa("kappa_query_iqr", summary="iqr"),
+    *(LabelShare(f"judge_share_{k}", "judge", k) for k in LEVELS),
+    *(LabelShare(f"human_share_{k}", "human", k) for k in LEVELS),
+)
+AGREEMENT_COLUMNS = [s.name for s in AGREEMENT]
 
 
 def label_agreement(judge_qrels: pd.DataFrame, human_qrels: pd.DataFrame) -> dict:
-    """kappa_graded, kappa_binary, n_pairs (pairs both labelled), n_missing
-    (human pairs the judge did not label)."""
+    """Every statistic of ``AGREEMENT`` on the pairs both labelled, plus n_pairs (pairs both labelled)
+    and n_missing (human pairs the judge did not label)."""
     pairs = _pairs(judge_qrels, human_qrels)
     n_human = len(_clean(human_qrels, "human"))
-    h, j = pairs["human"].to_numpy(), pairs["judge"].to_numpy()
-    bad = sorted(int(x) for x in (set(np.unique(h)) | set(np.unique(j))) - set(LEVELS))
+    bad = sorted(int(x) for x in (set(pairs["human"].unique()) | set(pairs["judge"].unique())) - set(LEVELS))
     if bad:  # sklearn would silently drop pairs with labels outside `labels`
         raise ValueError(f"labels must be in {LEVELS}, got {bad}")
-    return {
-        "kappa_graded": _kappa(h, j, LEVELS),
-        "kappa_binary": _kappa(binarize(h), binarize(j), (0, 1)),
-        "n_pairs": int(len(pairs)),
-        "n_missing": int(n_human - len(pairs)),
-    }
+    out = {s.name: s(pairs) for s in AGREEMENT}
+    out.update(n_pairs=int(len(pairs)), n_missing=int(n_human - len(pairs)))
+    return out
 
 
 def confusion(

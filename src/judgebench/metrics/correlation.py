@@ -1,14 +1,20 @@
-"""Rank correlation of system orderings (judge qrels vs human qrels).
+"""Correlation of system orderings: the systems' scores under a judge against their scores under humans.
 
-Kendall's tau-b (scipy.stats.kendalltau) is the usual TREC measure of whether a
-judge ranks systems as the human assessors do; tau-b handles tied scores.
+Kendall's tau-b (scipy.stats.kendalltau) is the usual TREC measure of whether a judge ranks systems as
+the human assessors do. The other statistics each answer a narrower question and are small frozen
+objects with their parameters and source in the docstring (the way ir_measures defines measures);
+``ORDERING`` lists them in report order. Each takes two {system: score} mappings and returns nan when
+it is undefined, so a table cell reads "missing" instead of a made-up number.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from scipy.stats import kendalltau
+from scipy.stats import kendalltau, spearmanr
 
 
 def kendall_tau(
@@ -27,3 +33,99 @@ def kendall_tau(
         )
     tau, p = kendalltau([a[s] for s in common], [b[s] for s in common])
     return float(tau), float(p)
+
+
+def _common(judge: Mapping[str, float], human: Mapping[str, float]) -> list[str]:
+    """Systems scored (not nan) in both, in the judge mapping's order."""
+    ok = lambda m, s: s in m and m[s] is not None and not math.isnan(m[s])  # noqa: E731
+    return [s for s in judge if ok(judge, s) and ok(human, s)]
+
+
+def tau_ap(estimated: Mapping[str, float], reference: Mapping[str, float]) -> float:
+    """AP rank correlation tau_AP (Yilmaz, Aslam & Robertson, SIGIR 2008, "A new rank correlation
+    coefficient for information retrieval"), top-weighted: a swap near the top costs more than one
+    near the bottom. With the systems in the order of ``estimated`` (the judge), C(i) the number of
+    systems above rank i that ``reference`` (humans) also puts above the system at rank i, and N systems:
+
+        tau_AP = 2 / (N - 1) * sum_{i=2..N} C(i) / (i - 1)  -  1
+
+    It is asymmetric (reference and estimate are not interchangeable) and equals Kendall's tau when
+    errors are spread uniformly. The paper assumes no ties; here a pair tied in ``reference`` counts
+    1/2, and tied scores in ``estimated`` give the expected value over every order of the tied systems
+    (a judge that ties all systems gets 0). Hand-written: no well-kept library implements it (scipy has
+    Kendall's and Spearman's coefficients only). nan with fewer than 2 common systems."""
+    systems = _common(estimated, reference)
+    n = len(systems)
+    if n < 2:
+        return math.nan
+    ref = {s: float(reference[s]) for s in systems}
+
+    def credit(above: str, below: str) -> float:  # is `above` also above `below` for the reference?
+        return 1.0 if ref[above] > ref[below] else 0.5 if ref[above] == ref[below] else 0.0
+
+    total, slot, placed = 0.0, 0, []
+    for value in sorted({float(estimated[s]) for s in systems}, reverse=True):
+        group = [s for s in systems if float(estimated[s]) == value]
+        # expected C(i) of the slot t (0-based) of the group: the mean credit from the systems
+        # already placed above the group, plus 1/2 for each of the t tied systems above it
+        outside = sum(sum(credit(h, g) for h in placed) for g in group) / len(group)
+        for t in range(len(group)):
+            rank = slot + t + 1
+            if rank >= 2:
+                total += (outside + 0.5 * t) / (rank - 1)
+        slot += len(group)
+        placed += group
+    return 2.0 * total / (n - 1) - 1.0
+
+
+@dataclass(frozen=True)
+class KendallTau:
+    """Kendall's tau-b between the judge's and the humans' system scores (Kendall 1945; tau-b corrects
+    for ties), the TREC standard for "same system ordering" (Voorhees 2000). ``top``: only the ``top``
+    systems with the highest human scores (ties at the cut kept in the mapping's order), the question
+    a leaderboard asks: does the judge order the best systems correctly? nan when fewer than 2
+    (or fewer than ``top``) systems are scored by both. scipy.stats.kendalltau computes it."""
+
+    name: str
+    top: int | None = None
+
+    def __call__(self, judge: Mapping[str, float], human: Mapping[str, float]) -> float:
+        systems = _common(judge, human)
+        if self.top is not None:
+            if len(systems) < self.top:
+                return math.nan
+            systems = sorted(systems, key=lambda s: -float(human[s]))[: self.top]  # stable: ties keep order
+        if len(systems) < 2:
+            return math.nan
+        return kendall_tau(judge, human, systems)[0]
+
+
+@dataclass(frozen=True)
+class TauAP:
+    """tau_AP of the judge's ordering with the humans' as reference; see :func:`tau_ap`."""
+
+    name: str
+
+    def __call__(self, judge: Mapping[str, float], human: Mapping[str, float]) -> float:
+        return tau_ap(judge, human)
+
+
+@dataclass(frozen=True)
+class SpearmanRho:
+    """Spearman's rank correlation rho (Spearman 1904): Pearson's r of the two rank vectors (ties get
+    their mean rank), reported beside Kendall's tau in the LLMJudge overview. nan with fewer than 2
+    common systems or a constant ordering. scipy.stats.spearmanr computes it."""
+
+    name: str
+
+    def __call__(self, judge: Mapping[str, float], human: Mapping[str, float]) -> float:
+        systems = _common(judge, human)
+        if len(systems) < 2:
+            return math.nan
+        with warnings.catch_warnings():  # a constant ordering: scipy warns and returns nan
+            warnings.simplefilter("ignore")
+            return float(spearmanr([judge[s] for s in systems], [human[s] for s in systems]).statistic)
+
+
+ORDERING = (KendallTau("tau_all"), TauAP("tau_ap"), SpearmanRho("rho_all"), KendallTau("tau_top5", top=5))
+ORDERING_COLUMNS = [s.name for s in ORDERING]

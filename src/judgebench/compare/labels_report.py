@@ -1,0 +1,159 @@
+"""compare for labels-only runs (``judgebench.kind=labels``): the agreement table, one row per judge.
+
+A labels-only experiment (e.g. LLMJudge: human labels, no passages, no systems) has judge labels and
+human labels and nothing else, so the report is Table 2's label statistics, its figures, and one line
+saying what needs systems, instead of nDCG numbers nobody measured or a failure.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from judgebench import tracking
+from judgebench.compare import columns, figures, render, views
+from judgebench.compare.artifacts import Artifacts
+from judgebench.compare.collect import ORIGINAL, CompareError
+
+KIND = "labels"
+TAGS = ["dataset", "judge", "judge_family", "judge_model", "text_view"]
+TABLE = ["dataset", "judge", *columns.AGREEMENT, "labelled_pairs", "failed_pairs", *columns.SHARES]
+NEEDS_SYSTEMS = ("nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP, rho, tau_top5) and Tables 3-6 need systems: "
+                 "these runs are labels-only (job=labels_only: the dataset has no pool of passages or no rankers were run), "
+                 "so those tables are not reported.")
+
+
+def _search(client: MlflowClient, exp_id: str, kind: str, sweep: str | None, max_results: int = 1000):
+    filt = f"tags.`{tracking.TAG}kind` = '{kind}' and attributes.status = 'FINISHED'"
+    if sweep:
+        filt += f" and tags.`{tracking.TAG}sweep_id` = '{sweep}'"
+    page = None
+    while True:
+        runs = client.search_runs([exp_id], filter_string=filt, max_results=max_results, page_token=page)
+        yield from runs
+        page = runs.token
+        if not page or max_results == 1:
+            return
+
+
+def has_runs(client: MlflowClient, experiment: str, kind: str, sweep: str | None = None) -> bool:
+    """Whether the experiment has a finished run of this kind ("job", "labels")."""
+    exp = client.get_experiment_by_name(experiment)
+    return exp is not None and next(iter(_search(client, exp.experiment_id, kind, sweep, max_results=1)), None) is not None
+
+
+def collect(client: MlflowClient, experiment: str, sweep: str | None, datasets: list[str] | None,
+            judges: list[str] | None) -> pd.DataFrame:
+    """Latest finished labels-only run per (dataset, judge), selected like the grid's runs."""
+    exp = client.get_experiment_by_name(experiment)
+    rows = []
+    for r in _search(client, exp.experiment_id, KIND, sweep):
+        row = {c: r.data.tags.get(c) for c in TAGS}
+        row.update(r.data.metrics)
+        row.update(run_id=r.info.run_id, start_time=r.info.start_time)
+        rows.append(row)
+    frame = pd.DataFrame(rows)  # not empty: has_runs() found one
+    frame = frame.sort_values("start_time", kind="stable").drop_duplicates(["dataset", "judge"], keep="last")
+    frame["text_view"] = frame["text_view"].fillna(ORIGINAL)
+    if datasets:
+        frame = frame[frame["dataset"].isin(datasets)]
+    if judges:
+        frame = frame[frame["judge"].isin(judges)]
+    return frame.reset_index(drop=True)
+
+
+@dataclass
+class LabelsReport:
+    experiment: str
+    sweep: str | None
+    formats: tuple[str, ...]
+    runs: pd.DataFrame
+    table: pd.DataFrame
+    labels: pd.DataFrame
+    missing: pd.DataFrame
+    problems: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        judges = list(dict.fromkeys(self.table["judge"]))
+        parts = [
+            f"# judgebench compare: experiment {self.experiment!r}, labels-only runs" + (f", sweep {self.sweep!r}" if self.sweep else ""),
+            "",
+            f"{len(self.runs)} labels-only runs; datasets: {', '.join(dict.fromkeys(self.table['dataset']))}; "
+            f"{len(judges)} judges: {', '.join(judges)}.",
+            "\n## Table 2: agreement with the human labels per judge",
+        ]
+        for _, title, frame, integers in views.table2_blocks(self.table):
+            parts += [f"\n### {title}\n", render.markdown(frame, index=False, integers=integers)]
+        parts.append(f"\n{NEEDS_SYSTEMS}")
+        if len(self.missing):
+            parts.append(f"\n## Missing (dataset, judge) runs ({len(self.missing)}, no finished run)\n")
+            parts += [f"- {d} / judge={j}" for d, j in self.missing.itertuples(index=False)]
+        if self.problems:
+            parts += ["\n## Problems reading runs\n", *(f"- {p}" for p in self.problems)]
+        return "\n".join(parts) + "\n"
+
+
+def build(client: MlflowClient, experiment: str, sweep: str | None, options) -> LabelsReport | None:
+    """The labels-only report, or None when the experiment has no labels-only runs."""
+    if not has_runs(client, experiment, KIND, sweep):
+        return None
+    runs = collect(client, experiment, sweep, options.datasets, options.judges)
+    if runs.empty:
+        raise CompareError(f"experiment {experiment!r} has no labels-only runs for datasets={','.join(options.datasets or ['*'])} "
+                           f"judges={','.join(options.judges or ['*'])}")
+    art = Artifacts(client)
+    labels = art.labels(runs)
+    agreement = columns.agreement_table(labels)
+    usage = runs[["dataset", "judge"]].assign(labelled_pairs=runs.get("labelled_pairs"), failed_pairs=runs.get("calls_failed"))
+    table = usage.merge(agreement, on=["dataset", "judge"], how="left")[TABLE]
+    datasets = list(dict.fromkeys([*(options.datasets or []), *runs["dataset"]]))
+    judges = list(dict.fromkeys([*(options.judges or []), *runs["judge"]]))
+    have = set(zip(runs["dataset"], runs["judge"]))
+    missing = pd.DataFrame([c for c in itertools.product(datasets, judges) if c not in have], columns=["dataset", "judge"])
+    return LabelsReport(experiment, sweep, tuple(options.formats), runs, table, labels, missing, art.problems)
+
+
+def write(r: LabelsReport, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    fmt, files = set(r.formats), []
+    if "md" in fmt:
+        files.append(out / "report.md")
+        files[-1].write_text(r.markdown(), encoding="utf-8")
+    if "csv" in fmt:
+        files.append(out / "table2.csv")
+        r.table.to_csv(files[-1], index=False)
+    if "tex" in fmt:
+        for suffix, title, frame, integers in views.table2_blocks(r.table):
+            files.append(out / f"table2{suffix}.tex")
+            files[-1].write_text(render.latex(frame, f"Per judge: {title} (labels-only runs).", f"tab:table2{suffix.replace('_', '-')}",
+                                              index=False, integers=integers), encoding="utf-8")
+    if "png" in fmt:
+        files.append(figures.agreement_dots(r.table, out / "figure_agreement.png"))
+        files.append(figures.label_shares(r.table, out / "figure_label_distribution.png"))
+        if len(r.labels):
+            files.append(figures.confusion_grid(r.labels, out / "figure_confusion.png"))
+    r.files = files
+    return files
+
+
+def log_compare_run(client: MlflowClient, r: LabelsReport, files: list[Path]) -> str:
+    """A compare run (kind "compare") in the experiment: every statistic per (dataset, judge) as a metric."""
+    exp_id = client.get_experiment_by_name(r.experiment).experiment_id
+    run = tracking.JobRun(client, exp_id, f"compare-labels/{r.sweep or 'all'}",
+                          {f"{tracking.TAG}kind": "compare", f"{tracking.TAG}sweep_id": r.sweep or "all", "git_commit": tracking.git_commit()})
+    try:
+        metrics = {f"{c}.{row['dataset']}.{figures.slug(row['judge'])}": row[c] for _, row in r.table.iterrows()
+                   for c in [*columns.AGREEMENT, *columns.SHARES] if row[c] == row[c]}
+        run.log_metrics(metrics)
+        for f in files:
+            client.log_artifact(run.run_id, str(f))
+    except BaseException:
+        run.finish("FAILED")
+        raise
+    run.finish()
+    return run.run_id

@@ -1,0 +1,115 @@
+"""A labels-only job (``job: labels_only``): one judge's labels against the human labels, no rankers.
+
+Some collections have human labels but no passages and no pool of systems (LLMJudge); some questions
+need no systems (how well do these labels agree?). Such a job labels the dataset's label set with the
+judge and logs one MLflow run per (dataset, judge) with tag ``judgebench.kind=labels``: every agreement
+statistic of the grid cells as metrics, and the same label artifacts (``judge_labels.tsv``,
+``judge_qrels.txt``, ``judge_failures.tsv``), so compare reads them the same way. There are no nDCG or
+tau numbers, and none are made up.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from judgebench import tracking
+from judgebench.data.errors import DataError
+from judgebench.data.trec import write_qrels
+from judgebench.errors import UserError
+from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
+from judgebench.pipeline import JobOutcome, TooManyFailures, _file_text, _frame_text, config_hash, load_dataset, sweep_id
+
+log = logging.getLogger("judgebench")
+KIND = "labels"
+# What a labels-only job's result depends on: rankers, perturbations and rewriters play no part.
+SEMANTIC = ("job", "dataset", "judge", "max_failed_share")
+
+
+def job_config(cfg: DictConfig) -> DictConfig:
+    """The part of the config the job uses, resolved: hashed for resume, logged as params."""
+    return OmegaConf.create({k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
+                             for k in SEMANTIC if k in cfg})
+
+
+def run_labels_only(cfg: DictConfig) -> JobOutcome:
+    started = time.perf_counter()
+    if str(cfg.rewriter.get("name", "none")) != "none":
+        raise UserError(f"job=labels_only compares the labels of the original texts; rewriter={cfg.rewriter.name} is not used (drop it)")
+    used = job_config(cfg)
+    chash = config_hash(used)
+    tracking.ensure_sqlite_parent(cfg.tracking_uri)
+    client = tracking.MlflowClient(cfg.tracking_uri)
+    exp_id = tracking.get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
+    if not cfg.force:
+        done = tracking.find_finished(client, exp_id, chash)
+        if done:
+            log.info("skip %s / %s: finished run %s has this config (force=true reruns)", cfg.dataset.name, cfg.judge.name, done)
+            return JobOutcome("skipped-done", KIND, run_id=done)
+
+    dataset = load_dataset(cfg.dataset)
+    if get_class(cfg.judge._target_).reads_texts and not dataset.corpus:  # before instantiating: no model loads, no keys
+        raise DataError(f"dataset {dataset.name}", f"has no passage texts, and judge {cfg.judge.name} reads passages; a labels-only "
+                        "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
+    judge = instantiate(cfg.judge)
+    if cfg.get("dry_run"):
+        print(f"[dry run] {dataset.name} / labels / {judge.name}: labels-only job, {len(dataset.label_set())} pairs")
+        return JobOutcome("dry-run", KIND)
+    tags = {
+        f"{tracking.TAG}kind": KIND,
+        f"{tracking.TAG}config_hash": chash,
+        f"{tracking.TAG}sweep_id": sweep_id(cfg),
+        "dataset": dataset.name,
+        "judge": judge.name,
+        "judge_family": judge.family,
+        "judge_model": judge.model,
+        "rewriter": "none",
+        "text_view": "original",
+        "git_commit": tracking.git_commit(),
+    }
+    job = tracking.JobRun(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags)
+    try:
+        config = OmegaConf.to_container(used, resolve=True)
+        params, long_values = tracking.params_from_config(config)
+        job.log_params(params)
+        label_set = dataset.label_set()
+        result = judge.judge(label_set[["query_id", "doc_id"]], dataset, dataset.corpus)
+        agreement = label_agreement(result.qrels, label_set)
+        metrics = {
+            **{name: agreement[name] for name in AGREEMENT_COLUMNS},
+            "label_set_size": len(label_set),
+            "labelled_pairs": len(result.labels),
+            "n_queries": int(label_set["query_id"].nunique()),
+            **result.usage.as_metrics(),
+            "wall_time_s": time.perf_counter() - started,
+        }
+        job.log_metrics(metrics)
+        labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
+        files = {
+            "judge_labels.tsv": _frame_text(labels_out),
+            "judge_qrels.txt": _file_text(write_qrels, result.qrels),
+            "judge_failures.tsv": _frame_text(result.failed),
+            "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
+            "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
+        }
+        files.update({f"params/{k}.txt": v for k, v in long_values.items()})
+        job.log_files(files)
+        failed_share = result.usage.calls_failed / max(1, len(label_set))
+        limit = float(cfg.get("max_failed_share", 1.0))
+        if failed_share > limit:
+            raise TooManyFailures(
+                f"{dataset.name} / {judge.name}: {result.usage.calls_failed} of {len(label_set)} pairs ({failed_share:.1%}) "
+                f"have no label, above max_failed_share={limit:.1%}; the run is marked FAILED (the pairs are listed in "
+                f"its judge_failures.tsv)"
+            )
+        job.finish("FINISHED")
+    except BaseException:
+        job.finish("FAILED")
+        raise
+    log.info("%s | labels | judge=%-24s kappa=%.3f kappa_ge2=%.3f alpha_ordinal=%.3f (%d pairs, %.1fs)", dataset.name, judge.name,
+             metrics["kappa_graded"], metrics["kappa_ge2"], metrics["alpha_ordinal"], len(result.labels), metrics["wall_time_s"])
+    return JobOutcome("finished", KIND, run_id=job.run_id, metrics=metrics)

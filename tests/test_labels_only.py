@@ -1,0 +1,147 @@
+"""dataset=llmjudge and job=labels_only: label agreement without rankers, from run.py to compare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+from sklearn.metrics import cohen_kappa_score
+
+from cli_runner import ERROR_PREFIX, REPO, run, warm_store
+from judgebench.data.datasets import load_toy
+from judgebench.data.llmjudge import load_llmjudge
+
+LLMJUDGE = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmjudge"
+PICK = ["willia-umbrela1", "RMITIR-llama70B"]  # the second has two labels of 5
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    if not LLMJUDGE.is_dir():
+        pytest.fail(f"LLMJudge data not found at {LLMJUDGE}; expected shared/data/llmjudge beside the repository")
+    return warm_store(tmp_path_factory)
+
+
+def _args(store: Path, *extra: str) -> list[str]:
+    return [f"tracking_uri=sqlite:///{store}/mlflow.db", f"artifact_root={store}/artifacts", f"cache_dir={store}/cache",
+            "progress=false", *extra]
+
+
+def _read(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, sep=" ", names=["query_id", "it", "doc_id", "label"], dtype={"query_id": str, "doc_id": str})
+
+
+def test_the_dataset_is_every_human_labelled_pair():
+    ds = load_llmjudge(data_dir=str(LLMJUDGE))
+    raw = _read(LLMJUDGE / "llmjudge_test_qrel_idx.txt")
+    assert not ds.has_pool and ds.pool.empty and ds.corpus == {}
+    assert len(ds.label_set()) == len(raw) == 4423 and len(ds.queries) == raw["query_id"].nunique() == 25
+    assert ds.label_set()["relevance"].value_counts().sort_index().tolist() == [2005, 1233, 808, 377]
+    assert ds.queries["q49"] == "how does a bounty hunter make money"
+    assert ds.id_aliases["query"]["2040064"] == "q0" and len(ds.id_aliases["doc"]) > 4423
+    dev = load_llmjudge(data_dir=str(LLMJUDGE), split="dev")
+    assert len(dev.label_set()) == 7263 and not set(dev.queries) & set(ds.queries)
+    assert load_toy().has_pool  # the datasets with passages are unchanged
+
+
+def test_experiment_config_lists_the_33_submissions_with_the_clip_policy():
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["+experiment=llmjudge", f"dataset.data_dir={LLMJUDGE}"], return_hydra_config=True)
+    paths = [p.strip() for p in cfg.hydra.sweeper.params["judge.path"].split(",")]
+    assert sorted(Path(cfg.judge.root, p) for p in paths) == sorted(LLMJUDGE.glob("submissions/*.txt")) and len(paths) == 33
+    assert cfg.job == "labels_only" and cfg.judge.out_of_range == "clip" and cfg.experiment_name == "llmjudge"
+    assert cfg.dataset._target_.endswith("load_llmjudge")
+
+
+def test_labels_only_sweep_then_compare(store, tmp_path):
+    paths = ",".join(f"submissions/{p}.txt" for p in PICK)
+    common = ["job=labels_only", "dataset=llmjudge", f"dataset.data_dir={LLMJUDGE}", "judge=qrels", f"judge.root={LLMJUDGE}"]
+    # without the clip policy the RMITIR file stops at its first 5, naming file and line; the other cell runs
+    res = run(["-m", *_args(store, "experiment_name=lj", *common, f"judge.path={paths}")], cwd=tmp_path)
+    assert res.rc == 2 and f"{LLMJUDGE}/submissions/RMITIR-llama70B.txt:2449: query q0 doc p3021: label 5 is outside 0..3" in res.err, res
+    res = run(["-m", *_args(store, "experiment_name=lj", *common, f"judge.path={paths}", "judge.out_of_range=clip")], cwd=tmp_path)
+    assert res.rc == 0, res
+    client = MlflowClient(f"sqlite:///{store}/mlflow.db")
+    exp = client.get_experiment_by_name("lj").experiment_id
+    runs = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'labels' and attributes.status = 'FINISHED'")
+    # willia-umbrela1 ran in both sweeps: another policy is another config, so another run
+    assert sorted(r.data.tags["judge"] for r in runs) == sorted([*PICK, "willia-umbrela1"])
+    runs = [r for r in runs if r.data.params["judge.out_of_range"] == "clip"]
+    assert sorted(r.data.tags["judge"] for r in runs) == sorted(PICK)
+    human = _read(LLMJUDGE / "llmjudge_test_qrel_idx.txt")
+    for r in runs:
+        # a second computation: plain pandas join of the two files, clamped as the organisers did, sklearn's kappa
+        both = human.merge(_read(LLMJUDGE / "submissions" / f"{r.data.tags['judge']}.txt"), on=["query_id", "doc_id"])
+        j, h = both["label_y"].clip(0, 3), both["label_x"]
+        m = r.data.metrics
+        assert m["kappa_graded"] == pytest.approx(cohen_kappa_score(h, j))
+        assert m["kappa_ge1"] == pytest.approx(cohen_kappa_score(h >= 1, j >= 1))
+        assert m["kappa_ge3"] == pytest.approx(cohen_kappa_score(h >= 3, j >= 3))
+        assert m["kappa_quadratic"] == pytest.approx(cohen_kappa_score(h, j, weights="quadratic"))
+        assert m["judge_share_0"] == pytest.approx((j == 0).mean()) and m["human_share_3"] == pytest.approx(377 / 4423)
+        assert m["label_set_size"] == 4423 == m["labelled_pairs"] and m["calls_failed"] == 0
+        names = {a.path for a in client.list_artifacts(r.info.run_id)}
+        assert {"judge_labels.tsv", "judge_qrels.txt", "judge_failures.tsv", "config.yaml"} <= names and "run.trec" not in names
+        assert "ranker.name" not in r.data.params
+    # the same cells again: found in MLflow, skipped
+    res = run(["-m", *_args(store, "experiment_name=lj", *common, f"judge.path={paths}", "judge.out_of_range=clip")], cwd=tmp_path)
+    assert res.rc == 0 and res.out.count("skipped-done") == 2, res
+
+    out = tmp_path / "out"
+    res = run(["experiment=lj", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}"], cwd=tmp_path, module="judgebench.compare")
+    assert res.rc == 0, res
+    t2 = pd.read_csv(out / "table2.csv").set_index("judge")
+    assert list(t2.index) == PICK  # one row per submission, in run order
+    by_judge = {r.data.tags["judge"]: r.data.metrics for r in runs}
+    for judge in PICK:
+        for c in ("kappa_graded", "kappa_linear", "kappa_ge2", "alpha_ordinal", "alpha_interval", "kappa_query_median", "judge_share_2"):
+            assert t2.loc[judge, c] == pytest.approx(by_judge[judge][c]), c  # recomputed from the labels artifact
+    assert "tau_all" not in t2.columns and "ndcg10_judge" not in t2.columns
+    assert "nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP, rho, tau_top5) and Tables 3-6 need systems" in res.out
+    assert "| llmjudge  | willia-umbrela1" in res.out
+    for name in ("report.md", "table2.tex", "table2_labels.tex", "figure_agreement.png", "figure_label_distribution.png",
+                 "figure_confusion.png"):
+        assert (out / name).stat().st_size > 0, name
+
+
+def test_llmjudge_refuses_what_needs_passages(store, tmp_path):
+    base = _args(store, "experiment_name=refuse", "dataset=llmjudge", f"dataset.data_dir={LLMJUDGE}")
+    res = run([*base, "ranker=oracle"], cwd=tmp_path)  # a grid cell: nothing to rank
+    assert res.rc == 2 and res.error_lines == [f"{ERROR_PREFIX} dataset llmjudge: has human labels but no passages and no pool of "
+                                               "systems, so there is nothing to rank; compare judges on its labels in a labels-only "
+                                               "experiment (job=labels_only, e.g. python run.py -m +experiment=llmjudge)"], res
+    res = run([*base, "job=labels_only", "judge=gpt_4o_mini"], cwd=tmp_path)  # an LLM judge needs the passages
+    assert res.rc == 2 and "has no passage texts, and judge gpt_4o_mini reads passages" in res.err, res
+
+
+def test_llmjudge_needs_its_directory(store, tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if k != "JUDGEBENCH_LLMJUDGE_DIR"}
+    res = run(_args(store, "experiment_name=nodir", "job=labels_only", "dataset=llmjudge", "judge=human"), cwd=tmp_path, env=env)
+    assert res.rc == 2 and len(res.error_lines) == 1 and "set dataset.data_dir=DIR or JUDGEBENCH_LLMJUDGE_DIR=DIR" in res.err, res
+
+
+def test_labels_only_on_a_dataset_with_passages_and_unknown_jobs(store, tmp_path):
+    # labels-only needs no pool, but runs on one too: toy's label set under the simulated judge
+    res = run(_args(store, "experiment_name=toylab", "job=labels_only", "judge=simulated"), cwd=tmp_path)
+    assert res.rc == 0, res
+    client = MlflowClient(f"sqlite:///{store}/mlflow.db")
+    (r,) = client.search_runs([client.get_experiment_by_name("toylab").experiment_id])
+    assert r.data.tags["judgebench.kind"] == "labels" and r.data.metrics["label_set_size"] == len(load_toy().label_set())
+    # beside a grid cell of the same judge: compare writes both reports, with the same label statistics
+    res = run(_args(store, "experiment_name=toylab", "ranker=oracle", "judge=simulated"), cwd=tmp_path)
+    assert res.rc == 0, res
+    out = tmp_path / "out"
+    res = run(["experiment=toylab", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", "bootstrap=0", "log=false"],
+              cwd=tmp_path, module="judgebench.compare")
+    assert res.rc == 0, res
+    grid, labels = pd.read_csv(out / "table2.csv").set_index("judge"), pd.read_csv(out / "labels" / "table2.csv").set_index("judge")
+    assert (out / "table1_toy.csv").exists() and list(labels.index) == ["simulated"]
+    for c in ("kappa_graded", "kappa_ge3", "alpha_interval", "kappa_query_iqr", "judge_share_1"):
+        assert labels.loc["simulated", c] == grid.loc["simulated", c], c
+    res = run(_args(store, "experiment_name=toylab", "job=labels"), cwd=tmp_path)
+    assert res.rc == 2 and "job=labels: expected one of grid_cell, content_bias, labels_only" in res.err, res
+    res = run(_args(store, "experiment_name=toylab", "job=labels_only", "rewriter=smollm2"), cwd=tmp_path)
+    assert res.rc == 2 and "rewriter=smollm2 is not used" in res.err, res
