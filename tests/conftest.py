@@ -1,17 +1,47 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, and the rule for data that lives outside the repository.
 
+The TREC DL qrels, topics and runs ship with the package (``trec_dl_files``). The MS MARCO passage
+texts and the LLMJudge collection do not: tests that need them read ``../shared/data/`` beside the
+checkout. Without it they skip with a reason that says how to enable them; under CI (``CI`` set) they
+fail instead, because a check nobody ran must not look like a check that passed.
+"""
+
+import os
 from pathlib import Path
 
 import pytest
 
+from judgebench.data.trec_dl import SHIPPED
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+def need_shared(relative: str, what: str) -> Path:
+    """``../shared/<relative>``, or a skip (a failure under CI) naming how to provide it."""
+    path = SHARED / relative
+    if path.exists():
+        return path
+    message = (f"{what} not found at {path}: these are not part of the repository; put the project's shared data beside "
+               f"the checkout (../shared/{relative}) to run this test")
+    if os.environ.get("CI"):
+        pytest.fail(message + " (CI must run it)")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def trec_dl_files() -> Path:
+    """The TREC DL qrels, topics, BM25 runs and reranker runs shipped with the package."""
+    return SHIPPED
+
 
 @pytest.fixture(scope="session")
 def trec_dl_dir() -> Path:
-    """The real TREC DL data, laid out as ``shared/`` beside the repository (never copied into it).
+    """The full TREC DL directory, with the MS MARCO passage texts (not shipped)."""
+    return need_shared("data/trec-dl/passages", "the TREC DL passage texts (MS MARCO)").parent
 
-    Missing data is a failure, not a skip: a silently skipped check is a check nobody ran.
-    """
-    path = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trec-dl"
-    if not path.is_dir():
-        pytest.fail(f"TREC DL data directory not found at {path}; expected shared/data/trec-dl beside the repository")
-    return path
+
+@pytest.fixture(scope="session")
+def llmjudge_dir() -> Path:
+    """The LLMJudge challenge collection (not shipped: its labels' licence is not stated)."""
+    return need_shared("data/llmjudge", "the LLMJudge collection")

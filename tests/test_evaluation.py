@@ -135,10 +135,11 @@ HUMAN_TABLE1 = {  # the paper's human column (all qrels), unchanged by the evalu
 
 
 @pytest.fixture(scope="module")
-def dl_grid(tmp_path_factory, trec_dl_dir):
-    """dl19 + dl20 x 7 systems under the human judge and a judge that returns exactly the human labels."""
+def dl_grid(tmp_path_factory):
+    """dl19 + dl20 x 7 systems under the human judge and a judge that returns exactly the human labels, on the
+    shipped TREC DL files alone (no passage text is read: the judges read none)."""
     tmp = cli_runner.warm_store(tmp_path_factory)
-    env = {**os.environ, "JUDGEBENCH_TREC_DL_DIR": str(trec_dl_dir)}
+    env = {k: v for k, v in os.environ.items() if k != "JUDGEBENCH_TREC_DL_DIR"}
     common = ["-m", "dataset=dl19,dl20", f"+system={SYSTEMS}", "experiment_name=perfect", "progress=false",
               f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"artifact_root={tmp}/artifacts", f"cache_dir={tmp}/cache",
               f"hydra.sweep.dir={tmp}/multirun"]

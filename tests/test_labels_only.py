@@ -19,9 +19,8 @@ PICK = ["willia-umbrela1", "RMITIR-llama70B"]  # the second has two labels of 5
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    if not LLMJUDGE.is_dir():
-        pytest.fail(f"LLMJudge data not found at {LLMJUDGE}; expected shared/data/llmjudge beside the repository")
+def store(tmp_path_factory, llmjudge_dir):
+    assert llmjudge_dir == LLMJUDGE
     return warm_store(tmp_path_factory)
 
 
@@ -34,7 +33,7 @@ def _read(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, sep=" ", names=["query_id", "it", "doc_id", "label"], dtype={"query_id": str, "doc_id": str})
 
 
-def test_the_dataset_is_every_human_labelled_pair():
+def test_the_dataset_is_every_human_labelled_pair(llmjudge_dir):
     ds = load_llmjudge(data_dir=str(LLMJUDGE))
     raw = _read(LLMJUDGE / "llmjudge_test_qrel_idx.txt")
     assert not ds.has_pool and ds.pool.empty and ds.corpus == {}
@@ -47,7 +46,7 @@ def test_the_dataset_is_every_human_labelled_pair():
     assert load_toy().has_pool  # the datasets with passages are unchanged
 
 
-def test_experiment_config_lists_the_33_submissions_with_the_clip_policy():
+def test_experiment_config_lists_the_33_submissions_with_the_clip_policy(llmjudge_dir):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["+experiment=llmjudge", f"dataset.data_dir={LLMJUDGE}"], return_hydra_config=True)
     paths = [p.strip() for p in cfg.hydra.sweeper.params["judge.path"].split(",")]

@@ -155,7 +155,7 @@ def test_parse_label(text, label):
 
 
 def test_umbrela_prompt_is_word_for_word_and_braces_in_passages_are_safe(tmp_path):
-    reference = REPO.parent / "shared" / "reference" / "umbrela_zeroshot_bing.txt"
+    reference = REPO / "tests" / "data" / "umbrela_zeroshot_bing.txt"  # provenance in tests/data/README.md
     assert reference.is_file(), f"reference prompt missing at {reference}"
     template = load_prompt("umbrela_bing")
     assert template.text == reference.read_text(encoding="utf-8")

@@ -147,11 +147,10 @@ def test_query_with_only_unjudged_docs_is_zero():
 
 
 def _data_dir() -> Path:
-    d = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl"
-    if not (d / "qrels.dl19-passage.txt").is_file():
-        pytest.fail(f"TREC DL data not found at {d} (expected shared/data/trec-dl "
-                    "beside the repository)")
-    return d
+    """The TREC DL qrels and runs shipped with the package."""
+    from judgebench.data.trec_dl import SHIPPED
+
+    return SHIPPED
 
 
 def _read_run(path: Path) -> pd.DataFrame:

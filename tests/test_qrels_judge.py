@@ -16,7 +16,7 @@ from judgebench.data.errors import DataError
 from judgebench.data.llmjudge import load_llmjudge
 from judgebench.judges.qrels_file import QrelsFileJudge
 
-LLMJUDGE = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmjudge"
+LLMJUDGE = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmjudge"  # read through the llmjudge_dir fixture
 SUBMISSIONS = LLMJUDGE / "submissions"
 
 
@@ -26,10 +26,8 @@ def toy():
 
 
 @pytest.fixture(scope="module")
-def llmjudge():
-    if not LLMJUDGE.is_dir():
-        pytest.fail(f"LLMJudge data not found at {LLMJUDGE}; expected shared/data/llmjudge beside the repository")
-    return load_llmjudge(data_dir=str(LLMJUDGE))
+def llmjudge(llmjudge_dir):
+    return load_llmjudge(data_dir=str(llmjudge_dir))
 
 
 def _write(tmp_path: Path, text: str, name: str = "labels.txt") -> Path:
@@ -224,12 +222,12 @@ def test_sweep_over_files_and_reproducing_the_live_judge(store, tmp_path):
             assert (math.isnan(x) and math.isnan(y)) or x == y, (name, c)
 
 
-def test_dl19_cell_with_the_human_qrels_file_as_judge(store, tmp_path, trec_dl_dir):
+def test_dl19_cell_with_the_human_qrels_file_as_judge(store, tmp_path, trec_dl_files):
     # the NIST qrels file read as a judge file labels more pairs than the label set (ignored) and all of it,
     # so it is the human judge (the qrels restricted to the label set, read by another code path): kappa 1
     # and the same judge-side nDCG@10, with no calls
-    base = _args(store, "experiment_name=dl19file", "dataset=dl19", f"dataset.data_dir={trec_dl_dir}", "ranker=oracle")
-    res = run([*base, "judge=qrels", f"judge.path={trec_dl_dir / 'qrels.dl19-passage.txt'}"], cwd=tmp_path)
+    base = _args(store, "experiment_name=dl19file", "dataset=dl19", "ranker=oracle")
+    res = run([*base, "judge=qrels", f"judge.path={trec_dl_files / 'qrels.dl19-passage.txt'}"], cwd=tmp_path)
     assert res.rc == 0, res
     res = run([*base, "judge=human"], cwd=tmp_path)
     assert res.rc == 0, res

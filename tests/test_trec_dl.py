@@ -18,9 +18,10 @@ FACTS = {  # year: (queries, pool ∩ qrels, BM25, Perfect, RankGPT, RankVicuna)
 
 
 @pytest.fixture(scope="module", params=[2019, 2020])
-def dl(request, trec_dl_dir):
+def dl(request):
+    """The shipped files only: nothing in this module reads a passage text."""
     year = request.param
-    return year, load_trec_dl(f"dl{year % 100}", year, data_dir=str(trec_dl_dir))
+    return year, load_trec_dl(f"dl{year % 100}", year)
 
 
 def test_counts(dl):
@@ -46,19 +47,22 @@ def test_oracles_score_and_order_as_the_paper(dl):
     assert all(a > b for a, b in zip(values, values[1:])), dict(zip([n for n, _ in ORACLES], values))
 
 
-def test_real_llm_reranker_runs(dl, trec_dl_dir):
+def test_real_llm_reranker_runs(dl, trec_dl_files):
     year, ds = dl
     for stem, expected in (("rankgpt-gpt-3.5-turbo", FACTS[year][4]), ("rankvicuna-7b", FACTS[year][5])):
-        path = trec_dl_dir / "reranker-runs" / f"{stem}.bm25top100.dl{year % 100}.trec"
+        path = trec_dl_files / "reranker-runs" / f"{stem}.bm25top100.dl{year % 100}.trec"
         run = RunFileRanker(name=stem, kind="llm", path=str(path)).rank(ds, ds.corpus)
         assert per_query_ndcg(run, ds.qrels)["value"].mean() == pytest.approx(expected, abs=1e-3)
 
 
-def test_file_mode_needs_all_four_files_and_online_mode_fails_clearly(trec_dl_dir, tmp_path, monkeypatch):
-    with pytest.raises(DataError, match="needs all four of topics, qrels, pool, passages"):
-        load_trec_dl("dl19", 2019, qrels=str(trec_dl_dir / "qrels.dl19-passage.txt"))
+def test_texts_are_read_only_when_needed_and_online_mode_fails_clearly(trec_dl_files, tmp_path, monkeypatch):
+    # one file overridden, the rest shipped; without passages the corpus says how to get them when read
+    ds = load_trec_dl("dl19", 2019, qrels=str(trec_dl_files / "qrels.dl19-passage.txt"))
+    assert len(ds.label_set()) == 2257 and ds.summary()["corpus"].startswith("not available")
+    with pytest.raises(DataError, match=r"passage texts of dl19 are not shipped .* dataset.data_dir=DIR or JUDGEBENCH_TREC_DL_DIR"):
+        ds.corpus[ds.pool["doc_id"].iloc[0]]
     with pytest.raises(DataError, match="year 2021 is not a TREC DL passage year"):
-        load_trec_dl("dl21", 2021, data_dir=str(trec_dl_dir))
+        load_trec_dl("dl21", 2021)
     import socket
 
     try:  # with network access this would download the MS MARCO index (2 GB): only check the offline error
@@ -68,9 +72,14 @@ def test_file_mode_needs_all_four_files_and_online_mode_fails_clearly(trec_dl_di
         pass
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "ird"))
     with pytest.raises(DataError, match="ir_datasets could not provide msmarco-passage/trec-dl-2019/judged"):
-        load_trec_dl("dl19", 2019, cache_dir=str(tmp_path))  # no network here: the download fails
+        load_trec_dl("dl19", 2019, cache_dir=str(tmp_path), online=True)  # no network here: the download fails
 
 
-def test_qrels_of_another_dataset_are_refused(trec_dl_dir):
+def test_qrels_of_another_dataset_are_refused(trec_dl_files):
     with pytest.raises(DataError, match="no query of these qrels is in the topics"):
-        load_trec_dl("dl19", 2019, data_dir=str(trec_dl_dir), qrels=str(trec_dl_dir / "qrels.dl20-passage.txt"))
+        load_trec_dl("dl19", 2019, qrels=str(trec_dl_files / "qrels.dl20-passage.txt"))
+
+
+def test_the_passage_texts_load_from_a_data_dir(trec_dl_dir):
+    ds = load_trec_dl("dl19", 2019, data_dir=str(trec_dl_dir))
+    assert ds.summary()["corpus"] == ds.pool["doc_id"].nunique() == 4297 and all(ds.corpus[d] for d in ds.pool["doc_id"])

@@ -259,7 +259,9 @@ YEARS = {  # year: (qrels, topics, bm25 run, judged queries, qrels lines, topics
 
 
 @pytest.mark.parametrize("year", sorted(YEARS))
-def test_real_trec_dl(trec_dl_dir: Path, year: str) -> None:
+def test_real_trec_dl(trec_dl_files: Path, year: str) -> None:
+    """The TREC DL files shipped with the package."""
+    trec_dl_dir = trec_dl_files
     qrels_f, topics_f, run_f, n_queries, n_qrels, n_topics = YEARS[year]
     qrels = read_qrels(trec_dl_dir / qrels_f)
     assert (qrels["query_id"].nunique(), len(qrels)) == (n_queries, n_qrels)
@@ -276,17 +278,23 @@ def test_real_trec_dl(trec_dl_dir: Path, year: str) -> None:
     for _, hits in run.groupby("query_id", sort=False):
         assert hits["rank"].tolist() == list(range(1, 101))
 
-    passages = read_passages(trec_dl_dir / "passages" / f"bm25.{year}.top100.passages.json")
-    assert set(run["doc_id"]) <= set(passages)
-    assert all(passages[d].strip() for d in run["doc_id"])
-
     for reranker in sorted((trec_dl_dir / "reranker-runs").glob(f"*.{year}.trec")):
         reranked = read_run(reranker)
         assert len(reranked) == len(run), reranker.name
         assert set(zip(reranked["query_id"], reranked["doc_id"])) == set(zip(run["query_id"], run["doc_id"]))
 
 
-def test_real_dl20_tied_scores(trec_dl_dir: Path) -> None:
+@pytest.mark.parametrize("year", sorted(YEARS))
+def test_real_trec_dl_passages(trec_dl_dir: Path, trec_dl_files: Path, year: str) -> None:
+    """The passage texts (not shipped) cover every pool document."""
+    run = read_run(trec_dl_files / YEARS[year][2])
+    passages = read_passages(trec_dl_dir / "passages" / f"bm25.{year}.top100.passages.json")
+    assert set(run["doc_id"]) <= set(passages)
+    assert all(passages[d].strip() for d in run["doc_id"])
+
+
+def test_real_dl20_tied_scores(trec_dl_files: Path) -> None:
+    trec_dl_dir = trec_dl_files
     run = read_run(trec_dl_dir / "bm25.dl20.top100.trec")
     q = run[run["query_id"] == "42255"].set_index("rank")["score"]
     assert q[18] == q[19] and q[23] == q[24] and q[59] == q[60]

@@ -18,5 +18,13 @@ def file_stem(path: str | None) -> str:
     return Path(str(path)).stem
 
 
+def trec_dl_file(relative: str) -> str:
+    """``${trec_dl_file:reranker-runs/NAME.trec}``: a TREC DL file shipped with the package."""
+    from judgebench.data.trec_dl import shipped_file
+
+    return shipped_file(relative)
+
+
 def register() -> None:
     OmegaConf.register_new_resolver("judge_stem", file_stem, replace=True)
+    OmegaConf.register_new_resolver("trec_dl_file", trec_dl_file, replace=True)

@@ -8,6 +8,7 @@ it can compare labels (a labels-only experiment), not rank systems.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 from importlib import resources
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from judgebench.data.corpus import UnavailableCorpus, available
 from judgebench.data.errors import DataError
 from judgebench.data.trec import check_queries_known, read_passages, read_qrels, read_run, read_topics
 
@@ -24,7 +26,7 @@ class Dataset:
     name: str
     queries: dict[str, str]
     qrels: pd.DataFrame  # query_id, doc_id, relevance
-    corpus: dict[str, str]  # doc_id -> text (at least every pool document)
+    corpus: Mapping[str, str]  # doc_id -> text (at least every pool document), or an UnavailableCorpus
     pool: pd.DataFrame  # query_id, doc_id, score, rank: the candidates every ranker reorders
     # How the pool was made, e.g. {"ranker": "bm25", "k1": 0.9, "b": 0.4, "depth": 100}.
     pool_provenance: dict = field(default_factory=dict)
@@ -34,6 +36,8 @@ class Dataset:
     has_pool: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
+        if not available(self.corpus):
+            return
         missing = sorted(set(self.pool["doc_id"]) - set(self.corpus))
         if missing:
             raise DataError(
@@ -60,7 +64,7 @@ class Dataset:
             "pool_size": len(self.pool),
             "pool_depth_max": int(self.pool.groupby("query_id").size().max()),
             "pool_judged": len(labels),
-            "corpus": len(self.corpus),
+            "corpus": len(self.corpus) if available(self.corpus) else "not available (no passage texts)",
             "pool_provenance": dict(self.pool_provenance),
         }
 
@@ -104,12 +108,14 @@ def from_files(
     topics: str | Path,
     qrels: str | Path,
     pool: str | Path,
-    passages: str | Path,
+    passages: str | Path | None,
     pool_provenance: dict | None = None,
+    passages_hint: str = "give the passages file",
     pool_depth: int | None = None,
     judged_only: bool = True,
 ) -> Dataset:
-    """A dataset from TREC files; queries without judgments are dropped when judged_only."""
+    """A dataset from TREC files; queries without judgments are dropped when judged_only. Without a
+    passages file the texts are an UnavailableCorpus: reading one fails with ``passages_hint``."""
     queries = read_topics(topics)
     qrels_df = read_qrels(qrels)
     if not set(qrels_df["query_id"]) & set(queries):
@@ -126,7 +132,7 @@ def from_files(
     pool_df = pool_df.reset_index(drop=True)
     if pool_df.empty:
         raise DataError(pool, "the pool has no entry for any judged query")
-    corpus = read_passages(passages)
+    corpus = read_passages(passages) if passages else UnavailableCorpus(f"dataset {name}", passages_hint)
     all_topics = frozenset(read_topics(topics))
     return Dataset(name, queries, qrels_df, corpus, pool_df, dict(pool_provenance or {}), all_topics)
 

@@ -1,12 +1,17 @@
-"""TREC Deep Learning 2019 / 2020 passage ranking, online (ir_datasets + Pyserini) or from files.
+"""TREC Deep Learning 2019 / 2020 passage ranking: shipped files, a data directory, or online.
 
-Online is what a user with internet runs; file mode (any source overridden by a path, or a
-`data_dir` laid out like the files the tests use) is what runs offline and in CI.
+The qrels, topics and BM25 top-100 runs ship with the package (``trec_dl_files/``, with their
+provenance), so ``dataset=dl19|dl20`` runs offline with no setting. The MS MARCO passage texts do
+not ship (non-commercial terms): they come from ``data_dir`` (or ``JUDGEBENCH_TREC_DL_DIR``, laid out
+like the shipped files plus ``passages/``), from ``passages=FILE``, or online (``online=true``:
+ir_datasets + Pyserini); without them the dataset's corpus is an UnavailableCorpus and only a
+component that reads text fails, with a line saying how to get them.
 """
 
 from __future__ import annotations
 
 import logging
+from importlib import resources
 from pathlib import Path
 
 from judgebench.data.datasets import Dataset, from_files
@@ -15,11 +20,26 @@ from judgebench.data.errors import DataError
 log = logging.getLogger("judgebench")
 
 IR_DATASETS_ID = {2019: "msmarco-passage/trec-dl-2019/judged", 2020: "msmarco-passage/trec-dl-2020/judged"}
-# File names inside a data_dir (the layout of the TREC DL files the tests read).
+# File names inside a data_dir (the layout of the shipped files, plus passages/).
 DEFAULT_FILES = {
     2019: {"topics": "topics.dl19-passage.txt", "qrels": "qrels.dl19-passage.txt", "pool": "bm25.dl19.top100.trec", "passages": "passages/bm25.dl19.top100.passages.json"},
     2020: {"topics": "topics.dl20.txt", "qrels": "qrels.dl20-passage.txt", "pool": "bm25.dl20.top100.trec", "passages": "passages/bm25.dl20.top100.passages.json"},
 }
+SHIPPED = Path(str(resources.files("judgebench.data") / "trec_dl_files"))
+
+
+def shipped_file(relative: str) -> str:
+    """The path of a file shipped in trec_dl_files/ (the OmegaConf resolver ``trec_dl_file``)."""
+    path = SHIPPED / relative
+    if not path.is_file():
+        raise DataError(path, "no such file among the TREC DL files shipped with judgebench")
+    return str(path)
+
+
+def _passages_hint(name: str, year: int) -> str:
+    return (f"the MS MARCO passage texts of {name} are not shipped with judgebench (non-commercial terms); give a directory "
+            f"holding {DEFAULT_FILES[year]['passages']} as dataset.data_dir=DIR or JUDGEBENCH_TREC_DL_DIR=DIR, a file as "
+            f"dataset.passages=FILE, or load online through ir_datasets with dataset.online=true")
 
 
 def load_trec_dl(
@@ -35,22 +55,22 @@ def load_trec_dl(
     b: float = 0.4,
     prebuilt_index: str = "msmarco-v1-passage",
     cache_dir: str | None = None,
+    online: bool = False,
 ) -> Dataset:
     if year not in IR_DATASETS_ID:
         raise DataError(f"dataset {name}", f"year {year} is not a TREC DL passage year; expected 2019 or 2020")
-    files = {"topics": topics, "qrels": qrels, "pool": pool, "passages": passages}
-    if data_dir:
-        root = Path(data_dir).expanduser()
-        if not root.is_dir():
-            raise DataError(root, f"dataset {name}: data_dir is not a directory")
-        files = {k: v or str(root / DEFAULT_FILES[year][k]) for k, v in files.items()}
-    if all(files.values()):
-        ds = from_files(name, **files, pool_provenance=file_pool_provenance(year, files["pool"], pool_depth), pool_depth=pool_depth)
-    elif any(files.values()):
-        unset = [k for k, v in files.items() if not v]
-        raise DataError(f"dataset {name}", f"file mode needs all four of topics, qrels, pool, passages (or data_dir); unset: {', '.join(unset)}")
-    else:
+    if online:
         ds = _load_online(name, year, pool_depth, k1, b, prebuilt_index, cache_dir)
+    else:
+        files = {"topics": topics, "qrels": qrels, "pool": pool, "passages": passages}
+        if data_dir:
+            root = Path(data_dir).expanduser()
+            if not root.is_dir():
+                raise DataError(root, f"dataset {name}: data_dir is not a directory")
+            files = {k: v or str(root / DEFAULT_FILES[year][k]) for k, v in files.items()}
+        files = {k: v or (str(SHIPPED / DEFAULT_FILES[year][k]) if k != "passages" else None) for k, v in files.items()}
+        ds = from_files(name, **files, pool_provenance=file_pool_provenance(year, files["pool"], pool_depth), pool_depth=pool_depth,
+                        passages_hint=_passages_hint(name, year))
     summary = ds.summary()
     log.info("dataset %s: %s", name, ", ".join(f"{k}={v}" for k, v in summary.items()))
     return ds
