@@ -12,13 +12,14 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from judgebench import errors
+from judgebench import errors, masking
 
 _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basic launcher runs them all here)
 
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> str:
+    masking.install_log_scrubbing()  # also in jobs started elsewhere (SLURM), which never run the __main__ block
     with errors.reported(cfg.get("tracking_uri")):
         errors.refuse_secrets_in_config(cfg)
         if cfg.get("job", "grid_cell") == "content_bias":
@@ -55,6 +56,7 @@ def _no_systems_in_sweep() -> str | None:
 
 
 if __name__ == "__main__":
+    masking.install_log_scrubbing()
     sys.argv = errors.strip_verbose(sys.argv)
     errors.refuse_secret_overrides(sys.argv[1:])
     try:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from judgebench.masking import ENV_NAME, register_secret_env
+
 
 class ConfigError(ValueError):
     """A configuration the user must fix (missing key, bad value): one clear line, no traceback."""
@@ -121,6 +123,9 @@ class APIBackend:
             raise ConfigError(f"max_retries={max_retries}, timeout_s={timeout_s}: expected max_retries >= 0 and timeout_s > 0")
         self.model, self.base_url = model, base_url
         self.key_envs = [api_key_env] if isinstance(api_key_env, str) else list(api_key_env or self.default_key_envs)
+        if any(not isinstance(n, str) or not ENV_NAME.match(n) for n in self.key_envs):
+            raise ConfigError("api_key_env: expected the name(s) of environment variables (e.g. OPENAI_API_KEY), not a key (the value is not shown)")
+        register_secret_env(*self.key_envs)  # its value is scrubbed from every message, log line and artifact
         self.temperature, self.top_p, self.max_output_tokens = float(temperature), float(top_p), int(max_output_tokens)
         self.max_concurrency, self.rpm, self.tpm = int(max_concurrency), requests_per_minute, tokens_per_minute
         self.max_retries, self.timeout_s = int(max_retries), float(timeout_s)
