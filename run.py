@@ -8,11 +8,12 @@ and the sweep goes on with the other cells, then exits 2. See src/judgebench/err
 """
 
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from judgebench import errors, masking
+from judgebench import cli_checks, errors, masking
 
 _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basic launcher runs them all here)
 
@@ -22,6 +23,9 @@ def main(cfg: DictConfig) -> str:
     masking.install_log_scrubbing()  # also in jobs started elsewhere (SLURM), which never run the __main__ block
     with errors.reported(cfg.get("tracking_uri")):
         errors.refuse_secrets_in_config(cfg)
+        from judgebench import settings
+
+        settings.validate(cfg)  # every typed setting, before any work
         if cfg.get("job", "grid_cell") == "content_bias":
             from judgebench.content_bias import run_content_bias
 
@@ -59,6 +63,8 @@ if __name__ == "__main__":
     masking.install_log_scrubbing()
     sys.argv = errors.strip_verbose(sys.argv)
     errors.refuse_secret_overrides(sys.argv[1:])
+    cli_checks.unset_empty_env()
+    cli_checks.refuse_unknown_options(sys.argv[1:], Path(__file__).resolve().parent / "conf", errors.PREFIX, errors.EXIT_CODE)
     try:
         main()
     except SystemExit as exc:

@@ -14,8 +14,11 @@ change in the config, the input files or the environment:
 * a setting a component does not take (``+judge.backend.foo=1``);
 * an MLflow tracking server that cannot be reached.
 
-Anything else is a bug and keeps its traceback. Hydra's own errors (unknown group option, with the valid
-options listed; bad override syntax) are Hydra's messages and exit code 1.
+Before Hydra starts, ``run.py`` also refuses an unknown group option (``judge=gpt5``: one line naming the
+valid options, exit 2, see cli_checks.py), and each job checks every typed setting (settings.py).
+
+Anything else is a bug and keeps its traceback. Hydra's remaining errors (bad override syntax) are Hydra's
+messages and exit code 1.
 
 Tracebacks on demand: ``--verbose`` anywhere on the ``run.py`` command line (taken off before Hydra parses
 it; it sets ``JUDGEBENCH_VERBOSE=1`` so that jobs started elsewhere, e.g. by SLURM, inherit it) or
