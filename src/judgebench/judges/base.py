@@ -20,6 +20,7 @@ class JudgeUsage:
     cost_usd_labels: float = 0.0  # what the labels cost when they were first made
     requests: int = 0  # HTTP requests sent, retries included
     retries: int = 0
+    answers_multiple_scores: int = 0  # answers holding more than one "final score" (they must agree, see parsing.py)
     truncated: int = 0  # passages cut to fit the model's context (local judges), counted from the labels' records
     errors: dict[str, int] = field(default_factory=dict)  # by kind: 429, 5xx, timeout, malformed, unparsable
 

@@ -126,6 +126,8 @@ class FakeConfig:
     seed: int = 0                   # fault RNG seed; the RNG restarts on a new seed and on reset
     labels: dict[str, int] = field(default_factory=dict)
     prefer: list[str] = field(default_factory=list)
+    # judging prompts containing a substring get this answer text verbatim (first match wins)
+    answers: dict[str, str] = field(default_factory=dict)
     # API keys answered 401 with the key echoed in the error body, as some servers do
     reject_keys: list[str] = field(default_factory=list)
 
@@ -139,6 +141,8 @@ class FakeConfig:
         for key, value in kw.items():
             if key == "labels":
                 clean[key] = {str(k): int(v) for k, v in dict(value or {}).items()}
+            elif key == "answers":
+                clean[key] = {str(k): str(v) for k, v in dict(value or {}).items()}
             elif key in ("prefer", "reject_keys"):
                 clean[key] = [str(s) for s in (value or [])]
             elif key == "seed":
@@ -298,7 +302,10 @@ class FakeLLMApp:
         return outcome, body, prompt, config
 
     def _answer(self, outcome: str, prompt: str, config: FakeConfig) -> str:
-        return NOSCORE_TEXT if outcome == "noscore" else fake_answer(prompt, config.labels, config.prefer)
+        if outcome == "noscore":
+            return NOSCORE_TEXT
+        verbatim = next((v for k, v in config.answers.items() if k in prompt), None)
+        return verbatim if verbatim is not None else fake_answer(prompt, config.labels, config.prefer)
 
     # -- OpenAI
     async def _openai_chat(self, request: web.Request) -> web.Response:
