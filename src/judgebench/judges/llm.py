@@ -123,7 +123,7 @@ class LLMJudge(Judge):
                 self.backend, self.cache, [Call(c.key, c.prompt) for c in calls],
                 meta={"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version},
                 system=self.system, parse=parse_label, parse_attempts=self.parse_attempts,
-                progress=self.progress, desc=f"judging ({self.name})", reask_unparsed=self.retry_unparsable,
+                progress=self.progress, desc=f"judging ({self.name})", reask_unparsed=self.retry_unparsable, grades=True,
             )
         stats = self.backend.stats
         usage.requests, usage.retries = stats.requests, stats.retries
