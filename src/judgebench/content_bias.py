@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 from scipy.stats import ttest_rel  # noqa: E402
 
 from judgebench import tracking  # noqa: E402
+from judgebench.input_digests import input_digests  # noqa: E402
 from judgebench.metrics import per_query_ndcg  # noqa: E402
 from judgebench.rankers.oracle import OracleRanker  # noqa: E402
 from judgebench.rankers.perturbation import cut  # noqa: E402
@@ -182,6 +183,7 @@ def run_content_bias(cfg: DictConfig):
     config = OmegaConf.to_container(cfg, resolve=True)
     files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config)))
     files["summary.json"] = json.dumps(metrics, indent=2, default=float)
+    files["input_digests.json"] = json.dumps(input_digests(cfg), indent=1, sort_keys=True)
 
     tracking.ensure_sqlite_parent(cfg.tracking_uri)
     client = tracking.MlflowClient(cfg.tracking_uri)

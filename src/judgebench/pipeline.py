@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from judgebench import tracking
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels, write_run
+from judgebench.input_digests import input_digests
 from judgebench.metrics import label_agreement, per_query_ndcg
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation, cut
@@ -47,6 +48,7 @@ def config_hash(cfg: DictConfig) -> str:
         return node
 
     tree = strip(OmegaConf.to_container(cfg, resolve=True))
+    tree["input_digests"] = input_digests(cfg)  # file contents, not only paths: an edited qrels reruns its cell
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -221,6 +223,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             "per_query.csv": _frame_text(per_query, sep=","),
             "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
+            "input_digests.json": json.dumps(input_digests(cfg), indent=1, sort_keys=True),
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         files.update(rewrite_files)
