@@ -174,7 +174,7 @@ CASES = [
     case("max-failed-share-negative", _args("max_failed_share=-1"), "max_failed_share=-1", "expected a number between 0 and 1"),
     case("max-failed-share-word", _args("max_failed_share=lots"), "max_failed_share='lots'", "expected a number between 0 and 1"),
     case("max-failed-share-above-1", _args("max_failed_share=2"), "max_failed_share=2", "expected a number between 0 and 1"),
-    case("rewriter-max-failed-share", _args("rewriter=openai", "+rewriter.max_failed_share=1.5"), "rewriter.max_failed_share=1.5", "between 0 and 1 or null",
+    case("rewriter-max-failed-share", _args("rewriter=openai", "rewriter.max_failed_share=1.5"), "rewriter.max_failed_share=1.5", "between 0 and 1 or null",
          env={"OPENAI_API_KEY": "k"}),
     case("content-bias-per-level", _args("+experiment=content_bias", "content_bias.per_level=0"), "content_bias.per_level=0", "expected an integer >= 1"),
     # ---- dataset files (file mode)

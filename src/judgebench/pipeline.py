@@ -18,10 +18,12 @@ from omegaconf import DictConfig, OmegaConf
 from judgebench import tracking
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels, write_run
+from judgebench.dry_run import dry_run  # noqa: F401  (run_job's dry_run=true; asks nothing, rewrites included)
 from judgebench.input_digests import input_digests
 from judgebench.metrics import label_agreement, per_query_ndcg
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation, cut
+from judgebench.rewriters.report import rewrites_checked
 
 log = logging.getLogger("judgebench")
 
@@ -97,30 +99,6 @@ def _file_text(writer, frame: pd.DataFrame, **kw) -> str:
         return path.read_text(encoding="utf-8")
 
 
-_PLANNED: dict[str, tuple[int, float]] = {}  # call key -> (est. tokens, est. cost), across the jobs of a process
-
-
-def dry_run(cfg: DictConfig, dataset: Dataset, judge, rewriter, system: str) -> JobOutcome:
-    """Say what the cell would still cost after the cache, and spend nothing."""
-    texts = rewriter.rewrite(dataset)
-    pairs = dataset.label_set()[["query_id", "doc_id"]]
-    if not hasattr(judge, "plan"):
-        print(f"[dry run] {cfg.dataset.name} / {system} / {judge.name}: no calls (judge makes no LLM calls)")
-        return JobOutcome("dry-run", system)
-    plan = judge.plan(pairs, dataset, texts)
-    per_call = plan.est_cost_usd / max(1, len(plan.to_call))
-    for c in plan.to_call:
-        _PLANNED.setdefault(c.key, (len(c.prompt) // 4, per_call))
-    total_tokens = sum(t for t, _ in _PLANNED.values())
-    total_cost = sum(c for _, c in _PLANNED.values())
-    print(
-        f"[dry run] {cfg.dataset.name} / {system} / {judge.name}: {plan.pairs} pairs, {plan.cached} cached, "
-        f"{len(plan.to_call)} calls to make (~{plan.est_input_tokens} input tokens, ~${plan.est_cost_usd:.4f}); "
-        f"grid so far: {len(_PLANNED)} distinct calls, ~{total_tokens} input tokens, ~${total_cost:.4f}"
-    )
-    return JobOutcome("dry-run", system)
-
-
 def _ranker_truncated(ranker: Ranker) -> dict:
     """Documents a local-model ranker cut to fit its context in this job (absent when it scored nothing now)."""
     model = getattr(ranker, "_model", None)
@@ -181,12 +159,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         job.log_params(params)
 
         texts = rewriter.rewrite(dataset)
-        rewrite_files, rewrite_metrics = {}, {}
-        if rewriter.view != "original":
-            changed = [d for d in dataset.corpus if texts[d] != dataset.corpus[d]]
-            side = pd.DataFrame({"doc_id": changed, "original": [dataset.corpus[d] for d in changed], "rewritten": [texts[d] for d in changed]})
-            rewrite_files["rewrites.tsv"] = _frame_text(side)
-            rewrite_metrics = {"rewritten_docs": len(changed), "rewrite_failed": len(getattr(rewriter, "failed", {})), "rewrite_calls_made": getattr(rewriter, "made", 0)}
+        where = f"{cfg.dataset.name} / {system} / rewriter {rewriter.name}"
+        rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, float(cfg.get("max_failed_share", 1.0)), where)
         run = ranker.rank(dataset, texts)
         if ranker.perturbable:
             run = perturbation.apply(run)
