@@ -21,6 +21,17 @@ _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basi
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> str:
     masking.install_log_scrubbing()  # also in jobs started elsewhere (SLURM), which never run the __main__ block
+    try:
+        return _job(cfg)
+    except KeyboardInterrupt:
+        from judgebench import hydra_callbacks
+
+        hydra_callbacks.record_interrupted()
+        errors.interrupted(errors.sweep_cell()[1] or None)
+        raise
+
+
+def _job(cfg: DictConfig) -> str:
     with errors.reported(cfg.get("tracking_uri")):
         errors.refuse_secrets_in_config(cfg)
         from judgebench import settings
@@ -69,6 +80,9 @@ if __name__ == "__main__":
         main()
     except SystemExit as exc:
         sys.exit(errors.exit_code(exc))
+    except KeyboardInterrupt:  # Ctrl-C: one line (what stopped, what is kept, how to resume), exit 130
+        errors.interrupted()
+        sys.exit(errors.INTERRUPTED_CODE)
     message = _no_systems_in_sweep()
     if message:
         print(errors.PREFIX + message, file=sys.stderr)

@@ -61,6 +61,7 @@ from judgebench.cache_schema import problem as record_problem
 log = logging.getLogger(__name__)
 
 STALE_TEMP_S = 3600.0
+STORED: Counter[str] = Counter()  # entries written by this process, per cache root (the Ctrl-C message)
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 _TMP_SUFFIX = ".tmp"
 
@@ -215,6 +216,7 @@ class CallCache:
         self._write(self.path_for(key), {"sha256": _checksum(payload), "payload": payload})
         self._warned.discard(self.path_for(key))
         self.puts += 1
+        STORED[str(self.root)] += 1
 
     def _write(self, path: Path, envelope: dict, fsync_dir: bool = True) -> None:
         data = _canon(envelope).encode("utf-8")

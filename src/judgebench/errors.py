@@ -339,6 +339,26 @@ def reported(tracking_uri: str | None = None) -> Iterator[None]:
         raise SystemExit(EXIT_CODE) from None
 
 
+INTERRUPTED_CODE = 130
+_INTERRUPTED: list[str] = []  # the line, once printed
+
+
+def interrupted(cell: str | None = None) -> str:
+    """Ctrl-C: one line saying what stopped, what is kept, and how to resume; printed once (stderr)."""
+    if not _INTERRUPTED:
+        from judgebench.cache import STORED
+
+        roots = ", ".join(sorted(STORED)) or "none written"
+        line = (
+            f"judgebench: interrupted{f' during {cell}' if cell else ''}: {sum(STORED.values())} answers stored in the call "
+            f"cache ({roots}) are kept; rerun the same command to resume (finished cells are skipped, cached answers "
+            "are not paid again)"
+        )
+        _INTERRUPTED.append(line)
+        print(line, file=sys.stderr, flush=True)
+    return _INTERRUPTED[0]
+
+
 def exit_code(exc: SystemExit) -> int | str | None:
     """Hydra ends a multirun whose cell failed with sys.exit(1); with our CellError behind it, exit 2."""
     if exc.code == 1 and isinstance(exc.__context__, CellError):

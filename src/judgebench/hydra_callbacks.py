@@ -111,7 +111,7 @@ def read_records(directory: Path) -> list[dict]:
 
 
 def category(status: str) -> str:
-    if status == "failed" or status == "unknown":
+    if status in ("failed", "unknown", "interrupted"):
         return "failed"
     return "skipped" if status.startswith("skipped") else "ran"
 
@@ -159,6 +159,19 @@ def print_summary(directory: Path) -> dict | None:
     if summary["cells"]:
         print(format_summary(summary), flush=True)
     return summary
+
+
+def record_interrupted() -> None:
+    """Ctrl-C inside a multirun cell: record it (status interrupted), so the summary printed at exit shows it."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        hc = HydraConfig.get()
+        if hc.mode == RunMode.MULTIRUN and _SWEEP["dir"] is not None:
+            write_record(_SWEEP["dir"], hc.job.num, list(hc.overrides.task), "interrupted", "interrupted (Ctrl-C)")
+    except Exception:  # never mask the interrupt
+        pass
 
 
 def _print_at_exit() -> None:
