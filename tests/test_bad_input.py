@@ -296,3 +296,37 @@ def test_an_empty_cache_dir_variable_is_treated_as_unset(tmp_path):
     assert_one_clear_error(res, "set OPENAI_API_KEY")  # the run got as far as the judge, which made its cache
     assert not (tmp_path / "calls").exists() and not (tmp_path / "locks").exists()
     assert (tmp_path / ".cache" / "judgebench" / "calls").is_dir()
+
+
+def test_compare_sweep_id_with_a_quote_unusable_out_and_unreachable_server(tmp_path):
+    """A sweep id holding an apostrophe (a home directory such as /home/o'brien) selects its runs; an out= that
+    cannot be a directory and an unreachable tracking server are one line, exit 2, found before any work."""
+    import socket
+    import time
+
+    sweep = "/home/o'brien/multirun/1"
+    res = cli_runner.run(base_args(tmp_path, ["judge=human", "experiment_name=cmp_quote", f'sweep_id="{sweep}"']), cwd=tmp_path, env=clean_env())
+    assert res.rc == 0, str(res)
+    uri = f"sqlite:///{STORE['dir']}/mlflow.db"
+    res = cli_runner.run(["experiment=cmp_quote", f"sweep={sweep}", f"tracking_uri={uri}", "log=false", f"out={tmp_path}/cmp", "bootstrap=0"],
+                         cwd=tmp_path, env=clean_env(), module="judgebench.compare")
+    assert res.rc == 0 and "Perfect" in res.out, str(res)
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    res = cli_runner.run(["experiment=cmp_quote", f"tracking_uri={uri}", "log=false", f"out={blocker}/cmp"], cwd=tmp_path, env=clean_env(),
+                         module="judgebench.compare")
+    lines = [x for x in res.err.splitlines() if x.startswith("judgebench-compare:")]
+    assert res.rc == 2 and "Traceback" not in res.err and len(lines) == 1 and f"out={blocker}/cmp" in lines[0], str(res)
+    assert "Table" not in res.out  # found before the report was built
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    res = cli_runner.run(["experiment=x", f"tracking_uri=http://u:pw-planted-77@127.0.0.1:{port}", "log=false"], cwd=tmp_path, env=clean_env(),
+                         module="judgebench.compare")
+    lines = [x for x in res.err.splitlines() if x.startswith("judgebench-compare:")]
+    assert res.rc == 2 and len(lines) == 1 and "cannot be reached" in lines[0] and "Traceback" not in res.err, str(res)
+    assert f"http://***@127.0.0.1:{port}" in lines[0] and "pw-planted" not in res.err
+    assert time.monotonic() - started < 15

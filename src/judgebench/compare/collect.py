@@ -28,14 +28,15 @@ def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None
     if exp is None:
         names = sorted(e.name for e in client.search_experiments())
         raise CompareError(f"no MLflow experiment named {experiment!r}; experiments in this store: {', '.join(names) or 'none'}")
+    # The sweep is matched here, not in the filter string: sweep ids are paths and may hold quotes.
     filt = f"tags.`{TAG}kind` = 'job' and attributes.status = 'FINISHED'"
-    if sweep:
-        filt += f" and tags.`{TAG}sweep_id` = '{sweep}'"
     rows = []
     page = None
     while True:
         runs = client.search_runs([exp.experiment_id], filter_string=filt, max_results=1000, page_token=page)
         for r in runs:
+            if sweep and r.data.tags.get(f"{TAG}sweep_id") != sweep:
+                continue
             row = {c: r.data.tags.get(c) for c in TAG_COLUMNS}
             row.update(r.data.metrics)
             row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"))
