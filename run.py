@@ -72,6 +72,7 @@ def _no_systems_in_sweep() -> str | None:
 
 if __name__ == "__main__":
     masking.install_log_scrubbing()
+    errors.count_stored_answers_from_now()
     sys.argv = errors.strip_verbose(sys.argv)
     errors.refuse_secret_overrides(sys.argv[1:])
     cli_checks.unset_empty_env()

@@ -343,10 +343,26 @@ INTERRUPTED_CODE = 130
 _INTERRUPTED: list[str] = []  # the line, once printed
 
 
+def count_stored_answers_from_now() -> None:
+    """The Ctrl-C line counts the answers this command stored (a forked process inherits its parent's count)."""
+    from judgebench.cache import STORED
+
+    STORED.clear()
+
+
 def interrupted(cell: str | None = None) -> str:
     """Ctrl-C: one line saying what stopped, what is kept, and how to resume; printed once (stderr)."""
     if not _INTERRUPTED:
+        import threading
+
         from judgebench.cache import STORED
+
+        import time
+
+        deadline = time.monotonic() + 3
+        for t in threading.enumerate():  # answers still being stored by writer threads: count them too
+            if t is not threading.current_thread() and not t.daemon:
+                t.join(timeout=max(0.0, deadline - time.monotonic()))
 
         roots = ", ".join(sorted(STORED)) or "none written"
         line = (

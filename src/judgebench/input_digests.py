@@ -98,8 +98,11 @@ def _save(path: Path, data: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps(data, indent=0, sort_keys=True), encoding="utf-8")
         os.replace(tmp, path)
-    except OSError:  # a read-only cache: digests are simply recomputed next time
-        tmp.unlink(missing_ok=True)
+    except OSError:  # an unusable cache dir (reported by the call cache): digests are recomputed next time
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
 
 
 def input_digests(cfg: DictConfig | dict) -> dict[str, str]:
