@@ -8,11 +8,12 @@ and the sweep goes on with the other cells, then exits 2. See src/judgebench/err
 """
 
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from judgebench import errors
+from judgebench import cli_checks, errors, masking
 
 JOBS = ("grid_cell", "content_bias", "labels_only")
 _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basic launcher runs them all here)
@@ -20,11 +21,26 @@ _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basi
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> str:
+    masking.install_log_scrubbing()  # also in jobs started elsewhere (SLURM), which never run the __main__ block
+    try:
+        return _job(cfg)
+    except KeyboardInterrupt:
+        from judgebench import hydra_callbacks
+
+        hydra_callbacks.record_interrupted()
+        errors.interrupted(errors.sweep_cell()[1] or None)
+        raise
+
+
+def _job(cfg: DictConfig) -> str:
     with errors.reported(cfg.get("tracking_uri")):
         errors.refuse_secrets_in_config(cfg)
+        from judgebench import settings
+
         kind = cfg.get("job", "grid_cell")
         if kind not in JOBS:
             raise errors.UserError(f"job={kind}: expected one of {', '.join(JOBS)}")
+        settings.validate(cfg)  # every typed setting, before any work
         if kind == "content_bias":
             from judgebench.content_bias import run_content_bias
 
@@ -63,12 +79,19 @@ def _no_systems_in_sweep() -> str | None:
 
 
 if __name__ == "__main__":
+    masking.install_log_scrubbing()
+    errors.count_stored_answers_from_now()
     sys.argv = errors.strip_verbose(sys.argv)
     errors.refuse_secret_overrides(sys.argv[1:])
+    cli_checks.unset_empty_env()
+    cli_checks.refuse_unknown_options(sys.argv[1:], Path(__file__).resolve().parent / "conf", errors.PREFIX, errors.EXIT_CODE)
     try:
         main()
     except SystemExit as exc:
         sys.exit(errors.exit_code(exc))
+    except KeyboardInterrupt:  # Ctrl-C: one line (what stopped, what is kept, how to resume), exit 130
+        errors.interrupted()
+        sys.exit(errors.INTERRUPTED_CODE)
     message = _no_systems_in_sweep()
     if message:
         print(errors.PREFIX + message, file=sys.stderr)

@@ -3,8 +3,8 @@
 Each case runs ``python run.py ARGS`` (forked from the warm test process by tests/cli_runner.py: the same
 code path as a new interpreter, ~0.3 s instead of ~4 s of imports; the plain-interpreter form is checked
 too) or the compare CLI. A judgebench error is exactly one ``judgebench: error: <message>`` line on stderr
-and exit code 2, with no traceback; Hydra's own errors (unknown group option, listing the valid ones) are
-Hydra's message and exit code 1. ``--verbose`` / JUDGEBENCH_VERBOSE=1 / HYDRA_FULL_ERROR=1 show the traceback.
+and exit code 2, with no traceback (an unknown group option too, listing the valid ones); Hydra's own
+errors (bad override syntax) are Hydra's message and exit code 1. ``--verbose`` / JUDGEBENCH_VERBOSE=1 / HYDRA_FULL_ERROR=1 show the traceback.
 
 The dataset cases use the file-mode dataset (``dataset=dl19 dataset.data_dir=null dataset.topics=...
 dataset.qrels=... dataset.pool=... dataset.passages=...``) on three toy queries written to tmp, one file
@@ -121,6 +121,12 @@ def _ranks_scores_disagree(files: dict[str, Path], tmp: Path) -> list[str]:
     return [*file_mode(files), "ranker=runfile", "ranker.name=MySystem", f"ranker.path={run}"]
 
 
+def _drop_passage(files: dict[str, Path], tmp: Path) -> list[str]:
+    lines = files["passages"].read_text(encoding="utf-8").splitlines(keepends=True)
+    files["passages"].write_text("".join(lines[:3] + lines[4:]), encoding="utf-8")
+    return file_mode(files)
+
+
 def _missing(files: dict[str, Path], tmp: Path) -> list[str]:
     files["qrels"] = tmp / "no-such-qrels.txt"
     return file_mode(files)
@@ -132,8 +138,10 @@ def case(id: str, edit: Edit, *phrases: str, rc: int = 2, env: dict[str, str] | 
 
 CASES = [
     # ---- config
-    case("unknown-group-option", _args("judge=gpt5"), "Could not find 'judge/gpt5'", "Available options in 'judge'", "gpt_4o_mini", "simulated", rc=1),
-    case("unknown-dataset-name", _args("dataset=dl21"), "Could not find 'dataset/dl21'", "dl19", "dl20", "toy", rc=1),
+    case("unknown-group-option", _args("judge=gpt5"), "judge=gpt5: no such judge", "valid options:", "gpt_4o_mini", "simulated"),
+    case("unknown-dataset-name", _args("dataset=dl21"), "dataset=dl21: no such dataset", "dl19, dl20, llmjudge, toy"),
+    case("unknown-option-in-a-sweep", _args("-m", "judge=human,gpt5"), "judge=gpt5: no such judge"),
+    case("unknown-experiment", _args("+experiment=dmeo"), "experiment=dmeo: no such experiment", "demo"),
     case("no-api-key-openai", _args("judge=gpt_4o_mini"), "needs an API key", "set OPENAI_API_KEY"),
     case("no-api-key-gemini", _args("judge=gemini_flash"), "needs an API key", "GEMINI_API_KEY or GOOGLE_API_KEY"),
     case("negative-concurrency", _args("judge=gpt_4o_mini", "judge.backend.max_concurrency=-1"), "judge.backend", "max_concurrency=-1", "expected an integer >= 1",
@@ -152,7 +160,25 @@ CASES = [
     case("missing-model-directory", _args("judge=smollm2", "judge.model_spec.model=/nonexistent/model-dir"), "/nonexistent/model-dir", "no such file or directory"),
     case("content-bias-without-rewriter", _args("+experiment=content_bias", "rewriter=none", "judge=simulated"), "content_bias needs an LLM rewriter"),
     case("secret-as-override", _args("+judge.backend.api_key=sk-not-a-real-key"), "judge.backend.api_key", "environment only"),
+    # ---- values of the wrong type or range: checked before any work, one line naming the key
+    case("swaps-not-a-list", _args("perturbation=swap_1", "perturbation.swaps=3"), "perturbation.swaps=3", "expected a list of ranks (integers >= 1)"),
+    case("concurrency-not-a-number", _args("judge=gpt_4o_mini", "judge.backend.max_concurrency=abc"), "judge.backend.max_concurrency='abc'", "expected an integer >= 1",
+         env={"OPENAI_API_KEY": "k"}),
+    case("timeout-not-a-number", _args("judge=gpt_4o_mini", "judge.backend.timeout_s=fast"), "judge.backend.timeout_s='fast'", "expected a positive number",
+         env={"OPENAI_API_KEY": "k"}),
+    case("depth-not-a-number", _args("ranker.depth=ten"), "ranker.depth='ten'", "expected an integer >= 1 or null"),
+    case("parse-attempts-not-a-number", _args("judge=gpt_4o_mini", "judge.parse_attempts=many"), "judge.parse_attempts='many'", "expected an integer >= 1",
+         env={"OPENAI_API_KEY": "k"}),
+    case("noise-not-a-number", _args("judge=simulated", "judge.noise=loud"), "judge.noise='loud'", "expected a number >= 0"),
+    case("empty-experiment-name", _args("experiment_name="), "experiment_name=''", "expected a non-empty name"),
+    case("max-failed-share-negative", _args("max_failed_share=-1"), "max_failed_share=-1", "expected a number between 0 and 1"),
+    case("max-failed-share-word", _args("max_failed_share=lots"), "max_failed_share='lots'", "expected a number between 0 and 1"),
+    case("max-failed-share-above-1", _args("max_failed_share=2"), "max_failed_share=2", "expected a number between 0 and 1"),
+    case("rewriter-max-failed-share", _args("rewriter=openai", "rewriter.max_failed_share=1.5"), "rewriter.max_failed_share=1.5", "between 0 and 1 or null",
+         env={"OPENAI_API_KEY": "k"}),
+    case("content-bias-per-level", _args("+experiment=content_bias", "content_bias.per_level=0"), "content_bias.per_level=0", "expected an integer >= 1"),
     # ---- dataset files (file mode)
+    case("pool-doc-without-passage", _drop_passage, "pool.trec:", "has no passage text in", "passages.jsonl"),
     case("empty-pool", _rewrite("pool", lambda t: ""), "pool.trec", "no run lines"),
     case("qrels-of-another-dataset", _rewrite("qrels", lambda t: t.replace("q0", "90")), "qrels.txt", "another dataset"),
     case("qrels-line-with-3-fields", _rewrite("qrels", _line(2, lambda s: " ".join(s.split()[:3]) + "\n")), "qrels.txt:2", "expected 4 fields", "got 3"),
@@ -164,7 +190,9 @@ CASES = [
     case("empty-passage-text", _empty_passage, "passages.jsonl:3", "empty text"),
     case("non-utf8-byte", _non_utf8, "passages.jsonl:2", "invalid UTF-8 byte 0xe9"),
     case("missing-file", _missing, "no-such-qrels.txt", "file not found"),
-    case("file-mode-with-a-file-unset", lambda f, t: [*file_mode(f)[:-1], "dataset.passages=null"], "file mode needs all four", "unset: passages"),
+    # no passages file: fine until a component reads a text (here BM25 re-indexing a pool that is not its own run)
+    case("texts-needed-but-no-passages", lambda f, t: [*file_mode(f)[:-1], "dataset.passages=null", "ranker=bm25"],
+         "dataset dl19: passage texts are needed here but not available", "dataset.passages=FILE"),
 ]
 
 
@@ -262,3 +290,46 @@ def test_a_passage_longer_than_the_context_is_truncated_warned_and_counted(tmp_p
     assert run.data.metrics["truncated"] == long_pairs
     summary = client.get_run(run.data.tags["judgebench.judge_summary"])
     assert summary.data.metrics["labelled_pairs"] == len(label_set)
+
+
+def test_an_empty_cache_dir_variable_is_treated_as_unset(tmp_path):
+    """JUDGEBENCH_CACHE_DIR= (empty) must not put calls/ and locks/ in the working directory."""
+    args = [a for a in base_args(tmp_path, ["judge=gpt_4o_mini"]) if not a.startswith("cache_dir=")]
+    res = cli_runner.run(args, cwd=tmp_path, env=clean_env(JUDGEBENCH_CACHE_DIR=""))
+    assert_one_clear_error(res, "set OPENAI_API_KEY")  # the run got as far as the judge, which made its cache
+    assert not (tmp_path / "calls").exists() and not (tmp_path / "locks").exists()
+    assert (tmp_path / ".cache" / "judgebench" / "calls").is_dir()
+
+
+def test_compare_sweep_id_with_a_quote_unusable_out_and_unreachable_server(tmp_path):
+    """A sweep id holding an apostrophe (a home directory such as /home/o'brien) selects its runs; an out= that
+    cannot be a directory and an unreachable tracking server are one line, exit 2, found before any work."""
+    import socket
+    import time
+
+    sweep = "/home/o'brien/multirun/1"
+    res = cli_runner.run(base_args(tmp_path, ["judge=human", "experiment_name=cmp_quote", f'sweep_id="{sweep}"']), cwd=tmp_path, env=clean_env())
+    assert res.rc == 0, str(res)
+    uri = f"sqlite:///{STORE['dir']}/mlflow.db"
+    res = cli_runner.run(["experiment=cmp_quote", f"sweep={sweep}", f"tracking_uri={uri}", "log=false", f"out={tmp_path}/cmp", "bootstrap=0"],
+                         cwd=tmp_path, env=clean_env(), module="judgebench.compare")
+    assert res.rc == 0 and "Perfect" in res.out, str(res)
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    res = cli_runner.run(["experiment=cmp_quote", f"tracking_uri={uri}", "log=false", f"out={blocker}/cmp"], cwd=tmp_path, env=clean_env(),
+                         module="judgebench.compare")
+    lines = [x for x in res.err.splitlines() if x.startswith("judgebench-compare:")]
+    assert res.rc == 2 and "Traceback" not in res.err and len(lines) == 1 and f"out={blocker}/cmp" in lines[0], str(res)
+    assert "Table" not in res.out  # found before the report was built
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    res = cli_runner.run(["experiment=x", f"tracking_uri=http://u:pw-planted-77@127.0.0.1:{port}", "log=false"], cwd=tmp_path, env=clean_env(),
+                         module="judgebench.compare")
+    lines = [x for x in res.err.splitlines() if x.startswith("judgebench-compare:")]
+    assert res.rc == 2 and len(lines) == 1 and "cannot be reached" in lines[0] and "Traceback" not in res.err, str(res)
+    assert f"http://***@127.0.0.1:{port}" in lines[0] and "pw-planted" not in res.err
+    assert time.monotonic() - started < 15

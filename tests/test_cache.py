@@ -404,3 +404,82 @@ def test_cli_errors_exit_2_with_one_line(tmp_path, capsys):
     assert main(["import", str(tmp_path / "missing.gz"), "--root", str(tmp_path / "c")]) == 2
     assert "missing.gz" in capsys.readouterr().err
     assert main(["bogus"]) == 2
+
+
+# -- record schema: a valid checksum is not a valid entry ----------------------------
+
+
+def _judge_entry(key: str, record: dict) -> dict:
+    """An entry as another tool (or an older judgebench) might have written it: checksum right, record not."""
+    payload = {"key": key, "meta": {"backend": "openai", "model": "gpt-4o-mini", "prompt_version": "umbrela_bing@x"},
+               "record": record, "written_at": 1.0}
+    payload = json.loads(cache_mod._canon(payload))
+    return {"sha256": cache_mod._checksum(payload), "payload": payload}
+
+
+GOOD = {"text": "##final score: 2", "parsed": 2, "input_tokens": 10, "output_tokens": 4, "latency_s": 0.1, "attempts": 1}
+BAD = {
+    "no-tokens": {"text": "##final score: 2", "parsed": 2},
+    "label-7": {**GOOD, "parsed": 7, "text": "##final score: 7"},
+    "label-bool": {**GOOD, "parsed": True},
+    "text-not-str": {**GOOD, "text": 3},
+    "no-parsed": {k: v for k, v in GOOD.items() if k != "parsed"},
+}
+
+
+def test_import_and_verify_report_entries_that_break_the_record_schema(tmp_path, caplog, capsys):
+    keys = [_key(prompt=f"p{i}") for i in range(len(BAD) + 1)]
+    export = tmp_path / "shared.jsonl.gz"
+    with gzip.open(export, "wt", encoding="utf-8") as f:
+        f.write(json.dumps(_judge_entry(keys[0], GOOD)) + "\n")
+        for key, record in zip(keys[1:], BAD.values()):
+            f.write(json.dumps(_judge_entry(key, record)) + "\n")
+    cache = CallCache(tmp_path / "imported")
+    with caplog.at_level(logging.WARNING):
+        added, skipped = cache.import_(export)
+    assert (added, skipped, cache.last_import_corrupt) == (1, len(BAD), len(BAD))
+    warned = [r.getMessage() for r in caplog.records if "invalid entry skipped" in r.getMessage()]
+    assert len(warned) == len(BAD) and any("line 3" in w and "parsed" in w for w in warned), warned
+    assert cache.get(keys[0]) == GOOD
+
+    # the same entries planted directly in a cache directory: verify names each, reading one is a miss
+    planted = CallCache(tmp_path / "planted")
+    for key, record in zip(keys, [GOOD, *BAD.values()]):
+        planted._write(planted.path_for(key), _judge_entry(key, record))
+    bad_paths = {planted.path_for(k) for k in keys[1:]}
+    assert set(planted.verify()) == bad_paths
+    assert main(["verify", "--root", str(tmp_path / "planted")]) == 1
+    out = capsys.readouterr().out
+    assert all(str(p) in out for p in bad_paths) and f"{len(BAD)} corrupt entries found" in out
+    assert all(planted.get(k) is None for k in keys[1:]) and keys[1] not in planted
+
+
+def test_a_bad_shared_entry_is_a_warned_miss_at_run_time_never_a_crash_or_a_label(tmp_path, monkeypatch, caplog):
+    import pandas as pd
+
+    from judgebench.data.datasets import load_toy
+    from judgebench.judges.llm import LLMJudge
+    from judgebench.judges.prompts import load_prompt
+    from judgebench.llm.api import OpenAIBackend
+    from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    toy = load_toy()
+    pairs = toy.label_set()[["query_id", "doc_id"]].head(len(BAD) + 1).reset_index(drop=True)
+    template = load_prompt("umbrela_bing")
+    with FakeLLMServer() as srv:
+        backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url)
+        judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(tmp_path), progress=False)
+        prompts = [template.render(query=toy.queries[q], passage=toy.corpus[d]) for q, d in pairs.itertuples(index=False)]
+        for prompt, record in zip(prompts, [GOOD, *BAD.values()]):
+            key = judge.key_for(prompt)
+            judge.cache._write(judge.cache.path_for(key), _judge_entry(key, record))
+        with caplog.at_level(logging.WARNING):
+            result = judge.judge(pairs, toy, toy.corpus)
+        assert srv.stats()["requests"] == len(BAD)  # each bad entry asked again, the good one read
+    got = dict(zip(zip(result.labels["query_id"], result.labels["doc_id"]), result.labels["relevance"]))
+    assert got[tuple(pairs.iloc[0])] == 2  # the good entry's label
+    for (q, d), prompt in list(zip(pairs.itertuples(index=False), prompts))[1:]:
+        assert got[(q, d)] == fake_label(prompt)  # the server's, never 7
+    assert sum("invalid cache entry" in r.getMessage() for r in caplog.records) == len(BAD)
+    assert isinstance(result.labels, pd.DataFrame) and result.failed.empty

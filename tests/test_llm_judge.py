@@ -145,13 +145,42 @@ def test_bad_backend_settings_are_config_errors():
     ("text", "label"),
     [
         ("##final score: 2", 2), ("## Final Score: **3**", 3), ("M: 2\nT: 1\n##final score:1", 1),
-        ("final score - 0", 0), ("##final score: 2\n##final score: 3", 3), ("2", 2), ("**1**", 1),
+        ("final score - 0", 0), ("2", 2), ("**1**", 1),
         ("I think it is relevant.", None), ("##final score: 7", None), ("", None), (None, None),
         ("##final score: 2.5", None), ("score 3/3", None),
+        # trailing punctuation
+        ("##final score: 2.", 2), ("##final score: 3!", 3), ("##final score: **1**.", 1), ("Final score: 0;", 0),
+        # several scores: they must agree, else the answer has no score (re-asked, then a failure)
+        ("##final score: 2\n##final score: 3", None), ("##final score: 1 ... '##final score: 3'", None),
+        ("##final score: 2 (so: ##final score: 2.)", 2), ("##final score: 1\n##final score: 7", None),
     ],
 )
 def test_parse_label(text, label):
     assert parse_label(text) == label
+
+
+def test_answers_with_several_scores_are_counted(server, small, tmp_path, monkeypatch):
+    """The fake server answers one pair with two agreeing scores and one with two conflicting ones."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    server.reset()
+    judge = make_judge(server, tmp_path)
+    judge.parse_attempts = 1
+    pairs = small.label_set()[["query_id", "doc_id"]]
+    texts = dict(small.corpus)
+    first, second = pairs["doc_id"].iloc[0], pairs["doc_id"].iloc[1]
+    texts[first] += " AGREE"
+    texts[second] += " CONFLICT"
+    server.configure(answers={"AGREE": "##final score: 2\nso: ##final score: 2.", "CONFLICT": "##final score: 1 or ##final score: 3"})
+    try:
+        result = judge.judge(pairs, small, texts)
+    finally:
+        server.configure(answers={})
+    several = int(pairs["doc_id"].isin([first, second]).sum())  # each doc is in the label set of several queries
+    assert several >= 2 and result.usage.answers_multiple_scores == several
+    labels = result.labels.groupby("doc_id")["relevance"].agg(set).to_dict()
+    assert labels[first] == {2} and second not in labels
+    failed = result.failed[result.failed["doc_id"] == second]
+    assert len(failed) == (pairs["doc_id"] == second).sum() and set(failed["error"]) == {"unparsable"}
 
 
 def test_umbrela_prompt_is_word_for_word_and_braces_in_passages_are_safe(tmp_path):

@@ -56,9 +56,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from judgebench.cache_schema import problem as record_problem
+
 log = logging.getLogger(__name__)
 
 STALE_TEMP_S = 3600.0
+STORED: Counter[str] = Counter()  # entries written by this process, per cache root (the Ctrl-C message)
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 _TMP_SUFFIX = ".tmp"
 
@@ -112,6 +115,7 @@ class CallCache:
         self.corrupt_seen = 0
         self.last_import_corrupt = 0
         self._warned: set[Path] = set()
+        self.reasons: dict[Path, str] = {}  # why each entry found by a scan is unusable
 
     # -- paths ---------------------------------------------------------------
     def path_for(self, key: str) -> Path:
@@ -155,13 +159,19 @@ class CallCache:
             ok = False
         if not ok:
             raise _Corrupt(path)
+        invalid = record_problem(payload)
+        if invalid:
+            raise _Corrupt(path, invalid)
         return payload
 
-    def _report_corrupt(self, path: Path) -> None:
+    def _report_corrupt(self, path: Path, reason: str | None = None) -> None:
         if path not in self._warned:
             self._warned.add(path)
             self.corrupt_seen += 1
-            log.warning("corrupt cache entry %s (checksum/format mismatch); treated as a miss", path)
+            if reason:
+                log.warning("invalid cache entry %s (%s); treated as a miss", path, reason)
+            else:
+                log.warning("corrupt cache entry %s (checksum/format mismatch); treated as a miss", path)
 
     def get(self, key: str) -> dict | None:
         """The stored record, or None on miss or corrupt entry (warned once per file).
@@ -171,7 +181,7 @@ class CallCache:
         try:
             payload = self._load(key)
         except _Corrupt as c:
-            self._report_corrupt(c.path)
+            self._report_corrupt(c.path, c.reason)
             payload = None
         if payload is None:
             self.misses += 1
@@ -206,6 +216,7 @@ class CallCache:
         self._write(self.path_for(key), {"sha256": _checksum(payload), "payload": payload})
         self._warned.discard(self.path_for(key))
         self.puts += 1
+        STORED[str(self.root)] += 1
 
     def _write(self, path: Path, envelope: dict, fsync_dir: bool = True) -> None:
         data = _canon(envelope).encode("utf-8")
@@ -260,7 +271,8 @@ class CallCache:
             path = self.path_for(key)
             try:
                 payload = self._load(key, path)
-            except _Corrupt:
+            except _Corrupt as c:
+                self.reasons[path] = c.reason or "checksum/format mismatch"
                 yield path, None
                 continue
             if payload is not None:  # None: removed since listing
@@ -360,10 +372,14 @@ class CallCache:
                         )
                     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
                         ok = False
-                    if not ok:
+                    invalid = record_problem(payload) if ok else None
+                    if not ok or invalid:
                         corrupt += 1
                         skipped += 1
-                        log.warning("%s line %d: corrupt entry skipped", path, lineno)
+                        if invalid:
+                            log.warning("%s line %d: invalid entry skipped (%s)", path, lineno, invalid)
+                        else:
+                            log.warning("%s line %d: corrupt entry skipped", path, lineno)
                         continue
                     if not overwrite and key in self:
                         skipped += 1
@@ -383,9 +399,9 @@ class CallCache:
 
 
 class _Corrupt(Exception):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, reason: str | None = None) -> None:
         super().__init__(str(path))
-        self.path = path
+        self.path, self.reason = path, reason
 
 
 def _fsync_dir(d: Path) -> None:

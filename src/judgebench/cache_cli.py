@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "verify":
             bad = cache.verify(remove_corrupt=args.remove)
             for p in bad:
-                print(f"corrupt: {p}")
+                print(f"corrupt: {p} ({cache.reasons.get(p, 'checksum/format mismatch')})")
             action = "removed" if args.remove else "found"
             print(f"{len(bad)} corrupt entr{'y' if len(bad) == 1 else 'ies'} {action} in {cache.root}")
             return 1 if bad and not args.remove else 0

@@ -25,7 +25,9 @@ from scipy.stats import ttest_rel  # noqa: E402
 
 from judgebench import tracking  # noqa: E402
 from judgebench.evaluation import cut, evaluate  # noqa: E402
+from judgebench.input_digests import input_digests  # noqa: E402
 from judgebench.rankers.oracle import OracleRanker  # noqa: E402
+from judgebench.rewriters.report import check_rewrite_failures, rewrite_report  # noqa: E402
 
 log = logging.getLogger("judgebench")
 LEVELS = (0, 1, 2, 3)
@@ -55,8 +57,10 @@ def label_distribution(sample: pd.DataFrame, original: pd.DataFrame, rewritten: 
         merged = sample.merge(labels[["query_id", "doc_id", "relevance"]].rename(columns={"relevance": "judge"}), on=["query_id", "doc_id"])
         for level in LEVELS:
             counts = merged[merged["relevance"] == level]["judge"].value_counts()
+            if counts.sum() == 0:  # no labelled pair at this level: no row, rather than a distribution of zeros
+                continue
             rows.append({"view": view, "human": level, **{f"judge_{k}": int(counts.get(k, 0)) for k in LEVELS}})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["view", "human", *(f"judge_{k}" for k in LEVELS)])
 
 
 def distribution_figure(dist: pd.DataFrame, path, title: str) -> None:
@@ -92,6 +96,34 @@ def histogram_figure(diff: pd.Series, path, title: str) -> None:
     plt.close(fig)
 
 
+def _check_judge_failures(metrics: dict, limit: float, where: str) -> None:
+    from judgebench.pipeline import TooManyFailures
+
+    failed, asked = metrics["judge_calls_failed"], metrics["judge_pairs"]
+    share = failed / max(1, asked)
+    if share > limit:
+        raise TooManyFailures(
+            f"{where}: {failed} of {asked} judged pairs ({share:.1%}) have no label, above max_failed_share={limit:.1%}; "
+            "the run is marked FAILED (its answers are cached: a rerun asks again only for failed calls)"
+        )
+
+
+def _dry_run(cfg, dataset, judge, rewriter, pairs: pd.DataFrame, sample: pd.DataFrame):
+    """The job's rewrites and its three judgings (original, rewritten, injected), planned without asking anything."""
+    from judgebench.dry_run import plan_judging, plan_rewrites
+    from judgebench.pipeline import JobOutcome
+
+    where = f"content_bias / {dataset.name}"
+    texts, pending = plan_rewrites(rewriter, dataset, where, pairs["doc_id"].unique())
+    plan_judging(judge, pairs, dataset, dataset.corpus, set(), f"{where} (original)")
+    plan_judging(judge, pairs, dataset, texts, pending, f"{where} (rewritten)")
+    if cfg.content_bias.get("injection"):
+        zeros = sample[sample["relevance"] == 0][["query_id", "doc_id"]]
+        injected = {**dataset.corpus, **{d: f"{dataset.corpus[d]} {cfg.content_bias.injection}" for d in zeros["doc_id"]}}
+        plan_judging(judge, zeros, dataset, injected, set(), f"{where} (injection)")
+    return JobOutcome("dry-run", "content_bias")
+
+
 def run_content_bias(cfg: DictConfig):
     from judgebench.pipeline import JobOutcome, config_hash, load_dataset, sweep_id
 
@@ -114,6 +146,8 @@ def run_content_bias(cfg: DictConfig):
     log.info("content bias on %s: %d sampled pairs (%s per level), %d Perfect top-10 pairs, %d documents to rewrite",
              dataset.name, len(sample), sample["relevance"].value_counts().sort_index().to_dict(), len(top), pairs["doc_id"].nunique())
 
+    if cfg.get("dry_run"):
+        return _dry_run(cfg, dataset, judge, rewriter, pairs, sample)
     rewritten = rewriter.rewrite(dataset, pairs["doc_id"].unique())
     original = judge.judge(pairs, dataset, dataset.corpus)
     changed = judge.judge(pairs, dataset, rewritten)
@@ -156,9 +190,12 @@ def run_content_bias(cfg: DictConfig):
         metrics["injection_share_labelled_3"] = float((base["inj"] == 3).mean()) if len(base) else float("nan")
         files["injection_labels.tsv"] = base.to_csv(sep="\t", index=False)
 
-    metrics["rewrite_failed"] = len(rewriter.failed)
-    metrics["judge_calls_made"] = original.usage.calls_made + changed.usage.calls_made
-    metrics["judge_calls_failed"] = original.usage.calls_failed + changed.usage.calls_failed
+    rewrite_files, rewrite_metrics = rewrite_report(rewriter, dataset, rewritten, pairs["doc_id"].unique())
+    metrics.update({k: v for k, v in rewrite_metrics.items() if k != "rewritten_docs"})
+    judged = [original, changed, *([inj] if spec.get("injection") else [])]
+    metrics["judge_calls_made"] = sum(r.usage.calls_made for r in judged)
+    metrics["judge_calls_failed"] = sum(r.usage.calls_failed for r in judged)
+    metrics["judge_pairs"] = sum(len(r.labels) + r.usage.calls_failed for r in judged)
     metrics["wall_time_s"] = time.perf_counter() - started
 
     import tempfile
@@ -180,6 +217,7 @@ def run_content_bias(cfg: DictConfig):
     config = OmegaConf.to_container(cfg, resolve=True)
     files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config)))
     files["summary.json"] = json.dumps(metrics, indent=2, default=float)
+    files["input_digests.json"] = json.dumps(input_digests(cfg), indent=1, sort_keys=True)
 
     tracking.ensure_sqlite_parent(cfg.tracking_uri)
     client = tracking.MlflowClient(cfg.tracking_uri)
@@ -191,7 +229,14 @@ def run_content_bias(cfg: DictConfig):
     params, _ = tracking.params_from_config(config)
     job.log_params(params)
     job.log_metrics({k: v for k, v in metrics.items() if isinstance(v, (int, float)) and v == v})
-    job.log_files(files)
+    job.log_files({**files, "rewrite_failures.tsv": rewrite_files["rewrite_failures.tsv"]})
+    try:  # max_failed_share, as for grid cells: a judge that never scores (or a rewriter that fails) ends FAILED
+        where = f"content_bias / {dataset.name} / {judge.name}"
+        check_rewrite_failures(rewriter, float(cfg.get("max_failed_share", 1.0)), f"{where} / rewriter {rewriter.name}")
+        _check_judge_failures(metrics, float(cfg.get("max_failed_share", 1.0)), where)
+    except BaseException:
+        job.finish("FAILED")
+        raise
     job.finish()
     print(dist.to_markdown(index=False))
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}, indent=1))

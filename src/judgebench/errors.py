@@ -14,8 +14,11 @@ change in the config, the input files or the environment:
 * a setting a component does not take (``+judge.backend.foo=1``);
 * an MLflow tracking server that cannot be reached.
 
-Anything else is a bug and keeps its traceback. Hydra's own errors (unknown group option, with the valid
-options listed; bad override syntax) are Hydra's messages and exit code 1.
+Before Hydra starts, ``run.py`` also refuses an unknown group option (``judge=gpt5``: one line naming the
+valid options, exit 2, see cli_checks.py), and each job checks every typed setting (settings.py).
+
+Anything else is a bug and keeps its traceback. Hydra's remaining errors (bad override syntax) are Hydra's
+messages and exit code 1.
 
 Tracebacks on demand: ``--verbose`` anywhere on the ``run.py`` command line (taken off before Hydra parses
 it; it sets ``JUDGEBENCH_VERBOSE=1`` so that jobs started elsewhere, e.g. by SLURM, inherit it) or
@@ -47,8 +50,8 @@ VERBOSE_ENV = "JUDGEBENCH_VERBOSE"
 VERBOSE_FLAG = "--verbose"
 PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
-# A config key that holds a secret itself (not the NAME of the variable holding it, like api_key_env).
-from judgebench.masking import SECRET_KEY, mask_secrets  # noqa: E402  (one definition of what names a secret)
+# One definition of what names or holds a secret (not the NAME of the variable holding it, like api_key_env).
+from judgebench.masking import ENV_NAME, MASK, SECRET_KEY, is_secret_key, mask_secrets, mask_url, scrub, secret_values  # noqa: E402,F401
 
 log = logging.getLogger("judgebench")
 
@@ -97,45 +100,101 @@ def strip_verbose(argv: list[str]) -> list[str]:
 # --------------------------------------------------------------------------- secrets
 
 
-def secret_override(argv: Sequence[str]) -> str | None:
-    """The key of the first ``key=value`` override that carries a secret, else None."""
+def _names_in(value: str) -> list[str]:
+    """The variable names of an ``api_key_env`` override value: ``A``, ``[A,B]``, ``'A'``."""
+    return [v.strip().strip("'\"") for v in value.strip().strip("[]").split(",") if v.strip()]
+
+
+def _secret_problem(key: str, value: Any) -> str | None:
+    """What is wrong with a config entry that carries a secret (the value is never part of the answer)."""
+    if value in (None, "", MASK) or (isinstance(value, (list, dict)) and not value):
+        return None
+    last = key.rsplit(".", 1)[-1]
+    if last.lower().endswith("_env"):
+        names = value if isinstance(value, list) else _names_in(str(value))
+        if any(not isinstance(n, str) or not ENV_NAME.match(n) for n in names):
+            return "env"
+        return None
+    if is_secret_key(last):
+        return "secret"
+    text = str(value)
+    if mask_url(text) != text:
+        return "url"
+    if any(v in text for v in secret_values()):
+        return "value"
+    return None
+
+
+def secret_override(argv: Sequence[str]) -> tuple[str, str] | None:
+    """(key, problem) of the first ``key=value`` override that carries a secret, else None."""
     for arg in argv:
         if arg.startswith("-") or "=" not in arg:
             continue
         key, _, value = arg.partition("=")
         key = key.lstrip("+~")
-        if value.strip() and SECRET_KEY.search(key.rsplit(".", 1)[-1]) and not key.rsplit(".", 1)[-1].lower().endswith("_env"):
-            return key
+        problem = _secret_problem(key, value)
+        if problem:
+            return key, problem
     return None
 
 
-def _secret_paths(node: Any, prefix: str = "") -> Iterator[str]:
+def _secret_paths(node: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
     if isinstance(node, dict):
         for k, v in node.items():
             path = f"{prefix}{k}"
-            if isinstance(v, (dict, list)):
+            problem = _secret_problem(path, v) if not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env")) else None
+            if problem:
+                yield path, problem
+            elif isinstance(v, (dict, list)):
                 yield from _secret_paths(v, f"{path}.")
-            elif SECRET_KEY.search(str(k)) and v not in (None, "", "***"):
-                yield path
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            yield from _secret_paths(v, f"{prefix}{i}.")
+            if isinstance(v, (dict, list)):
+                yield from _secret_paths(v, f"{prefix}{i}.")
+            elif _secret_problem(f"{prefix}{i}", v) in ("url", "value"):
+                yield f"{prefix}{i}", "url"
 
 
-def _secret_message(key: str) -> str:
+def _secret_message(key: str, problem: str = "secret") -> str:
+    where = (
+        "they would be written to the run's output directory (.hydra/), MLflow and the shell history"
+    )
+    if problem == "env":
+        return (
+            f"{key}: expected the name of an environment variable (letters, digits and _, e.g. OPENAI_API_KEY), "
+            f"not a key (the value is not shown: {where}); set the variable and name it here"
+        )
+    if problem == "url":
+        return (
+            f"{key}: credentials inside a URL (user:password@) are not taken from the config or the command line ({where}); "
+            "put the URL in the environment instead (OPENAI_BASE_URL) or use a URL without them"
+        )
     return (
         f"{key}: API keys and other secrets are read from the environment only, never from the config or the "
-        "command line (they would be written to the run's output directory and the shell history); remove it and "
+        f"command line ({where}); remove it and "
         "set the variable the backend names instead (api_key_env, e.g. OPENAI_API_KEY or GEMINI_API_KEY)"
     )
 
 
 def refuse_secret_overrides(argv: Sequence[str]) -> None:
     """Before Hydra writes anything: a secret on the command line is one line, exit 2 (value never printed)."""
-    key = secret_override(argv)
-    if key is not None:
-        print(PREFIX + _secret_message(key), file=sys.stderr)
+    found = secret_override(argv)
+    if found is not None:
+        print(PREFIX + _secret_message(*found), file=sys.stderr)
         raise SystemExit(EXIT_CODE)
+
+
+def _mask_saved(node: Any, prefix: str = "") -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            path = f"{prefix}{k}"
+            bad = not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env")) and _secret_problem(path, v)
+            out[k] = MASK if bad else _mask_saved(v, f"{path}.")
+        return out
+    if isinstance(node, list):
+        return [_mask_saved(v, prefix) for v in node]
+    return scrub(node)
 
 
 def refuse_secrets_in_config(cfg) -> None:
@@ -143,7 +202,7 @@ def refuse_secrets_in_config(cfg) -> None:
     from omegaconf import OmegaConf
 
     tree = OmegaConf.to_container(cfg, resolve=False)
-    found = [p for p in _secret_paths(tree) if not p.startswith("hydra.")]
+    found = [(p, why) for p, why in _secret_paths(tree) if not p.startswith("hydra.")]
     if not found:
         return
     try:  # Hydra saved the composed config before the job started: mask the value there
@@ -152,10 +211,10 @@ def refuse_secrets_in_config(cfg) -> None:
         saved = Path(HydraConfig.get().runtime.output_dir) / HydraConfig.get().output_subdir / "config.yaml"
         if saved.is_file():
             data = OmegaConf.to_container(OmegaConf.load(saved), resolve=False)
-            OmegaConf.save(OmegaConf.create(mask_secrets(data)), saved)
+            OmegaConf.save(OmegaConf.create(_mask_saved(mask_secrets(data))), saved)
     except Exception:  # no Hydra context (tests) or output_subdir=null: nothing was saved
         pass
-    raise SecretInConfig(_secret_message(found[0]))
+    raise SecretInConfig(_secret_message(*found[0]))
 
 
 # --------------------------------------------------------------------------- classification
@@ -266,6 +325,7 @@ def reported(tracking_uri: str | None = None) -> Iterator[None]:
         message = user_message(exc, tracking_uri)
         if message is None:
             raise
+        message = scrub(message)
         multirun, cell = sweep_cell()
         if multirun:
             if verbose():
@@ -274,9 +334,45 @@ def reported(tracking_uri: str | None = None) -> Iterator[None]:
                 log.error("%s failed: %s", cell, message)
             raise CellError(f"{PREFIX}{cell}: {message}") from None
         if verbose():
-            traceback.print_exc()
+            print(scrub(traceback.format_exc()), file=sys.stderr, end="")
         print(PREFIX + message, file=sys.stderr, flush=True)
         raise SystemExit(EXIT_CODE) from None
+
+
+INTERRUPTED_CODE = 130
+_INTERRUPTED: list[str] = []  # the line, once printed
+
+
+def count_stored_answers_from_now() -> None:
+    """The Ctrl-C line counts the answers this command stored (a forked process inherits its parent's count)."""
+    from judgebench.cache import STORED
+
+    STORED.clear()
+
+
+def interrupted(cell: str | None = None) -> str:
+    """Ctrl-C: one line saying what stopped, what is kept, and how to resume; printed once (stderr)."""
+    if not _INTERRUPTED:
+        import threading
+
+        from judgebench.cache import STORED
+
+        import time
+
+        deadline = time.monotonic() + 3
+        for t in threading.enumerate():  # answers still being stored by writer threads: count them too
+            if t is not threading.current_thread() and not t.daemon:
+                t.join(timeout=max(0.0, deadline - time.monotonic()))
+
+        roots = ", ".join(sorted(STORED)) or "none written"
+        line = (
+            f"judgebench: interrupted{f' during {cell}' if cell else ''}: {sum(STORED.values())} answers stored in the call "
+            f"cache ({roots}) are kept; rerun the same command to resume (finished cells are skipped, cached answers "
+            "are not paid again)"
+        )
+        _INTERRUPTED.append(line)
+        print(line, file=sys.stderr, flush=True)
+    return _INTERRUPTED[0]
 
 
 def exit_code(exc: SystemExit) -> int | str | None:

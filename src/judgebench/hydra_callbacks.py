@@ -60,9 +60,11 @@ def sweep_dir(config: DictConfig) -> Path:
 
 
 def _write_json(path: Path, data: Any) -> None:
+    from judgebench.masking import scrub
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+    tmp.write_text(scrub(json.dumps(data, indent=1, default=str)), encoding="utf-8")  # no secret in a record
     tmp.replace(path)  # atomic: the submitter never reads half a record
 
 
@@ -74,12 +76,12 @@ def _short(exc: BaseException | str, lines: int = 1, limit: int = 300) -> str:
 
 def _masked(overrides: Sequence[str]) -> list[str]:
     """key=value overrides with secret-looking keys masked, as tracking.mask_secrets does for params."""
-    from judgebench.masking import MASK, SECRET_KEY
+    from judgebench.masking import MASK, is_secret_key, scrub
 
     out = []
     for o in overrides:
         key, sep, _ = str(o).partition("=")
-        out.append(f"{key}={MASK}" if sep and SECRET_KEY.search(key.rsplit(".", 1)[-1]) else str(o))
+        out.append(f"{key}={MASK}" if sep and is_secret_key(key) else scrub(str(o)))
     return out
 
 
@@ -109,7 +111,7 @@ def read_records(directory: Path) -> list[dict]:
 
 
 def category(status: str) -> str:
-    if status == "failed" or status == "unknown":
+    if status in ("failed", "unknown", "interrupted"):
         return "failed"
     return "skipped" if status.startswith("skipped") else "ran"
 
@@ -157,6 +159,19 @@ def print_summary(directory: Path) -> dict | None:
     if summary["cells"]:
         print(format_summary(summary), flush=True)
     return summary
+
+
+def record_interrupted() -> None:
+    """Ctrl-C inside a multirun cell: record it (status interrupted), so the summary printed at exit shows it."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        hc = HydraConfig.get()
+        if hc.mode == RunMode.MULTIRUN and _SWEEP["dir"] is not None:
+            write_record(_SWEEP["dir"], hc.job.num, list(hc.overrides.task), "interrupted", "interrupted (Ctrl-C)")
+    except Exception:  # never mask the interrupt
+        pass
 
 
 def _print_at_exit() -> None:

@@ -20,10 +20,13 @@ from judgebench import __version__, judge_summary, tracking
 from judgebench.data.datasets import Dataset
 from judgebench.data.errors import DataError
 from judgebench.data.trec import write_qrels, write_run
+from judgebench.dry_run import dry_run  # noqa: F401  (run_job's dry_run=true; asks nothing, rewrites included)
 from judgebench.evaluation import HUMAN, HUMAN_LABELSET, METRIC_VERSION, cut, evaluate, means, references
 from judgebench.identity import component_hash
+from judgebench.input_digests import input_digests
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
+from judgebench.rewriters.report import rewrites_checked
 
 log = logging.getLogger("judgebench")
 
@@ -52,6 +55,7 @@ def config_hash(cfg: DictConfig) -> str:
         return node
 
     tree = strip(OmegaConf.to_container(cfg, resolve=True))
+    tree["input_digests"] = input_digests(cfg)  # file contents, not only paths: an edited qrels reruns its cell
     tree = {"config": tree, "metric_version": METRIC_VERSION}
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -112,30 +116,6 @@ def _file_text(writer, frame: pd.DataFrame, **kw) -> str:
         path = Path(tmp) / "out"
         writer(frame, path, **kw)
         return path.read_text(encoding="utf-8")
-
-
-_PLANNED: dict[str, tuple[int, float]] = {}  # call key -> (est. tokens, est. cost), across the jobs of a process
-
-
-def dry_run(cfg: DictConfig, dataset: Dataset, judge, rewriter, system: str) -> JobOutcome:
-    """Say what the cell would still cost after the cache, and spend nothing."""
-    texts = rewriter.rewrite(dataset)
-    pairs = dataset.label_set()[["query_id", "doc_id"]]
-    if not hasattr(judge, "plan"):
-        print(f"[dry run] {cfg.dataset.name} / {system} / {judge.name}: no calls (judge makes no LLM calls)")
-        return JobOutcome("dry-run", system)
-    plan = judge.plan(pairs, dataset, texts)
-    per_call = plan.est_cost_usd / max(1, len(plan.to_call))
-    for c in plan.to_call:
-        _PLANNED.setdefault(c.key, (len(c.prompt) // 4, per_call))
-    total_tokens = sum(t for t, _ in _PLANNED.values())
-    total_cost = sum(c for _, c in _PLANNED.values())
-    print(
-        f"[dry run] {cfg.dataset.name} / {system} / {judge.name}: {plan.pairs} pairs, {plan.cached} cached, "
-        f"{len(plan.to_call)} calls to make (~{plan.est_input_tokens} input tokens, ~${plan.est_cost_usd:.4f}); "
-        f"grid so far: {len(_PLANNED)} distinct calls, ~{total_tokens} input tokens, ~${total_cost:.4f}"
-    )
-    return JobOutcome("dry-run", system)
 
 
 def _ranker_truncated(ranker: Ranker) -> dict:
@@ -207,12 +187,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         job.log_params(params)
 
         texts = rewriter.rewrite(dataset)
-        rewrite_files, rewrite_metrics = {}, {}
-        if rewriter.view != "original":
-            changed = [d for d in dataset.corpus if texts[d] != dataset.corpus[d]]
-            side = pd.DataFrame({"doc_id": changed, "original": [dataset.corpus[d] for d in changed], "rewritten": [texts[d] for d in changed]})
-            rewrite_files["rewrites.tsv"] = _frame_text(side)
-            rewrite_metrics = {"rewritten_docs": len(changed), "rewrite_failed": len(getattr(rewriter, "failed", {})), "rewrite_calls_made": getattr(rewriter, "made", 0)}
+        where = f"{cfg.dataset.name} / {system} / rewriter {rewriter.name}"
+        rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, float(cfg.get("max_failed_share", 1.0)), where)
         run = ranker.rank(dataset, texts)
         if ranker.perturbable:
             judged = set(zip(dataset.qrels["query_id"], dataset.qrels["doc_id"]))
@@ -247,6 +223,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             "per_query.csv": _frame_text(per_query, sep=","),
             "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
+            "input_digests.json": json.dumps(input_digests(cfg), indent=1, sort_keys=True),
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         files.update(rewrite_files)

@@ -18,7 +18,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from judgebench.masking import MASK, SECRET_KEY, mask_secrets  # noqa: F401  (re-exported)
+from judgebench.masking import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
 
 PARAM_MAX = 500  # longer values (prompts, path lists) go to artifacts, not params
 
@@ -111,12 +111,12 @@ class JobRun:
 
     def __init__(self, client: MlflowClient, experiment_id: str, run_name: str, tags: Mapping[str, str]):
         self.client = client
-        tags = {k: str(v) for k, v in tags.items()}
-        self.run = _retry(lambda: client.create_run(experiment_id, run_name=run_name, tags=tags))
+        tags = {k: scrub(str(v)) for k, v in tags.items()}
+        self.run = _retry(lambda: client.create_run(experiment_id, run_name=scrub(run_name), tags=tags))
         self.run_id = self.run.info.run_id
 
     def log_params(self, params: Mapping[str, Any]) -> None:
-        items = [Param(k, str(v)) for k, v in params.items()]
+        items = [Param(k, scrub(str(v))) for k, v in params.items()]
         for i in range(0, len(items), 100):
             _retry(lambda: self.client.log_batch(self.run_id, params=items[i : i + 100]))
 
@@ -127,9 +127,10 @@ class JobRun:
             _retry(lambda: self.client.log_batch(self.run_id, metrics=items[i : i + 500]))
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        _retry(lambda: self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()]))
+        _retry(lambda: self.client.log_batch(self.run_id, tags=[RunTag(k, scrub(str(v))) for k, v in tags.items()]))
 
     def log_files(self, files: Mapping[str, str | bytes]) -> None:
+        """Text artifacts are scrubbed of every secret value the process knows (a server may echo a key)."""
         with tempfile.TemporaryDirectory() as tmp:
             for name, content in files.items():
                 path = Path(tmp) / name
@@ -137,7 +138,7 @@ class JobRun:
                 if isinstance(content, bytes):
                     path.write_bytes(content)
                 else:
-                    path.write_text(content, encoding="utf-8")
+                    path.write_text(scrub(content), encoding="utf-8")
             self.client.log_artifacts(self.run_id, tmp)
 
     def finish(self, status: str = "FINISHED") -> None:

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 from mlflow.tracking import MlflowClient
@@ -16,6 +20,7 @@ from mlflow.tracking import MlflowClient
 from judgebench.compare import labels_report
 from judgebench.compare import report as report_mod
 from judgebench.compare.collect import CompareError
+from judgebench.masking import install_log_scrubbing, mask_url, scrub
 
 USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [judges=x,y] [out=DIR]
                           [format=md,csv,tex,png] [alpha=0.05] [correction=holm|none] [bootstrap=1000]
@@ -107,8 +112,37 @@ def _flag(args: dict[str, str], key: str) -> bool:
     return value == "true"
 
 
+def check_out(out: Path, given: str | None) -> None:
+    """The output directory must be usable before the report is built (building it can take minutes)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".probe-"):
+            pass
+    except OSError as e:
+        raise CompareError(f"out={given or out}: cannot write the report there ({e.strerror or e})") from None
+
+
+def probe_tracking_server(uri: str, timeout_s: float = 3.0) -> None:
+    """An http(s) tracking server that does not answer is one line within seconds, not MLflow's minutes of retries."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    parts = urllib.parse.urlsplit(uri)
+    bare = urllib.parse.urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
+    try:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(bare.rstrip("/") + "/health", timeout=timeout_s):
+            pass
+    except urllib.error.HTTPError:
+        return  # it answers (an auth proxy, an older server without /health): MLflow will tell the rest
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise CompareError(f"the MLflow tracking server {mask_url(uri)} cannot be reached ({reason}); start it or pass tracking_uri=...") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    install_log_scrubbing()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per downloaded CSV is noise
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
@@ -120,9 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         uri = args.get("tracking_uri") or default_tracking_uri()
         if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
+        out = Path(args.get("out") or Path("compare-out") / args["experiment"])
+        check_out(out, args.get("out"))
+        probe_tracking_server(uri)
         client = MlflowClient(uri)
         sweep = args.get("sweep") or None
-        out = Path(args.get("out") or Path("compare-out") / args["experiment"])
         log = args.get("log", "true").lower() != "false"
         labels = labels_report.build(client, args["experiment"], sweep, opts)  # None: no labels-only runs
         if labels is None or labels_report.has_runs(client, args["experiment"], "job", sweep):
@@ -142,6 +178,6 @@ def main(argv: list[str] | None = None) -> int:
                 run_id = labels_report.log_compare_run(client, labels, files)
                 print(f"logged as MLflow run {run_id} in experiment {args['experiment']!r}")
     except CompareError as e:
-        print(f"judgebench-compare: {e}", file=sys.stderr)
+        print(f"judgebench-compare: {scrub(str(e))}", file=sys.stderr)
         return 2
     return 0

@@ -33,16 +33,16 @@ def _experiment_id(client: MlflowClient, experiment: str) -> str:
     return exp.experiment_id
 
 
-def _search(client: MlflowClient, experiment_id: str, kind: str, sweep: str | None) -> list:
+def search(client: MlflowClient, experiment_id: str, kind: str, sweep: str | None, limit: int | None = None) -> list:
+    """FINISHED runs of a kind ("job", "judge_summary", "labels"), of one sweep when given. The sweep is
+    matched here, not in the filter string: sweep ids are paths and may hold quotes."""
     filt = f"tags.`{TAG}kind` = '{kind}' and attributes.status = 'FINISHED'"
-    if sweep:
-        filt += f" and tags.`{TAG}sweep_id` = '{sweep}'"
     out, page = [], None
     while True:
         runs = client.search_runs([experiment_id], filter_string=filt, max_results=1000, page_token=page)
-        out.extend(runs)
+        out.extend(r for r in runs if not sweep or r.data.tags.get(f"{TAG}sweep_id") == sweep)
         page = runs.token
-        if not page:
+        if not page or (limit is not None and len(out) >= limit):
             return out
 
 
@@ -71,7 +71,7 @@ def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None
     runs of different metric versions are refused unless ``allow_mixed_versions``."""
     exp_id = _experiment_id(client, experiment)
     rows = []
-    for r in _search(client, exp_id, "job", sweep):
+    for r in search(client, exp_id, "job", sweep):
         row = {c: r.data.tags.get(c) for c in TAG_COLUMNS}
         row.update({c: r.data.tags.get(t) for c, t in ID_TAGS.items()})
         row.update(r.data.metrics)
@@ -103,7 +103,7 @@ def collect_summaries(client: MlflowClient, experiment: str, jobs: pd.DataFrame,
     and text view), named as ``jobs`` names the judge; latest per (dataset, judge, text view)."""
     names = dict(zip(jobs["judge_hash"].fillna(""), jobs["judge"]))
     rows = []
-    for r in _search(client, _experiment_id(client, experiment), "judge_summary", sweep):
+    for r in search(client, _experiment_id(client, experiment), "judge_summary", sweep):
         judge_hash = r.data.tags.get(f"{TAG}judge_hash", "")
         if judge_hash in names:
             rows.append({"dataset": r.data.tags.get("dataset"), "judge": names[judge_hash], "text_view": r.data.tags.get("text_view"),

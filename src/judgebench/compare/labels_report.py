@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from judgebench import tracking
 from judgebench.compare import columns, figures, render, views
 from judgebench.compare.artifacts import Artifacts
-from judgebench.compare.collect import ORIGINAL, CompareError
+from judgebench.compare.collect import ORIGINAL, CompareError, search
 
 KIND = "labels"
 TAGS = ["dataset", "judge", "judge_family", "judge_model", "text_view"]
@@ -27,23 +27,10 @@ NEEDS_SYSTEMS = ("nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP
                  "so those tables are not reported.")
 
 
-def _search(client: MlflowClient, exp_id: str, kind: str, sweep: str | None, max_results: int = 1000):
-    filt = f"tags.`{tracking.TAG}kind` = '{kind}' and attributes.status = 'FINISHED'"
-    if sweep:
-        filt += f" and tags.`{tracking.TAG}sweep_id` = '{sweep}'"
-    page = None
-    while True:
-        runs = client.search_runs([exp_id], filter_string=filt, max_results=max_results, page_token=page)
-        yield from runs
-        page = runs.token
-        if not page or max_results == 1:
-            return
-
-
 def has_runs(client: MlflowClient, experiment: str, kind: str, sweep: str | None = None) -> bool:
     """Whether the experiment has a finished run of this kind ("job", "labels")."""
     exp = client.get_experiment_by_name(experiment)
-    return exp is not None and next(iter(_search(client, exp.experiment_id, kind, sweep, max_results=1)), None) is not None
+    return exp is not None and bool(search(client, exp.experiment_id, kind, sweep, limit=1))
 
 
 def collect(client: MlflowClient, experiment: str, sweep: str | None, datasets: list[str] | None,
@@ -51,7 +38,7 @@ def collect(client: MlflowClient, experiment: str, sweep: str | None, datasets: 
     """Latest finished labels-only run per (dataset, judge), selected like the grid's runs."""
     exp = client.get_experiment_by_name(experiment)
     rows = []
-    for r in _search(client, exp.experiment_id, KIND, sweep):
+    for r in search(client, exp.experiment_id, KIND, sweep):
         row = {c: r.data.tags.get(c) for c in TAGS}
         row.update(r.data.metrics)
         row.update(run_id=r.info.run_id, start_time=r.info.start_time)

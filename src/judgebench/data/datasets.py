@@ -132,9 +132,29 @@ def from_files(
     pool_df = pool_df.reset_index(drop=True)
     if pool_df.empty:
         raise DataError(pool, "the pool has no entry for any judged query")
-    corpus = read_passages(passages) if passages else UnavailableCorpus(f"dataset {name}", passages_hint)
+    if passages:
+        corpus = read_passages(passages)
+        _check_passages(pool, pool_df, corpus, passages)
+    else:
+        corpus = UnavailableCorpus(f"dataset {name}", passages_hint)
     all_topics = frozenset(read_topics(topics))
     return Dataset(name, queries, qrels_df, corpus, pool_df, dict(pool_provenance or {}), all_topics)
+
+
+def _check_passages(pool: str | Path, pool_df: pd.DataFrame, corpus: dict[str, str], passages: str | Path) -> None:
+    """A pool document without a passage text: name the passages file and the document's line in the pool."""
+    missing = [d for d in pool_df["doc_id"].unique() if d not in corpus]
+    if not missing:
+        return
+    line = None
+    with open(pool, encoding="utf-8", errors="replace") as f:
+        for n, text in enumerate(f, 1):
+            fields = text.split()
+            if len(fields) >= 3 and fields[2] == missing[0]:
+                line = n
+                break
+    more = f" ({len(missing)} pool documents lack one, e.g. {', '.join(missing[:5])})" if len(missing) > 1 else ""
+    raise DataError(pool, f"doc {missing[0]} has no passage text in {passages}{more}", line)
 
 
 TOY_DIR = resources.files("judgebench.data") / "toy"

@@ -17,7 +17,7 @@ import pandas as pd
 
 from judgebench.cache import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
-from judgebench.judges.parsing import parse_label
+from judgebench.judges.parsing import parse_label, score_count
 from judgebench.judges.prompts import PromptTemplate, load_prompt
 from judgebench.llm.api import APIBackend
 from judgebench.llm.calls import Call, api_call_key, run_cached
@@ -123,7 +123,7 @@ class LLMJudge(Judge):
                 self.backend, self.cache, [Call(c.key, c.prompt) for c in calls],
                 meta={"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version},
                 system=self.system, parse=parse_label, parse_attempts=self.parse_attempts,
-                progress=self.progress, desc=f"judging ({self.name})", reask_unparsed=self.retry_unparsable,
+                progress=self.progress, desc=f"judging ({self.name})", reask_unparsed=self.retry_unparsable, grades=True,
             )
         stats = self.backend.stats
         usage.requests, usage.retries, usage.reasks = stats.requests, stats.retries, stats.reasks
@@ -144,10 +144,12 @@ class LLMJudge(Judge):
                 usage.cost_usd += cost
                 usage.input_tokens += rec["input_tokens"]
                 usage.output_tokens += rec["output_tokens"]
-            if rec["parsed"] is None:
+            usage.answers_multiple_scores += score_count(rec["text"]) > 1
+            label = parse_label(rec["text"])  # the answer is the truth: a cached entry follows today's parsing rule
+            if label is None:
                 failed.append((c.query_id, c.doc_id, rec["text"], "unparsable", "no parsable score in the answer"))
                 continue
-            rows.append((c.query_id, c.doc_id, int(rec["parsed"]), rec["text"]))
+            rows.append((c.query_id, c.doc_id, label, rec["text"]))
         errors["unparsable_final"] = sum(1 for f in failed if f[3] == "unparsable")
         usage.errors = {k: v for k, v in errors.items() if v}
         usage.calls_failed = len(failed)

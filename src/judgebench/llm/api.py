@@ -17,9 +17,26 @@ from dataclasses import dataclass, field
 from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from judgebench.masking import ENV_NAME, mask_url, register_secret_env
+
 
 class ConfigError(ValueError):
     """A configuration the user must fix (missing key, bad value): one clear line, no traceback."""
+
+
+class BackendUnreachable(ConfigError):
+    """The server refused or never took the first connections: no use retrying every pair for minutes."""
+
+
+# Consecutive connection errors, before any answer, that end the job ("cannot connect to URL").
+CONNECT_FAILS = 3
+DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "gemini": "https://generativelanguage.googleapis.com"}
+
+
+def _root_cause(exc: BaseException) -> str:
+    while exc.__cause__ is not None or (exc.__context__ is not None and not exc.__suppress_context__):
+        exc = exc.__cause__ or exc.__context__
+    return str(exc) or type(exc).__name__
 
 
 class TransientError(Exception):
@@ -132,12 +149,16 @@ class APIBackend:
             raise ConfigError(f"max_retries={max_retries}, timeout_s={timeout_s}: expected max_retries >= 0 and timeout_s > 0")
         self.model, self.base_url = model, base_url
         self.key_envs = [api_key_env] if isinstance(api_key_env, str) else list(api_key_env or self.default_key_envs)
+        if any(not isinstance(n, str) or not ENV_NAME.match(n) for n in self.key_envs):
+            raise ConfigError("api_key_env: expected the name(s) of environment variables (e.g. OPENAI_API_KEY), not a key (the value is not shown)")
+        register_secret_env(*self.key_envs)  # its value is scrubbed from every message, log line and artifact
         self.temperature, self.top_p, self.max_output_tokens = float(temperature), float(top_p), int(max_output_tokens)
         self.max_concurrency, self.rpm, self.tpm = int(max_concurrency), requests_per_minute, tokens_per_minute
         self.max_retries, self.timeout_s = int(max_retries), float(timeout_s)
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.price_in, self.price_out = price_input_per_mtok, price_output_per_mtok
         self.stats = RequestStats()
+        self._connect_failures = 0
 
     # -- what identifies an answer (the cache key) -------------------------------------------
     def generation_params(self) -> dict:
@@ -153,6 +174,11 @@ class APIBackend:
         if not self.key_envs:
             return "EMPTY"  # local OpenAI-compatible servers (vLLM, Ollama) accept any key
         raise ConfigError(f"{self.backend} backend ({self.model}) needs an API key: set {' or '.join(self.key_envs)}")
+
+    def endpoint(self) -> str:
+        """The URL requests go to (shown in messages with its userinfo masked)."""
+        env = os.environ.get("OPENAI_BASE_URL") if self.backend == "openai" else None
+        return self.base_url or env or DEFAULT_URLS.get(self.backend, "the default endpoint")
 
     # -- one request, implemented per SDK ------------------------------------------------------
     async def open(self) -> None:
@@ -232,6 +258,13 @@ class APIBackend:
                     return await self._send(prompt, system)
             except (TransientError, PermanentError) as e:
                 self.stats.errors[e.kind] += 1
+                if e.kind == "connection" and self.stats.ok == 0:
+                    self._connect_failures += 1
+                    if self._connect_failures >= CONNECT_FAILS:
+                        raise BackendUnreachable(
+                            f"cannot connect to {mask_url(self.endpoint())} ({_root_cause(e)}; {self._connect_failures} attempts, "
+                            f"no answer yet): is the server running and the URL right (base_url, OPENAI_BASE_URL)?"
+                        ) from None
                 raise
             except asyncio.TimeoutError as e:
                 self.stats.errors["timeout"] += 1

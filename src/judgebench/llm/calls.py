@@ -7,6 +7,7 @@ in-flight calls and a rerun of the same work sends nothing.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +16,11 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from judgebench.cache import CallCache, call_key
+from judgebench.cache_schema import api_problem
 from judgebench.llm.api import APIBackend, CallFailed
+
+
+log = logging.getLogger("judgebench")
 
 
 @dataclass
@@ -43,17 +48,24 @@ def run_cached(
     progress: bool = True,
     desc: str = "calls",
     reask_unparsed: bool = False,
+    grades: bool = False,
 ) -> tuple[dict[str, dict], dict[str, tuple[str, str]]]:
     """Records for every call (from the cache or the API) and the failures (key -> (kind, message)).
 
     With `parse`, an answer it maps to None is re-asked up to parse_attempts times, counted as
     error kind "unparsable", and stored with parsed=None when it never parses (a model's answer, kept
-    so a rerun does not pay for it again; reask_unparsed=True asks such pairs again).
+    so a rerun does not pay for it again; reask_unparsed=True asks such pairs again). A cached record that
+    is not a usable answer (fields missing or of the wrong type; with `grades`, a parsed label outside 0-3)
+    is warned and asked again.
     """
     records: dict[str, dict] = {}
     todo = []
     for c in calls:
         rec = cache.get(c.key)
+        invalid = api_problem(rec, judge=grades) if rec is not None else None
+        if invalid:
+            log.warning("invalid cache entry %s (%s); asked again", cache.path_for(c.key), invalid)
+            rec = None
         if rec is None or (reask_unparsed and parse is not None and rec.get("parsed") is None):
             todo.append(c)
         else:

@@ -31,6 +31,8 @@ class LLMRewriter:
     # Which documents a grid cell rewrites: the pool's top-k per query (None: the whole pool).
     pool_depth: int | None = None
     base_url: str | None = None  # copied into the backend by the config
+    # Share of requested rewrites that may fail (those documents keep their original text); null: max_failed_share.
+    max_failed_share: float | None = None
     _model: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -41,6 +43,7 @@ class LLMRewriter:
         self.cache = CallCache(Path(self.cache_dir) / "calls")
         self.failed: dict[str, str] = {}
         self.made = 0
+        self.requested = 0  # documents asked to be rewritten (the denominator of the failure share)
 
     @property
     def view(self) -> str:
@@ -49,12 +52,35 @@ class LLMRewriter:
     def rewrite(self, dataset, doc_ids: Iterable[str] | None = None) -> dict[str, str]:
         """The corpus with `doc_ids` (default: the pool, or its top pool_depth) rewritten.
         A document whose rewrite failed keeps its original text and is listed in `failed`."""
+        docs = self._docs(dataset, doc_ids)
+        self.requested += len(docs)
+        rewritten = self.rewrite_texts({d: dataset.corpus[d] for d in docs})
+        return {**dataset.corpus, **rewritten}
+
+    def _docs(self, dataset, doc_ids: Iterable[str] | None) -> list[str]:
         if doc_ids is None:
             pool = dataset.pool if self.pool_depth is None else dataset.pool[dataset.pool["rank"] <= self.pool_depth]
             doc_ids = pool["doc_id"].unique()
-        docs = list(dict.fromkeys(doc_ids))
-        rewritten = self.rewrite_texts({d: dataset.corpus[d] for d in docs})
-        return {**dataset.corpus, **rewritten}
+        return list(dict.fromkeys(doc_ids))
+
+    def _keys(self, prompts: dict[str, str]) -> dict[str, str]:
+        if self.backend is not None:
+            return {d: api_call_key(self.backend, "rewrite@1", p, None) for d, p in prompts.items()}
+        return {d: local_key(self.spec.model_id, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens) for d, p in prompts.items()}
+
+    def plan(self, dataset, doc_ids: Iterable[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+        """For a dry run, asking nothing: (the corpus with the cached rewrites applied, {doc: prompt} still to rewrite)."""
+        docs = self._docs(dataset, doc_ids)
+        prompts = {d: self.template.render(text=dataset.corpus[d]) for d in docs}
+        texts, todo = dict(dataset.corpus), {}
+        for d, key in self._keys(prompts).items():
+            rec = self.cache.get(key)
+            text = rec.get("text") if isinstance(rec, dict) else None
+            if isinstance(text, str) and text.strip():
+                texts[d] = text.strip()
+            elif rec is None:
+                todo[d] = prompts[d]
+        return texts, todo
 
     def rewrite_texts(self, texts: dict[str, str]) -> dict[str, str]:
         prompts = {d: self.template.render(text=t) for d, t in texts.items()}

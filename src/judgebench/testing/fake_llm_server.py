@@ -126,6 +126,10 @@ class FakeConfig:
     seed: int = 0                   # fault RNG seed; the RNG restarts on a new seed and on reset
     labels: dict[str, int] = field(default_factory=dict)
     prefer: list[str] = field(default_factory=list)
+    # judging prompts containing a substring get this answer text verbatim (first match wins)
+    answers: dict[str, str] = field(default_factory=dict)
+    # API keys answered 401 with the key echoed in the error body, as some servers do
+    reject_keys: list[str] = field(default_factory=list)
 
     def updated(self, **kw: Any) -> FakeConfig:
         """A validated copy with ``kw`` applied; unknown keys and impossible shares raise ValueError."""
@@ -137,7 +141,9 @@ class FakeConfig:
         for key, value in kw.items():
             if key == "labels":
                 clean[key] = {str(k): int(v) for k, v in dict(value or {}).items()}
-            elif key == "prefer":
+            elif key == "answers":
+                clean[key] = {str(k): str(v) for k, v in dict(value or {}).items()}
+            elif key in ("prefer", "reject_keys"):
                 clean[key] = [str(s) for s in (value or [])]
             elif key == "seed":
                 clean[key] = int(value)
@@ -296,7 +302,10 @@ class FakeLLMApp:
         return outcome, body, prompt, config
 
     def _answer(self, outcome: str, prompt: str, config: FakeConfig) -> str:
-        return NOSCORE_TEXT if outcome == "noscore" else fake_answer(prompt, config.labels, config.prefer)
+        if outcome == "noscore":
+            return NOSCORE_TEXT
+        verbatim = next((v for k, v in config.answers.items() if k in prompt), None)
+        return verbatim if verbatim is not None else fake_answer(prompt, config.labels, config.prefer)
 
     # -- OpenAI
     async def _openai_chat(self, request: web.Request) -> web.Response:
@@ -307,6 +316,11 @@ class FakeLLMApp:
             return _openai_error(401, "You didn't provide an API key. You need to provide your API key in an "
                                  "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
                                  "invalid_request_error", None)
+        if auth[7:].strip() in config.reject_keys:
+            self.by_outcome[outcome] -= 1
+            self.by_outcome["unauthorized"] += 1
+            return _openai_error(401, f"Incorrect API key provided: {auth[7:].strip()}. You can find your API key at "
+                                 "https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key")
         if outcome == "bad_request" or body.get("stream"):
             return _openai_error(400, "The fake server wants a non-streaming JSON chat request.",
                                  "invalid_request_error", None)

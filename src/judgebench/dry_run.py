@@ -1,0 +1,67 @@
+"""``dry_run=true``: what a cell (or the content-bias job) would still cost after the cache, asking nothing.
+
+Nothing is sent, rewrites included: a rewriter reports the documents it would rewrite (a cached rewrite is
+used as the text view, a missing one is counted and its judge calls are counted as to make, with tokens
+estimated on the original text). Estimates: ~4 characters per token; a rewrite's output as long as its
+input (up to the backend's max_output_tokens), a judge answer 8 tokens. Across the jobs of one process
+(a local multirun) distinct calls are summed once, as the cache would make them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+_PLANNED: dict[str, tuple[int, float]] = {}  # call key -> (est. tokens, est. cost), across the jobs of a process
+
+
+def _remember(calls: list[tuple[str, int, float]]) -> str:
+    for key, tokens, cost in calls:
+        _PLANNED.setdefault(key, (tokens, cost))
+    total_tokens = sum(t for t, _ in _PLANNED.values())
+    total_cost = sum(c for _, c in _PLANNED.values())
+    return f"grid so far: {len(_PLANNED)} distinct calls, ~{total_tokens} input tokens, ~${total_cost:.4f}"
+
+
+def plan_rewrites(rewriter, dataset, where: str, doc_ids=None) -> tuple[dict[str, str], set[str]]:
+    """(the text view as far as the cache knows it, documents whose rewrite is still to make); prints a line."""
+    if not hasattr(rewriter, "plan"):
+        return dataset.corpus, set()
+    texts, todo = rewriter.plan(dataset, doc_ids)
+    docs = len(rewriter._docs(dataset, doc_ids))
+    backend = getattr(rewriter, "backend", None)
+    calls = []
+    for d, prompt in todo.items():
+        n_in = len(prompt) // 4
+        cost = backend.cost(n_in, min(n_in, backend.max_output_tokens)) if backend is not None else 0.0
+        calls.append((f"rewrite:{rewriter.name}:{d}:{hash(prompt)}", n_in, cost))
+    kind = "rewrites to make" if backend is not None else "local-model rewrites to run (no request)"
+    print(f"[dry run] {where} / rewriter {rewriter.name}: {docs} documents, {docs - len(todo)} cached, {len(todo)} {kind} "
+          f"(~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}); {_remember(calls)}")
+    return texts, set(todo)
+
+
+def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pending: set[str], where: str) -> None:
+    """Print what judging `pairs` on `texts` would cost; pairs whose document awaits its rewrite count as to make."""
+    if not hasattr(judge, "plan"):
+        print(f"[dry run] {where} / {judge.name}: no calls (judge makes no LLM calls)")
+        return
+    waiting = pairs["doc_id"].isin(pending)
+    plan = judge.plan(pairs[~waiting], dataset, texts)
+    per_call = plan.est_cost_usd / max(1, len(plan.to_call))
+    calls = [(c.key, len(c.prompt) // 4, per_call) for c in plan.to_call]
+    for c in judge.render(pairs[waiting], dataset, texts):  # the rewritten text is unknown: estimated on the original
+        n_in = len(c.prompt) // 4
+        calls.append((f"after-rewrite:{c.key}", n_in, judge.backend.cost(n_in, 8)))
+    n_pairs, to_make = len(pairs), len(calls)
+    print(f"[dry run] {where} / {judge.name}: {n_pairs} pairs, {n_pairs - to_make} cached, {to_make} calls to make "
+          f"(~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}); {_remember(calls)}")
+
+
+def dry_run(cfg, dataset, judge, rewriter, system: str):
+    """A grid cell's dry run: its rewrites, then its judging of the label set."""
+    from judgebench.pipeline import JobOutcome
+
+    where = f"{cfg.dataset.name} / {system}"
+    texts, pending = plan_rewrites(rewriter, dataset, where)
+    plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, texts, pending, where)
+    return JobOutcome("dry-run", system)

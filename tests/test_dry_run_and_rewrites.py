@@ -1,0 +1,115 @@
+"""A dry run asks nothing (rewrites included) and reports the rewrites it would make; failed rewrites are counted,
+listed, warned, and above the failure share end the cell FAILED; the content-bias job applies max_failed_share."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+import cli_runner
+from judgebench.content_bias import label_distribution
+from judgebench.data.datasets import load_toy
+from judgebench.rewriters.llm import REWRITE_PROMPT
+from judgebench.testing.fake_llm_server import FakeLLMServer
+
+STORE: dict[str, Path] = {}
+TOY = load_toy()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm(tmp_path_factory):
+    STORE["dir"] = cli_runner.warm_store(tmp_path_factory)
+    yield
+    STORE.clear()
+
+
+def env_with(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in ("OPENAI_BASE_URL", "HYDRA_FULL_ERROR", "JUDGEBENCH_VERBOSE", "JUDGEBENCH_CACHE_DIR")}
+    return {**env, "OPENAI_API_KEY": "test-key", **extra}
+
+
+def common(tmp: Path, experiment: str) -> list[str]:
+    return ["progress=false", f"tracking_uri=sqlite:///{STORE['dir']}/mlflow.db", f"artifact_root={STORE['dir']}/artifacts",
+            f"cache_dir={tmp}/cache", f"hydra.run.dir={tmp}/out", f"hydra.sweep.dir={tmp}/multirun", f"experiment_name={experiment}"]
+
+
+def latest(experiment: str):
+    client = MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id], "tags.`judgebench.kind` != 'judge_summary'",
+                              order_by=["attributes.start_time DESC"])
+    return client, runs[0]
+
+
+def test_a_dry_run_asks_nothing_and_reports_the_rewrites_it_would_make(tmp_path):
+    docs = list(TOY.pool["doc_id"].unique())
+    tokens = sum(len(REWRITE_PROMPT.replace("{text}", TOY.corpus[d])) // 4 for d in docs)
+    with FakeLLMServer() as srv:
+        args = ["ranker=oracle", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "rewriter=openai",
+                f"rewriter.base_url={srv.openai_base_url}", "dry_run=true", *common(tmp_path, "dry")]
+        res = cli_runner.run(args, cwd=tmp_path, env=env_with())
+        assert res.rc == 0, str(res)
+        assert srv.stats()["requests"] == 0
+        res_cb = cli_runner.run(["+experiment=content_bias", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "rewriter=openai",
+                                 f"rewriter.base_url={srv.openai_base_url}", "content_bias.per_level=2", "content_bias.score_with_ranker=false",
+                                 "dry_run=true", *common(tmp_path, "dry_cb")], cwd=tmp_path, env=env_with())
+        assert res_cb.rc == 0, str(res_cb)
+        assert srv.stats()["requests"] == 0
+    line = next(x for x in res.out.splitlines() if "rewriter openai" in x)
+    assert f"{len(docs)} documents, 0 cached, {len(docs)} rewrites to make (~{tokens} input tokens" in line, res.out
+    judged = next(x for x in res.out.splitlines() if "/ gpt_4o_mini:" in x)
+    n = len(TOY.label_set())
+    assert f"{n} pairs, 0 cached, {n} calls to make" in judged, res.out
+    assert "rewrites to make" in res_cb.out and "calls to make" in res_cb.out, res_cb.out
+
+
+def _rewrite_cell(tmp: Path, srv: FakeLLMServer, experiment: str, *extra: str) -> list[str]:
+    return ["ranker=oracle", "judge=human", "rewriter=openai", f"rewriter.base_url={srv.openai_base_url}",
+            "+rewriter.backend.max_retries=0", *common(tmp, experiment), *extra]
+
+
+def test_failed_rewrites_are_counted_listed_warned_and_bounded(tmp_path):
+    docs = TOY.pool["doc_id"].nunique()
+    with FakeLLMServer(fail_500=0.3, seed=3) as srv:
+        res = cli_runner.run(_rewrite_cell(tmp_path, srv, "rewrite_fail", "rewriter.max_failed_share=0.9"), cwd=tmp_path, env=env_with())
+        assert res.rc == 0, str(res)
+        failed = srv.stats()["by_outcome"]["500"]  # no retries: one 500 = one failed rewrite
+        assert 0 < failed < docs
+        assert f"rewriter openai: {failed} of {docs} rewrites failed" in res.out + res.err, str(res)
+        client, run = latest("rewrite_fail")
+        assert run.info.status == "FINISHED"
+        assert run.data.metrics["rewrite_failed"] == failed == run.data.metrics["rewrite_kept_original"]
+        kept = pd.read_csv(client.download_artifacts(run.info.run_id, "rewrite_failures.tsv", str(tmp_path / "dl")), sep="\t")
+        assert len(kept) == failed and kept["doc_id"].is_unique and set(kept["doc_id"]) <= set(TOY.corpus)
+        assert kept["error"].str.contains("500").all()
+
+        srv.reset()  # the default share (max_failed_share 5%) ends the cell FAILED, one line
+        res = cli_runner.run(_rewrite_cell(tmp_path, srv, "rewrite_fail_default", f"cache_dir={tmp_path}/cache2"), cwd=tmp_path, env=env_with())
+        assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err, str(res)
+        assert re.search(r"\d+ of 300 rewrites failed .* above max_failed_share=5.0%", res.error_lines[0]), str(res)
+        assert latest("rewrite_fail_default")[1].info.status == "FAILED"
+
+
+def test_the_content_bias_job_fails_when_the_judge_never_scores(tmp_path):
+    with FakeLLMServer(answers={"##final score": "I cannot tell."}) as srv:
+        args = ["+experiment=content_bias", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "judge.parse_attempts=1",
+                "rewriter=openai", f"rewriter.base_url={srv.openai_base_url}", "content_bias.per_level=2",
+                "content_bias.score_with_ranker=false", *common(tmp_path, "cb_fail")]
+        res = cli_runner.run(args, cwd=tmp_path, env=env_with())
+    assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err, str(res)
+    assert "have no label, above max_failed_share=5.0%" in res.error_lines[0], str(res)
+    assert "| judge_0" not in res.out  # no table of labels that do not exist
+    assert latest("cb_fail")[1].info.status == "FAILED"
+
+
+def test_label_distribution_has_no_rows_for_labels_that_do_not_exist():
+    sample = pd.DataFrame({"query_id": "q", "doc_id": ["a", "b", "c", "d"], "relevance": [0, 0, 3, 1]})
+    orig = pd.DataFrame({"query_id": "q", "doc_id": ["a", "b", "c"], "relevance": [0, 1, 3]})  # d: no label
+    rew = pd.DataFrame({"query_id": "q", "doc_id": ["a"], "relevance": [2]})
+    d = label_distribution(sample, orig, rew)
+    assert set(zip(d["view"], d["human"])) == {("original", 0), ("original", 3), ("rewritten", 0)}
+    assert (d[[f"judge_{k}" for k in range(4)]].sum(axis=1) > 0).all()
