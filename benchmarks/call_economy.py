@@ -38,7 +38,7 @@ def base_overrides(url: str, experiment: str) -> list[str]:
 
 def env_for_jobs() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "JUDGEBENCH_CACHE_DIR"}  # the cache lives under the temp cwd
-    env.update({"JUDGEBENCH_TREC_DL_DIR": str(TREC_DL_DIR), "OPENAI_API_KEY": "benchmark", "HYDRA_FULL_ERROR": "1"})
+    env.update({"JUDGEBENCH_TREC_DL_DIR": str(TREC_DL_DIR), "OPENAI_API_KEY": "sk-dummy-for-the-fake-server", "HYDRA_FULL_ERROR": "1"})
     return env
 
 

@@ -35,7 +35,7 @@ UMBRELA_VENV = Path(os.environ.get("UMBRELA_VENV", "/tmp/umbrela-venv"))
 async def _bare(base_url: str, prompts: list[str], concurrency: int, system: str | None = None) -> float:
     import openai
 
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="benchmark", max_retries=0)
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-dummy-for-the-fake-server", max_retries=0)
     sem = asyncio.Semaphore(concurrency)
     messages_head = [{"role": "system", "content": system}] if system else []
 
@@ -133,7 +133,7 @@ def run_umbrela(py: Path, base_url: str, dataset, pairs) -> dict:
     with tempfile.TemporaryDirectory(prefix="jb-umbrela-") as tmp:
         src, dst = Path(tmp) / "in.json", Path(tmp) / "out.json"
         src.write_text(json.dumps({"prompt_file": str(PACKAGED / "umbrela_bing.txt"), "model": MODEL, "queries": queries}))
-        env = {**os.environ, "OPEN_AI_API_KEY": "benchmark", "AZURE_OPENAI_API_VERSION": "", "AZURE_OPENAI_API_BASE": "",
+        env = {**os.environ, "OPEN_AI_API_KEY": "sk-dummy-for-the-fake-server", "AZURE_OPENAI_API_VERSION": "", "AZURE_OPENAI_API_BASE": "",
                "DEPLOYMENT_NAME": MODEL, "OPENAI_BASE_URL": base_url}
         started = time.perf_counter()
         done = subprocess.run([str(py), str(Path(__file__).with_name("_umbrela_runner.py")), str(src), str(dst)],
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     if args.quick:
         args.pairs, args.umbrela_pairs, args.latency, args.concurrency, args.repeats = 60, 10, 0.01, [8], 1
-    os.environ.setdefault("OPENAI_API_KEY", "benchmark")
+    os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-for-the-fake-server")  # not a word of any path: secrets are scrubbed from text
 
     from judgebench.testing.fake_llm_server import FakeLLMServer
 
