@@ -81,7 +81,7 @@ def cells(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], labels: pd.DataF
             qpos = {q: i for i, q in enumerate(queries)}
             lab = lab[lab["query_id"].astype(str).isin(qpos)]
             confusion = np.zeros((len(queries), LEVELS, LEVELS))
-            np.add.at(confusion, (lab["query_id"].astype(str).map(qpos).to_numpy(), lab["relevance"].to_numpy(int),
+            np.add.at(confusion, (lab["query_id"].astype(str).map(qpos).to_numpy(int), lab["relevance"].to_numpy(int),
                                   lab["human"].to_numpy(int)), 1)
             cell = Cell(dataset, judge, keep, table.loc[keep, "type"].astype(str).to_numpy(), queries, y[ok], f[ok],
                         confusion.sum(axis=(1, 2)), confusion)

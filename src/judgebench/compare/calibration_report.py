@@ -82,7 +82,10 @@ def notes(table: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
             top = gk[gk["tau"] >= gk["tau"].max() - 1e-9]
             best.append(f"k={_k_text(k, n)}: {'/'.join(top['estimator'])} ({gk['tau'].max():.3f})")
         low = g[g["coverage"] < COVERAGE_OK]
-        out += [head, f"  - smallest k without inversion per estimator: {per}",
+        at = g[g["k"] == r["k_no_inversion"]]
+        taus = ", ".join(f"{e} {t:.3f} (MAE {m:.3f})" for e, t, m in zip(at["estimator"], at["tau"], at["mae"]))
+        out += [head] + ([f"  - at that k, tau per estimator: {taus}"] if len(at) else []) + [
+                f"  - smallest k without inversion per estimator: {per}",
                 f"  - best tau per k: {'; '.join(best)}",
                 "  - intervals below 90 % coverage: " + ("; ".join(f"{e} k={_k_text(k, n)} ({c:.0%})" for e, k, c in
                                                            zip(low["estimator"], low["k"], low["coverage"])) or "none")]

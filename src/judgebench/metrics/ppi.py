@@ -103,13 +103,14 @@ class PPIPlusPlus:
     arXiv:2311.01453, 2024): lambda * mean_n(f) + mean_k(y - lambda f), lambda estimated from the sample.
     With the whole population judged, the variance (1 - k/n) s^2_{y - lambda f} / k is minimised by
     lambda = cov(y, f) / var(f) (their lambda* with the unlabelled share N/(n+N) -> 1; not clipped):
-    lambda = 1 is PPI, lambda = 0 human only. A judge with no variance on the sample gets lambda = 0."""
+    lambda = 1 is PPI, lambda = 0 human only. A judge with no variance on the sample leaves lambda
+    undetermined (0/0): it gets PPI's lambda = 1, both have the same estimated variance there."""
 
     name: str = "ppi++"
 
     def lam(self, y: np.ndarray, f: np.ndarray, mask: np.ndarray) -> np.ndarray:
         var_f = moments(f, mask)[1]
-        return np.where(var_f > 1e-15, covariance(y, f, mask) / np.where(var_f > 1e-15, var_f, 1.0), 0.0)
+        return np.where(var_f > 1e-15, covariance(y, f, mask) / np.where(var_f > 1e-15, var_f, 1.0), 1.0)
 
     def __call__(self, y: np.ndarray, f: np.ndarray, mask: np.ndarray) -> Estimate:
         k, fpc = _fpc(mask)
