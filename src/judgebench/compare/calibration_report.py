@@ -87,7 +87,7 @@ def notes(table: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
         out += [head] + ([f"  - at that k, tau per estimator: {taus}"] if len(at) else []) + [
                 f"  - smallest k without inversion per estimator: {per}",
                 f"  - best tau per k: {'; '.join(best)}",
-                "  - intervals below 90 % coverage: " + ("; ".join(f"{e} k={_k_text(k, n)} ({c:.0%})" for e, k, c in
+                "  - intervals below 90 % coverage: " + ("; ".join(f"{e} k={_k_text(k, n)} ({c:.1%})" for e, k, c in
                                                            zip(low["estimator"], low["k"], low["coverage"])) or "none")]
     return out
 
