@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from judgebench.metrics.ndcg import Missing, per_query_ndcg
@@ -91,3 +92,53 @@ def evaluate(run: pd.DataFrame, qrels: Mapping[str, pd.DataFrame], queries: Sequ
 def means(per_query: pd.DataFrame) -> dict[str, float]:
     """Column means of an :func:`evaluate` frame (nan for a column without values)."""
     return {c: float(per_query[c].mean()) for c in per_query.columns if c != "query_id"}
+
+
+# --------------------------------------------------------------------------- fractional gains per label class
+
+
+def class_weights(run: pd.DataFrame, qrels: pd.DataFrame, queries: Sequence[str], levels: int = 4,
+                  protocol: Protocol = PAPER) -> tuple[np.ndarray, np.ndarray]:
+    """nDCG split by label class, so that any gain per class can be scored without the engine again.
+
+    Why: pytrec_eval takes integer relevance only, and the label-level correction of a judge gives
+    every document the *expected* human gain of its judge label, a fraction. With the judged-only
+    protocol the documents that count and their positions depend on which pairs are judged, not on
+    the gains, so for gains g (one per class) DCG_q = sum_c g_c * W[q, c] and the ideal DCG fills the
+    cut-off with the C[q, c] documents of each class in descending order of g. Returns
+    (W, C), shapes (len(queries), levels): W[q, c] the summed discounts 1/log2(i + 1) of the class-c
+    documents at judged ranks i <= cutoff in the run's rank order, C[q, c] the class-c qrels of q.
+    :func:`ndcg_from_class_gains` with g = (0, 1, ..., levels - 1) equals :func:`evaluate`."""
+    if not protocol.judged_only:
+        raise ValueError("class_weights follows the judged-only protocol only")
+    qids = [str(q) for q in queries]
+    pos = {q: i for i, q in enumerate(qids)}
+    q = qrels.assign(query_id=qrels["query_id"].astype(str), doc_id=qrels["doc_id"].astype(str))
+    q = q[q["query_id"].isin(pos)]
+    counts = np.zeros((len(qids), levels))
+    np.add.at(counts, (q["query_id"].map(pos).to_numpy(), q["relevance"].astype(int).to_numpy()), 1)
+    r = run.assign(query_id=run["query_id"].astype(str), doc_id=run["doc_id"].astype(str))
+    judged = r.merge(q[["query_id", "doc_id", "relevance"]], on=KEYS, how="inner").sort_values(["query_id", "rank"], kind="stable")
+    place = judged.groupby("query_id", sort=False).cumcount().to_numpy() + 1  # rank among judged documents
+    keep = place <= (protocol.cutoff or np.inf)
+    weights = np.zeros((len(qids), levels))
+    np.add.at(weights, (judged["query_id"].map(pos).to_numpy()[keep], judged["relevance"].astype(int).to_numpy()[keep]),
+              1.0 / np.log2(place[keep] + 1))
+    return weights, counts
+
+
+def ndcg_from_class_gains(weights: np.ndarray, counts: np.ndarray, gains: np.ndarray, cutoff: int | None = 10) -> np.ndarray:
+    """Per-query nDCG for gains per class (``gains`` (..., levels), broadcast against the (queries, levels)
+    arrays of :func:`class_weights`; result (..., queries)); 0 where the ideal DCG is 0 (trec_eval)."""
+    gains = np.asarray(gains, dtype=float)[..., None, :]
+    dcg = (gains * weights).sum(axis=-1)
+    order = np.argsort(-gains, axis=-1, kind="stable")  # classes by descending gain fill the ideal ranking
+    g_sorted = np.take_along_axis(gains, order, axis=-1)
+    c_sorted = np.take_along_axis(np.broadcast_to(counts, np.broadcast_shapes(counts.shape, gains.shape)), order, axis=-1)
+    depth = int(counts.sum(axis=1).max(initial=0)) if cutoff is None else cutoff
+    disc = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, depth + 2)))])  # disc[m]: first m discounts
+    after = np.minimum(np.cumsum(c_sorted, axis=-1), depth).astype(int)
+    before = np.concatenate([np.zeros_like(after[..., :1]), after[..., :-1]], axis=-1)
+    ideal = (g_sorted * (disc[after] - disc[before])).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare import labels_report
+from judgebench.compare import calibration, labels_report
 from judgebench.compare import report as report_mod
 from judgebench.compare.collect import CompareError
 from judgebench.masking import install_log_scrubbing, mask_url, scrub
@@ -26,6 +26,7 @@ USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [
                           [format=md,csv,tex,png] [alpha=0.05] [correction=holm|none] [bootstrap=1000]
                           [seed=0] [panel=j1,j2] [reference=human_labelset|human]
                           [allow_mixed_versions=false] [tracking_uri=URI] [log=true|false]
+                          [calibration=ppi,ppi++,linear,label,human_only] [calibration_k=5,10,20,all] [resamples=200]
   sweep        only runs of this sweep id (default: the latest finished run of every cell)
   datasets     datasets to report (default: all); a requested dataset without runs is listed as missing
   judges       judges to report (default: all); the human column is always there
@@ -41,9 +42,13 @@ USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [
                bias, scatter, bootstrap): human_labelset (default; human labels of the label set, normalised
                as a judge's labels are: what a perfect judge scores) or human (all qrels: the paper's Table 1)
   allow_mixed_versions  put runs of different metric versions in one report (default: refused)
-  log          log the files as a compare run in the experiment (default: true)"""
+  log          log the files as a compare run in the experiment (default: true)
+  calibration  estimators of the human-budget experiment besides judge_only (default: none, experiment off):
+               human_only, ppi, ppi++, linear, label (README: "Correcting a judge with a few human labels")
+  calibration_k  numbers of human-labelled queries to sample (whole numbers >= 2, or all; default 5,10,20,all)
+  resamples    random samples of queries per k (default 200; seeded by seed)"""
 KEYS = {"experiment", "sweep", "datasets", "judges", "out", "format", "alpha", "correction", "bootstrap", "seed", "panel",
-        "tracking_uri", "log", "reference", "allow_mixed_versions"}
+        "tracking_uri", "log", "reference", "allow_mixed_versions", "calibration", "calibration_k", "resamples"}
 
 
 def default_tracking_uri() -> str:
@@ -102,7 +107,27 @@ def options(args: dict[str, str]) -> report_mod.Options:
         formats=formats,
         reference=args.get("reference", report_mod.HUMAN_LABELSET),
         allow_mixed_versions=_flag(args, "allow_mixed_versions"),
+        calibration=_calibration(args),
+        calibration_k=_calibration_k(args),
+        resamples=_number(args, "resamples", int, 200, lambda v: v >= 1, "a whole number >= 1"),
     )
+
+
+def _calibration(args: dict[str, str]) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.lower() for n in _names(args.get("calibration")) or ()))
+    bad = [n for n in names if n not in calibration.NAMES and n != "judge_only"]
+    if bad:
+        raise CompareError(f"calibration: unknown {bad}; expected some of {','.join(calibration.NAMES)}")
+    return names  # judge_only runs whenever the experiment does
+
+
+def _calibration_k(args: dict[str, str]) -> tuple[str, ...]:
+    ks = _names(args.get("calibration_k")) if "calibration_k" in args else list(calibration.DEFAULT_K)
+    if not ks or not all(k == "all" or (k.isdigit() and int(k) >= 2) for k in ks):
+        raise CompareError(f"calibration_k={args.get('calibration_k')!r}: expected a list of whole numbers >= 2 or all, e.g. 5,10,20,all")
+    if "calibration" not in args and ("calibration_k" in args or "resamples" in args):
+        raise CompareError("calibration_k/resamples: set calibration=NAMES too (e.g. calibration=ppi,human_only)")
+    return tuple(dict.fromkeys(ks))
 
 
 def _flag(args: dict[str, str], key: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.compare import render, significance, views
+from judgebench.compare import calibration_report, render, significance, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -79,6 +79,9 @@ def sections(r: Report) -> list[str]:
             parts += [f"\n### Kendall's tau against {ref} [interval]\n", render.markdown(views.tau_intervals(r), index=False)]
     else:
         parts.append("\nbootstrap=0: no intervals computed.")
+
+    if len(r.calibration):
+        parts += calibration_report.markdown(r.calibration, r.calibration_summary, o)
 
     parts.append("\n## Content bias (original vs rewritten text)\n")
     if r.rewritten_runs:

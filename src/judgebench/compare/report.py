@@ -13,7 +13,8 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import tracking
-from judgebench.compare import bias, bootstrap, columns, content_bias, ensembles, figures, latex, markdown, significance, tables
+from judgebench.compare import bias, bootstrap, calibration_report, columns, content_bias, ensembles, figures, latex, markdown, significance, tables
+from judgebench.compare import calibration as budget
 from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES, Artifacts
 from judgebench.compare.collect import ORIGINAL, CompareError, collect_runs, collect_summaries, missing_cells, select, split_views
 
@@ -37,6 +38,10 @@ class Options:
     # labels of the label set, normalised as a judge's are) or human (all qrels: the paper's convention).
     reference: str = HUMAN_LABELSET
     allow_mixed_versions: bool = False
+    # The human-budget experiment (calibration.py): estimators beside judge_only (none: off), k values, samples per k.
+    calibration: tuple[str, ...] = ()
+    calibration_k: tuple[str, ...] = budget.DEFAULT_K
+    resamples: int = 200
 
 
 @dataclass
@@ -64,6 +69,8 @@ class Report:
     files: list[Path] = field(default_factory=list)
     summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
     versions: dict[str, list[str]] = field(default_factory=dict)  # metric and package versions of the runs read
+    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per (dataset, judge, estimator, k)
+    calibration_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def judges(self) -> list[str]:
@@ -90,8 +97,8 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     families = dict(zip(jobs["judge"], jobs["judge_family"].fillna("")))
     virtual = ensembles.plan([j for j in judges if j in families or j in REFERENCES], families, opt.panel)  # judges with runs
     vlabels = pd.DataFrame(columns=labels.columns)
+    runs = art.runs(jobs) if virtual or "label" in opt.calibration else None
     if virtual:
-        runs = art.runs(jobs)
         vlabels = pd.concat([ensembles.virtual_labels(labels, v, problems) for v in virtual], ignore_index=True)
         human_rows = per_query[per_query["judge"] == HUMAN]
         queries = {d: list(dict.fromkeys(g["query_id"])) for d, g in human_rows.groupby("dataset", sort=False)}
@@ -112,6 +119,11 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     ci_means, ci_tau = (bootstrap.bootstrap(per_query, t1, opt.bootstrap, opt.seed, opt.level, opt.reference) if opt.bootstrap > 0
                         else (pd.DataFrame(columns=bootstrap.MEANS), pd.DataFrame(columns=bootstrap.TAUS)))
     rewritten_labels = labels[labels["judge"].isin(set(rewritten["judge"]))]
+    calib = pd.DataFrame(columns=budget.COLUMNS)
+    if opt.calibration:
+        cells = budget.cells(per_query, t1, original, opt.reference, runs, problems)
+        calib = budget.experiment(cells, list(opt.calibration), list(opt.calibration_k), opt.resamples, opt.seed,
+                                       opt.alpha, opt.level, opt.reference)
     return Report(
         experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, opt.datasets, opt.judges),
         oracle_tests=oracle_tests, all_tests=all_tests, agreement_counts=counts, agreement_pairs=pairs,
@@ -121,6 +133,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         problems=problems, summaries=summaries,
         versions={"metric_version": sorted(everything["metric_version"].unique()),
                   "judgebench": sorted(everything["version"].fillna("unknown").unique())},
+        calibration=calib, calibration_summary=calibration_report.summary(calib) if len(calib) else pd.DataFrame(),
     )
 
 
@@ -146,7 +159,8 @@ def write(report: Report, out: Path) -> list[Path]:
                             ("significance_agreement", report.agreement_counts), ("significance_pairs", report.agreement_pairs),
                             ("ranker_bias", report.bias), ("bootstrap_means", report.ci_means), ("bootstrap_tau", report.ci_tau),
                             ("content_bias_distribution", report.content_distribution),
-                            ("content_bias_summary", report.content_summary), ("missing_cells", report.missing)):
+                            ("content_bias_summary", report.content_summary), ("missing_cells", report.missing),
+                            ("calibration", report.calibration), ("calibration_summary", report.calibration_summary)):
             if len(frame) or name in ("table2", "missing_cells"):
                 files.append(_csv(frame, out / f"{name}.csv"))
     if "tex" in fmt:
@@ -169,6 +183,8 @@ def _write_figures(r: Report, out: Path) -> list[Path]:
             files.append(figures.confusion(lab, judge, out / f"figure_confusion_{figures.slug(judge)}.png"))
     if len(r.content_distribution):
         files.append(figures.content_bias(r.content_distribution, out / "figure_content_bias.png"))
+    if len(r.calibration):
+        files += calibration_report.budget_figures(r.calibration, out)
     return files
 
 
@@ -189,7 +205,9 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
             run.log_params({"alpha": o.alpha, "correction": o.correction, "bootstrap": o.bootstrap, "seed": o.seed,
                             "reference": o.reference, "metric_version": ",".join(report.versions.get("metric_version", [])),
                             "datasets": ",".join(report.table1), "judges": ",".join(report.judges),
-                            "panel": ",".join(next((v.members for v in report.virtual if v.name == "panel"), ())) or "none"})
+                            "panel": ",".join(next((v.members for v in report.virtual if v.name == "panel"), ())) or "none",
+                            "calibration": ",".join(o.calibration) or "none", "calibration_k": ",".join(o.calibration_k),
+                            "resamples": o.resamples})
             metrics = {}
             for row in report.table2.itertuples(index=False):
                 for name in columns.STATISTICS:
