@@ -14,6 +14,7 @@ import hydra
 from omegaconf import DictConfig
 
 from judgebench import cli_checks, errors, masking
+from judgebench.exceptions import NoSystems, UserError
 
 JOBS = ("grid_cell", "content_bias", "labels_only")
 _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basic launcher runs them all here)
@@ -39,7 +40,7 @@ def _job(cfg: DictConfig) -> str:
 
         kind = cfg.get("job", "grid_cell")
         if kind not in JOBS:
-            raise errors.UserError(f"job={kind}: expected one of {', '.join(JOBS)}")
+            raise UserError(f"job={kind}: expected one of {', '.join(JOBS)}")
         settings.validate(cfg)  # every typed setting, before any work
         if kind == "content_bias":
             from judgebench.content_bias import run_content_bias
@@ -55,7 +56,7 @@ def _job(cfg: DictConfig) -> str:
             status = run_job(cfg).status
         _STATUSES.append(status)
         if status == "skipped-duplicate" and not errors.sweep_cell()[0]:
-            raise errors.NoSystems(
+            raise NoSystems(
                 f"{cfg.ranker.name} x {cfg.perturbation.name} evaluates no system: perturbations apply to oracle "
                 "rankers only (use ranker=oracle, perturbation=perfect, or set ranker.perturbable=true)"
             )

@@ -77,7 +77,7 @@ def cache_writes(mode: str):
 
 
 def render_prompts(dataset, pairs) -> list[str]:
-    from judgebench.judges.prompts import load_prompt
+    from judgebench.llm.prompts import load_prompt
 
     template = load_prompt("umbrela_bing")
     return [template.render(query=dataset.queries[q], passage=dataset.corpus[d]) for q, d in zip(pairs["query_id"], pairs["doc_id"])]
@@ -125,7 +125,7 @@ def newest_umbrela_on_pypi(py: Path | None) -> str | None:
 
 def run_umbrela(py: Path, base_url: str, dataset, pairs) -> dict:
     from judgebench.judges.parsing import parse_label
-    from judgebench.judges.prompts import PACKAGED
+    from judgebench.llm.prompts import PACKAGED
 
     queries = []
     for q, group in pairs.groupby("query_id", sort=False):

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from judgebench import cache as cache_mod
-from judgebench.cache import CacheError, CacheStats, CallCache, call_key
+from judgebench.cache import CacheStats, CallCache, call_key
+from judgebench.exceptions import CacheError
 from judgebench.cache_cli import main
 
 PARTS = dict(
@@ -459,7 +460,7 @@ def test_a_bad_shared_entry_is_a_warned_miss_at_run_time_never_a_crash_or_a_labe
 
     from judgebench.data.datasets import load_toy
     from judgebench.judges.llm import LLMJudge
-    from judgebench.judges.prompts import load_prompt
+    from judgebench.llm.prompts import load_prompt
     from judgebench.llm.api import OpenAIBackend
     from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label
 

@@ -19,7 +19,7 @@ import cli_runner
 from judgebench import pipeline
 from judgebench.compare import report as report_mod
 from judgebench.compare.cli import main as compare_main
-from judgebench.compare.collect import CompareError
+from judgebench.exceptions import CompareError
 from judgebench.evaluation import evaluate, references
 from judgebench.rankers.base import scores_from_order
 from judgebench.rankers.perturbation import Perturbation

@@ -11,8 +11,9 @@ import pytest
 from judgebench.data.datasets import Dataset
 from judgebench.judges.llm import LLMJudge
 from judgebench.judges.parsing import parse_label
-from judgebench.judges.prompts import load_prompt
-from judgebench.llm.api import ConfigError, GeminiBackend, OpenAIBackend
+from judgebench.llm.prompts import load_prompt
+from judgebench.exceptions import ConfigError
+from judgebench.llm.api import GeminiBackend, OpenAIBackend
 from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label
 
 REPO = Path(__file__).resolve().parents[1]

@@ -129,6 +129,21 @@ def test_render_truncates_only_the_document(llama):
         lm.next_token_logprobs([template.format(query=query, passage=doc)], ["yes"])
 
 
+def test_a_template_with_other_braces_renders_as_the_api_judges_do(llama):
+    """One renderer for every prompt: a custom template holding a JSON example (braces that are no field)
+    used to crash the local path (str.format) while the API path rendered it."""
+    from judgebench.llm.prompts import PromptTemplate, fill
+
+    template = 'Answer as {"score": N}. Query: {query} Passage: {passage}'
+    fields = {"query": "cat {x}", "passage": "moon"}
+    expected = 'Answer as {"score": N}. Query: cat {x} Passage: moon'  # written out by hand
+    assert fill(template, fields) == expected
+    assert PromptTemplate("t", template).render(**fields) == expected
+    assert LocalModel(llama, max_input_tokens=64).render(template, fields, "passage") == (expected, False)
+    # one pass: a value holding a placeholder is not filled again
+    assert fill("{query}|{passage}", {"query": "{passage}", "passage": "p"}) == "{passage}|p"
+
+
 # (5) memo ------------------------------------------------------------------------------------------
 def test_process_memo_shares_weights_not_counters(llama):
     a = LocalModel(llama)

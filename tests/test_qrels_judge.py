@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from cli_runner import ERROR_PREFIX, run, warm_store
 from judgebench.data.datasets import load_toy
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 from judgebench.data.llmjudge import load_llmjudge
 from judgebench.judges.qrels_file import QrelsFileJudge
 

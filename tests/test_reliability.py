@@ -32,10 +32,11 @@ from mlflow.tracking import MlflowClient
 import cli_runner
 from cli_runner import file_mode, write_dataset
 from judgebench import cache as cache_mod
-from judgebench.cache import CacheError, CallCache
+from judgebench.cache import CallCache
+from judgebench.exceptions import CacheError
 from judgebench.data.datasets import load_toy
 from judgebench.judges.llm import LLMJudge
-from judgebench.judges.prompts import load_prompt
+from judgebench.llm.prompts import load_prompt
 from judgebench.llm.api import OpenAIBackend
 from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
 from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label

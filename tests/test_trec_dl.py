@@ -2,7 +2,7 @@
 
 import pytest
 
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 from judgebench.data.trec_dl import load_trec_dl
 from judgebench.metrics import per_query_ndcg
 from judgebench.rankers.bm25 import BM25Ranker

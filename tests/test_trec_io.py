@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 from judgebench.data.trec import (
     check_queries_known,
     read_passages,

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from judgebench.cache_schema import problem as record_problem
+from judgebench.exceptions import CacheError
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +65,6 @@ STALE_TEMP_S = 3600.0
 STORED: Counter[str] = Counter()  # entries written by this process, per cache root (the Ctrl-C message)
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 _TMP_SUFFIX = ".tmp"
-
-
-class CacheError(RuntimeError):
-    """The cache cannot be used (unwritable root, full disk, I/O error, bad export file)."""
 
 
 def _canon(obj: Any) -> str:

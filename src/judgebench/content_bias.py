@@ -25,6 +25,8 @@ from scipy.stats import ttest_rel  # noqa: E402
 
 from judgebench import tracking  # noqa: E402
 from judgebench.evaluation import cut, evaluate  # noqa: E402
+from judgebench.exceptions import ConfigError
+from judgebench.exceptions import check_failed_share  # noqa: E402
 from judgebench.input_digests import input_digests  # noqa: E402
 from judgebench.rankers.oracle import OracleRanker  # noqa: E402
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report  # noqa: E402
@@ -97,15 +99,8 @@ def histogram_figure(diff: pd.Series, path, title: str) -> None:
 
 
 def _check_judge_failures(metrics: dict, limit: float, where: str) -> None:
-    from judgebench.pipeline import TooManyFailures
-
-    failed, asked = metrics["judge_calls_failed"], metrics["judge_pairs"]
-    share = failed / max(1, asked)
-    if share > limit:
-        raise TooManyFailures(
-            f"{where}: {failed} of {asked} judged pairs ({share:.1%}) have no label, above max_failed_share={limit:.1%}; "
-            "the run is marked FAILED (its answers are cached: a rerun asks again only for failed calls)"
-        )
+    check_failed_share(metrics["judge_calls_failed"], metrics["judge_pairs"], limit, where,
+                       "its answers are cached: a rerun asks again only for failed calls")
 
 
 def _dry_run(cfg, dataset, judge, rewriter, pairs: pd.DataFrame, sample: pd.DataFrame):
@@ -133,10 +128,10 @@ def run_content_bias(cfg: DictConfig):
     judge = instantiate(cfg.judge)
     rewriter = instantiate(cfg.rewriter)
     if rewriter.view == "original":
-        raise ValueError("content_bias needs an LLM rewriter: rewriter=smollm2 | openai | gemini_flash")
+        raise ConfigError("content_bias needs an LLM rewriter: rewriter=smollm2 | openai | gemini_flash")
     scorer = instantiate(cfg.ranker) if spec.get("score_with_ranker", True) else None
     if scorer is not None and not hasattr(scorer, "score_pairs"):
-        raise ValueError(f"content_bias design (3) needs a pointwise ranker (rankt5, rg_*); ranker {scorer.name} has no score_pairs")
+        raise ConfigError(f"content_bias design (3) needs a pointwise ranker (rankt5, rg_*); ranker {scorer.name} has no score_pairs")
 
     label_set = dataset.label_set()
     sample = balanced_sample(label_set, int(spec.per_level), int(spec.seed))

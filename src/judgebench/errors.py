@@ -3,12 +3,9 @@
 ``run.py`` routes every job through :func:`reported`. An exception is *user-facing* when it says what to
 change in the config, the input files or the environment:
 
-* the project's own types: :class:`~judgebench.data.errors.DataError` (bad input file, names file and
-  line), :class:`~judgebench.llm.api.ConfigError` (bad setting, missing API key: names the variable),
-  :class:`~judgebench.cache.CacheError` (unusable cache, names the path),
-  :class:`~judgebench.pipeline.TooManyFailures` (a cell above ``max_failed_share``) and :class:`UserError`;
-* a ``ValueError`` raised by judgebench's own validation (its innermost frame is in this package),
-  e.g. a perturbation rank beyond the ranking, a prompt template without ``{passage}``;
+* every :class:`~judgebench.exceptions.UserError` (judgebench/exceptions.py: bad input file naming file
+  and line, bad setting or missing API key naming the key, unusable cache naming the path, a cell above
+  ``max_failed_share``, ...): the package raises these, and only these, for problems a user can fix;
 * ``OSError`` (a missing model file or directory, a permission problem: the message names the path);
 * OmegaConf's config errors raised while a job resolves its config (a ``???`` value left unset);
 * a setting a component does not take (``+judge.backend.foo=1``);
@@ -48,24 +45,12 @@ EXIT_CODE = 2
 PREFIX = "judgebench: error: "
 VERBOSE_ENV = "JUDGEBENCH_VERBOSE"
 VERBOSE_FLAG = "--verbose"
-PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
+from judgebench.exceptions import ConfigError, NoSystems, SecretInConfig, UserError  # noqa: E402,F401
 # One definition of what names or holds a secret (not the NAME of the variable holding it, like api_key_env).
 from judgebench.masking import ENV_NAME, MASK, SECRET_KEY, is_secret_key, mask_secrets, mask_url, scrub, secret_values  # noqa: E402,F401
 
 log = logging.getLogger("judgebench")
-
-
-class UserError(Exception):
-    """A problem the user must fix; its message says what and where."""
-
-
-class SecretInConfig(UserError):
-    """An API key (or other secret) given as a config value or override: secrets come from the environment only."""
-
-
-class NoSystems(UserError):
-    """A single run or a sweep in which no cell evaluates a system."""
 
 
 class CellError(CompactHydraException):
@@ -228,16 +213,6 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
 
 
-def _raised_here(exc: BaseException) -> bool:
-    """Whether the innermost frame of exc's traceback is judgebench code (our validation, not a library's)."""
-    tb = exc.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return str(Path(tb.tb_frame.f_code.co_filename).resolve()).startswith(PACKAGE_DIR)
-
-
 def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in str(text).splitlines() if line.strip())
 
@@ -263,23 +238,19 @@ def _tracking_unreachable(exc: BaseException, tracking_uri: str | None) -> str |
 
 def user_message(exc: BaseException, tracking_uri: str | None = None) -> str | None:
     """The one-line message for a user-facing error, None for anything else (a bug: keep the traceback)."""
+    from hydra.errors import InstantiationException
     from omegaconf.errors import OmegaConfBaseException
 
-    from judgebench.cache import CacheError
-    from judgebench.data.errors import DataError
-    from judgebench.llm.api import ConfigError
-
-    own = (UserError, DataError, ConfigError, CacheError)
     key = None  # hydra.utils.instantiate names the config node of the target that failed
     for e in _chain(exc):
         m = re.search(r"\nfull_key: (\S+)", str(e))
-        if m and type(e).__name__ == "InstantiationException":
+        if m and isinstance(e, InstantiationException):
             key = key or m.group(1)
             continue
         where = f"{key}: " if key else ""
         if isinstance(e, ConfigError):
             return where + _one_line(str(e))
-        if isinstance(e, own) or type(e).__name__ == "TooManyFailures":
+        if isinstance(e, UserError):
             return _one_line(str(e))
         unreachable = _tracking_unreachable(e, tracking_uri)
         if unreachable:
@@ -290,8 +261,6 @@ def user_message(exc: BaseException, tracking_uri: str | None = None) -> str | N
         if isinstance(e, TypeError) and key and "unexpected keyword argument" in str(e):
             name = re.search(r"unexpected keyword argument '([^']+)'", str(e))
             return f"{key}: unknown setting {name.group(1) if name else ''!r} ({_one_line(str(e))})"
-        if isinstance(e, ValueError) and _raised_here(e):
-            return where + _one_line(str(e))
         if isinstance(e, OSError):
             return where + _one_line(str(e))
     return None

@@ -74,7 +74,7 @@ def input_files(tree: dict) -> dict[str, Path]:
             files[f"dataset.toy/{path.name}"] = path
     for key, value in _leaves(tree):
         if key.endswith(".prompt") and isinstance(value, str) and key not in files:
-            from judgebench.judges.prompts import PACKAGED
+            from judgebench.llm.prompts import PACKAGED
 
             packaged = Path(str(PACKAGED / f"{value}.txt"))
             if packaged.is_file():

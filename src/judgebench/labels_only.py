@@ -18,11 +18,12 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import tracking
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 from judgebench.data.trec import write_qrels
-from judgebench.errors import UserError
+from judgebench.exceptions import UserError
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
-from judgebench.pipeline import JobOutcome, TooManyFailures, _file_text, _frame_text, config_hash, load_dataset, sweep_id
+from judgebench.exceptions import check_failed_share
+from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, load_dataset, sweep_id
 
 log = logging.getLogger("judgebench")
 KIND = "labels"
@@ -98,14 +99,8 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         job.log_files(files)
-        failed_share = result.usage.calls_failed / max(1, len(label_set))
-        limit = float(cfg.get("max_failed_share", 1.0))
-        if failed_share > limit:
-            raise TooManyFailures(
-                f"{dataset.name} / {judge.name}: {result.usage.calls_failed} of {len(label_set)} pairs ({failed_share:.1%}) "
-                f"have no label, above max_failed_share={limit:.1%}; the run is marked FAILED (the pairs are listed in "
-                f"its judge_failures.tsv)"
-            )
+        check_failed_share(result.usage.calls_failed, len(label_set), float(cfg.get("max_failed_share", 1.0)),
+                           f"{dataset.name} / {judge.name}", "the pairs are listed in its judge_failures.tsv")
         job.finish("FINISHED")
     except BaseException:
         job.finish("FAILED")

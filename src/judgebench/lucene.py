@@ -29,6 +29,8 @@ from urllib.parse import urlparse
 
 from tqdm.auto import tqdm
 
+from judgebench.exceptions import ConfigError
+
 log = logging.getLogger(__name__)
 
 MIN_JAVA = 21
@@ -231,7 +233,7 @@ def prebuilt_searcher(name: str, *, k1: float = 0.9, b: float = 0.4, download: b
     from pyserini.util import check_downloaded, get_cache_home
 
     if name not in TF_INDEX_INFO:
-        raise ValueError(f"unknown prebuilt Lucene index {name!r}; names are the keys of pyserini.prebuilt_index_info.TF_INDEX_INFO")
+        raise ConfigError(f"unknown prebuilt Lucene index {name!r}; names are the keys of pyserini.prebuilt_index_info.TF_INDEX_INFO")
     cache = Path(get_cache_home()) / "indexes"
     how_to = (
         f"Fetch it where there is network (LuceneSearcher.from_prebuilt_index({name!r})) and copy the index directory "
@@ -382,7 +384,7 @@ def build_index(
         _check_existing(index_dir, fingerprint)
         return index_dir
     if not corpus:
-        raise ValueError("cannot index an empty corpus")
+        raise ConfigError("cannot index an empty corpus")
     index_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_tmp(index_dir)
     tmp = index_dir.parent / f"{_tmp_prefix(index_dir)}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from judgebench import __version__, judge_summary, tracking
 from judgebench.data.datasets import Dataset
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError, TooManyFailures, check_failed_share  # noqa: F401  (TooManyFailures: the cell's failure)
 from judgebench.data.trec import write_qrels, write_run
 from judgebench.dry_run import dry_run  # noqa: F401  (run_job's dry_run=true; asks nothing, rewrites included)
 from judgebench.evaluation import HUMAN, HUMAN_LABELSET, METRIC_VERSION, cut, evaluate, means, references
@@ -32,10 +32,6 @@ log = logging.getLogger("judgebench")
 
 # Keys that say where or how a job runs, not what it computes: left out of the config hash.
 NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "sweep_id", "experiment_name", "dry_run")
-
-
-class TooManyFailures(RuntimeError):
-    """More judge calls failed than the cell tolerates (max_failed_share): the run is FAILED, not FINISHED."""
 
 
 @dataclass
@@ -228,15 +224,10 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         files.update(rewrite_files)
         job.log_files(files)
-        failed_share = result.usage.calls_failed / max(1, len(label_set))
-        limit = float(cfg.get("max_failed_share", 1.0))
-        if failed_share > limit:
-            raise TooManyFailures(
-                f"{cfg.dataset.name} / {system} / {judge.name}: {result.usage.calls_failed} of {len(label_set)} pairs "
-                f"({failed_share:.1%}) have no label, above max_failed_share={limit:.1%}; the run is marked FAILED "
-                f"(its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true also "
-                f"re-asks answers that gave no score)"
-            )
+        check_failed_share(result.usage.calls_failed, len(label_set), float(cfg.get("max_failed_share", 1.0)),
+                           f"{cfg.dataset.name} / {system} / {judge.name}",
+                           "its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true "
+                           "also re-asks answers that gave no score")
         job.finish("FINISHED")
     except BaseException:
         job.finish("FAILED")

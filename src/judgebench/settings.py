@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench.errors import UserError
+from judgebench.exceptions import UserError
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 
 from judgebench.compare import calibration, labels_report
 from judgebench.compare import report as report_mod
-from judgebench.compare.collect import CompareError
+from judgebench.exceptions import CompareError
 from judgebench.masking import install_log_scrubbing, mask_url, scrub
 
 USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [judges=x,y] [out=DIR]

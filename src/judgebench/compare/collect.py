@@ -11,6 +11,7 @@ import itertools
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from judgebench.exceptions import CompareError
 from judgebench.tracking import TAG
 
 CELL = ["dataset", "system", "judge", "rewriter"]
@@ -19,10 +20,6 @@ ID_TAGS = {"judge_hash": f"{TAG}judge_hash", "system_hash": f"{TAG}system_hash",
            "metric_version": f"{TAG}metric_version", "version": f"{TAG}version"}
 ORIGINAL = "original"
 UNVERSIONED = "1"  # runs logged before the metric version was stamped
-
-
-class CompareError(RuntimeError):
-    """A problem the user must fix (unknown experiment, bad argument): one line, exit code 2."""
 
 
 def _experiment_id(client: MlflowClient, experiment: str) -> str:

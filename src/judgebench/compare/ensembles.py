@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from judgebench.compare.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
-from judgebench.compare.collect import ORIGINAL, CompareError
+from judgebench.compare.collect import ORIGINAL
+from judgebench.exceptions import CompareError
 from judgebench.evaluation import evaluate
 from judgebench.metrics.agreement import LEVELS
 

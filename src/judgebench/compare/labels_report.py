@@ -17,7 +17,8 @@ from mlflow.tracking import MlflowClient
 from judgebench import tracking
 from judgebench.compare import columns, figures, render, views
 from judgebench.compare.artifacts import Artifacts
-from judgebench.compare.collect import ORIGINAL, CompareError, search
+from judgebench.compare.collect import ORIGINAL, search
+from judgebench.exceptions import CompareError
 
 KIND = "labels"
 TAGS = ["dataset", "judge", "judge_family", "judge_model", "text_view"]

@@ -16,7 +16,8 @@ from judgebench import tracking
 from judgebench.compare import bias, bootstrap, calibration_report, columns, content_bias, ensembles, figures, latex, markdown, significance, tables
 from judgebench.compare import calibration as budget
 from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES, Artifacts
-from judgebench.compare.collect import ORIGINAL, CompareError, collect_runs, collect_summaries, missing_cells, select, split_views
+from judgebench.exceptions import CompareError
+from judgebench.compare.collect import ORIGINAL, collect_runs, collect_summaries, missing_cells, select, split_views
 
 FORMATS = ("md", "csv", "tex", "png")
 

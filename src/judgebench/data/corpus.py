@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 
 
 class UnavailableCorpus(Mapping[str, str]):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgebench.data.corpus import UnavailableCorpus, available
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 from judgebench.data.trec import check_queries_known, read_passages, read_qrels, read_run, read_topics
 
 
@@ -53,14 +53,19 @@ class Dataset:
         judged = set(self.qrels["query_id"])
         return [q for q in self.queries if q in judged]
 
-    def summary(self) -> dict:
-        labels = self.label_set()
+    def label_counts(self) -> dict:
         per_level = self.qrels["relevance"].value_counts().sort_index()
         return {
             "queries": len(self.queries),
             "judged_queries": len(self.judged_queries()),
             "qrels": len(self.qrels),
             **{f"qrels_level_{int(k)}": int(v) for k, v in per_level.items()},
+        }
+
+    def summary(self) -> dict:
+        labels = self.label_set()
+        return {
+            **self.label_counts(),
             "pool_size": len(self.pool),
             "pool_depth_max": int(self.pool.groupby("query_id").size().max()),
             "pool_judged": len(labels),
@@ -90,12 +95,8 @@ class LabelsDataset(Dataset):
         return self.qrels[["query_id", "doc_id", "relevance"]].reset_index(drop=True)
 
     def summary(self) -> dict:
-        per_level = self.qrels["relevance"].value_counts().sort_index()
         return {
-            "queries": len(self.queries),
-            "judged_queries": len(self.judged_queries()),
-            "qrels": len(self.qrels),
-            **{f"qrels_level_{int(k)}": int(v) for k, v in per_level.items()},
+            **self.label_counts(),
             "label_set": len(self.qrels),
             "pool_size": 0,
             "corpus": 0,

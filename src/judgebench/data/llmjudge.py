@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from judgebench.data.datasets import LabelsDataset
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 from judgebench.data.trec import _lines, _read_text, check_queries_known, read_qrels, read_topics
 
 log = logging.getLogger("judgebench")

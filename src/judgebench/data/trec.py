@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 
 PathLike = str | os.PathLike[str]
 

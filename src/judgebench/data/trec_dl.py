@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from judgebench.data.datasets import Dataset, from_files
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 
 log = logging.getLogger("judgebench")
 

@@ -18,7 +18,7 @@ import pandas as pd
 from judgebench.cache import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.parsing import parse_label, score_count
-from judgebench.judges.prompts import PromptTemplate, load_prompt
+from judgebench.llm.prompts import PromptTemplate, load_prompt
 from judgebench.llm.api import APIBackend
 from judgebench.llm.calls import Call, api_call_key, run_cached
 

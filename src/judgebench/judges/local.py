@@ -16,7 +16,7 @@ import pandas as pd
 from judgebench.cache import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.local_scoring import UMBRELA_PREFIX, umbrela_label_distribution
-from judgebench.judges.prompts import load_prompt
+from judgebench.llm.prompts import load_prompt
 from judgebench.llm.models import as_spec, cached_scores, local_key
 
 log = logging.getLogger("judgebench")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgebench.data.errors import DataError
+from judgebench.exceptions import DataError
 from judgebench.data.trec import read_judge_qrels
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.resolvers import file_stem

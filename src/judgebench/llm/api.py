@@ -17,15 +17,8 @@ from dataclasses import dataclass, field
 from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from judgebench.exceptions import BackendUnreachable, ConfigError
 from judgebench.masking import ENV_NAME, mask_url, register_secret_env
-
-
-class ConfigError(ValueError):
-    """A configuration the user must fix (missing key, bad value): one clear line, no traceback."""
-
-
-class BackendUnreachable(ConfigError):
-    """The server refused or never took the first connections: no use retrying every pair for minutes."""
 
 
 # Consecutive connection errors, before any answer, that end the job ("cannot connect to URL").

@@ -22,6 +22,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from judgebench.exceptions import ConfigError
+from judgebench.llm.prompts import fill
+
 log = logging.getLogger(__name__)
 
 Kind = Literal["causal", "seq2seq", "auto"]
@@ -112,7 +115,7 @@ class LocalModel:
         if gguf_file is not None and model is None:
             model, gguf_file = Path(gguf_file).parent, Path(gguf_file).name
         if model is None:
-            raise ValueError("LocalModel needs model= (hub name or directory) or gguf_file=")
+            raise ConfigError("LocalModel needs model= (hub name or directory) or gguf_file=")
         name = str(Path(model).expanduser().resolve()) if Path(str(model)).expanduser().exists() else str(model)
         self.name = name
         self.tokenizer, self.model, self.kind = _load(name, str(gguf_file) if gguf_file else None, kind, device, dtype)
@@ -121,7 +124,7 @@ class LocalModel:
         self.max_input_tokens = max_input_tokens or self._default_max_tokens()
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if use_chat_template and not has_template:
-            raise ValueError(f"use_chat_template=True but the tokenizer of {name} has no chat template")
+            raise ConfigError(f"use_chat_template=True but the tokenizer of {name} has no chat template")
         self.use_chat_template = has_template if use_chat_template is None else bool(use_chat_template)
         self.progress = progress
         self.usage = LocalUsage()
@@ -209,31 +212,31 @@ class LocalModel:
             return int(raw)
         pieces = tok.convert_ids_to_tokens(ids)
         if unk is not None and unk in ids:
-            raise ValueError(f"candidate {candidate!r} is not in the vocabulary of {self.name}: it tokenizes to "
+            raise ConfigError(f"candidate {candidate!r} is not in the vocabulary of {self.name}: it tokenizes to "
                              f"{pieces} (the unknown token {tok.unk_token!r})")
-        raise ValueError(f"candidate {candidate!r} is not a single token for {self.name}: it tokenizes to {pieces}; "
+        raise ConfigError(f"candidate {candidate!r} is not a single token for {self.name}: it tokenizes to {pieces}; "
                          "pass a string that is one token (or the raw token, e.g. 'Ġ0' / '▁0')")
 
     # ----- rendering ------------------------------------------------------------------------------
     def render(self, template: str, fields: dict[str, Any], truncate_field: str, *, forced_prefix: str = "",
                system: str | None = None) -> tuple[str, bool]:
-        """Fill ``template`` (``str.format`` fields) so the encoded input fits ``max_input_tokens``.
+        """Fill ``template`` (``{field}`` placeholders, filled by llm.prompts.fill) so the encoded input fits ``max_input_tokens``.
 
         Only ``fields[truncate_field]`` (the document) is shortened, token-wise from its end; the query
         and the instructions are never cut.  Returns (prompt, was_truncated); truncations are counted in
         ``self.truncated``.  A prompt that does not fit even with an empty document is an error.
         """
         def length(value: str) -> int:
-            prompt = template.format(**{**fields, truncate_field: value})
+            prompt = fill(template, {**fields, truncate_field: value})
             ids, dec = self.encode(prompt, forced_prefix if self.kind == "causal" else "", system)
             return len(ids)
 
         budget, text = self.max_input_tokens, str(fields[truncate_field])
         n = length(text)
         if n <= budget:
-            return template.format(**fields), False
+            return fill(template, fields), False
         if length("") > budget:
-            raise ValueError(f"prompt is {length('')} tokens without any {truncate_field!r} text, over "
+            raise ConfigError(f"prompt is {length('')} tokens without any {truncate_field!r} text, over "
                              f"max_input_tokens={budget}: the query or instructions are too long")
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=self.tokenizer.is_fast)
         ids = enc["input_ids"]
@@ -248,7 +251,7 @@ class LocalModel:
                 break
             keep = max(0, keep - max(1, n - budget))
         self.truncated += 1
-        return template.format(**{**fields, truncate_field: cut}), True
+        return fill(template, {**fields, truncate_field: cut}), True
 
     # ----- scoring --------------------------------------------------------------------------------
     def _chunks(self, encoded: list[tuple[list[int], list[int] | None]], progress: bool | None, what: str) -> Any:

@@ -96,14 +96,7 @@ def per_query_ndcg(
     return out
 
 
-def mean_ndcg(
-    run: pd.DataFrame,
-    qrels: pd.DataFrame,
-    k: int | None = 10,
-    judged_only: bool = True,
-    missing: Missing = "zero",
-    order: Order = "auto",
-) -> float:
-    """Mean of :func:`per_query_ndcg` over its rows (nan when there are none)."""
-    values = per_query_ndcg(run, qrels, k, judged_only, missing, order)["value"]
+def mean_ndcg(run: pd.DataFrame, qrels: pd.DataFrame, **options) -> float:
+    """Mean of :func:`per_query_ndcg` (same options) over its rows (nan when there are none)."""
+    values = per_query_ndcg(run, qrels, **options)["value"]
     return float(values.mean()) if len(values) else float("nan")

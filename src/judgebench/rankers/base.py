@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from judgebench.exceptions import ConfigError
+
 if TYPE_CHECKING:
     from judgebench.data.datasets import Dataset
 
@@ -24,9 +26,9 @@ class Ranker:
 
     def __post_init__(self) -> None:
         if self.kind not in RANKER_KINDS:
-            raise ValueError(f"ranker.kind={self.kind!r}: expected one of {', '.join(RANKER_KINDS)}")
+            raise ConfigError(f"ranker.kind={self.kind!r}: expected one of {', '.join(RANKER_KINDS)}")
         if self.depth is not None and self.depth < 1:
-            raise ValueError(f"ranker.depth={self.depth}: expected a positive integer or null")
+            raise ConfigError(f"ranker.depth={self.depth}: expected a positive integer or null")
 
     def rank(self, dataset: Dataset, texts: dict[str, str]) -> pd.DataFrame:
         """The full ranking of every judged query's pool (before perturbation and depth cut)."""

@@ -79,8 +79,19 @@ class PointwiseRanker(ModelRanker):
         )
         return [records[k]["score"] for k, _ in items]
 
+    prompt: str = "{query} {passage}"
+    prompt_version: str = "pointwise@1"
+
+    def key_params(self) -> dict:
+        """What besides the prompt decides a score (the tokens read): part of the cache key."""
+        return {}
+
     def key(self, query: str, passage: str) -> str:
-        raise NotImplementedError
+        from judgebench.llm.models import local_key
+        from judgebench.llm.prompts import fill
+
+        prompt = fill(self.prompt, {"query": query, "passage": passage})
+        return local_key(self.spec.model_id, self.method, self.prompt_version, prompt, **self.key_params())
 
     def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
         raise NotImplementedError

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from judgebench.evaluation import cut  # noqa: F401  (re-exported: the protocol owns the depth cut)
+from judgebench.exceptions import ConfigError
 from judgebench.rankers.base import scores_from_order
 
 PARTNERS = ("mirror", "hole")
@@ -36,9 +37,9 @@ class Perturbation:
         object.__setattr__(self, "swaps", tuple(int(k) for k in self.swaps))
         bad = [k for k in self.swaps if k < 1]
         if bad:
-            raise ValueError(f"perturbation {self.name}: ranks must be >= 1, got {bad}")
+            raise ConfigError(f"perturbation {self.name}: ranks must be >= 1, got {bad}")
         if self.partner not in PARTNERS:
-            raise ValueError(f"perturbation.partner={self.partner!r}: expected one of {', '.join(PARTNERS)}")
+            raise ConfigError(f"perturbation.partner={self.partner!r}: expected one of {', '.join(PARTNERS)}")
 
     @property
     def is_identity(self) -> bool:
@@ -50,7 +51,7 @@ class Perturbation:
         if self.is_identity:
             return run
         if self.partner == "hole" and judged is None:
-            raise ValueError(f"perturbation {self.name}: partner=hole needs the judged pairs")
+            raise ConfigError(f"perturbation {self.name}: partner=hole needs the judged pairs")
         judged = set(judged or ())
         everyone = list(dict.fromkeys(run.sort_values(["query_id", "rank"], kind="stable")["doc_id"]))
         parts = []
@@ -60,7 +61,7 @@ class Perturbation:
             holes = [i for i in range(n - 1, -1, -1) if (qid, docs[i]) not in judged] if self.partner == "hole" else []
             for k in self.swaps:
                 if k > n:
-                    raise ValueError(
+                    raise ConfigError(
                         f"perturbation {self.name}: rank {k} is beyond the ranking of query {qid} ({n} documents)"
                     )
                 if self.partner == "mirror":
@@ -70,7 +71,7 @@ class Perturbation:
                     if not holes:  # the whole ranking is judged: bring in a document unjudged for this query
                         outside = next((d for d in everyone if (qid, d) not in judged and d not in docs), None)
                         if outside is None:
-                            raise ValueError(f"perturbation {self.name} (partner=hole): no document without a judgment "
+                            raise ConfigError(f"perturbation {self.name} (partner=hole): no document without a judgment "
                                              f"for query {qid} to put at rank {k}")
                         docs.append(outside)
                         holes = [len(docs) - 1]

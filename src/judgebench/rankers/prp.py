@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from judgebench.judges.prompts import PromptTemplate
+from judgebench.exceptions import ConfigError
+from judgebench.llm.prompts import PromptTemplate
 from judgebench.llm.calls import Call, api_call_key, run_cached
 from judgebench.llm.models import cached_scores, local_key
 from judgebench.rankers.local_base import ModelRanker
@@ -64,9 +65,9 @@ class PRPRanker(ModelRanker):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.variant not in ("allpairs", "sliding", "sort"):
-            raise ValueError(f"ranker.variant={self.variant!r}: expected allpairs, sliding or sort")
+            raise ConfigError(f"ranker.variant={self.variant!r}: expected allpairs, sliding or sort")
         if (self.spec is None) == (self.backend is None):
-            raise ValueError("PRP needs exactly one of ranker.model_spec (local model) or ranker.backend (API)")
+            raise ConfigError("PRP needs exactly one of ranker.model_spec (local model) or ranker.backend (API)")
         self.failed = 0
         self._prefs: dict[str, str | None] = {}
 

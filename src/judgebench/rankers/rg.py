@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judgebench.llm.models import local_key
 from judgebench.rankers.local_base import PointwiseRanker
 
 RG_PROMPT = "Passage: {passage}\nQuery: {query}\nDoes the passage answer the query? Answer 'Yes' or 'No'"
@@ -20,9 +19,10 @@ class RGRanker(PointwiseRanker):
     yes: str = "Yes"
     no: str = "No"
 
-    def key(self, query: str, passage: str) -> str:
-        prompt = self.prompt.format(query=query, passage=passage)
-        return local_key(self.spec.model_id, "rg", "rg@1", prompt, yes=self.yes, no=self.no)
+    prompt_version: str = "rg@1"
+
+    def key_params(self) -> dict:
+        return {"yes": self.yes, "no": self.no}
 
     def score_batch(self, payloads):
         model = self.local_model()

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from judgebench.cache import CallCache
-from judgebench.judges.prompts import PromptTemplate
+from judgebench.exceptions import ConfigError
+from judgebench.llm.prompts import PromptTemplate
 from judgebench.llm.calls import Call, api_call_key, run_cached
 from judgebench.llm.models import as_spec, cached_scores, local_key
 
@@ -37,7 +38,7 @@ class LLMRewriter:
 
     def __post_init__(self) -> None:
         if (self.backend is None) == (self.model_spec is None):
-            raise ValueError(f"rewriter {self.name}: give exactly one of backend (API) or model_spec (local model)")
+            raise ConfigError(f"rewriter {self.name}: give exactly one of backend (API) or model_spec (local model)")
         self.spec = as_spec(self.model_spec) if self.model_spec is not None else None
         self.template = PromptTemplate("rewrite", self.prompt, ("text",))
         self.cache = CallCache(Path(self.cache_dir) / "calls")

@@ -13,13 +13,9 @@ import logging
 
 import pandas as pd
 
-from judgebench.errors import UserError
+from judgebench.exceptions import TooManyRewriteFailures
 
 log = logging.getLogger("judgebench")
-
-
-class TooManyRewriteFailures(UserError):
-    """More rewrites failed than the job tolerates: its run is FAILED, not FINISHED."""
 
 
 def _tsv(frame: pd.DataFrame) -> str:

@@ -1,11 +1,20 @@
-"""Prompt templates as versioned data files (DESIGN.md 4: the UMBRELA prompt, word for word)."""
+"""Prompt templates as versioned data files, and the one renderer every prompt goes through.
+
+API judges, local judges, RG / RankT5 / PRP rankers and rewriters all fill their templates with
+:func:`fill`: plain substitution of ``{field}``, never ``str.format``, so a template or a passage may
+hold any other braces (JSON examples, code) without breaking one path and not another.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+
+from judgebench.exceptions import ConfigError
 
 PACKAGED = resources.files("judgebench") / "prompts"
 
@@ -22,11 +31,16 @@ class PromptTemplate:
         return f"{self.name}@{hashlib.sha256(self.text.encode()).hexdigest()[:12]}"
 
     def render(self, **values: str) -> str:
-        """Plain substitution, not str.format: passages may contain braces."""
-        out = self.text
-        for field in self.fields:
-            out = out.replace("{" + field + "}", values[field])
-        return out
+        return fill(self.text, {f: values[f] for f in self.fields})
+
+
+def fill(template: str, values: Mapping[str, str]) -> str:
+    """Replace each ``{name}`` of ``values`` in ``template``; any other brace stays as it is. Fields are
+    filled in one pass, so a value that itself holds ``{query}`` is never substituted again."""
+    if not values:
+        return template
+    pattern = re.compile("|".join(re.escape("{" + name + "}") for name in values))
+    return pattern.sub(lambda m: str(values[m.group(0)[1:-1]]), template)
 
 
 def load_prompt(name_or_path: str, fields: tuple[str, ...] = ("query", "passage")) -> PromptTemplate:
@@ -38,9 +52,9 @@ def load_prompt(name_or_path: str, fields: tuple[str, ...] = ("query", "passage"
         packaged = PACKAGED / f"{name_or_path}.txt"
         if not packaged.is_file():
             known = sorted(p.name[:-4] for p in PACKAGED.iterdir() if p.name.endswith(".txt"))
-            raise ValueError(f"prompt {name_or_path!r}: neither a .txt file nor a packaged template ({', '.join(known)})")
+            raise ConfigError(f"prompt {name_or_path!r}: neither a .txt file nor a packaged template ({', '.join(known)})")
         text, name = packaged.read_text(encoding="utf-8"), name_or_path
     missing = [f for f in fields if "{" + f + "}" not in text]
     if missing:
-        raise ValueError(f"prompt {name_or_path!r} lacks the placeholder(s) {', '.join('{' + f + '}' for f in missing)}")
+        raise ConfigError(f"prompt {name_or_path!r} lacks the placeholder(s) {', '.join('{' + f + '}' for f in missing)}")
     return PromptTemplate(name, text, fields)
