@@ -21,8 +21,27 @@ def unset_empty_env(names: Sequence[str] = EMPTY_AS_UNSET) -> None:
             del os.environ[name]
 
 
-def _config_dirs(argv: Sequence[str], primary: Path) -> list[Path]:
+def _searchpath(arg: str) -> list[Path] | None:
+    """The file:// entries of a ``hydra.searchpath=[...]`` override; None when one is not a plain directory
+    (pkg://...), so that the check steps aside rather than refuse an option it cannot see."""
+    value = arg.partition("=")[2].strip().strip("[]")
+    out = []
+    for entry in (e.strip().strip("'\"") for e in value.split(",") if e.strip()):
+        if not entry.startswith("file://"):
+            return None
+        out.append(Path(entry[len("file://"):]).expanduser())
+    return out
+
+
+def _config_dirs(argv: Sequence[str], primary: Path) -> list[Path] | None:
+    """Where config groups are looked up: run.py's conf/, --config-dir, and hydra.searchpath (None: unknown)."""
     dirs = [primary]
+    for arg in argv:
+        if arg.lstrip("+").startswith("hydra.searchpath="):
+            extra = _searchpath(arg)
+            if extra is None:
+                return None
+            dirs += extra
     for i, arg in enumerate(argv):
         for flag in ("--config-dir", "-cd"):
             if arg == flag and i + 1 < len(argv):
@@ -60,6 +79,8 @@ def unknown_option(argv: Sequence[str], primary: Path) -> str | None:
     except Exception:  # bad override syntax: Hydra's own message
         return None
     dirs = _config_dirs(argv, primary)
+    if dirs is None:
+        return None
     for override in parsed:
         group = override.key_or_group.split("@", 1)[0]
         if override.is_delete() or "." in group or group.startswith("hydra"):
