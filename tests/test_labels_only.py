@@ -83,7 +83,7 @@ def test_labels_only_sweep_then_compare(store, tmp_path):
         assert m["judge_share_0"] == pytest.approx((j == 0).mean()) and m["human_share_3"] == pytest.approx(377 / 4423)
         assert m["label_set_size"] == 4423 == m["labelled_pairs"] and m["calls_failed"] == 0
         names = {a.path for a in client.list_artifacts(r.info.run_id)}
-        assert {"judge_labels.tsv", "judge_qrels.txt", "judge_failures.tsv", "config.yaml"} <= names and "run.trec" not in names
+        assert {"judge_labels.csv", "judge_qrels.txt", "judge_failures.csv", "config.yaml"} <= names and "run.trec" not in names
         assert "ranker.name" not in r.data.params
     # the same cells again: found in MLflow, skipped
     res = run(["-m", *_args(store, "experiment_name=lj", *common, f"judge.path={paths}", "judge.out_of_range=clip")], cwd=tmp_path)

@@ -29,6 +29,7 @@ from judgebench.masking import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F4
 PARAM_MAX = 500  # longer values (prompts, path lists) go to artifacts, not params
 
 TAG = "judgebench."
+EXPERIMENT_KIND, CLASSIC_ML = "mlflow.experimentKind", "custom_model_development"  # MLflow UI's experiment kinds
 
 
 def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -107,7 +108,8 @@ def get_or_create_experiment(client: MlflowClient, name: str, artifact_root: str
             location = artifact_store.experiment_location(client.tracking_uri, artifact_root, name)
             if location and ":" not in location.split("/", 1)[0]:
                 Path(location).mkdir(parents=True, exist_ok=True)
-            return client.create_experiment(name, artifact_location=location)
+            # the UI opens an experiment of this kind on its runs table, not on the GenAI traces overview
+            return client.create_experiment(name, artifact_location=location, tags={EXPERIMENT_KIND: CLASSIC_ML})
         except MlflowException:
             time.sleep(0.2 * (attempt + 1))  # another job created it first, or the DB was locked
     raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
