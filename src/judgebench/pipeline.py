@@ -125,9 +125,15 @@ def log_dataset_input(job: tracking.JobRun, cfg: DictConfig, dataset: Dataset) -
     digests = {k: v for k, v in input_digests(cfg).items() if k.startswith("dataset.")}
     digest = hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
     files = input_files({"dataset": OmegaConf.to_container(cfg.dataset, resolve=True)})
-    qrels = [p for k, p in sorted(files.items()) if "qrels" in k.rsplit(".", 1)[-1] or k.endswith("qrels.txt")]
-    source = (str(qrels[0].parent) if "dataset.toy/qrels.txt" in files else str(qrels[0])) if qrels else f"judgebench:{dataset.name}"
-    job.log_dataset(dataset.name, dataset.label_set(), source, digest)
+    qrels = [p for k, p in sorted(files.items()) if "qrels" in k.rsplit(".", 1)[-1] or k.endswith("qrels.txt")] or sorted(files.values())
+    if "dataset.toy/qrels.txt" in files or not qrels:
+        source = str(qrels[0].parent if qrels else Path(__file__).parent / "data")
+    else:
+        source = str(qrels[0])
+    try:
+        job.log_dataset(dataset.name, dataset.label_set(), source, digest)
+    except Exception as exc:  # noqa: BLE001 - the UI's Dataset column is not worth a cell
+        log.warning("%s: the dataset input was not logged (%s: %s)", dataset.name, type(exc).__name__, exc)
 
 
 def _ranker_truncated(ranker: Ranker) -> dict:

@@ -73,15 +73,14 @@ def summary(r: Report, out: Path, seconds: float) -> str:
         shown = [f"{d} / {s} / judge={j}" for d, s, j, _ in r.missing.head(2).itertuples(index=False)]
         parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report)")
     parts += [f"problem: {p}" for p in r.problems]
-    parts.append("\n" + where(r.files, out, seconds))
-    return _fit("\n".join(parts))
+    return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)  # a path is never cut
 
 
 def where(files: list[Path], out: Path, seconds: float) -> str:
     """Where the report is: report.html first, then how many other files beside it."""
     html = next((f for f in files if f.name == "report.html"), None)
     if html:
-        return f"full report: {html} ({len(files)} files in {out}, {seconds:.1f}s)"
+        return f"full report: {html} ({len(files) - 1} more files beside it, {seconds:.1f}s)"
     return f"{len(files)} files written to {out} ({seconds:.1f}s)"
 
 
@@ -93,8 +92,8 @@ def labels_summary(r, out: Path, seconds: float) -> str:
              + f": {len(r.runs)} runs, {len(judges)} judges",
              "\nTable 2: agreement with the human labels (headline columns)",
              _table(r.table[["dataset", "judge", *cols]], index=False, integers=["labelled_pairs", "failed_pairs"])]
+    parts.append("\nlabels-only runs: nDCG, tau and Tables 3-6 need systems, so they are not reported")
     if len(r.missing):
-        parts.append(f"\nmissing (dataset, judge) runs: {len(r.missing)}")
+        parts.append(f"missing (dataset, judge) runs: {len(r.missing)}")
     parts += [f"problem: {p}" for p in r.problems]
-    parts.append("\n" + where(r.files, out, seconds))
-    return _fit("\n".join(parts))
+    return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)
