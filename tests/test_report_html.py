@@ -204,7 +204,7 @@ def test_moved_store_and_mlflow_server(grid, tmp_path):
         # 3. a grid over HTTP: one parent, its children, MLflow's tags, the dataset input, reduced params
         cwd = tmp_path / "http"
         cwd.mkdir()
-        res = cli_runner.run(["-m", "ranker=bm25,oracle", "perturbation=perfect,swap_1", "judge=human,simulated",
+        res = cli_runner.run(["-m", "ranker=bm25,oracle", "perturbation=perfect", "judge=human,simulated",
                               "experiment_name=served", "artifact_root=null", f"tracking_uri={server.uri}", "progress=false",
                               f"hydra.sweep.dir={cwd}/multirun", f"cache_dir={grid['tmp']}/cache"], cwd=cwd)
         assert res.rc == 0, str(res)
@@ -216,7 +216,7 @@ def test_moved_store_and_mlflow_server(grid, tmp_path):
         (parent,) = by_kind["sweep"]
         assert parent["info"]["status"] == "FINISHED" and tags(parent)["judgebench.sweep_id"] == f"{cwd}/multirun"
         jobs, summaries = by_kind["job"], by_kind["judge_summary"]
-        assert len(jobs) == 3 * 2 and len(summaries) == 2  # BM25, Perfect, Swap[1] x human, simulated
+        assert len(jobs) == 2 * 2 and len(summaries) == 2  # BM25, Perfect x human, simulated
         for r in jobs + summaries:
             assert tags(r)["mlflow.parentRunId"] == parent["info"]["run_id"]
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
