@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 from scipy.stats import kendalltau
 
@@ -24,7 +26,7 @@ from reference_impl import frame_rows, ndcg10_judged
 
 REPO = Path(__file__).resolve().parents[1]
 PERTURBATIONS = ["Perfect", "Swap[3]", "Swap[2]", "Swap[1]", "Swap[2,3]", "Swap[1,2]"]
-VIRTUAL = ["majority", "mean_label", "panel"]
+VIRTUAL = ["majority", "mean_label"]  # the default panel is the majority here: reported once
 
 
 def run_compare(*args: str) -> tuple[int, str, str]:
@@ -53,7 +55,8 @@ def grid(tmp_path_factory):
     out = tmp / "out"
     code, printed, err = run_compare("experiment=grid", f"tracking_uri={uri}", f"out={out}")
     assert code == 0, err
-    return {"tmp": tmp, "uri": uri, "out": out, "printed": printed, "client": MlflowClient(uri)}
+    return {"tmp": tmp, "uri": uri, "out": out, "printed": printed, "client": MlflowClient(uri),
+            "md": (out / "report.md").read_text(encoding="utf-8")}
 
 
 def csv(grid, name: str, **kw) -> pd.DataFrame:
@@ -105,7 +108,8 @@ def test_inversion_flagged_for_the_biased_judge_only(grid):
     # judge weight 0, ranker weight unchanged: same ordering as humans, no inversion
     assert bool(b.loc["simulated_unbiased", "inverted"]) is False
     assert abs(b.loc["simulated_unbiased", "gap_llm"]) < 0.05
-    assert "**INVERTED**" in grid["printed"]
+    assert "**INVERTED**" in grid["md"]
+    assert "toy / simulated: inversion YES" in grid["printed"] and "toy / simulated_unbiased: inversion no" in grid["printed"]
 
 
 def test_significance_agreement_classes_on_the_grid(grid):
@@ -118,10 +122,10 @@ def test_significance_agreement_classes_on_the_grid(grid):
     reversed_ = pairs[(pairs["judge"] == "simulated") & (pairs["agreement"] == "reversed")]
     assert len(reversed_) == s["reversed"] and (reversed_["system_b"] == "SimLLM").all()
     # the list printed in the report names the same pairs
-    assert "Perfect vs SimLLM" in grid["printed"]
+    assert "Perfect vs SimLLM" in grid["md"]
     # the oracle matrix: 15 pairs per judge, raw and Holm p, the human decisions of the toy data
     tests = csv(grid, "ttests_oracles.csv")
-    assert tests.groupby("judge").size().eq(15).all() and len(tests) == 15 * 7  # 2 references, 2 judges, 3 virtual
+    assert tests.groupby("judge").size().eq(15).all() and len(tests) == 15 * 6  # 2 references, 2 judges, 2 virtual
     human = tests[tests["judge"] == "human"].set_index(["system_a", "system_b"])
     assert human["significant"].sum() == 14 and not human.loc[("Swap[2]", "Swap[1]"), "significant"]  # a tie on toy
     assert (human["p_holm"] >= human["p"].fillna(1)).all()
@@ -129,7 +133,7 @@ def test_significance_agreement_classes_on_the_grid(grid):
 
 def test_bootstrap_intervals_contain_the_point_estimates(grid):
     means = csv(grid, "bootstrap_means.csv")
-    assert len(means) == 8 * 7
+    assert len(means) == 8 * 6
     assert ((means["lo"] <= means["mean"] + 1e-12) & (means["mean"] <= means["hi"] + 1e-12)).all()
     perfect = means[(means["system"] == "Perfect") & (means["judge"] == "human")].iloc[0]
     assert perfect["lo"] == perfect["hi"] == 1.0  # Perfect scores 1 on every toy query: nothing to resample
@@ -184,8 +188,12 @@ def test_files_figures_and_compare_run(grid):
     assert (out / "figure_kappa_tau.png").stat().st_size > 10_000
     assert (out / "table2_orderings.tex").stat().st_size > 0 and (out / "table2_labels.tex").stat().st_size > 0
     assert not (out / "figure_content_bias.png").exists()
-    assert "None found: no judge runs with a rewritten text view" in grid["printed"]
-    assert "No missing grid cells." in grid["printed"]
+    assert "None found: no judge runs with a rewritten text view" in grid["md"]
+    assert "No missing grid cells." in grid["md"] and "panel = majority here" in grid["md"]
+    assert "![nDCG@10 per system" in grid["md"] and "(figure_scatter.png)" in grid["md"]  # report.md links its figures
+    # the console: a short summary and where the full report is, no line over 120 characters
+    assert max(len(line) for line in grid["printed"].splitlines()) <= 120 and len(grid["printed"]) < 4000
+    assert f"full report: {out / 'report.html'}" in grid["printed"] and "Table 1 (toy)" in grid["printed"]
     client = grid["client"]
     exp = client.get_experiment_by_name("grid").experiment_id
     (run,) = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'compare'")
@@ -195,7 +203,23 @@ def test_files_figures_and_compare_run(grid):
     for name in ("kappa_ge3", "alpha_interval", "tau_ap", "rho_all", "tau_top5", "judge_share_1"):
         assert run.data.metrics[f"{name}.toy.simulated"] == pytest.approx(t2.loc["simulated", name]), name
     logged = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"report.md", "table2.csv", "figure_scatter.png", "figure_confusion_panel.png", "table1_toy.tex"} <= logged
+    assert {"report.md", "report.html", "inputs.json", "table2.csv", "figure_scatter.png", "figure_confusion_majority.png",
+            "table1_toy.tex"} <= logged and "figure_confusion_panel.png" not in logged
+    # it names what it read: every job run of the grid, the judge summaries, the sweep
+    inputs = json.loads(Path(client.download_artifacts(run.info.run_id, "inputs.json", str(grid["tmp"]))).read_text())
+    jobs = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'job'")
+    assert sorted(inputs["job_runs"]) == sorted(r.info.run_id for r in jobs) and len(jobs) == 24
+    assert len(inputs["judge_summary_runs"]) == 3 and inputs["sweeps"] == [str(grid["tmp"] / "multirun")]
+    assert run.data.tags["judgebench.inputs"] == "24 job_runs, 3 judge_summary_runs, 1 sweeps"
+    # the same selection again supersedes it (one compare run stays); other options make another run
+    code, printed, err = run_compare("experiment=grid", f"tracking_uri={grid['uri']}", f"out={grid['tmp'] / 'again'}", "format=csv")
+    assert code == 0 and "replaces" not in printed, err
+    code, printed, err = run_compare("experiment=grid", f"tracking_uri={grid['uri']}", f"out={grid['tmp'] / 'again'}", "format=csv")
+    assert code == 0 and "replaces 1 earlier compare run" in printed, err
+    live = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'compare'")
+    assert len(live) == 2 and run.info.run_id in {r.info.run_id for r in live}
+    deleted = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'compare'", run_view_type=ViewType.DELETED_ONLY)
+    assert len(deleted) == 1 and deleted[0].data.tags["judgebench.superseded_by"] in {r.info.run_id for r in live}
 
 
 def test_filters_missing_cells_and_options(grid):
@@ -210,7 +234,8 @@ def test_filters_missing_cells_and_options(grid):
     missing = pd.read_csv(out / "missing_cells.csv")
     assert len(missing[missing["dataset"] == "toy"]) == 8 and set(missing[missing["dataset"] == "toy"]["judge"]) == {"gpt_4o"}
     assert len(missing[missing["dataset"] == "dl19"]) == 16
-    assert "- toy / SimLLM / judge=gpt_4o" in printed and "| missing" in printed
+    assert "missing grid cells: 24 (e.g. toy / BM25 / judge=gpt_4o; toy / Perfect / judge=gpt_4o; all in" in printed
+    assert "  missing" in printed and max(len(line) for line in printed.splitlines()) <= 120
     assert "No ensembles or panel" in printed and "bootstrap=0" in printed
     assert not (out / "report.md").exists() and not (out / "figure_scatter.png").exists()
     # Holm at alpha 0.01: the decisions are those of the Holm column of the same tests
@@ -244,12 +269,13 @@ def test_empty_experiment_exits_2(tmp_path):
 
 def test_explicit_panel(grid):
     rep = report.build(grid["client"], "grid", options=report.Options(panel=["simulated_unbiased", "simulated"], bootstrap=0))
-    (panel,) = [v for v in rep.virtual if v.name == "panel"]
-    assert panel.members == ("simulated_unbiased", "simulated") and panel.rule == "majority"
+    # the panel has the majority's two members and rule: the same judge, reported once under its first name
+    assert not [v for v in rep.virtual if v.name == "panel"] and rep.aliases == {"panel": "majority"}
     t = rep.table1["toy"]
+    assert "panel" not in t.columns and "panel" not in set(rep.table2["judge"])
     # majority of two with ties to the lower label is the element-wise minimum: never above either member
-    assert (t["panel"] <= t[["simulated", "simulated_unbiased"]].max(axis=1) + 1e-12).all()
-    assert t["panel"].equals(t["majority"])  # same two members, same rule
+    assert (t["majority"] <= t[["simulated", "simulated_unbiased"]].max(axis=1) + 1e-12).all()
+    assert "panel = majority here" in rep.markdown()
 
 
 # --------------------------------------------------------------------------- known answers, hand-made tables
@@ -450,8 +476,10 @@ def test_rewritten_runs_feed_the_content_bias_section(tmp_path):
     t1 = pd.read_csv(tmp_path / "out" / "table1_d.csv", index_col="system")
     assert t1.loc["S", "j"] == pytest.approx(0.6)  # the original view, not the rewritten 0.9
     assert t1.loc["S2", ["human", "j"]].isna().all() and "cannot read per_query.csv" in printed
-    assert "1 run(s) on rewritten text views: used in this section only" in printed
+    assert "1 run(s) on rewritten text views: used in the content-bias section only" in printed
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "1 run(s) on rewritten text views: used in this section only" in md
     summary = pd.read_csv(tmp_path / "out" / "content_bias_summary.csv")
     assert summary["view"].eq("rewritten:r1").all() and summary["share_up"].tolist() == [0.5, 0.5]
-    assert (tmp_path / "out" / "figure_content_bias.png").exists() and "None found" not in printed
-    assert "| rewritten:r1" in printed
+    assert (tmp_path / "out" / "figure_content_bias.png").exists() and "None found" not in md
+    assert "| rewritten:r1" in md  # (its labels are the old TSV artifact: read as before)

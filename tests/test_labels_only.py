@@ -83,7 +83,7 @@ def test_labels_only_sweep_then_compare(store, tmp_path):
         assert m["judge_share_0"] == pytest.approx((j == 0).mean()) and m["human_share_3"] == pytest.approx(377 / 4423)
         assert m["label_set_size"] == 4423 == m["labelled_pairs"] and m["calls_failed"] == 0
         names = {a.path for a in client.list_artifacts(r.info.run_id)}
-        assert {"judge_labels.tsv", "judge_qrels.txt", "judge_failures.tsv", "config.yaml"} <= names and "run.trec" not in names
+        assert {"judge_labels.csv", "judge_qrels.txt", "judge_failures.csv", "config.yaml"} <= names and "run.trec" not in names
         assert "ranker.name" not in r.data.params
     # the same cells again: found in MLflow, skipped
     res = run(["-m", *_args(store, "experiment_name=lj", *common, f"judge.path={paths}", "judge.out_of_range=clip")], cwd=tmp_path)
@@ -99,9 +99,12 @@ def test_labels_only_sweep_then_compare(store, tmp_path):
         for c in ("kappa_graded", "kappa_linear", "kappa_ge2", "alpha_ordinal", "alpha_interval", "kappa_query_median", "judge_share_2"):
             assert t2.loc[judge, c] == pytest.approx(by_judge[judge][c]), c  # recomputed from the labels artifact
     assert "tau_all" not in t2.columns and "ndcg10_judge" not in t2.columns
-    assert "nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP, rho, tau_top5) and Tables 3-6 need systems" in res.out
-    assert "| llmjudge  | willia-umbrela1" in res.out
-    for name in ("report.md", "table2.tex", "table2_labels.tex", "figure_agreement.png", "figure_label_distribution.png",
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP, rho, tau_top5) and Tables 3-6 need systems" in md
+    assert "| llmjudge  | willia-umbrela1" in md and "llmjudge   willia-umbrela1" in res.out  # the printed summary too
+    assert "nDCG, tau and Tables 3-6 need systems" in res.out and f"full report: {out / 'report.html'}" in res.out
+    assert max(len(line) for line in res.out.splitlines()) <= 120 or len(str(out)) > 60
+    for name in ("report.md", "report.html", "table2.tex", "table2_labels.tex", "figure_agreement.png", "figure_label_distribution.png",
                  "figure_confusion.png"):
         assert (out / name).stat().st_size > 0, name
 

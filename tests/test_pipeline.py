@@ -46,7 +46,7 @@ def test_one_cell_logs_the_mlflow_contract(tmp_path):
     assert tags["judgebench.sweep_id"] == "s1" and tags["text_view"] == "original"
     assert run.data.params["ranker.depth"] == "10" and run.data.params["judge.weight"] == "1.0"
     names = {a.path for a in client.list_artifacts(outcome.run_id)}
-    assert {"run.trec", "judge_labels.tsv", "per_query.csv", "config.yaml", "judge_qrels.txt"} <= names
+    assert {"run.trec", "judge_labels.csv", "per_query.csv", "config.yaml", "judge_qrels.txt"} <= names
 
     # the three logged means are the nDCG of the logged run under all qrels, the human labels of the label set
     # and the judge's logged labels, recomputed here by the textbook formula (tests/reference_impl.py)

@@ -30,6 +30,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import cli_runner
+from mlflow_server import MlflowServer
 from cli_runner import file_mode, write_dataset
 from judgebench import cache as cache_mod
 from judgebench.cache import CallCache
@@ -96,7 +97,7 @@ def metrics_of(run, mlflow: MlflowClient | None = None) -> dict:
     return {**summary.data.metrics, **run.data.metrics}
 
 
-def artifact(run, name: str, sep: str = "\t") -> pd.DataFrame:
+def artifact(run, name: str, sep: str = ",") -> pd.DataFrame:
     path = client().download_artifacts(run.info.run_id, name, str(STORE["dir"] / "dl" / run.info.run_id))
     return pd.read_csv(path, sep=sep, dtype={"query_id": str, "doc_id": str})
 
@@ -139,8 +140,8 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         # retries = requests - completions asked for (ok or scoreless answers, or given up after the last retry)
         assert m["retries"] == stats["requests"] - (outcomes["ok"] + outcomes["noscore"] + transient_failed)
 
-        labels = artifact(run, "judge_labels.tsv")
-        failures = artifact(run, "judge_failures.tsv")
+        labels = artifact(run, "judge_labels.csv")
+        failures = artifact(run, "judge_failures.csv")
         assert len(labels) == m["labelled_pairs"] and len(failures) == m["calls_failed"]
         assert (failures["error"] == "unparsable").sum() == unparsable_final
         for q, d, label in labels[["query_id", "doc_id", "relevance"]].itertuples(index=False):
@@ -169,7 +170,7 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         assert srv.stats()["requests"] == transient_failed
         again = latest_run("faults")
         assert metrics_of(again)["labelled_pairs"] == N - unparsable_final
-        relabelled = artifact(again, "judge_labels.tsv")
+        relabelled = artifact(again, "judge_labels.csv")
         assert labels.merge(relabelled, on=["query_id", "doc_id"], suffixes=("", "_again")).eval("relevance == relevance_again").all()
 
         # above max_failed_share (default 5%): FAILED, one line, exit 2, metrics logged beside it
@@ -449,35 +450,6 @@ def _listening(port: int) -> list[str]:
             if state == "0A" and int(hexport, 16) == port:
                 found.append(addr)
     return found
-
-
-class MlflowServer:
-    """`mlflow server --backend-store-uri sqlite:///DB --host 127.0.0.1 --port P`, in its own process group."""
-
-    def __init__(self, db: Path, artifacts: Path, port: int) -> None:
-        self.port, self.uri = port, f"http://127.0.0.1:{port}"
-        self.log = open(db.parent / f"mlflow-{port}.log", "w")
-        cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}", "--default-artifact-root",
-               str(artifacts), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def wait_ready(self, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, Path(self.log.name).read_text()[-2000:]
-            try:
-                with urllib.request.urlopen(f"{self.uri}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        raise TimeoutError(f"mlflow server {self.uri} not ready in {timeout}s: {Path(self.log.name).read_text()[-2000:]}")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the server and its workers, at once
-        self.proc.wait(30)
-        self.log.close()
 
 
 def test_mlflow_server_going_away_mid_sweep(tmp_path):

@@ -57,7 +57,7 @@ def test_a_key_echoed_by_the_server_is_scrubbed_from_failures_logs_and_summary(t
         assert srv.stats()["by_outcome"]["unauthorized"] > 0
     assert res.rc == 2 and len(res.error_lines) == 1, str(res)
     assert leaks(tmp_path, planted, res) == []
-    failures = list(STORE["dir"].rglob("judge_failures.tsv"))
+    failures = list(STORE["dir"].rglob("judge_failures.csv"))
     assert failures and any("Incorrect API key provided: ***" in p.read_text() for p in failures)
     assert (tmp_path / "multirun" / "sweep_summary.json").is_file()
 

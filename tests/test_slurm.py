@@ -179,7 +179,7 @@ def test_slurm_sweep_logs_every_cell_with_its_job_id(slurm_cluster, tmp_path):
     acct = sacct_states(array)
     assert {raw for raw, _ in acct.values()} == job_ids and {state for _, state in acct.values()} == {"COMPLETED"}, acct
     for r in logged:
-        assert r.data.metrics["ndcg10_human"] > 0 and r.data.params["experiment_name"] == "launch"
+        assert r.data.metrics["ndcg10_human"] > 0 and r.data.params["dataset.name"] == "toy"
     print(f"4-cell SLURM sweep: {wall:.1f}s")  # the rerun (resume) is in the next test
 
 

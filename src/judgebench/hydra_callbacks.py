@@ -4,7 +4,11 @@
 
 - ``on_multirun_start`` (submitting process, before any job exists): creates the MLflow store and
   the experiment once, so that parallel jobs only ever find them (no race on schema or experiment
-  creation), and clears the outcome records of an earlier run of the same sweep directory.
+  creation), and clears the outcome records of an earlier run of the same sweep directory. It also
+  starts the sweep's parent run (kind ``sweep``): every cell's run (and a judge summary a cell creates)
+  nests under it through ``mlflow.parentRunId``, MLflow's own nesting, so the UI shows one row per sweep.
+  The jobs learn its id from the environment (``JUDGEBENCH_PARENT_RUN``), which Hydra's basic launcher,
+  submitit's local executor and ``sbatch`` all pass on. A single ``python run.py`` job has no parent.
 - ``on_job_end`` runs in the process that ran the job: the submitting process with Hydra's basic
   launcher (``hydra/launcher=local``), the SLURM (or submitit local) job process with the submitit
   launchers, which never call it in the submitting process. It writes one small JSON record per
@@ -12,7 +16,8 @@
   skipped-duplicate | dry-run | failed), error, SLURM ids. The sweep directory is shared with the
   jobs anyway (submitit keeps its pickles there).
 - ``on_multirun_end`` prints the summary table (cells ran / skipped / failed, with their
-  overrides) and writes ``<sweep dir>/sweep_summary.json``. When a job failed, Hydra's sweeper
+  overrides), writes ``<sweep dir>/sweep_summary.json`` and logs it on the parent run, which ends
+  FINISHED (FAILED when a cell failed). When a job failed, Hydra's sweeper
   raises before ``on_multirun_end``; the same summary is then printed when the process exits.
 
 ``WaitForAllJobs`` is the difference between judgebench's submitit launchers
@@ -49,7 +54,7 @@ _SLURM_ENV = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY
 
 # Submitting-process state. Module globals, not callback attributes: the callback object is
 # pickled with the launcher into every submitit job, and its attributes would travel with it.
-_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0}
+_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0, "uri": None, "parent": None}
 
 
 def sweep_dir(config: DictConfig) -> Path:
@@ -176,12 +181,15 @@ def record_interrupted() -> None:
 
 def _print_at_exit() -> None:
     """The sweep raised (a job failed) before on_multirun_end: report anyway."""
+    summary = None
     if not _SWEEP["printed"] and _SWEEP["dir"] is not None:
         _SWEEP["printed"] = True
         try:
-            print_summary(_SWEEP["dir"])
+            summary = print_summary(_SWEEP["dir"])
         except Exception as exc:  # never mask the sweep's own error
             print(f"judgebench: could not summarize the sweep: {exc}")
+    if _SWEEP["parent"] is not None:
+        end_parent_run(summary, failed=True)
 
 
 def precreate_experiment(config: DictConfig) -> str | None:
@@ -208,7 +216,40 @@ def precreate_experiment(config: DictConfig) -> str | None:
 
     tracking.ensure_sqlite_parent(str(uri))
     client = tracking.MlflowClient(str(uri))
+    _SWEEP["uri"] = str(uri)
     return tracking.get_or_create_experiment(client, str(name), str(artifact_root) if artifact_root else None)
+
+
+def start_parent_run(config: DictConfig, experiment_id: str) -> str:
+    """The sweep's parent run, its id exported for the jobs (see the module docstring)."""
+    from judgebench import tracking
+
+    sweep = str(config.get("sweep_id") or config.hydra.sweep.dir)
+    overrides = " ".join(_masked(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))) or "(no overrides)"
+    name = f"sweep {Path(sweep).parent.name}/{Path(sweep).name}".replace("sweep /", "sweep ")
+    note = f"Sweep of experiment {config.experiment_name}: {overrides}; one nested run per cell (sweep dir {sweep_dir(config)})"
+    run = tracking.JobRun(tracking.MlflowClient(_SWEEP["uri"]), experiment_id, name,
+                          {f"{tracking.TAG}kind": "sweep", f"{tracking.TAG}sweep_id": sweep}, note=note[:5000], parent="")
+    os.environ[tracking.PARENT_ENV] = f"{experiment_id}:{run.run_id}"
+    _SWEEP["parent"] = run
+    return run.run_id
+
+
+def end_parent_run(summary: dict | None, failed: bool = False) -> None:
+    """Log the sweep summary on the parent run and end it (FAILED when a cell failed or the sweep raised)."""
+    from judgebench import tracking
+
+    run, _SWEEP["parent"] = _SWEEP["parent"], None
+    os.environ.pop(tracking.PARENT_ENV, None)
+    if run is None:
+        return
+    try:
+        if summary is not None:
+            run.set_tags({f"{tracking.TAG}cells": summary["cells"], f"{tracking.TAG}failed": summary["failed"]})
+            run.log_files({SUMMARY_FILE: json.dumps(summary, indent=1, default=str)})
+        run.finish("FAILED" if failed or summary is None or summary["failed"] else "FINISHED")
+    except Exception as exc:  # the sweep's own outcome matters more than its parent run
+        log.warning("could not close the sweep's MLflow parent run: %s", _short(exc))
 
 
 class SweepCallback(Callback):
@@ -221,13 +262,13 @@ class SweepCallback(Callback):
         for old in (directory / RECORDS).glob("*.json"):
             old.unlink(missing_ok=True)  # a rerun of the same sweep directory reports afresh
         _SWEEP.update(dir=directory, printed=not self.summary, started=time.perf_counter())
-        if self.summary:
-            atexit.register(_print_at_exit)
+        atexit.register(_print_at_exit)  # prints only when summary is on; always closes the parent run
         if self.create_experiment:
             try:
                 exp_id = precreate_experiment(config)
                 if exp_id is not None:
                     log.info("MLflow experiment %s (id %s) ready before the jobs start", config.experiment_name, exp_id)
+                    start_parent_run(config, exp_id)
             except Exception as exc:  # the jobs still get_or_create it themselves
                 log.warning("could not create the MLflow experiment before the sweep: %s", _short(exc))
 
@@ -245,10 +286,13 @@ class SweepCallback(Callback):
         write_record(sweep_dir(config), config.hydra.job.num, overrides, status, error, **extra)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        summary = None
         if self.summary and not _SWEEP["printed"]:
             _SWEEP["printed"] = True
-            print_summary(sweep_dir(config))
+            summary = print_summary(sweep_dir(config))
             log.info("sweep done in %.1fs", time.perf_counter() - _SWEEP["started"])
+        if _SWEEP["parent"] is not None:
+            end_parent_run(summary or summarize(sweep_dir(config)))
 
 
 # --------------------------------------------------------------------------------------------

@@ -81,8 +81,10 @@ def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, d
     for r in found:  # the filter cannot say text_view or dataset safely (free text): check them here
         if r.data.tags.get("dataset") == tags["dataset"] and r.data.tags.get("text_view") == tags["text_view"]:
             return r.info.run_id
+    note = (f"{tags['dataset']}: judge-level statistics of {tags['judge']} on the label set ({len(label_set)} pairs, text view "
+            f"{tags['text_view']}): kappa, alpha, label shares; shared by every system's run of this judge")
     run = tracking.JobRun(client, experiment_id, f"judge/{tags['dataset']}/{tags['judge']}/{tags['text_view']}",
-                          {**tags, f"{tracking.TAG}kind": KIND, f"{tracking.TAG}labels_digest": digest})
+                          {**tags, f"{tracking.TAG}kind": KIND, f"{tracking.TAG}labels_digest": digest}, note=note)
     try:
         run.log_metrics(statistics(judge_qrels, label_set, failed_pairs))
     except BaseException:

@@ -3,8 +3,8 @@
 Some collections have human labels but no passages and no pool of systems (LLMJudge); some questions
 need no systems (how well do these labels agree?). Such a job labels the dataset's label set with the
 judge and logs one MLflow run per (dataset, judge) with tag ``judgebench.kind=labels``: every agreement
-statistic of the grid cells as metrics, and the same label artifacts (``judge_labels.tsv``,
-``judge_qrels.txt``, ``judge_failures.tsv``), so compare reads them the same way. There are no nDCG or
+statistic of the grid cells as metrics, and the same label artifacts (``judge_labels.csv``,
+``judge_qrels.txt``, ``judge_failures.csv``), so compare reads them the same way. There are no nDCG or
 tau numbers, and none are made up.
 """
 
@@ -23,7 +23,7 @@ from judgebench.data.trec import write_qrels
 from judgebench.exceptions import UserError
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 from judgebench.exceptions import check_failed_share
-from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, load_dataset, sweep_id
+from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, load_dataset, log_dataset_input, sweep_id
 
 log = logging.getLogger("judgebench")
 KIND = "labels"
@@ -72,11 +72,13 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         "text_view": "original",
         "git_commit": tracking.git_commit(),
     }
-    job = tracking.JobRun(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags)
+    note = f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no systems"
+    job = tracking.JobRun(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note=note)
     try:
         config = OmegaConf.to_container(used, resolve=True)
         params, long_values = tracking.params_from_config(config)
         job.log_params(params)
+        log_dataset_input(job, cfg, dataset)
         label_set = dataset.label_set()
         result = judge.judge(label_set[["query_id", "doc_id"]], dataset, dataset.corpus)
         agreement = label_agreement(result.qrels, label_set)
@@ -91,16 +93,16 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         job.log_metrics(metrics)
         labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
         files = {
-            "judge_labels.tsv": _frame_text(labels_out),
+            "judge_labels.csv": _frame_text(labels_out),
             "judge_qrels.txt": _file_text(write_qrels, result.qrels),
-            "judge_failures.tsv": _frame_text(result.failed),
+            "judge_failures.csv": _frame_text(result.failed),
             "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         job.log_files(files)
         check_failed_share(result.usage.calls_failed, len(label_set), float(cfg.get("max_failed_share", 1.0)),
-                           f"{dataset.name} / {judge.name}", "the pairs are listed in its judge_failures.tsv")
+                           f"{dataset.name} / {judge.name}", "the pairs are listed in its judge_failures.csv")
         job.finish("FINISHED")
     except BaseException:
         job.finish("FAILED")

@@ -23,7 +23,7 @@ from judgebench.data.trec import write_qrels, write_run
 from judgebench.dry_run import dry_run  # noqa: F401  (run_job's dry_run=true; asks nothing, rewrites included)
 from judgebench.evaluation import HUMAN, HUMAN_LABELSET, METRIC_VERSION, cut, evaluate, means, references
 from judgebench.identity import component_hash
-from judgebench.input_digests import input_digests
+from judgebench.input_digests import input_digests, input_files
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rewriters.report import rewrites_checked
@@ -98,7 +98,8 @@ def sweep_id(cfg: DictConfig) -> str:
         return "adhoc"
 
 
-def _frame_text(frame: pd.DataFrame, sep: str = "\t") -> str:
+def _frame_text(frame: pd.DataFrame, sep: str = ",") -> str:
+    """A table artifact as CSV (MLflow's UI renders CSV as a table; a TSV is one block of text)."""
     buf = io.StringIO()
     frame.to_csv(buf, sep=sep, index=False)
     return buf.getvalue()
@@ -112,6 +113,23 @@ def _file_text(writer, frame: pd.DataFrame, **kw) -> str:
         path = Path(tmp) / "out"
         writer(frame, path, **kw)
         return path.read_text(encoding="utf-8")
+
+
+def log_dataset_input(job: tracking.JobRun, cfg: DictConfig, dataset: Dataset) -> None:
+    """The dataset as the run's dataset input: the label set's schema and size, a digest of every input file
+    the dataset reads, and where it comes from (its qrels file; the directory of the bundled toy files)."""
+    digests = {k: v for k, v in input_digests(cfg).items() if k.startswith("dataset.")}
+    digest = hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
+    files = input_files({"dataset": OmegaConf.to_container(cfg.dataset, resolve=True)})
+    qrels = [p for k, p in sorted(files.items()) if "qrels" in k.rsplit(".", 1)[-1] or k.endswith("qrels.txt")] or sorted(files.values())
+    if "dataset.toy/qrels.txt" in files or not qrels:
+        source = str(qrels[0].parent if qrels else Path(__file__).parent / "data")
+    else:
+        source = str(qrels[0])
+    try:
+        job.log_dataset(dataset.name, dataset.label_set(), source, digest)
+    except Exception as exc:  # noqa: BLE001 - the UI's Dataset column is not worth a cell
+        log.warning("%s: the dataset input was not logged (%s: %s)", dataset.name, type(exc).__name__, exc)
 
 
 def _ranker_truncated(ranker: Ranker) -> dict:
@@ -176,11 +194,14 @@ def run_job(cfg: DictConfig) -> JobOutcome:
     }
     slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
     tags.update({tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)})  # a SLURM job's ids
-    job = tracking.JobRun(client, exp_id, f"{cfg.dataset.name}/{system}/{judge.name}/{rewriter.name}", tags)
+    note = (f"{cfg.dataset.name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
+            f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}")
+    job = tracking.JobRun(client, exp_id, f"{cfg.dataset.name}/{system}/{judge.name}/{rewriter.name}", tags, note=note)
     try:
         config = OmegaConf.to_container(cfg, resolve=True)
         params, long_values = tracking.params_from_config(config)
         job.log_params(params)
+        log_dataset_input(job, cfg, dataset)
 
         texts = rewriter.rewrite(dataset)
         where = f"{cfg.dataset.name} / {system} / rewriter {rewriter.name}"
@@ -213,10 +234,10 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
         files = {
             "run.trec": _file_text(write_run, run, tag=system.replace(" ", "_")),
-            "judge_labels.tsv": _frame_text(labels_out),
+            "judge_labels.csv": _frame_text(labels_out),
             "judge_qrels.txt": _file_text(write_qrels, result.qrels),
-            "judge_failures.tsv": _frame_text(result.failed),
-            "per_query.csv": _frame_text(per_query, sep=","),
+            "judge_failures.csv": _frame_text(result.failed),
+            "per_query.csv": _frame_text(per_query),
             "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
             "input_digests.json": json.dumps(input_digests(cfg), indent=1, sort_keys=True),

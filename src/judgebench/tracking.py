@@ -1,12 +1,16 @@
 """The MLflow logging contract (DESIGN.md 6): one run per job, found later by experiment and tags.
 
 We talk to MLflow through an explicit MlflowClient, never the global fluent state, so that
-several jobs in one process (a local Hydra multirun) cannot leak runs into each other.
+several jobs in one process (a local Hydra multirun) cannot leak runs into each other. Runs follow
+MLflow's conventions so that its UI reads them: MLflow's own tags (``mlflow.source.*``, git commit,
+a one-line ``mlflow.note.content``, ``mlflow.parentRunId`` under a sweep's parent run), the dataset as
+a dataset input, params that define the cell only (the full config is the ``config.yaml`` artifact).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 import time
@@ -14,15 +18,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
+from mlflow.utils import mlflow_tags
 
+from judgebench import artifact_store
 from judgebench.masking import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
 
 PARAM_MAX = 500  # longer values (prompts, path lists) go to artifacts, not params
 
 TAG = "judgebench."
+EXPERIMENT_KIND, CLASSIC_ML = "mlflow.experimentKind", "custom_model_development"  # MLflow UI's experiment kinds
 
 
 def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -36,7 +43,8 @@ def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def git_commit(cwd: str | Path = ".") -> str:
+def git_commit(cwd: str | Path = Path(__file__).parent) -> str:
+    """The commit of the judgebench checkout (not of wherever run.py was started)."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
         return out.stdout.strip() or "unknown"
@@ -97,21 +105,46 @@ def get_or_create_experiment(client: MlflowClient, name: str, artifact_root: str
         if exp is not None:
             return exp.experiment_id
         try:
-            location = f"{artifact_root.rstrip('/')}/{name}" if artifact_root else None
-            if location and "://" not in location:
+            location = artifact_store.experiment_location(client.tracking_uri, artifact_root, name)
+            if location and ":" not in location.split("/", 1)[0]:
                 Path(location).mkdir(parents=True, exist_ok=True)
-            return client.create_experiment(name, artifact_location=location)
+            # the UI opens an experiment of this kind on its runs table, not on the GenAI traces overview
+            return client.create_experiment(name, artifact_location=location, tags={EXPERIMENT_KIND: CLASSIC_ML})
         except MlflowException:
             time.sleep(0.2 * (attempt + 1))  # another job created it first, or the DB was locked
     raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
 
 
-class JobRun:
-    """One MLflow run for one grid cell; FAILED unless finish() is reached."""
+PARENT_ENV = "JUDGEBENCH_PARENT_RUN"  # "<experiment id>:<run id>" of the sweep's parent run, set by the sweep
 
-    def __init__(self, client: MlflowClient, experiment_id: str, run_name: str, tags: Mapping[str, str]):
+
+def parent_run_id(experiment_id: str) -> str | None:
+    """The sweep's parent run when this process runs a cell of a sweep in the same experiment."""
+    exp, _, run = os.environ.get(PARENT_ENV, "").partition(":")
+    return run if run and exp == str(experiment_id) else None
+
+
+def standard_tags(note: str | None = None, parent: str | None = None) -> dict[str, str]:
+    """MLflow's own tags: user and source (MLflow's context providers), git commit, note, parent."""
+    from mlflow.tracking.context.registry import resolve_tags
+
+    tags = resolve_tags({mlflow_tags.MLFLOW_GIT_COMMIT: git_commit()})
+    if note:
+        tags[mlflow_tags.MLFLOW_RUN_NOTE] = note
+    if parent:
+        tags[mlflow_tags.MLFLOW_PARENT_RUN_ID] = parent
+    return tags
+
+
+class JobRun:
+    """One MLflow run for one grid cell; FAILED unless finish() is reached. ``note`` is the one-line
+    description the UI shows; the run nests under the sweep's parent run when there is one."""
+
+    def __init__(self, client: MlflowClient, experiment_id: str, run_name: str, tags: Mapping[str, str],
+                 note: str | None = None, parent: str | None = None):
         self.client = client
-        tags = {k: scrub(str(v)) for k, v in tags.items()}
+        parent = parent_run_id(experiment_id) if parent is None else parent  # "": top level
+        tags = {k: scrub(str(v)) for k, v in {**standard_tags(note, parent), **tags}.items()}
         self.run = _retry(lambda: client.create_run(experiment_id, run_name=scrub(run_name), tags=tags))
         self.run_id = self.run.info.run_id
 
@@ -141,13 +174,51 @@ class JobRun:
                     path.write_text(scrub(content), encoding="utf-8")
             self.client.log_artifacts(self.run_id, tmp)
 
+    def log_dataset(self, name: str, frame, source: str, digest: str, context: str = "label_set") -> None:
+        """The dataset as an MLflow dataset input (the UI's Dataset column): name, digest of its input
+        files, source, and the schema and size of ``frame`` (the pairs the judges label)."""
+        import warnings
+
+        import mlflow.data
+
+        with warnings.catch_warnings():  # MLflow's hints on integer columns (no label is missing) and on local sources
+            warnings.simplefilter("ignore")
+            entity = mlflow.data.from_pandas(frame, source=source, name=name, digest=digest)._to_mlflow_entity()
+        tags = [InputTag(mlflow_tags.MLFLOW_DATASET_CONTEXT, context)]
+        _retry(lambda: self.client.log_inputs(self.run_id, datasets=[DatasetInput(entity, tags)]))
+
     def finish(self, status: str = "FINISHED") -> None:
         _retry(lambda: self.client.set_terminated(self.run_id, status=status))
 
 
+# What defines a cell: these config groups and top-level keys are params; the rest of the config (where
+# and how a job runs) is in config.yaml only.
+CELL_GROUPS = ("dataset", "ranker", "perturbation", "judge", "rewriter", "simulation")
+CELL_KEYS = ("job", "max_failed_share")
+# Leaves that say how a component runs, not what it computes (class paths, caches, rate limits,
+# devices, prices), and the dataset's file paths (the dataset input holds their digest and source).
+HOW = {"_target_", "cache_dir", "progress", "device", "dtype", "batch_size", "max_concurrency", "requests_per_minute",
+       "tokens_per_minute", "max_retries", "timeout_s", "backoff_base_s", "backoff_max_s", "api_key_env",
+       "price_input_per_mtok", "price_output_per_mtok"}
+DATASET_FILES = {"data_dir", "topics", "qrels", "pool", "passages", "ids"}
+
+
+def cell_config(config: Mapping) -> dict[str, Any]:
+    """The flattened leaves of the config that define the cell (None values left out)."""
+    out = {}
+    for k, v in flatten(config).items():
+        parts = k.split(".")
+        if parts[0] not in CELL_GROUPS and k not in CELL_KEYS:
+            continue
+        if v is None or parts[-1] in HOW or (parts[0] == "dataset" and parts[-1] in DATASET_FILES):
+            continue
+        out[k] = v
+    return out
+
+
 def params_from_config(config: Mapping) -> tuple[dict[str, str], dict[str, str]]:
-    """Flattened, masked params; values too long for a param are returned as artifact texts."""
-    flat = flatten(mask_secrets(config))
+    """The cell-defining params (cell_config), masked; values too long for a param are returned as artifact texts."""
+    flat = cell_config(mask_secrets(config))
     params, long_values = {}, {}
     for k, v in flat.items():
         text = json.dumps(v) if isinstance(v, (list, dict)) else str(v)

@@ -37,6 +37,13 @@ class Artifacts:
                 self.problems.append(f"run {run_id}: cannot read {name} ({type(e).__name__}: {e})")
                 return None
 
+    def _table(self, run_id: str, stem: str, **kw) -> pd.DataFrame | None:
+        """``<stem>.csv``, or ``<stem>.tsv`` for runs logged before tables were CSV (same columns)."""
+        names = {a.path for a in self.client.list_artifacts(run_id)}
+        if f"{stem}.csv" not in names and f"{stem}.tsv" in names:
+            return self._read(run_id, f"{stem}.tsv", lambda p: pd.read_csv(p, sep="\t", **kw))
+        return self._read(run_id, f"{stem}.csv", lambda p: pd.read_csv(p, **kw))
+
     def per_query(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Rows (dataset, system, judge, query_id, value); the rows of the two human references come from
         every job's reference columns (a human-judge run adds nothing else: its labels are the reference)."""
@@ -61,7 +68,7 @@ class Artifacts:
         for _, job in jobs.drop_duplicates(["dataset", "judge", "text_view"], keep="last").iterrows():
             if job["judge"] == HUMAN:
                 continue
-            lab = self._read(job["run_id"], "judge_labels.tsv", lambda p: pd.read_csv(p, sep="\t", dtype={"query_id": str, "doc_id": str}))
+            lab = self._table(job["run_id"], "judge_labels", dtype={"query_id": str, "doc_id": str})
             if lab is None:
                 continue
             lab = lab.dropna(subset=["relevance", "human"]).astype({"relevance": int, "human": int})

@@ -17,13 +17,13 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare import calibration, labels_report
+from judgebench.compare import calibration, console, labels_report
 from judgebench.compare import report as report_mod
 from judgebench.exceptions import CompareError
 from judgebench.masking import install_log_scrubbing, mask_url, scrub
 
 USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [judges=x,y] [out=DIR]
-                          [format=md,csv,tex,png] [alpha=0.05] [correction=holm|none] [bootstrap=1000]
+                          [format=md,csv,tex,png,html] [alpha=0.05] [correction=holm|none] [bootstrap=1000]
                           [seed=0] [panel=j1,j2] [reference=human_labelset|human]
                           [allow_mixed_versions=false] [tracking_uri=URI] [log=true|false]
                           [calibration=ppi,ppi++,linear,label,human_only] [calibration_k=5,10,20,all] [resamples=200]
@@ -31,7 +31,8 @@ USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [
   datasets     datasets to report (default: all); a requested dataset without runs is listed as missing
   judges       judges to report (default: all); the human column is always there
   out          output directory (default: compare-out/NAME)
-  format       which files to write (default: all four); the Markdown report is always printed
+  format       which files to write (default: all five; html = report.html, one self-contained page); a
+               short summary is printed, the full report is report.md / report.html
   alpha        significance level of the paired t-tests
   correction   holm: judge-vs-human decisions use Holm-adjusted p (Table 3 always shows both)
   bootstrap    resamples of the queries for the 95% percentile intervals (0: none)
@@ -165,6 +166,11 @@ def probe_tracking_server(uri: str, timeout_s: float = 3.0) -> None:
         raise CompareError(f"the MLflow tracking server {mask_url(uri)} cannot be reached ({reason}); start it or pass tracking_uri=...") from None
 
 
+def _logged(run_id: str, experiment: str, superseded: list[str]) -> str:
+    again = f" (replaces {len(superseded)} earlier compare run(s) of this selection: {', '.join(superseded)})" if superseded else ""
+    return f"logged as MLflow run {run_id} in experiment {experiment!r}{again}"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     install_log_scrubbing()
@@ -189,19 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         if labels is None or labels_report.has_runs(client, args["experiment"], "job", sweep):
             rep = report_mod.build(client, args["experiment"], sweep, opts)
             files = report_mod.write(rep, out)
-            print(rep.markdown())
-            print(f"written ({time.perf_counter() - started:.1f}s): {', '.join(str(f) for f in files)}")
+            print(console.summary(rep, out, time.perf_counter() - started))
             if log:
                 run_id = report_mod.log_compare_run(client, args["experiment"], sweep, files, rep)
-                print(f"logged as MLflow run {run_id} in experiment {args['experiment']!r}")
+                print(_logged(run_id, args["experiment"], rep.superseded))
             out = out / "labels"  # labels-only runs beside grid runs: their report in a folder of its own
         if labels is not None:
             files = labels_report.write(labels, out)
-            print(labels.markdown())
-            print(f"written ({time.perf_counter() - started:.1f}s): {', '.join(str(f) for f in files)}")
+            print(console.labels_summary(labels, out, time.perf_counter() - started))
             if log:
                 run_id = labels_report.log_compare_run(client, labels, files)
-                print(f"logged as MLflow run {run_id} in experiment {args['experiment']!r}")
+                print(_logged(run_id, args["experiment"], labels.superseded))
     except CompareError as e:
         print(f"judgebench-compare: {scrub(str(e))}", file=sys.stderr)
         return 2

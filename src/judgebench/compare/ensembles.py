@@ -89,6 +89,21 @@ def plan(judges: list[str], families: dict[str, str], panel: list[str] | None = 
     return out
 
 
+def distinct(virtual: list[VirtualJudge]) -> tuple[list[VirtualJudge], dict[str, str]]:
+    """(the virtual judges with distinct labels, {dropped name: the identical kept one}): a panel with the
+    members and rule of the majority (the default panel when the judges span fewer than 2 families) is the
+    same judge, reported once ("panel = majority here") rather than as a duplicate column everywhere."""
+    kept: list[VirtualJudge] = []
+    aliases: dict[str, str] = {}
+    for v in virtual:
+        same = next((k for k in kept if set(k.members) == set(v.members) and k.rule == v.rule), None)
+        if same is None:
+            kept.append(v)
+        else:
+            aliases[v.name] = same.name
+    return kept, aliases
+
+
 def virtual_labels(labels: pd.DataFrame, vj: VirtualJudge, problems: list[str] | None = None) -> pd.DataFrame:
     """The virtual judge's labels (LABELS columns) per dataset, original text view; a dataset where a
     member has no labels is skipped and listed in ``problems``."""

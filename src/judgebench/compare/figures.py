@@ -15,7 +15,28 @@ import pandas as pd  # noqa: E402
 from judgebench.compare.artifacts import HUMAN_LABELSET, REFERENCES  # noqa: E402
 from judgebench.metrics.agreement import LEVELS  # noqa: E402
 
+# The same thing has the same colour (and marker, hatch) in every figure: system types by TYPE_*, judges by
+# judge_colours() (references in greys, then a fixed palette in report order).
 TYPE_COLOURS = {"oracle": "tab:blue", "llm": "tab:red", "lexical": "tab:green", "external": "tab:purple"}
+TYPE_MARKERS = {"oracle": "o", "llm": "^", "lexical": "s", "external": "D"}
+TYPE_HATCHES = {"oracle": "", "llm": "//", "lexical": "..", "external": "xx"}
+REFERENCE_COLOURS = {"human": "#4d4d4d", "human_labelset": "#9a9a9a"}
+JUDGE_PALETTE = ["tab:orange", "tab:cyan", "tab:pink", "tab:olive", "tab:brown", "tab:purple", "gold", "teal", "navy", "crimson"]
+CAPTIONS = {
+    "figure_ndcg_bars.png": "nDCG@10 per system under each judge (bootstrap intervals; hatching = system type)",
+    "figure_scatter.png": "human vs judge nDCG@10 per system (above the line: the judge overrates the system)",
+    "figure_kappa_tau.png": "label agreement (kappa) vs system-ordering agreement (tau) per judge",
+    "figure_content_bias.png": "judge labels on original vs rewritten text",
+    "figure_agreement.png": "agreement with the human labels per judge",
+    "figure_label_distribution.png": "label distribution per judge",
+    "figure_confusion.png": "label confusion per judge",
+}
+
+
+def judge_colours(judges: list[str]) -> dict[str, str]:
+    """A colour per judge: the references grey, the others in order from a fixed palette (stable across figures)."""
+    others = [j for j in dict.fromkeys(judges) if j not in REFERENCE_COLOURS]
+    return {**REFERENCE_COLOURS, **{j: JUDGE_PALETTE[i % len(JUDGE_PALETTE)] for i, j in enumerate(others)}}
 
 
 def slug(name: str) -> str:
@@ -30,61 +51,111 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path) -> Path:
-    """The paper's Figure 3: grouped bars of nDCG@10 per system under each judge (missing cells: no bar)."""
-    fig, axes = plt.subplots(len(t1), 1, figsize=(max(8, 0.9 * max(len(t) for t in t1.values()) + 3), 3.6 * len(t1)), squeeze=False)
+def _type_legend(ax, types: list[str], loc: str = "lower right") -> None:
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], ls="", marker=TYPE_MARKERS.get(t, "o"), color=TYPE_COLOURS.get(t, "tab:gray"), label=t) for t in types]
+    ax.legend(handles=handles, fontsize="x-small", loc=loc, title="system type", title_fontsize="x-small")
+
+
+def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None = None) -> Path:
+    """The paper's Figure 3: grouped bars of nDCG@10 per system under each judge, with the bootstrap interval of
+    each mean as an error bar (when computed); hatching and the tick colour give the system type; missing cells:
+    no bar."""
+    judges_all = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c != "type"))
+    colours = judge_colours(judges_all)
+    fig, axes = plt.subplots(len(t1), 1, figsize=(max(8, 0.9 * max(len(t) for t in t1.values()) + 3), 3.8 * len(t1)), squeeze=False)
     for ax, (dataset, table) in zip(axes[:, 0], t1.items()):
         judges = [c for c in table.columns if c != "type"]
         x = np.arange(len(table))
         width = 0.8 / max(1, len(judges))
+        hatches = [TYPE_HATCHES.get(t, "") for t in table["type"]]
         for i, judge in enumerate(judges):
-            ax.bar(x + (i - (len(judges) - 1) / 2) * width, table[judge].astype(float).fillna(0), width, label=judge)
+            values = table[judge].astype(float)
+            err = None
+            if ci is not None and len(ci):
+                c = ci[(ci["dataset"] == dataset) & (ci["judge"] == judge)].set_index("system").reindex(table.index)
+                err = np.vstack([(values - c["lo"]).clip(lower=0), (c["hi"] - values).clip(lower=0)]).astype(float)
+                err = np.nan_to_num(err)
+            ax.bar(x + (i - (len(judges) - 1) / 2) * width, values.fillna(0), width, label=judge, color=colours[judge],
+                   hatch=hatches, edgecolor="white", linewidth=0.3, yerr=err, error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "black"})
         ax.set_xticks(x, table.index, rotation=30, ha="right")
+        for tick, kind in zip(ax.get_xticklabels(), table["type"]):
+            tick.set_color(TYPE_COLOURS.get(kind, "black"))
         ax.set_ylabel("nDCG@10 (judged only)")
-        ax.set_ylim(0, 1)
-        ax.set_title(f"{dataset}: systems under each judge")
+        ax.set_ylim(0, 1.05)
+        interval = ", 95% bootstrap intervals" if ci is not None and len(ci) else ""
+        kinds = ", ".join(f"{k} {TYPE_HATCHES.get(k) or 'plain'}" for k in dict.fromkeys(table["type"]))
+        ax.set_title(f"{dataset}: nDCG@10 per system and judge{interval}\nhatch = system type: {kinds}", fontsize="medium")
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: bars reach the top
         ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
 
 
+def _counts(lab: pd.DataFrame) -> pd.DataFrame:
+    return pd.crosstab(lab["human"], lab["relevance"]).reindex(index=list(LEVELS), columns=list(LEVELS), fill_value=0)
+
+
 def confusion(labels: pd.DataFrame, judge: str, path: Path) -> Path:
-    """Human level x judge level for one judge, one panel per dataset, each row normalised to 1."""
+    """Human level x judge level for one judge, one panel per dataset: the colour is the row share (each human
+    level sums to 1, colour bar beside), the text the count and the share."""
     datasets = list(dict.fromkeys(labels["dataset"]))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(3.8 * len(datasets), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.6 * len(datasets), 3.8), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         lab = labels[labels["dataset"] == dataset]
-        counts = pd.crosstab(lab["human"], lab["relevance"]).reindex(index=list(LEVELS), columns=list(LEVELS), fill_value=0)
+        counts = _counts(lab)
         share = counts.div(counts.sum(axis=1).replace(0, np.nan), axis=0).fillna(0).to_numpy()
-        ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
+        image = ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
         for (i, j), v in np.ndenumerate(share):
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=9)
+            ax.text(j, i, f"{counts.to_numpy()[i, j]}\n{v:.2f}", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=8)
         ax.set_xticks(range(len(LEVELS)), LEVELS)
         ax.set_yticks(range(len(LEVELS)), LEVELS)
         ax.set_xlabel(f"{judge} label")
         ax.set_ylabel("human label")
         ax.set_title(f"{dataset} (n={len(lab)})")
-    fig.suptitle(f"Label confusion, rows normalised: {judge}")
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="share of the human level")
+    fig.suptitle(f"Label confusion (count, row share): {judge}")
     return _save(fig, path)
 
 
-def scatter(t1: dict[str, pd.DataFrame], path: Path, reference: str = HUMAN_LABELSET) -> Path:
-    """Human (``reference``) vs judge nDCG@10 per system, coloured by system type, with y = x: points above
-    the line are systems the judge overrates."""
+def _title_stats(t2: pd.DataFrame | None, dataset: str, judge: str) -> str:
+    if t2 is None or not len(t2):
+        return ""
+    row = t2[(t2["dataset"] == dataset) & (t2["judge"] == judge)]
+    if row.empty:
+        return ""
+    fmt = lambda v: "n/a" if v != v else f"{v:.2f}"  # noqa: E731
+    return f"\nτ={fmt(float(row['tau_all'].iloc[0]))}  κ={fmt(float(row['kappa_graded'].iloc[0]))}"
+
+
+def _label_points(ax, xs: pd.Series, ys: pd.Series, names: pd.Index) -> None:
+    """One label per point; points within 0.005 of each other share one label ("A, B") instead of overprinting."""
+    frame = pd.DataFrame({"x": xs.to_numpy(dtype=float), "y": ys.to_numpy(dtype=float), "name": list(names)}).dropna()
+    groups = frame.groupby([(frame["x"] / 0.005).round(), (frame["y"] / 0.005).round()], sort=False)
+    for n, (_, g) in enumerate(groups):
+        ax.annotate(", ".join(g["name"]), (g["x"].mean(), g["y"].mean()), xytext=(4, 4 if n % 2 == 0 else -9),
+                    textcoords="offset points", fontsize=6.5)
+
+
+def scatter(t1: dict[str, pd.DataFrame], path: Path, reference: str = HUMAN_LABELSET, t2: pd.DataFrame | None = None) -> Path:
+    """Human (``reference``) vs judge nDCG@10 per system, one marker and colour per system type, each point
+    labelled with its system, y = x drawn: points above the line are systems the judge overrates. The panel
+    title gives the judge's τ (all systems, against ``reference``) and graded κ when ``t2`` has them."""
     judges = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c not in ("type", *REFERENCES)))
-    fig, axes = plt.subplots(len(t1), max(1, len(judges)), figsize=(3.6 * max(1, len(judges)), 3.6 * len(t1)), squeeze=False)
+    fig, axes = plt.subplots(len(t1), max(1, len(judges)), figsize=(4.0 * max(1, len(judges)), 4.0 * len(t1)), squeeze=False)
     for row, (dataset, table) in zip(axes, t1.items()):
         for ax, judge in zip(row, judges):
-            for kind, g in table.groupby("type", sort=False):
-                if judge in g:
-                    ax.scatter(g[reference], g[judge], label=kind, color=TYPE_COLOURS.get(kind, "tab:gray"), s=28)
+            if judge in table:
+                for kind, g in table.groupby("type", sort=False):
+                    ax.scatter(g[reference], g[judge], color=TYPE_COLOURS.get(kind, "tab:gray"), marker=TYPE_MARKERS.get(kind, "o"), s=30)
+                _label_points(ax, table[reference], table[judge], table.index)
             ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
-            ax.set_xlim(0, 1)
-            ax.set_ylim(0, 1)
+            ax.set_xlim(0, 1.02)
+            ax.set_ylim(0, 1.02)
             ax.set_xlabel(f"nDCG@10 under humans ({reference})")
             ax.set_ylabel(f"nDCG@10 under {judge}")
-            ax.set_title(f"{dataset}: {judge}", fontsize="medium")
-            ax.legend(fontsize="x-small", loc="lower right")
+            ax.set_title(f"{dataset}: {judge}{_title_stats(t2, dataset, judge)}", fontsize="medium")
+            _type_legend(ax, list(dict.fromkeys(table["type"])))
             ax.grid(alpha=0.3)
     return _save(fig, path)
 
@@ -118,7 +189,8 @@ def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: st
     fig, axes = plt.subplots(1, max(1, len(datasets)), figsize=(5.2 * max(1, len(datasets)), 4.4), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         d = t2[(t2["dataset"] == dataset) & t2[kappa].notna() & t2[tau].notna()]
-        ax.scatter(d[kappa], d[tau], s=30, color="tab:blue")
+        colours = judge_colours(list(t2["judge"]))
+        ax.scatter(d[kappa], d[tau], s=34, color=[colours[j] for j in d["judge"]], edgecolor="black", linewidth=0.4)
         for (x, y), g in d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False):  # one label per point
             ax.annotate(", ".join(map(str, g["judge"])), (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
         ax.set_xlim(min(0.0, float(d[kappa].min()) - 0.05) if len(d) else 0.0, 1.0)
@@ -185,13 +257,20 @@ def confusion_grid(labels: pd.DataFrame, path: Path, columns: int = 6) -> Path:
     for ax in axes.flat[len(groups):]:
         ax.axis("off")
     for ax, ((dataset, judge), lab) in zip(axes.flat, groups):
-        counts = pd.crosstab(lab["human"], lab["relevance"]).reindex(index=list(LEVELS), columns=list(LEVELS), fill_value=0)
+        counts = _counts(lab)
         share = counts.div(counts.sum(axis=1).replace(0, np.nan), axis=0).fillna(0).to_numpy()
-        ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
+        image = ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
+        for (i, j), v in np.ndenumerate(counts.to_numpy()):
+            ax.text(j, i, str(v), ha="center", va="center", color="white" if share[i, j] > 0.6 else "black", fontsize=6)
         ax.set_xticks(range(len(LEVELS)), LEVELS, fontsize=7)
         ax.set_yticks(range(len(LEVELS)), LEVELS, fontsize=7)
         ax.set_title(f"{judge}" if labels["dataset"].nunique() == 1 else f"{dataset}: {judge}", fontsize=7)
     fig.supxlabel("judge label", fontsize=9)
     fig.supylabel("human label", fontsize=9)
-    fig.suptitle("Label confusion per judge, rows normalised (darker = larger share)", fontsize=10)
-    return _save(fig, path)
+    fig.suptitle("Label confusion per judge: counts, colour = row share", fontsize=10)
+    fig.tight_layout()
+    if groups:
+        fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.02, pad=0.02, label="share of the human level")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -14,11 +14,12 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from judgebench import tracking
-from judgebench.compare import columns, figures, render, views
+from judgebench import __version__
+from judgebench.compare import columns, compare_run, figures, html, render, views
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.collect import ORIGINAL, search
 from judgebench.exceptions import CompareError
+from judgebench.tracking import TAG
 
 KIND = "labels"
 TAGS = ["dataset", "judge", "judge_family", "judge_model", "text_view"]
@@ -42,7 +43,7 @@ def collect(client: MlflowClient, experiment: str, sweep: str | None, datasets: 
     for r in search(client, exp.experiment_id, KIND, sweep):
         row = {c: r.data.tags.get(c) for c in TAGS}
         row.update(r.data.metrics)
-        row.update(run_id=r.info.run_id, start_time=r.info.start_time)
+        row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"))
         rows.append(row)
     frame = pd.DataFrame(rows)  # not empty: has_runs() found one
     frame = frame.sort_values("start_time", kind="stable").drop_duplicates(["dataset", "judge"], keep="last")
@@ -65,6 +66,14 @@ class LabelsReport:
     missing: pd.DataFrame
     problems: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+
+    def header(self) -> dict[str, str]:
+        sweeps = sorted(set(self.runs.get("sweep_id", pd.Series(dtype=str)).dropna()))
+        return {"experiment": self.experiment, "selection": f"sweep {self.sweep}" if self.sweep else f"latest run per (dataset, judge) "
+                f"({len(sweeps)} sweeps)", "datasets": ", ".join(dict.fromkeys(self.table["dataset"])),
+                "judges": ", ".join(dict.fromkeys(self.table["judge"])), "reference": "human labels (labels-only runs)",
+                "runs read": f"{len(self.runs)} labels-only runs", "versions": f"report by judgebench {__version__}"}
 
     def markdown(self) -> str:
         judges = list(dict.fromkeys(self.table["judge"]))
@@ -109,9 +118,6 @@ def build(client: MlflowClient, experiment: str, sweep: str | None, options) -> 
 def write(r: LabelsReport, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     fmt, files = set(r.formats), []
-    if "md" in fmt:
-        files.append(out / "report.md")
-        files[-1].write_text(r.markdown(), encoding="utf-8")
     if "csv" in fmt:
         files.append(out / "table2.csv")
         r.table.to_csv(files[-1], index=False)
@@ -125,23 +131,26 @@ def write(r: LabelsReport, out: Path) -> list[Path]:
         files.append(figures.label_shares(r.table, out / "figure_label_distribution.png"))
         if len(r.labels):
             files.append(figures.confusion_grid(r.labels, out / "figure_confusion.png"))
+    text = r.markdown() + html.figure_links(files, figures.CAPTIONS)  # report.md links its figures
+    if "md" in fmt:
+        files.insert(0, out / "report.md")
+        files[0].write_text(text, encoding="utf-8")
+    if "html" in fmt:
+        files.insert(0, html.write(text, out, r.header(), f"judgebench compare: {r.experiment} (labels)"))
     r.files = files
     return files
 
 
 def log_compare_run(client: MlflowClient, r: LabelsReport, files: list[Path]) -> str:
-    """A compare run (kind "compare") in the experiment: every statistic per (dataset, judge) as a metric."""
-    exp_id = client.get_experiment_by_name(r.experiment).experiment_id
-    run = tracking.JobRun(client, exp_id, f"compare-labels/{r.sweep or 'all'}",
-                          {f"{tracking.TAG}kind": "compare", f"{tracking.TAG}sweep_id": r.sweep or "all", "git_commit": tracking.git_commit()})
-    try:
-        metrics = {f"{c}.{row['dataset']}.{figures.slug(row['judge'])}": row[c] for _, row in r.table.iterrows()
-                   for c in [*columns.AGREEMENT, *columns.SHARES] if row[c] == row[c]}
-        run.log_metrics(metrics)
-        for f in files:
-            client.log_artifact(run.run_id, str(f))
-    except BaseException:
-        run.finish("FAILED")
-        raise
-    run.finish()
-    return run.run_id
+    """A compare run (kind "compare") in the experiment: every statistic per (dataset, judge) as a metric, the
+    runs read in inputs.json; it supersedes the previous compare run of the same selection (compare_run)."""
+    metrics = {f"{c}.{row['dataset']}.{figures.slug(row['judge'])}": row[c] for _, row in r.table.iterrows()
+               for c in [*columns.AGREEMENT, *columns.SHARES] if row[c] == row[c]}
+    key = compare_run.compare_key(r.experiment, r.sweep, "labels", {"formats": r.formats, "datasets": sorted(set(r.table["dataset"])),
+                                                                    "judges": sorted(set(r.table["judge"]))})
+    h = r.header()
+    note = f"compare report of labels-only runs: {h['selection']}; datasets {h['datasets']}; {len(set(r.table['judge']))} judges"
+    inputs = {"labels_runs": list(r.runs["run_id"]), "sweeps": list(r.runs["sweep_id"].dropna())}
+    run_id, r.superseded = compare_run.log(client, r.experiment, r.sweep, key, f"compare-labels/{r.sweep or 'all'}", note, files,
+                                           inputs, metrics=metrics)
+    return run_id

@@ -37,9 +37,10 @@ def sections(r: Report) -> list[str]:
     if r.virtual:
         parts += ["\nVirtual judges (built from the judges' labels, no new calls; nDCG recomputed from each system's run file):"]
         parts += [f"- {v.describe()}" for v in r.virtual]
-        if len({v.members for v in r.virtual}) == 1 and not o.panel:
-            parts.append("- (the default panel takes one judge per non-human, non-simulated family when there are 2 or more "
-                         "such families; here there are not, so it has the same members as majority)")
+        for alias, same in r.aliases.items():
+            parts.append(f"- {alias} = {same} here (same members, same rule): reported once, as {same}"
+                         + (" (the default panel takes one judge per non-human, non-simulated family when there are 2 or more "
+                            "such families; here there are not)" if alias == "panel" and not o.panel else ""))
     else:
         parts.append(f"\nNo ensembles or panel: they need at least 2 non-human judges, found {len(real)}.")
 

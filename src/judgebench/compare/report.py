@@ -12,14 +12,15 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from judgebench import tracking
-from judgebench.compare import bias, bootstrap, calibration_report, columns, content_bias, ensembles, figures, latex, markdown, significance, tables
+from judgebench import __version__
+from judgebench.compare import (bias, bootstrap, calibration_report, columns, compare_run, content_bias, ensembles, figures, html,
+                                latex, markdown, significance, tables)
 from judgebench.compare import calibration as budget
 from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES, Artifacts
 from judgebench.exceptions import CompareError
 from judgebench.compare.collect import ORIGINAL, collect_runs, collect_summaries, missing_cells, select, split_views
 
-FORMATS = ("md", "csv", "tex", "png")
+FORMATS = ("md", "csv", "tex", "png", "html")
 
 
 @dataclass
@@ -72,6 +73,9 @@ class Report:
     versions: dict[str, list[str]] = field(default_factory=dict)  # metric and package versions of the runs read
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per (dataset, judge, estimator, k)
     calibration_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
+    aliases: dict[str, str] = field(default_factory=dict)  # virtual judge -> the identical one reported ("panel": "majority")
+    read: dict[str, list[str]] = field(default_factory=dict)  # run ids and sweep ids this report was built from
+    superseded: list[str] = field(default_factory=list)  # earlier compare runs of this selection, replaced by the logged one
 
     @property
     def judges(self) -> list[str]:
@@ -97,6 +101,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     judges = tables.judge_order(jobs, opt.judges)
     families = dict(zip(jobs["judge"], jobs["judge_family"].fillna("")))
     virtual = ensembles.plan([j for j in judges if j in families or j in REFERENCES], families, opt.panel)  # judges with runs
+    virtual, aliases = ensembles.distinct(virtual)
     vlabels = pd.DataFrame(columns=labels.columns)
     runs = art.runs(jobs) if virtual or "label" in opt.calibration else None
     if virtual:
@@ -135,6 +140,9 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         versions={"metric_version": sorted(everything["metric_version"].unique()),
                   "judgebench": sorted(everything["version"].fillna("unknown").unique())},
         calibration=calib, calibration_summary=calibration_report.summary(calib) if len(calib) else pd.DataFrame(),
+        aliases=aliases,
+        read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
+              "sweeps": list(everything["sweep_id"].dropna())},
     )
 
 
@@ -151,9 +159,6 @@ def write(report: Report, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     fmt = set(report.options.formats)
     files: list[Path] = []
-    if "md" in fmt:
-        files.append(out / "report.md")
-        files[-1].write_text(report.markdown(), encoding="utf-8")
     if "csv" in fmt:
         files += [_csv(t, out / f"table1_{d}.csv", index=True) for d, t in report.table1.items()]
         for name, frame in (("table2", report.table2), ("ttests_oracles", report.oracle_tests), ("ttests_all", report.all_tests),
@@ -168,14 +173,35 @@ def write(report: Report, out: Path) -> list[Path]:
         files += latex.write(report, out)
     if "png" in fmt:
         files += _write_figures(report, out)
+    text = report.markdown() + html.figure_links(files, figures.CAPTIONS)  # report.md links its figures
+    if "md" in fmt:
+        files.insert(0, out / "report.md")
+        files[0].write_text(text, encoding="utf-8")
+    if "html" in fmt:
+        files.insert(0, html.write(text, out, header(report), f"judgebench compare: {report.experiment}"))
     report.files = files
     return files
 
 
+def header(r: Report) -> dict[str, str]:
+    """The few lines a reader of report.html needs first."""
+    real = [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
+    virtual = [v.name for v in r.virtual] + [f"{a} = {b} here" for a, b in r.aliases.items()]
+    return {
+        "experiment": r.experiment,
+        "selection": f"sweep {r.sweep}" if r.sweep else f"latest finished run of every cell ({len(set(r.read.get('sweeps', [])))} sweeps)",
+        "datasets": ", ".join(r.table1),
+        "judges": ", ".join(real) + (f" (virtual: {', '.join(virtual)})" if virtual else ""),
+        "reference": r.options.reference,
+        "runs read": f"{len(r.read.get('job_runs', []))} job runs, {len(r.read.get('judge_summary_runs', []))} judge summaries",
+        "versions": "; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()) + f"; report by judgebench {__version__}",
+    }
+
+
 def _write_figures(r: Report, out: Path) -> list[Path]:
-    files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png")]
+    files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png", r.ci_means)]
     if len(r.judges) > 1:
-        files.append(figures.scatter(r.table1, out / "figure_scatter.png", r.options.reference))
+        files.append(figures.scatter(r.table1, out / "figure_scatter.png", r.options.reference, r.table2))
         files.append(figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
     original = r.labels[r.labels["text_view"] == ORIGINAL] if len(r.labels) else r.labels
     for judge in [j for j in r.judges if j not in REFERENCES]:
@@ -194,32 +220,28 @@ def _write_figures(r: Report, out: Path) -> list[Path]:
 
 def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, files: list[Path], report: Report | None = None) -> str:
     """A run of kind "compare" in the same experiment: the options as params, tau and kappa per judge as
-    metrics, every file as an artifact."""
-    exp_id = client.get_experiment_by_name(experiment).experiment_id
-    run = tracking.JobRun(
-        client, exp_id, f"compare/{sweep or 'all'}",
-        {f"{tracking.TAG}kind": "compare", f"{tracking.TAG}sweep_id": sweep or "all", "git_commit": tracking.git_commit()},
-    )
-    try:
-        if report is not None:
-            o = report.options
-            run.log_params({"alpha": o.alpha, "correction": o.correction, "bootstrap": o.bootstrap, "seed": o.seed,
-                            "reference": o.reference, "metric_version": ",".join(report.versions.get("metric_version", [])),
-                            "datasets": ",".join(report.table1), "judges": ",".join(report.judges),
-                            "panel": ",".join(next((v.members for v in report.virtual if v.name == "panel"), ())) or "none",
-                            "calibration": ",".join(o.calibration) or "none", "calibration_k": ",".join(o.calibration_k),
-                            "resamples": o.resamples})
-            metrics = {}
-            for row in report.table2.itertuples(index=False):
-                for name in columns.STATISTICS:
-                    value = getattr(row, name)
-                    if value == value:
-                        metrics[f"{name}.{row.dataset}.{figures.slug(row.judge)}"] = value
-            run.log_metrics(metrics)
-        for f in files:
-            client.log_artifact(run.run_id, str(f))
-    except BaseException:
-        run.finish("FAILED")
-        raise
-    run.finish()
-    return run.run_id
+    metrics, every file as an artifact, the runs read in inputs.json; it supersedes the previous compare
+    run of the same selection (compare_run)."""
+    params, metrics, inputs, note = {}, {}, {}, f"compare report of experiment {experiment}"
+    if report is not None:
+        o = report.options
+        params = {"alpha": o.alpha, "correction": o.correction, "bootstrap": o.bootstrap, "seed": o.seed,
+                  "reference": o.reference, "metric_version": ",".join(report.versions.get("metric_version", [])),
+                  "datasets": ",".join(report.table1), "judges": ",".join(report.judges),
+                  "panel": (",".join(next((v.members for v in report.virtual if v.name == "panel"), ()))
+                            or (f"= {report.aliases['panel']}" if "panel" in report.aliases else "none")),
+                  "calibration": ",".join(o.calibration) or "none", "calibration_k": ",".join(o.calibration_k),
+                  "resamples": o.resamples}
+        for row in report.table2.itertuples(index=False):
+            for name in columns.STATISTICS:
+                value = getattr(row, name)
+                if value == value:
+                    metrics[f"{name}.{row.dataset}.{figures.slug(row.judge)}"] = value
+        inputs = report.read
+        h = header(report)
+        note = f"compare report: {h['selection']}; datasets {h['datasets']}; judges {h['judges']}; reference {h['reference']}"
+    key = compare_run.compare_key(experiment, sweep, "grid", report.options if report is not None else None)
+    run_id, superseded = compare_run.log(client, experiment, sweep, key, f"compare/{sweep or 'all'}", note, files, inputs, params, metrics)
+    if report is not None:
+        report.superseded = superseded
+    return run_id

@@ -1,0 +1,99 @@
+"""What compare prints: a short summary that fits a terminal (lines <= 120 characters) and where the report is.
+
+The full Markdown (every table, the pair lists, the missing cells) is report.md and report.html; the
+terminal gets Table 1 and Table 2's headline columns, the headline findings per judge (inversion, tau,
+kappa) and what needs attention (missing cells, runs that could not be read).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgebench.compare import render, views
+from judgebench.compare.artifacts import REFERENCES
+
+if TYPE_CHECKING:
+    from judgebench.compare.report import Report
+
+WIDTH = 120
+HEADLINE = ["kappa_graded", "kappa_ge2", "tau_all", "tau_oracles", "tau_ap"]
+
+
+def _fit(text: str, width: int = WIDTH) -> str:
+    return "\n".join(line if len(line) <= width else line[: width - 3] + "..." for line in text.splitlines())
+
+
+def _table(frame: pd.DataFrame, index: bool = True, **kw) -> str:
+    """A plain text table; columns that would pass WIDTH are left out and named."""
+    cols = list(frame.columns)
+    while cols:
+        text = render.cells(frame[cols], "md", digits=3, **kw).to_markdown(index=index, tablefmt="simple", disable_numparse=True,
+                                                                         colalign=render._align(frame[cols], index))
+        if max(len(line) for line in text.splitlines()) <= WIDTH or len(cols) == 1:
+            dropped = [c for c in frame.columns if c not in cols]
+            return text + (f"\n(+ {len(dropped)} columns in the report: {', '.join(dropped)})" if dropped else "")
+        cols.pop()
+    return ""
+
+
+def findings(r: Report) -> list[str]:
+    """Per dataset and judge: inversion yes/no, tau over all systems and oracles, graded kappa."""
+    b = views.bias_view(r, yes="YES") if len(r.bias) else pd.DataFrame(columns=["dataset", "judge", "inverted"])
+    inverted = {(d, j): v for d, j, v in zip(b.get("dataset", []), b.get("judge", []), b.get("inverted", []))}
+    lines = []
+    for row in r.table2.itertuples(index=False):
+        inv = inverted.get((row.dataset, row.judge), "n/a")
+        lines.append(f"  {row.dataset} / {row.judge}: inversion {inv}; tau_all {render.number(row.tau_all, 3)}, "
+                     f"tau_oracles {render.number(row.tau_oracles, 3)}; kappa {render.number(row.kappa_graded, 3)}")
+    return lines
+
+
+def summary(r: Report, out: Path, seconds: float) -> str:
+    real = [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
+    virtual = [v.name for v in r.virtual] + [f"{a} = {b} here" for a, b in r.aliases.items()]
+    parts = [
+        f"judgebench compare: experiment {r.experiment!r}" + (f", sweep {r.sweep!r}" if r.sweep else "")
+        + f": {len(r.jobs)} job runs, datasets {', '.join(r.table1)}",
+        f"judges: {', '.join(real) or 'none'}" + (f"; virtual: {', '.join(virtual)}" if virtual
+                                                   else "; No ensembles or panel (fewer than 2 non-human judges)"),
+        f"reference: {r.options.reference}; bootstrap={r.options.bootstrap}; alpha={r.options.alpha}, correction={r.options.correction}",
+    ]
+    for dataset, t in r.table1.items():
+        parts += [f"\nTable 1 ({dataset}): mean nDCG@10, judged only", _table(t)]
+    if len(r.table2):
+        cols = [c for c in HEADLINE if c in r.table2.columns]
+        parts += ["\nTable 2: agreement with the humans (headline columns)", _table(r.table2[["dataset", "judge", *cols]], index=False)]
+        parts += ["\nFindings:", *findings(r)]
+    if r.rewritten_runs:
+        parts.append(f"\n{r.rewritten_runs} run(s) on rewritten text views: used in the content-bias section only")
+    if len(r.missing):
+        shown = [f"{d} / {s} / judge={j}" for d, s, j, _ in r.missing.head(2).itertuples(index=False)]
+        parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report)")
+    parts += [f"problem: {p}" for p in r.problems]
+    return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)  # a path is never cut
+
+
+def where(files: list[Path], out: Path, seconds: float) -> str:
+    """Where the report is: report.html first, then how many other files beside it."""
+    html = next((f for f in files if f.name == "report.html"), None)
+    if html:
+        return f"full report: {html} ({len(files) - 1} more files beside it, {seconds:.1f}s)"
+    return f"{len(files)} files written to {out} ({seconds:.1f}s)"
+
+
+def labels_summary(r, out: Path, seconds: float) -> str:
+    """The labels-only report: one row per judge with the headline agreement columns."""
+    judges = list(dict.fromkeys(r.table["judge"]))
+    cols = [c for c in ("kappa_graded", "kappa_ge2", "alpha_ordinal", "labelled_pairs", "failed_pairs") if c in r.table.columns]
+    parts = [f"judgebench compare: experiment {r.experiment!r}, labels-only runs" + (f", sweep {r.sweep!r}" if r.sweep else "")
+             + f": {len(r.runs)} runs, {len(judges)} judges",
+             "\nTable 2: agreement with the human labels (headline columns)",
+             _table(r.table[["dataset", "judge", *cols]], index=False, integers=["labelled_pairs", "failed_pairs"])]
+    parts.append("\nlabels-only runs: nDCG, tau and Tables 3-6 need systems, so they are not reported")
+    if len(r.missing):
+        parts.append(f"missing (dataset, judge) runs: {len(r.missing)}")
+    parts += [f"problem: {p}" for p in r.problems]
+    return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)

@@ -1,0 +1,83 @@
+"""report.html: the whole report in one self-contained file a reader opens anywhere (or in MLflow's UI).
+
+It is report.md rendered (markdown-it, with tables), so every table of the Markdown report is in it and
+the two cannot drift apart; the figures report.md links (relative paths) are embedded as base64 PNG.
+The style is inline CSS: no server, no CDN, no script, nothing fetched.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Mapping
+from pathlib import Path
+
+import jinja2
+from markdown_it import MarkdownIt
+
+PAGE = jinja2.Template("""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{ title }}</title>
+<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 1250px; padding: 0 1em;
+       color: #222; line-height: 1.4; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; margin-top: 1.6em; } h3 { font-size: 1.05em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.86em; font-variant-numeric: tabular-nums;
+        display: block; max-width: 100%; overflow-x: auto; }  /* a wide table scrolls, the page does not */
+th, td { border: 1px solid #ccc; padding: 2px 7px; } th { background: #f0f3f7; } tr:nth-child(even) td { background: #fafafa; }
+td[style*="right"] { white-space: nowrap; }
+dl.header { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; background: #f6f8fa; padding: 8px 12px;
+            border: 1px solid #ddd; } dl.header dt { font-weight: 600; } dl.header dd { margin: 0; }
+img { max-width: 100%; border: 1px solid #eee; margin: 0.4em 0; }
+code { background: #f3f3f3; padding: 0 3px; }
+</style></head>
+<body>
+<dl class="header">
+{% for key, value in header.items() %}<dt>{{ key }}</dt><dd>{{ value }}</dd>
+{% endfor %}</dl>
+{{ body }}
+</body></html>
+""", autoescape=False)
+
+
+def _markdown(embed_from: Path) -> MarkdownIt:
+    """CommonMark with tables, raw HTML off; a relative image is replaced by its file's bytes (data URI)."""
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+    def image(renderer, tokens, idx, options, env):
+        token = tokens[idx]
+        src = str(token.attrGet("src") or "")
+        path = embed_from / src
+        if "://" not in src and path.is_file():
+            token.attrSet("src", "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii"))
+        token.attrSet("alt", "".join(t.content for t in token.children or []))
+        return renderer.renderToken(tokens, idx, options, env)
+
+    md.add_render_rule("image", image)
+    return md
+
+
+def render(markdown_text: str, out: Path, header: Mapping[str, str], title: str) -> str:
+    """The page for ``markdown_text`` (relative image links resolved against ``out``)."""
+    body = _markdown(out).render(markdown_text)
+    return PAGE.render(title=html.escape(title), header={html.escape(k): html.escape(str(v)) for k, v in header.items()}, body=body)
+
+
+def write(markdown_text: str, out: Path, header: Mapping[str, str], title: str) -> Path:
+    path = out / "report.html"
+    path.write_text(render(markdown_text, out, header, title), encoding="utf-8")
+    return path
+
+
+def figure_links(files: list[Path], captions: Mapping[str, str] | None = None) -> str:
+    """A Markdown "Figures" section linking each PNG by its relative name (report.md shows them beside it)."""
+    pngs = [f for f in files if f.suffix == ".png"]
+    if not pngs:
+        return ""
+    captions = captions or {}
+    parts = ["\n## Figures\n"]
+    for f in pngs:
+        caption = captions.get(f.name, f.stem.replace("figure_", "").replace("_", " "))
+        parts.append(f"### {caption}\n\n![{caption}]({f.name})\n")
+    return "\n".join(parts)

@@ -1,0 +1,250 @@
+"""report.html in a real browser, and the MLflow conventions through a real `mlflow server`'s REST API.
+
+A small toy grid on the SQLite default (``mlruns/`` under the working directory), then compare. The
+browser test renders report.html in headless Chromium (``--dump-dom``, ``--screenshot``; the screenshot
+is kept under tests/artifacts/); without Chromium it skips, under CI (``CI`` set) it fails. The server
+test moves the store elsewhere, reads it there without a server (compare) and through ``mlflow server``
+(the UI's artifact endpoints), runs another small grid against the server over HTTP and checks, through
+the REST API, the parent and its children, the dataset input, the git tag and the reduced params.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import urllib.parse
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from PIL import Image
+
+import cli_runner
+from judgebench.compare.cli import main as compare_main
+from judgebench.data.datasets import TOY_DIR
+from mlflow_server import MlflowServer, free_port
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "tests" / "artifacts"
+GRID = ["ranker=bm25,oracle,simulated_llm", "perturbation=perfect,swap_1", "judge=human,simulated,simulated_unbiased"]
+CELLS = 4 * 3  # systems BM25, SimLLM, Perfect, Swap[1] (perturbations apply to oracles only) x 3 judges
+
+
+def compare(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = compare_main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    cli_runner.warm()
+    tmp = tmp_path_factory.mktemp("html")
+    res = cli_runner.run(["-m", *GRID, "experiment_name=grid", "progress=false", f"hydra.sweep.dir={tmp}/multirun",
+                          f"cache_dir={tmp}/cache"], cwd=tmp)
+    assert res.rc == 0, str(res)
+    uri = f"sqlite:///{tmp}/mlruns/mlflow.db"
+    code, printed, err = compare("experiment=grid", f"tracking_uri={uri}", f"out={tmp}/out", "bootstrap=200")
+    assert code == 0, err
+    return {"tmp": tmp, "uri": uri, "out": tmp / "out", "printed": printed}
+
+
+# --------------------------------------------------------------------------- report.html in Chromium
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    message = "Chromium is not installed (Debian: apt-get install chromium); it renders report.html in this test"
+    if os.environ.get("CI"):
+        pytest.fail(message + " (CI must run it: .ci/run installs it)")
+    pytest.skip(message)
+
+
+def headless(binary: str, *args: str) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory() as profile:
+        cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+               "--virtual-time-budget=15000", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, in document order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_report_html_renders_every_table_and_figure(grid):
+    binary = chromium()
+    out = grid["out"]
+    page = out / "report.html"
+    assert f"full report: {page}" in grid["printed"]
+    dom = headless(binary, "--dump-dom", page.as_uri())
+    assert dom.returncode == 0 and "<table" in dom.stdout, dom.stderr[-2000:]
+    assert "CONSOLE" not in dom.stderr, dom.stderr[-2000:]  # no console message, error or otherwise
+    parsed = Elements()
+    parsed.feed(dom.stdout)
+    tags = parsed.tags
+
+    # every table of report.md (a Markdown table has one |---| separator line) is a table of the page
+    md = (out / "report.md").read_text(encoding="utf-8")
+    md_tables = len(re.findall(r"^\|[-:| ]+\|$", md, flags=re.M))
+    assert md_tables >= 10 and sum(t == "table" for t, _ in tags) == md_tables
+    # every figure written is embedded: the data URI decodes to exactly the PNG file beside the report
+    images = [a for t, a in tags if t == "img"]
+    pngs = sorted(out.glob("*.png"))
+    assert len(pngs) >= 6 and len(images) == len(pngs)
+    embedded = []
+    for attrs in images:
+        src = attrs["src"]
+        assert src.startswith("data:image/png;base64,"), src[:80]
+        data = base64.b64decode(src.split(",", 1)[1], validate=True)
+        Image.open(io.BytesIO(data)).verify()  # a complete, valid PNG
+        embedded.append(hashlib.sha256(data).hexdigest())
+        assert attrs.get("alt")
+    assert sorted(embedded) == sorted(hashlib.sha256(p.read_bytes()).hexdigest() for p in pngs)
+    # nothing is fetched: no script, no stylesheet link, no external source or link
+    assert not [t for t, _ in tags if t in ("script", "link", "iframe")]
+    urls = [v for _, a in tags for k, v in a.items() if k in ("src", "href") and v]
+    assert not [u for u in urls if u.startswith(("http:", "https:", "//"))], urls
+    # the header states dataset, judges, reference, selection and versions
+    text = re.sub(r"<[^>]+>", " ", dom.stdout)
+    for words in ("datasets", "toy", "simulated_unbiased", "panel = majority here", "human_labelset", "selection",
+                  "metric_version", "report by judgebench"):
+        assert words in text, words
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    shot.unlink(missing_ok=True)
+    done = headless(binary, f"--screenshot={shot}", "--window-size=1400,2600", "--hide-scrollbars", page.as_uri())
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    image = Image.open(shot).convert("L")
+    assert image.size == (1400, 2600)
+    histogram = image.histogram()
+    assert sum(histogram[:200]) > 0.02 * sum(histogram)  # text, tables and figures drawn, not a blank page
+    print(f"screenshot of report.html: {shot}")
+
+
+# --------------------------------------------------------------------------- the store, moved, and a real server
+
+
+def rest(uri: str, endpoint: str, body: dict | None = None, raw: bool = False):
+    url = f"{uri}{endpoint}"
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as r:
+        content = r.read()
+    return content if raw else json.loads(content)
+
+
+def search(uri: str, experiment_id: str) -> list[dict]:
+    return rest(uri, "/api/2.0/mlflow/runs/search", {"experiment_ids": [experiment_id], "max_results": 1000}).get("runs", [])
+
+
+def tags(run: dict) -> dict[str, str]:
+    return {t["key"]: t["value"] for t in run["data"].get("tags", [])}
+
+
+def params(run: dict) -> dict[str, str]:
+    return {p["key"]: p["value"] for p in run["data"].get("params", [])}
+
+
+def toy_digest() -> str:
+    """The dataset input's digest, computed here from the bundled files."""
+    files = {f"dataset.toy/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(Path(str(TOY_DIR)).glob("*.*"))}
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def test_moved_store_and_mlflow_server(grid, tmp_path):
+    old = grid["tmp"] / "mlruns"
+    store = tmp_path / "elsewhere" / "mlruns"
+    shutil.move(old, store)  # nothing can read the old place any more
+    uri = f"sqlite:///{store}/mlflow.db"
+    # 1. without a server: compare reads every artifact of the moved store, same numbers
+    code, printed, err = compare("experiment=grid", f"tracking_uri={uri}", f"out={tmp_path}/out", "bootstrap=0", "log=false",
+                                 "format=csv")
+    assert code == 0 and "problem:" not in printed, printed + err
+    before, after = (pd.read_csv(d / "table1_toy.csv", index_col="system") for d in (grid["out"], tmp_path / "out"))
+    pd.testing.assert_frame_equal(before, after)
+
+    server = MlflowServer(store / "mlflow.db", store / "artifacts", free_port(), proxied=True)
+    try:
+        server.wait_ready()
+        # 2. the UI's artifact endpoints read the moved store's artifacts
+        exp = rest(server.uri, "/api/2.0/mlflow/experiments/get-by-name?experiment_name=grid")["experiment"]
+        assert exp["artifact_location"] == "mlflow-artifacts:/grid"
+        job = next(r for r in search(server.uri, exp["experiment_id"]) if tags(r).get("judgebench.kind") == "job")
+        run_id = job["info"]["run_id"]
+        listed = rest(server.uri, f"/ajax-api/2.0/mlflow/artifacts/list?run_id={run_id}")
+        names = {f["path"] for f in listed["files"]}
+        assert {"per_query.csv", "judge_labels.csv", "judge_failures.csv", "config.yaml"} <= names and not any(n.endswith(".tsv") for n in names)
+        query = urllib.parse.urlencode({"path": "per_query.csv", "run_uuid": run_id})
+        served = rest(server.uri, f"/get-artifact?{query}", raw=True)
+        assert served == (store / "artifacts" / "grid" / run_id / "artifacts" / "per_query.csv").read_bytes()
+
+        # 3. a grid over HTTP: one parent, its children, MLflow's tags, the dataset input, reduced params
+        cwd = tmp_path / "http"
+        cwd.mkdir()
+        res = cli_runner.run(["-m", "ranker=bm25,oracle", "perturbation=perfect", "judge=human,simulated",
+                              "experiment_name=served", "artifact_root=null", f"tracking_uri={server.uri}", "progress=false",
+                              f"hydra.sweep.dir={cwd}/multirun", f"cache_dir={grid['tmp']}/cache"], cwd=cwd)
+        assert res.rc == 0, str(res)
+        served_exp = rest(server.uri, "/api/2.0/mlflow/experiments/get-by-name?experiment_name=served")["experiment"]
+        runs = search(server.uri, served_exp["experiment_id"])
+        by_kind: dict[str, list[dict]] = {}
+        for r in runs:
+            by_kind.setdefault(tags(r).get("judgebench.kind"), []).append(r)
+        (parent,) = by_kind["sweep"]
+        assert parent["info"]["status"] == "FINISHED" and tags(parent)["judgebench.sweep_id"] == f"{cwd}/multirun"
+        jobs, summaries = by_kind["job"], by_kind["judge_summary"]
+        assert len(jobs) == 2 * 2 and len(summaries) == 2  # BM25, Perfect x human, simulated
+        for r in jobs + summaries:
+            assert tags(r)["mlflow.parentRunId"] == parent["info"]["run_id"]
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        for r in jobs:
+            t, p = tags(r), params(r)
+            assert t["mlflow.source.git.commit"] == commit and t["mlflow.runName"] == r["info"]["run_name"]
+            assert t["system"] in t["mlflow.note.content"] and t["judge"] in t["mlflow.note.content"]
+            (inp,) = r["inputs"]["dataset_inputs"]
+            ds = inp["dataset"]
+            assert ds["name"] == "toy" and ds["digest"] == toy_digest() and str(TOY_DIR) in ds["source"]
+            assert json.loads(ds["profile"])["num_rows"] == 241  # the label set: pool ∩ qrels
+            assert [c["name"] for c in json.loads(ds["schema"])["mlflow_colspec"]] == ["query_id", "doc_id", "relevance"]
+            assert {"dataset.name", "ranker.name", "perturbation.name", "judge.name", "judge.model", "rewriter.name",
+                    "simulation.prior_seed"} <= set(p) and len(p) <= 22
+            noise = [k for k, v in p.items() if "_target_" in k or v == "None" or k.split(".")[-1] in
+                     ("cache_dir", "tracking_uri", "artifact_root", "progress", "dry_run", "sweep_id", "experiment_name", "force")]
+            assert noise == [], noise
+        cell = next(r for r in jobs if tags(r)["judge"] == "simulated" and tags(r)["system"] == "BM25")
+        assert params(cell)["judge.weight"] == "1.0" and params(cell)["ranker.name"] == "BM25"
+        names = {f["path"] for f in rest(server.uri, f"/ajax-api/2.0/mlflow/artifacts/list?run_id={cell['info']['run_id']}")["files"]}
+        assert {"per_query.csv", "judge_labels.csv", "config.yaml"} <= names
+        query = urllib.parse.urlencode({"path": "per_query.csv", "run_uuid": cell["info"]["run_id"]})
+        http_bytes = rest(server.uri, f"/get-artifact?{query}", raw=True)
+    finally:
+        server.kill()
+    # 4. the store copied again, no server: the runs logged over HTTP read back from the copy
+    copy = tmp_path / "copy" / "mlruns"
+    shutil.copytree(store, copy)
+    client = MlflowClient(f"sqlite:///{copy}/mlflow.db")
+    got = Path(client.download_artifacts(cell["info"]["run_id"], "per_query.csv", str(tmp_path)))
+    assert got.read_bytes() == http_bytes and str(copy) in str(copy / "artifacts")
