@@ -149,6 +149,9 @@ def test_bad_backend_settings_are_config_errors():
         ("final score - 0", 0), ("2", 2), ("**1**", 1),
         ("I think it is relevant.", None), ("##final score: 7", None), ("", None), (None, None),
         ("##final score: 2.5", None), ("score 3/3", None),
+        # the scale, not a grade (a real SmolLM2 answer through llama.cpp), and a grade followed by words
+        ("determine the final score: 0, 1, or 2. Then ... the final score: 0, 1, or 2", None), ("final score 0-3", None),
+        ("final score 0 to 3", None), ("##final score: 2, because the passage answers it", 2), ("##final score: 2/3", 2),
         # trailing punctuation
         ("##final score: 2.", 2), ("##final score: 3!", 3), ("##final score: **1**.", 1), ("Final score: 0;", 0),
         # several scores: they must agree, else the answer has no score (re-asked, then a failure)

@@ -4,16 +4,19 @@ The rule: every ``final score`` in the answer ("##final score: 2", "## Final Sco
 "Final score:2", trailing punctuation such as "2." allowed) must give the same grade 0-3; an answer whose
 scores disagree ("##final score: 1 ... ##final score: 3") or include one outside 0-3 has no score (it is
 re-asked, then reported as a failure): picking one of them would be a guess. Answers holding several
-scores are counted (metric ``answers_multiple_scores``). Without any ``final score``, an answer that is
-just a digit 0-3 is that grade.
+scores are counted (metric ``answers_multiple_scores``). A ``final score`` followed by more numbers
+("final score: 0, 1, or 2", "final score 0-3") names the scale, not a grade, and is no score. Without any
+``final score``, an answer that is just a digit 0-3 is that grade.
 """
 
 from __future__ import annotations
 
 import re
 
-# The number is taken whole (2.5 is one number, out of the scale); what follows it (".", "!", "**") is ignored.
-FINAL_SCORE = re.compile(r"final\s*score\s*[:=\-]?\s*\**\s*\[?(\d+(?:\.\d+)?)", re.IGNORECASE)
+# The number is taken whole (2.5 is one number, out of the scale); what follows it (".", "!", "**") is ignored,
+# except another number: "final score: 0, 1, or 2" and "final score 0-3" name the scale, not a grade.
+FINAL_SCORE = re.compile(r"final\s*score\s*[:=\-]?\s*\**\s*\[?(\d+(?:\.\d+)?)(?!\d|\.\d|\s*(?:,|or\b|-|to\b)\s*\d)",
+                         re.IGNORECASE)
 BARE_DIGIT = re.compile(r"^\s*\**([0-3])\**\s*\.?\s*$")
 GRADES = {"0", "1", "2", "3"}
 
