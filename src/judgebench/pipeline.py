@@ -18,12 +18,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from judgebench import __version__, judge_summary, tracking
 from judgebench.data.datasets import Dataset
-from judgebench.exceptions import DataError, TooManyFailures, check_failed_share  # noqa: F401  (TooManyFailures: the cell's failure)
 from judgebench.data.trec import write_qrels, write_run
+from judgebench.exceptions import DataError, TooManyFailures, check_failed_share  # noqa: F401  (TooManyFailures: the cell's failure)
 from judgebench.dry_run import dry_run  # noqa: F401  (run_job's dry_run=true; asks nothing, rewrites included)
 from judgebench.evaluation import HUMAN, HUMAN_LABELSET, METRIC_VERSION, cut, evaluate, means, references
 from judgebench.identity import component_hash
 from judgebench.input_digests import input_digests, input_files
+from judgebench.judges.parsing import PARSE_VERSION
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rewriters.report import rewrites_checked
@@ -43,8 +44,8 @@ class JobOutcome:
 
 
 def config_hash(cfg: DictConfig) -> str:
-    """The resume key: the cell's semantic config and the metric version (a finished run of an older
-    evaluation core is recomputed, not reused)."""
+    """The resume key: the cell's semantic config, its input files' contents, the metric version and the
+    answer-parsing version (a finished run of an older evaluation core or parser is recomputed, not reused)."""
     def strip(node):
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}
@@ -52,7 +53,7 @@ def config_hash(cfg: DictConfig) -> str:
 
     tree = strip(OmegaConf.to_container(cfg, resolve=True))
     tree["input_digests"] = input_digests(cfg)  # file contents, not only paths: an edited qrels reruns its cell
-    tree = {"config": tree, "metric_version": METRIC_VERSION}
+    tree = {"config": tree, "metric_version": METRIC_VERSION, "parse_version": PARSE_VERSION}
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import re
 
+# Bumped whenever the rule below changes: labels are re-read from cached answers, so a finished cell whose
+# answers would now parse differently must be recomputed (it is part of every cell's resume key).
+PARSE_VERSION = "2"
 # The number is taken whole (2.5 is one number, out of the scale); what follows it (".", "!", "**") is ignored,
 # except another number: "final score: 0, 1, or 2" and "final score 0-3" name the scale, not a grade.
 FINAL_SCORE = re.compile(r"final\s*score\s*[:=\-]?\s*\**\s*\[?(\d+(?:\.\d+)?)(?!\d|\.\d|\s*(?:,|or\b|-|to\b)\s*\d)",
