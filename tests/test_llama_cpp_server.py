@@ -33,7 +33,7 @@ import cli_runner
 from cli_runner import file_mode, write_dataset
 from judgebench.data.datasets import load_toy
 from judgebench.judges.parsing import parse_label
-from judgebench.judges.prompts import load_prompt
+from judgebench.llm.prompts import load_prompt
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "launch" / "llama_server.sh"

@@ -214,9 +214,7 @@ def run_content_bias(cfg: DictConfig):
     files["summary.json"] = json.dumps(metrics, indent=2, default=float)
     files["input_digests.json"] = json.dumps(input_digests(cfg), indent=1, sort_keys=True)
 
-    tracking.ensure_sqlite_parent(cfg.tracking_uri)
-    client = tracking.MlflowClient(cfg.tracking_uri)
-    exp_id = tracking.get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
+    client, exp_id = tracking.open_store(cfg)
     tags = {f"{tracking.TAG}kind": "content_bias", f"{tracking.TAG}config_hash": config_hash(cfg), f"{tracking.TAG}sweep_id": sweep_id(cfg),
             "dataset": dataset.name, "judge": judge.name, "judge_family": judge.family, "judge_model": judge.model,
             "rewriter": rewriter.name, "text_view": rewriter.view, "ranker": scorer.name if scorer else "none", "git_commit": tracking.git_commit()}

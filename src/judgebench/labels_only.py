@@ -43,14 +43,9 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         raise UserError(f"job=labels_only compares the labels of the original texts; rewriter={cfg.rewriter.name} is not used (drop it)")
     used = job_config(cfg)
     chash = config_hash(used)
-    tracking.ensure_sqlite_parent(cfg.tracking_uri)
-    client = tracking.MlflowClient(cfg.tracking_uri)
-    exp_id = tracking.get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
-    if not cfg.force:
-        done = tracking.find_finished(client, exp_id, chash)
-        if done:
-            log.info("skip %s / %s: finished run %s has this config (force=true reruns)", cfg.dataset.name, cfg.judge.name, done)
-            return JobOutcome("skipped-done", KIND, run_id=done)
+    client, exp_id, done = tracking.resume(cfg, chash, f"{cfg.dataset.name} / {cfg.judge.name}")
+    if done:
+        return JobOutcome("skipped-done", KIND, run_id=done)
 
     dataset = load_dataset(cfg.dataset)
     if get_class(cfg.judge._target_).reads_texts and not dataset.corpus:  # before instantiating: no model loads, no keys

@@ -154,14 +154,9 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         return JobOutcome("skipped-duplicate", system)
 
     chash = config_hash(cfg)
-    tracking.ensure_sqlite_parent(cfg.tracking_uri)
-    client = tracking.MlflowClient(cfg.tracking_uri)
-    exp_id = tracking.get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
-    if not cfg.force:
-        done = tracking.find_finished(client, exp_id, chash)
-        if done:
-            log.info("skip %s / %s / %s: finished run %s has this config (force=true reruns)", cfg.dataset.name, system, cfg.judge.name, done)
-            return JobOutcome("skipped-done", system, run_id=done)
+    client, exp_id, done = tracking.resume(cfg, chash, f"{cfg.dataset.name} / {system} / {cfg.judge.name}")
+    if done:
+        return JobOutcome("skipped-done", system, run_id=done)
 
     dataset = load_dataset(cfg.dataset)
     if not dataset.has_pool:

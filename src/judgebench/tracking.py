@@ -10,6 +10,7 @@ a dataset input, params that define the cell only (the full config is the ``conf
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import tempfile
@@ -25,6 +26,8 @@ from mlflow.utils import mlflow_tags
 
 from judgebench import artifact_store
 from judgebench.masking import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
+
+log = logging.getLogger("judgebench")
 
 PARAM_MAX = 500  # longer values (prompts, path lists) go to artifacts, not params
 
@@ -237,3 +240,20 @@ def find_finished(client: MlflowClient, experiment_id: str, config_hash: str) ->
         max_results=1,
     )
     return runs[0].info.run_id if runs else None
+
+
+def open_store(cfg) -> tuple[MlflowClient, str]:
+    """The client and experiment id a job logs to (the store and the experiment created when missing)."""
+    ensure_sqlite_parent(cfg.tracking_uri)
+    client = MlflowClient(cfg.tracking_uri)
+    return client, get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
+
+
+def resume(cfg, config_hash: str, what: str) -> tuple[MlflowClient, str, str | None]:
+    """(client, experiment id, the id of a FINISHED run with this config hash unless force=true): a job with
+    one is skipped as done."""
+    client, exp_id = open_store(cfg)
+    done = None if cfg.force else find_finished(client, exp_id, config_hash)
+    if done:
+        log.info("skip %s: finished run %s has this config (force=true reruns)", what, done)
+    return client, exp_id, done
