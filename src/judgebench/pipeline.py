@@ -1,4 +1,4 @@
-"""One job: one cell of the grid, the data flow of DESIGN.md 2 and nothing else."""
+"""One job: one cell of the grid, the data flow of docs/architecture.md and nothing else."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Find the job runs of an experiment in MLflow and turn them into one frame, one row per cell.
 
-compare knows runs only through experiment and tags (DESIGN.md 6); everything it reports is
+compare knows runs only through experiment and tags (docs/architecture.md); everything it reports is
 derived from this frame and the runs' artifacts.
 """
 
