@@ -29,6 +29,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+import judgebench.tracking  # noqa: F401,E402  (registers the reader of mlflow-artifacts:/ locations of a SQLite store)
+
 import cli_runner
 from cli_runner import file_mode, write_dataset
 from judgebench.data.datasets import load_toy
@@ -167,7 +169,7 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
 
     def artifact(run, name):
         path = mlflow.download_artifacts(run.info.run_id, name, str(tmp_path / "dl" / run.info.run_id))
-        return pd.read_csv(path, sep="\t", dtype={"query_id": str, "doc_id": str, "raw": str}, keep_default_na=False)
+        return pd.read_csv(path, dtype={"query_id": str, "doc_id": str, "raw": str}, keep_default_na=False)
 
     before = _served_requests(server["log"])
     started = time.monotonic()
@@ -184,7 +186,7 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
     assert served == m["requests"] == m["calls_made"] == n and m["calls_cached"] == 0 and m["retries"] == 0
     assert m["input_tokens"] > 300 * n  # the server's usage: the UMBRELA prompt with a toy passage is ~380-410 tokens
 
-    labels, failures = artifact(run, "judge_labels.tsv"), artifact(run, "judge_failures.tsv")
+    labels, failures = artifact(run, "judge_labels.csv"), artifact(run, "judge_failures.csv")
     labelled = set(zip(labels["query_id"], labels["doc_id"]))
     failed = set(zip(failures["query_id"], failures["doc_id"]))
     # every pair is accounted for once: a label or a failure
@@ -223,5 +225,5 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
     assert rerun.info.run_id != run.info.run_id and rerun.info.status == "FINISHED"
     assert m2["calls_made"] == 0 and m2["requests"] == 0 and m2["calls_cached"] == n
     assert _served_requests(server["log"]) == before
-    pd.testing.assert_frame_equal(artifact(rerun, "judge_labels.tsv"), labels)
-    pd.testing.assert_frame_equal(artifact(rerun, "judge_failures.tsv"), failures)
+    pd.testing.assert_frame_equal(artifact(rerun, "judge_labels.csv"), labels)
+    pd.testing.assert_frame_equal(artifact(rerun, "judge_failures.csv"), failures)
