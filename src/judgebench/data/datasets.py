@@ -177,7 +177,7 @@ def load_toy(name: str = "toy") -> Dataset:
 def toy_pool_from_bm25(cache_dir: str | Path, progress: bool = False) -> pd.DataFrame:
     """How the bundled toy pool.trec was made: each query's 25 written candidates, in the order of a
     Lucene BM25 search (k1=0.9, b=0.4) of the whole toy corpus. A test regenerates it and compares."""
-    from judgebench.rankers.bm25 import bm25_search
+    from judgebench.retrieval.search import bm25_search
 
     d = Path(str(TOY_DIR))
     queries = read_topics(d / "topics.tsv")

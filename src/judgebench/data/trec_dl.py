@@ -96,7 +96,7 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
         raise DataError(f"dataset {name}", "online loading needs ir_datasets: pip install 'judgebench[datasets]' (or set data_dir=... for files)") from e
     import pandas as pd
 
-    from judgebench.rankers.bm25 import bm25_search
+    from judgebench.retrieval.search import bm25_search
 
     source = ir_datasets.load(IR_DATASETS_ID[year])
     try:
