@@ -20,15 +20,8 @@
   FINISHED (FAILED when a cell failed). When a job failed, Hydra's sweeper
   raises before ``on_multirun_end``; the same summary is then printed when the process exits.
 
-``WaitForAllJobs`` is the difference between judgebench's submitit launchers
-(hydra_plugins.judgebench_launcher: the ``slurm``, ``slurm_gpu`` and ``local_parallel`` profiles of
-conf/hydra/launcher/) and hydra-submitit-launcher's: they wait for every job and report each one.
-The stock launchers call ``job.results()`` in order and raise at the first job that died without a
-result (scancel, time limit, OOM, node failure, kill -9), leaving the others running and
-unreported; a job whose Python task raised comes back from SLURM as COMPLETED, with a FAILED
-JobReturn inside. Here a job that died becomes a failed JobReturn carrying the scheduler's state,
-and gets a record like the others.
-Set ``JUDGEBENCH_JOB_PYTHON`` to run the jobs with another interpreter than the submitting one.
+The submitit launchers that wait for every job and record the ones that died without a result
+are in ``hydra_plugins.judgebench_launcher``; they write the same records through ``write_record``.
 """
 
 from __future__ import annotations
@@ -64,7 +57,7 @@ def sweep_dir(config: DictConfig) -> Path:
     return path
 
 
-def _write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any) -> None:
     from judgebench.masking import scrub
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,7 +66,7 @@ def _write_json(path: Path, data: Any) -> None:
     tmp.replace(path)  # atomic: the submitter never reads half a record
 
 
-def _short(exc: BaseException | str, lines: int = 1, limit: int = 300) -> str:
+def short_error(exc: BaseException | str, lines: int = 1, limit: int = 300) -> str:
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     kept = [line.strip() for line in str(text).splitlines() if line.strip()][:lines]
     return " ".join(kept)[:limit]
@@ -96,13 +89,13 @@ def job_status(job_return: JobReturn) -> tuple[str, str | None]:
         value = job_return._return_value
         return str(getattr(value, "status", value)), None  # run.py returns JobOutcome.status
     if job_return.status == JobStatus.FAILED:
-        return "failed", _short(job_return._return_value)
+        return "failed", short_error(job_return._return_value)
     return "unknown", None
 
 
 def write_record(directory: Path, num: int, overrides: Sequence[str], status: str, error: str | None = None, **extra: Any) -> None:
     record = {"num": int(num), "overrides": _masked(overrides), "status": status, "error": error, "time": time.time(), **extra}
-    _write_json(directory / RECORDS / f"{int(num):05d}.json", record)
+    write_json(directory / RECORDS / f"{int(num):05d}.json", record)
 
 
 def read_records(directory: Path) -> list[dict]:
@@ -128,7 +121,7 @@ def summarize(directory: Path) -> dict:
     for r in records:
         counts[category(r["status"])] += 1
     summary = {"sweep_dir": str(directory), "cells": len(records), **counts, "jobs": records}
-    _write_json(directory / SUMMARY_FILE, summary)
+    write_json(directory / SUMMARY_FILE, summary)
     return summary
 
 
@@ -249,7 +242,7 @@ def end_parent_run(summary: dict | None, failed: bool = False) -> None:
             run.log_files({SUMMARY_FILE: json.dumps(summary, indent=1, default=str)})
         run.finish("FAILED" if failed or summary is None or summary["failed"] else "FINISHED")
     except Exception as exc:  # the sweep's own outcome matters more than its parent run
-        log.warning("could not close the sweep's MLflow parent run: %s", _short(exc))
+        log.warning("could not close the sweep's MLflow parent run: %s", short_error(exc))
 
 
 class SweepCallback(Callback):
@@ -270,7 +263,7 @@ class SweepCallback(Callback):
                     log.info("MLflow experiment %s (id %s) ready before the jobs start", config.experiment_name, exp_id)
                     start_parent_run(config, exp_id)
             except Exception as exc:  # the jobs still get_or_create it themselves
-                log.warning("could not create the MLflow experiment before the sweep: %s", _short(exc))
+                log.warning("could not create the MLflow experiment before the sweep: %s", short_error(exc))
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         from hydra.types import RunMode
@@ -293,78 +286,3 @@ class SweepCallback(Callback):
             log.info("sweep done in %.1fs", time.perf_counter() - _SWEEP["started"])
         if _SWEEP["parent"] is not None:
             end_parent_run(summary or summarize(sweep_dir(config)))
-
-
-# --------------------------------------------------------------------------------------------
-# submitit launchers that wait for every job. Hydra only instantiates launchers defined under the
-# hydra_plugins package: the classes are src/hydra_plugins/judgebench_launcher/__init__.py, made
-# of this mixin and hydra-submitit-launcher's launchers.
-
-
-class WaitForAllJobs:
-    """Mixin for hydra-submitit-launcher's BaseSubmititLauncher (provides params, config, _EXECUTOR)."""
-
-    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        # hydra-submitit-launcher 1.2's launch(), except: the interpreter can be chosen
-        # (JUDGEBENCH_JOB_PYTHON), and the results are gathered by _collect().
-        import submitit
-        from hydra.core.singleton import Singleton
-        from hydra.core.utils import filter_overrides
-        from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
-
-        assert self.config is not None
-        assert len(job_overrides) > 0
-        init_params = {"folder": self.params["submitit_folder"]}
-        specific_init_keys = {"max_num_timeout"}
-        init_params.update({f"{self._EXECUTOR}_{k}": v for k, v in self.params.items() if k in specific_init_keys})
-        if os.environ.get("JUDGEBENCH_JOB_PYTHON"):
-            init_params[f"{self._EXECUTOR}_python"] = os.environ["JUDGEBENCH_JOB_PYTHON"]
-        executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init_params)
-        baseparams = set(OmegaConf.structured(BaseQueueConf).keys())
-        params = {
-            k if k in baseparams else f"{self._EXECUTOR}_{k}": v
-            for k, v in self.params.items()
-            if k not in specific_init_keys | {"submitit_folder"}
-        }
-        executor.update_parameters(**params)
-
-        directory = Path(str(self.config.hydra.sweep.dir))
-        directory.mkdir(parents=True, exist_ok=True)
-        if "mode" in self.config.hydra.sweep:
-            os.chmod(directory, mode=int(str(self.config.hydra.sweep.mode), 8))
-        log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {directory}")
-        job_params = []
-        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-            log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
-            job_params.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state()))
-
-        jobs = executor.map_array(self, *zip(*job_params))
-        ids = ", ".join(j.job_id for j in jobs[:4]) + (", ..." if len(jobs) > 4 else "")
-        log.info("submitted %d jobs (%s); waiting for all of them", len(jobs), ids)
-        records = sweep_dir(self.config)
-        nums = range(initial_job_idx, initial_job_idx + len(jobs))
-        return [self._collect(job, list(ov), num, records) for num, ov, job in zip(nums, job_overrides, jobs)]
-
-    @staticmethod
-    def _collect(job: Any, overrides: list[str], num: int, directory: Path) -> JobReturn:
-        record = directory / RECORDS / f"{num:05d}.json"
-        try:
-            ret = job.results()[0]
-        except Exception as exc:  # died without a result: scancel, time limit, OOM, kill -9, node failure
-            try:
-                state = job.state
-            except Exception:
-                state = "UNKNOWN"
-            ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=exc)
-            error = f"[{state}] {_short(exc, lines=2)}"
-            write_record(directory, num, overrides, "failed", error, job_id=job.job_id, state=state, log=str(job.paths.stderr))
-            log.error("job %s (#%d %s) died without a result: %s", job.job_id, num, " ".join(overrides), state)
-            return ret
-        if not record.exists():  # no SweepCallback in the job (removed from hydra.callbacks)
-            status, error = job_status(ret)
-            write_record(directory, num, overrides, status, error, job_id=job.job_id)
-        elif ret.status == JobStatus.FAILED:
-            data = json.loads(record.read_text(encoding="utf-8"))
-            data["log"] = str(job.paths.stderr)
-            _write_json(record, data)
-        return ret
