@@ -43,7 +43,7 @@ def _job(cfg: DictConfig) -> str:
             raise UserError(f"job={kind}: expected one of {', '.join(JOBS)}")
         settings.validate(cfg)  # every typed setting, before any work
         if kind == "content_bias":
-            from judgebench.content_bias import run_content_bias
+            from judgebench.content_bias.job import run_content_bias
 
             status = run_content_bias(cfg).status
         elif kind == "labels_only":

@@ -37,7 +37,7 @@ def warm() -> None:
     import openai  # noqa: F401
 
     import judgebench.compare.cli  # noqa: F401
-    import judgebench.content_bias  # noqa: F401
+    import judgebench.content_bias.job  # noqa: F401
     import judgebench.judges.llm  # noqa: F401
     import judgebench.pipeline  # noqa: F401
 

@@ -18,10 +18,11 @@ from mlflow.tracking import MlflowClient
 from scipy.stats import kendalltau
 
 from judgebench import tracking
-from judgebench.compare import bias, bootstrap, content_bias, ensembles, figures, report, significance, tables
+from judgebench.compare import bias, bootstrap, ensembles, figures, report, significance, tables
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.cli import main as compare_main
 from judgebench.compare.collect import missing_cells
+from judgebench.content_bias import statistics as content_bias
 from reference_impl import frame_rows, ndcg10_judged
 
 REPO = Path(__file__).resolve().parents[1]

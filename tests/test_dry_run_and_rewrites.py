@@ -12,7 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from judgebench.content_bias import label_distribution
+from judgebench.content_bias.statistics import label_distribution
 from judgebench.data.datasets import load_toy
 from judgebench.rewriters.llm import REWRITE_PROMPT
 from judgebench.testing.fake_llm_server import FakeLLMServer

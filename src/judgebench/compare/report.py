@@ -13,11 +13,12 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import (bias, bootstrap, calibration_report, columns, compare_run, content_bias, ensembles, figures, html,
-                                latex, markdown, significance, tables)
+from judgebench.compare import (bias, bootstrap, calibration_report, columns, compare_run, ensembles, figures, html, latex,
+                                markdown, significance, tables)
 from judgebench.compare import calibration as budget
 from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES, Artifacts
 from judgebench.exceptions import CompareError
+from judgebench.content_bias import statistics as content_bias
 from judgebench.compare.collect import ORIGINAL, collect_runs, collect_summaries, missing_cells, select, split_views
 
 FORMATS = ("md", "csv", "tex", "png", "html")

@@ -13,26 +13,22 @@ import json
 import logging
 import time
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from hydra.utils import instantiate  # noqa: E402
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
-from scipy.stats import ttest_rel  # noqa: E402
-
-from judgebench import tracking  # noqa: E402
-from judgebench.evaluation import cut, evaluate  # noqa: E402
-from judgebench.exceptions import ConfigError
-from judgebench.exceptions import check_failed_share  # noqa: E402
-from judgebench.input_digests import input_digests  # noqa: E402
-from judgebench.rankers.oracle import OracleRanker  # noqa: E402
-from judgebench.rewriters.report import check_rewrite_failures, rewrite_report  # noqa: E402
+from judgebench import tracking
+from judgebench.content_bias.figures import distribution_figure, histogram_figure
+from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
+from judgebench.evaluation import cut, evaluate
+from judgebench.exceptions import ConfigError, check_failed_share
+from judgebench.input_digests import input_digests
+from judgebench.metrics.agreement import LEVELS
+from judgebench.rankers.oracle import OracleRanker
+from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
 
 log = logging.getLogger("judgebench")
-LEVELS = (0, 1, 2, 3)
 
 
 def balanced_sample(label_set: pd.DataFrame, per_level: int, seed: int) -> pd.DataFrame:
@@ -44,58 +40,6 @@ def balanced_sample(label_set: pd.DataFrame, per_level: int, seed: int) -> pd.Da
         take = rng.choice(len(pool), size=min(per_level, len(pool)), replace=False) if len(pool) else []
         parts.append(pool.iloc[sorted(take)])
     return pd.concat(parts, ignore_index=True)
-
-
-def _paired(a: pd.Series, b: pd.Series) -> dict:
-    diff = (b - a).astype(float)
-    t, p = ttest_rel(b, a) if len(diff) > 1 and diff.std() > 0 else (float("nan"), float("nan"))
-    return {"mean_original": float(a.mean()), "mean_rewritten": float(b.mean()), "mean_diff": float(diff.mean()), "t": float(t), "p": float(p), "n": int(len(diff))}
-
-
-def label_distribution(sample: pd.DataFrame, original: pd.DataFrame, rewritten: pd.DataFrame) -> pd.DataFrame:
-    """Counts of judge labels per human level, original vs rewritten text."""
-    rows = []
-    for view, labels in (("original", original), ("rewritten", rewritten)):
-        merged = sample.merge(labels[["query_id", "doc_id", "relevance"]].rename(columns={"relevance": "judge"}), on=["query_id", "doc_id"])
-        for level in LEVELS:
-            counts = merged[merged["relevance"] == level]["judge"].value_counts()
-            if counts.sum() == 0:  # no labelled pair at this level: no row, rather than a distribution of zeros
-                continue
-            rows.append({"view": view, "human": level, **{f"judge_{k}": int(counts.get(k, 0)) for k in LEVELS}})
-    return pd.DataFrame(rows, columns=["view", "human", *(f"judge_{k}" for k in LEVELS)])
-
-
-def distribution_figure(dist: pd.DataFrame, path, title: str) -> None:
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3.4), sharey=True)
-    for ax, level in zip(axes, LEVELS):
-        sub = dist[dist["human"] == level].set_index("view")
-        x = np.arange(4)
-        for i, view in enumerate(("original", "rewritten")):
-            if view in sub.index:
-                ax.bar(x + (i - 0.5) * 0.4, [sub.loc[view, f"judge_{k}"] for k in LEVELS], 0.4, label=view)
-        total = sub[[f"judge_{k}" for k in LEVELS]].sum(axis=1).max() if len(sub) else 0
-        ax.axhline(total / 4, color="grey", ls="--", lw=1, label="uniform")
-        ax.set_xticks(x, [str(k) for k in LEVELS])
-        ax.set_title(f"human level {level}")
-        ax.set_xlabel("judge label")
-    axes[0].set_ylabel("pairs")
-    axes[0].legend(fontsize="small")
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def histogram_figure(diff: pd.Series, path, title: str) -> None:
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.hist(diff, bins=30)
-    ax.axvline(0, color="black", lw=1)
-    ax.set_xlabel("score(rewritten) - score(original)")
-    ax.set_ylabel("pairs")
-    ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def _check_judge_failures(metrics: dict, limit: float, where: str) -> None:
@@ -151,17 +95,15 @@ def run_content_bias(cfg: DictConfig):
     dist = label_distribution(sample, original.labels, changed.labels)
     both = sample.merge(original.qrels.rename(columns={"relevance": "orig"}), on=["query_id", "doc_id"]).merge(
         changed.qrels.rename(columns={"relevance": "rew"}), on=["query_id", "doc_id"])
-    labels_stats = _paired(both["orig"], both["rew"])
-    metrics = {f"labels_{k}": v for k, v in labels_stats.items()}
-    metrics["labels_share_raised"] = float((both["rew"] > both["orig"]).mean()) if len(both) else float("nan")
-    metrics["labels_share_lowered"] = float((both["rew"] < both["orig"]).mean()) if len(both) else float("nan")
+    metrics = {f"labels_{k}": v for k, v in paired_difference(both["orig"], both["rew"]).items()}
+    metrics["labels_share_raised"], metrics["labels_share_lowered"] = shift_shares(both["orig"], both["rew"])
 
     # (2) the Perfect oracle under the judge, original vs rewritten text (same pairs, same ideal)
     keep = pairs.set_index(["query_id", "doc_id"]).index
     q_o = original.qrels[original.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
     q_r = changed.qrels[changed.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
     nd = evaluate(perfect, {"original": q_o, "rewritten": q_r}, list(dict.fromkeys(top["query_id"])))
-    metrics.update({f"perfect_ndcg10_{k}": v for k, v in _paired(nd["original"], nd["rewritten"]).items()})
+    metrics.update({f"perfect_ndcg10_{k}": v for k, v in paired_difference(nd["original"], nd["rewritten"]).items()})
 
     files: dict[str, str | bytes] = {}
     # (3) a pointwise ranker's scores on the sample, original vs rewritten
@@ -169,7 +111,7 @@ def run_content_bias(cfg: DictConfig):
         sp = list(zip(sample["query_id"], sample["doc_id"]))
         s_o = pd.Series(scorer.score_pairs(sp, dataset, dataset.corpus))
         s_r = pd.Series(scorer.score_pairs(sp, dataset, rewritten))
-        metrics.update({f"scores_{k}": v for k, v in _paired(s_o, s_r).items()})
+        metrics.update({f"scores_{k}": v for k, v in paired_difference(s_o, s_r).items()})
         scores = sample.assign(score_original=s_o.values, score_rewritten=s_r.values, diff=(s_r - s_o).values)
         files["scores.tsv"] = scores.to_csv(sep="\t", index=False)
 
