@@ -5,27 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from judgebench.exceptions import ConfigError
-from judgebench.rankers.local_base import PointwiseRanker
-
-RANKT5_PROMPT = "Query: {query} Document: {passage}"
-
+from judgebench.rankers.prompted import PromptedRanker
 
 @dataclass
-class RankT5Ranker(PointwiseRanker):
-    method: str = "rankt5"
-    prompt: str = RANKT5_PROMPT
-    score_token: str = "<extra_id_10>"
+class RankT5Ranker(PromptedRanker):
+    """Scores with an encoder-decoder's logit of one token; the token is part of the cache key."""
 
+    score_token: str = "<extra_id_10>"
+    method: str = "rankt5"
+    prompt: str = "Query: {query} Document: {passage}"
     prompt_version: str = "rankt5@1"
 
     def key_params(self) -> dict:
         return {"token": self.score_token}
 
-    def score_batch(self, payloads):
-        model = self.local_model()
+    def score_prompts(self, model, prompts):
         if model.kind != "seq2seq":
             raise ConfigError(f"RankT5 needs an encoder-decoder (T5) model; {self.spec.model} is {model.kind}")
-        token = model.token_id(self.score_token)
-        prompts = [model.render(self.prompt, {"query": q, "passage": p}, "passage")[0] for q, p in payloads]
-        logits = model.first_step_logits(prompts, [token])
+        logits = model.first_step_logits(prompts, [model.token_id(self.score_token)])
         return [{"score": float(v[0])} for v in logits]

@@ -1,0 +1,25 @@
+"""Pointwise rankers that read one decoding step of a local model after a filled-in prompt (RG, RankT5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from judgebench.rankers.local_base import PointwiseRanker
+
+
+@dataclass
+class PromptedRanker(PointwiseRanker):
+    """Fills ``prompt`` for each (query, passage) and scores the rendered prompts in one batch.
+
+    Subclasses say what they read from the model (``score_prompts``) and which settings besides the
+    prompt decide a score (``key_params``, part of the cache key).
+    """
+
+    def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
+        model = self.local_model()
+        prompts = [model.render(self.prompt, {"query": q, "passage": p}, "passage")[0] for q, p in payloads]
+        return self.score_prompts(model, prompts)
+
+    def score_prompts(self, model: Any, prompts: list[str]) -> list[dict]:
+        raise NotImplementedError
