@@ -23,7 +23,7 @@ from judgebench.data.trec import write_qrels
 from judgebench.exceptions import UserError
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 from judgebench.exceptions import check_failed_share
-from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, load_dataset, log_dataset_input, sweep_id
+from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, load_dataset, open_job_run, sweep_id
 
 log = logging.getLogger("judgebench")
 KIND = "labels"
@@ -68,12 +68,8 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         "git_commit": tracking.git_commit(),
     }
     note = f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no systems"
-    job = tracking.JobRun(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note=note)
+    job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, used, cfg, dataset)
     try:
-        config = OmegaConf.to_container(used, resolve=True)
-        params, long_values = tracking.params_from_config(config)
-        job.log_params(params)
-        log_dataset_input(job, cfg, dataset)
         label_set = dataset.label_set()
         result = judge.judge(label_set[["query_id", "doc_id"]], dataset, dataset.corpus)
         agreement = label_agreement(result.qrels, label_set)

@@ -133,6 +133,23 @@ def log_dataset_input(job: tracking.JobRun, cfg: DictConfig, dataset: Dataset) -
         log.warning("%s: the dataset input was not logged (%s: %s)", dataset.name, type(exc).__name__, exc)
 
 
+def open_job_run(client, exp_id: str, name: str, tags: dict, note: str, logged: DictConfig, cfg: DictConfig,
+                 dataset: Dataset) -> tuple[tracking.JobRun, dict, dict]:
+    """Start a job's MLflow run and log what every job logs first: ``logged`` (the config it uses) as
+    params and the dataset input. Returns the run, ``logged`` as a container and the param values too
+    long for MLflow (the job logs them as files). A failure here ends the run FAILED."""
+    job = tracking.JobRun(client, exp_id, name, tags, note=note)
+    try:
+        config = OmegaConf.to_container(logged, resolve=True)
+        params, long_values = tracking.params_from_config(config)
+        job.log_params(params)
+        log_dataset_input(job, cfg, dataset)
+    except BaseException:
+        job.finish("FAILED")
+        raise
+    return job, config, long_values
+
+
 def _ranker_truncated(ranker: Ranker) -> dict:
     """Documents a local-model ranker cut to fit its context in this job (absent when it scored nothing now)."""
     model = getattr(ranker, "_model", None)
@@ -192,13 +209,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
     tags.update({tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)})  # a SLURM job's ids
     note = (f"{cfg.dataset.name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
             f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}")
-    job = tracking.JobRun(client, exp_id, f"{cfg.dataset.name}/{system}/{judge.name}/{rewriter.name}", tags, note=note)
+    job, config, long_values = open_job_run(client, exp_id, f"{cfg.dataset.name}/{system}/{judge.name}/{rewriter.name}", tags, note, cfg, cfg, dataset)
     try:
-        config = OmegaConf.to_container(cfg, resolve=True)
-        params, long_values = tracking.params_from_config(config)
-        job.log_params(params)
-        log_dataset_input(job, cfg, dataset)
-
         texts = rewriter.rewrite(dataset)
         where = f"{cfg.dataset.name} / {system} / rewriter {rewriter.name}"
         rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, float(cfg.get("max_failed_share", 1.0)), where)
