@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from judgebench.content_bias import balanced_sample, label_distribution
-from judgebench.testing.fake_llm_server import FakeLLMServer
+from judgebench.testing.fake_process import FakeLLMServer
 from tiny_models import tiny_causal
 
 REPO = Path(__file__).resolve().parents[1]
