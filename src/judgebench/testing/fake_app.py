@@ -7,7 +7,8 @@ RNG in arrival order, and every request is counted, so a test can predict both t
 
 Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models`` (OpenAI, ``Authorization: Bearer`` required),
 ``POST /{v1,v1beta,...}/models/{model}:generateContent`` (Gemini, ``x-goog-api-key`` header or ``?key=``
-required), and the control endpoints ``GET /_stats``, ``POST /_config`` (JSON), ``POST /_reset``.
+required), and the control endpoints ``GET /_stats``, ``POST /_config`` (JSON), ``POST /_reset``; the batch
+endpoints are in :mod:`judgebench.testing.fake_batches`.
 """
 
 from __future__ import annotations
@@ -225,6 +226,10 @@ class FakeLLMApp:
         app.router.add_get("/_stats", self._h_stats)
         app.router.add_post("/_config", self._h_config)
         app.router.add_post("/_reset", self._h_reset)
+        from judgebench.testing.fake_batches import FakeBatches  # the batch endpoints, beside the online ones
+
+        self.batches = FakeBatches(self)
+        self.batches.routes(app)
         return app
 
     async def start(self, port: int = 0) -> web.AppRunner:

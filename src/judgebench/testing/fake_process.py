@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from judgebench.testing.fake_app import _FAULT_FIELD, HOST, FakeConfig, FakeLLMApp
+from judgebench.testing.fake_batches import FakeBatchConfig
 
 # ---------------------------------------------------------------- the server process
 
@@ -143,6 +144,19 @@ class FakeLLMServer:
     def reset(self) -> None:
         """Clears the counters and restarts the fault RNG from the configured seed."""
         self._call("POST", "/_reset", {})
+
+    def batch_stats(self) -> dict[str, Any]:
+        """Batch counters: batches (created), prompts_submitted, submitted_sha256, failed_sha256, polls, states."""
+        return self._call("GET", "/_batch_stats")  # type: ignore[no-any-return]
+
+    def configure_batches(self, **kw: Any) -> dict[str, Any]:
+        """How batches behave (:class:`~judgebench.testing.fake_batches.FakeBatchConfig`)."""
+        FakeBatchConfig().updated(**kw)
+        return self._call("POST", "/_batch_config", kw)  # type: ignore[no-any-return]
+
+    def reset_batches(self) -> None:
+        """Forgets every batch and file and clears the batch counters."""
+        self._call("POST", "/_batch_reset", {})
 
     def close(self) -> None:
         """Stops the process (asks, then terminates, then kills) and joins it; idempotent."""
