@@ -246,3 +246,24 @@ def test_batch_settings_are_checked():
         OpenAIBackend("gpt-4o-mini", mode="offline")
     be = OpenAIBackend("gpt-4o-mini", price_input_per_mtok=1.0, price_output_per_mtok=4.0, batch={"price_factor": 0.25})
     assert be.cost(1_000_000, 1_000_000) == 5.0 and be.cost(1_000_000, 1_000_000, batch=True) == 1.25
+
+
+def test_a_server_without_a_batch_api_is_a_one_line_error(server, tmp_path):
+    fresh(server)
+    ds = small_dataset(1, 2)
+    judge = make_judge(server.base_url + "/no-batch-api", str(tmp_path), "openai")
+    with pytest.raises(ConfigError, match=r"refused a batch of 2 prompts \(404: .*mode=online works without"):
+        judge.judge(ds.label_set()[["query_id", "doc_id"]], ds, ds.corpus)
+    assert server.batch_stats()["batches"] == 0 and saved_batches(tmp_path) == []
+
+
+def test_mode_and_batch_settings_leave_the_judge_identity_alone():
+    from judgebench.identity import component_hash
+    from judgebench.tracking import cell_config
+
+    online = {"name": "j", "backend": {"model": "gpt-4o-mini", "temperature": 0.0}}
+    batch = {"name": "j", "backend": {"model": "gpt-4o-mini", "temperature": 0.0, "mode": "batch",
+                                      "batch": {"poll_interval_s": 5, "max_requests": 10, "price_factor": 0.5}}}
+    assert component_hash(online) == component_hash(batch)
+    assert cell_config({"judge": batch}) == cell_config({"judge": online}) == {
+        "judge.name": "j", "judge.backend.model": "gpt-4o-mini", "judge.backend.temperature": 0.0}
