@@ -4,15 +4,16 @@ server's batch endpoints: the same labels as online, resume after a kill, failed
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+import openai  # noqa: F401 - imported once here, so the forked job below does not import it again
 import pandas as pd
 import pytest
+from google import genai  # noqa: F401
 
 from judgebench.data.datasets import Dataset
 from judgebench.exceptions import BatchNotDone, ConfigError
@@ -24,7 +25,6 @@ from judgebench.llm.prompts import load_prompt
 from judgebench.testing.fake_app import fake_label, sha256_hex
 from judgebench.testing.fake_process import FakeLLMServer
 
-TESTS = Path(__file__).resolve().parent
 BACKENDS = ["openai", "gemini"]
 PRICE_IN, PRICE_OUT = 2.0, 8.0
 
@@ -100,8 +100,12 @@ def test_batch_labels_match_online_cost_half_and_a_later_online_run_makes_no_cal
     assert u.cost_usd == pytest.approx(online_price / 2) and u.cost_usd_labels == pytest.approx(online_price / 2)
     assert saved_batches(tmp_path) == []  # done: nothing left to resume
 
+    separate = make_judge(server.base_url, str(tmp_path / "online"), backend, mode="online").judge(pairs, ds, ds.corpus)
+    assert server.stats()["requests"] == 24 and separate.usage.cost_usd == pytest.approx(online_price)
+    pd.testing.assert_frame_equal(separate.labels, result.labels)  # batch and online: the same labels
+
     online = make_judge(server.base_url, str(tmp_path), backend, mode="online").judge(pairs, ds, ds.corpus)
-    assert server.stats()["requests"] == 0 and server.batch_stats()["batches"] == 1
+    assert server.stats()["requests"] == 24 and server.batch_stats()["batches"] == 1  # no new call of any kind
     assert online.usage.calls_cached == 24 and online.usage.cost_usd == 0
     assert online.usage.cost_usd_labels == pytest.approx(online_price / 2)  # the labels were paid at batch price
     pd.testing.assert_frame_equal(online.labels, result.labels)
@@ -122,33 +126,31 @@ def test_prompts_answered_online_are_not_submitted(server, tmp_path, backend):
     assert result.usage.calls_cached == 10 and result.usage.calls_made == 14 and len(result.labels) == 24
 
 
-CHILD = """
-import sys
-sys.path.insert(0, {tests!r})
-from test_batch import make_judge, small_dataset
-ds = small_dataset()
-make_judge({url!r}, {cache!r}, {backend!r}).judge(ds.label_set()[["query_id", "doc_id"]], ds, ds.corpus)
-"""
+def judge_in_child(base_url: str, cache_dir: str, backend: str) -> None:
+    ds = small_dataset()
+    make_judge(base_url, cache_dir, backend).judge(ds.label_set()[["query_id", "doc_id"]], ds, ds.corpus)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_job_killed_while_polling_is_resumed_and_pays_nothing_twice(server, tmp_path, backend):
     fresh(server, polls_in_progress=10**6)  # held in progress until released below
-    code = CHILD.format(tests=str(TESTS), url=server.base_url, cache=str(tmp_path), backend=backend)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent / "src"), os.environ.get("PYTHONPATH", "")])}
-    child = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE)
+    # a forked child: the job is a separate process that dies without any clean-up, as under `kill -9`
+    child = multiprocessing.get_context("fork").Process(target=judge_in_child,
+                                                        args=(server.base_url, str(tmp_path), backend))
+    child.start()
     try:
         deadline = time.monotonic() + 60
         while server.batch_stats()["polls"] < 3:
-            assert child.poll() is None, child.stderr.read().decode()[-2000:]
+            assert child.is_alive(), f"the judging child exited ({child.exitcode}) before it was killed"
             assert time.monotonic() < deadline, "the child never polled its batch"
             time.sleep(0.05)
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(10)
+        assert child.exitcode == -signal.SIGKILL
     finally:
-        if child.poll() is None:
+        if child.is_alive():
             child.kill()
-        child.stderr.close()
+            child.join(10)
     stats = server.batch_stats()
     (batch_id,) = stats["states"]
     assert stats["states"][batch_id] == "in_progress" and stats["prompts_submitted"] == 24
@@ -246,6 +248,8 @@ def test_batch_settings_are_checked():
         OpenAIBackend("gpt-4o-mini", mode="offline")
     be = OpenAIBackend("gpt-4o-mini", price_input_per_mtok=1.0, price_output_per_mtok=4.0, batch={"price_factor": 0.25})
     assert be.cost(1_000_000, 1_000_000) == 5.0 and be.cost(1_000_000, 1_000_000, batch=True) == 1.25
+    assert GeminiBackend("gemini-2.5-flash").batch.max_bytes == 20_000_000  # inline requests: Gemini's limit
+    assert OpenAIBackend("gpt-4o-mini").batch == BatchSettings(max_requests=50_000, max_bytes=200_000_000)
 
 
 def test_a_server_without_a_batch_api_is_a_one_line_error(server, tmp_path):

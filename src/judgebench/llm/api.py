@@ -115,6 +115,7 @@ async def acquire_tokens(limiter: AsyncLimiter, tokens: int) -> None:
 class APIBackend:
     backend = "api"
     default_key_envs: tuple[str, ...] = ()
+    batch_limits: dict = {}  # the provider's batch limits where they differ from BatchSettings' (OpenAI's)
 
     def __init__(
         self,
@@ -155,7 +156,9 @@ class APIBackend:
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.price_in, self.price_out = price_input_per_mtok, price_output_per_mtok
         # online: one request per prompt; batch: the provider's batch API (llm/batch.py), at batch prices
-        self.mode, self.batch = check_mode(mode), BatchSettings.from_config(batch)
+        self.mode = check_mode(mode)
+        self.batch = BatchSettings.from_config({**self.batch_limits, **dict(batch or {})}) \
+            if not isinstance(batch, BatchSettings) else batch
         self.stats = RequestStats()
         self._connect_failures = 0
 
@@ -328,6 +331,7 @@ class GeminiBackend(APIBackend):
 
     backend = "gemini"
     default_key_envs = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    batch_limits = {"max_bytes": 20_000_000}  # inline requests of one batch job
 
     async def open(self) -> None:
         from google import genai

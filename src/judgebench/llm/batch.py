@@ -231,6 +231,10 @@ async def _judge_in_batches(backend, cache, todo, records, failures, meta, store
         for chunk in split_lines(lines, s.max_requests, s.max_bytes, provider.line_bytes):
             try:
                 batch_id = await with_retries(backend, "submit a batch", lambda: provider.submit(chunk))
+            except TransientError as e:  # nothing was paid: its prompts are failed pairs, submitted next run
+                log.warning("%s: a batch of %d prompts could not be submitted (%s)", desc, len(chunk), e)
+                failures.update({line.key: (e.kind, f"submitting the batch: {e}") for line in chunk})
+                continue
             except PermanentError as e:
                 raise ConfigError(f"{backend.backend} at {mask_url(backend.endpoint())} refused a batch of "
                                   f"{len(chunk)} prompts ({e}); judge.backend.mode=online works without the "
@@ -251,6 +255,15 @@ async def _judge_in_batches(backend, cache, todo, records, failures, meta, store
 
 
 async def _wait_and_store(backend, provider, cache, meta, parse, job, records, failures, bar) -> None:
+    path, batch_id, keys = job
+    try:
+        await _wait_and_store_once(backend, provider, cache, meta, parse, job, records, failures, bar)
+    except (TransientError, PermanentError) as e:
+        raise BatchNotDone(f"batch {batch_id} could not be polled or downloaded ({e}); its id is saved in {path}: "
+                           "run again to resume it (nothing is paid twice)") from None
+
+
+async def _wait_and_store_once(backend, provider, cache, meta, parse, job, records, failures, bar) -> None:
     path, batch_id, keys = job
     s = backend.batch
     started, shown = time.monotonic(), 0

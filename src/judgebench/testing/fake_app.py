@@ -219,7 +219,7 @@ class FakeLLMApp:
                 "config": asdict(self.config), "bound": self.bound}
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(client_max_size=256 * 1024**2)  # a batch upload is up to 200 MB, not aiohttp's 1 MB
         app.router.add_post("/v1/chat/completions", self._openai_chat)
         app.router.add_get("/v1/models", self._openai_models)
         app.router.add_post(r"/{api_version:v1[a-z0-9]*}/models/{model:[^/:]+}:generateContent", self._gemini)

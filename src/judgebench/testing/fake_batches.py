@@ -7,7 +7,9 @@ polls or seconds, a share of failed lines, or expiry. Every submission is counte
 so a test can tell how many prompts were paid for, and how many twice.
 
 Endpoints: ``POST /v1/files`` (multipart), ``GET /v1/files/{id}/content``, ``POST /v1/batches``,
-``GET /v1/batches/{id}``; ``POST /{version}/models/{model}:batchGenerateContent``, ``GET /{version}/batches/{id}``.
+``GET /v1/batches/{id}``; ``POST /{version}/models/{model}:batchGenerateContent``, ``GET /{version}/batches/{id}``
+(the SDK's default version is ``v1``: a poll carrying a Gemini key goes to the Gemini handler). OpenAI's expired
+batch returns the lines done before expiry (``expire_done_share``); Gemini's returns none.
 """
 
 from __future__ import annotations
