@@ -36,6 +36,8 @@ T = TypeVar("T")
 
 TERMINAL = ("succeeded", "failed", "expired", "cancelled")
 """Provider-neutral end states; anything else is "running"."""
+LOG_EVERY_S = 300.0
+"""Without a progress bar, a waiting job logs its batch's state this often."""
 
 
 @dataclass
@@ -266,7 +268,7 @@ async def _wait_and_store(backend, provider, cache, meta, parse, job, records, f
 async def _wait_and_store_once(backend, provider, cache, meta, parse, job, records, failures, bar) -> None:
     path, batch_id, keys = job
     s = backend.batch
-    started, shown = time.monotonic(), 0
+    started, shown, logged = time.monotonic(), 0, time.monotonic()
     while True:
         status = await with_retries(backend, f"poll batch {batch_id}", lambda: provider.poll(batch_id))
         done = len(keys) if status.state in TERMINAL else min(status.done or 0, len(keys))
@@ -276,6 +278,10 @@ async def _wait_and_store_once(backend, provider, cache, meta, parse, job, recor
         if status.state in TERMINAL:
             break
         waited = time.monotonic() - started
+        if bar.disable and time.monotonic() - logged >= LOG_EVERY_S:  # no bar (progress=false): a log line
+            logged = time.monotonic()
+            log.info("batch %s: %s after %.0f s (%s of %d prompts done)", batch_id, status.provider_state, waited,
+                     "?" if status.done is None else done, len(keys))
         if waited >= s.timeout_s:
             raise BatchNotDone(f"batch {batch_id} is still {status.provider_state} after {waited:.0f}s "
                                f"(judge.backend.batch.timeout_s={s.timeout_s:g}); its id is saved in {path}: "
