@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
         datasets, systems, parallel_cells = ["dl19", "dl20"], SYSTEMS, args.parallel
     n_systems = len(systems)
 
-    from judgebench.testing.fake_llm_server import FakeLLMServer
+    from judgebench.testing.fake_process import FakeLLMServer
 
     label_sets = {ds: label_set_size(ds) for ds in datasets}
     label_total = sum(n for n, _ in label_sets.values())

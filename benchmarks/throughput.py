@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> dict:
         args.pairs, args.latencies, args.concurrency, args.rpm, args.max_seconds = 40, [0.01], [1, 8], 1200, 0.5
     os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-for-the-fake-server")  # not a word of any path: secrets are scrubbed from text
 
-    from judgebench.testing.fake_llm_server import FakeLLMServer
+    from judgebench.testing.fake_process import FakeLLMServer
 
     dataset = synthetic_dataset(args.pairs)
     all_pairs = dataset.label_set()[["query_id", "doc_id"]]

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> dict:
         args.pairs, args.umbrela_pairs, args.latency, args.concurrency, args.repeats = 60, 10, 0.01, [8], 1
     os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-for-the-fake-server")  # not a word of any path: secrets are scrubbed from text
 
-    from judgebench.testing.fake_llm_server import FakeLLMServer
+    from judgebench.testing.fake_process import FakeLLMServer
 
     dataset = synthetic_dataset(args.pairs)
     pairs = dataset.label_set()[["query_id", "doc_id"]]

@@ -37,6 +37,18 @@ def test_call_economy(tmp_path):
     assert set(data["targets"]) == {"cold_calls_equal_label_set", "rerun_zero_calls", "parallel_duplicates_within_overlap"}
 
 
+def test_batch_mode(tmp_path):
+    data = run_benchmark("batch_mode", tmp_path)
+    online, batch, after = data["rows"]
+    assert online["online_calls"] == online["labels"] == data["label_set_total"] == 60 and online["batches"] == 0
+    assert data["kill"]["batches_at_kill"] == 1 and data["kill"]["saved_batch_files"] == 1  # killed mid-poll
+    assert batch["online_calls"] == 0 and batch["batches"] == 1 and batch["prompts_submitted"] == 60
+    assert batch["paid_twice"] == 0 and batch["labels"] == 60
+    assert data["cost_ratio_batch_vs_online"] == pytest.approx(0.5)  # same tokens, half price
+    assert after["online_calls"] == 0 and after["prompts_submitted"] == 0
+    assert all(data["targets"].values())
+
+
 def test_throughput(tmp_path):
     data = run_benchmark("throughput", tmp_path)
     assert len(data["rows"]) == 4  # 1 latency x 2 concurrency levels x (no limit, rpm limit)
@@ -69,7 +81,7 @@ def test_overhead(tmp_path):
     assert data["rows"][0]["finished_runs"] == 1
 
 
-@pytest.mark.parametrize("name", ["call_economy", "throughput", "versus", "local_scoring", "overhead"])
+@pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "overhead"])
 def test_help(name):
     import importlib
 

@@ -462,7 +462,8 @@ def test_a_bad_shared_entry_is_a_warned_miss_at_run_time_never_a_crash_or_a_labe
     from judgebench.judges.llm import LLMJudge
     from judgebench.llm.prompts import load_prompt
     from judgebench.llm.api import OpenAIBackend
-    from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label
+    from judgebench.testing.fake_app import fake_label
+    from judgebench.testing.fake_process import FakeLLMServer
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     toy = load_toy()

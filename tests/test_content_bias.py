@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from judgebench.content_bias.job import balanced_sample
 from judgebench.content_bias.statistics import label_distribution
-from judgebench.testing.fake_llm_server import FakeLLMServer
+from judgebench.testing.fake_process import FakeLLMServer
 from tiny_models import tiny_causal
 
 REPO = Path(__file__).resolve().parents[1]

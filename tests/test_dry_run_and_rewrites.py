@@ -15,7 +15,7 @@ import cli_runner
 from judgebench.content_bias.statistics import label_distribution
 from judgebench.data.datasets import load_toy
 from judgebench.rewriters.llm import REWRITE_PROMPT
-from judgebench.testing.fake_llm_server import FakeLLMServer
+from judgebench.testing.fake_process import FakeLLMServer
 
 STORE: dict[str, Path] = {}
 TOY = load_toy()

@@ -29,15 +29,15 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from judgebench.testing.fake_llm_server import (
+from judgebench.testing.fake_app import (
     NOSCORE_TEXT,
     FakeConfig,
-    FakeLLMServer,
     draw_outcome,
     fake_answer,
     fake_label,
     sha256_hex,
 )
+from judgebench.testing.fake_process import FakeLLMServer
 
 JUDGE_PROMPTS = [
     f"Query: {q}\nPassage: {p}\nRate 0-3. Answer as ##final score: N" for q, p in
@@ -369,7 +369,7 @@ def test_close_leaves_no_process() -> None:
 
 def test_server_dies_with_killed_parent(tmp_path: Path) -> None:
     """A parent killed with SIGKILL runs no cleanup: the server must notice its pipe closing and exit."""
-    code = ("import os, signal\nfrom judgebench.testing.fake_llm_server import FakeLLMServer\n"
+    code = ("import os, signal\nfrom judgebench.testing.fake_process import FakeLLMServer\n"
             "srv = FakeLLMServer()\nprint(srv.pid, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == -signal.SIGKILL, out.stderr
@@ -384,7 +384,7 @@ def test_server_dies_with_killed_parent(tmp_path: Path) -> None:
 
 def test_cli_foreground() -> None:
     with subprocess.Popen(
-            [sys.executable, "-m", "judgebench.testing.fake_llm_server", "--port", "0", "--label", "zebra=2",
+            [sys.executable, "-m", "judgebench.testing.fake_process", "--port", "0", "--label", "zebra=2",
              "--fail-429", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
         try:
             assert proc.stdout is not None

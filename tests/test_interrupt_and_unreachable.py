@@ -13,7 +13,7 @@ import pytest
 
 import cli_runner
 from judgebench.cache import CallCache
-from judgebench.testing.fake_llm_server import FakeLLMServer
+from judgebench.testing.fake_process import FakeLLMServer
 
 STORE: dict[str, Path] = {}
 

@@ -14,7 +14,8 @@ from judgebench.judges.parsing import parse_label
 from judgebench.llm.prompts import load_prompt
 from judgebench.exceptions import ConfigError
 from judgebench.llm.api import GeminiBackend, OpenAIBackend
-from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label
+from judgebench.testing.fake_app import fake_label
+from judgebench.testing.fake_process import FakeLLMServer
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ from judgebench.llm.models import ModelSpec
 from judgebench.rankers.prp import PRPRanker, parse_prp, points
 from judgebench.rankers.rankt5 import RankT5Ranker
 from judgebench.rankers.rg import RG_PROMPT, RGRanker, rg_score
-from judgebench.testing.fake_llm_server import FakeLLMServer
+from judgebench.testing.fake_process import FakeLLMServer
 from tiny_models import controlled_logits, log_softmax, tiny_controlled_causal, tiny_seq2seq
 
 DOCS = {  # share of the marker word "good" differs per passage

@@ -2,7 +2,7 @@
 loses nothing, never reports a failure as a result, and writes no secret anywhere.
 
 Every job is a real ``run.py`` cell (forked from the warm test process by tests/cli_runner.py, or a new
-interpreter where torch runs) against the local fake OpenAI server (judgebench.testing.fake_llm_server).
+interpreter where torch runs) against the local fake OpenAI server (judgebench.testing.fake_process).
 
 Kill test: ``JUDGEBENCH_KILLS`` kills (default 10; 3 when the ``CI`` variable is set), at moments drawn from
 ``JUDGEBENCH_KILL_SEED`` (default: a fresh seed, printed). The full run, locally::
@@ -40,7 +40,8 @@ from judgebench.judges.llm import LLMJudge
 from judgebench.llm.prompts import load_prompt
 from judgebench.llm.api import OpenAIBackend
 from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
-from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label
+from judgebench.testing.fake_app import fake_label
+from judgebench.testing.fake_process import FakeLLMServer
 
 REPO = Path(__file__).resolve().parents[1]
 TOY = load_toy()

@@ -202,7 +202,7 @@ def _wait_running_run(tmp: Path, proc: subprocess.Popen, judge: str, timeout: fl
 def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tmp_path):
     """A cell whose Python raises (SLURM says COMPLETED), a cell cancelled mid-run: both reported failed;
     the rerun skips the finished cell and reruns the others, reusing the killed cell's cached LLM calls."""
-    from judgebench.testing.fake_llm_server import FakeLLMServer
+    from judgebench.testing.fake_process import FakeLLMServer
 
     later = tmp_path / "later.trec"
     with FakeLLMServer(latency_s=0.2) as srv:

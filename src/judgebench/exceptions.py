@@ -74,3 +74,7 @@ def check_failed_share(failed: int, asked: int, limit: float, where: str, hint: 
             f"{where}: {failed} of {asked} pairs ({share:.1%}) have no label, above max_failed_share={limit:.1%}; "
             f"the run is marked FAILED ({hint})"
         )
+
+
+class BatchNotDone(UserError, TimeoutError):
+    """A batch job still running when judge.backend.batch.timeout_s ran out: its id is saved, a rerun resumes it."""

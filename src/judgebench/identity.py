@@ -5,8 +5,8 @@ the name of the default model's judge, two simulated judges with different weigh
 Every job run is tagged with the hash of its judge, system (ranker + perturbation) and rewriter, and
 compare keys its columns by (name, model, hash), so distinct configurations never merge.
 
-Settings that only say how the work is done (concurrency, rate limits, retries, timeouts, prices,
-device, batch size, paths, the server's URL) leave the hash alone: the same judge behind another
+Settings that only say how the work is done (concurrency, rate limits, retries, timeouts, prices, online
+or batch mode, device, batch size, paths, the server's URL) leave the hash alone: the same judge behind another
 rate limit gives the same labels.
 """
 
@@ -23,6 +23,7 @@ OPERATIONAL = frozenset({
     "cache_dir", "progress", "max_concurrency", "requests_per_minute", "tokens_per_minute", "max_retries",
     "timeout_s", "backoff_base_s", "backoff_max_s", "price_input_per_mtok", "price_output_per_mtok",
     "device", "batch_size", "base_url", "api_key_env",
+    "mode", "batch",  # online or batch API: the same prompt gets the same answer (and cache entry) either way
 })
 
 

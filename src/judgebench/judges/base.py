@@ -22,6 +22,7 @@ class JudgeUsage:
     requests: int = 0  # HTTP requests sent: calls + retries + re-asks
     retries: int = 0  # requests repeated after a transient error (429, 5xx, timeout)
     reasks: int = 0  # requests repeated because the answer had no parsable score
+    batches: int = 0  # batch jobs submitted (judge.backend.mode=batch)
     answers_multiple_scores: int = 0  # answers holding more than one "final score" (they must agree, see parsing.py)
     truncated: int = 0  # passages cut to fit the model's context (local judges), counted from the labels' records
     errors: dict[str, int] = field(default_factory=dict)  # by kind: 429, 5xx, timeout, malformed, unparsable

@@ -20,6 +20,7 @@ from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.parsing import parse_label, score_count
 from judgebench.llm.prompts import PromptTemplate, load_prompt
 from judgebench.llm.api import APIBackend
+from judgebench.llm.batch import run_batch
 from judgebench.llm.calls import Call, api_call_key, run_cached
 
 log = logging.getLogger("judgebench")
@@ -80,7 +81,8 @@ class LLMJudge(Judge):
         todo = [c for c in calls if c.key not in self.cache]
         n_in = sum(len(c.prompt) // 4 for c in todo)  # ~4 characters per token
         n_out = len(todo) * 8
-        return JudgePlan(len(calls), len(calls) - len(todo), todo, n_in, n_out, self.backend.cost(n_in, n_out))
+        cost = self.backend.cost(n_in, n_out, batch=self.backend.mode == "batch")
+        return JudgePlan(len(calls), len(calls) - len(todo), todo, n_in, n_out, cost)
 
     @contextlib.contextmanager
     def _label_set_turn(self, calls: list[PlannedCall]):
@@ -119,14 +121,23 @@ class LLMJudge(Judge):
             usage.calls_cached = len(calls) - len(todo)
             if todo:
                 log.info("judge %s: %d of %d pairs not in the cache, calling %s/%s", self.name, len(todo), len(calls), self.backend.backend, self.backend.model)
-            records, failures = run_cached(
-                self.backend, self.cache, [Call(c.key, c.prompt) for c in calls],
-                meta={"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version},
-                system=self.system, parse=parse_label, parse_attempts=self.parse_attempts,
-                progress=self.progress, desc=f"judging ({self.name})", reask_unparsed=self.retry_unparsable, grades=True,
-            )
+            meta = {"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version}
+            jobs = [Call(c.key, c.prompt) for c in calls]
+            if self.backend.mode == "batch":  # one batch job per provider limit, resumed by a rerun (llm/batch.py)
+                records, failures = run_batch(
+                    self.backend, self.cache, jobs, meta=meta, state_dir=Path(self.cache_dir) / "batches",
+                    system=self.system, parse=parse_label, progress=self.progress, desc=f"judging ({self.name})",
+                    reask_unparsed=self.retry_unparsable, grades=True,
+                )
+            else:
+                records, failures = run_cached(
+                    self.backend, self.cache, jobs, meta=meta,
+                    system=self.system, parse=parse_label, parse_attempts=self.parse_attempts,
+                    progress=self.progress, desc=f"judging ({self.name})", reask_unparsed=self.retry_unparsable, grades=True,
+                )
         stats = self.backend.stats
         usage.requests, usage.retries, usage.reasks = stats.requests, stats.retries, stats.reasks
+        usage.batches = stats.batches
         usage.calls_made = sum(1 for c in todo if c.key in records)
         errors = dict(stats.errors)
 
@@ -138,7 +149,7 @@ class LLMJudge(Judge):
                 kind, message = failures.get(c.key, ("missing", "no answer"))
                 failed.append((c.query_id, c.doc_id, "", kind, message))
                 continue
-            cost = self.backend.cost(rec["input_tokens"], rec["output_tokens"])
+            cost = self.backend.cost(rec["input_tokens"], rec["output_tokens"], batch=bool(rec.get("batch_id")))
             usage.cost_usd_labels += cost
             if c.key in new:
                 usage.cost_usd += cost

@@ -18,6 +18,7 @@ from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from judgebench.exceptions import BackendUnreachable, ConfigError
+from judgebench.llm.batch_settings import BatchSettings, check_mode
 from judgebench.masking import ENV_NAME, mask_url, register_secret_env
 
 
@@ -72,6 +73,7 @@ class RequestStats:
     retries: int = 0
     reasks: int = 0  # answers without a parsable score asked again (each a new request)
     errors: Counter = field(default_factory=Counter)  # by kind: 429, 5xx, timeout, malformed, ...
+    batches: int = 0  # batch jobs submitted (mode=batch; each of its lines counts as one request)
 
 
 def _retry_after(headers) -> float | None:
@@ -113,6 +115,7 @@ async def acquire_tokens(limiter: AsyncLimiter, tokens: int) -> None:
 class APIBackend:
     backend = "api"
     default_key_envs: tuple[str, ...] = ()
+    batch_limits: dict = {}  # the provider's batch limits where they differ from BatchSettings' (OpenAI's)
 
     def __init__(
         self,
@@ -132,6 +135,8 @@ class APIBackend:
         backoff_max_s: float = 60.0,
         price_input_per_mtok: float = 0.0,
         price_output_per_mtok: float = 0.0,
+        mode: str = "online",
+        batch: dict | BatchSettings | None = None,
     ):
         if max_concurrency < 1:
             raise ConfigError(f"max_concurrency={max_concurrency}: expected an integer >= 1")
@@ -150,6 +155,10 @@ class APIBackend:
         self.max_retries, self.timeout_s = int(max_retries), float(timeout_s)
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.price_in, self.price_out = price_input_per_mtok, price_output_per_mtok
+        # online: one request per prompt; batch: the provider's batch API (llm/batch.py), at batch prices
+        self.mode = check_mode(mode)
+        self.batch = BatchSettings.from_config({**self.batch_limits, **dict(batch or {})}) \
+            if not isinstance(batch, BatchSettings) else batch
         self.stats = RequestStats()
         self._connect_failures = 0
 
@@ -157,8 +166,10 @@ class APIBackend:
     def generation_params(self) -> dict:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_output_tokens": self.max_output_tokens}
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.price_in + output_tokens * self.price_out) / 1e6
+    def cost(self, input_tokens: int, output_tokens: int, batch: bool = False) -> float:
+        """USD for the tokens; ``batch``: an answer a batch gave, at the batch discount (batch.price_factor)."""
+        factor = self.batch.price_factor if batch else 1.0
+        return factor * (input_tokens * self.price_in + output_tokens * self.price_out) / 1e6
 
     def api_key(self) -> str:
         for env in self.key_envs:
@@ -320,6 +331,7 @@ class GeminiBackend(APIBackend):
 
     backend = "gemini"
     default_key_envs = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    batch_limits = {"max_bytes": 20_000_000}  # inline requests of one batch job
 
     async def open(self) -> None:
         from google import genai

@@ -1,0 +1,112 @@
+"""OpenAI's Batch API through the official client: a JSONL file of chat-completion requests (one per prompt,
+``custom_id`` = the call-cache key) uploaded with ``purpose="batch"``, one batch job over it, polled until it
+ends, then its output and error files downloaded."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from judgebench.llm.api import PermanentError, TransientError, _retry_after
+from judgebench.llm.batch import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
+
+ENDPOINT = "/v1/chat/completions"
+_STATES = {"completed": "succeeded", "failed": "failed", "expired": "expired", "cancelled": "cancelled"}
+"""OpenAI batch statuses that end it; validating, in_progress, finalizing and cancelling are running."""
+
+
+@contextlib.contextmanager
+def openai_errors() -> Iterator[None]:
+    """The client's exceptions as TransientError / PermanentError, as for online requests."""
+    import openai
+
+    try:
+        yield
+    except openai.RateLimitError as e:
+        raise TransientError("429", str(e)[:200], _retry_after(e.response.headers)) from e
+    except openai.InternalServerError as e:
+        raise TransientError("5xx", str(e)[:200], _retry_after(e.response.headers)) from e
+    except openai.APITimeoutError as e:
+        raise TransientError("timeout", str(e)[:200]) from e
+    except openai.APIConnectionError as e:
+        raise TransientError("connection", str(e)[:200]) from e
+    except openai.APIStatusError as e:
+        if e.status_code in (408, 409):
+            raise TransientError(str(e.status_code), str(e)[:200], _retry_after(e.response.headers)) from e
+        raise PermanentError(str(e.status_code), str(e)[:300]) from e
+    except (json.JSONDecodeError, openai.APIResponseValidationError) as e:
+        raise TransientError("malformed", str(e)[:200]) from e
+
+
+class OpenAIBatches(BatchProvider):
+    def __init__(self, backend, system) -> None:
+        super().__init__(backend, system)
+        self._last: dict[str, Any] = {}  # batch id -> the last Batch object polled
+
+    def request(self, line: BatchLine) -> dict[str, Any]:
+        b = self.backend
+        messages = ([{"role": "system", "content": self.system}] if self.system else []) + \
+            [{"role": "user", "content": line.prompt}]
+        return {"custom_id": line.key, "method": "POST", "url": ENDPOINT, "body": {
+            "model": b.model, "messages": messages, "temperature": b.temperature, "top_p": b.top_p,
+            "frequency_penalty": getattr(b, "frequency_penalty", 0.0), "max_tokens": b.max_output_tokens}}
+
+    def line_bytes(self, line: BatchLine) -> int:
+        return len(json.dumps(self.request(line)).encode()) + 1
+
+    async def submit(self, lines: list[BatchLine]) -> str:
+        data = "".join(json.dumps(self.request(line)) + "\n" for line in lines).encode()
+        client = self.backend._client
+        with openai_errors():
+            uploaded = await client.files.create(file=("judgebench-batch.jsonl", data), purpose="batch")
+            batch = await client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT,
+                                                completion_window="24h")
+        return str(batch.id)
+
+    async def poll(self, batch_id: str) -> BatchStatus:
+        with openai_errors():
+            batch = await self.backend._client.batches.retrieve(batch_id)
+        self._last[batch_id] = batch
+        counts = batch.request_counts
+        done = (counts.completed or 0) + (counts.failed or 0) if counts else None
+        errors = getattr(batch.errors, "data", None) or []
+        message = "; ".join(f"{e.code}: {e.message}" for e in errors if e is not None)[:300]
+        return BatchStatus(_STATES.get(batch.status, "running"), batch.status, done, message)
+
+    async def results(self, batch_id: str) -> dict[str, LineAnswer | LineError]:
+        batch = self._last.get(batch_id) or await self._retrieve(batch_id)
+        out: dict[str, LineAnswer | LineError] = {}
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            with openai_errors():
+                content = await self.backend._client.files.content(file_id)
+            for raw in content.text.splitlines():
+                if raw.strip():
+                    item = json.loads(raw)
+                    out[str(item.get("custom_id"))] = _line_result(item)
+        return out
+
+    async def _retrieve(self, batch_id: str) -> Any:
+        with openai_errors():
+            return await self.backend._client.batches.retrieve(batch_id)
+
+
+def _line_result(item: dict[str, Any]) -> LineAnswer | LineError:
+    """One line of an output or error file: an answer (status 200 with choices) or why there is none."""
+    error, response = item.get("error"), item.get("response") or {}
+    if error:
+        return LineError(str(error.get("code") or "batch_line"), str(error.get("message") or error)[:300])
+    body = response.get("body") or {}
+    status = response.get("status_code")
+    if status != 200:
+        message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+        return LineError(str(status), str(message or body)[:300])
+    choices = body.get("choices") or []
+    if not choices:
+        return LineError("malformed", "response without choices")
+    usage = body.get("usage") or {}
+    return LineAnswer((choices[0].get("message") or {}).get("content") or "",
+                      int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
