@@ -25,7 +25,8 @@ accepts (a storm of 429s, each retried). :class:`AdaptiveConcurrency` keeps an A
 
 Rate-limit headers sent with a refusal (OpenAI's ``x-ratelimit-remaining-requests`` / ``-tokens`` at 0 and
 their ``x-ratelimit-reset-*``) hold every new request until the quota is back (the server's Retry-After when
-it gives one, else the reset time). The refused request itself is retried by the backend's retry loop after
+it gives one, else the reset time); its ``x-ratelimit-limit-requests`` (per minute) paces every later request
+a little below that rate, as a window alone cannot (how many requests fit in a minute depends on latency). The refused request itself is retried by the backend's retry loop after
 its Retry-After; the window only decides how many are in flight.
 """
 
@@ -45,6 +46,8 @@ DECREASE = 0.9
 """Multiplicative decrease factor, applied to the in-flight level the provider refused."""
 PROBE_SUCCESSES = 200
 """Near the level that failed, one more slot takes at least this many successes (about one 429 per 200)."""
+PACE_MARGIN = 0.97
+"""Requests are paced at this share of the provider's announced requests-per-minute limit."""
 HOLD_MAX_S = 60.0
 """A reset header is never honoured beyond this (a bad header must not stall a job)."""
 
@@ -90,6 +93,15 @@ def rate_limit_hold(headers: Mapping[str, str] | None, retry_after: float | None
     return None if longest is None else min(longest, HOLD_MAX_S)
 
 
+def announced_rpm(headers: Mapping[str, str] | None) -> float | None:
+    """The provider's requests-per-minute limit from ``x-ratelimit-limit-requests``, when it sends one."""
+    try:
+        value = float((headers or {}).get("x-ratelimit-limit-requests", ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
 @dataclass
 class Slot:
     """One request's place in the window: its send order and how many were in flight with it."""
@@ -122,6 +134,8 @@ class AdaptiveConcurrency:
         self.decreases = self.overloads = 0
         self._recover_seq = 0  # overloads of requests sent before this were answered by the last decrease
         self._hold_until = 0.0
+        self.paced_rpm: float | None = None  # adopted from x-ratelimit-limit-requests
+        self._next_send = 0.0  # paced: when the next request may go
         self._waiters: deque[asyncio.Future] = deque()
 
     @property
@@ -151,6 +165,12 @@ class AdaptiveConcurrency:
         try:
             while (wait := self._hold_until - time.monotonic()) > 0:
                 await asyncio.sleep(wait)
+            if self.paced_rpm:  # evenly spaced, no burst: the provider's quota is used up when pacing starts
+                now = time.monotonic()
+                at = max(now, self._next_send)
+                self._next_send = at + 60 / self.paced_rpm
+                if at > now:
+                    await asyncio.sleep(at - now)
         except asyncio.CancelledError:
             self.release(slot, "other")
             raise
@@ -167,6 +187,7 @@ class AdaptiveConcurrency:
                 self._grow()
             elif outcome == "overload":
                 self._shrink(slot)
+                self._adopt_rate(headers)
         elif outcome == "overload":
             self.overloads += 1
         self._wake()
@@ -206,6 +227,11 @@ class AdaptiveConcurrency:
         self.limit = max(float(self.floor), min(min(self.limit, too_many) * self.decrease, too_many - 1))
         self._recover_seq = self.sent
 
+    def _adopt_rate(self, headers: Mapping[str, str] | None) -> None:
+        rpm = announced_rpm(headers)
+        if rpm is not None and (self.paced_rpm is None or rpm * PACE_MARGIN < self.paced_rpm):
+            self.paced_rpm = rpm * PACE_MARGIN
+
     def _wake(self) -> None:
         while self._waiters and self.in_flight < self.window:
             fut = self._waiters.popleft()
@@ -217,4 +243,4 @@ class AdaptiveConcurrency:
         """What the run ended with (for logs and benchmarks)."""
         return {"adaptive": self.adaptive, "window": self.window, "limit": round(self.limit, 3),
                 "max_in_flight": self.max_in_flight, "overloads": self.overloads, "decreases": self.decreases,
-                "failed_at": self.failed_at, "sent": self.sent}
+                "failed_at": self.failed_at, "paced_rpm": self.paced_rpm, "sent": self.sent}
