@@ -4,6 +4,7 @@ real OpenAI client against the fake server's in-flight limit (the window finds t
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -164,6 +165,62 @@ def test_rate_limit_headers_and_durations():
     assert rate_limit_hold({"x-ratelimit-remaining-requests": "5", "x-ratelimit-reset-requests": "1s"}) is None
     assert rate_limit_hold({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}) == 60  # capped
     assert rate_limit_hold(None) is None
+
+
+def test_an_announced_rpm_limit_paces_the_requests():
+    async def script():
+        lim = AdaptiveConcurrency(8, initial=4)
+        s = await fill(lim, 3)
+        lim.release(s[0], "overload", {"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "3"})
+        assert lim.paced_rpm == pytest.approx(600 * 0.97)
+        lim.release(s[1], "overload", {"x-ratelimit-limit-requests": "1200"})  # a higher one does not raise it
+        assert lim.paced_rpm == pytest.approx(582)
+        lim.release(s[2], "ok", {"x-ratelimit-limit-requests": "60"})  # only refusals are listened to
+        assert lim.paced_rpm == pytest.approx(582)
+        gap = 60 / 582
+        before = time.monotonic()
+        first, second = await fill(lim, 2)  # evenly spaced: the second goes at least 60 / 582 s after the first
+        waited = time.monotonic() - before
+        assert [first.seq, second.seq] == [3, 4]
+        assert waited >= 0.99 * gap and lim._next_send >= before + 2 * gap
+
+    run(script())
+
+
+def test_the_fake_servers_limits_answer_429_with_headers():
+    import aiohttp
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    auth = {"Authorization": "Bearer k"}
+
+    async def post(url: str, n: int, together: bool) -> list[tuple[int, dict]]:
+        async with aiohttp.ClientSession() as client:
+            async def one():
+                async with client.post(url + "/chat/completions", json=body, headers=auth) as r:
+                    await r.read()
+                    return r.status, {k.lower(): v for k, v in r.headers.items()}
+            if together:
+                return list(await asyncio.gather(*(one() for _ in range(n))))
+            return [await one() for _ in range(n)]
+
+    with FakeLLMServer(latency_s=1.0, max_inflight=2, retry_after_s=0.25) as srv:
+        codes = sorted(code for code, _ in asyncio.run(post(srv.openai_base_url, 3, True)))
+        refused = [h for code, h in asyncio.run(post(srv.openai_base_url, 3, True)) if code == 429]
+        stats = srv.stats()
+    assert codes == [200, 200, 429] and len(refused) == 1
+    assert refused[0]["retry-after"] == "0.25" and refused[0]["retry-after-ms"] == "250"
+    assert stats["limited"] == {"inflight": 2, "rpm": 0} and stats["max_in_flight"] == 2
+    assert stats["by_outcome"]["429"] == 2 and stats["by_outcome"]["ok"] == 4 and len(stats["prompt_sha256"]) == 4
+
+    with FakeLLMServer(limit_rpm=6) as srv:  # a bucket of one request, refilled at one per 10 s
+        r = asyncio.run(post(srv.openai_base_url, 2, False))
+        stats = srv.stats()
+    assert [code for code, _ in r] == [200, 429]
+    assert [h["x-ratelimit-remaining-requests"] for _, h in r] == ["0", "0"]
+    assert all(h["x-ratelimit-limit-requests"] == "6" for _, h in r)
+    assert 9 < parse_duration(r[0][1]["x-ratelimit-reset-requests"]) <= 10  # a full bucket in 10 s
+    assert 9 < float(r[1][1]["retry-after"]) <= 10  # one request's worth, just used
+    assert stats["limited"] == {"inflight": 0, "rpm": 1}
 
 
 def test_settings_are_checked():
