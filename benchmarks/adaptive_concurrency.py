@@ -71,6 +71,8 @@ def scenario(srv, dataset, n: int, limit: str, bound: float, fixed: int, default
             "decreases": m["window"]["decreases"] if settings["adaptive"] else "-",
         })
         r = rows[-1]
+        if len(rows) > 1:  # the fixed-at-the-limit row: what this machine's client achieves at the limit
+            r["vs_fixed_at_limit"] = round(rate / rows[1]["judgments_per_s"], 3)
         print(f"{limit}, {name}: {r['labels']}/{n} labels in {r['seconds']} s = {r['judgments_per_s']}/s "
               f"({r['share_of_bound']:.0%} of {r['bound_per_s']}/s), 429 share {r['share_429']:.2%}, "
               f"server max in flight {r['server_max_in_flight']}, final window {r['final_window']}", flush=True)
@@ -102,16 +104,19 @@ def main(argv: list[str] | None = None) -> dict:
     rpm_fixed = max(1, round(args.rpm / 60 * args.rpm_latency))
     with FakeLLMServer(latency_s=args.rpm_latency, limit_rpm=args.rpm) as srv:
         rows += scenario(srv, dataset, args.rpm_pairs, f"{args.rpm:g} RPM", args.rpm / 60, rpm_fixed, defaults)
-    cols = ["limit", "concurrency", "pairs", "seconds", "judgments_per_s", "share_of_bound", "share_429", "failed",
+    cols = ["limit", "concurrency", "pairs", "seconds", "judgments_per_s", "share_of_bound", "vs_fixed_at_limit", "share_429", "failed",
             "server_max_in_flight", "final_window"]
     md = table(rows, cols, "Fixed vs adaptive concurrency against a server-side limit (fresh cache per row)")
     adaptive = [r for r in rows if r["concurrency"].startswith("adaptive")]
     out = {
         "settings": {**vars(args), "out": str(args.out), "adaptive_defaults": defaults},
-        "notes": "bound = inflight/latency or rpm/60; share_429 = server 429s / server requests; the fixed rows "
+        "notes": "bound = inflight/latency or rpm/60; vs_fixed_at_limit = judgments/s over the fixed-at-the-limit "
+                 "row's (what the client achieves at the limit on this machine: a CPU-starved client falls short "
+                 "of the bound at any concurrency); share_429 = server 429s / server requests; the fixed rows "
                  "share the defaults' retry settings; server on the same machine, in its own process",
         "rows": rows, "markdown": md,
         "targets": {"adaptive_within_10pct_of_bound": all(r["share_of_bound"] >= 0.9 for r in adaptive),
+                    "adaptive_within_10pct_of_fixed_at_limit": all(r["vs_fixed_at_limit"] >= 0.9 for r in adaptive),
                     "adaptive_429_share_below_2pct": all(r["share_429"] < 0.02 for r in adaptive)},
     }
     write_json("adaptive_concurrency", out, args.out)

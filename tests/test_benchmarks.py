@@ -83,7 +83,8 @@ def test_adaptive_concurrency(tmp_path):
     rpm_storm, rpm_adaptive = rows[("RPM", "fixed storm")], rows[("RPM", "adaptive")]
     assert rpm_storm["share_429"] > 0.02 and rpm_adaptive["share_429"] < rpm_storm["share_429"] / 3
     assert rpm_adaptive["labels"] == rpm_adaptive["pairs"]
-    assert set(data["targets"]) == {"adaptive_within_10pct_of_bound", "adaptive_429_share_below_2pct"}
+    assert set(data["targets"]) == {"adaptive_within_10pct_of_bound", "adaptive_within_10pct_of_fixed_at_limit",
+                                    "adaptive_429_share_below_2pct"}
 
 
 @pytest.mark.parametrize("name", ["call_economy", "throughput", "versus", "local_scoring", "overhead", "adaptive_concurrency"])

@@ -154,7 +154,7 @@ class AdaptiveConcurrency:
                 if fut.done() and not fut.cancelled():
                     self.in_flight -= 1  # granted, then cancelled: hand the slot on
                     self._wake()
-                else:
+                elif fut in self._waiters:  # _wake may have dropped it already
                     self._waiters.remove(fut)
                 raise
         else:
