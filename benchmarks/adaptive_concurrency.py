@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rpm-pairs", type=int, default=1000)
     args = ap.parse_args(argv)
     if args.quick:
-        args.inflight, args.latency, args.pairs, args.rpm, args.rpm_latency, args.rpm_pairs = 4, 0.1, 300, 1200, 0.1, 150
+        args.inflight, args.latency, args.pairs, args.rpm, args.rpm_latency, args.rpm_pairs = 4, 0.1, 300, 1200, 0.1, 100
     os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-for-the-fake-server")
 
     from judgebench.testing.fake_llm_server import FakeLLMServer
