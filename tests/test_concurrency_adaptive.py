@@ -279,3 +279,27 @@ def test_the_window_finds_the_servers_in_flight_limit(tmp_path, monkeypatch):
     assert stats["max_in_flight"] == K  # the window reached the limit (and the server never let more in)
     window = backend.concurrency
     assert window.decreases >= 1 and K - 1 <= window.window <= K + 2, window.summary()
+
+
+def test_gemini_resource_exhausted_shrinks_the_window(tmp_path, monkeypatch):
+    """Gemini's 429 (RESOURCE_EXHAUSTED) through google-genai is an overload too: a window started above the
+    server's limit comes down to it, and every refused request is retried into a label."""
+    from judgebench.judges.llm import LLMJudge
+    from judgebench.llm.api import GeminiBackend
+
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    K, N = 2, 30
+    dataset = synthetic_dataset(N)
+    pairs = dataset.label_set()[["query_id", "doc_id"]]
+    with FakeLLMServer(latency_s=0.2, max_inflight=K, retry_after_s=0.05) as srv:
+        backend = GeminiBackend("gemini-2.5-flash", base_url=srv.gemini_base_url, max_concurrency=16, adaptive=True,
+                                initial_concurrency=8, backoff_base_s=0.01)
+        judge = LLMJudge(name="aimd-gemini", family="gemini", model="gemini-2.5-flash", backend=backend,
+                         cache_dir=str(tmp_path), progress=False)
+        result = judge.judge(pairs, dataset, dataset.corpus)
+        stats = srv.stats()
+    assert len(result.labels) == N and result.failed.empty
+    assert stats["by_kind"]["gemini"] == stats["requests"] and stats["limited"]["inflight"] >= 1
+    window = backend.concurrency
+    assert window.overloads == stats["by_outcome"]["429"] and window.decreases >= 1
+    assert window.failed_at is not None and window.window < 8, window.summary()  # came down from the initial 8
