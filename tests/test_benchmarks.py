@@ -81,6 +81,28 @@ def test_overhead(tmp_path):
     assert data["rows"][0]["finished_runs"] == 1
 
 
+def test_adaptive_concurrency(tmp_path):
+    data = run_benchmark("adaptive_concurrency", tmp_path)
+    rows = {(r["limit"].split()[-1], r["concurrency"].split()[0] + (" storm" if "64" in r["concurrency"] else "")): r
+            for r in data["rows"]}
+    assert len(rows) == 6  # (in flight, RPM) x (fixed 64, fixed at the limit, adaptive)
+    inflight_storm, inflight_fixed, inflight_adaptive = (rows[("flight", k)] for k in ("fixed storm", "fixed", "adaptive"))
+    # the quick run's server admits 4 in flight: a fixed window of 64 is refused most of the time, one of 4 never
+    assert inflight_storm["share_429"] > 0.02 and inflight_storm["server_max_in_flight"] == 4
+    assert inflight_fixed["429s"] == 0 and inflight_fixed["labels"] == inflight_fixed["pairs"]
+    assert inflight_adaptive["share_429"] < 0.02 and inflight_adaptive["labels"] == inflight_adaptive["pairs"]
+    assert inflight_adaptive["server_max_in_flight"] == 4 and 3 <= inflight_adaptive["final_window"] <= 6
+    rpm_storm, rpm_adaptive = rows[("RPM", "fixed storm")], rows[("RPM", "adaptive")]
+    assert rpm_storm["share_429"] > 0.02 and rpm_adaptive["share_429"] < rpm_storm["share_429"] / 3
+    assert rpm_adaptive["labels"] == rpm_adaptive["pairs"]
+    assert set(data["targets"]) == {"adaptive_within_10pct_of_bound", "adaptive_within_10pct_of_fixed_at_limit",
+                                    "adaptive_429_share_below_2pct"}
+
+
+@pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "overhead",
+                                  "adaptive_concurrency"])
+
+
 @pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "overhead"])
 def test_help(name):
     import importlib

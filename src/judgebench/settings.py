@@ -64,6 +64,9 @@ SHARE = number(0, 1)
 
 BACKEND = {
     "max_concurrency": integer(1),
+    "min_concurrency": integer(1),
+    "initial_concurrency": integer(1, nullable=True),
+    "adaptive": Rule("true or false", lambda v: isinstance(v, bool)),
     "requests_per_minute": number(0, above=True, nullable=True),
     "tokens_per_minute": number(0, above=True, nullable=True),
     "max_retries": integer(0),

@@ -19,6 +19,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from judgebench.exceptions import BackendUnreachable, ConfigError
 from judgebench.llm.batch_settings import BatchSettings, check_mode
+from judgebench.llm.concurrency import AdaptiveConcurrency
 from judgebench.masking import ENV_NAME, mask_url, register_secret_env
 
 
@@ -34,11 +35,18 @@ def _root_cause(exc: BaseException) -> str:
 
 
 class TransientError(Exception):
-    """Worth retrying: 429, 5xx, timeouts, connection errors, malformed responses."""
+    """Worth retrying: 429, 5xx, timeouts, connection errors, malformed responses.
 
-    def __init__(self, kind: str, message: str, retry_after: float | None = None):
+    ``overload`` (429, 503, 529) shrinks the adaptive concurrency window; ``headers`` are the response's,
+    for its rate-limit headers.
+    """
+
+    def __init__(self, kind: str, message: str, retry_after: float | None = None, *,
+                 overload: bool | None = None, headers=None):
         super().__init__(f"{kind}: {message}")
         self.kind, self.retry_after = kind, retry_after
+        self.overload = kind == "429" if overload is None else overload
+        self.headers = headers
 
 
 class PermanentError(Exception):
@@ -127,6 +135,9 @@ class APIBackend:
         top_p: float = 1.0,
         max_output_tokens: int = 64,
         max_concurrency: int = 8,
+        adaptive: bool = False,
+        min_concurrency: int = 1,
+        initial_concurrency: int | None = None,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
         max_retries: int = 6,
@@ -140,6 +151,9 @@ class APIBackend:
     ):
         if max_concurrency < 1:
             raise ConfigError(f"max_concurrency={max_concurrency}: expected an integer >= 1")
+        if not 1 <= min_concurrency <= max_concurrency or (initial_concurrency is not None and initial_concurrency < 1):
+            raise ConfigError(f"min_concurrency={min_concurrency}, initial_concurrency={initial_concurrency}: expected "
+                              f"1 <= min_concurrency <= max_concurrency ({max_concurrency}) and initial_concurrency >= 1 or null")
         for name, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
             if value is not None and value <= 0:
                 raise ConfigError(f"{name}={value}: expected a positive number or null")
@@ -152,6 +166,7 @@ class APIBackend:
         register_secret_env(*self.key_envs)  # its value is scrubbed from every message, log line and artifact
         self.temperature, self.top_p, self.max_output_tokens = float(temperature), float(top_p), int(max_output_tokens)
         self.max_concurrency, self.rpm, self.tpm = int(max_concurrency), requests_per_minute, tokens_per_minute
+        self.adaptive, self.min_concurrency, self.initial_concurrency = bool(adaptive), int(min_concurrency), initial_concurrency
         self.max_retries, self.timeout_s = int(max_retries), float(timeout_s)
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.price_in, self.price_out = price_input_per_mtok, price_output_per_mtok
@@ -196,7 +211,9 @@ class APIBackend:
 
     # -- limits and retries, shared ------------------------------------------------------------
     async def __aenter__(self) -> APIBackend:
-        self._sem = asyncio.Semaphore(self.max_concurrency)
+        # max_concurrency is the ceiling; adaptive: an AIMD window that finds the provider's limit below it
+        self._sem = self.concurrency = AdaptiveConcurrency(
+            self.max_concurrency, floor=self.min_concurrency, initial=self.initial_concurrency, adaptive=self.adaptive)
         self._rpm = _per_second_limiter(self.rpm) if self.rpm else None
         self._tpm = _per_second_limiter(self.tpm) if self.tpm else None
         await self.open()
@@ -251,7 +268,7 @@ class APIBackend:
         return Completion(text, n_in, n_out, time.perf_counter() - started, attempts)
 
     async def _attempt(self, prompt: str, system: str | None) -> tuple[str, int, int]:
-        async with self._sem:
+        async with self._sem.slot():
             if self._rpm:
                 await self._rpm.acquire()
             if self._tpm:
@@ -307,9 +324,10 @@ class OpenAIBackend(APIBackend):
                 frequency_penalty=self.frequency_penalty, max_tokens=self.max_output_tokens,
             )
         except openai.RateLimitError as e:
-            raise TransientError("429", str(e)[:200], _retry_after(e.response.headers)) from e
+            raise TransientError("429", str(e)[:200], _retry_after(e.response.headers), headers=e.response.headers) from e
         except openai.InternalServerError as e:
-            raise TransientError("5xx", str(e)[:200], _retry_after(e.response.headers)) from e
+            raise TransientError("5xx", str(e)[:200], _retry_after(e.response.headers), overload=e.status_code in (503, 529),
+                                 headers=e.response.headers) from e
         except openai.APITimeoutError as e:
             raise TransientError("timeout", str(e)[:200]) from e
         except openai.APIConnectionError as e:
@@ -361,10 +379,11 @@ class GeminiBackend(APIBackend):
         except errors.ClientError as e:
             headers = getattr(e.response, "headers", None)
             if e.code in (408, 429):
-                raise TransientError(str(e.code), str(e)[:200], _retry_after(headers)) from e
+                raise TransientError(str(e.code), str(e)[:200], _retry_after(headers), headers=headers) from e
             raise PermanentError(str(e.code), str(e)[:300]) from e
         except errors.ServerError as e:
-            raise TransientError("5xx", str(e)[:200], _retry_after(getattr(e.response, "headers", None))) from e
+            headers = getattr(e.response, "headers", None)
+            raise TransientError("5xx", str(e)[:200], _retry_after(headers), overload=e.code == 503, headers=headers) from e
         except (json.JSONDecodeError, ValueError) as e:
             raise TransientError("malformed", str(e)[:200]) from e
         except Exception as e:  # httpx timeouts / connection errors surface as their own types

@@ -114,6 +114,11 @@ class FakeConfig:
     answers: dict[str, str] = field(default_factory=dict)
     # API keys answered 401 with the key echoed in the error body, as some servers do
     reject_keys: list[str] = field(default_factory=list)
+    # server-side limits (0: none): requests beyond them are answered 429 at once, with Retry-After, and
+    # counted in by_outcome["429"] and in stats()["limited"]; limit_rpm also sends OpenAI's x-ratelimit-*-requests
+    # headers on every answer (a token bucket holding one second's quota, refilled at limit_rpm / 60 per second)
+    max_inflight: int = 0
+    limit_rpm: float = 0.0
 
     def updated(self, **kw: Any) -> FakeConfig:
         """A validated copy with ``kw`` applied; unknown keys and impossible shares raise ValueError."""
@@ -129,8 +134,10 @@ class FakeConfig:
                 clean[key] = {str(k): str(v) for k, v in dict(value or {}).items()}
             elif key in ("prefer", "reject_keys"):
                 clean[key] = [str(s) for s in (value or [])]
-            elif key == "seed":
+            elif key in ("seed", "max_inflight"):
                 clean[key] = int(value)
+                if key == "max_inflight" and clean[key] < 0:
+                    raise ValueError(f"max_inflight must be >= 0, got {value}")
             else:
                 clean[key] = float(value)
                 if clean[key] < 0:
@@ -205,21 +212,27 @@ class FakeLLMApp:
         self.max_in_flight = 0
         self.prompt_sha256: list[str] = []
         self.last_request: dict[str, Any] | None = None
+        self.limited = {"inflight": 0, "rpm": 0}
+        self._rpm_tokens: float | None = None  # the limit_rpm bucket (None: full at the next request)
+        self._rpm_at = 0.0
 
     def configure(self, **kw: Any) -> FakeConfig:
         self.config = self.config.updated(**kw)
         if "seed" in kw:
             self.rng = random.Random(self.config.seed)
+        if "limit_rpm" in kw:
+            self._rpm_tokens = None
         return self.config
 
     def stats(self) -> dict[str, Any]:
         return {"requests": self.requests, "by_kind": dict(self.by_kind), "by_outcome": dict(self.by_outcome),
-                "in_flight": self.in_flight, "max_in_flight": self.max_in_flight,
+                "in_flight": self.in_flight, "max_in_flight": self.max_in_flight, "limited": dict(self.limited),
                 "prompt_sha256": list(self.prompt_sha256), "last_request": self.last_request,
                 "config": asdict(self.config), "bound": self.bound}
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=256 * 1024**2)  # a batch upload is up to 200 MB, not aiohttp's 1 MB
+        app.on_response_prepare.append(_add_limit_headers)
         app.router.add_post("/v1/chat/completions", self._openai_chat)
         app.router.add_get("/v1/models", self._openai_models)
         app.router.add_post(r"/{api_version:v1[a-z0-9]*}/models/{model:[^/:]+}:generateContent", self._gemini)
@@ -273,6 +286,10 @@ class FakeLLMApp:
             self.by_outcome["bad_request"] += 1
             return "bad_request", {}, "", self.config
         prompt = prompt_of(body)
+        config = self.config
+        if (config.max_inflight or config.limit_rpm) and self._over_limit(request, config):
+            self.by_outcome["429"] += 1
+            return "429", body, prompt, config
         self.prompt_sha256.append(sha256_hex(prompt))
         self.last_request = {"kind": kind, "path": request.path_qs, "headers": dict(request.headers), "body": body}
         config = self.config  # one snapshot per request: a concurrent configure() does not change it midway
@@ -288,6 +305,40 @@ class FakeLLMApp:
         finally:
             self.in_flight -= 1
         return outcome, body, prompt, config
+
+    def _over_limit(self, request: web.Request, config: FakeConfig) -> bool:
+        """True (and the 429's headers stored on the request) when a server-side limit refuses the request.
+
+        Refused requests are not admitted: no fault draw, no latency, not in prompt_sha256 or in_flight.
+        """
+        headers: dict[str, str] = {}
+        refused = None
+        if config.limit_rpm:
+            rate = config.limit_rpm / 60
+            capacity = max(1.0, rate)
+            now = time.monotonic()
+            tokens = capacity if self._rpm_tokens is None else min(capacity, self._rpm_tokens + (now - self._rpm_at) * rate)
+            self._rpm_at = now
+            if config.max_inflight and self.in_flight >= config.max_inflight:
+                refused = "inflight"
+            elif tokens < 1:
+                refused = "rpm"
+                headers["retry-after"] = f"{(1 - tokens) / rate:.3f}"
+            else:
+                tokens -= 1
+            self._rpm_tokens = tokens
+            headers.update({"x-ratelimit-limit-requests": f"{config.limit_rpm:g}",
+                            "x-ratelimit-remaining-requests": str(int(tokens)),
+                            "x-ratelimit-reset-requests": f"{round((capacity - tokens) / rate * 1000)}ms"})
+        elif self.in_flight >= config.max_inflight:
+            refused = "inflight"
+        if refused == "inflight":
+            headers["retry-after"] = f"{config.retry_after_s:g}"
+        if refused:
+            self.limited[refused] += 1
+            headers["retry-after-ms"] = str(round(float(headers["retry-after"]) * 1000))
+        request["limit_headers"] = headers
+        return refused is not None
 
     def _answer(self, outcome: str, prompt: str, config: FakeConfig) -> str:
         if outcome == "noscore":
@@ -366,3 +417,9 @@ class FakeLLMApp:
             "usageMetadata": {"promptTokenCount": p, "candidatesTokenCount": c, "totalTokenCount": p + c},
             "modelVersion": model, "responseId": f"fake{self.requests}",
         })
+
+
+async def _add_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """The server-side limits' headers (stored by ``_over_limit``) on whatever answer the request gets."""
+    for key, value in request.get("limit_headers", {}).items():
+        response.headers[key] = value

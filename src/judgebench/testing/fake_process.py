@@ -197,6 +197,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--retry-after", type=float, default=0.05, dest="retry_after_s")
     ap.add_argument("--timeout-hang", type=float, default=30.0, dest="timeout_hang_s")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-inflight", type=int, default=0, dest="max_inflight",
+                    help="server-side limit: requests in flight beyond it are answered 429 (0: none)")
+    ap.add_argument("--limit-rpm", type=float, default=0.0, dest="limit_rpm",
+                    help="server-side requests-per-minute limit, answered 429 with x-ratelimit-* headers (0: none)")
     ap.add_argument("--label", action="append", default=[], metavar="SUBSTRING=N",
                     help="judging prompts containing SUBSTRING get label N (repeatable; first match wins)")
     ap.add_argument("--prefer", action="append", default=[], metavar="SUBSTRING",
