@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from judgebench.lucene import build_index, corpus_fingerprint, lucene_searcher, prebuilt_searcher
+from judgebench.progress import counter
 
 COLUMNS = ["query_id", "doc_id", "score", "rank"]
 
@@ -49,9 +49,11 @@ def bm25_search(
     rows: list[tuple[str, str, float, int]] = []
     # A plain loop, not batch_search: for 50 queries both take ~0.2-0.3 s (batch, 2 threads, ~20% less,
     # within noise on 2 cores), and a loop can show progress.
-    for qid, text in tqdm(queries.items(), total=len(queries), desc="bm25: search", unit="query", disable=not progress):
-        hits = searcher.search(text, k=depth) if text.strip() else []
-        rows.extend((str(qid), str(h.docid), float(h.score), rank) for rank, h in enumerate(hits, 1))
+    with counter("bm25: search", len(queries), "queries", enabled=progress) as bar:
+        for qid, text in queries.items():
+            hits = searcher.search(text, k=depth) if text.strip() else []
+            rows.extend((str(qid), str(h.docid), float(h.score), rank) for rank, h in enumerate(hits, 1))
+            bar.update(1)
     return pd.DataFrame(rows, columns=COLUMNS).astype({"query_id": str, "doc_id": str, "score": float, "rank": int})
 
 
