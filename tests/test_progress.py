@@ -65,6 +65,17 @@ def test_a_stage_sums_the_loops_inside_it_into_one_line():
     ]
 
 
+def test_a_stage_that_raises_says_it_stopped():
+    clock, out = Clock(), io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        with progress.stage("judge x", stream=out, clock=clock):
+            bar = progress.counter("judging", 10, "pairs")
+            clock.t += 4
+            bar.update(2)
+            raise KeyboardInterrupt
+    assert out.getvalue() == "judge x: 2/10 pairs (20%), 0.5/s, stopped in 4s\n"
+
+
 def test_a_stage_with_no_work_and_a_silenced_stage_print_nothing():
     out, tty = io.StringIO(), FakeTTY()
     with progress.stage("rewrite none", stream=out):

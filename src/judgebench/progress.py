@@ -91,15 +91,16 @@ class Progress:
                 self.last_line = now
                 self._write(self.line(now))
 
-    def close(self) -> None:
-        """End the counter: the bar is closed; in a log, a last line says how much was done and in what time."""
+    def close(self, ended: str = "done") -> None:
+        """End the counter: the bar is closed; in a log, a last line says how much was done and in what time
+        (`ended="stopped"` when the stage raised)."""
         if self._closed:
             return
         self._closed = True
         if self._bar is not None:
             self._bar.close()
         elif self.enabled and not self.tty and self.n:
-            self._write(self.line(self.clock(), final=True))
+            self._write(self.line(self.clock(), ended=ended))
 
     def __enter__(self) -> Progress:
         return self
@@ -112,7 +113,7 @@ class Progress:
         elapsed = now - self.started
         return (self.n - self.cached) / elapsed if elapsed > 0 else 0.0
 
-    def line(self, now: float, final: bool = False) -> str:
+    def line(self, now: float, ended: str | None = None) -> str:
         """e.g. 'judge gpt_4o_mini: 1200/5116 pairs (23%), 41.2/s, ETA 1m35s'."""
         unit = self.unit or "items"
         done = f"{self.n}/{self.total} {unit} ({100 * self.n // self.total}%)" if self.total else f"{self.n} {unit}"
@@ -121,8 +122,8 @@ class Progress:
             parts.append(f"{self.cached} cached")
         rate = self.rate(now)
         parts.append(f"{rate:.1f}/s")
-        if final:
-            parts.append(f"done in {format_duration(now - self.started)}")
+        if ended:
+            parts.append(f"{ended} in {format_duration(now - self.started)}")
         elif self.total and rate > 0:
             parts.append(f"ETA {format_duration((self.total - self.n) / rate)}")
         return ", ".join(parts)
@@ -173,6 +174,9 @@ def stage(desc: str, *, enabled: bool = True, interval_s: float = DEFAULT_INTERV
     token = _current.set(bar)
     try:
         yield bar
+    except BaseException:
+        bar.close("stopped")
+        raise
     finally:
         _current.reset(token)
         bar.close()
