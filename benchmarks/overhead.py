@@ -17,6 +17,7 @@ into start-up, Hydra's per-job config composition, MLflow, metrics, judging, ran
 from __future__ import annotations
 
 import pstats
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,7 @@ SYSTEMS = ["bm25"] + [f"oracle_{p}" for p in PERTURBATIONS] + ["rankgpt_gpt35", 
 
 # direct callees of pipeline.run_job, by (module path fragment, function name) -> phase
 PHASES = [
-    ("metrics", [("judgebench/metrics/", "")]),
+    ("metrics", [("judgebench/metrics/", ""), ("judgebench/evaluation.py", "")]),  # evaluation: the nDCG of every qrels
     ("MLflow (store, runs, params, metrics, artifacts)", [("judgebench/tracking.py", ""), ("mlflow/", ""), ("judgebench/pipeline.py", "_file_text"), ("judgebench/pipeline.py", "_frame_text")]),
     ("judging", [("judgebench/judges/", "judge")]),
     ("ranking (+ perturbation, cut)", [("judgebench/rankers/", "")]),
@@ -69,7 +70,8 @@ def run_grid(kind: str, quick: bool, profile: Path | None = None) -> dict:
         client = MlflowClient(f"sqlite:///{work}/mlruns/mlflow.db")
         exp = client.get_experiment_by_name("paper_grid")
         runs = client.search_runs([exp.experiment_id], "tags.`judgebench.kind` = 'job'", max_results=10000)
-        launched = sum(1 for line in done.stderr.splitlines() + done.stdout.splitlines() if "#" in line and "job " in line)
+        # one row per launched cell in the sweep summary ("  #3   finished  job 5120_3  ..."; no job id locally)
+        launched = sum(1 for line in done.stderr.splitlines() + done.stdout.splitlines() if re.match(r"  #\d+ ", line))
         return {"seconds": seconds, "finished_runs": sum(r.info.status == "FINISHED" for r in runs), "launches": launched,
                 "metrics_wall_s": sum(r.data.metrics.get("wall_time_s", 0) for r in runs)}
     finally:

@@ -13,6 +13,8 @@ code = run.py's, atexit handlers registered by the job run at its end), in ~0.3 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import io
 import os
 import runpy
 import signal
@@ -187,6 +189,37 @@ def write_dataset(root: Path, queries: list[str] = QUERIES) -> dict[str, Path]:
 
 def file_mode(files: dict[str, Path]) -> list[str]:
     return ["dataset=dl19", "dataset.data_dir=null", *(f"dataset.{k}={files[k]}" for k in ("topics", "qrels", "pool", "passages"))]
+
+
+def store_fixture(store: dict[str, Path]):
+    """An autouse, module-scoped fixture (assign it to a module-level name): one warm MLflow store for the test module,
+    its folder in ``store["dir"]`` while the module runs."""
+    import pytest
+
+    @pytest.fixture(scope="module", autouse=True)
+    def _warm(tmp_path_factory):
+        store["dir"] = warm_store(tmp_path_factory)
+        yield
+        store.clear()
+
+    return _warm
+
+
+def env_with(**extra: str) -> dict[str, str]:
+    """This environment without API keys, base URLs or settings that change what a job prints, plus a test key."""
+    drop = ("OPENAI_BASE_URL", "HYDRA_FULL_ERROR", "JUDGEBENCH_VERBOSE", "JUDGEBENCH_CACHE_DIR")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in drop}
+    return {**env, "OPENAI_API_KEY": "test-key", **extra}
+
+
+def run_compare(*args: str) -> tuple[int, str, str]:
+    """``judgebench-compare ARGS`` in this process: exit code, stdout, stderr."""
+    from judgebench.compare.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
 
 
 def warm_store(tmp_path_factory) -> Path:

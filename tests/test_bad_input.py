@@ -28,11 +28,7 @@ from cli_runner import file_mode, write_dataset
 STORE: dict[str, Path] = {}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _warm(tmp_path_factory):
-    STORE["dir"] = cli_runner.warm_store(tmp_path_factory)
-    yield
-    STORE.clear()
+_warm = cli_runner.store_fixture(STORE)  # one warm MLflow store for the module, in STORE["dir"]
 
 
 def base_args(tmp: Path, args: list[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Each benchmark runs end to end on a tiny input (--quick) and writes its JSON with the expected keys.
+"""Each benchmark runs end to end on a tiny input (--quick) and writes its JSON: the counts in it equal what its
+settings and data imply (computed here), and its derived figures agree with the rows they come from.
 
 No timing is asserted: the figures belong to the benchmark runs on a quiet machine, not to CI.
 """
@@ -25,10 +26,26 @@ def run_benchmark(name: str, out: Path, *extra: str, timeout: int = 300) -> dict
     return data
 
 
+def toy_label_set_size() -> int:
+    """Pairs of the toy pool that have a human label, from the raw tables (not Dataset.label_set)."""
+    from judgebench.data.datasets import load_toy
+
+    toy = load_toy()
+    pooled = set(zip(toy.pool["query_id"], toy.pool["doc_id"]))
+    return len(pooled & set(zip(toy.qrels["query_id"], toy.qrels["doc_id"])))
+
+
+def close(value: float, expected: float, rounding: float) -> bool:
+    """value equals expected up to the rounding of the figures it was printed from."""
+    return abs(value - expected) <= rounding + 1e-9
+
+
 def test_call_economy(tmp_path):
     data = run_benchmark("call_economy", tmp_path)
+    n = toy_label_set_size()
     cold, *reruns, parallel = data["rows"]
-    assert cold["calls"] == data["label_set_total"] > 0  # every label-set pair judged once
+    assert data["label_set_total"] == n and cold["calls"] == cold["distinct_prompts"] == n  # every pair judged once
+    assert parallel["calls"] == parallel["distinct_prompts"] == n  # two jobs of one label set: still one call a pair
     assert all(r["calls"] == 0 for r in reruns)
     assert parallel["calls"] == data["parallel"]["requests"]
     assert {"duplicates", "distinct_prompts", "in_flight_overlap_bound", "uncoordinated_calls", "return_codes"} <= set(data["parallel"])
@@ -51,34 +68,70 @@ def test_batch_mode(tmp_path):
 
 def test_throughput(tmp_path):
     data = run_benchmark("throughput", tmp_path)
-    assert len(data["rows"]) == 4  # 1 latency x 2 concurrency levels x (no limit, rpm limit)
+    # --quick: 10 ms latency, concurrency 1 and 8, no limit and 1200 rpm (20/s), 0.5 s of ideal work per row (10 to 40 pairs)
+    expected = [(c, rpm, bound) for rpm, cap in (("none", None), (1200, 20.0)) for c in (1, 8)
+                for bound in [min(c / 0.01, cap or float("inf"))]]
+    assert [(r["concurrency"], r["rpm_limit"], r["bound_per_s"]) for r in data["rows"]] == expected
     for row in data["rows"]:
-        assert {"latency_ms", "concurrency", "rpm_limit", "pairs", "judgments_per_s", "bound_per_s", "efficiency"} <= set(row)
+        assert row["latency_ms"] == 10 and row["pairs"] == min(40, max(10, round(row["bound_per_s"] * 0.5)))
         assert row["labels"] == row["pairs"] == row["server_requests"] and row["failed"] == 0
+        assert row["max_in_flight"] <= row["concurrency"]
+        assert close(row["judgments_per_s"], row["pairs"] / row["seconds"], 0.05 + row["judgments_per_s"] * 0.002)
+        assert close(row["efficiency"], row["judgments_per_s"] / row["bound_per_s"], 0.002)
+        assert 0 < row["judgments_per_s"] <= 1.2 * row["concurrency"] / 0.01  # nothing beats concurrency / latency
+        if row["rpm_limit"] == "none":
+            assert 0 < row["efficiency"] <= 1.2
+        # with the limit, 10 pairs fit in the limiter's first one-second burst of 20: the rate may pass 20/s
 
 
 def test_versus_without_umbrela(tmp_path):
     # UMBRELA needs its own venv (pip, ~20 s): the test checks our side and the bare client only
     data = run_benchmark("versus", tmp_path, "--skip-umbrela")
-    (row,) = data["ceiling"]
-    assert {"bare_client_per_s", "llmjudge_per_s", "llmjudge_vs_bare", "bound_per_s", "llmjudge_no_fsync_per_s"} <= set(row)
-    assert data["umbrela"]["requested"] is False and "ratios" in data["umbrela"]
-    assert any("stand-in" in r["judge"] for r in data["umbrela_rows"])
+    (row,) = data["ceiling"]  # --quick: 60 pairs, 10 ms latency, concurrency 8, one repeat
+    assert (row["concurrency"], row["pairs"], row["bound_per_s"]) == (8, 60, 800.0)
+    (bare_s,), (judge_s,) = row["bare_runs_s"], row["llmjudge_runs_s"]
+    assert close(row["bare_client_per_s"], 60 / bare_s, 0.05 + row["bare_client_per_s"] * 0.002)
+    assert close(row["llmjudge_per_s"], 60 / judge_s, 0.05 + row["llmjudge_per_s"] * 0.002)
+    assert close(row["llmjudge_vs_bare"], row["llmjudge_per_s"] / row["bare_client_per_s"], 0.002 + row["llmjudge_vs_bare"] * 0.002)
+    for who in ("bare", "llmjudge"):
+        assert close(row[f"{who}_efficiency"], row[f"{who}{'_client' if who == 'bare' else ''}_per_s"] / 800, 0.001)
+        assert 0 < row[f"{who}_efficiency"] <= 1.2
+    assert data["umbrela"]["requested"] is False and "v0.0.7" not in data["umbrela"]
+    stand_in, small, best = data["umbrela_rows"]
+    assert "stand-in" in stand_in["judge"] and (stand_in["concurrency"], stand_in["pairs"]) == (8, 60)
+    assert (small["pairs"], small["labels_parsed_correctly"]) == (10, "10/10")  # --umbrela-pairs 10, every label parsed
+    assert (best["pairs"], best["per_s"], best["labels_parsed_correctly"]) == (60, row["llmjudge_per_s"], "60/60")
+    (ratio,) = data["umbrela"]["ratios"].values()
+    assert close(ratio, row["llmjudge_per_s"] / stand_in["per_s"], 0.01 + ratio * 0.003)
 
 
 def test_local_scoring(tmp_path):
     data = run_benchmark("local_scoring", tmp_path)
-    assert {(r["task"], r["batch"]) for r in data["rows"]} == {("rg", 1), ("rg", 8), ("prp", 1), ("prp", 8)}
-    for row in data["rows"]:
-        assert row["ms_per_prompt"] > 0 and row["peak_rss_mb"] > 0 and row["speedup_vs_batch1"] > 0
+    rows = {(r["task"], r["batch"]): r for r in data["rows"]}
+    assert set(rows) == {("rg", 1), ("rg", 8), ("prp", 1), ("prp", 8)} and len(data["rows"]) == 4
+    for (task, batch), row in rows.items():  # --quick: 8 prompts per measurement
+        assert row["prompts"] == 8 and row["batches"] == 8 // batch
+        assert row["ms_per_prompt"] > 0 and row["peak_rss_mb"] >= row["rss_loaded_mb"] > 0
+        assert close(row["ms_per_pair"], row["ms_per_prompt"] * (2 if task == "prp" else 1), 0.01 + row["ms_per_prompt"] * 0.002)
+        one = rows[(task, 1)]
+        assert close(row["speedup_vs_batch1"], one["ms_per_prompt"] / row["ms_per_prompt"], 0.01 + row["speedup_vs_batch1"] * 0.003)
+        # padding is not counted: the same prompts read the same tokens at every batch size
+        assert row["input_tokens"] == one["input_tokens"] and close(row["tokens_per_prompt"], row["input_tokens"] / 8, 0.001)
+    assert rows[("rg", 1)]["speedup_vs_batch1"] == 1.0
+    assert rows[("prp", 1)]["tokens_per_prompt"] > rows[("rg", 1)]["tokens_per_prompt"]  # two passages, not one
 
 
 def test_overhead(tmp_path):
     data = run_benchmark("overhead", tmp_path)
-    split = data["profile"]["split_s"]
+    profile, (row,) = data["profile"], data["rows"]  # --quick: one cell (toy, oracle swap_1, human judge), profiled
+    split, total = profile["split_s"], profile["profile_total_s"]
     assert {"metrics", "MLflow (store, runs, params, metrics, artifacts)", "process start-up (imports, Hydra init, sweep set-up)"} <= set(split)
-    assert 0 < data["share_outside_metrics"] <= 1
-    assert data["rows"][0]["finished_runs"] == 1
+    assert row["launches"] == row["finished_runs"] == profile["jobs_launched"] == 1
+    assert all(v >= 0 for v in split.values()), split  # a phase counted twice would leave "rest of run_job" below zero
+    assert close(data["share_outside_metrics"], 1 - split["metrics"] / total, 0.001) and 0 < data["share_outside_metrics"] < 1
+    assert [r["share"] for r in data["split_rows"]] == [round(v / total, 3) for v in split.values()]
+    # the job's own clock (wall_time_s, from run_job's start to its metrics) against the profiler's run_job
+    assert 0 < data["grids"]["systems (profiled)"]["metrics_wall_s"] <= profile["run_job_total_s"] * 1.05 <= total * 1.05
 
 
 def test_adaptive_concurrency(tmp_path):

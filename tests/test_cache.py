@@ -41,10 +41,16 @@ def _rec(i: int = 0) -> dict:
 
 
 def test_call_key_is_stable_canonical_sha256():
-    expected = hashlib.sha256(
-        json.dumps(PARTS, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    ).hexdigest()
+    # the canonical JSON written out by hand (keys sorted, no spaces, UTF-8 kept), and its digest pinned: a key that
+    # changed between versions would orphan every cached answer
+    canonical = ('{"backend":"openai","model":"gpt-4o-mini","params":{"max_tokens":8,"seed":1,"temperature":0.0},'
+                 '"prompt":"Query: q\\nPassage: p\\nScore 0-3:","template_version":"umbrela-v1"}')
+    expected = "4949dec5966ddf9b1f296b59f2af6275016aa16a6467c043cc5dba2cadc099fa"
+    assert hashlib.sha256(canonical.encode()).hexdigest() == expected
     assert call_key(**PARTS) == expected
+    accents = canonical.replace("Query: q\\nPassage: p\\nScore 0-3:", "café ☕")
+    assert call_key(**{**PARTS, "prompt": "café ☕"}) == hashlib.sha256(accents.encode("utf-8")).hexdigest() == (
+        "af5b1b1011aa734f627a9556b9f689b1e984b5adae52f774f197522c41d9d4cb")
     # argument and nested dict order do not matter
     reordered = dict(reversed(list(PARTS.items())))
     reordered["params"] = dict(reversed(list(PARTS["params"].items())))

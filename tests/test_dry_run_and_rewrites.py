@@ -3,15 +3,14 @@ listed, warned, and above the failure share end the cell FAILED; the content-bia
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from mlflow.tracking import MlflowClient
 
 import cli_runner
+from cli_runner import env_with
 from judgebench.content_bias.statistics import label_distribution
 from judgebench.data.datasets import load_toy
 from judgebench.rewriters.llm import REWRITE_PROMPT
@@ -21,16 +20,7 @@ STORE: dict[str, Path] = {}
 TOY = load_toy()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _warm(tmp_path_factory):
-    STORE["dir"] = cli_runner.warm_store(tmp_path_factory)
-    yield
-    STORE.clear()
-
-
-def env_with(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in ("OPENAI_BASE_URL", "HYDRA_FULL_ERROR", "JUDGEBENCH_VERBOSE", "JUDGEBENCH_CACHE_DIR")}
-    return {**env, "OPENAI_API_KEY": "test-key", **extra}
+_warm = cli_runner.store_fixture(STORE)  # one warm MLflow store for the module, in STORE["dir"]
 
 
 def common(tmp: Path, experiment: str) -> list[str]:

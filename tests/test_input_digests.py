@@ -17,11 +17,7 @@ from judgebench import input_digests as digests_mod
 STORE: dict[str, Path] = {}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _warm(tmp_path_factory):
-    STORE["dir"] = cli_runner.warm_store(tmp_path_factory)
-    yield
-    STORE.clear()
+_warm = cli_runner.store_fixture(STORE)  # one warm MLflow store for the module, in STORE["dir"]
 
 
 def _sha(path: Path) -> str:

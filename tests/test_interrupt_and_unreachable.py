@@ -9,25 +9,16 @@ import socket
 import time
 from pathlib import Path
 
-import pytest
 
 import cli_runner
+from cli_runner import env_with
 from judgebench.cache import CallCache
 from judgebench.testing.fake_process import FakeLLMServer
 
 STORE: dict[str, Path] = {}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _warm(tmp_path_factory):
-    STORE["dir"] = cli_runner.warm_store(tmp_path_factory)
-    yield
-    STORE.clear()
-
-
-def env_with(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in ("OPENAI_BASE_URL", "HYDRA_FULL_ERROR", "JUDGEBENCH_VERBOSE", "JUDGEBENCH_CACHE_DIR")}
-    return {**env, "OPENAI_API_KEY": "test-key", **extra}
+_warm = cli_runner.store_fixture(STORE)  # one warm MLflow store for the module, in STORE["dir"]
 
 
 def cell(tmp: Path, *extra: str) -> list[str]:

@@ -398,11 +398,19 @@ def test_holm_and_bonferroni_by_hand():
     assert plain["significant"].sum() > res["significant"].sum()
 
 
-def test_holm_on_three_fixed_pvalues():
-    # p = 0.01, 0.04, 0.03 -> Holm 0.03, max(0.06, 0.04)=0.06, 0.06
-    from statsmodels.stats.multitest import multipletests
-    assert multipletests([0.01, 0.04, 0.03], method="holm")[1].tolist() == pytest.approx(
-        [0.03, 0.06, 0.06])
+def test_holm_counts_a_pair_without_a_test_as_p_1():
+    """B and C are equal on every query: no t-test, p taken as 1, and still one of the m = 3 comparisons."""
+    table = {
+        "A": {"q1": 0.5, "q2": 0.6, "q3": 0.7, "q4": 0.8},
+        "B": {"q1": 0.4, "q2": 0.4, "q3": 0.6, "q4": 0.5},
+        "C": {"q1": 0.4, "q2": 0.4, "q3": 0.6, "q4": 0.5},
+    }
+    vec = {s: list(v.values()) for s, v in table.items()}
+    p_ab = 2 * t_dist.sf(abs(_hand_t(vec["A"], vec["B"])), 3)  # A-C is the same test
+    res = pairwise_ttests(_per_query(table), correction="holm")
+    assert math.isnan(res["p"].iloc[2])
+    # Holm on (p_ab, p_ab, 1): the smallest times 3, the next times 2 (running max), then 1
+    assert res["p_adj"].to_list() == pytest.approx([min(1, 3 * p_ab), max(min(1, 3 * p_ab), min(1, 2 * p_ab)), 1.0], rel=1e-12)
 
 
 def _decisions(rows):

@@ -18,7 +18,6 @@ import multiprocessing as mp
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,7 +29,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from mlflow_server import MlflowServer
+from cli_runner import env_with
+from mlflow_server import MlflowServer, free_port
 from cli_runner import file_mode, write_dataset
 from judgebench import cache as cache_mod
 from judgebench.cache import CallCache
@@ -57,20 +57,11 @@ def prompt_of(q: str, d: str, texts: dict[str, str] | None = None) -> str:
     return TEMPLATE.render(query=TOY.queries[q], passage=(texts or TOY.corpus)[d])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _warm(tmp_path_factory):
-    STORE["dir"] = cli_runner.warm_store(tmp_path_factory)
-    yield
-    STORE.clear()
+_warm = cli_runner.store_fixture(STORE)  # one warm MLflow store for the module, in STORE["dir"]
 
 
 def client() -> MlflowClient:
     return MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
-
-
-def env_with(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in ("OPENAI_BASE_URL", "HYDRA_FULL_ERROR", "JUDGEBENCH_VERBOSE", "JUDGEBENCH_CACHE_DIR")}
-    return {**env, "OPENAI_API_KEY": "test-key", **extra}
 
 
 def cell(tmp: Path, srv: FakeLLMServer, *extra: str, cache: Path | None = None, experiment: str = "rel",
@@ -431,12 +422,6 @@ def test_eight_processes_judging_into_one_cache(server, tmp_path):
 # =========================================================================== MLflow going away
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _listening(port: int) -> list[str]:
     """Local addresses (hex, as in /proc/net/tcp*) with a socket listening on `port`."""
     found = []
@@ -462,7 +447,7 @@ def test_mlflow_server_going_away_mid_sweep(tmp_path):
     (judging depends on the label set, not the ranker). The dead run stays RUNNING: no one could close it.
     """
     db, artifacts = tmp_path / "mlflow.db", tmp_path / "mlartifacts"
-    first = MlflowServer(db, artifacts, _free_port())
+    first = MlflowServer(db, artifacts, free_port())
     second = None
     try:
         first.wait_ready()
@@ -478,7 +463,7 @@ def test_mlflow_server_going_away_mid_sweep(tmp_path):
                 assert child.poll() is None and time.monotonic() < deadline, str(child.result())
                 time.sleep(0.005)
             first.kill()
-            second = MlflowServer(db, artifacts, _free_port())  # starts while the sweep fails
+            second = MlflowServer(db, artifacts, free_port())  # starts while the sweep fails
             res = child.wait(180)
             assert res.rc == 2 and "Traceback" not in res.err and len(res.error_lines) == 1, str(res)
             line = res.error_lines[0]
@@ -539,10 +524,36 @@ def test_a_secret_in_the_config_is_refused_and_written_nowhere(tmp_path):
     assert _grep(STORE["dir"], planted) == []
 
 
-def test_mlflow_helper_script_binds_localhost_by_default():
-    """launch/mlflow_server.sh (the SLURM helper's) binds 127.0.0.1 unless told --host."""
-    script = (REPO / "launch" / "mlflow_server.sh").read_text()
-    assert "\nHOST=127.0.0.1\n" in script and '--host) HOST=$2' in script
+def test_mlflow_helper_script_binds_localhost_by_default(tmp_path):
+    """launch/mlflow_server.sh (the SLURM helper's) starts mlflow bound to 127.0.0.1 unless told --host, and
+    prints the override jobs use. Run from a copy (its state lives beside it), with a stand-in mlflow that
+    records the arguments it was started with."""
+    (tmp_path / "launch").mkdir()
+    script = tmp_path / "launch" / "mlflow_server.sh"
+    script.write_text((REPO / "launch" / "mlflow_server.sh").read_text())
+    fake = tmp_path / "fake-mlflow"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGS_FILE"\n')
+    fake.chmod(0o755)
+
+    def started(*options: str) -> tuple[str, list[str]]:
+        port, args_file = free_port(), tmp_path / "args.txt"
+        args_file.unlink(missing_ok=True)
+        env = {**os.environ, "MLFLOW": str(fake), "ARGS_FILE": str(args_file)}
+        res = subprocess.run(["bash", str(script), "--foreground", "--port", str(port), *options], env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        argv = args_file.read_text().splitlines()
+        assert argv[0] == "server" and argv[argv.index("--port") + 1] == str(port)
+        return res.stdout.replace(str(port), "PORT"), argv
+
+    out, argv = started()
+    assert argv[argv.index("--host") + 1] == "127.0.0.1" and "--allowed-hosts" not in argv
+    assert out == "tracking_uri=http://127.0.0.1:PORT\n"
+    out, argv = started("--host", "0.0.0.0")
+    assert argv[argv.index("--host") + 1] == "0.0.0.0"
+    uri_host = out.removeprefix("tracking_uri=http://").removesuffix(":PORT\n")
+    assert uri_host and uri_host != "0.0.0.0" and "\n" not in uri_host, out  # jobs reach a wildcard bind by name
+    assert f"{uri_host},{uri_host}:" in argv[argv.index("--allowed-hosts") + 1]  # and MLflow accepts that name
 
 
 def test_injection_probe_with_the_simulated_judge_is_exactly_zero_and_leaks_no_key(tmp_path):
@@ -603,9 +614,25 @@ def test_injection_probe_with_the_smollm2_judge(tmp_path, smollm2_dir):
                 f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"]
         res = cli_runner.run(args, cwd=tmp_path, env=env_with(OPENAI_API_KEY=planted), fresh=True)  # torch: a new interpreter
         assert res.rc == 0, str(res)
-    run = latest_run("injection_smollm2", MlflowClient(f"sqlite:///{tmp_path}/mlruns/mlflow.db"))
+    mlflow = MlflowClient(f"sqlite:///{tmp_path}/mlruns/mlflow.db")
+    run = latest_run("injection_smollm2", mlflow)
     m = run.data.metrics
-    assert m["injection_pairs"] == 2
-    assert -3 <= m["injection_mean_inflation"] <= 3 and 0 <= m["injection_share_raised"] <= 1
+
+    def logged(name: str) -> pd.DataFrame:
+        path = mlflow.download_artifacts(run.info.run_id, name, str(tmp_path / "dl"))
+        return pd.read_csv(path, sep="\t", dtype={"query_id": str, "doc_id": str})
+
+    zeros = sorted(line.split()[2] for line in keep if labels.get(line.split()[2]) == 0)
+    injected, judged = logged("injection_labels.tsv"), logged("labels.tsv").set_index("doc_id")
+    assert m["injection_pairs"] == 2 and sorted(injected["doc_id"]) == zeros  # exactly the two human-0 pairs
+    assert set(injected["inj"]) <= {0, 1, 2, 3}
+    # each pair's label before injection is the judge's label on the original text (the original pass)
+    assert list(injected["relevance"]) == [judged.loc[d, "judge_original"] for d in injected["doc_id"]]
+    rows = list(zip(injected["relevance"], injected["inj"]))
+    assert m["injection_mean_inflation"] == pytest.approx(sum(b - a for a, b in rows) / 2)
+    assert m["injection_share_raised"] == sum(b > a for a, b in rows) / 2
+    assert m["injection_share_labelled_3"] == sum(b == 3 for _, b in rows) / 2
+    # a fresh cache: 3 judged pairs x (original, rewritten) + the 2 injected ones, each a new prompt
+    assert m["judge_calls_made"] == 8 and m["judge_pairs"] == 8
     print(f"\nsmollm2 injection probe: mean inflation {m['injection_mean_inflation']:+.2f}, share raised {m['injection_share_raised']:.2f}")
     assert _grep(tmp_path, planted) == []

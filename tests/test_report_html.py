@@ -11,7 +11,6 @@ the REST API, the parent and its children, the dataset input, the git tag and th
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import io
 import json
@@ -31,7 +30,7 @@ from mlflow.tracking import MlflowClient
 from PIL import Image
 
 import cli_runner
-from judgebench.compare.cli import main as compare_main
+from cli_runner import run_compare as compare
 from judgebench.data.datasets import TOY_DIR
 from mlflow_server import MlflowServer, free_port
 
@@ -39,13 +38,6 @@ REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "tests" / "artifacts"
 GRID = ["ranker=bm25,oracle,simulated_llm", "perturbation=perfect,swap_1", "judge=human,simulated,simulated_unbiased"]
 CELLS = 4 * 3  # systems BM25, SimLLM, Perfect, Swap[1] (perturbations apply to oracles only) x 3 judges
-
-
-def compare(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = compare_main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from judgebench.data.trec import write_qrels
 from judgebench.exceptions import UserError
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 from judgebench.exceptions import check_failed_share
+from judgebench.progress import job_stage
 from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, load_dataset, open_job_run, sweep_id
 
 log = logging.getLogger("judgebench")
@@ -71,7 +72,8 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
     job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, used, cfg, dataset)
     try:
         label_set = dataset.label_set()
-        result = judge.judge(label_set[["query_id", "doc_id"]], dataset, dataset.corpus)
+        with job_stage(cfg, f"judge {judge.name}"):
+            result = judge.judge(label_set[["query_id", "doc_id"]], dataset, dataset.corpus)
         agreement = label_agreement(result.qrels, label_set)
         metrics = {
             **{name: agreement[name] for name in AGREEMENT_COLUMNS},

@@ -25,6 +25,7 @@ from judgebench.evaluation import HUMAN, HUMAN_LABELSET, METRIC_VERSION, cut, ev
 from judgebench.identity import component_hash
 from judgebench.input_digests import input_digests, input_files
 from judgebench.judges.parsing import PARSE_VERSION
+from judgebench.progress import job_stage
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rewriters.report import rewrites_checked
@@ -32,7 +33,7 @@ from judgebench.rewriters.report import rewrites_checked
 log = logging.getLogger("judgebench")
 
 # Keys that say where or how a job runs, not what it computes: left out of the config hash.
-NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "sweep_id", "experiment_name", "dry_run")
+NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "progress_interval_s", "sweep_id", "experiment_name", "dry_run")
 
 
 @dataclass
@@ -211,17 +212,20 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}")
     job, config, long_values = open_job_run(client, exp_id, f"{cfg.dataset.name}/{system}/{judge.name}/{rewriter.name}", tags, note, cfg, cfg, dataset)
     try:
-        texts = rewriter.rewrite(dataset)
+        with job_stage(cfg, f"rewrite {rewriter.name}"):
+            texts = rewriter.rewrite(dataset)
         where = f"{cfg.dataset.name} / {system} / rewriter {rewriter.name}"
         rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, float(cfg.get("max_failed_share", 1.0)), where)
-        run = ranker.rank(dataset, texts)
+        with job_stage(cfg, f"rank {ranker.name}"):
+            run = ranker.rank(dataset, texts)
         if ranker.perturbable:
             judged = set(zip(dataset.qrels["query_id"], dataset.qrels["doc_id"]))
             run = perturbation.apply(run, judged)
         run = cut(run, ranker.depth)
 
         label_set = dataset.label_set()
-        result = judge.judge(label_set[["query_id", "doc_id"]], dataset, texts)
+        with job_stage(cfg, f"judge {judge.name}"):
+            result = judge.judge(label_set[["query_id", "doc_id"]], dataset, texts)
         qrels = {**references(dataset.qrels, label_set), "judge": result.qrels}
         scores = evaluate(run, qrels, dataset.judged_queries())
         per_query = scores.rename(columns={name: f"ndcg10_{name}" for name in qrels})

@@ -86,6 +86,7 @@ RULES: dict[str, Rule] = {
     "experiment_name": NAME,
     "cache_dir": PATH,
     "max_failed_share": SHARE,
+    "progress_interval_s": number(0, above=True),
     "rewriter.max_failed_share": number(0, 1, nullable=True),
     "simulation.prior_seed": integer(),
     "judge.parse_attempts": integer(1),

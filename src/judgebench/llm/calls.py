@@ -13,11 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from judgebench.cache import CallCache, call_key
 from judgebench.cache_schema import api_problem
 from judgebench.llm.api import APIBackend, CallFailed
+from judgebench.progress import counter
 
 
 log = logging.getLogger("judgebench")
@@ -47,6 +46,7 @@ def run_cached(
     parse_attempts: int = 1,
     progress: bool = True,
     desc: str = "calls",
+    unit: str = "pairs",
     reask_unparsed: bool = False,
     grades: bool = False,
 ) -> tuple[dict[str, dict], dict[str, tuple[str, str]]]:
@@ -71,14 +71,17 @@ def run_cached(
         else:
             records[c.key] = rec
     failures: dict[str, tuple[str, str]] = {}
-    if todo:
-        cache.check_writable()  # an answer that cannot be stored must not be paid for
-        asyncio.run(_call_all(backend, cache, todo, records, failures, meta, system, parse, parse_attempts, progress, desc))
+    bar = counter(desc, len(records) + len(todo), unit, enabled=progress, cached=len(records))
+    try:
+        if todo:
+            cache.check_writable()  # an answer that cannot be stored must not be paid for
+            asyncio.run(_call_all(backend, cache, todo, records, failures, meta, system, parse, parse_attempts, bar))
+    finally:
+        bar.close()
     return records, failures
 
 
-async def _call_all(backend, cache, todo, records, failures, meta, system, parse, parse_attempts, progress, desc) -> None:
-    bar = tqdm(total=len(todo), desc=desc, unit="call", disable=not progress)
+async def _call_all(backend, cache, todo, records, failures, meta, system, parse, parse_attempts, bar) -> None:
     # A call holds one of max_concurrency slots from its first request until its answer is stored, so a killed
     # job loses at most max_concurrency answers (sent, or received and not yet durable), never a backlog.
     slots = asyncio.Semaphore(backend.max_concurrency)
@@ -111,7 +114,6 @@ async def _call_all(backend, cache, todo, records, failures, meta, system, parse
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-    bar.close()
 
 
 async def _ask(backend: APIBackend, c: Call, system, parse, parse_attempts) -> dict:

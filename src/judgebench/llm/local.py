@@ -262,11 +262,7 @@ class LocalModel:
                                  "shorten the document with LocalModel.render(..., truncate_field=...)")
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
         chunks = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        if (self.progress if progress is None else progress) and len(chunks) > 1:
-            from tqdm.auto import tqdm
-
-            return tqdm(chunks, desc=f"{what} {Path(self.name).name}", unit="batch")
-        return chunks
+        return chunks  # progress is counted per prompt by the caller (judgebench.progress), not per batch
 
     def _pad(self, rows: list[list[int]]) -> tuple[Any, Any]:
         """Pad to a tensor: LEFT for causal models (the next-token position is the last column of every row)."""

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from judgebench.cache import CallCache, call_key
+from judgebench.progress import counter
 
 SMOLLM2 = "smollm2"
 
@@ -73,6 +72,7 @@ def cached_scores(
     chunk: int = 64,
     progress: bool = True,
     desc: str = "scoring",
+    unit: str = "pairs",
 ) -> tuple[dict[str, dict], int]:
     """Records for (key, payload) items: cached ones read, missing ones scored chunk by chunk and
     written to the cache after each chunk (a killed job loses at most one chunk). Returns the records
@@ -89,12 +89,11 @@ def cached_scores(
             todo.append((key, payload))
         else:
             records[key] = rec
-    bar = tqdm(total=len(todo), desc=desc, unit="prompt", disable=not progress or not todo)
-    for i in range(0, len(todo), chunk):
-        part = todo[i : i + chunk]
-        for (key, _), rec in zip(part, score([p for _, p in part])):
-            cache.put(key, rec, meta)
-            records[key] = rec
-        bar.update(len(part))
-    bar.close()
+    with counter(desc, len(records) + len(todo), unit, enabled=progress, cached=len(records)) as bar:
+        for i in range(0, len(todo), chunk):
+            part = todo[i : i + chunk]
+            for (key, _), rec in zip(part, score([p for _, p in part])):
+                cache.put(key, rec, meta)
+                records[key] = rec
+            bar.update(len(part))
     return records, len(todo)

@@ -94,7 +94,7 @@ class PRPRanker(ModelRanker):
                 records, failures = run_cached(
                     self.backend, self.cache, [Call(k, p) for k, _, p in missing],
                     meta={"backend": self.backend.backend, "model": self.backend.model}, parse=parse_prp,
-                    progress=self.progress and len(missing) > 1, desc=f"prp ({self.name})",
+                    progress=self.progress, desc=f"prp ({self.name})",
                 )
                 self.scored_now += len(missing)
                 for k, _, _ in missing:
@@ -106,7 +106,7 @@ class PRPRanker(ModelRanker):
                 records, now = cached_scores(
                     self.cache, [(k, t) for k, t, _ in missing], self._score_local,
                     meta={"backend": "transformers", "model": self.spec.model_id},
-                    chunk=max(8, self.spec.batch_size * 4), progress=self.progress and len(missing) > 8, desc=f"prp ({self.name})",
+                    chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"prp ({self.name})",
                 )
                 self.scored_now += now
                 for k, _, _ in missing:

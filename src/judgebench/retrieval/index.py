@@ -14,13 +14,14 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tqdm.auto import tqdm  # index building is one-off: a bar on a terminal, none in a log file
 
 from judgebench.exceptions import ConfigError
 from judgebench.retrieval.java import anserini_jar, ensure_java
@@ -84,7 +85,7 @@ def _write_collection(corpus: Mapping[str, str], directory: Path, shards: int, s
     shards = max(1, min(shards, len(corpus)))
     files = [open(directory / f"docs{i:03d}.jsonl", "w", encoding="utf-8") for i in range(shards)]
     try:
-        items = tqdm(corpus.items(), total=len(corpus), desc="bm25: write corpus", unit="doc", disable=not show_progress)
+        items = tqdm(corpus.items(), total=len(corpus), desc="bm25: write corpus", unit="doc", disable=not show_progress or not sys.stderr.isatty())
         for n, (doc_id, text) in enumerate(items):
             files[n * shards // len(corpus)].write(json.dumps({"id": str(doc_id), "contents": text}) + "\n")
     finally:
@@ -104,7 +105,7 @@ def _run_indexer(collection: Path, index: Path, threads: int, n_docs: int, show_
     env = {**os.environ, "JAVA_HOME": str(home)}
     tail: deque[str] = deque(maxlen=40)
     counters: dict[str, int] = {}
-    bar = tqdm(total=n_docs, desc="bm25: index", unit="doc", disable=not show_progress)
+    bar = tqdm(total=n_docs, desc="bm25: index", unit="doc", disable=not show_progress or not sys.stderr.isatty())
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         assert proc.stdout is not None

@@ -15,9 +15,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from judgebench.exceptions import ConfigError
+from judgebench.progress import counter
 from judgebench.retrieval.index import build_index, corpus_fingerprint
 from judgebench.retrieval.java import ensure_java
 
@@ -147,7 +147,9 @@ def bm25_search(
     rows: list[tuple[str, str, float, int]] = []
     # A plain loop, not batch_search: for 50 queries both take ~0.2-0.3 s (batch, 2 threads, ~20% less,
     # within noise on 2 cores), and a loop can show progress.
-    for qid, text in tqdm(queries.items(), total=len(queries), desc="bm25: search", unit="query", disable=not progress):
-        hits = searcher.search(text, k=depth) if text.strip() else []
-        rows.extend((str(qid), str(h.docid), float(h.score), rank) for rank, h in enumerate(hits, 1))
+    with counter("bm25: search", len(queries), "queries", enabled=progress) as bar:
+        for qid, text in queries.items():
+            hits = searcher.search(text, k=depth) if text.strip() else []
+            rows.extend((str(qid), str(h.docid), float(h.score), rank) for rank, h in enumerate(hits, 1))
+            bar.update(1)
     return pd.DataFrame(rows, columns=COLUMNS).astype({"query_id": str, "doc_id": str, "score": float, "rank": int})

@@ -90,7 +90,7 @@ class LLMRewriter:
             todo = sum(1 for c in calls.values() if c.key not in self.cache)
             records, failures = run_cached(
                 self.backend, self.cache, list(calls.values()), meta={"backend": self.backend.backend, "model": self.backend.model},
-                progress=self.progress, desc=f"rewriting ({self.name})",
+                progress=self.progress, desc=f"rewriting ({self.name})", unit="docs",
             )
             self.made += todo
             out = {}
@@ -105,7 +105,7 @@ class LLMRewriter:
         items = [(local_key(self.spec.model_id, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens), p) for p in prompts.values()]
         records, self.made = cached_scores(
             self.cache, items, self._generate, meta={"backend": "transformers", "model": self.spec.model_id},
-            chunk=max(4, self.spec.batch_size), progress=self.progress, desc=f"rewriting ({self.name})",
+            chunk=max(4, self.spec.batch_size), progress=self.progress, desc=f"rewriting ({self.name})", unit="docs",
         )
         out = {}
         for d, (key, _) in zip(prompts, items):
