@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from judgebench import cache as cache_mod
-from judgebench.cache import CacheStats, CallCache, call_key
+from judgebench.cache import store as cache_mod
+from judgebench.cache.keys import call_key
+from judgebench.cache.store import CacheStats, CallCache
 from judgebench.exceptions import CacheError
-from judgebench.cache_cli import main
+from judgebench.cache.cli import main
 
 PARTS = dict(
     backend="openai",

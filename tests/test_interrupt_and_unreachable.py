@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import cli_runner
-from judgebench.cache import CallCache
+from judgebench.cache.store import CallCache
 from judgebench.testing.fake_llm_server import FakeLLMServer
 
 STORE: dict[str, Path] = {}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgebench.cache import CallCache
+from judgebench.cache.store import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.parsing import parse_label, score_count
 from judgebench.llm.prompts import PromptTemplate, load_prompt

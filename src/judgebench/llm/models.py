@@ -14,7 +14,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from judgebench.cache import CallCache, call_key
+from judgebench.cache.keys import call_key
+from judgebench.cache.store import CallCache
 
 SMOLLM2 = "smollm2"
 
