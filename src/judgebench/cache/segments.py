@@ -38,6 +38,8 @@ HEADER = _HEAD.size + 32  # magic, length, crc, raw key
 SUFFIX = ".seg"
 DIRNAME = "segments"
 MAX_BODY = 1 << 31  # a length beyond this is a corrupt header, not a record
+BAD_HEADER, BAD_CRC = "bad frame header", "frame checksum mismatch"
+FRAME_PROBLEMS = (BAD_HEADER, BAD_CRC)
 
 
 def frame(key: str, body: bytes) -> bytes:
@@ -87,7 +89,7 @@ def scan_bytes(buf, start: int = 0) -> ScanResult:
         magic, n, _ = _HEAD.unpack_from(buf, pos)
         end = pos + HEADER + n
         if magic != MAGIC or n > MAX_BODY:
-            res.problems.append((pos, "bad frame header"))
+            res.problems.append((pos, BAD_HEADER))
             pos = _resync(buf, pos, size)
             continue
         if end > size:  # cut short, or still being written
@@ -97,7 +99,7 @@ def scan_bytes(buf, start: int = 0) -> ScanResult:
             if end == size:
                 res.torn_tail = True
                 break
-            res.problems.append((pos, "frame checksum mismatch"))
+            res.problems.append((pos, BAD_CRC))
             pos = _resync(buf, pos, size)
             continue
         res.entries.append((buf[pos + _HEAD.size:pos + HEADER].hex(), pos, n))

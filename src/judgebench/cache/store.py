@@ -135,7 +135,7 @@ class CallCache:
             raise CacheError(f"cannot read cache segment {path}: {_oserr(e)}") from None
         where = seg.location(path, offset)
         if body is None:
-            raise _Corrupt(where, "frame checksum mismatch")
+            raise _Corrupt(where, seg.BAD_CRC)
         return _validate(body, key, where)
 
     # -- read ----------------------------------------------------------------
@@ -177,7 +177,9 @@ class CallCache:
         if path not in self._warned:
             self._warned.add(path)
             self.corrupt_seen += 1
-            if reason and reason != "checksum/format mismatch":
+            if reason in seg.FRAME_PROBLEMS:
+                log.warning("corrupt cache entry %s (%s); treated as a miss", path, reason)
+            elif reason and reason != "checksum/format mismatch":
                 log.warning("invalid cache entry %s (%s); treated as a miss", path, reason)
             else:
                 log.warning("corrupt cache entry %s (checksum/format mismatch); treated as a miss", path)

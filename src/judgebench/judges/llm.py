@@ -115,7 +115,8 @@ class LLMJudge(Judge):
         usage = JudgeUsage()
         todo = [c for c in calls if c.key not in self.cache]
         with self._label_set_turn(calls) if todo else contextlib.nullcontext():
-            todo = [c for c in todo if c.key not in self.cache]  # another job may have judged them while we waited
+            self.cache.refresh()  # another job may have judged them while we waited
+            todo = [c for c in todo if c.key not in self.cache]
             usage.calls_cached = len(calls) - len(todo)
             if todo:
                 log.info("judge %s: %d of %d pairs not in the cache, calling %s/%s", self.name, len(todo), len(calls), self.backend.backend, self.backend.model)
