@@ -255,8 +255,9 @@ class CallCache:
         self._stored(items)
 
     def _stored(self, items: list[tuple[str, bytes]]) -> None:
-        for key, _ in items:
-            self._warned.discard(self.path_for(key))
+        if self._warned:  # a stored entry replaces a corrupt one: warn again if it breaks again
+            for key, _ in items:
+                self._warned.discard(self.path_for(key))
         self.puts += len(items)
         STORED[str(self.root)] += len(items)
 

@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 
-from judgebench.cache.keys import envelope_bytes
+from judgebench.cache.keys import envelope_bytes, is_key
 from judgebench.cache.store import CallCache
 from judgebench.exceptions import CacheError
 
@@ -45,7 +45,8 @@ class GroupWriter:
         """Return once ``record`` is stored; raise CacheError if it could not be."""
         if not isinstance(record, dict):
             raise TypeError("record must be a dict")
-        self.cache.path_for(key)  # a bad key fails here, in the caller
+        if not is_key(key):  # a bad key fails here, in the caller
+            self.cache.path_for(key)
         body = envelope_bytes(key, record, meta, time.time())[1]
         done = self._loop.create_future()
         self._queue.put((key, body, done))
