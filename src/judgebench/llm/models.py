@@ -93,9 +93,9 @@ def cached_scores(
     bar = tqdm(total=len(todo), desc=desc, unit="prompt", disable=not progress or not todo)
     for i in range(0, len(todo), chunk):
         part = todo[i : i + chunk]
-        for (key, _), rec in zip(part, score([p for _, p in part])):
-            cache.put(key, rec, meta)
-            records[key] = rec
+        scored = list(zip((key for key, _ in part), score([p for _, p in part])))
+        cache.put_many([(key, rec, meta) for key, rec in scored])  # one group: one write in the segments layout
+        records.update(scored)
         bar.update(len(part))
     bar.close()
     return records, len(todo)
