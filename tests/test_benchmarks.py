@@ -49,7 +49,8 @@ def test_versus_without_umbrela(tmp_path):
     # UMBRELA needs its own venv (pip, ~20 s): the test checks our side and the bare client only
     data = run_benchmark("versus", tmp_path, "--skip-umbrela")
     (row,) = data["ceiling"]
-    assert {"bare_client_per_s", "llmjudge_per_s", "llmjudge_vs_bare", "bound_per_s", "llmjudge_no_fsync_per_s"} <= set(row)
+    assert {"bare_client_per_s", "llmjudge_per_s", "llmjudge_vs_bare", "bound_per_s", "llmjudge_no_fsync_per_s",
+            "llmjudge_files_vs_bare", "llmjudge_segments_vs_bare"} <= set(row)
     assert data["umbrela"]["requested"] is False and "ratios" in data["umbrela"]
     assert any("stand-in" in r["judge"] for r in data["umbrela_rows"])
 
@@ -69,7 +70,14 @@ def test_overhead(tmp_path):
     assert data["rows"][0]["finished_runs"] == 1
 
 
-@pytest.mark.parametrize("name", ["call_economy", "throughput", "versus", "local_scoring", "overhead"])
+def test_cache_write(tmp_path):
+    data = run_benchmark("cache_write", tmp_path)
+    assert {(r["api"], r["processes"]) for r in data["rows"]} == {("put", 1), ("put", 8), ("put_many(32)", 1), ("put_many(32)", 8)}
+    for row in data["rows"]:
+        assert row["files_writes_per_s"] > 0 and row["segments_writes_per_s"] > 0 and not row["fsync"]
+
+
+@pytest.mark.parametrize("name", ["call_economy", "throughput", "versus", "local_scoring", "overhead", "cache_write"])
 def test_help(name):
     import importlib
 
