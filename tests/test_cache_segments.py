@@ -339,3 +339,59 @@ def test_an_api_judge_on_a_segments_cache_stores_every_answer_and_reruns_for_fre
     assert not list(calls.glob("??/*.json")) and len(list((calls / "segments").glob("*.seg"))) == 1
     cache = CallCache(calls)
     assert cache.verify() == [] and cache.stats().entries == 60
+
+
+def _judge_in_child(base_url: str, cache_dir: str, conc: int) -> None:
+    from judgebench.data.datasets import load_toy
+    from judgebench.judges.llm import LLMJudge
+    from judgebench.llm.api import OpenAIBackend
+
+    os.environ["OPENAI_API_KEY"] = "test-key"
+    toy = load_toy()
+    backend = OpenAIBackend("gpt-4o-mini", base_url=base_url, max_concurrency=conc)
+    judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=cache_dir, progress=False)
+    judge.judge(toy.label_set()[["query_id", "doc_id"]], toy, toy.corpus)
+
+
+def test_a_judge_killed_mid_run_on_a_segments_cache_loses_only_its_in_flight_calls(tmp_path, monkeypatch):
+    """SIGKILL a judging process early and late: every answer it was told was stored is there, the rerun
+    pays exactly for the rest, and what it pays twice is at most the calls in flight (max_concurrency)."""
+    from judgebench.data.datasets import load_toy
+    from judgebench.judges.llm import LLMJudge
+    from judgebench.llm.api import OpenAIBackend
+    from judgebench.llm.prompts import load_prompt
+    from judgebench.testing.fake_llm_server import FakeLLMServer, fake_label
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("JUDGEBENCH_CACHE_LAYOUT", "segments")
+    toy = load_toy()
+    pairs = toy.label_set()[["query_id", "doc_id"]]
+    n, conc = len(pairs), 8
+    template = load_prompt("umbrela_bing")
+    ctx = mp.get_context("fork")
+    with FakeLLMServer(latency_s=0.01) as srv:
+        for i, target in enumerate((20, n - 2 * conc)):
+            srv.reset()
+            cache_dir = tmp_path / f"run{i}"
+            child = ctx.Process(target=_judge_in_child, args=(srv.openai_base_url, str(cache_dir), conc))
+            child.start()
+            deadline = time.monotonic() + 120
+            while srv.stats()["requests"] < target:
+                assert child.is_alive() and time.monotonic() < deadline, "the judge ended before the kill"
+                time.sleep(0.005)
+            os.kill(child.pid, signal.SIGKILL)
+            child.join(10)
+            assert child.exitcode == -signal.SIGKILL
+            time.sleep(0.1)  # requests it sent may still be answered by the server
+            sent = srv.stats()["requests"]
+            cache = CallCache(cache_dir / "calls")
+            stored = sum(1 for _ in cache.keys())
+            assert cache.verify() == [] and 0 <= sent - stored <= conc, (sent, stored)
+            backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, max_concurrency=conc)
+            judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(cache_dir), progress=False)
+            result = judge.judge(pairs, toy, toy.corpus)
+            assert srv.stats()["requests"] - sent == n - stored  # the rerun asked exactly for what was missing
+            assert len(result.labels) == n and result.usage.calls_cached == stored
+            for q, d, label in result.labels[["query_id", "doc_id", "relevance"]].itertuples(index=False):
+                assert label == fake_label(template.render(query=toy.queries[q], passage=toy.corpus[d]))
+            assert CallCache(cache_dir / "calls").stats().entries == n
