@@ -285,7 +285,8 @@ class CallCache:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             except FileNotFoundError:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _fsync_dir(self.root)
+                if self.fsync:  # without fsync the entry itself may not survive an OS crash: no point
+                    _fsync_dir(self.root)
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             try:
                 view = memoryview(data)
