@@ -17,7 +17,6 @@ import shutil
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 from benchmarks.common import parser, table, write_json
 

@@ -32,9 +32,10 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from judgebench.cache import segments as seg
+# call_key, _canon and _checksum are re-exported: callers and tools build keys and envelopes from here
 from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon, checksum as _checksum
 from judgebench.cache.keys import envelope_bytes, validate as _validate
 from judgebench.exceptions import CacheError
