@@ -77,7 +77,13 @@ def test_cache_write(tmp_path):
         assert row["files_writes_per_s"] > 0 and row["segments_writes_per_s"] > 0 and not row["fsync"]
 
 
-@pytest.mark.parametrize("name", ["call_economy", "throughput", "versus", "local_scoring", "overhead", "cache_write"])
+def test_versus_trees(tmp_path):
+    data = run_benchmark("versus_trees", tmp_path, "--trees", f"files={REPO}:files", f"segments={REPO}:segments")
+    assert [(r["tree"], r["concurrency"]) for r in data["rows"]] == [("files", 8), ("segments", 8)]
+    assert all(len(r["ratios"]) == 1 and r["median_judge_vs_bare"] > 0 for r in data["rows"])
+
+
+@pytest.mark.parametrize("name", ["call_economy", "throughput", "versus", "local_scoring", "overhead", "cache_write", "versus_trees"])
 def test_help(name):
     import importlib
 
