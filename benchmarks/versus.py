@@ -2,12 +2,13 @@
 
 (a) Bare client: ``openai.AsyncOpenAI`` + ``asyncio.Semaphore(c)`` + ``gather``, no cache, no retries, no
     parsing: the ceiling the client library allows on this machine. Runs alternate bare / LLMJudge and the
-    median of --repeats runs is reported, because a shared 2-core machine is noisy.
+    median of --repeats runs is reported, because a shared 2-core machine is noisy. LLMJudge runs once per
+    cache layout in --layouts (one file per entry, append-only segments) in each round.
 (b) UMBRELA 0.0.7 (PyPI; synchronous, one request at a time) installed into its own venv, fed the same
     prompt template (UMBRELA's zero-shot "bing" prompt, which judgebench ships) and the same pairs. Its newer
     async judge (GitHub source only, Python >= 3.12) is skipped when no newer PyPI release exists.
 
-    python -m benchmarks.versus [--quick] [--pairs 2000] [--umbrela-pairs 300] [--repeats 3]
+    python -m benchmarks.versus [--quick] [--pairs 2000] [--umbrela-pairs 300] [--repeats 3] [--layouts files segments]
 """
 
 from __future__ import annotations
@@ -60,20 +61,38 @@ def bare_client(base_url: str, prompts: list[str], concurrency: int, system: str
 
 @contextlib.contextmanager
 def cache_writes(mode: str):
-    """Diagnostic only: "durable" (as shipped), "no-fsync" (entries written and renamed, never fsynced), "none"
-    (no cache writes at all). Shows what the cache's durability costs LLMJudge's throughput."""
-    import judgebench.cache as jc
+    """Diagnostic only: "durable" (as shipped), "no-fsync" (entries written, never fsynced), "none" (no cache
+    writes at all). Shows what the cache's durability costs LLMJudge's throughput."""
+    import judgebench.cache.store as jc
+    from judgebench.cache.writer import GroupWriter
 
-    saved = (jc.CallCache.put, jc._fsync_dir, os.fsync)
+    async def no_write(self, key, record, meta=None):
+        return None
+
+    saved = (GroupWriter.put, jc._fsync_dir, os.fsync)
     try:
         if mode == "no-fsync":
             jc._fsync_dir = lambda d: None
             os.fsync = lambda fd: None
         elif mode == "none":
-            jc.CallCache.put = lambda self, key, record, meta=None: None
+            GroupWriter.put = no_write
         yield
     finally:
-        jc.CallCache.put, jc._fsync_dir, os.fsync = saved
+        GroupWriter.put, jc._fsync_dir, os.fsync = saved
+
+
+@contextlib.contextmanager
+def cache_layout(layout: str):
+    """The layout a fresh cache is written in (JUDGEBENCH_CACHE_LAYOUT) for the judge runs inside."""
+    saved = os.environ.get("JUDGEBENCH_CACHE_LAYOUT")
+    os.environ["JUDGEBENCH_CACHE_LAYOUT"] = layout
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("JUDGEBENCH_CACHE_LAYOUT", None)
+        else:
+            os.environ["JUDGEBENCH_CACHE_LAYOUT"] = saved
 
 
 def render_prompts(dataset, pairs) -> list[str]:
@@ -166,6 +185,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[32, 64])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-umbrela", action="store_true")
+    ap.add_argument("--layouts", nargs="+", default=["files", "segments"], choices=["files", "segments"],
+                    help="cache layouts LLMJudge writes (each alternated with the bare client; the first is the headline)")
     args = ap.parse_args(argv)
     if args.quick:
         args.pairs, args.umbrela_pairs, args.latency, args.concurrency, args.repeats = 60, 10, 0.01, [8], 1
@@ -185,20 +206,24 @@ def main(argv: list[str] | None = None) -> dict:
         bare_client(url, prompts[:20], 4)  # warm-up: imports, first connections
         # (a) the bare-client ceiling vs LLMJudge, alternating, median of repeats
         for c in args.concurrency:
-            bare_s, judge_s = [], []
+            bare_s, by_layout = [], {layout: [] for layout in args.layouts}
             for _ in range(args.repeats):
                 srv.reset()
                 bare_s.append(bare_client(url, prompts, c))
-                srv.reset()
-                m = judge_pairs(url, dataset, pairs, c, None)
-                assert m["labels"] == n, m
-                judge_s.append(m["seconds"])
+                for layout in args.layouts:
+                    srv.reset()
+                    with cache_layout(layout):
+                        m = judge_pairs(url, dataset, pairs, c, None)
+                    assert m["labels"] == n, m
+                    by_layout[layout].append(m["seconds"])
+            judge_s = by_layout[args.layouts[0]]
             bare_rate, judge_rate = n / statistics.median(bare_s), n / statistics.median(judge_s)
+            layout_rates = {layout: n / statistics.median(s) for layout, s in by_layout.items()}
             bound = bound_per_s(c, args.latency, None)
             diag = {}
             for mode in ("no-fsync", "none"):  # one run each: what the durable cache writes cost
                 srv.reset()
-                with cache_writes(mode):
+                with cache_writes(mode), cache_layout(args.layouts[0]):
                     diag[mode] = n / judge_pairs(url, dataset, pairs, c, None)["seconds"]
             ceiling_rows.append({
                 "concurrency": c, "pairs": n, "bare_client_per_s": round(bare_rate, 1), "llmjudge_per_s": round(judge_rate, 1),
@@ -206,9 +231,12 @@ def main(argv: list[str] | None = None) -> dict:
                 "bare_efficiency": round(bare_rate / bound, 3), "llmjudge_efficiency": round(judge_rate / bound, 3),
                 "llmjudge_no_fsync_per_s": round(diag["no-fsync"], 1), "llmjudge_no_cache_writes_per_s": round(diag["none"], 1),
                 "bare_runs_s": [round(s, 3) for s in bare_s], "llmjudge_runs_s": [round(s, 3) for s in judge_s],
+                "layout": args.layouts[0],
+                **{f"llmjudge_{layout}_vs_bare": round(rate / bare_rate, 3) for layout, rate in layout_rates.items()},
+                **{f"llmjudge_{layout}_runs_s": [round(s, 3) for s in by_layout[layout]] for layout in args.layouts},
             })
-            print(f"concurrency {c}: bare {bare_rate:.1f}/s, LLMJudge {judge_rate:.1f}/s "
-                  f"(ratio {judge_rate / bare_rate:.3f}, bound {bound:.0f}/s)", flush=True)
+            per_layout = ", ".join(f"{layout} {rate:.1f}/s ({rate / bare_rate:.3f})" for layout, rate in layout_rates.items())
+            print(f"concurrency {c}: bare {bare_rate:.1f}/s, LLMJudge {per_layout} (bound {bound:.0f}/s)", flush=True)
         result["ceiling"] = ceiling_rows
 
         # (b) UMBRELA
@@ -270,7 +298,7 @@ def main(argv: list[str] | None = None) -> dict:
         result["umbrela"] = umbrela
     md_a = table(ceiling_rows, ["concurrency", "pairs", "bare_client_per_s", "llmjudge_per_s", "llmjudge_vs_bare",
                                 "bound_per_s", "bare_efficiency", "llmjudge_efficiency", "llmjudge_no_fsync_per_s",
-                                "llmjudge_no_cache_writes_per_s"],
+                                "llmjudge_no_cache_writes_per_s", *[f"llmjudge_{layout}_vs_bare" for layout in args.layouts]],
                  f"(a) LLMJudge vs a bare AsyncOpenAI loop, {round(args.latency * 1000)} ms latency (median of {args.repeats})")
     md_b = table(umbrela_rows, ["judge", "concurrency", "pairs", "per_s", "labels_parsed_correctly"], "(b) vs UMBRELA")
     for k, v in result["umbrela"]["ratios"].items():

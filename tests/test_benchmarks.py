@@ -103,6 +103,7 @@ def test_versus_without_umbrela(tmp_path):
     assert (best["pairs"], best["per_s"], best["labels_parsed_correctly"]) == (60, row["llmjudge_per_s"], "60/60")
     (ratio,) = data["umbrela"]["ratios"].values()
     assert close(ratio, row["llmjudge_per_s"] / stand_in["per_s"], 0.01 + ratio * 0.003)
+    assert {"llmjudge_no_fsync_per_s", "llmjudge_files_vs_bare", "llmjudge_segments_vs_bare"} <= set(row)
 
 
 def test_local_scoring(tmp_path):
@@ -152,11 +153,21 @@ def test_adaptive_concurrency(tmp_path):
                                     "adaptive_429_share_below_2pct"}
 
 
+def test_cache_write(tmp_path):
+    data = run_benchmark("cache_write", tmp_path)
+    assert {(r["api"], r["processes"]) for r in data["rows"]} == {("put", 1), ("put", 8), ("put_many(32)", 1), ("put_many(32)", 8)}
+    for row in data["rows"]:
+        assert row["files_writes_per_s"] > 0 and row["segments_writes_per_s"] > 0 and not row["fsync"]
+
+
+def test_versus_trees(tmp_path):
+    data = run_benchmark("versus_trees", tmp_path, "--trees", f"files={REPO}:files", f"segments={REPO}:segments")
+    assert [(r["tree"], r["concurrency"]) for r in data["rows"]] == [("files", 8), ("segments", 8)]
+    assert all(len(r["ratios"]) == 1 and r["median_judge_vs_bare"] > 0 for r in data["rows"])
+
+
 @pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "overhead",
-                                  "adaptive_concurrency"])
-
-
-@pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "overhead"])
+                                  "adaptive_concurrency", "cache_write", "versus_trees"])
 def test_help(name):
     import importlib
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import cli_runner
 from cli_runner import env_with
-from judgebench.cache import CallCache
+from judgebench.cache.store import CallCache
 from judgebench.testing.fake_process import FakeLLMServer
 
 STORE: dict[str, Path] = {}

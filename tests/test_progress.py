@@ -125,7 +125,7 @@ def test_the_interval_is_a_positive_number(bad):
 def test_run_py_with_stderr_to_a_file_logs_stage_lines_and_no_carriage_return(tmp_path_factory):
     """A toy cell judged by gpt_4o_mini on the fake OpenAI server (every pair a call through llm/calls.py)."""
     from judgebench.data.datasets import load_toy
-    from judgebench.testing.fake_llm_server import FakeLLMServer
+    from judgebench.testing.fake_process import FakeLLMServer
 
     store = cli_runner.warm_store(tmp_path_factory)
     work = tmp_path_factory.mktemp("progress")

@@ -32,8 +32,8 @@ import cli_runner
 from cli_runner import env_with
 from mlflow_server import MlflowServer, free_port
 from cli_runner import file_mode, write_dataset
-from judgebench import cache as cache_mod
-from judgebench.cache import CallCache
+from judgebench.cache import store as cache_mod
+from judgebench.cache.store import CallCache
 from judgebench.exceptions import CacheError
 from judgebench.data.datasets import load_toy
 from judgebench.judges.llm import LLMJudge

@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "cache":
-        from judgebench.cache_cli import main as cache_main
+        from judgebench.cache.cli import main as cache_main
 
         return cache_main(rest)
     if command == "compare":

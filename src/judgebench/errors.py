@@ -314,7 +314,7 @@ _INTERRUPTED: list[str] = []  # the line, once printed
 
 def count_stored_answers_from_now() -> None:
     """The Ctrl-C line counts the answers this command stored (a forked process inherits its parent's count)."""
-    from judgebench.cache import STORED
+    from judgebench.cache.store import STORED
 
     STORED.clear()
 
@@ -324,7 +324,7 @@ def interrupted(cell: str | None = None) -> str:
     if not _INTERRUPTED:
         import threading
 
-        from judgebench.cache import STORED
+        from judgebench.cache.store import STORED
 
         import time
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgebench.cache import CallCache
+from judgebench.cache.store import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.parsing import parse_label, score_count
 from judgebench.llm.prompts import PromptTemplate, load_prompt
@@ -117,7 +117,8 @@ class LLMJudge(Judge):
         usage = JudgeUsage()
         todo = [c for c in calls if c.key not in self.cache]
         with self._label_set_turn(calls) if todo else contextlib.nullcontext():
-            todo = [c for c in todo if c.key not in self.cache]  # another job may have judged them while we waited
+            self.cache.refresh()  # another job may have judged them while we waited
+            todo = [c for c in todo if c.key not in self.cache]
             usage.calls_cached = len(calls) - len(todo)
             if todo:
                 log.info("judge %s: %d of %d pairs not in the cache, calling %s/%s", self.name, len(todo), len(calls), self.backend.backend, self.backend.model)

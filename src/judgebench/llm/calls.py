@@ -13,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from judgebench.cache import CallCache, call_key
-from judgebench.cache_schema import api_problem
+from judgebench.cache.keys import call_key
+from judgebench.cache.schema import api_problem
+from judgebench.cache.store import CallCache
+from judgebench.cache.writer import GroupWriter
 from judgebench.llm.api import APIBackend, CallFailed
 from judgebench.progress import counter
 
@@ -86,7 +88,7 @@ async def _call_all(backend, cache, todo, records, failures, meta, system, parse
     # job loses at most max_concurrency answers (sent, or received and not yet durable), never a backlog.
     slots = asyncio.Semaphore(backend.max_concurrency)
     stop: list[BaseException] = []  # set when an answer cannot be stored (full disk): ask nothing more
-    async with backend:
+    async with backend, GroupWriter(cache) as store:
         async def one(c: Call) -> None:
             async with slots:
                 if stop:
@@ -96,9 +98,9 @@ async def _call_all(backend, cache, todo, records, failures, meta, system, parse
                 except CallFailed as e:
                     failures[c.key] = (e.kind, str(e))
                 else:
-                    # durable before anyone uses it; in a thread so the event loop keeps sending
+                    # durable before anyone uses it; written by the writer thread so the event loop keeps sending
                     try:
-                        await asyncio.to_thread(cache.put, c.key, rec, meta)
+                        await store.put(c.key, rec, meta)
                     except BaseException as e:
                         stop.append(e)
                         raise

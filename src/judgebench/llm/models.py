@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgebench.cache import CallCache, call_key
+from judgebench.cache.keys import call_key
+from judgebench.cache.store import CallCache
 from judgebench.progress import counter
 
 SMOLLM2 = "smollm2"
@@ -92,8 +93,8 @@ def cached_scores(
     with counter(desc, len(records) + len(todo), unit, enabled=progress, cached=len(records)) as bar:
         for i in range(0, len(todo), chunk):
             part = todo[i : i + chunk]
-            for (key, _), rec in zip(part, score([p for _, p in part])):
-                cache.put(key, rec, meta)
-                records[key] = rec
+            scored = list(zip((key for key, _ in part), score([p for _, p in part])))
+            cache.put_many([(key, rec, meta) for key, rec in scored])  # one group: one write in the segments layout
+            records.update(scored)
             bar.update(len(part))
     return records, len(todo)

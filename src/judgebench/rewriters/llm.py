@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgebench.cache import CallCache
+from judgebench.cache.store import CallCache
 from judgebench.exceptions import ConfigError
 from judgebench.llm.prompts import PromptTemplate
 from judgebench.llm.calls import Call, api_call_key, run_cached

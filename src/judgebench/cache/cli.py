@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from judgebench.cache import CallCache
+from judgebench.cache.store import CallCache
 from judgebench.exceptions import CacheError
 
 DEFAULT_ROOT = ".cache/judgebench"  # the same default as conf/config.yaml cache_dir

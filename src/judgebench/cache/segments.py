@@ -1,0 +1,260 @@
+"""Append-only segment files: the cache layout that costs one ``write`` per group of answers, not a file each.
+
+Each writing process appends to its *own* file ``<root>/segments/<host>-<pid>-<random>.seg`` and never
+touches another's, so many processes and SLURM array tasks can share one directory (NFS included) with no
+lock and no shared mutable file. A segment is a sequence of frames::
+
+    b"JBc1" | body length (uint32, big-endian) | crc32 of key+body (uint32) | key (32 raw bytes) | body
+
+where body is the same checksummed JSON envelope a one-file-per-entry cache stores, so a record is
+checked twice: the frame's crc32 (torn or bit-flipped bytes) and the envelope's sha256 (the payload).
+
+* A frame whose declared length runs past the end of the file, or the last frame of a file whose crc does
+  not match, is a *torn tail*: a writer killed mid-``write`` or one still writing. It is never read back and
+  not reported; the next scan retries from its offset (a live writer may have completed it).
+* A bad frame with more frames after it is *corruption*: reported with the file and byte offset, and the
+  scan resynchronises on the next magic number whose frame checks out.
+* A writer whose ``write`` fails (full disk) abandons its file and opens a new one, so a torn frame stays a
+  tail and is never followed by good records.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import secrets
+import socket
+import struct
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAGIC = b"JBc1"
+_HEAD = struct.Struct(">4sII")
+HEADER = _HEAD.size + 32  # magic, length, crc, raw key
+SUFFIX = ".seg"
+DIRNAME = "segments"
+MAX_BODY = 1 << 31  # a length beyond this is a corrupt header, not a record
+BAD_HEADER, BAD_CRC = "bad frame header", "frame checksum mismatch"
+FRAME_PROBLEMS = (BAD_HEADER, BAD_CRC)
+
+
+def frame(key: str, body: bytes) -> bytes:
+    raw_key = bytes.fromhex(key)
+    return _HEAD.pack(MAGIC, len(body), zlib.crc32(body, zlib.crc32(raw_key))) + raw_key + body
+
+
+def new_segment_name() -> str:
+    host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())[:40] or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
+
+
+@dataclass
+class ScanResult:
+    entries: list[tuple[str, int, int]] = field(default_factory=list)  # (key, frame offset, body length)
+    problems: list[tuple[int, str]] = field(default_factory=list)  # (byte offset, reason): mid-file corruption
+    resume_at: int = 0  # where the next scan of this file starts (the torn tail, or the end)
+    torn_tail: bool = False
+
+
+def _frame_ok(buf, pos: int, n: int) -> bool:
+    start = pos + _HEAD.size
+    crc = _HEAD.unpack_from(buf, pos)[2]
+    return zlib.crc32(buf[start:start + 32 + n]) == crc
+
+
+def _resync(buf, pos: int, size: int) -> int:
+    """Offset of the next frame that checks out after a corrupt one at ``pos`` (or ``size``)."""
+    at = pos
+    while True:
+        at = buf.find(MAGIC, at + 1)
+        if at < 0 or size - at < HEADER:
+            return size
+        n = _HEAD.unpack_from(buf, at)[1]
+        if at + HEADER + n <= size and _frame_ok(buf, at, n):
+            return at
+
+
+def scan_bytes(buf, start: int = 0) -> ScanResult:
+    """Walk the frames of ``buf`` from ``start``: the good ones, mid-file corruption, and the torn tail."""
+    res = ScanResult()
+    size, pos = len(buf), start
+    while pos < size:
+        if size - pos < HEADER:
+            res.torn_tail = True
+            break
+        magic, n, _ = _HEAD.unpack_from(buf, pos)
+        end = pos + HEADER + n
+        if magic != MAGIC or n > MAX_BODY:
+            res.problems.append((pos, BAD_HEADER))
+            pos = _resync(buf, pos, size)
+            continue
+        if end > size:  # cut short, or still being written
+            res.torn_tail = True
+            break
+        if not _frame_ok(buf, pos, n):
+            if end == size:
+                res.torn_tail = True
+                break
+            res.problems.append((pos, BAD_CRC))
+            pos = _resync(buf, pos, size)
+            continue
+        res.entries.append((buf[pos + _HEAD.size:pos + HEADER].hex(), pos, n))
+        pos = end
+    res.resume_at = pos
+    return res
+
+
+def scan_file(path: Path, start: int = 0) -> ScanResult:
+    """:func:`scan_bytes` over a segment file (memory-mapped: a large segment is not read into memory twice)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size <= start:
+            return ScanResult(resume_at=start)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            return scan_bytes(buf, start)
+
+
+def read_body(fd: int, key: str, offset: int, n: int) -> bytes | None:
+    """The body of the frame at ``offset`` if it still checks out for ``key``, else None (corrupt since scanned)."""
+    data = os.pread(fd, HEADER + n, offset)
+    if len(data) != HEADER + n or data[:4] != MAGIC or _HEAD.unpack_from(data)[1] != n:
+        return None
+    if data[_HEAD.size:HEADER] != bytes.fromhex(key) or not _frame_ok(data, 0, n):
+        return None
+    return data[HEADER:]
+
+
+class SegmentWriter:
+    """This process's own segment: opened on first write, appended with one ``write`` per group."""
+
+    def __init__(self, directory: Path, os_module=os, fsync: bool = False) -> None:
+        self.directory, self.os, self.fsync = directory, os_module, fsync
+        self.path: Path | None = None
+        self._fd: int | None = None
+        self._pid = 0
+        self.size = 0
+
+    def _open(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / new_segment_name()
+        self._fd = self.os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
+        self.path, self._pid, self.size = path, os.getpid(), 0
+
+    def append(self, frames: list[bytes]) -> tuple[Path, list[int]]:
+        """Write ``frames`` at the end of this process's segment; returns it and each frame's offset.
+
+        A forked child gets a segment of its own (two processes never append to one file). On an error the
+        file is abandoned: its torn tail stays a tail, the next group goes to a new segment."""
+        if self._fd is None or self._pid != os.getpid():
+            self._fd = None
+            self._open()
+        offsets, at = [], self.size
+        for fr in frames:
+            offsets.append(at)
+            at += len(fr)
+        view = memoryview(b"".join(frames))
+        try:
+            while view:
+                view = view[self.os.write(self._fd, view):]
+            if self.fsync:
+                os.fsync(self._fd)
+        except OSError:
+            self.close()
+            raise
+        self.size = at
+        return self.path, offsets
+
+    def close(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+        self._fd = None
+
+
+def location(path: Path, offset: int) -> Path:
+    """How a record inside a segment is named in messages and by ``verify``: ``<segment>@<byte offset>``."""
+    return path.with_name(f"{path.name}@{offset}")
+
+
+def segment_of(where: Path) -> Path | None:
+    """The segment a :func:`location` points into (None for an entry file)."""
+    name, at, offset = where.name.rpartition("@")
+    return where.with_name(name) if at and name.endswith(SUFFIX) and offset.isdigit() else None
+
+
+class SegmentIndex:
+    """What this process knows of the segments under one root: each key's newest frame, and where the next scan
+    of each file starts, so a rescan reads only what was appended since (others' answers included)."""
+
+    def __init__(self, directory: Path, on_corrupt: Callable[[Path, str], None]) -> None:
+        self.directory, self.on_corrupt = directory, on_corrupt
+        self.frames: dict[str, tuple[Path, int, int]] = {}  # key -> (segment, frame offset, body length)
+        self.scanned: dict[Path, int] = {}
+        self.refreshed_at = float("-inf")
+        self._fds: dict[Path, int] = {}
+
+    def files(self) -> list[Path]:
+        try:
+            names = os.listdir(self.directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return [self.directory / n for n in sorted(names) if n.endswith(SUFFIX)]
+
+    def refresh(self) -> None:
+        for path in self.files():
+            try:
+                res = scan_file(path, self.scanned.get(path, 0))
+            except FileNotFoundError:  # rewritten away since listed
+                continue
+            for key, offset, n in res.entries:
+                self.frames[key] = (path, offset, n)
+            for offset, reason in res.problems:
+                self.on_corrupt(location(path, offset), reason)
+            self.scanned[path] = res.resume_at
+        self.refreshed_at = time.monotonic()
+
+    def lookup(self, key: str, max_age_s: float) -> tuple[Path, int, int] | None:
+        """The key's frame; on a miss, rescan first when the last scan is older than ``max_age_s``."""
+        hit = self.frames.get(key)
+        if hit is None and time.monotonic() - self.refreshed_at >= max_age_s:
+            self.refresh()
+            hit = self.frames.get(key)
+        return hit
+
+    def read(self, key: str, path: Path, offset: int, n: int) -> bytes | None:
+        """The frame's body, or None when it no longer checks out; FileNotFoundError once it was rewritten."""
+        fd = self._fds.get(path)
+        if fd is None:
+            try:
+                fd = self._fds[path] = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                self.forget(path)
+                raise
+        return read_body(fd, key, offset, n)
+
+    def appended(self, path: Path, keys: list[str], offsets: list[int], lengths: list[int], size: int) -> None:
+        """Frames this process wrote: indexed at once (no one else appends to its segment)."""
+        for key, offset, n in zip(keys, offsets, lengths):
+            self.frames[key] = (path, offset, n)
+        self.scanned[path] = size
+
+    def forget(self, path: Path) -> None:
+        self.frames = {k: v for k, v in self.frames.items() if v[0] != path}
+        self.scanned.pop(path, None)
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds.clear()

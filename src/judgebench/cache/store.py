@@ -1,0 +1,401 @@
+"""Persistent, content-addressed cache of LLM calls and local-model scores.
+
+Every paid or slow model call is keyed by :func:`call_key` and stored durably *before* the caller sees the
+result, so a rerun of the same grid makes zero calls and a killed run loses at most its in-flight calls.
+Two layouts, both always read (a cache written by an older judgebench is never lost):
+
+* ``files`` (the default for a new cache): ``<root>/<key[:2]>/<key>.json``, written to a uniquely named temp
+  file in the same directory and ``os.replace``'d onto its name: atomic on POSIX file systems and NFS/Lustre,
+  so a reader sees no entry or a complete one. A killed writer leaves at most a ``.*.tmp`` file, never read,
+  removed by :meth:`CallCache.clean_temp` once older than ``STALE_TEMP_S`` (1 h, which absorbs NFS clock skew).
+* ``segments``: each process appends checksummed frames to a file of its own (:mod:`judgebench.cache.segments`),
+  one ``write`` per group of answers instead of a create + rename each. Chosen by ``layout="segments"`` or
+  ``JUDGEBENCH_CACHE_LAYOUT=segments``, and kept by every later writer once a root has a ``segments/`` folder.
+  Readers index the segments in memory at first use and rescan, at most every ``REFRESH_S``, on a miss.
+
+With ``fsync=True`` (or JUDGEBENCH_CACHE_FSYNC=1) data and new directories are fsync'd before a write returns;
+without it a killed *process* still loses nothing (the page cache has it), only an OS crash can lose the last
+seconds, and the torn record is then caught by its checksum and asked again. No file is shared mutable state
+between processes and no lock is taken (SQLite was rejected: WAL needs shared memory, rollback journals
+byte-range locks, neither reliable on NFS). Each entry is ``{"sha256", "payload": {"key", "meta", "record",
+"written_at"}}``, the checksum over the payload's canonical JSON: a truncated, empty, bit-flipped or misnamed
+entry is reported with its location and is a miss. Records come back as JSON gives them (tuples become lists).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import secrets
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from judgebench.cache import segments as seg
+# call_key, _canon and _checksum are re-exported: callers and tools build keys and envelopes from here
+from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon, checksum as _checksum
+from judgebench.cache.keys import envelope_bytes, validate as _validate
+from judgebench.exceptions import CacheError
+
+__all__ = ["CallCache", "CacheStats", "call_key", "STORED", "STALE_TEMP_S", "LAYOUTS"]
+
+log = logging.getLogger(__name__)
+
+STALE_TEMP_S = 3600.0
+REFRESH_S = 0.2  # a miss rescans the segments at most this often
+LAYOUTS = ("files", "segments")
+STORED: Counter[str] = Counter()  # entries written by this process, per cache root (the Ctrl-C message)
+_TMP_SUFFIX = ".tmp"
+
+
+def _oserr(e: OSError) -> str:
+    return f"[Errno {e.errno}] {e.strerror or e}"
+
+
+@dataclass
+class CacheStats:
+    entries: int
+    bytes: int
+    corrupt: int
+    by_backend: dict[str, int] = field(default_factory=dict)
+    by_model: dict[str, int] = field(default_factory=dict)
+
+
+class CallCache:
+    """Checksummed entries in one directory; safe for many concurrent processes, on local disks and NFS."""
+
+    def __init__(self, root: str | Path, fsync: bool | None = None, layout: str | None = None) -> None:
+        self.root = Path(root).expanduser()
+        self.fsync = os.environ.get("JUDGEBENCH_CACHE_FSYNC", "0") not in ("", "0", "false") if fsync is None else fsync
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CacheError(f"cannot create cache root {self.root}: {_oserr(e)}") from None
+        if not self.root.is_dir():
+            raise CacheError(f"cache root {self.root} is not a directory")
+        self.segment_dir = self.root / seg.DIRNAME
+        self.layout = self._pick_layout(layout)
+        self.hits = 0
+        self.misses = 0
+        self.puts = 0
+        self.corrupt_seen = 0
+        self.last_import_corrupt = 0
+        self._warned: set[Path] = set()
+        self.reasons: dict[Path, str] = {}  # why each entry found by a scan is unusable
+        self.segments = seg.SegmentIndex(self.segment_dir, self._report_corrupt)
+        self._segment_writer: seg.SegmentWriter | None = None
+
+    def _pick_layout(self, layout: str | None) -> str:
+        env = os.environ.get("JUDGEBENCH_CACHE_LAYOUT") or None
+        chosen = layout or env or ("segments" if self.segment_dir.is_dir() else "files")
+        if chosen not in LAYOUTS:
+            where = "layout" if layout else "JUDGEBENCH_CACHE_LAYOUT"
+            raise CacheError(f"{where}={chosen!r} for cache {self.root}: expected one of {', '.join(LAYOUTS)}")
+        return chosen
+
+    # -- paths ---------------------------------------------------------------
+    def path_for(self, key: str) -> Path:
+        if not isinstance(key, str) or not _KEY_RE.match(key):
+            raise ValueError(f"not a cache key (64 lowercase hex chars): {key!r}")
+        return self.root / key[:2] / f"{key}.json"
+
+    def _file_keys(self) -> Iterator[str]:
+        for shard in sorted(self.root.iterdir()):
+            if len(shard.name) != 2 or not shard.is_dir():
+                continue
+            for p in shard.iterdir():
+                if p.suffix == ".json" and _KEY_RE.match(p.stem) and p.stem[:2] == shard.name:
+                    yield p.stem
+
+    def keys(self) -> Iterator[str]:
+        """Keys present (not validated): entry files in directory order, then keys only in segments."""
+        seen = set()
+        for key in self._file_keys():
+            seen.add(key)
+            yield key
+        self.refresh()
+        yield from (k for k in list(self.segments.frames) if k not in seen)
+
+    # -- segments ----------------------------------------------------------------
+    def refresh(self) -> None:
+        """Index what was appended to the segments since the last scan (other processes' answers included)."""
+        try:
+            self.segments.refresh()
+        except OSError as e:
+            raise CacheError(f"cannot read cache segments in {self.segment_dir}: {_oserr(e)}") from None
+
+    def _load_segment(self, key: str, path: Path, offset: int, n: int) -> dict | None:
+        try:
+            body = self.segments.read(key, path, offset, n)
+        except FileNotFoundError:  # rewritten by verify: its records are in another segment now
+            return None
+        except OSError as e:
+            raise CacheError(f"cannot read cache segment {path}: {_oserr(e)}") from None
+        where = seg.location(path, offset)
+        if body is None:
+            raise _Corrupt(where, seg.BAD_CRC)
+        return _validate(body, key, where)
+
+    # -- read ----------------------------------------------------------------
+    def _load(self, key: str, path: Path | None = None) -> dict | None:
+        """Validated payload of the entry file, or None if absent; raises _Corrupt if present but invalid."""
+        path = path or self.path_for(key)
+        for attempt in range(2):
+            try:
+                data = path.read_bytes()
+                break
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except OSError as e:
+                if e.errno == errno.ESTALE and attempt == 0:  # NFS: entry replaced under us; reopen
+                    continue
+                raise CacheError(f"cannot read cache entry {path}: {_oserr(e)}") from None
+        return _validate(data, key, path)
+
+    def _load_any(self, key: str) -> dict | None:
+        """The valid payload from either layout; raises _Corrupt when only corrupt copies exist."""
+        corrupt = None
+        try:
+            hit = self.segments.lookup(key, REFRESH_S)
+        except OSError as e:
+            raise CacheError(f"cannot read cache segments in {self.segment_dir}: {_oserr(e)}") from None
+        if hit is not None:
+            try:
+                payload = self._load_segment(key, *hit)
+            except _Corrupt as c:
+                corrupt, payload = c, None
+            if payload is not None:
+                return payload
+        payload = self._load(key)
+        if payload is None and corrupt is not None:
+            raise corrupt
+        return payload
+
+    def _report_corrupt(self, path: Path, reason: str | None = None) -> None:
+        if path not in self._warned:
+            self._warned.add(path)
+            self.corrupt_seen += 1
+            if reason in seg.FRAME_PROBLEMS:
+                log.warning("corrupt cache entry %s (%s); treated as a miss", path, reason)
+            elif reason and reason != "checksum/format mismatch":
+                log.warning("invalid cache entry %s (%s); treated as a miss", path, reason)
+            else:
+                log.warning("corrupt cache entry %s (checksum/format mismatch); treated as a miss", path)
+
+    def get(self, key: str) -> dict | None:
+        """The stored record, or None on miss or corrupt entry (warned once per location).
+
+        An unreadable entry (EACCES, EIO) raises CacheError: that is not a miss to pay for again.
+        """
+        try:
+            payload = self._load_any(key)
+        except _Corrupt as c:
+            self._report_corrupt(c.path, c.reason)
+            payload = None
+        if payload is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return payload["record"]
+
+    def get_meta(self, key: str) -> dict | None:
+        """The key parts stored with the entry (no hit/miss counting)."""
+        try:
+            payload = self._load_any(key)
+        except _Corrupt:
+            return None
+        return payload["meta"] if payload else None
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        try:
+            return self._load_any(key) is not None
+        except _Corrupt:
+            return False
+
+    # -- write ---------------------------------------------------------------
+    def put(self, key: str, record: dict, meta: dict | None = None) -> None:
+        """Store ``record`` durably before returning (fsync'd too, when the cache was opened with fsync)."""
+        self.put_many([(key, record, meta)])
+
+    def put_many(self, items: list[tuple[str, dict, dict | None]]) -> None:
+        """Store several records as one group (one segment ``write``; one directory fsync per shard)."""
+        bodies = []
+        for key, record, meta in items:
+            if not isinstance(record, dict):
+                raise TypeError("record must be a dict")
+            self.path_for(key)  # validates the key
+            bodies.append((key, envelope_bytes(key, record, meta, time.time())[1]))
+        self.write_group(bodies)
+
+    def write_group(self, items: list[tuple[str, bytes]]) -> None:
+        """Store (key, envelope bytes) in order. On failure the CacheError's ``stored_before`` says how many were
+        stored; nothing after the first failure is written."""
+        if not items:
+            return
+        if self.layout == "segments":
+            self._append_segment(items)
+        else:
+            dirs: set[Path] = set()
+            for i, (key, body) in enumerate(items):
+                path = self.path_for(key)
+                try:
+                    self._write_file(path, body, fsync_dir=False)
+                except CacheError as e:
+                    e.stored_before = i
+                    self._stored(items[:i])
+                    raise
+                dirs.add(path.parent)
+            if self.fsync:
+                for d in dirs:
+                    _fsync_dir(d)
+        self._stored(items)
+
+    def _stored(self, items: list[tuple[str, bytes]]) -> None:
+        if self._warned:  # a stored entry replaces a corrupt one: warn again if it breaks again
+            for key, _ in items:
+                self._warned.discard(self.path_for(key))
+        self.puts += len(items)
+        STORED[str(self.root)] += len(items)
+
+    def _append_segment(self, items: list[tuple[str, bytes]]) -> None:
+        writer = self._segment_writer
+        if writer is None:
+            writer = self._segment_writer = seg.SegmentWriter(self.segment_dir, os, self.fsync)
+        try:
+            path, offsets = writer.append([seg.frame(key, body) for key, body in items])
+        except OSError as e:
+            where = writer.path or self.segment_dir
+            err = CacheError(f"cannot write cache entry {where}: {_oserr(e)}")
+            err.stored_before = 0
+            raise err from None
+        self.segments.appended(path, [k for k, _ in items], offsets, [len(b) for _, b in items], writer.size)
+
+    def _write(self, path: Path, envelope: dict, fsync_dir: bool = True) -> None:
+        """Write one entry file (an envelope dict) atomically: the files layout, also used by import and tools."""
+        self._write_file(path, _canon(envelope).encode("utf-8"), fsync_dir)
+
+    def _write_file(self, path: Path, data: bytes, fsync_dir: bool = True) -> None:
+        tmp = path.parent / f".{path.stem[:16]}.{os.getpid()}.{secrets.token_hex(6)}{_TMP_SUFFIX}"
+        try:
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileNotFoundError:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if self.fsync:  # without fsync the entry itself may not survive an OS crash: no point
+                    _fsync_dir(self.root)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+            if fsync_dir and self.fsync:
+                _fsync_dir(path.parent)
+        except OSError as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise CacheError(f"cannot write cache entry {path}: {_oserr(e)}") from None
+
+    def check_writable(self) -> None:
+        """Raise CacheError (naming the root) unless an entry could be written now: callers check before
+        paying for answers they could not store (read-only mount, full disk, lost permissions)."""
+        tmp = self.root / f".probe.{os.getpid()}.{secrets.token_hex(6)}{_TMP_SUFFIX}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                os.write(fd, b"{}")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if self.layout == "segments":
+                self.segment_dir.mkdir(exist_ok=True)
+        except OSError as e:
+            raise CacheError(f"cache {self.root} is not writable: {_oserr(e)}") from None
+        finally:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Close this process's segment and the read descriptors (reopened on the next use)."""
+        if self._segment_writer is not None:
+            self._segment_writer.close()
+        self.segments.close()
+
+    # -- maintenance (both layouts; see judgebench.cache.maintenance) ------------
+    def _scan(self) -> Iterator[tuple[Path, dict | None]]:
+        from judgebench.cache.maintenance import scan
+
+        for where, _key, payload, _size in scan(self):
+            yield where, payload
+
+    def stats(self) -> CacheStats:
+        from judgebench.cache.maintenance import stats
+
+        return stats(self)
+
+    def verify(self, remove_corrupt: bool = False) -> list[Path]:
+        """Corrupt entries (files, or ``<segment>@<offset>``; temp files and torn tails are ignored); optionally
+        delete them (rewriting a segment without them) and stale temp files."""
+        from judgebench.cache.maintenance import verify
+
+        return verify(self, remove_corrupt)
+
+    def temp_files(self) -> list[Path]:
+        return sorted(self.root.glob(f"??/.*{_TMP_SUFFIX}"))
+
+    def clean_temp(self, max_age_s: float = STALE_TEMP_S) -> list[Path]:
+        """Delete temp files left by killed writers, older than ``max_age_s`` (younger ones may be live)."""
+        now = time.time()
+        removed = []
+        for p in self.temp_files():
+            try:
+                if now - p.stat().st_mtime >= max_age_s:
+                    p.unlink()
+                    removed.append(p)
+            except FileNotFoundError:
+                pass
+        return removed
+
+    def export(self, path: str | Path) -> int:
+        """Write all valid entries, sorted by key, to one gzip'd JSONL file (byte-deterministic, either layout)."""
+        from judgebench.cache.maintenance import export
+
+        return export(self, Path(path))
+
+    def import_(self, path: str | Path, overwrite: bool = False) -> tuple[int, int]:
+        """Add entries from an export; returns (added, skipped).
+
+        Skipped = already present (unless ``overwrite``) + corrupt lines; the latter are
+        warned with their line number and counted in ``self.last_import_corrupt``.
+        """
+        from judgebench.cache.maintenance import import_entries
+
+        return import_entries(self, Path(path), overwrite)
+
+
+def _fsync_dir(d: Path) -> None:
+    """Make a rename/creation in ``d`` durable; some file systems refuse directory fsync (ignored)."""
+    try:
+        fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF, errno.EPERM):
+            raise
+    finally:
+        os.close(fd)
