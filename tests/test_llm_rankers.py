@@ -10,7 +10,7 @@ import torch
 
 from judgebench.data.datasets import Dataset
 from judgebench.llm.api import OpenAIBackend
-from judgebench.llm.local import LocalModel
+from judgebench.llm.transformers_model import TransformersModel
 from judgebench.llm.models import ModelSpec
 from judgebench.rankers.prp import PRPRanker, parse_prp, points
 from judgebench.rankers.rankt5 import RankT5Ranker
@@ -47,7 +47,7 @@ def spec(path: Path, **kw) -> dict:
 def test_rg_score_is_the_yes_no_softmax_of_the_model(models, ds, tmp_path):
     ranker = RGRanker(name="RG", model_spec=spec(models["controlled"]), cache_dir=str(tmp_path), progress=False)
     run = ranker.rank(ds, ds.corpus)
-    model = ranker.local_model()
+    model = ranker.load_model()
     yes, no = model.token_id("Yes"), model.token_id("No")
     expected = {}
     for d, text in DOCS.items():

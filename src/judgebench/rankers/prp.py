@@ -21,8 +21,8 @@ import pandas as pd
 from judgebench.exceptions import ConfigError
 from judgebench.llm.prompts import PromptTemplate
 from judgebench.llm.calls import Call, api_call_key, run_cached
-from judgebench.llm.models import cached_scores, local_key
-from judgebench.rankers.local_base import ModelRanker
+from judgebench.llm.models import cached_scores, transformers_key
+from judgebench.rankers.model_ranker import ModelRanker
 
 PRP_PROMPT = (
     'Given a query "{query}", which of the following two passages is more relevant to the query?\n\n'
@@ -78,7 +78,7 @@ class PRPRanker(ModelRanker):
     def _key(self, prompt: str) -> str:
         if self.backend is not None:
             return api_call_key(self.backend, PRP_VERSION, prompt, None)
-        return local_key(self.spec.model_id, "prp", PRP_VERSION, prompt, candidates=list(self.candidates), prefix=self.forced_prefix)
+        return transformers_key(self.spec.model_id, "prp", PRP_VERSION, prompt, candidates=list(self.candidates), prefix=self.forced_prefix)
 
     def ask(self, triples: list[tuple[str, str, str]]) -> list[str | None]:
         """Preferences ("A", "B" or None) for (query, doc1, doc2) triples, batched and cached."""
@@ -115,7 +115,7 @@ class PRPRanker(ModelRanker):
         return [self._prefs[k] for k in keys]
 
     def _score_local(self, triples: list[tuple[str, str, str]]) -> list[dict]:
-        model = self.local_model()
+        model = self.load_model()
         prompts = [self._fit(model, q, a, b) for q, a, b in triples]
         lp = model.next_token_logprobs(prompts, list(self.candidates), forced_prefix=self.forced_prefix)
         return [{"lp_a": float(x), "lp_b": float(y)} for x, y in lp]

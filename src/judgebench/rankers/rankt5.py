@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from judgebench.exceptions import ConfigError
-from judgebench.rankers.local_base import PointwiseRanker
+from judgebench.rankers.model_ranker import PointwiseRanker
 
 RANKT5_PROMPT = "Query: {query} Document: {passage}"
 
@@ -22,7 +22,7 @@ class RankT5Ranker(PointwiseRanker):
         return {"token": self.score_token}
 
     def score_batch(self, payloads):
-        model = self.local_model()
+        model = self.load_model()
         if model.kind != "seq2seq":
             raise ConfigError(f"RankT5 needs an encoder-decoder (T5) model; {self.spec.model} is {model.kind}")
         token = model.token_id(self.score_token)

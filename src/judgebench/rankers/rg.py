@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judgebench.rankers.local_base import PointwiseRanker
+from judgebench.rankers.model_ranker import PointwiseRanker
 
 RG_PROMPT = "Passage: {passage}\nQuery: {query}\nDoes the passage answer the query? Answer 'Yes' or 'No'"
 
@@ -25,7 +25,7 @@ class RGRanker(PointwiseRanker):
         return {"yes": self.yes, "no": self.no}
 
     def score_batch(self, payloads):
-        model = self.local_model()
+        model = self.load_model()
         prompts = [model.render(self.prompt, {"query": q, "passage": p}, "passage")[0] for q, p in payloads]
         lp = model.next_token_logprobs(prompts, [self.yes, self.no])
         return [{"lp_yes": float(y), "lp_no": float(n), "score": rg_score(y, n)} for y, n in lp]

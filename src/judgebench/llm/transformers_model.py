@@ -6,7 +6,7 @@ tokens, an unknown word mapped to ``<unk>``, a prompt truncated through the quer
 trailing space the tokenizer dropped) are handled here once and tested once.
 
 Weights are memoised process-wide by their load arguments, so the jobs of a Hydra multirun that run in
-one process load a model once; every :class:`LocalModel` still has its own ``usage`` and ``truncated``
+one process load a model once; every :class:`TransformersModel` still has its own ``usage`` and ``truncated``
 counters, so per-job accounting stays per job.
 """
 
@@ -34,7 +34,7 @@ _MEMO_LOCK = threading.Lock()
 
 
 @dataclass
-class LocalUsage:
+class ModelUsage:
     """What the model was asked to do: prompts scored/generated, non-pad input tokens, forward batches, wall seconds."""
 
     prompts: int = 0
@@ -100,7 +100,7 @@ def clear_memo() -> None:
         _MEMO.clear()
 
 
-class LocalModel:
+class TransformersModel:
     """A causal or seq2seq transformers model with batched, padding-safe next-token scoring.
 
     ``model`` is a hub name or a local directory; ``gguf_file`` a GGUF file name inside it (or a full
@@ -115,7 +115,7 @@ class LocalModel:
         if gguf_file is not None and model is None:
             model, gguf_file = Path(gguf_file).parent, Path(gguf_file).name
         if model is None:
-            raise ConfigError("LocalModel needs model= (hub name or directory) or gguf_file=")
+            raise ConfigError("TransformersModel needs model= (hub name or directory) or gguf_file=")
         name = str(Path(model).expanduser().resolve()) if Path(str(model)).expanduser().exists() else str(model)
         self.name = name
         self.tokenizer, self.model, self.kind = _load(name, str(gguf_file) if gguf_file else None, kind, device, dtype)
@@ -127,14 +127,14 @@ class LocalModel:
             raise ConfigError(f"use_chat_template=True but the tokenizer of {name} has no chat template")
         self.use_chat_template = has_template if use_chat_template is None else bool(use_chat_template)
         self.progress = progress
-        self.usage = LocalUsage()
+        self.usage = ModelUsage()
         self.truncated = 0
         params = inspect.signature(self.model.forward).parameters
         self._has_pos = "position_ids" in params
         self._has_keep = "logits_to_keep" in params
 
     @classmethod
-    def load(cls, *args, **kwargs) -> LocalModel:
+    def load(cls, *args, **kwargs) -> TransformersModel:
         """Alias of the constructor (weights are memoised either way)."""
         return cls(*args, **kwargs)
 
@@ -259,7 +259,7 @@ class LocalModel:
         for i, (ids, _) in enumerate(encoded):
             if len(ids) > self.max_input_tokens:
                 raise ValueError(f"prompt {i} is {len(ids)} tokens, over max_input_tokens={self.max_input_tokens}; "
-                                 "shorten the document with LocalModel.render(..., truncate_field=...)")
+                                 "shorten the document with TransformersModel.render(..., truncate_field=...)")
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
         chunks = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         if (self.progress if progress is None else progress) and len(chunks) > 1:
