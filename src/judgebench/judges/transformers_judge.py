@@ -16,6 +16,7 @@ import pandas as pd
 from judgebench.cache import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_label_distribution
+from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import load_prompt
 from judgebench.llm.models import as_spec, cached_scores, transformers_key
 
@@ -72,7 +73,9 @@ class TransformersJudge(Judge):
             model.render(self.template.text, {"query": q, "passage": p}, "passage", forced_prefix=UMBRELA_PREFIX, system=self.system)
             for q, p in payloads
         ]
-        labels, expected, probs = umbrela_label_distribution(model, [r[0] for r in rendered], self.system)
+        # every passage of a query shares the instructions and the query: scored once from their key/value cache
+        prefixes = [text_before(self.template.text, {"query": q, "passage": p}, "passage") for q, p in payloads]
+        labels, expected, probs = umbrela_label_distribution(model, [r[0] for r in rendered], self.system, prefixes)
         return [
             {"label": int(lab), "expected": round(float(e), 6), "probs": [round(float(x), 6) for x in pr], "truncated": bool(r[1])}
             for lab, e, pr, r in zip(labels, expected, probs, rendered)

@@ -17,16 +17,18 @@ UMBRELA_PREFIX = "##final score: "
 GRADES = ("0", "1", "2", "3")
 
 
-def umbrela_digit_logprobs(model: TransformersModel, prompts: list[str], system: str | None = None) -> np.ndarray:
+def umbrela_digit_logprobs(model: TransformersModel, prompts: list[str], system: str | None = None,
+                           prefixes: list[str | None] | None = None) -> np.ndarray:
     """(n, 4) log-probabilities of the digits 0..3 over the full vocabulary (their total mass shows how
-    much the model actually wants to answer with a digit there)."""
-    return model.next_token_logprobs(prompts, list(GRADES), forced_prefix=UMBRELA_PREFIX, system=system)
+    much the model actually wants to answer with a digit there).  ``prefixes``: the text of each prompt
+    before its passage, scored once per distinct value (see :mod:`judgebench.llm.prefix_cache`)."""
+    return model.next_token_logprobs(prompts, list(GRADES), forced_prefix=UMBRELA_PREFIX, system=system, prefixes=prefixes)
 
 
-def umbrela_label_distribution(model: TransformersModel, prompts: list[str], system: str | None = None
-                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def umbrela_label_distribution(model: TransformersModel, prompts: list[str], system: str | None = None,
+                               prefixes: list[str | None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(labels = argmax grade, expected grade, probs (n, 4) renormalised over the four digits)."""
-    lp = umbrela_digit_logprobs(model, prompts, system)
+    lp = umbrela_digit_logprobs(model, prompts, system, prefixes)
     if lp.size == 0:
         return np.empty(0, dtype=int), np.empty(0), np.empty((0, len(GRADES)))
     lp = lp - lp.max(axis=1, keepdims=True)
