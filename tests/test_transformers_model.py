@@ -10,8 +10,10 @@ from typing import Iterator
 
 import numpy as np
 import pytest
+import torch
 
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs, umbrela_label_distribution
+from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.transformers_model import TransformersModel
 from judgebench.llm.smollm2 import smollm2_model_dir
 from tiny_models import controlled_logits, log_softmax, tiny_causal, tiny_controlled_causal, tiny_seq2seq
@@ -205,12 +207,27 @@ def test_smollm2_umbrela_reads_the_digit_after_the_space(smollm2):
     with pytest.raises(ValueError, match="not a single token"):  # " 0" is 'Ġ' '0': why the space is forced
         lm.token_id(" 0")
     prompts = [UMBRELA.format(query=q, passage=p) for q, p in PAIRS]
-    mass = np.exp(umbrela_digit_logprobs(lm, prompts)).sum(axis=1)
+    got = umbrela_digit_logprobs(lm, prompts)
     labels, expected, probs = umbrela_label_distribution(lm, prompts)
-    print(f"UMBRELA digit mass after the space {mass.round(3)}; probs {probs.round(3).tolist()}; labels {labels}")
-    assert (mass > 0.5).all()
-    assert probs.shape == (2, 4) and np.allclose(probs.sum(axis=1), 1) and set(labels) <= {0, 1, 2, 3}
-    assert np.allclose(expected, probs @ np.arange(4))
+    # by hand: the chat template, the forced prefix and its space token 'Ġ', one plain forward, log_softmax
+    tok = lm.tokenizer
+    digits = tok.convert_tokens_to_ids(["0", "1", "2", "3"])
+    for i, prompt in enumerate(prompts):
+        text = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        ids = tok(text + "##final score:", add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("\u0120")]
+        with torch.no_grad():
+            lp = torch.log_softmax(lm.model(torch.tensor([ids])).logits[0, -1].double(), -1)[digits].numpy()
+        assert np.abs(got[i] - lp).max() <= 1e-4
+        p = np.exp(lp) / np.exp(lp).sum()
+        assert np.abs(probs[i] - p).max() <= 1e-5 and labels[i] == p.argmax()
+        assert expected[i] == pytest.approx(p[1] + 2 * p[2] + 3 * p[3], abs=1e-5)
+        print(f"UMBRELA digit mass after the space {np.exp(lp).sum():.3f}; probs {p.round(3).tolist()}")
+        assert np.exp(lp).sum() > 0.5  # the model does want to answer with a digit there
+    # the shared-prefix path, on the real byte-level BPE: the instruction + query prefix is a token prefix
+    prefixes = [text_before(UMBRELA, {"query": q, "passage": p}, "passage") for q, p in PAIRS]
+    before = (lm.usage.prefix_shared, lm.usage.prefix_fallbacks)
+    assert np.abs(umbrela_digit_logprobs(lm, prompts, prefixes=prefixes) - got).max() <= 1e-4
+    assert (lm.usage.prefix_shared - before[0], lm.usage.prefix_fallbacks - before[1]) == (2, 0)
 
 
 def test_smollm2_rg_yes_no(smollm2):
