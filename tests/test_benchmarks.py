@@ -61,6 +61,16 @@ def test_local_scoring(tmp_path):
         assert row["ms_per_prompt"] > 0 and row["peak_rss_mb"] > 0 and row["speedup_vs_batch1"] > 0
 
 
+def test_local_judge_prefix(tmp_path):
+    data = run_benchmark("local_judge_prefix", tmp_path)
+    unshared, shared = data["rows"]
+    assert (unshared["path"], shared["path"]) == ("unshared", "shared") and unshared["pairs"] == shared["pairs"] == 12
+    assert shared["prefix_shared"] == 12 and shared["prefix_fallbacks"] == 0 and unshared["prefix_shared"] == 0
+    assert shared["tokens_per_pair"] < unshared["tokens_per_pair"]  # the prefix is run once per query
+    assert data["max_abs_delta_logprob"] <= 1e-4 and data["labels_equal"]
+    assert data["peak"]["gflops"] > 0 and set(data["targets"]) == {"speedup_at_least_2.5", "max_delta_at_most_1e-4"}
+
+
 def test_overhead(tmp_path):
     data = run_benchmark("overhead", tmp_path)
     split = data["profile"]["split_s"]
@@ -69,7 +79,7 @@ def test_overhead(tmp_path):
     assert data["rows"][0]["finished_runs"] == 1
 
 
-@pytest.mark.parametrize("name", ["call_economy", "throughput", "versus", "local_scoring", "overhead"])
+@pytest.mark.parametrize("name", ["call_economy", "throughput", "versus", "local_scoring", "local_judge_prefix", "overhead"])
 def test_help(name):
     import importlib
 
