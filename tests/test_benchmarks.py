@@ -122,6 +122,16 @@ def test_local_scoring(tmp_path):
     assert rows[("prp", 1)]["tokens_per_prompt"] > rows[("rg", 1)]["tokens_per_prompt"]  # two passages, not one
 
 
+def test_local_judge_prefix(tmp_path):
+    data = run_benchmark("local_judge_prefix", tmp_path)
+    unshared, shared = data["rows"]
+    assert (unshared["path"], shared["path"]) == ("unshared", "shared") and unshared["pairs"] == shared["pairs"] == 12
+    assert shared["prefix_shared"] == 12 and shared["prefix_fallbacks"] == 0 and unshared["prefix_shared"] == 0
+    assert shared["tokens_per_pair"] < unshared["tokens_per_pair"]  # the prefix is run once per query
+    assert data["max_abs_delta_logprob"] <= 1e-4 and data["labels_equal"]
+    assert data["peak"]["gflops"] > 0 and set(data["targets"]) == {"speedup_at_least_2.5", "max_delta_at_most_1e-4"}
+
+
 def test_overhead(tmp_path):
     data = run_benchmark("overhead", tmp_path)
     profile, (row,) = data["profile"], data["rows"]  # --quick: one cell (toy, oracle swap_1, human judge), profiled
@@ -166,7 +176,7 @@ def test_versus_trees(tmp_path):
     assert all(len(r["ratios"]) == 1 and r["median_judge_vs_bare"] > 0 for r in data["rows"])
 
 
-@pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "overhead",
+@pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "local_judge_prefix", "overhead",
                                   "adaptive_concurrency", "cache_write", "versus_trees"])
 def test_help(name):
     import importlib

@@ -1,6 +1,7 @@
 """RG, PRP and RankT5: their scoring arithmetic on tiny models whose answers we can predict."""
 
 import math
+from itertools import permutations
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +11,9 @@ import torch
 
 from judgebench.data.datasets import Dataset
 from judgebench.llm.api import OpenAIBackend
-from judgebench.llm.local import LocalModel
+from judgebench.llm.transformers_model import TransformersModel
 from judgebench.llm.models import ModelSpec
-from judgebench.rankers.prp import PRPRanker, parse_prp, points
+from judgebench.rankers.prp import PRP_PROMPT, PRPRanker, parse_prp, points
 from judgebench.rankers.rankt5 import RankT5Ranker
 from judgebench.rankers.rg import RG_PROMPT, RGRanker, rg_score
 from judgebench.testing.fake_process import FakeLLMServer
@@ -29,6 +30,8 @@ def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny")
     return {
         "controlled": tiny_controlled_causal(root, bias={"Yes": 0.0, "No": 0.5, "A": 0.0, "B": 0.2}, slope={"Yes": 6.0, "No": -2.0, "A": 3.0}),
+        # attention concentrated near the end of the prompt: says "B" when the SECOND passage holds "good"
+        "recency": tiny_controlled_causal(root, bias={"A": 2.0, "B": 0.0}, slope={"B": 300.0}, recency=0.3, name="tiny-recency"),
         "t5": tiny_seq2seq(root),
     }
 
@@ -47,7 +50,7 @@ def spec(path: Path, **kw) -> dict:
 def test_rg_score_is_the_yes_no_softmax_of_the_model(models, ds, tmp_path):
     ranker = RGRanker(name="RG", model_spec=spec(models["controlled"]), cache_dir=str(tmp_path), progress=False)
     run = ranker.rank(ds, ds.corpus)
-    model = ranker.local_model()
+    model = ranker.load_model()
     yes, no = model.token_id("Yes"), model.token_id("No")
     expected = {}
     for d, text in DOCS.items():
@@ -129,6 +132,27 @@ def test_prp_local_model_with_position_blind_logits_learns_nothing(models, ds, t
     run = r.rank(ds, ds.corpus)
     assert set(run["score"]) == {2.0} and list(run["doc_id"]) == list(DOCS)  # ties keep pool order
     assert r.scored_now == 20
+
+
+def test_prp_local_model_that_prefers_the_passage_with_the_marker(models, ds, tmp_path):
+    """The recency model weighs the tokens near the end of the prompt, so it answers B exactly when the
+    second passage holds the marker "good" (d1, d3, d4 do; d2, d5 do not).  By hand: a marker passage
+    beats a plain one in both orders (1 point); two marker passages both get "B", two plain ones both "A":
+    inconsistent, 0.5 each.  Marker passages: 2 x 1 + 2 x 0.5 = 3.0; plain ones: 0 + 1 x 0.5 = 0.5."""
+    path = models["recency"]
+    r = PRPRanker(name="PRP", model_spec=spec(path), cache_dir=str(tmp_path), progress=False)
+    run = r.rank(ds, ds.corpus)
+    assert dict(zip(run["doc_id"], run["score"])) == {"d1": 3.0, "d3": 3.0, "d4": 3.0, "d2": 0.5, "d5": 0.5}
+    assert list(run["doc_id"]) == ["d1", "d3", "d4", "d2", "d5"]  # ties keep pool order
+    model = r.load_model()
+    a, b = model.token_id("A"), model.token_id("B")
+    for x, y in permutations(DOCS, 2):  # every answer is the known model's, read from its closed form
+        prompt = PRP_PROMPT.format(query="what cat", doc1=DOCS[x], doc2=DOCS[y])
+        lp = log_softmax(controlled_logits(path, model.encode(prompt, "Passage")[0]))
+        assert (lp[b] > lp[a]) == (y in {"d1", "d3", "d4"})  # the rule the hand count above uses
+        rec = r.cache.get(r._key(prompt))
+        assert abs(rec["lp_a"] - lp[a]) < 1e-4 and abs(rec["lp_b"] - lp[b]) < 1e-4
+    assert model.usage.prefix_shared == 20 and model.usage.prefix_fallbacks == 0
 
 
 def test_prp_through_the_api_parses_answers_and_records_failures(ds, tmp_path, monkeypatch):

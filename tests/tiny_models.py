@@ -19,6 +19,15 @@
 
   A padding or attention-mask bug changes ``f``, so this model also catches batching bugs exactly.
 
+  With ``recency=r > 0`` the attention is no longer uniform: q (head 0, dim 3) and k (head 0, dim 1) are
+  constants ``a``, ``b`` with ``a*b/2 = r/theta`` (``theta`` the slowest RoPE frequency), so RoPE makes the
+  score of the key ``d`` positions back ``-(r/theta) * sin(theta * d)`` (about ``-r*d``) and
+
+      f = sum_t w_t * [token t is the marker],   w = softmax_t(-(r/theta) * sin(theta * (T-1-t)))
+
+  a marker near the end counts much more than one far back: the model knows WHERE the marker is
+  (PRP's "Passage B" is nearer the end than "Passage A"), and a wrong position id changes ``f``.
+
 Tiny vocabularies do not contain arbitrary words: a word missing from them silently becomes ``<unk>``,
 so pass what a test needs in ``vocab_extra`` (the builders assert the label words are not unk).
 """
@@ -114,7 +123,7 @@ def tiny_seq2seq(tmp_path: Path, vocab_extra: list[str] | tuple[str, ...] = (), 
 
 def tiny_controlled_causal(tmp_path: Path, bias: dict[str, float], slope: dict[str, float] | None = None,
                            marker: str = "good", vocab_extra: list[str] | tuple[str, ...] = (),
-                           name: str = "tiny-controlled") -> Path:
+                           name: str = "tiny-controlled", recency: float = 0.0) -> Path:
     """A Llama whose logits are ``bias[t] + slope[t] * (marker fraction of the input)`` (see the module docstring).
 
     The spec is saved as ``control.json`` beside the weights; :func:`controlled_logits` evaluates it.
@@ -142,6 +151,10 @@ def tiny_controlled_causal(tmp_path: Path, bias: dict[str, float], slope: dict[s
         layer = model.model.layers[0]
         layer.self_attn.v_proj.weight[0, 1] = 1.0  # head 0, dim 0 <- marker indicator
         layer.self_attn.o_proj.weight[3, 0] = 1.0  # residual dim 3 <- mean of the indicator = f
+        theta = float(model.model.rotary_emb.inv_freq[-1])  # head_dim 4: dims (1, 3) rotate at this frequency
+        qk = math.sqrt(2 * recency / theta)
+        layer.self_attn.q_proj.weight[3, 0] = qk / m
+        layer.self_attn.k_proj.weight[1, 0] = qk / m
         for norm in (layer.input_layernorm, layer.post_attention_layernorm, model.model.norm):
             norm.weight.fill_(m / math.sqrt(d))
         for word, b in bias.items():
@@ -150,7 +163,7 @@ def tiny_controlled_causal(tmp_path: Path, bias: dict[str, float], slope: dict[s
             model.lm_head.weight[vocab[word], 3] = s
     model.save_pretrained(path)
     spec = {"bias": {str(vocab[w]): b for w, b in bias.items()}, "slope": {str(vocab[w]): s for w, s in slope.items()},
-            "marker_id": vocab[marker], "vocab_size": len(vocab)}
+            "marker_id": vocab[marker], "vocab_size": len(vocab), "recency": recency, "theta": theta}
     (path / "control.json").write_text(json.dumps(spec))
     return path
 
@@ -158,7 +171,10 @@ def tiny_controlled_causal(tmp_path: Path, bias: dict[str, float], slope: dict[s
 def controlled_logits(path: Path, input_ids: list[int]) -> np.ndarray:
     """The exact next-token logits (vocab_size,) the controlled model gives for ``input_ids`` (unpadded)."""
     spec = json.loads((Path(path) / "control.json").read_text())
-    f = sum(i == spec["marker_id"] for i in input_ids) / len(input_ids)
+    back = np.arange(len(input_ids))[::-1]  # distance of each position from the last one
+    score = -(spec["recency"] / spec["theta"]) * np.sin(spec["theta"] * back) if spec["recency"] else np.zeros(len(input_ids))
+    w = np.exp(score - score.max())
+    f = float((w / w.sum()) @ (np.asarray(input_ids) == spec["marker_id"]))
     out = np.zeros(spec["vocab_size"])
     for t, b in spec["bias"].items():
         out[int(t)] += b

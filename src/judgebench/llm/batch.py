@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
-from judgebench.cache import CallCache
+from judgebench.cache.store import CallCache
 from judgebench.cache.schema import api_problem
 from judgebench.exceptions import BackendUnreachable, BatchNotDone, ConfigError
 from judgebench.llm.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError

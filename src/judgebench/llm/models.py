@@ -21,7 +21,7 @@ SMOLLM2 = "smollm2"
 
 @dataclass
 class ModelSpec:
-    """What the configs give under `model:`; LocalModel's arguments plus the alias."""
+    """What the configs give under `model:`; TransformersModel's arguments plus the alias."""
 
     model: str
     gguf_file: str | None = None
@@ -37,7 +37,7 @@ class ModelSpec:
         return self.model if not self.gguf_file else f"{self.model}:{Path(self.gguf_file).name}"
 
     def load(self, cache_dir: str | Path, progress: bool = False):
-        from judgebench.llm.local import LocalModel
+        from judgebench.llm.transformers_model import TransformersModel
 
         source = self.model
         if source == SMOLLM2:
@@ -47,7 +47,7 @@ class ModelSpec:
         elif str(source).startswith(("/", "./", "../", "~")) and not Path(source).expanduser().exists():
             # a path, not a hub name: say so instead of the hub's "Repo id must be in the form ..."
             raise FileNotFoundError(f"model {source}: no such file or directory (expected a model directory or a hub name)")
-        return LocalModel(
+        return TransformersModel(
             source, gguf_file=self.gguf_file, kind=self.kind, device=self.device, dtype=self.dtype,
             batch_size=self.batch_size, max_input_tokens=self.max_input_tokens,
             use_chat_template=self.use_chat_template, progress=progress,
@@ -60,7 +60,7 @@ def as_spec(spec: ModelSpec | dict | Any) -> ModelSpec:
     return ModelSpec(**dict(spec))
 
 
-def local_key(model_id: str, method: str, prompt_version: str, prompt: str, **params: Any) -> str:
+def transformers_key(model_id: str, method: str, prompt_version: str, prompt: str, **params: Any) -> str:
     return call_key(backend="transformers", model=model_id, method=method, prompt_version=prompt_version, prompt=prompt, params=params)
 
 

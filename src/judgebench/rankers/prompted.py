@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from judgebench.rankers.local_base import PointwiseRanker
+from judgebench.rankers.model_ranker import PointwiseRanker
 
 
 @dataclass
@@ -17,7 +17,7 @@ class PromptedRanker(PointwiseRanker):
     """
 
     def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
-        model = self.local_model()
+        model = self.load_model()
         prompts = [model.render(self.prompt, {"query": q, "passage": p}, "passage")[0] for q, p in payloads]
         return self.score_prompts(model, prompts)
 

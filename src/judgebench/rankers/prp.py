@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import heapq
 import re
+from collections import Counter
 from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
@@ -19,10 +20,11 @@ from typing import Any
 import pandas as pd
 
 from judgebench.exceptions import ConfigError
+from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import PromptTemplate
 from judgebench.llm.calls import Call, api_call_key, run_cached
-from judgebench.llm.models import cached_scores, local_key
-from judgebench.rankers.local_base import ModelRanker
+from judgebench.llm.models import cached_scores, transformers_key
+from judgebench.rankers.model_ranker import ModelRanker
 
 PRP_PROMPT = (
     'Given a query "{query}", which of the following two passages is more relevant to the query?\n\n'
@@ -78,7 +80,7 @@ class PRPRanker(ModelRanker):
     def _key(self, prompt: str) -> str:
         if self.backend is not None:
             return api_call_key(self.backend, PRP_VERSION, prompt, None)
-        return local_key(self.spec.model_id, "prp", PRP_VERSION, prompt, candidates=list(self.candidates), prefix=self.forced_prefix)
+        return transformers_key(self.spec.model_id, "prp", PRP_VERSION, prompt, candidates=list(self.candidates), prefix=self.forced_prefix)
 
     def ask(self, triples: list[tuple[str, str, str]]) -> list[str | None]:
         """Preferences ("A", "B" or None) for (query, doc1, doc2) triples, batched and cached."""
@@ -115,13 +117,18 @@ class PRPRanker(ModelRanker):
         return [self._prefs[k] for k in keys]
 
     def _score_local(self, triples: list[tuple[str, str, str]]) -> list[dict]:
-        model = self.local_model()
-        prompts = [self._fit(model, q, a, b) for q, a, b in triples]
-        lp = model.next_token_logprobs(prompts, list(self.candidates), forced_prefix=self.forced_prefix)
+        model = self.load_model()
+        fitted = [self._fit(model, q, a, b) for q, a, b in triples]
+        # Every prompt of a query shares the instruction and the query; the n-1 prompts of a query that put
+        # the same passage first share it too: score each from the key/value cache of what they share.
+        firsts = Counter((f["query"], f["doc1"]) for _, f in fitted)
+        prefixes = [text_before(self.prompt, f, "doc2" if firsts[(f["query"], f["doc1"])] > 1 else "doc1") for _, f in fitted]
+        lp = model.next_token_logprobs([p for p, _ in fitted], list(self.candidates), forced_prefix=self.forced_prefix,
+                                       prefixes=prefixes)
         return [{"lp_a": float(x), "lp_b": float(y)} for x, y in lp]
 
-    def _fit(self, model, query: str, doc1: str, doc2: str) -> str:
-        """Give both passages the same token budget (never cutting the query) so the prompt fits."""
+    def _fit(self, model, query: str, doc1: str, doc2: str) -> tuple[str, dict[str, str]]:
+        """Give both passages the same token budget (never cutting the query) so the prompt fits: (prompt, fields)."""
         empty = model.render(self.prompt, {"query": query, "doc1": "", "doc2": ""}, "doc1", forced_prefix=self.forced_prefix)[0]
         budget = model.max_input_tokens - len(model.encode(empty, self.forced_prefix)[0]) - 4
         per_doc = max(1, budget // 2)
@@ -134,7 +141,7 @@ class PRPRanker(ModelRanker):
             return model.tokenizer.decode(ids[:per_doc])
 
         fields = {"query": query, "doc1": cut(doc1), "doc2": cut(doc2)}
-        return model.render(self.prompt, fields, "doc2", forced_prefix=self.forced_prefix)[0]
+        return model.render(self.prompt, fields, "doc2", forced_prefix=self.forced_prefix)[0], fields
 
     def compare(self, query: str, x: str, y: str, texts: dict[str, str]) -> tuple[float, float]:
         ij, ji = self.ask([(query, texts[x], texts[y]), (query, texts[y], texts[x])])

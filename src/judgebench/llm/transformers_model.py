@@ -6,7 +6,7 @@ tokens, an unknown word mapped to ``<unk>``, a prompt truncated through the quer
 trailing space the tokenizer dropped) are handled here once and tested once.
 
 Weights are memoised process-wide by their load arguments, so the jobs of a Hydra multirun that run in
-one process load a model once; every :class:`LocalModel` still has its own ``usage`` and ``truncated``
+one process load a model once; every :class:`TransformersModel` still has its own ``usage`` and ``truncated``
 counters, so per-job accounting stays per job.
 """
 
@@ -34,14 +34,19 @@ _MEMO_LOCK = threading.Lock()
 
 
 @dataclass
-class LocalUsage:
-    """What the model was asked to do: prompts scored/generated, non-pad input tokens, forward batches, wall seconds."""
+class ModelUsage:
+    """What the model was asked to do: prompts scored/generated, non-pad input tokens run through the model
+    (a shared prefix counted once), forward batches, wall seconds; prompts scored on a shared prefix, prompts
+    that asked for one but fell back (the prefix's ids were not a prefix of theirs), and the prefix tokens run."""
 
     prompts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     batches: int = 0
     seconds: float = 0.0
+    prefix_shared: int = 0
+    prefix_fallbacks: int = 0
+    prefix_tokens: int = 0
 
     def as_metrics(self) -> dict[str, float]:
         return dict(self.__dict__)
@@ -100,7 +105,7 @@ def clear_memo() -> None:
         _MEMO.clear()
 
 
-class LocalModel:
+class TransformersModel:
     """A causal or seq2seq transformers model with batched, padding-safe next-token scoring.
 
     ``model`` is a hub name or a local directory; ``gguf_file`` a GGUF file name inside it (or a full
@@ -115,7 +120,7 @@ class LocalModel:
         if gguf_file is not None and model is None:
             model, gguf_file = Path(gguf_file).parent, Path(gguf_file).name
         if model is None:
-            raise ConfigError("LocalModel needs model= (hub name or directory) or gguf_file=")
+            raise ConfigError("TransformersModel needs model= (hub name or directory) or gguf_file=")
         name = str(Path(model).expanduser().resolve()) if Path(str(model)).expanduser().exists() else str(model)
         self.name = name
         self.tokenizer, self.model, self.kind = _load(name, str(gguf_file) if gguf_file else None, kind, device, dtype)
@@ -127,14 +132,14 @@ class LocalModel:
             raise ConfigError(f"use_chat_template=True but the tokenizer of {name} has no chat template")
         self.use_chat_template = has_template if use_chat_template is None else bool(use_chat_template)
         self.progress = progress
-        self.usage = LocalUsage()
+        self.usage = ModelUsage()
         self.truncated = 0
         params = inspect.signature(self.model.forward).parameters
         self._has_pos = "position_ids" in params
         self._has_keep = "logits_to_keep" in params
 
     @classmethod
-    def load(cls, *args, **kwargs) -> LocalModel:
+    def load(cls, *args, **kwargs) -> TransformersModel:
         """Alias of the constructor (weights are memoised either way)."""
         return cls(*args, **kwargs)
 
@@ -259,7 +264,7 @@ class LocalModel:
         for i, (ids, _) in enumerate(encoded):
             if len(ids) > self.max_input_tokens:
                 raise ValueError(f"prompt {i} is {len(ids)} tokens, over max_input_tokens={self.max_input_tokens}; "
-                                 "shorten the document with LocalModel.render(..., truncate_field=...)")
+                                 "shorten the document with TransformersModel.render(..., truncate_field=...)")
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
         chunks = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         return chunks  # progress is counted per prompt by the caller (judgebench.progress), not per batch
@@ -283,13 +288,29 @@ class LocalModel:
         self.usage.seconds += time.perf_counter() - t0
 
     def _last_logits(self, prompts: list[str], forced_prefix: str, system: str | None, progress: bool | None,
-                     pick: Any) -> np.ndarray:
-        """Run every prompt once and collect ``pick(last-position float32 logits (b, V))`` in input order."""
+                     pick: Any, prefixes: list[str | None] | None = None) -> np.ndarray:
+        """Run every prompt once and collect ``pick(last-position float32 logits (b, V))`` in input order.
+
+        ``prefixes[i]``, a text that ``prompts[i]`` starts with, asks for the prompts that share it to be
+        scored from one key/value cache of it (:mod:`judgebench.llm.prefix_cache`; causal models only).
+        """
         import torch
 
+        from judgebench.llm import prefix_cache
+
         encoded = [self.encode(p, forced_prefix, system) for p in prompts]
-        out: np.ndarray | None = None
-        for chunk in self._chunks(encoded, progress, "scoring"):
+        out = np.empty((len(prompts), 0), dtype=np.float64)
+        lengths = [0] * len(prompts)
+        if prefixes is not None and self.kind == "causal":
+            self._chunks(encoded, False, "scoring")  # the length check, before any work
+            lengths = prefix_cache.prefix_lengths(self, prompts, prefixes, [e[0] for e in encoded], system)
+            for i, vals in prefix_cache.shared_last_logits(self, [e[0] for e in encoded], lengths, pick).items():
+                if out.shape[1] == 0:
+                    out = np.empty((len(prompts), vals.shape[0]), dtype=np.float64)
+                out[i] = vals
+        rest = [i for i, n in enumerate(lengths) if not n]
+        for part in self._chunks([encoded[i] for i in rest], progress, "scoring") if rest else []:
+            chunk = [rest[j] for j in part]
             t0 = time.perf_counter()
             ids, mask = self._pad([encoded[i][0] for i in chunk])
             kw: dict[str, Any] = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device), "use_cache": False}
@@ -302,21 +323,23 @@ class LocalModel:
                 kw["decoder_input_ids"] = torch.tensor([encoded[i][1] for i in chunk], dtype=torch.long, device=self.device)
             with torch.inference_mode():
                 vals = pick(self.model(**kw).logits[:, -1, :].float()).cpu().numpy()
-            if out is None:
+            if out.shape[1] == 0:
                 out = np.empty((len(prompts), vals.shape[1]), dtype=np.float64)
             out[chunk] = vals
             self._count(len(chunk), mask, t0)
-        return out if out is not None else np.empty((0, 0))
+        return out if len(prompts) else np.empty((0, 0))
 
     def next_token_logprobs(self, prompts: list[str], candidates: list[str], forced_prefix: str = "",
-                            system: str | None = None, progress: bool | None = None) -> np.ndarray:
+                            system: str | None = None, progress: bool | None = None,
+                            prefixes: list[str | None] | None = None) -> np.ndarray:
         """(n, len(candidates)) log-probabilities, normalised over the FULL vocabulary, of each candidate token
-        as the next token after the (chat-templated) prompt and the forced assistant/decoder prefix."""
+        as the next token after the (chat-templated) prompt and the forced assistant/decoder prefix.
+        ``prefixes``: see :meth:`_last_logits` (same values, less recomputation)."""
         import torch
 
         cand = torch.tensor([self.token_id(c) for c in candidates], dtype=torch.long, device=self.device)
         res = self._last_logits(prompts, forced_prefix, system, progress,
-                                lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand))
+                                lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand), prefixes)
         return res.reshape(len(prompts), len(candidates))
 
     def first_step_logits(self, prompts: list[str], token_ids: list[int], forced_prefix: str = "",

@@ -10,9 +10,11 @@ from typing import Iterator
 
 import numpy as np
 import pytest
+import torch
 
-from judgebench.judges.local_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs, umbrela_label_distribution
-from judgebench.llm.local import LocalModel
+from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs, umbrela_label_distribution
+from judgebench.llm.prefix_cache import text_before
+from judgebench.llm.transformers_model import TransformersModel
 from judgebench.llm.smollm2 import smollm2_model_dir
 from tiny_models import controlled_logits, log_softmax, tiny_causal, tiny_controlled_causal, tiny_seq2seq
 
@@ -49,8 +51,8 @@ def controlled(tiny_dir) -> Path:
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
 def test_batched_matches_one_by_one_causal(arch, request):
     path = request.getfixturevalue(arch)
-    batched = LocalModel(path, batch_size=4, progress=True)
-    single = LocalModel(path, batch_size=1)
+    batched = TransformersModel(path, batch_size=4, progress=True)
+    single = TransformersModel(path, batch_size=1)
     assert batched.kind == "causal" and batched.use_chat_template
     cands = ["yes", "no", "0", "3"]
     a = batched.next_token_logprobs(PROMPTS, cands, forced_prefix="##final score: ")
@@ -66,7 +68,7 @@ def test_batched_matches_one_by_one_causal(arch, request):
 
 
 def test_batched_matches_one_by_one_seq2seq(t5):
-    batched, single = LocalModel(t5, batch_size=4), LocalModel(t5, batch_size=1)
+    batched, single = TransformersModel(t5, batch_size=4), TransformersModel(t5, batch_size=1)
     assert batched.kind == "seq2seq" and not batched.use_chat_template
     for prefix in ("", "answer :"):
         a = batched.next_token_logprobs(PROMPTS, ["yes", "no", "<extra_id_10>"], forced_prefix=prefix)
@@ -83,7 +85,7 @@ def test_batched_matches_one_by_one_seq2seq(t5):
 
 # (2) a model whose answers are known -------------------------------------------------------------
 def test_controlled_model_exact_logprobs(controlled):
-    lm = LocalModel(controlled, batch_size=3)
+    lm = TransformersModel(controlled, batch_size=3)
     prompts = ["cat dog", "good", "good good cat", "the good cat is a good dog and good", "moon sun tree river water fire"]
     cands = ["yes", "no", "0", "cat"]
     got = lm.next_token_logprobs(prompts, cands)
@@ -98,7 +100,7 @@ def test_controlled_model_exact_logprobs(controlled):
 
 # (3) candidates --------------------------------------------------------------------------------
 def test_candidates_must_be_single_known_tokens(llama):
-    lm = LocalModel(llama)
+    lm = TransformersModel(llama)
     assert lm.token_id("yes") != lm.tokenizer.unk_token_id
     assert lm.token_id("<|assistant|>") == lm.tokenizer.convert_tokens_to_ids("<|assistant|>")
     with pytest.raises(ValueError, match=r"'yes no' is not a single token.*\['yes', 'no'\]"):
@@ -109,7 +111,7 @@ def test_candidates_must_be_single_known_tokens(llama):
 
 # (4) rendering and truncation ---------------------------------------------------------------------
 def test_render_truncates_only_the_document(llama):
-    lm = LocalModel(llama, max_input_tokens=30)
+    lm = TransformersModel(llama, max_input_tokens=30)
     template = "Query : {query} ?\nPassage : {passage}\nAnswer :"
     query = "what is the cat of the moon"
     doc = " ".join(["water fire tree river city music sun moon dog"] * 10)
@@ -139,17 +141,17 @@ def test_a_template_with_other_braces_renders_as_the_api_judges_do(llama):
     expected = 'Answer as {"score": N}. Query: cat {x} Passage: moon'  # written out by hand
     assert fill(template, fields) == expected
     assert PromptTemplate("t", template).render(**fields) == expected
-    assert LocalModel(llama, max_input_tokens=64).render(template, fields, "passage") == (expected, False)
+    assert TransformersModel(llama, max_input_tokens=64).render(template, fields, "passage") == (expected, False)
     # one pass: a value holding a placeholder is not filled again
     assert fill("{query}|{passage}", {"query": "{passage}", "passage": "p"}) == "{passage}|p"
 
 
 # (5) memo ------------------------------------------------------------------------------------------
 def test_process_memo_shares_weights_not_counters(llama):
-    a = LocalModel(llama)
-    b = LocalModel(str(llama), batch_size=2, max_input_tokens=64)
+    a = TransformersModel(llama)
+    b = TransformersModel(str(llama), batch_size=2, max_input_tokens=64)
     assert a.model is b.model and a.tokenizer is b.tokenizer
-    assert LocalModel(llama, kind="causal", dtype="float32", device="cpu").model is a.model  # "auto" resolved before keying
+    assert TransformersModel(llama, kind="causal", dtype="float32", device="cpu").model is a.model  # "auto" resolved before keying
     a.next_token_logprobs(["cat"], ["yes"])
     assert a.usage.prompts == 1 and b.usage.prompts == 0 and b.batch_size == 2 and a.batch_size == 8
 
@@ -158,7 +160,7 @@ def test_process_memo_shares_weights_not_counters(llama):
 @pytest.mark.parametrize("arch", ["gpt2", "t5"])
 def test_generate_is_greedy_batched_and_bounded(arch, request):
     path = request.getfixturevalue(arch)
-    batched, single = LocalModel(path, batch_size=4), LocalModel(path, batch_size=1)
+    batched, single = TransformersModel(path, batch_size=4), TransformersModel(path, batch_size=1)
     out = batched.generate(PROMPTS, max_new_tokens=5)
     assert out == batched.generate(PROMPTS, max_new_tokens=5) == single.generate(PROMPTS, max_new_tokens=5)
     assert all(isinstance(s, str) and len(s.split()) <= 5 for s in out) and any(out)
@@ -182,7 +184,7 @@ PAIRS = [("how long do cats live", "Indoor cats typically live 12 to 18 years, a
 
 
 @pytest.fixture(scope="session")
-def smollm2(tmp_path_factory) -> Iterator[LocalModel]:
+def smollm2(tmp_path_factory) -> Iterator[TransformersModel]:
     """Converted once into $JUDGEBENCH_CACHE_DIR (kept) or a session temp dir (removed: 540 MB per copy)."""
     cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or tmp_path_factory.mktemp("judgebench-cache")
     t0 = time.perf_counter()
@@ -190,7 +192,7 @@ def smollm2(tmp_path_factory) -> Iterator[LocalModel]:
     assert path == Path(cache).expanduser() / "models" / "smollm2-135m-instruct"
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]  # the atomic rename left no temp dir
     assert smollm2_model_dir(cache) == path  # converted once
-    lm = LocalModel(path, batch_size=8)
+    lm = TransformersModel(path, batch_size=8)
     print(f"\nSmolLM2 ready in {time.perf_counter() - t0:.1f} s")
     yield lm
     if not os.environ.get("JUDGEBENCH_CACHE_DIR"):
@@ -205,12 +207,27 @@ def test_smollm2_umbrela_reads_the_digit_after_the_space(smollm2):
     with pytest.raises(ValueError, match="not a single token"):  # " 0" is 'Ġ' '0': why the space is forced
         lm.token_id(" 0")
     prompts = [UMBRELA.format(query=q, passage=p) for q, p in PAIRS]
-    mass = np.exp(umbrela_digit_logprobs(lm, prompts)).sum(axis=1)
+    got = umbrela_digit_logprobs(lm, prompts)
     labels, expected, probs = umbrela_label_distribution(lm, prompts)
-    print(f"UMBRELA digit mass after the space {mass.round(3)}; probs {probs.round(3).tolist()}; labels {labels}")
-    assert (mass > 0.5).all()
-    assert probs.shape == (2, 4) and np.allclose(probs.sum(axis=1), 1) and set(labels) <= {0, 1, 2, 3}
-    assert np.allclose(expected, probs @ np.arange(4))
+    # by hand: the chat template, the forced prefix and its space token 'Ġ', one plain forward, log_softmax
+    tok = lm.tokenizer
+    digits = tok.convert_tokens_to_ids(["0", "1", "2", "3"])
+    for i, prompt in enumerate(prompts):
+        text = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        ids = tok(text + "##final score:", add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("\u0120")]
+        with torch.no_grad():
+            lp = torch.log_softmax(lm.model(torch.tensor([ids])).logits[0, -1].double(), -1)[digits].numpy()
+        assert np.abs(got[i] - lp).max() <= 1e-4
+        p = np.exp(lp) / np.exp(lp).sum()
+        assert np.abs(probs[i] - p).max() <= 1e-5 and labels[i] == p.argmax()
+        assert expected[i] == pytest.approx(p[1] + 2 * p[2] + 3 * p[3], abs=1e-5)
+        print(f"UMBRELA digit mass after the space {np.exp(lp).sum():.3f}; probs {p.round(3).tolist()}")
+        assert np.exp(lp).sum() > 0.5  # the model does want to answer with a digit there
+    # the shared-prefix path, on the real byte-level BPE: the instruction + query prefix is a token prefix
+    prefixes = [text_before(UMBRELA, {"query": q, "passage": p}, "passage") for q, p in PAIRS]
+    before = (lm.usage.prefix_shared, lm.usage.prefix_fallbacks)
+    assert np.abs(umbrela_digit_logprobs(lm, prompts, prefixes=prefixes) - got).max() <= 1e-4
+    assert (lm.usage.prefix_shared - before[0], lm.usage.prefix_fallbacks - before[1]) == (2, 0)
 
 
 def test_smollm2_rg_yes_no(smollm2):

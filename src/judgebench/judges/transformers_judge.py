@@ -15,15 +15,16 @@ import pandas as pd
 
 from judgebench.cache import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
-from judgebench.judges.local_scoring import UMBRELA_PREFIX, umbrela_label_distribution
+from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_label_distribution
+from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import load_prompt
-from judgebench.llm.models import as_spec, cached_scores, local_key
+from judgebench.llm.models import as_spec, cached_scores, transformers_key
 
 log = logging.getLogger("judgebench")
 
 
 @dataclass
-class LocalJudge(Judge):
+class TransformersJudge(Judge):
     model_spec: Any = None  # judgebench.llm.models.ModelSpec fields
     prompt: str = "umbrela_bing"
     system: str | None = None
@@ -36,7 +37,7 @@ class LocalJudge(Judge):
         self.template = load_prompt(self.prompt)
         self.cache = CallCache(Path(self.cache_dir) / "calls")
 
-    def local_model(self):
+    def load_model(self):
         if self._model is None:
             self._model = self.spec.load(self.cache_dir, self.progress)
         return self._model
@@ -46,7 +47,7 @@ class LocalJudge(Judge):
         for q, d in zip(pairs["query_id"], pairs["doc_id"]):
             # the template text is the prompt; truncation (if any) happens inside scoring and is recorded
             prompt = self.template.render(query=dataset.queries[q], passage=texts[d])
-            key = local_key(self.spec.model_id, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
+            key = transformers_key(self.spec.model_id, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
             keys.append(key)
             items.append((key, (dataset.queries[q], texts[d])))
         records, scored = cached_scores(
@@ -67,12 +68,14 @@ class LocalJudge(Judge):
         return JudgeResult(labels=pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "raw"]), usage=usage)
 
     def _score(self, payloads: list[tuple[str, str]]) -> list[dict]:
-        model = self.local_model()
+        model = self.load_model()
         rendered = [
             model.render(self.template.text, {"query": q, "passage": p}, "passage", forced_prefix=UMBRELA_PREFIX, system=self.system)
             for q, p in payloads
         ]
-        labels, expected, probs = umbrela_label_distribution(model, [r[0] for r in rendered], self.system)
+        # every passage of a query shares the instructions and the query: scored once from their key/value cache
+        prefixes = [text_before(self.template.text, {"query": q, "passage": p}, "passage") for q, p in payloads]
+        labels, expected, probs = umbrela_label_distribution(model, [r[0] for r in rendered], self.system, prefixes)
         return [
             {"label": int(lab), "expected": round(float(e), 6), "probs": [round(float(x), 6) for x in pr], "truncated": bool(r[1])}
             for lab, e, pr, r in zip(labels, expected, probs, rendered)

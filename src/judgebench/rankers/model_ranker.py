@@ -29,7 +29,7 @@ class ModelRanker(Ranker):
         self.cache = CallCache(Path(self.cache_dir) / "calls")
         self.scored_now = 0  # prompts scored by the model in this job (0 on a cached rerun)
 
-    def local_model(self):
+    def load_model(self):
         if self._model is None:
             self._model = self.spec.load(self.cache_dir, self.progress)
         return self._model
@@ -87,11 +87,11 @@ class PointwiseRanker(ModelRanker):
         return {}
 
     def key(self, query: str, passage: str) -> str:
-        from judgebench.llm.models import local_key
+        from judgebench.llm.models import transformers_key
         from judgebench.llm.prompts import fill
 
         prompt = fill(self.prompt, {"query": query, "passage": passage})
-        return local_key(self.spec.model_id, self.method, self.prompt_version, prompt, **self.key_params())
+        return transformers_key(self.spec.model_id, self.method, self.prompt_version, prompt, **self.key_params())
 
     def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
         raise NotImplementedError

@@ -1,0 +1,161 @@
+"""Score prompts that share a token prefix from one key/value cache of that prefix.
+
+Why: the UMBRELA judge prompt is a long fixed instruction, then the query, then the passage; every
+passage of a query repeats the same few hundred tokens before it, and re-running them per pair is most
+of the work.  Here the prefix is run once (per model, template and query: the cache is memoised on the
+model by its token ids), and each prompt only runs its own tail on top of it.
+
+What is shared is a TOKEN prefix of the rendered, chat-templated, tokenized prompt, never a text
+prefix on faith: the caller names the text that comes before the varying field (:func:`text_before`),
+its chat-templated form is tokenized alone, and it is used only when those ids are exactly the first
+ids of the full prompt (a tokenizer can merge across the boundary).  Otherwise the prompt takes the
+ordinary unshared path and ``usage.prefix_fallbacks`` counts it.  Causal models only: an encoder is
+bidirectional, so its prefix states depend on what follows.
+
+Batches of tails are right-padded: position ids continue from the prefix length, the attention mask
+covers prefix + tail, and each row's logits are read at its own last real token.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from judgebench.llm.prompts import fill
+
+if TYPE_CHECKING:
+    from judgebench.llm.transformers_model import TransformersModel
+
+PREFIX_END = "\x00judgebench-prefix-end\x00"
+MEMO_SIZE = 4  # prefixes kept per model: a query's passages may come in several scoring chunks
+
+
+def text_before(template: str, fields: dict[str, Any], field: str) -> str:
+    """The filled ``template`` up to where ``fields[field]`` starts, trailing whitespace dropped.
+
+    Dropping the whitespace keeps the boundary where tokenizers do not merge (``Passage:`` then
+    `` Indoor``); the token check in :func:`prefix_lengths` catches any case where they still do.
+    """
+    filled = fill(template, {**fields, field: PREFIX_END})
+    return filled.split(PREFIX_END, 1)[0].rstrip()
+
+
+def _prefix_ids(model: TransformersModel, prefix: str, system: str | None) -> list[int] | None:
+    """Token ids of the chat-templated text that precedes the rest of a prompt starting with ``prefix``."""
+    text, special = model._text(prefix + PREFIX_END, system)
+    if PREFIX_END not in text:
+        return None
+    return model._ids(text.split(PREFIX_END, 1)[0], special)
+
+
+def prefix_lengths(model: TransformersModel, prompts: list[str], prefixes: list[str | None],
+                   encoded: list[list[int]], system: str | None) -> list[int]:
+    """Per prompt, how many of its leading ids are a verified shared prefix (0: score it unshared)."""
+    memo: dict[str, list[int] | None] = {}
+    out = []
+    for prompt, prefix, ids in zip(prompts, prefixes, encoded):
+        n = 0
+        if prefix and prompt.startswith(prefix):
+            if prefix not in memo:
+                memo[prefix] = _prefix_ids(model, prefix, system)
+            p = memo[prefix]
+            if p and len(p) < len(ids) and ids[: len(p)] == p:
+                n = len(p)
+        if n:
+            model.usage.prefix_shared += 1
+        elif prefix:
+            model.usage.prefix_fallbacks += 1
+        out.append(n)
+    return out
+
+
+def _forward_params(model: TransformersModel) -> Any:
+    import inspect
+
+    return inspect.signature(model.model.forward).parameters
+
+
+def _cache_arg(model: TransformersModel) -> str:
+    """``cache`` in newer transformers, ``past_key_values`` (deprecated there) in older ones."""
+    return "cache" if "cache" in _forward_params(model) else "past_key_values"
+
+
+def _prefix_kv(model: TransformersModel, ids: tuple[int, ...]) -> list[tuple[Any, Any]]:
+    """Per layer (keys, values) of the prefix, batch 1; memoised on the model, least recently used dropped."""
+    import torch
+
+    memo: OrderedDict = model.__dict__.setdefault("_prefix_memo", OrderedDict())
+    if ids in memo:
+        memo.move_to_end(ids)
+        return memo[ids]
+    t0 = time.perf_counter()
+    x = torch.tensor([ids], dtype=torch.long, device=model.device)
+    kw: dict[str, Any] = {"input_ids": x, "attention_mask": torch.ones_like(x), "use_cache": True}
+    if model._has_keep:
+        kw["logits_to_keep"] = 1
+    with torch.inference_mode():
+        result = model.model(**kw)
+    cache = result.cache if "cache" in _forward_params(model) else result.past_key_values
+    memo[ids] = [(layer.keys, layer.values) for layer in cache.layers]
+    model.usage.input_tokens += len(ids)
+    model.usage.prefix_tokens += len(ids)
+    model.usage.batches += 1
+    model.usage.seconds += time.perf_counter() - t0
+    while len(memo) > MEMO_SIZE:
+        memo.popitem(last=False)
+    return memo[ids]
+
+
+def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengths: list[int], pick: Any
+                       ) -> dict[int, np.ndarray]:
+    """``pick(next-token float32 logits)`` for every prompt with a shared prefix (lengths[i] > 0), by index."""
+    import torch
+    from transformers import DynamicCache
+
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, n in enumerate(lengths):
+        if n:
+            groups.setdefault(tuple(encoded[i][:n]), []).append(i)
+    out: dict[int, np.ndarray] = {}
+    for prefix, members in groups.items():
+        kv = _prefix_kv(model, prefix)
+        members = sorted(members, key=lambda i: len(encoded[i]))
+        p = len(prefix)
+        for start in range(0, len(members), model.batch_size):
+            chunk = members[start:start + model.batch_size]
+            t0 = time.perf_counter()
+            tails = [encoded[i][p:] for i in chunk]
+            b, width = len(tails), max(len(t) for t in tails)
+            ids = torch.full((b, width), model.tokenizer.pad_token_id, dtype=torch.long)
+            mask = torch.zeros((b, width), dtype=torch.long)
+            for r, tail in enumerate(tails):  # RIGHT padding: a row's pads come after its last real token
+                ids[r, : len(tail)], mask[r, : len(tail)] = torch.tensor(tail, dtype=torch.long), 1
+            last = torch.tensor([len(t) - 1 for t in tails])
+            cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],
+                                 config=model.model.config)
+            kw: dict[str, Any] = {
+                "input_ids": ids.to(model.device), _cache_arg(model): cache, "use_cache": True,
+                "attention_mask": torch.cat([torch.ones((b, p), dtype=torch.long), mask], dim=1).to(model.device),
+            }
+            if model._has_pos:
+                kw["position_ids"] = (p + torch.arange(width)).expand(b, -1).to(model.device)
+            keep = torch.unique(last)  # the positions some row ends at: logits for those columns only
+            if model._has_keep:
+                kw["logits_to_keep"] = keep.to(model.device)
+                col = torch.searchsorted(keep, last)
+            else:
+                col = last
+            with torch.inference_mode():
+                logits = model.model(**kw).logits
+                rows = logits[torch.arange(b), col.to(logits.device)].float()
+                vals = pick(rows).cpu().numpy()
+            for r, i in enumerate(chunk):
+                out[i] = vals[r]
+            model.usage.prompts += b
+            model.usage.input_tokens += int(mask.sum())
+            model.usage.batches += 1
+            model.usage.seconds += time.perf_counter() - t0
+    return out

@@ -1,0 +1,116 @@
+"""Shared-prefix scoring gives the log-probs of a plain, unshared forward pass of each full prompt.
+
+The reference values come from a freshly loaded transformers model run on one prompt at a time
+(``model(input_ids)`` + log_softmax), with the ids built here from the tokenizer: no judgebench code.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from judgebench.data.datasets import Dataset
+from judgebench.judges.transformers_judge import TransformersJudge
+from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs
+from judgebench.llm.prefix_cache import text_before
+from judgebench.llm.prompts import fill, load_prompt
+from judgebench.llm.transformers_model import TransformersModel
+from tiny_models import tiny_causal
+
+QUERIES = {"q1": "what is the cat of the moon", "q2": "how is the river"}
+PASSAGES = {  # different first words (so a query's prompts share exactly the text before the passage), 1 to 30 words
+    "p1": "cat",
+    "p2": "dog is in the water",
+    "p3": "sun and moon and fire and the tree of the city is good",
+    "p4": " ".join(["river music water fire tree city"] * 5),
+}
+LABEL_SET = [(q, d) for q in QUERIES for d in PASSAGES]  # every pair: 2 queries x 4 passages
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tiny-prefix")
+    return {arch: tiny_causal(root, arch=arch) for arch in ("llama", "gpt2")}  # gpt2: absolute positions
+
+
+@functools.cache
+def plain_model(path: Path):
+    """A fresh load (not judgebench's memo): the reference shares no code or state with the code under test."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path).eval()
+
+
+def plain_logprobs(path: Path, prompt: str, tokens: list[str]) -> tuple[np.ndarray, list[int]]:
+    """log P(token) after the chat-templated prompt + the forced UMBRELA prefix, one unpadded forward pass."""
+    tok, net = plain_model(path)
+    # the tiny tokenizer splits on whitespace and has no space token: the forced prefix's space adds nothing
+    assert tok.convert_tokens_to_ids(" ") == tok.unk_token_id
+    text = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+    ids = tok(text + UMBRELA_PREFIX, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logits = net(torch.tensor([ids])).logits[0, -1].double()
+    return torch.log_softmax(logits, -1)[tok.convert_tokens_to_ids(tokens)].numpy(), ids
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch):
+    path = tiny[arch]
+    template = load_prompt("umbrela_bing").text
+    prompts = [fill(template, {"query": QUERIES[q], "passage": PASSAGES[d]}) for q, d in LABEL_SET]
+    prefixes = [text_before(template, {"query": QUERIES[q], "passage": PASSAGES[d]}, "passage") for q, d in LABEL_SET]
+    model = TransformersModel(path, batch_size=4)  # one batch per query: 4 passages of 1, 5, 12 and 30 words
+    got = umbrela_digit_logprobs(model, prompts, prefixes=prefixes)
+
+    want, ids = zip(*(plain_logprobs(path, p, ["0", "1", "2", "3"]) for p in prompts))
+    assert np.abs(got - np.array(want)).max() <= 1e-4
+    assert np.ptp(got[:, 0]) > 1e-2  # the pairs really score differently
+    assert model.usage.prefix_shared == len(LABEL_SET) and model.usage.prefix_fallbacks == 0
+    # tokens run: per query its common prefix once, then every prompt's own tail
+    expected_tokens = 0
+    for q in QUERIES:
+        rows = [list(i) for i, (qq, _) in zip(ids, LABEL_SET) if qq == q]
+        common = next(k for k in range(min(map(len, rows)) + 1) if k == min(map(len, rows)) or len({r[k] for r in rows}) > 1)
+        expected_tokens += common + sum(len(r) - common for r in rows)
+    assert model.usage.input_tokens == expected_tokens < sum(map(len, ids))
+    assert model.usage.batches == 2 * 2  # per query: its prefix, then one batch of its 4 tails
+
+
+def test_a_prefix_that_tokenizes_differently_falls_back_and_is_counted(tiny):
+    path = tiny["llama"]
+    prompts = ["the cat is in the river", "the cat is a dog", "the cat of the moon", "what is music ?"]
+    prefixes = ["the cat is", "the ca", "the cat of the moon", "not a prefix"]  # ok, mid-word, the whole text, wrong
+    model = TransformersModel(path, batch_size=4)
+    got = model.next_token_logprobs(prompts, ["yes", "no"], forced_prefix=UMBRELA_PREFIX, prefixes=prefixes)
+    want = np.array([plain_logprobs(path, p, ["yes", "no"])[0] for p in prompts])
+    assert np.abs(got - want).max() <= 1e-4
+    # 'the ca' is ['the', '<unk>'] alone and 'not a prefix' is none; the whole text still leaves the chat
+    # template's assistant header and the forced prefix as its tail
+    assert (model.usage.prefix_shared, model.usage.prefix_fallbacks) == (2, 2)
+
+
+def test_the_judge_scores_from_the_shared_prefix_with_the_labels_of_a_plain_forward(tiny, tmp_path):
+    path = tiny["gpt2"]
+    pool = pd.DataFrame([(q, d, 1.0, i + 1) for q in QUERIES for i, d in enumerate(PASSAGES)],
+                        columns=["query_id", "doc_id", "score", "rank"])
+    qrels = pd.DataFrame([(q, d, 0) for q, d in LABEL_SET], columns=["query_id", "doc_id", "relevance"])
+    ds = Dataset("tiny", dict(QUERIES), qrels, dict(PASSAGES), pool)
+    judge = TransformersJudge(name="tiny", family="open", model="tiny", cache_dir=str(tmp_path), progress=False,
+                              model_spec={"model": str(path), "batch_size": 3})
+    result = judge.judge(qrels[["query_id", "doc_id"]], ds, ds.corpus)
+    template = load_prompt("umbrela_bing").text
+    for (q, d), label, raw in zip(zip(result.labels["query_id"], result.labels["doc_id"]), result.labels["relevance"],
+                                  result.labels["raw"]):
+        lp, _ = plain_logprobs(path, fill(template, {"query": QUERIES[q], "passage": PASSAGES[d]}), ["0", "1", "2", "3"])
+        probs = np.exp(lp - lp.max())
+        probs /= probs.sum()
+        assert np.abs(np.array(json.loads(raw)["probs"]) - probs).max() <= 1e-5  # stored rounded to 6 decimals
+        assert label == int(probs.argmax())
+    usage = judge.load_model().usage
+    assert usage.prefix_shared == len(LABEL_SET) and usage.prefix_fallbacks == 0 and result.usage.calls_made == 8
