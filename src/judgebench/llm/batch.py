@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -248,7 +249,8 @@ async def _judge_in_batches(backend, cache, todo, records, failures, meta, store
             log.info("%s: submitted batch %s (%d prompts; its id is saved in %s, a rerun resumes it)",
                      desc, batch_id, len(chunk), path)
             jobs.append((path, batch_id, keys))
-        bar = tqdm(total=sum(len(k) for _, _, k in jobs), desc=f"{desc} (batch)", unit="prompt", disable=not progress)
+        bar = tqdm(total=sum(len(k) for _, _, k in jobs), desc=f"{desc} (batch)", unit="prompt",
+                   disable=not progress or not sys.stderr.isatty())  # in a log file: the periodic log line
         try:
             await asyncio.gather(*(_wait_and_store(backend, provider, cache, meta, parse, job, records, failures, bar)
                                    for job in jobs))
