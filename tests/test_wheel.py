@@ -63,10 +63,17 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory, wheel) -> Path:
     """A fresh venv of the base interpreter; a .pth line lends it this interpreter's site-packages (the
-    dependencies) without running their .pth files, so the editable judgebench install stays out."""
-    root = tmp_path_factory.mktemp("venv")
+    dependencies) without running their .pth files, so the editable judgebench install stays out. It sits
+    in a git repository of its own (a user's project with its .venv), whose commit is not judgebench's."""
+    project = tmp_path_factory.mktemp("project")
+    (project / ".gitignore").write_text(".venv/\n", encoding="utf-8")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-C", project]
+    _sh([*git, "init", "-q"], cwd=project)
+    _sh([*git, "add", ".gitignore"], cwd=project)
+    _sh([*git, "commit", "-q", "-m", "a project that uses judgebench"], cwd=project)
+    root = project / ".venv"
     base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
-    _sh([base, "-m", "venv", "--without-pip", root], cwd=root)
+    _sh([base, "-m", "venv", "--without-pip", root], cwd=project)
     (site,) = (root / "lib").glob("python3*/site-packages")
     deps = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (site / "judgebench_deps.pth").write_text("".join(f"{p}\n" for p in deps), encoding="utf-8")
@@ -112,6 +119,7 @@ def test_judgebench_run_and_compare_from_an_empty_directory(venv, tmp_path):
     exp = client.get_experiment_by_name("judgebench")
     (run,) = client.search_runs([exp.experiment_id], "tags.`judgebench.kind` = 'job'")
     assert run.info.status == "FINISHED" and run.data.tags["system"] == "Perfect" and run.data.tags["dataset"] == "toy"
+    assert run.data.tags["git_commit"] == "unknown"  # not the commit of the project the venv sits in
     assert any((work / "mlruns" / "artifacts").rglob("run.trec"))  # the artifact root defaults to the working directory too
     # the oracle ranks by the human labels, so under them it is ideal; the judge's nDCG is recomputed by hand
     # from the logged ranking and the judge's logged labels
