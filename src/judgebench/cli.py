@@ -1,13 +1,14 @@
-"""`judgebench` console script: `judgebench cache ...` and `judgebench compare ...`."""
+"""`judgebench` console script: `judgebench run ...` (the grid, through Hydra), `cache ...` and `compare ...`."""
 
 from __future__ import annotations
 
 import sys
 
 USAGE = """usage: judgebench <command> [args]
+  run [-m] key=value ... [--verbose]                        run grid cells through Hydra (see judgebench run --help)
   cache stats|verify|export FILE|import FILE [--root DIR]   inspect or share the LLM call cache
   compare experiment=NAME [sweep=ID] [out=DIR] [...]        cross-judge tables and figures from MLflow (see judgebench-compare --help)
-The grid itself runs through Hydra: python run.py [-m] key=value ..."""
+In a clone, python run.py [-m] key=value ... is the same as judgebench run."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,6 +17,10 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
+    if command == "run":
+        from judgebench.run import cli as run_cli
+
+        return run_cli(rest)
     if command == "cache":
         from judgebench.cache.cli import main as cache_main
 

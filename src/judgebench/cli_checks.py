@@ -1,4 +1,5 @@
-"""Checks on run.py's command line and environment, made before Hydra starts (Hydra writes .hydra/ first).
+"""Checks on the command line and environment of ``judgebench run`` (``python run.py``), made before Hydra
+starts (Hydra writes .hydra/ first).
 
 An unknown option of a config group (``judge=gpt5``) is one ``judgebench: error:`` line naming the valid
 options, exit 2, instead of Hydra's multi-line report with exit 1. An empty ``JUDGEBENCH_CACHE_DIR`` is
@@ -34,7 +35,7 @@ def _searchpath(arg: str) -> list[Path] | None:
 
 
 def _config_dirs(argv: Sequence[str], primary: Path) -> list[Path] | None:
-    """Where config groups are looked up: run.py's conf/, --config-dir, and hydra.searchpath (None: unknown)."""
+    """Where config groups are looked up: the package's conf/, --config-dir, and hydra.searchpath (None: unknown)."""
     dirs = [primary]
     for arg in argv:
         if arg.lstrip("+").startswith("hydra.searchpath="):

@@ -1,7 +1,8 @@
 """Errors the user must fix, reported as one line: ``judgebench: error: <message>`` on stderr, exit code 2.
 
-``run.py`` routes every job through :func:`reported`. An exception is *user-facing* when it says what to
-change in the config, the input files or the environment:
+``judgebench run`` (judgebench/run.py; ``python run.py`` in a clone) routes every job through
+:func:`reported`. An exception is *user-facing* when it says what to change in the config, the input
+files or the environment:
 
 * every :class:`~judgebench.exceptions.UserError` (judgebench/exceptions.py: bad input file naming file
   and line, bad setting or missing API key naming the key, unusable cache naming the path, a cell above
@@ -11,14 +12,14 @@ change in the config, the input files or the environment:
 * a setting a component does not take (``+judge.backend.foo=1``);
 * an MLflow tracking server that cannot be reached.
 
-Before Hydra starts, ``run.py`` also refuses an unknown group option (``judge=gpt5``: one line naming the
-valid options, exit 2, see cli_checks.py), and each job checks every typed setting (settings.py).
+Before Hydra starts, ``judgebench run`` also refuses an unknown group option (``judge=gpt5``: one line
+naming the valid options, exit 2, see cli_checks.py), and each job checks every typed setting (settings.py).
 
 Anything else is a bug and keeps its traceback. Hydra's remaining errors (bad override syntax) are Hydra's
 messages and exit code 1.
 
-Tracebacks on demand: ``--verbose`` anywhere on the ``run.py`` command line (taken off before Hydra parses
-it; it sets ``JUDGEBENCH_VERBOSE=1`` so that jobs started elsewhere, e.g. by SLURM, inherit it) or
+Tracebacks on demand: ``--verbose`` anywhere on the command line (taken off before Hydra parses it; it
+sets ``JUDGEBENCH_VERBOSE=1`` so that jobs started elsewhere, e.g. by SLURM, inherit it) or
 ``JUDGEBENCH_VERBOSE=1`` print the full traceback, then the same line and exit code; Hydra's
 ``HYDRA_FULL_ERROR=1`` keeps Hydra's behaviour (the exception raised as is: full traceback, exit 1).
 

@@ -47,8 +47,12 @@ def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
 
 
 def git_commit(cwd: str | Path = Path(__file__).parent) -> str:
-    """The commit of the judgebench checkout (not of wherever run.py was started)."""
+    """The commit of the judgebench checkout (not of wherever run.py was started); "unknown" for an installed
+    package, also one in a venv inside some other repository (whose commit says nothing about this code)."""
     try:
+        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", str(Path(__file__).resolve())], cwd=cwd, capture_output=True, timeout=5)
+        if tracked.returncode != 0:
+            return "unknown"
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.TimeoutExpired):
