@@ -7,7 +7,6 @@ every retry honours the server's Retry-After in one place (tenacity), the same f
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import time
@@ -20,6 +19,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from judgebench.exceptions import BackendUnreachable, ConfigError
 from judgebench.llm.batch_settings import BatchSettings, check_mode
 from judgebench.llm.concurrency import AdaptiveConcurrency
+from judgebench.llm.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.masking import ENV_NAME, mask_url, register_secret_env
 
 
@@ -32,29 +32,6 @@ def _root_cause(exc: BaseException) -> str:
     while exc.__cause__ is not None or (exc.__context__ is not None and not exc.__suppress_context__):
         exc = exc.__cause__ or exc.__context__
     return str(exc) or type(exc).__name__
-
-
-class TransientError(Exception):
-    """Worth retrying: 429, 5xx, timeouts, connection errors, malformed responses.
-
-    ``overload`` (429, 503, 529) shrinks the adaptive concurrency window; ``headers`` are the response's,
-    for its rate-limit headers.
-    """
-
-    def __init__(self, kind: str, message: str, retry_after: float | None = None, *,
-                 overload: bool | None = None, headers=None):
-        super().__init__(f"{kind}: {message}")
-        self.kind, self.retry_after = kind, retry_after
-        self.overload = kind == "429" if overload is None else overload
-        self.headers = headers
-
-
-class PermanentError(Exception):
-    """Retrying cannot help (bad request, auth, unknown model)."""
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
 
 
 class CallFailed(Exception):
@@ -82,22 +59,6 @@ class RequestStats:
     reasks: int = 0  # answers without a parsable score asked again (each a new request)
     errors: Counter = field(default_factory=Counter)  # by kind: 429, 5xx, timeout, malformed, ...
     batches: int = 0  # batch jobs submitted (mode=batch; each of its lines counts as one request)
-
-
-def _retry_after(headers) -> float | None:
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
 
 
 def _per_second_limiter(per_minute: float) -> AsyncLimiter:
@@ -318,26 +279,11 @@ class OpenAIBackend(APIBackend):
         import openai
 
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        try:
+        with openai_errors():
             resp = await self._client.chat.completions.create(
                 model=self.model, messages=messages, temperature=self.temperature, top_p=self.top_p,
                 frequency_penalty=self.frequency_penalty, max_tokens=self.max_output_tokens,
             )
-        except openai.RateLimitError as e:
-            raise TransientError("429", str(e)[:200], _retry_after(e.response.headers), headers=e.response.headers) from e
-        except openai.InternalServerError as e:
-            raise TransientError("5xx", str(e)[:200], _retry_after(e.response.headers), overload=e.status_code in (503, 529),
-                                 headers=e.response.headers) from e
-        except openai.APITimeoutError as e:
-            raise TransientError("timeout", str(e)[:200]) from e
-        except openai.APIConnectionError as e:
-            raise TransientError("connection", str(e)[:200]) from e
-        except openai.APIStatusError as e:
-            if e.status_code in (408, 409):
-                raise TransientError(str(e.status_code), str(e)[:200], _retry_after(e.response.headers)) from e
-            raise PermanentError(str(e.status_code), str(e)[:300]) from e
-        except (json.JSONDecodeError, openai.APIResponseValidationError, ValueError) as e:
-            raise TransientError("malformed", str(e)[:200]) from e
         if not getattr(resp, "choices", None):
             raise TransientError("malformed", "response without choices")
         usage = resp.usage
@@ -368,31 +314,14 @@ class GeminiBackend(APIBackend):
             pass
 
     async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int]:
-        from google.genai import errors, types
+        from google.genai import types
 
         config = types.GenerateContentConfig(
             temperature=self.temperature, top_p=self.top_p, max_output_tokens=self.max_output_tokens,
             system_instruction=system or None,
         )
-        try:
+        with gemini_errors():
             resp = await self._client.aio.models.generate_content(model=self.model, contents=prompt, config=config)
-        except errors.ClientError as e:
-            headers = getattr(e.response, "headers", None)
-            if e.code in (408, 429):
-                raise TransientError(str(e.code), str(e)[:200], _retry_after(headers), headers=headers) from e
-            raise PermanentError(str(e.code), str(e)[:300]) from e
-        except errors.ServerError as e:
-            headers = getattr(e.response, "headers", None)
-            raise TransientError("5xx", str(e)[:200], _retry_after(headers), overload=e.code == 503, headers=headers) from e
-        except (json.JSONDecodeError, ValueError) as e:
-            raise TransientError("malformed", str(e)[:200]) from e
-        except Exception as e:  # httpx timeouts / connection errors surface as their own types
-            name = type(e).__name__.lower()
-            if "timeout" in name:
-                raise TransientError("timeout", str(e)[:200]) from e
-            if "connect" in name or "network" in name or "protocol" in name:
-                raise TransientError("connection", str(e)[:200]) from e
-            raise
         usage = resp.usage_metadata
         text = resp.text or ""
         return text, (usage.prompt_token_count or 0) if usage else 0, (usage.candidates_token_count or 0) if usage else 0

@@ -4,42 +4,15 @@ job state ends, then read from the job's inline responses."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from typing import Any
 
-from judgebench.llm.api import PermanentError, TransientError, _retry_after
+from judgebench.llm.provider_errors import gemini_errors
 from judgebench.llm.batch import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
 
 _STATES = {"JOB_STATE_SUCCEEDED": "succeeded", "JOB_STATE_PARTIALLY_SUCCEEDED": "succeeded",
            "JOB_STATE_FAILED": "failed", "JOB_STATE_EXPIRED": "expired", "JOB_STATE_CANCELLED": "cancelled"}
 """Job states that end a batch; pending, queued, running, ... are running."""
-
-
-@contextlib.contextmanager
-def gemini_errors() -> Iterator[None]:
-    """The SDK's exceptions as TransientError / PermanentError, as for online requests."""
-    from google.genai import errors
-
-    try:
-        yield
-    except errors.ClientError as e:
-        headers = getattr(e.response, "headers", None)
-        if e.code in (408, 429):
-            raise TransientError(str(e.code), str(e)[:200], _retry_after(headers)) from e
-        raise PermanentError(str(e.code), str(e)[:300]) from e
-    except errors.ServerError as e:
-        raise TransientError("5xx", str(e)[:200], _retry_after(getattr(e.response, "headers", None))) from e
-    except json.JSONDecodeError as e:
-        raise TransientError("malformed", str(e)[:200]) from e
-    except Exception as e:  # httpx / aiohttp timeouts and connection errors surface as their own types
-        name = type(e).__name__.lower()
-        if "timeout" in name:
-            raise TransientError("timeout", str(e)[:200]) from e
-        if "connect" in name or "network" in name or "protocol" in name:
-            raise TransientError("connection", str(e)[:200]) from e
-        raise
 
 
 class GeminiBatches(BatchProvider):

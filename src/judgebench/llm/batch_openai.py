@@ -4,40 +4,15 @@ ends, then its output and error files downloaded."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from typing import Any
 
-from judgebench.llm.api import PermanentError, TransientError, _retry_after
+from judgebench.llm.provider_errors import openai_errors
 from judgebench.llm.batch import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
 
 ENDPOINT = "/v1/chat/completions"
 _STATES = {"completed": "succeeded", "failed": "failed", "expired": "expired", "cancelled": "cancelled"}
 """OpenAI batch statuses that end it; validating, in_progress, finalizing and cancelling are running."""
-
-
-@contextlib.contextmanager
-def openai_errors() -> Iterator[None]:
-    """The client's exceptions as TransientError / PermanentError, as for online requests."""
-    import openai
-
-    try:
-        yield
-    except openai.RateLimitError as e:
-        raise TransientError("429", str(e)[:200], _retry_after(e.response.headers)) from e
-    except openai.InternalServerError as e:
-        raise TransientError("5xx", str(e)[:200], _retry_after(e.response.headers)) from e
-    except openai.APITimeoutError as e:
-        raise TransientError("timeout", str(e)[:200]) from e
-    except openai.APIConnectionError as e:
-        raise TransientError("connection", str(e)[:200]) from e
-    except openai.APIStatusError as e:
-        if e.status_code in (408, 409):
-            raise TransientError(str(e.status_code), str(e)[:200], _retry_after(e.response.headers)) from e
-        raise PermanentError(str(e.status_code), str(e)[:300]) from e
-    except (json.JSONDecodeError, openai.APIResponseValidationError) as e:
-        raise TransientError("malformed", str(e)[:200]) from e
 
 
 class OpenAIBatches(BatchProvider):

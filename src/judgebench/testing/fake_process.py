@@ -138,8 +138,11 @@ class FakeLLMServer:
 
     def configure(self, **kw: Any) -> dict[str, Any]:
         """Changes settings at run time (validated here and by the server); returns the full config."""
-        FakeConfig().updated(**kw)
-        return self._call("POST", "/_config", kw)  # type: ignore[no-any-return]
+        return self._configure(FakeConfig, "/_config", kw)
+
+    def _configure(self, config_class: type, path: str, kw: dict[str, Any]) -> dict[str, Any]:
+        config_class().updated(**kw)  # a bad setting fails here, in the caller
+        return self._call("POST", path, kw)  # type: ignore[no-any-return]
 
     def reset(self) -> None:
         """Clears the counters and restarts the fault RNG from the configured seed."""
@@ -151,8 +154,7 @@ class FakeLLMServer:
 
     def configure_batches(self, **kw: Any) -> dict[str, Any]:
         """How batches behave (:class:`~judgebench.testing.fake_batches.FakeBatchConfig`)."""
-        FakeBatchConfig().updated(**kw)
-        return self._call("POST", "/_batch_config", kw)  # type: ignore[no-any-return]
+        return self._configure(FakeBatchConfig, "/_batch_config", kw)
 
     def reset_batches(self) -> None:
         """Forgets every batch and file and clears the batch counters."""
