@@ -17,9 +17,8 @@ With ``fsync=True`` (or JUDGEBENCH_CACHE_FSYNC=1) data and new directories are f
 without it a killed *process* still loses nothing (the page cache has it), only an OS crash can lose the last
 seconds, and the torn record is then caught by its checksum and asked again. No file is shared mutable state
 between processes and no lock is taken (SQLite was rejected: WAL needs shared memory, rollback journals
-byte-range locks, neither reliable on NFS). Each entry is ``{"sha256", "payload": {"key", "meta", "record",
-"written_at"}}``, the checksum over the payload's canonical JSON: a truncated, empty, bit-flipped or misnamed
-entry is reported with its location and is a miss. Records come back as JSON gives them (tuples become lists).
+byte-range locks, neither reliable on NFS). Entries are checksummed envelopes (:mod:`judgebench.cache.keys`):
+a truncated, empty, bit-flipped or misnamed entry is reported with its location and is a miss.
 """
 
 from __future__ import annotations
