@@ -125,16 +125,18 @@ def test_a_corrupt_middle_record_is_reported_and_the_rest_still_read(tmp_path, c
     assert fresh.verify() == [] and [fresh.get(k) for k in keys] == [_rec(0), None, _rec(2), None, _rec(4)]
 
 
-def _segment_writer(root: str, wid: int, start) -> None:
+def _segment_writer(root: str, wid: int, start, seen_some) -> None:
     c = CallCache(root, layout="segments")
     js = [*range(100), *range(1000 * (wid + 1), 1000 * (wid + 1) + 300)]  # 100 shared keys, 300 own
     start.wait()
     for i in range(0, len(js), 8):
+        if i == 200:  # halfway: the reader must have read live entries before the rest is written
+            seen_some.wait(60)
         c.put_many([(_key(j, "conc"), {"j": j, "writer": wid, "blob": "w" * (j % 900)}, {"backend": f"w{wid}"})
                     for j in js[i:i + 8]])
 
 
-def _segment_reader(root: str, start, stop, out) -> None:
+def _segment_reader(root: str, start, stop, out, seen_some) -> None:
     c = CallCache(root)
     keys = {j: _key(j, "conc") for j in [*range(100), *range(1000, 1300), *range(2000, 2300)]}
     seen = bad = 0
@@ -145,6 +147,8 @@ def _segment_reader(root: str, start, stop, out) -> None:
             if r is not None:
                 seen += 1
                 bad += r["j"] != j or len(r["blob"]) != j % 900
+        if seen:
+            seen_some.set()
     out.put((seen, bad, c.corrupt_seen))
 
 
@@ -152,9 +156,9 @@ def test_two_processes_append_while_a_third_reads_then_a_fourth_reads_all(tmp_pa
     ctx = mp.get_context("fork")
     root = str(tmp_path / "cache")
     CallCache(root, layout="segments").check_writable()
-    start, stop, out = ctx.Barrier(3), ctx.Event(), ctx.Queue()
-    writers = [ctx.Process(target=_segment_writer, args=(root, w, start)) for w in range(2)]
-    reader = ctx.Process(target=_segment_reader, args=(root, start, stop, out))
+    start, stop, out, seen_some = ctx.Barrier(3), ctx.Event(), ctx.Queue(), ctx.Event()
+    writers = [ctx.Process(target=_segment_writer, args=(root, w, start, seen_some)) for w in range(2)]
+    reader = ctx.Process(target=_segment_reader, args=(root, start, stop, out, seen_some))
     for p in [*writers, reader]:
         p.start()
     for p in writers:
@@ -163,7 +167,7 @@ def test_two_processes_append_while_a_third_reads_then_a_fourth_reads_all(tmp_pa
     stop.set()
     seen, bad, corrupt = out.get(timeout=60)
     reader.join(30)
-    assert bad == 0 and corrupt == 0 and seen > 0
+    assert bad == 0 and corrupt == 0 and seen > 0 and seen_some.is_set()  # it read while both were still writing
     segments = sorted((Path(root) / "segments").iterdir())
     assert len(segments) == 2  # one file per writing process, none shared
     c = CallCache(root)
