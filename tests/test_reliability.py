@@ -438,6 +438,7 @@ def _listening(port: int) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # ~80 s: a real mlflow server stopped and restarted under a sweep
 def test_mlflow_server_going_away_mid_sweep(tmp_path):
     """The tracking server dies while cell #0 is judging. Deterministic: the server is killed once the fake LLM
     server has seen the first judge request; by then the cell has created its MLflow run, and its next MLflow call
@@ -591,6 +592,7 @@ def smollm2_dir(tmp_path_factory) -> Path:
     return cache / MODEL_SUBDIR
 
 
+@pytest.mark.slow  # ~100 s: the content-bias job with the real SmolLM2 judge on the CPU
 def test_injection_probe_with_the_smollm2_judge(tmp_path, smollm2_dir):
     """The real offline LLM judge reads the passages: the probe runs and its metrics reach MLflow."""
     planted = "sk-planted-env-smollm2-3d0a"

@@ -166,6 +166,7 @@ def toy_digest() -> str:
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
 
 
+@pytest.mark.slow  # ~60 s: a real mlflow server, and the store moved
 def test_moved_store_and_mlflow_server(grid, tmp_path):
     old = grid["tmp"] / "mlruns"
     store = tmp_path / "elsewhere" / "mlruns"
