@@ -143,7 +143,7 @@ def test_script_reports_the_server_it_started(server):
         assert [m["id"] for m in json.load(resp)["data"]] == [gguf.stem] == [server["model"]]
 
 
-@pytest.mark.slow  # 5-11 min: 241 real generations by SmolLM2 on the CPU; CI runs it (pytest -m slow)
+@pytest.mark.slow  # 241 real SmolLM2 generations on the CPU (~1 min idle, 11 min under load); CI runs it (-m slow)
 def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tmp_path):
     toy = load_toy()
     pool = toy.pool[toy.pool["query_id"].isin(QUERIES) & (toy.pool["rank"] <= POOL_DEPTH)]
