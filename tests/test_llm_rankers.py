@@ -63,6 +63,8 @@ def test_rg_score_is_the_yes_no_softmax_of_the_model(models, ds, tmp_path):
     assert list(run["doc_id"]) == sorted(DOCS, key=lambda d: -expected[d])
     assert list(run["doc_id"])[:2] == ["d1", "d3"]  # most "good" first: the slope on Yes is positive
     assert ranker.scored_now == 5
+    # scored on top of one key/value cache of what every RG prompt starts with (chat template, "Passage:")
+    assert (model.usage.prefix_shared, model.usage.prefix_fallbacks) == (5, 0)
 
     # a rerun is served by the cache: no model is even loaded
     again = RGRanker(name="RG", model_spec=spec(models["controlled"]), cache_dir=str(tmp_path), progress=False)

@@ -72,12 +72,17 @@ def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch):
     assert np.abs(got - np.array(want)).max() <= 1e-4
     assert np.ptp(got[:, 0]) > 1e-2  # the pairs really score differently
     assert model.usage.prefix_shared == len(LABEL_SET) and model.usage.prefix_fallbacks == 0
-    # tokens run: per query its common prefix once, then every prompt's own tail
-    expected_tokens = 0
+    # tokens run: per query what its prefix does not share with the previous query's (the instruction), then
+    # every prompt's own tail
+    expected_tokens, previous = 0, []
     for q in QUERIES:
         rows = [list(i) for i, (qq, _) in zip(ids, LABEL_SET) if qq == q]
         common = next(k for k in range(min(map(len, rows)) + 1) if k == min(map(len, rows)) or len({r[k] for r in rows}) > 1)
-        expected_tokens += common + sum(len(r) - common for r in rows)
+        prefix = rows[0][:common]
+        reused = next(k for k in range(len(prefix) + 1) if k == min(len(prefix), len(previous)) or prefix[k] != previous[k])
+        expected_tokens += common - reused + sum(len(r) - common for r in rows)
+        previous = prefix
+    assert reused > 40  # the second query's prefix ran only its query on top of the first's instruction
     assert model.usage.input_tokens == expected_tokens < sum(map(len, ids))
     assert model.usage.batches == 2 * 2  # per query: its prefix, then one batch of its 4 tails
 

@@ -83,25 +83,51 @@ def _cache_arg(model: TransformersModel) -> str:
     return "cache" if "cache" in _forward_params(model) else "past_key_values"
 
 
+def _common_length(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
 def _prefix_kv(model: TransformersModel, ids: tuple[int, ...]) -> list[tuple[Any, Any]]:
-    """Per layer (keys, values) of the prefix, batch 1; memoised on the model, least recently used dropped."""
+    """Per layer (keys, values) of the prefix, batch 1; memoised on the model, least recently used dropped.
+
+    A new prefix starts from the memoised one it shares most leading ids with (every query's prefix repeats the
+    instruction; PRP's (query, first passage) prefixes repeat the query's): only the ids after the common part
+    are run, on top of its states, which a causal model makes the same as running the whole prefix."""
     import torch
+    from transformers import DynamicCache
 
     memo: OrderedDict = model.__dict__.setdefault("_prefix_memo", OrderedDict())
     if ids in memo:
         memo.move_to_end(ids)
         return memo[ids]
     t0 = time.perf_counter()
-    x = torch.tensor([ids], dtype=torch.long, device=model.device)
-    kw: dict[str, Any] = {"input_ids": x, "attention_mask": torch.ones_like(x), "use_cache": True}
+    base, common = None, 0
+    for other in memo:
+        n = _common_length(ids, other)
+        if n > common:
+            base, common = other, n
+    common = min(common, len(ids) - 1)  # at least one id is run: its states are what the forward returns
+    run = ids[common:]
+    x = torch.tensor([run], dtype=torch.long, device=model.device)
+    kw: dict[str, Any] = {"input_ids": x, "attention_mask": torch.ones((1, len(ids)), dtype=torch.long, device=model.device),
+                          "use_cache": True}
+    if common:
+        kw[_cache_arg(model)] = DynamicCache(ddp_cache_data=[(k[:, :, :common], v[:, :, :common]) for k, v in memo[base]],
+                                             config=model.model.config)
+        if model._has_pos:
+            kw["position_ids"] = torch.arange(common, len(ids), device=model.device).unsqueeze(0)
     if model._has_keep:
         kw["logits_to_keep"] = 1
     with torch.inference_mode():
         result = model.model(**kw)
     cache = result.cache if "cache" in _forward_params(model) else result.past_key_values
     memo[ids] = [(layer.keys, layer.values) for layer in cache.layers]
-    model.usage.input_tokens += len(ids)
-    model.usage.prefix_tokens += len(ids)
+    model.usage.input_tokens += len(run)
+    model.usage.prefix_tokens += len(run)
     model.usage.batches += 1
     model.usage.seconds += time.perf_counter() - t0
     while len(memo) > MEMO_SIZE:

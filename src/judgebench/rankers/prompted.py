@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from judgebench.llm.prefix_cache import text_before
 from judgebench.rankers.model_ranker import PointwiseRanker
 
 
@@ -13,13 +14,17 @@ class PromptedRanker(PointwiseRanker):
     """Fills ``prompt`` for each (query, passage) and scores the rendered prompts in one batch.
 
     Subclasses say what they read from the model (``score_prompts``) and which settings besides the
-    prompt decide a score (``key_params``, part of the cache key).
+    prompt decide a score (``key_params``, part of the cache key). ``prefixes`` are the texts before each
+    passage: a causal model scores the prompts that share one from one key/value cache of it
+    (:mod:`judgebench.llm.prefix_cache`; RG's prompt starts with the passage, so what it shares is the chat
+    template's system turn and ``Passage:``).
     """
 
     def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
         model = self.load_model()
         prompts = [model.render(self.prompt, {"query": q, "passage": p}, "passage")[0] for q, p in payloads]
-        return self.score_prompts(model, prompts)
+        prefixes = [text_before(self.prompt, {"query": q, "passage": p}, "passage") for q, p in payloads]
+        return self.score_prompts(model, prompts, prefixes)
 
-    def score_prompts(self, model: Any, prompts: list[str]) -> list[dict]:
+    def score_prompts(self, model: Any, prompts: list[str], prefixes: list[str | None]) -> list[dict]:
         raise NotImplementedError

@@ -19,7 +19,7 @@ class RankT5Ranker(PromptedRanker):
     def key_params(self) -> dict:
         return {"token": self.score_token}
 
-    def score_prompts(self, model, prompts):
+    def score_prompts(self, model, prompts, prefixes):  # an encoder reads the whole prompt: nothing to share
         if model.kind != "seq2seq":
             raise ConfigError(f"RankT5 needs an encoder-decoder (T5) model; {self.spec.model} is {model.kind}")
         logits = model.first_step_logits(prompts, [model.token_id(self.score_token)])

@@ -25,8 +25,8 @@ class RGRanker(PromptedRanker):
     def key_params(self) -> dict:
         return {"yes": self.yes, "no": self.no}
 
-    def score_prompts(self, model, prompts):
-        lp = model.next_token_logprobs(prompts, [self.yes, self.no])
+    def score_prompts(self, model, prompts, prefixes):
+        lp = model.next_token_logprobs(prompts, [self.yes, self.no], prefixes=prefixes)
         return [{"lp_yes": float(y), "lp_no": float(n), "score": rg_score(y, n)} for y, n in lp]
 
 
