@@ -147,3 +147,21 @@ def test_run_py_with_stderr_to_a_file_logs_stage_lines_and_no_carriage_return(tm
     assert re.fullmatch(rf"judge gpt_4o_mini: {n_pairs}/{n_pairs} pairs \(100%\), [\d.]+/s, done in \S+", lines[-1]), lines[-1]
     rerun = re.findall(r"^judge gpt_4o_mini: .*$", second.err, re.M)
     assert len(rerun) == 1 and rerun[0].startswith(f"judge gpt_4o_mini: {n_pairs}/{n_pairs} pairs (100%), {n_pairs} cached, 0.0/s, done in"), rerun
+
+
+def test_loading_a_model_leaves_no_transformers_bar_behind(tmp_path, capfd):
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    from judgebench.llm.transformers_model import TransformersModel, clear_memo
+    from tiny_models import tiny_causal
+
+    path = tiny_causal(tmp_path)
+    AutoModelForCausalLM.from_pretrained(path)  # loaded plainly, transformers draws its weight-loading bar
+    plain = capfd.readouterr().err
+    assert "Loading weights" in plain, plain
+    clear_memo()
+    TransformersModel(path).next_token_logprobs(["the cat"], ["dog"])
+    ours = capfd.readouterr().err
+    assert "Loading weights" not in ours and "it/s" not in ours, ours
+    assert hf_logging.is_progress_bar_enabled()  # switched off only while judgebench loads

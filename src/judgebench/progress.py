@@ -199,3 +199,21 @@ def job_stage(cfg, desc: str):
     """`stage()` with a job config's settings: `progress` (false: silent) and `progress_interval_s`."""
     return stage(desc, enabled=bool(cfg.get("progress", True)),
                  interval_s=float(cfg.get("progress_interval_s", DEFAULT_INTERVAL_S)))
+
+
+@contextmanager
+def library_bars_off() -> Iterator[None]:
+    """Silence transformers' own bars (GGUF conversion, weight loading, shard writing) while a model loads: a
+    stage shows one bar, and a finished inner bar left behind in a log reads as work still going on."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()

@@ -8,6 +8,7 @@ jobs never see a half-written model.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import secrets
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_SUBDIR = Path("models") / "smollm2-135m-instruct"
+log = logging.getLogger("judgebench")
 
 
 def smollm2_gguf_path() -> Path:
@@ -35,19 +37,23 @@ def smollm2_model_dir(cache_dir: str | Path) -> Path:
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from judgebench.progress import library_bars_off
+
     gguf = smollm2_gguf_path()
+    log.info("converting the SmolLM2 GGUF once into %s", target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        # Dequantized weights are plain float32; drop the GGUF quantizer so save_pretrained accepts the model.
-        model.hf_quantizer = None
-        for cfg in (model.config, getattr(model, "generation_config", None)):
-            if cfg is not None and hasattr(cfg, "quantization_config"):
-                delattr(cfg, "quantization_config")
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
+        with library_bars_off():
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            # Dequantized weights are plain float32; drop the GGUF quantizer so save_pretrained accepts the model.
+            model.hf_quantizer = None
+            for cfg in (model.config, getattr(model, "generation_config", None)):
+                if cfg is not None and hasattr(cfg, "quantization_config"):
+                    delattr(cfg, "quantization_config")
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
         try:
             os.rename(tmp, target)
         except OSError:

@@ -24,6 +24,7 @@ import numpy as np
 
 from judgebench.exceptions import ConfigError
 from judgebench.llm.prompts import fill
+from judgebench.progress import library_bars_off
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +90,10 @@ def _load(model: str, gguf_file: str | None, kind: Kind, device: str, dtype: str
             key2 = resolved
         else:
             key2 = key
-        tok = AutoTokenizer.from_pretrained(model, **extra)
         cls = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
-        net = cls.from_pretrained(model, dtype=_pick_dtype(dtype, device), **extra).to(device).eval()
+        with library_bars_off():  # the stage's own bar is the one shown
+            tok = AutoTokenizer.from_pretrained(model, **extra)
+            net = cls.from_pretrained(model, dtype=_pick_dtype(dtype, device), **extra).to(device).eval()
         if tok.pad_token_id is None:  # causal LMs often have none; eos is safe because padding is masked
             tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
         tok.padding_side = "left" if kind == "causal" else "right"
