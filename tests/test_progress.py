@@ -165,3 +165,14 @@ def test_loading_a_model_leaves_no_transformers_bar_behind(tmp_path, capfd):
     ours = capfd.readouterr().err
     assert "Loading weights" not in ours and "it/s" not in ours, ours
     assert hf_logging.is_progress_bar_enabled()  # switched off only while judgebench loads
+
+
+def test_converting_the_smollm2_gguf_draws_no_bar_and_logs_one_line(tmp_path, capfd, caplog):
+    from judgebench.llm.smollm2 import smollm2_model_dir
+
+    with caplog.at_level("INFO", logger="judgebench"):
+        target = smollm2_model_dir(tmp_path)
+    assert (target / "config.json").is_file()
+    err = capfd.readouterr().err
+    assert "GGUF tensors" not in err and "it/s" not in err, err[-500:]
+    assert [r.getMessage() for r in caplog.records] == [f"converting the SmolLM2 GGUF once into {target}"]

@@ -14,6 +14,7 @@ is counted as done but left out of the rate and the ETA, which would otherwise p
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -212,8 +213,17 @@ def library_bars_off() -> Iterator[None]:
         return
     was = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
+    try:  # its GGUF reader draws a plain tqdm that ignores the switch above
+        import transformers.modeling_gguf_pytorch_utils as gguf_reader
+    except ImportError:
+        gguf_reader = None
+    plain = getattr(gguf_reader, "tqdm", None)
+    if plain is not None:
+        gguf_reader.tqdm = functools.partial(plain, disable=True)
     try:
         yield
     finally:
+        if plain is not None:
+            gguf_reader.tqdm = plain
         if was:
             hf_logging.enable_progress_bar()
