@@ -152,6 +152,7 @@ def test_overhead(tmp_path):
     assert 0 < data["grids"]["systems (profiled)"]["metrics_wall_s"] <= profile["run_job_total_s"] * 1.05 <= total * 1.05
 
 
+@pytest.mark.slow  # ~45 s: fixed vs adaptive concurrency against a server-side limit
 def test_adaptive_concurrency(tmp_path):
     data = run_benchmark("adaptive_concurrency", tmp_path)
     rows = {(r["limit"].split()[-1], r["concurrency"].split()[0] + (" storm" if "64" in r["concurrency"] else "")): r

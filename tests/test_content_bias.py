@@ -34,6 +34,7 @@ def test_label_distribution_counts_per_view_and_level():
     assert d.loc[("rewritten", 3)].tolist() == [0, 0, 0, 1]
 
 
+@pytest.mark.slow  # ~45 s: the content-bias job end to end (rewriter, judge, statistics, figures)
 def test_content_bias_job_on_toy_with_fake_api_judge_and_rewriter(tmp_path):
     tiny = tiny_causal(tmp_path / "models")
     with FakeLLMServer(labels={"In other words": 3}) as srv:  # the fake judge rates every rewritten passage 3

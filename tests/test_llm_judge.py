@@ -202,6 +202,7 @@ def test_umbrela_prompt_is_word_for_word_and_braces_in_passages_are_safe(tmp_pat
         load_prompt(str(bad))
 
 
+@pytest.mark.slow  # ~40 s: a grid with an API judge, then its rerun
 def test_grid_with_an_api_judge_leaks_no_key_and_reruns_free(tmp_path):
     """A toy cell judged by gpt_4o_mini on the fake server; the planted key appears in no output."""
     planted = "sk-planted-7f3a9c1e5b"

@@ -167,6 +167,7 @@ def test_loading_a_model_leaves_no_transformers_bar_behind(tmp_path, capfd):
     assert hf_logging.is_progress_bar_enabled()  # switched off only while judgebench loads
 
 
+@pytest.mark.slow  # ~20 s: dequantizes the real SmolLM2 GGUF
 def test_converting_the_smollm2_gguf_draws_no_bar_and_logs_one_line(tmp_path, capfd, caplog):
     from judgebench.llm.smollm2 import smollm2_model_dir
 

@@ -97,6 +97,7 @@ def artifact(run, name: str, sep: str = ",") -> pd.DataFrame:
 # =========================================================================== API faults
 
 
+@pytest.mark.slow  # ~45 s: a toy grid through seeded API faults
 def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
     """20% 429 (Retry-After), 10% 500, 5% timeouts, 5% malformed JSON, 10% answers without a score.
 

@@ -138,6 +138,7 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
     assert sorted(r.info.status for r in runs(tmp_path)) == ["FAILED", "FINISHED", "FINISHED"]  # the failed cell's run is closed as FAILED
 
 
+@pytest.mark.slow  # ~40 s: a sweep of cells in subprocesses
 def test_local_parallel_sweep_reports_cells_run_in_subprocesses(tmp_path):
     """submitit's local executor: jobs run in their own processes; on_job_end never runs in the submitter."""
     done = sweep(tmp_path, "ranker=oracle", "perturbation=perfect", "judge=human,simulated", launcher="local_parallel")
