@@ -26,7 +26,7 @@ def six():
 
 def test_column_names_are_the_issue_names():
     assert AGREEMENT_COLUMNS == [
-        "kappa_graded", "kappa_linear", "kappa_quadratic", "kappa_ge1", "kappa_ge2", "kappa_ge3", "kappa_binary",
+        "kappa_graded", "kappa_linear", "kappa_quadratic", "kappa_ge1", "kappa_ge2", "kappa_ge3",
         "alpha_ordinal", "alpha_interval", "kappa_query_median", "kappa_query_iqr",
         "judge_share_0", "judge_share_1", "judge_share_2", "judge_share_3",
         "human_share_0", "human_share_1", "human_share_2", "human_share_3",
@@ -52,7 +52,7 @@ def test_kappa_at_each_binary_cut(six):
     # >=1: human 001111, judge 011111: p_o = 5/6, p_e = (2*1 + 4*5)/36 = 22/36 -> (8/36) / (14/36) = 4/7
     assert six["kappa_ge1"] == pytest.approx(4 / 7, abs=1e-12)
     # >=2: human 000111, judge 000111: identical -> 1
-    assert six["kappa_ge2"] == pytest.approx(1.0) and six["kappa_binary"] == six["kappa_ge2"]
+    assert six["kappa_ge2"] == pytest.approx(1.0) and "kappa_binary" not in six
     # >=3: human 000011, judge 000110: p_o = 4/6, p_e = (4*4 + 2*2)/36 = 20/36 -> (4/36) / (16/36) = 1/4
     assert six["kappa_ge3"] == pytest.approx(1 / 4, abs=1e-12)
 

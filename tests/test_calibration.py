@@ -12,6 +12,8 @@ from scipy import stats
 
 from cli_runner import run, warm_store
 from judgebench.compare import bias, calibration
+from judgebench.compare.reference import References
+from table_refs import refs_of
 from judgebench.compare.corrections import LabelLevel, Linear, expected_gains, ols, residual_estimate
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import class_weights, evaluate, ndcg_from_class_gains
@@ -193,7 +195,7 @@ def test_inversion_matches_the_bias_table():
     systems = [f"s{i}" for i in range(7)]
     for r in range(0, 300, 7):  # bias.ranker_bias on the same numbers as a Table 1
         t1 = {"d": pd.DataFrame({"type": types, "human_labelset": truth, "est": points[r]}, index=systems)}
-        assert bool(bias.ranker_bias(t1)["inverted"].iloc[0]) == got[r]
+        assert bool(bias.ranker_bias(t1, refs_of(t1))["inverted"].iloc[0]) == got[r]
 
 
 def test_samples_contract():
@@ -236,13 +238,14 @@ def test_cells_use_the_chosen_reference():
     rows = []
     for s, t in (("A", 0.5), ("B", 0.3)):
         for q in ("q1", "q2", "q3"):
-            rows += [("d", s, "human", q, t), ("d", s, "human_labelset", q, t + 0.1), ("d", s, "j", q, t + 0.2)]
+            rows += [("d", s, "human", q, t), ("d", s, "human_labelset", q, t + 0.1), ("d", s, "j", q, t + 0.2),
+                     ("d", s, "human_judged[j]", q, t + 0.05)]
     pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "query_id", "value"])
     t1 = {"d": pd.DataFrame({"type": ["oracle", "llm"], "human": [0.5, 0.3], "human_labelset": [0.6, 0.4], "j": [0.7, 0.5]},
                             index=["A", "B"])}
     labels = pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"])
-    for ref, want in (("human", 0.5), ("human_labelset", 0.6)):
-        (cell,) = calibration.cells(pq, t1, labels, ref, None, [])
+    for ref, want in (("human", 0.5), ("human_labelset", 0.6), ("human_judged", 0.55)):
+        (cell,) = calibration.cells(pq, t1, labels, References(pq, ref), None, [])
         assert np.allclose(cell.y[0], want) and np.allclose(cell.f[0], 0.7)
 
 

@@ -19,10 +19,13 @@ from judgebench import tracking
 from judgebench.compare import bias, bootstrap, ensembles, figures, report, significance, tables
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.collect import missing_cells
+from judgebench.compare.reference import References
 from judgebench.content_bias import statistics as content_bias
+from judgebench.metrics import tau_b
 from judgebench.data.datasets import load_toy
 from cli_runner import run_compare
 from reference_impl import frame_rows, ndcg10_judged
+from table_refs import refs_of
 
 REPO = Path(__file__).resolve().parents[1]
 PERTURBATIONS = ["Perfect", "Swap[3]", "Swap[2]", "Swap[1]", "Swap[2,3]", "Swap[1,2]"]
@@ -79,7 +82,7 @@ def test_table1_and_table2_on_the_grid(grid):
     # the biased judge keeps the oracles in order but moves the simulated LLM ranker to the top
     assert biased["tau_oracles"] > 0.9 and biased["tau_all"] < biased["tau_oracles"] - 0.3
     assert unbiased["tau_all"] > 0.9
-    assert biased["kappa_graded"] < unbiased["kappa_graded"] and biased["kappa_binary"] < unbiased["kappa_binary"]
+    assert biased["kappa_graded"] < unbiased["kappa_graded"] and biased["kappa_ge2"] < unbiased["kappa_ge2"]
     # recomputed from the labels, each statistic equals what the judge's summary run logged once for all its systems
     summary = grid["client"].get_run(runs[0].data.tags["judgebench.judge_summary"]).data.metrics
     for name in ("kappa_graded", "kappa_quadratic", "kappa_ge1", "kappa_ge3", "alpha_ordinal", "kappa_query_iqr", "judge_share_2"):
@@ -91,7 +94,7 @@ def test_table1_and_table2_on_the_grid(grid):
     for k in range(4):
         assert t2[f"human_share_{k}"].tolist() == pytest.approx([grades.count(k) / len(grades)] * len(t2)), k
     assert t2["labelled_pairs"].eq(241).all() and t2["failed_pairs"].eq(0).all() and summary["label_set_size"] == 241
-    assert t2["reference"].eq("human_labelset").all()
+    assert t2["reference"].eq("human_judged").all()
     assert t2["systems"].eq(8).all()
 
 
@@ -158,11 +161,13 @@ def test_virtual_judge_ndcg_is_recomputed_like_the_pipeline(grid):
     one = ensembles.VirtualJudge("copy", ("simulated",), "majority")
     queries = {"toy": [f"q{i:02d}" for i in range(1, 13)]}
     recomputed = ensembles.virtual_per_query(runs, ensembles.virtual_labels(labels, one), queries)
-    logged = art.per_query(jobs)
-    logged = logged[logged["judge"] == "simulated"]
-    merged = logged.merge(recomputed, on=["dataset", "system", "query_id"], suffixes=("_logged", "_recomputed"))
-    assert len(merged) == len(logged) == 8 * 12 and not art.problems
-    assert np.allclose(merged["value_logged"], merged["value_recomputed"])
+    everything = art.per_query(jobs)
+    for mine, theirs in (("simulated", "copy"), ("human_judged[simulated]", "human_judged[copy]")):  # its reference too
+        logged = everything[everything["judge"] == mine]
+        merged = logged.merge(recomputed[recomputed["judge"] == theirs], on=["dataset", "system", "query_id"],
+                              suffixes=("_logged", "_recomputed"))
+        assert len(merged) == len(logged) == 8 * 12 and not art.problems
+        assert np.allclose(merged["value_logged"], merged["value_recomputed"])
     # the mean-label ensemble of the two judges, rebuilt here by hand for one system
     b, u = (labels[labels["judge"] == j].set_index(["query_id", "doc_id"])["relevance"] for j in ("simulated", "simulated_unbiased"))
     qrels = np.floor((b + u) / 2 + 0.5).astype(int).rename("relevance").reset_index()
@@ -297,13 +302,13 @@ def _t1(human, judge, types) -> dict[str, pd.DataFrame]:
 
 def test_tau_known_answers():
     t1 = _t1([0.9, 0.8, 0.7, 0.6], [0.9, 0.7, 0.8, 0.6], ["oracle", "oracle", "oracle", "llm"])
-    t2 = tables.table2(t1, pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"]), pd.DataFrame())
+    t2 = tables.table2(t1, pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"]), pd.DataFrame(), refs_of(t1))
     row = t2.iloc[0]
     assert row["tau_all"] == pytest.approx((5 - 1) / 6)  # one discordant pair out of 6
     assert row["tau_oracles"] == pytest.approx((2 - 1) / 3)
-    assert row["reference"] == "human_labelset"
+    assert row["reference"] == "human_labelset"  # refs_of(t1) reads the label-set column
     # against the (here reversed) all-qrels column: 5 discordant pairs, 1 concordant
-    paper = tables.table2(t1, pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"]), pd.DataFrame(), "human")
+    paper = tables.table2(t1, pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"]), pd.DataFrame(), refs_of(t1, "human"))
     assert paper.iloc[0]["tau_all"] == pytest.approx((1 - 5) / 6) and paper.iloc[0]["reference"] == "human"
     assert row["systems"] == 4 and np.isnan(row["kappa_graded"])
     # tau_AP, judge order s0 s2 s1 s3 against human s0 s1 s2 s3: C(2)/1 = 1 (s0 above s2), C(3)/2 = 1/2 (s0 yes,
@@ -312,7 +317,7 @@ def test_tau_known_answers():
     assert np.isnan(row["tau_top5"])  # 4 systems: no top 5
     # a missing cell leaves the system out of tau (and the count), never in as 0
     t1["d"].loc["s1", "j"] = np.nan
-    row = tables.table2(t1, pd.DataFrame(columns=t2.columns), pd.DataFrame()).iloc[0]
+    row = tables.table2(t1, pd.DataFrame(columns=t2.columns), pd.DataFrame(), refs_of(t1)).iloc[0]
     assert row["tau_all"] == pytest.approx(1.0) and row["systems"] == 3 and row["tau_oracles"] == pytest.approx(1.0)
 
 
@@ -323,11 +328,11 @@ def test_kappa_columns_known_answers():
                            "doc_id": [f"d{i}" for i in range(8)], "relevance": judge, "human": human})
     t1 = _t1([0.9, 0.8], [0.8, 0.9], ["oracle", "llm"])
     usage = pd.DataFrame({"dataset": ["d"], "judge": ["j"], "labelled_pairs": [8], "failed_pairs": [2]})
-    row = tables.table2(t1, labels, usage).iloc[0]
+    row = tables.table2(t1, labels, usage, refs_of(t1)).iloc[0]
     # graded: p_o = 6/8, p_e = sum over levels of (2/8) * (judge share) = 1/4 -> (3/4 - 1/4) / (3/4)
     assert row["kappa_graded"] == pytest.approx(2 / 3)
     # binary: human 0000 1111, judge 0100 1111: p_o = 7/8, p_e = 1/2 * 3/8 + 1/2 * 5/8 = 1/2
-    assert row["kappa_binary"] == pytest.approx(0.75) and row["kappa_ge2"] == row["kappa_binary"]
+    assert row["kappa_ge2"] == pytest.approx(0.75) and "kappa_binary" not in row
     # >=1: human 00111111, judge 01111111: p_o = 7/8, p_e = (2*1 + 6*7)/64 = 44/64 -> (12/64) / (20/64) = 0.6
     assert row["kappa_ge1"] == pytest.approx(0.6)
     # >=3: human 00000011, judge 00000111: p_o = 7/8, p_e = (6*5 + 2*3)/64 = 36/64 -> (20/64) / (28/64) = 5/7
@@ -351,10 +356,11 @@ def test_significance_classes_known_answer():
     noise = lambda: rng.normal(0, 0.02, 10)  # noqa: E731
     human = {"A": 0.9 + noise(), "B": 0.5 + noise(), "C": 0.5 + noise(), "D": 0.2 + noise()}
     judge = {"A": 0.5 + noise(), "B": 0.9 + noise(), "C": 0.5 + noise(), "D": 0.2 + noise()}
-    tests = significance.ttests(_pq({"human_labelset": human, "j": judge}), {"d": ["A", "B", "C", "D"]})
+    pq = _pq({"human_labelset": human, "j": judge})
+    tests = significance.ttests(pq, {"d": ["A", "B", "C", "D"]})
     h = tests[tests["judge"] == "human_labelset"].set_index(["system_a", "system_b"])["significant"]
     assert not h[("B", "C")] and h.drop(("B", "C")).all()  # the construction holds
-    counts, pairs = significance.decision_agreement(tests)
+    counts, pairs = significance.decision_agreement(pq, {"d": ["A", "B", "C", "D"]}, References(pq, "human_labelset"))
     assert counts.iloc[0][["agree", "missed", "spurious", "reversed"]].tolist() == [3, 1, 1, 1]
     cls = pairs.set_index(["system_a", "system_b"])["agreement"]
     assert cls[("A", "B")] == "reversed" and cls[("A", "C")] == "missed" and cls[("B", "C")] == "spurious"
@@ -367,7 +373,7 @@ def test_bootstrap_known_answers():
     values = np.array([0.1, 0.4, 0.5, 0.9, 0.2])
     t1 = {"d": pd.DataFrame({"type": ["oracle", "oracle"], "human": [values.mean(), 0.5]}, index=pd.Index(["A", "B"], name="system"))}
     pq = _pq({"human": {"A": values, "B": np.full(5, 0.5)}})
-    means, _ = bootstrap.bootstrap(pq, t1, n_resamples=7, seed=3)
+    means, _ = bootstrap.bootstrap(pq, t1, References(pq, "human"), n_resamples=7, seed=3)
     # independent recomputation: queries q00..q04 in order, one generator per dataset
     idx = np.random.default_rng(3).integers(0, 5, size=(7, 5))
     lo, hi = np.percentile(values[idx].mean(axis=1), [2.5, 97.5])
@@ -381,12 +387,12 @@ def test_bootstrap_tau_matches_scipy_and_resamples():
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, 4, (6, 50)).astype(float), rng.integers(0, 4, (6, 50)).astype(float)  # many ties
     expected = [kendalltau(x[:, b], y[:, b])[0] for b in range(50)]
-    assert np.allclose(bootstrap.tau_b(x, y), expected, equal_nan=True)
+    assert np.allclose(tau_b(x, y), expected, equal_nan=True)  # the one tau-b of Table 2, bootstrap and calibration
     # tau interval of a judge that orders three oracles like humans on every query: [1, 1]
     base = {"A": np.linspace(0.8, 0.9, 6), "B": np.linspace(0.5, 0.6, 6), "C": np.linspace(0.2, 0.3, 6)}
     pq = _pq({"human_labelset": base, "j": {k: v - 0.1 for k, v in base.items()}})
     t1 = tables.table1(pq, pd.Series(["oracle"] * 3, index=pd.Index(list("ABC"), name="system")), ["human_labelset", "j"], ["d"])
-    _, taus = bootstrap.bootstrap(pq, t1, n_resamples=50, seed=1)
+    _, taus = bootstrap.bootstrap(pq, t1, References(pq, "human_labelset"), n_resamples=50, seed=1)
     assert taus.iloc[0][["tau_oracles", "tau_oracles_lo", "tau_oracles_hi", "tau_all"]].tolist() == [1.0, 1.0, 1.0, 1.0]
 
 
@@ -415,14 +421,14 @@ def test_ranker_bias_known_answer():
     t1 = {"d": pd.DataFrame({"type": ["oracle", "oracle", "llm", "lexical"], "human_labelset": [0.9, 0.8, 0.7, 0.5],
                              "human": [0.1, 0.2, 0.3, 0.4], "j": [0.7, 0.6, 0.8, 0.55]},
                             index=pd.Index(["O1", "O2", "L", "B"], name="system"))}
-    row = bias.ranker_bias(t1).iloc[0]
+    row = bias.ranker_bias(t1, refs_of(t1)).iloc[0]
     assert row["llm_rank_human"] == 3 and row["oracle_rank_human"] == 1.5
     assert row["llm_rank_judge"] == 1 and row["oracle_rank_judge"] == 2.5 and row["inverted"]
     assert row["llm_wins_judge"] == 1 and row["llm_wins_human"] == 0
     assert row["llm_above_oracles_judge"] == "L" and row["llm_above_oracles_human"] == "-"
     assert row["gap_oracle"] == pytest.approx(-0.2) and row["gap_llm"] == pytest.approx(0.1) and row["gap_lexical"] == pytest.approx(0.05)
     no_llm = {"d": t1["d"].drop(index="L")}
-    assert bias.ranker_bias(no_llm).iloc[0]["inverted"] is None
+    assert bias.ranker_bias(no_llm, refs_of(no_llm)).iloc[0]["inverted"] is None
 
 
 def test_missing_cells_product():

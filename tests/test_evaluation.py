@@ -111,7 +111,7 @@ def test_two_judge_configs_with_one_name_are_two_columns(tmp_path):
 
 def test_metric_version_bump_recomputes_and_compare_refuses_to_mix(tmp_path, monkeypatch):
     cfg = _cfg(tmp_path, "ranker=oracle", "judge=simulated")
-    assert pipeline.run_job(_cfg(tmp_path, "ranker=simulated_llm", "judge=simulated")).status == "finished"  # stays at "2"
+    assert pipeline.run_job(_cfg(tmp_path, "ranker=simulated_llm", "judge=simulated")).status == "finished"  # stays at "3"
     first = pipeline.run_job(cfg)
     assert first.status == "finished" and pipeline.run_job(cfg).status == "skipped-done"
     monkeypatch.setattr(pipeline, "METRIC_VERSION", "999")  # as a release that changes a metric would
@@ -119,9 +119,9 @@ def test_metric_version_bump_recomputes_and_compare_refuses_to_mix(tmp_path, mon
     assert second.status == "finished" and second.run_id != first.run_id
     client = MlflowClient(cfg.tracking_uri)
     assert client.get_run(second.run_id).data.tags["judgebench.metric_version"] == "999"
-    with pytest.raises(CompareError, match=r"mixes runs of metric versions \['2', '999'\]"):
+    with pytest.raises(CompareError, match=r"mixes runs of metric versions \['3', '999'\]"):
         _report(tmp_path)
-    assert _report(tmp_path, allow_mixed_versions=True).versions["metric_version"] == ["2", "999"]
+    assert _report(tmp_path, allow_mixed_versions=True).versions["metric_version"] == ["3", "999"]
 
 
 # ------------------------------------------------------------------ a perfect judge on TREC DL
@@ -163,7 +163,7 @@ def test_a_perfect_judge_reproduces_human_labelset_exactly(dl_grid):
         # ... while the paper's all-qrels column differs from it (the Perfect oracle scores below 1 there)
         assert t1.at["Perfect", "human"] < t1.at["Perfect", "human_labelset"] == pytest.approx(1.0)
     t2 = rep.table2.set_index("dataset")
-    assert set(t2["reference"]) == {"human_labelset"}
+    assert set(t2["reference"]) == {"human_judged"}  # = human_labelset for a judge without failures
     assert t2["tau_all"].tolist() == [1.0, 1.0] and t2["tau_oracles"].tolist() == [1.0, 1.0]
     assert t2["kappa_graded"].tolist() == [1.0, 1.0]
     counts = rep.agreement_counts.set_index("dataset")

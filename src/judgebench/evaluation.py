@@ -11,8 +11,12 @@ The references (docs/protocol.md gives the reasons and the figures):
 - ``human``: all human qrels of the query; the ideal DCG counts relevant documents outside the
   pool, so the Perfect oracle scores below 1 (the paper's Table 1 column, kept for fidelity);
 - ``human_labelset``: the human labels of the label set (pool ∩ qrels), normalised exactly as a
-  judge's labels are: what a perfect judge scores, and the default reference of every
-  judge-versus-human statistic;
+  judge's labels are: what a perfect judge scores (the same column for every judge);
+- ``human_judged``: the human labels of the pairs *this judge labelled* (the label set less the
+  judge's failed calls), normalised the same way: the per-judge reference of every judge-versus-human
+  statistic. A failed call leaves a pair out of the judge's qrels, so under judged-only scoring the
+  documents below it move up; scored against ``human_labelset`` that move would read as disagreement.
+  For a judge without failures it equals ``human_labelset``;
 - a judge: its labels on the label set.
 
 ``METRIC_VERSION`` is part of every cell's resume key and is stamped on every run: bump it when
@@ -29,10 +33,11 @@ import pandas as pd
 
 from judgebench.metrics.ndcg import Missing, per_query_ndcg
 
-METRIC_VERSION = "2"
+METRIC_VERSION = "3"
 HUMAN = "human"
 HUMAN_LABELSET = "human_labelset"
-REFERENCES = (HUMAN, HUMAN_LABELSET)
+HUMAN_JUDGED = "human_judged"
+REFERENCES = (HUMAN, HUMAN_LABELSET)  # the same for every judge: Table 1's human columns
 KEYS = ["query_id", "doc_id"]
 
 
@@ -71,9 +76,13 @@ def restrict(qrels: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     return q.merge(keys, on=KEYS, how="inner")[[*KEYS, "relevance"]].reset_index(drop=True)
 
 
-def references(human_qrels: pd.DataFrame, label_set: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The two human references of a dataset: all qrels, and the human labels of the label set."""
-    return {HUMAN: human_qrels, HUMAN_LABELSET: restrict(human_qrels, label_set)}
+def references(human_qrels: pd.DataFrame, label_set: pd.DataFrame, judged: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """The human references of a dataset: all qrels, the human labels of the label set and, given the
+    pairs a judge labelled (``judged``), the human labels of those pairs (``human_judged``)."""
+    out = {HUMAN: human_qrels, HUMAN_LABELSET: restrict(human_qrels, label_set)}
+    if judged is not None:
+        out[HUMAN_JUDGED] = restrict(human_qrels, judged)
+    return out
 
 
 def evaluate(run: pd.DataFrame, qrels: Mapping[str, pd.DataFrame], queries: Sequence[str],

@@ -79,7 +79,8 @@ def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, d
             f"and tags.`{tracking.TAG}metric_version` = '{METRIC_VERSION}' and attributes.status = 'FINISHED'")
     found = client.search_runs([experiment_id], filter_string=filt, max_results=50)
     for r in found:  # the filter cannot say text_view or dataset safely (free text): check them here
-        if r.data.tags.get("dataset") == tags["dataset"] and r.data.tags.get("text_view") == tags["text_view"]:
+        same = ("dataset", "text_view", f"{tracking.TAG}dataset_hash")
+        if all(r.data.tags.get(k) == tags.get(k) for k in same):
             return r.info.run_id
     note = (f"{tags['dataset']}: judge-level statistics of {tags['judge']} on the label set ({len(label_set)} pairs, text view "
             f"{tags['text_view']}): kappa, alpha, label shares; shared by every system's run of this judge")

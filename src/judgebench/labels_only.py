@@ -18,6 +18,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import tracking
+from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
 from judgebench.data.trec import write_qrels
 from judgebench.exceptions import UserError
@@ -67,6 +68,7 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         "rewriter": "none",
         "text_view": "original",
         "git_commit": tracking.git_commit(),
+        **fingerprint.tags(dataset, judge.reads_texts, tracking.TAG),
     }
     note = f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no systems"
     job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, used, cfg, dataset)

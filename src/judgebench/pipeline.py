@@ -21,7 +21,8 @@ from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels, write_run
 from judgebench.exceptions import DataError, TooManyFailures, check_failed_share  # noqa: F401  (TooManyFailures: the cell's failure)
 from judgebench.dry_run import dry_run  # noqa: F401  (run_job's dry_run=true; asks nothing, rewrites included)
-from judgebench.evaluation import HUMAN, HUMAN_LABELSET, METRIC_VERSION, cut, evaluate, means, references
+from judgebench.data import fingerprint
+from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, METRIC_VERSION, cut, evaluate, means, references
 from judgebench.identity import component_hash
 from judgebench.input_digests import input_digests, input_files
 from judgebench.judges.parsing import PARSE_VERSION
@@ -162,6 +163,11 @@ def _ranker_truncated(ranker: Ranker) -> dict:
     return {"ranker_truncated": int(n)}
 
 
+def reads_texts(ranker: Ranker, judge, rewriter, dataset: Dataset) -> bool:
+    """Whether the cell reads passage texts: then their digest is part of its dataset identity."""
+    return bool(rewriter.view != "original" or getattr(judge, "reads_texts", True) or ranker.reads_texts(dataset))
+
+
 def run_job(cfg: DictConfig) -> JobOutcome:
     started = time.perf_counter()
     ranker: Ranker = instantiate(cfg.ranker)
@@ -205,6 +211,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         "rewriter": rewriter.name,
         "text_view": rewriter.view,
         "git_commit": tracking.git_commit(),
+        **fingerprint.tags(dataset, reads_texts(ranker, judge, rewriter, dataset), tracking.TAG),
     }
     slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
     tags.update({tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)})  # a SLURM job's ids
@@ -226,7 +233,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         label_set = dataset.label_set()
         with job_stage(cfg, f"judge {judge.name}"):
             result = judge.judge(label_set[["query_id", "doc_id"]], dataset, texts)
-        qrels = {**references(dataset.qrels, label_set), "judge": result.qrels}
+        qrels = {**references(dataset.qrels, label_set, judged=result.qrels), "judge": result.qrels}
         scores = evaluate(run, qrels, dataset.judged_queries())
         per_query = scores.rename(columns={name: f"ndcg10_{name}" for name in qrels})
         metrics = {
@@ -239,7 +246,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         }
         job.log_metrics(metrics)
         summary_tags = {k: tags[k] for k in ("dataset", "judge", "judge_family", "judge_model", "rewriter", "text_view", "git_commit",
-                                             f"{tracking.TAG}judge_hash", f"{tracking.TAG}metric_version", f"{tracking.TAG}sweep_id")}
+                                             f"{tracking.TAG}judge_hash", f"{tracking.TAG}metric_version", f"{tracking.TAG}sweep_id",
+                                             f"{tracking.TAG}dataset_hash", f"{tracking.TAG}dataset_parts") if k in tags}
         summary_id = judge_summary.ensure(client, exp_id, summary_tags, result.qrels, label_set, result.usage.calls_failed,
                                           lock_dir=Path(cfg.cache_dir) / "locks")
         job.set_tags({f"{tracking.TAG}judge_summary": summary_id})
@@ -266,8 +274,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         job.finish("FAILED")
         raise
     log.info(
-        "%s | %-12s | judge=%-12s nDCG@10 human=%.4f human_labelset=%.4f judge=%.4f (%.1fs)",
+        "%s | %-12s | judge=%-12s nDCG@10 human=%.4f human_labelset=%.4f human_judged=%.4f judge=%.4f (%.1fs)",
         cfg.dataset.name, system, judge.name, metrics[f"ndcg10_{HUMAN}"], metrics[f"ndcg10_{HUMAN_LABELSET}"],
-        metrics["ndcg10_judge"], metrics["wall_time_s"],
+        metrics[f"ndcg10_{HUMAN_JUDGED}"], metrics["ndcg10_judge"], metrics["wall_time_s"],
     )
     return JobOutcome("finished", system, run_id=job.run_id, metrics=metrics)

@@ -10,15 +10,25 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench.data.trec import read_run
-from judgebench.evaluation import HUMAN, HUMAN_LABELSET, REFERENCES
+from judgebench.compare.reference import judged_name
+from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, REFERENCES
 
-__all__ = ["HUMAN", "HUMAN_LABELSET", "REFERENCES", "Artifacts"]
+__all__ = ["HUMAN", "HUMAN_LABELSET", "REFERENCES", "Artifacts", "per_query_matrix"]
 PER_QUERY = ["dataset", "system", "judge", "query_id", "value"]
 LABELS = ["dataset", "judge", "text_view", "query_id", "doc_id", "relevance", "human"]
+
+
+def per_query_matrix(rows: pd.DataFrame, systems: list[str], queries: list[str]) -> np.ndarray:
+    """(systems, queries) values of PER_QUERY rows of one judge, nan where absent."""
+    if rows.empty:
+        return np.full((len(systems), len(queries)), np.nan)
+    wide = rows.pivot_table(index="system", columns="query_id", values="value", aggfunc="first", dropna=False)
+    return wide.reindex(index=systems, columns=queries).to_numpy(dtype=float)
 
 
 @dataclass
@@ -46,7 +56,8 @@ class Artifacts:
 
     def per_query(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Rows (dataset, system, judge, query_id, value); the rows of the two human references come from
-        every job's reference columns (a human-judge run adds nothing else: its labels are the reference)."""
+        every job's reference columns (a human-judge run adds nothing else: its labels are the reference), and
+        each judge's human_judged values are the rows of the pseudo-judge ``human_judged[<judge>]``."""
         frames = []
         for _, job in jobs.iterrows():
             pq = self._read(job["run_id"], "per_query.csv", lambda p: pd.read_csv(p, dtype={"query_id": str}))
@@ -57,6 +68,12 @@ class Artifacts:
                 frames.append(pq.assign(**base, judge=ref).rename(columns={f"ndcg10_{ref}": "value"})[PER_QUERY])
             if job["judge"] != HUMAN:
                 frames.append(pq.assign(**base, judge=job["judge"]).rename(columns={"ndcg10_judge": "value"})[PER_QUERY])
+                own = f"ndcg10_{HUMAN_JUDGED}"
+                if own not in pq.columns:  # a run of metric version < 3: no per-judge reference was logged
+                    self.problems.append(f"run {job['run_id']} ({job['dataset']} / {job['system']} / {job['judge']}): no "
+                                         f"{own} column (logged before metric version 3); its human_labelset values stand in")
+                    own = f"ndcg10_{HUMAN_LABELSET}"
+                frames.append(pq.assign(**base, judge=judged_name(job["judge"])).rename(columns={own: "value"})[PER_QUERY])
         if not frames:
             return pd.DataFrame(columns=PER_QUERY)
         out = pd.concat(frames, ignore_index=True)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from judgebench.compare.artifacts import HUMAN_LABELSET
+from judgebench.compare.reference import References
 from judgebench.compare.tables import judge_columns
 
 COLUMNS = ["dataset", "judge", "reference", "llm_rank_judge", "oracle_rank_judge", "llm_rank_human", "oracle_rank_human",
@@ -50,22 +50,25 @@ def _order(llm_rank: float, oracle_rank: float) -> int:
     return int(np.sign(llm_rank - oracle_rank))
 
 
-def ranker_bias(t1: dict[str, pd.DataFrame], reference: str = HUMAN_LABELSET) -> pd.DataFrame:
-    """One row per (dataset, judge) over the systems scored under both the judge and the human ``reference``;
+def ranker_bias(t1: dict[str, pd.DataFrame], refs: References) -> pd.DataFrame:
+    """One row per (dataset, judge) over the systems scored under both the judge and its human reference (``refs``);
     ``inverted``: the LLM group overtakes the oracle group, or an LLM system that humans put below
     some oracle is above every oracle under the judge; None without LLM or oracle systems."""
     rows = []
     for dataset, table in t1.items():
         for judge in judge_columns(table):
-            human = table[reference]
-            both = table[table[judge].notna() & human.notna()]
+            human = refs.column(dataset, judge, table.index)
+            reference = ("reference",)  # a column no judge name (a string) can collide with
+            both = table.copy()
+            both[reference] = human
+            both = both[table[judge].notna() & human.notna()]
             llm = list(both.index[both["type"] == "llm"])
             oracles = list(both.index[both["type"] == "oracle"])
             rj, rh = _ranks(both[judge]), _ranks(both[reference])
             row = {
                 "dataset": dataset,
                 "judge": judge,
-                "reference": reference,
+                "reference": refs.reference,
                 "llm_rank_judge": rj[llm].mean() if llm else math.nan,
                 "oracle_rank_judge": rj[oracles].mean() if oracles else math.nan,
                 "llm_rank_human": rh[llm].mean() if llm else math.nan,

@@ -16,8 +16,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.artifacts import HUMAN_LABELSET
-from judgebench.compare.tables import judge_columns, tau
+from judgebench.compare.artifacts import per_query_matrix
+from judgebench.compare.reference import References
+from judgebench.compare.tables import judge_columns
+from judgebench.metrics import tau_b
 
 MEANS = ["dataset", "judge", "system", "mean", "lo", "hi"]
 TAUS = ["dataset", "judge", "reference", "tau_all", "tau_all_lo", "tau_all_hi", "tau_oracles", "tau_oracles_lo", "tau_oracles_hi"]
@@ -37,25 +39,6 @@ def percentile_interval(stats: np.ndarray, level: float = 0.95) -> tuple[float, 
     return float(lo), float(hi)
 
 
-def tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Kendall's tau-b column by column of two (systems, resamples) arrays; nan where undefined.
-
-    Same value as scipy.stats.kendalltau (tau-b), vectorised over resamples: a loop of scipy
-    calls would dominate the report's run time."""
-    i, j = np.triu_indices(x.shape[0], k=1)
-    sx, sy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = (sx * sy).sum(axis=0) / np.sqrt(np.abs(sx).sum(axis=0) * np.abs(sy).sum(axis=0))
-    out[np.isnan(x).any(axis=0) | np.isnan(y).any(axis=0)] = np.nan
-    return out
-
-
-def _matrix(d: pd.DataFrame, systems: list[str], queries: list[str]) -> np.ndarray:
-    """(systems, queries) values, nan where absent."""
-    wide = d.pivot_table(index="system", columns="query_id", values="value", aggfunc="first", dropna=False)
-    return wide.reindex(index=systems, columns=queries).to_numpy(dtype=float)
-
-
 def _resampled_means(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """(systems, resamples) means over each resample's queries, ignoring nan queries."""
     with warnings.catch_warnings():
@@ -63,10 +46,10 @@ def _resampled_means(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
         return np.nanmean(values[:, idx], axis=2)
 
 
-def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], n_resamples: int = 1000, seed: int = 0,
-              level: float = 0.95, reference: str = HUMAN_LABELSET) -> tuple[pd.DataFrame, pd.DataFrame]:
+def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], refs: References, n_resamples: int = 1000, seed: int = 0,
+              level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(intervals of every system's mean nDCG@10 per judge, intervals of tau all / oracles per judge against
-    the human ``reference``)."""
+    its human reference, ``refs``)."""
     mean_rows, tau_rows = [], []
     for dataset, table in t1.items():
         d = per_query[per_query["dataset"] == dataset]
@@ -78,19 +61,20 @@ def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], n_resamples:
         idx = resample_indices(len(queries), n_resamples, seed)
         boot = {}
         for judge in [c for c in table.columns if c != "type"]:
-            values = _matrix(d[d["judge"] == judge], systems, queries)
+            values = per_query_matrix(d[d["judge"] == judge], systems, queries)
             boot[judge] = _resampled_means(values, idx)
             for s, system in enumerate(systems):
                 lo, hi = percentile_interval(boot[judge][s], level)
                 mean_rows.append({"dataset": dataset, "judge": judge, "system": system, "mean": table.at[system, judge],
                                   "lo": lo, "hi": hi})
         for judge in judge_columns(table):
-            row = {"dataset": dataset, "judge": judge, "reference": reference}
-            both = table[judge].notna().to_numpy() & table[reference].notna().to_numpy()
+            row = {"dataset": dataset, "judge": judge, "reference": refs.reference}
+            human = refs.column(dataset, judge, systems).to_numpy()
+            boot_human = _resampled_means(per_query_matrix(refs.rows(dataset, judge), systems, queries), idx)
+            both = table[judge].notna().to_numpy() & ~np.isnan(human)
             for name, keep in (("tau_all", both), ("tau_oracles", both & oracle)):
-                chosen = [s for s, k in zip(systems, keep) if k]
-                row[name] = tau(table[judge], table[reference], chosen)
-                stats = tau_b(boot[judge][keep], boot[reference][keep]) if keep.sum() >= 2 else np.array([np.nan])
+                row[name] = float(tau_b(table[judge].to_numpy()[keep], human[keep])[0]) if keep.sum() >= 2 else math.nan
+                stats = tau_b(boot[judge][keep], boot_human[keep]) if keep.sum() >= 2 else np.array([np.nan])
                 row[f"{name}_lo"], row[f"{name}_hi"] = percentile_interval(stats, level)
             tau_rows.append(row)
     return pd.DataFrame(mean_rows, columns=MEANS), pd.DataFrame(tau_rows, columns=TAUS)

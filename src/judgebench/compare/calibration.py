@@ -3,8 +3,8 @@
 A researcher has the judge's labels on the whole label set and pays humans for the label-set pairs of
 a random sample of k queries. Every estimator (metrics.ppi, compare.corrections) estimates each
 system's human mean nDCG@10 over all n queries from that, with a ``level`` interval; repeated over
-``resamples`` samples per k, each is scored on what the truth (the human ``reference`` column of
-Table 1) says: Kendall's tau-b of the estimated vs the human system ordering, the inversion rate
+``resamples`` samples per k, each is scored on what the truth (each judge's human reference,
+compare/reference.py) says: Kendall's tau-b of the estimated vs the human system ordering, the inversion rate
 (bias.py's definition, per sample), MAE of the system means, coverage and width of the intervals,
 and the pairwise significance decisions (interval of the paired difference excludes 0) against the
 humans' (paired t-test on all n queries, raw p < alpha), classed as compare's Table 4 does.
@@ -23,10 +23,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from judgebench.compare.bootstrap import tau_b
+from judgebench.compare.artifacts import per_query_matrix
 from judgebench.compare.corrections import LabelLevel, Linear, residual_estimate
+from judgebench.compare.reference import References
 from judgebench.compare.tables import judge_columns
 from judgebench.evaluation import class_weights
+from judgebench.metrics import tau_b
 from judgebench.metrics.ppi import BASELINES, Estimate
 
 ESTIMATORS = {e.name: e for e in (*BASELINES, Linear(), LabelLevel())}
@@ -54,22 +56,19 @@ class Cell:
     counts: np.ndarray | None = None  # (n, levels) judge labels per query
 
 
-def _matrix(d: pd.DataFrame, systems: list[str], queries: list[str]) -> np.ndarray:
-    wide = d.pivot_table(index="system", columns="query_id", values="value", aggfunc="first", dropna=False)
-    return wide.reindex(index=systems, columns=queries).to_numpy(dtype=float)
-
-
-def cells(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], labels: pd.DataFrame, reference: str,
+def cells(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], labels: pd.DataFrame, refs: References,
           runs: dict[tuple[str, str], pd.DataFrame] | None, problems: list[str]) -> list[Cell]:
-    """Every (dataset, judge) with a judge column; systems lacking a value under the judge or the human
-    reference on some query are left out (listed in ``problems``). ``runs`` only for the label estimator."""
+    """Every (dataset, judge) with a judge column, y from the judge's human reference (``refs``); systems
+    lacking a value under the judge or the reference on some query are left out (listed in ``problems``).
+    ``runs`` only for the label estimator."""
     out = []
     for dataset, table in t1.items():
         d = per_query[per_query["dataset"] == dataset]
-        queries = sorted(d.loc[d["judge"] == reference, "query_id"].astype(str).unique())
         for judge in judge_columns(table):
+            human = refs.rows(dataset, judge)
+            queries = sorted(human["query_id"].astype(str).unique())
             systems = list(table.index)
-            y, f = _matrix(d[d["judge"] == reference], systems, queries), _matrix(d[d["judge"] == judge], systems, queries)
+            y, f = per_query_matrix(human, systems, queries), per_query_matrix(d[d["judge"] == judge], systems, queries)
             ok = ~(np.isnan(y).any(axis=1) | np.isnan(f).any(axis=1))
             if (~ok).any() and ok.sum() >= 2:
                 problems.append(f"calibration {dataset}/{judge}: systems without values on every query left out: "
@@ -143,7 +142,7 @@ def _decisions(d: np.ndarray, se: np.ndarray, crit: float) -> np.ndarray:
 
 
 def experiment(cs: list[Cell], names: list[str], ks: list[str], n_samples: int, seed: int, alpha: float = 0.05,
-               level: float = 0.95, reference: str = "human_labelset") -> pd.DataFrame:
+               level: float = 0.95, reference: str = "human_judged") -> pd.DataFrame:
     """One row per (dataset, judge, estimator, k): the COLUMNS."""
     rows = []
     for cell in cs:

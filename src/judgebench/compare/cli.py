@@ -24,11 +24,12 @@ from judgebench.masking import install_log_scrubbing, mask_url, scrub
 
 USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [judges=x,y] [out=DIR]
                           [format=md,csv,tex,png,html] [alpha=0.05] [correction=holm|none] [bootstrap=1000]
-                          [seed=0] [panel=j1,j2] [reference=human_labelset|human]
+                          [seed=0] [panel=j1,j2] [reference=human_judged|human_labelset|human]
                           [allow_mixed_versions=false] [tracking_uri=URI] [log=true|false]
                           [calibration=ppi,ppi++,linear,label,human_only] [calibration_k=5,10,20,all] [resamples=200]
   sweep        only runs of this sweep id (default: the latest finished run of every cell)
-  datasets     datasets to report (default: all); a requested dataset without runs is listed as missing
+  datasets     datasets to report (default: all); a requested dataset without runs is listed as missing;
+               name@HASH picks one identity of a dataset whose runs used other qrels, pools or passages
   judges       judges to report (default: all); the human column is always there
   out          output directory (default: compare-out/NAME)
   format       which files to write (default: all five; html = report.html, one self-contained page); a
@@ -39,9 +40,10 @@ USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [
   seed         bootstrap seed
   panel        judges of the cross-family panel (default: one judge per non-human, non-simulated family
                if there are 2 or more such families, else all non-human judges)
-  reference    the human column judges are compared with in every statistic (tau, gaps, significance,
-               bias, scatter, bootstrap): human_labelset (default; human labels of the label set, normalised
-               as a judge's labels are: what a perfect judge scores) or human (all qrels: the paper's Table 1)
+  reference    the human values judges are compared with in every statistic (tau, gaps, significance,
+               bias, scatter, bootstrap, calibration): human_judged (default; per judge, the human labels of
+               the pairs that judge labelled, normalised as its labels are), human_labelset (the human labels
+               of the whole label set: what a perfect judge scores) or human (all qrels: the paper's Table 1)
   allow_mixed_versions  put runs of different metric versions in one report (default: refused)
   log          log the files as a compare run in the experiment (default: true)
   calibration  estimators of the human-budget experiment besides judge_only (default: none, experiment off):
@@ -87,9 +89,9 @@ def _number(args: dict[str, str], key: str, kind, default, ok, what: str):
 
 def options(args: dict[str, str]) -> report_mod.Options:
     """Validated options: a bad value is one clear line and exit 2, before anything is read."""
-    reference = args.get("reference", report_mod.HUMAN_LABELSET)
-    if reference not in report_mod.REFERENCES:
-        raise CompareError(f"reference={reference!r}: expected one of {', '.join(report_mod.REFERENCES)}")
+    reference = args.get("reference", report_mod.HUMAN_JUDGED)
+    if reference not in report_mod.CHOICES:
+        raise CompareError(f"reference={reference!r}: expected one of {', '.join(report_mod.CHOICES)}")
     correction = args.get("correction", "none").lower()
     if correction not in ("holm", "none"):
         raise CompareError(f"correction={correction!r}: expected holm or none")
@@ -106,7 +108,7 @@ def options(args: dict[str, str]) -> report_mod.Options:
         seed=_number(args, "seed", int, 0, lambda v: v >= 0, "a whole number >= 0"),
         panel=_names(args.get("panel")),
         formats=formats,
-        reference=args.get("reference", report_mod.HUMAN_LABELSET),
+        reference=reference,
         allow_mixed_versions=_flag(args, "allow_mixed_versions"),
         calibration=_calibration(args),
         calibration_k=_calibration_k(args),

@@ -11,13 +11,15 @@ import itertools
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from judgebench.compare import dataset_identity
 from judgebench.exceptions import CompareError
 from judgebench.tracking import TAG
 
 CELL = ["dataset", "system", "judge", "rewriter"]
 TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_model", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view"]
 ID_TAGS = {"judge_hash": f"{TAG}judge_hash", "system_hash": f"{TAG}system_hash", "rewriter_hash": f"{TAG}rewriter_hash",
-           "metric_version": f"{TAG}metric_version", "version": f"{TAG}version"}
+           "metric_version": f"{TAG}metric_version", "version": f"{TAG}version",
+           **{c: f"{TAG}{c}" for c in dataset_identity.COLUMNS}}
 ORIGINAL = "original"
 UNVERSIONED = "1"  # runs logged before the metric version was stamped
 
@@ -61,11 +63,14 @@ def display_names(frame: pd.DataFrame, name: str, model: str | None, key: str, w
     return out
 
 
-def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None, allow_mixed_versions: bool = False) -> pd.DataFrame:
+def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None, allow_mixed_versions: bool = False,
+                 picks: dict[str, str] | None = None, names: list[str] | None = None) -> pd.DataFrame:
     """Latest FINISHED job run per cell (dataset, system, judge, rewriter), columns named per configuration.
 
     Two runs of different judge configurations under one name become two columns (see display_names);
-    runs of different metric versions are refused unless ``allow_mixed_versions``."""
+    runs of different metric versions are refused unless ``allow_mixed_versions``; a dataset name with two
+    identities (other qrels, pool or passages) is refused unless ``picks`` ({name: hash prefix}) selects one
+    (only the datasets of ``names`` are checked when given: the others are not reported)."""
     exp_id = _experiment_id(client, experiment)
     rows = []
     for r in search(client, exp_id, "job", sweep):
@@ -89,6 +94,9 @@ def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None
             f"by different evaluation code. Rerun the grid (finished cells of the current version are skipped), select one sweep "
             f"with sweep=ID, or pass allow_mixed_versions=true"
         )
+    frame = dataset_identity.one_identity(frame, picks, experiment, names)
+    if frame.empty:
+        raise CompareError(f"experiment {experiment!r} has no finished job runs of the selected dataset identities")
     frame["judge"] = display_names(frame, "judge", "judge_model", "judge_hash")
     frame["system"] = display_names(frame, "system", "ranker_model", "system_hash")
     frame["rewriter"] = display_names(frame, "rewriter", None, "rewriter_hash")
@@ -99,10 +107,12 @@ def collect_summaries(client: MlflowClient, experiment: str, jobs: pd.DataFrame,
     """The judge-summary runs of the judges in ``jobs`` (judge-level statistics, logged once per dataset, judge
     and text view), named as ``jobs`` names the judge; latest per (dataset, judge, text view)."""
     names = dict(zip(jobs["judge_hash"].fillna(""), jobs["judge"]))
+    identity = dict(zip(jobs["dataset"], jobs["dataset_hash"])) if "dataset_hash" in jobs else {}
     rows = []
     for r in search(client, _experiment_id(client, experiment), "judge_summary", sweep):
         judge_hash = r.data.tags.get(f"{TAG}judge_hash", "")
-        if judge_hash in names:
+        same_data = r.data.tags.get(f"{TAG}dataset_hash", dataset_identity.UNRECORDED) == identity.get(r.data.tags.get("dataset"))
+        if judge_hash in names and same_data:
             rows.append({"dataset": r.data.tags.get("dataset"), "judge": names[judge_hash], "text_view": r.data.tags.get("text_view"),
                          "run_id": r.info.run_id, "start_time": r.info.start_time, **r.data.metrics})
     cols = ["dataset", "judge", "text_view", "run_id", "start_time", "labelled_pairs", "failed_pairs"]

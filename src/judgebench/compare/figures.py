@@ -12,7 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare.artifacts import HUMAN_LABELSET, REFERENCES  # noqa: E402
+from judgebench.compare.artifacts import REFERENCES  # noqa: E402
+from judgebench.compare.reference import References  # noqa: E402
 from judgebench.metrics.agreement import LEVELS  # noqa: E402
 
 # The same thing has the same colour (and marker, hatch) in every figure: system types by TYPE_*, judges by
@@ -137,22 +138,24 @@ def _label_points(ax, xs: pd.Series, ys: pd.Series, names: pd.Index) -> None:
                     textcoords="offset points", fontsize=6.5)
 
 
-def scatter(t1: dict[str, pd.DataFrame], path: Path, reference: str = HUMAN_LABELSET, t2: pd.DataFrame | None = None) -> Path:
-    """Human (``reference``) vs judge nDCG@10 per system, one marker and colour per system type, each point
-    labelled with its system, y = x drawn: points above the line are systems the judge overrates. The panel
-    title gives the judge's τ (all systems, against ``reference``) and graded κ when ``t2`` has them."""
+def scatter(t1: dict[str, pd.DataFrame], path: Path, refs: References, t2: pd.DataFrame | None = None) -> Path:
+    """Human (each judge's reference, ``refs``) vs judge nDCG@10 per system, one marker and colour per system
+    type, each point labelled with its system, y = x drawn: points above the line are systems the judge
+    overrates. The panel title gives the judge's τ (all systems, against its reference) and graded κ when
+    ``t2`` has them."""
     judges = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c not in ("type", *REFERENCES)))
     fig, axes = plt.subplots(len(t1), max(1, len(judges)), figsize=(4.0 * max(1, len(judges)), 4.0 * len(t1)), squeeze=False)
     for row, (dataset, table) in zip(axes, t1.items()):
         for ax, judge in zip(row, judges):
             if judge in table:
+                human = refs.column(dataset, judge, table.index)
                 for kind, g in table.groupby("type", sort=False):
-                    ax.scatter(g[reference], g[judge], color=TYPE_COLOURS.get(kind, "tab:gray"), marker=TYPE_MARKERS.get(kind, "o"), s=30)
-                _label_points(ax, table[reference], table[judge], table.index)
+                    ax.scatter(human[g.index], g[judge], color=TYPE_COLOURS.get(kind, "tab:gray"), marker=TYPE_MARKERS.get(kind, "o"), s=30)
+                _label_points(ax, human, table[judge], table.index)
             ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
             ax.set_xlim(0, 1.02)
             ax.set_ylim(0, 1.02)
-            ax.set_xlabel(f"nDCG@10 under humans ({reference})")
+            ax.set_xlabel(f"nDCG@10 under humans ({refs.reference})")
             ax.set_ylabel(f"nDCG@10 under {judge}")
             ax.set_title(f"{dataset}: {judge}{_title_stats(t2, dataset, judge)}", fontsize="medium")
             _type_legend(ax, list(dict.fromkeys(table["type"])))

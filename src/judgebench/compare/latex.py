@@ -28,7 +28,7 @@ def tables(r: Report) -> list[tuple[str, pd.DataFrame, str, dict]]:
         out.append((f"ttests_oracles_{d}", m, f"Paired t-tests between oracle rankers on {d} (p raw / p Holm, * significant).", {}))
     if len(r.agreement_counts):
         out.append(("significance_agreement", r.agreement_counts, "Pairwise significance decisions, judge vs human.",
-                    {"index": False, "integers": ["agree", "missed", "spurious", "reversed"]}))
+                    {"index": False, "integers": list(significance.COUNTS[3:])}))
     if len(r.bias):
         out.append(("ranker_bias", views.bias_view(r), "Ranker bias per judge.", {"index": False, "digits": 3}))
     if len(r.ci_means):

@@ -11,6 +11,14 @@ if TYPE_CHECKING:
     from judgebench.compare.report import Report
 
 
+REFERENCE_TEXT = {
+    "human_judged": "per judge, the human labels of the pairs that judge labelled, normalised as its labels are: a failed call "
+                    "leaves the same pair out of both sides",
+    "human_labelset": "the human labels of the whole label set, normalised as a judge's labels are: what a perfect judge scores",
+    "human": "all human qrels: the paper's convention; judges are normalised on the label set only",
+}
+
+
 def sections(r: Report) -> list[str]:
     """The report as Markdown blocks, in reading order."""
     o = r.options
@@ -24,10 +32,7 @@ def sections(r: Report) -> list[str]:
         f"{'; virtual judges: ' + ', '.join(v.name for v in r.virtual) if r.virtual else ''}. "
         f"alpha={o.alpha}, correction={o.correction}, bootstrap={o.bootstrap} resamples (seed {o.seed}, {o.level:.0%} percentile).",
         "",
-        f"Reference for every judge-vs-human statistic: **{ref}**"
-        + (" (human labels of the label set, normalised as a judge's labels are: what a perfect judge scores)" if ref == "human_labelset"
-           else " (all human qrels: the paper's convention; judges are normalised on the label set only)")
-        + f". Runs read: {versions}.",
+        f"Reference for every judge-vs-human statistic: **{ref}** ({REFERENCE_TEXT[ref]}). Runs read: {versions}.",
     ]
     parts = head + ["\n## Table 1: mean nDCG@10 on judged documents (system x judge; best per column in bold)",
                     "\n`human`: all human qrels (the paper's column); `human_labelset`: the human labels of the label set "
@@ -58,8 +63,11 @@ def sections(r: Report) -> list[str]:
 
     if len(r.agreement_counts):
         parts.append(f"\n## Table 4: pairwise significance decisions, judge vs {ref} "
-                     f"(all system pairs, alpha {o.alpha}, correction {o.correction})\n")
-        parts.append(render.markdown(r.agreement_counts, index=False, integers=["agree", "missed", "spurious", "reversed"]))
+                     f"(alpha {o.alpha}, correction {o.correction})\n")
+        parts.append("The family of each judge is the pairs of the systems that it and its reference both scored (`family`); "
+                     "Holm corrects both sides over that family. Pairs of the dataset's other systems are `dropped` (counted, "
+                     "listed in significance_pairs.csv).\n")
+        parts.append(render.markdown(r.agreement_counts, index=False, integers=list(significance.COUNTS[3:])))
         lists = significance.pair_lists(r.agreement_pairs)
         lists = lists[lists["n"] > 0]
         parts.append("\nPairs that do not agree (all pairs with their class: significance_pairs.csv):\n")

@@ -13,10 +13,11 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import (bias, bootstrap, calibration_report, columns, compare_run, ensembles, figures, html, latex,
-                                markdown, significance, tables)
+from judgebench.compare import (bias, bootstrap, calibration_report, columns, compare_run, dataset_identity, ensembles, figures,
+                                html, latex, markdown, significance, tables)
 from judgebench.compare import calibration as budget
-from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES, Artifacts
+from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
+from judgebench.compare.reference import CHOICES, HUMAN_JUDGED, References
 from judgebench.exceptions import CompareError
 from judgebench.content_bias import statistics as content_bias
 from judgebench.compare.collect import ORIGINAL, collect_runs, collect_summaries, missing_cells, select, split_views
@@ -37,9 +38,9 @@ class Options:
     level: float = 0.95
     panel: list[str] | None = None
     formats: tuple[str, ...] = FORMATS
-    # The human column every judge is compared with: human_labelset (what a perfect judge scores: the human
-    # labels of the label set, normalised as a judge's are) or human (all qrels: the paper's convention).
-    reference: str = HUMAN_LABELSET
+    # The human values every judge is compared with (compare/reference.py): human_judged (the human labels of
+    # the pairs the judge labelled), human_labelset (of the whole label set) or human (all qrels: the paper's).
+    reference: str = HUMAN_JUDGED
     allow_mixed_versions: bool = False
     # The human-budget experiment (calibration.py): estimators beside judge_only (none: off), k values, samples per k.
     calibration: tuple[str, ...] = ()
@@ -75,6 +76,7 @@ class Report:
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per (dataset, judge, estimator, k)
     calibration_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     aliases: dict[str, str] = field(default_factory=dict)  # virtual judge -> the identical one reported ("panel": "majority")
+    refs: References | None = None  # each judge's human reference (the figures read it)
     read: dict[str, list[str]] = field(default_factory=dict)  # run ids and sweep ids this report was built from
     superseded: list[str] = field(default_factory=list)  # earlier compare runs of this selection, replaced by the logged one
 
@@ -88,9 +90,14 @@ class Report:
 
 def build(client: MlflowClient, experiment: str, sweep: str | None = None, options: Options | None = None) -> Report:
     opt = options or Options()
-    if opt.reference not in REFERENCES:
-        raise CompareError(f"reference={opt.reference!r}: expected one of {', '.join(REFERENCES)}")
-    everything = select(collect_runs(client, experiment, sweep, opt.allow_mixed_versions), opt.datasets, opt.judges)
+    if opt.reference not in CHOICES:
+        raise CompareError(f"reference={opt.reference!r}: expected one of {', '.join(CHOICES)}")
+    if "label" in opt.calibration and opt.reference == HUMAN:
+        raise CompareError("calibration=label with reference=human: the label-level correction predicts nDCG normalised on the "
+                           "label set (as the judge's labels are), the human reference normalises on all qrels, so their gap "
+                           "would read as the correction's error; use reference=human_judged (default) or drop label")
+    names, picks = dataset_identity.parse(opt.datasets)
+    everything = select(collect_runs(client, experiment, sweep, opt.allow_mixed_versions, picks, names), names, opt.judges)
     jobs, rewritten = split_views(everything)
     if jobs.empty:
         raise CompareError(f"experiment {experiment!r} has runs only on rewritten text views; the tables need the original view")
@@ -112,36 +119,37 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         per_query = pd.concat([per_query, ensembles.virtual_per_query(runs, vlabels, queries)], ignore_index=True)
         labels = pd.concat([labels, vlabels], ignore_index=True)
         judges += [v.name for v in virtual]
-    datasets = list(dict.fromkeys([*(opt.datasets or []), *jobs["dataset"]]))
+    datasets = list(dict.fromkeys([*(names or []), *jobs["dataset"]]))
     t1 = tables.table1(per_query, types, judges, datasets)
     original = labels[labels["text_view"] == ORIGINAL]
     summaries = collect_summaries(client, experiment, everything, sweep)
-    t2 = tables.table2(t1, original, tables.usage(summaries, vlabels), opt.reference)
+    refs = References(per_query, opt.reference)
+    t2 = tables.table2(t1, original, tables.usage(summaries, vlabels), refs)
 
     oracles = {d: list(t.index[t["type"] == "oracle"]) for d, t in t1.items()}
     everyone = {d: list(t.index) for d, t in t1.items()}
     oracle_tests = significance.ttests(per_query, oracles, opt.alpha)
     all_tests = significance.ttests(per_query, everyone, opt.alpha)
-    counts, pairs = significance.decision_agreement(all_tests, use_holm=opt.correction == "holm", reference=opt.reference)
-    ci_means, ci_tau = (bootstrap.bootstrap(per_query, t1, opt.bootstrap, opt.seed, opt.level, opt.reference) if opt.bootstrap > 0
+    counts, pairs = significance.decision_agreement(per_query, everyone, refs, opt.alpha, use_holm=opt.correction == "holm")
+    ci_means, ci_tau = (bootstrap.bootstrap(per_query, t1, refs, opt.bootstrap, opt.seed, opt.level) if opt.bootstrap > 0
                         else (pd.DataFrame(columns=bootstrap.MEANS), pd.DataFrame(columns=bootstrap.TAUS)))
     rewritten_labels = labels[labels["judge"].isin(set(rewritten["judge"]))]
     calib = pd.DataFrame(columns=budget.COLUMNS)
     if opt.calibration:
-        cells = budget.cells(per_query, t1, original, opt.reference, runs, problems)
+        cells = budget.cells(per_query, t1, original, refs, runs, problems)
         calib = budget.experiment(cells, list(opt.calibration), list(opt.calibration_k), opt.resamples, opt.seed,
                                        opt.alpha, opt.level, opt.reference)
     return Report(
-        experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, opt.datasets, opt.judges),
+        experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, names, opt.judges),
         oracle_tests=oracle_tests, all_tests=all_tests, agreement_counts=counts, agreement_pairs=pairs,
-        bias=bias.ranker_bias(t1, opt.reference), ci_means=ci_means, ci_tau=ci_tau, labels=labels, virtual=virtual,
+        bias=bias.ranker_bias(t1, refs), ci_means=ci_means, ci_tau=ci_tau, labels=labels, virtual=virtual,
         rewritten_runs=len(rewritten),
         content_distribution=content_bias.distribution(rewritten_labels), content_summary=content_bias.summary(rewritten_labels),
         problems=problems, summaries=summaries,
         versions={"metric_version": sorted(everything["metric_version"].unique()),
                   "judgebench": sorted(everything["version"].fillna("unknown").unique())},
         calibration=calib, calibration_summary=calibration_report.summary(calib) if len(calib) else pd.DataFrame(),
-        aliases=aliases,
+        aliases=aliases, refs=refs,
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
     )
@@ -191,7 +199,7 @@ def header(r: Report) -> dict[str, str]:
     return {
         "experiment": r.experiment,
         "selection": f"sweep {r.sweep}" if r.sweep else f"latest finished run of every cell ({len(set(r.read.get('sweeps', [])))} sweeps)",
-        "datasets": ", ".join(r.table1),
+        "datasets": ", ".join(dataset_identity.describe(r.jobs).get(d, d) for d in r.table1),
         "judges": ", ".join(real) + (f" (virtual: {', '.join(virtual)})" if virtual else ""),
         "reference": r.options.reference,
         "runs read": f"{len(r.read.get('job_runs', []))} job runs, {len(r.read.get('judge_summary_runs', []))} judge summaries",
@@ -202,7 +210,7 @@ def header(r: Report) -> dict[str, str]:
 def _write_figures(r: Report, out: Path) -> list[Path]:
     files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png", r.ci_means)]
     if len(r.judges) > 1:
-        files.append(figures.scatter(r.table1, out / "figure_scatter.png", r.options.reference, r.table2))
+        files.append(figures.scatter(r.table1, out / "figure_scatter.png", r.refs, r.table2))
         files.append(figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
     original = r.labels[r.labels["text_view"] == ORIGINAL] if len(r.labels) else r.labels
     for judge in [j for j in r.judges if j not in REFERENCES]:

@@ -2,7 +2,8 @@
 
 A judge can keep the system ordering yet change which differences are significant; the
 pairwise decisions under the judge and under humans are classified as agree / missed /
-spurious / reversed (metrics.significance).
+spurious / reversed (metrics.significance), each judge against its own human reference
+(compare/reference.py) over one family of pairs that both sides scored.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import combinations
 
 import pandas as pd
+from statsmodels.stats.multitest import multipletests
 
-from judgebench.compare.artifacts import HUMAN_LABELSET, REFERENCES
+from judgebench.compare.artifacts import REFERENCES
+from judgebench.compare.reference import References, is_pseudo
 from judgebench.metrics import classify_decisions, pairwise_ttests
 
 
@@ -29,56 +33,82 @@ def _frozen_heap() -> Iterator[None]:
 
 
 def ttests(per_query: pd.DataFrame, systems: dict[str, list[str]], alpha: float = 0.05) -> pd.DataFrame:
-    """Every pair of the given systems per dataset and judge: raw p and Holm-adjusted p."""
+    """Every pair of the given systems per dataset and judge (the per-judge references excluded): raw p and
+    Holm-adjusted p over the pairs of the systems that judge scored."""
     with _frozen_heap():
-        return _ttests(per_query, systems, alpha)
-
-
-def _ttests(per_query: pd.DataFrame, systems: dict[str, list[str]], alpha: float) -> pd.DataFrame:
-    rows = []
-    for (dataset, judge), g in per_query.groupby(["dataset", "judge"], sort=False):
-        chosen = systems.get(dataset, [])
-        g = g[g["system"].isin(chosen)].dropna(subset=["value"])  # nan: the judge has no qrels for the query
-        g["system"] = pd.Categorical(g["system"], chosen)
-        g = g.sort_values("system").assign(system=lambda f: f["system"].astype(str))
-        if g["system"].nunique() < 2:
-            continue
-        raw = pairwise_ttests(g[["system", "query_id", "value"]], alpha=alpha)
-        holm = pairwise_ttests(g[["system", "query_id", "value"]], alpha=alpha, correction="holm")
-        raw = raw.assign(p_holm=holm["p_adj"].to_numpy(), significant_holm=holm["significant"].to_numpy())
-        rows.append(raw.assign(dataset=dataset, judge=judge))
+        rows = []
+        for (dataset, judge), g in per_query.groupby(["dataset", "judge"], sort=False):
+            if is_pseudo(judge):
+                continue
+            tests = _tests(g, systems.get(dataset, []), alpha)
+            if len(tests):
+                rows.append(tests.assign(dataset=dataset, judge=judge))
     if not rows:
+        return pd.DataFrame(columns=TESTS)
+    return pd.concat(rows, ignore_index=True)[TESTS]
+
+
+TESTS = ["dataset", "judge", "system_a", "system_b", "mean_a", "mean_b", "t", "p", "significant", "p_holm", "significant_holm", "better"]
+
+
+def _scored(rows: pd.DataFrame, chosen: list[str]) -> pd.DataFrame:
+    """The rows of the chosen systems that have a value (nan: the judge has no qrels for the query), in ``chosen`` order."""
+    g = rows[rows["system"].isin(chosen)].dropna(subset=["value"])
+    g = g.assign(system=pd.Categorical(g["system"], chosen)).sort_values("system", kind="stable")
+    return g.assign(system=g["system"].astype(str))
+
+
+def _tests(rows: pd.DataFrame, chosen: list[str], alpha: float) -> pd.DataFrame:
+    """One t-test per pair of the chosen systems present in ``rows``; Holm from statsmodels on the raw p of
+    this family (a pair without variance, p = nan, enters as p = 1)."""
+    g = _scored(rows, chosen)
+    if g["system"].nunique() < 2:
         return pd.DataFrame()
-    out = pd.concat(rows, ignore_index=True)
-    return out[["dataset", "judge", "system_a", "system_b", "mean_a", "mean_b", "t", "p", "significant", "p_holm",
-                "significant_holm", "better"]]
+    raw = pairwise_ttests(g[["system", "query_id", "value"]], alpha=alpha)
+    p_holm = multipletests(raw["p"].fillna(1.0).to_numpy(), alpha=alpha, method="holm")[1]
+    return raw.assign(p_holm=p_holm, significant_holm=p_holm < alpha)
 
 
-COUNTS = ["dataset", "judge", "reference", "agree", "missed", "spurious", "reversed"]
+COUNTS = ["dataset", "judge", "reference", "family", "dropped", "agree", "missed", "spurious", "reversed"]
 PAIRS = ["dataset", "judge", "system_a", "system_b", "agreement"]
 
 
-def decision_agreement(tests: pd.DataFrame, use_holm: bool = False,
-                       reference: str = HUMAN_LABELSET) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per judge: how many pairwise conclusions agree with those under the human ``reference``, and which pairs do not."""
-    empty = pd.DataFrame(columns=COUNTS), pd.DataFrame(columns=PAIRS)
-    if tests.empty:
-        return empty
-    sig = "significant_holm" if use_holm else "significant"
+def decision_agreement(per_query: pd.DataFrame, systems: dict[str, list[str]], refs: References, alpha: float = 0.05,
+                       use_holm: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per judge: how many pairwise conclusions agree with those under its human reference (``refs``), and
+    which pairs do not.
+
+    The family of tests is the same on both sides: the pairs of the systems that the judge *and* its
+    reference both scored, so Holm corrects the judge and the humans it is classified against over the
+    same number of pairs (``family``). Pairs of the dataset's systems outside it are counted (``dropped``)
+    and listed with agreement "dropped", never silently left out."""
     counts, pairs = [], []
-    for dataset, d in tests.groupby("dataset", sort=False):
-        human = d[d["judge"] == reference]
-        for judge, j in d[~d["judge"].isin(REFERENCES)].groupby("judge", sort=False):
-            cls = classify_decisions(
-                j.assign(significant=j[sig]).drop(columns=["dataset", "judge"]),
-                human.assign(significant=human[sig]).drop(columns=["dataset", "judge"]),
-            )
-            counts.append({"dataset": dataset, "judge": judge, "reference": reference, **{k: int((cls["agreement"] == k).sum()) for k in COUNTS[3:]}})
-            pairs.append(cls.assign(dataset=dataset, judge=judge)[PAIRS])
-    return (pd.DataFrame(counts, columns=COUNTS), pd.concat(pairs, ignore_index=True)) if pairs else empty
+    with _frozen_heap():
+        for dataset, d in per_query.groupby("dataset", sort=False):
+            chosen = systems.get(dataset, [])
+            for judge in dict.fromkeys(d["judge"]):
+                if judge in REFERENCES or is_pseudo(judge):
+                    continue
+                mine, theirs = _scored(d[d["judge"] == judge], chosen), _scored(refs.rows(dataset, judge), chosen)
+                family = [s for s in chosen if s in set(mine["system"]) and s in set(theirs["system"])]
+                cls = pd.DataFrame(columns=["system_a", "system_b", "agreement"])
+                if len(family) >= 2:
+                    sig = "significant_holm" if use_holm else "significant"
+                    j, h = _tests(mine, family, alpha), _tests(theirs, family, alpha)
+                    cls = classify_decisions(j.assign(significant=j[sig]), h.assign(significant=h[sig]))
+                inside = {frozenset(p) for p in zip(cls["system_a"], cls["system_b"])}
+                out = [(a, b) for a, b in combinations(chosen, 2) if frozenset((a, b)) not in inside]
+                cls = pd.concat([cls, pd.DataFrame(out, columns=["system_a", "system_b"]).assign(agreement="dropped")],
+                                ignore_index=True)
+                counts.append({"dataset": dataset, "judge": judge, "reference": refs.reference, "family": len(inside),
+                               **{k: int((cls["agreement"] == k).sum()) for k in COUNTS[4:]}})
+                pairs.append(cls.assign(dataset=dataset, judge=judge)[PAIRS])
+    if not pairs:
+        return pd.DataFrame(columns=COUNTS), pd.DataFrame(columns=PAIRS)
+    return pd.DataFrame(counts, columns=COUNTS), pd.concat(pairs, ignore_index=True)
 
 
-def pair_lists(pairs: pd.DataFrame, classes: tuple[str, ...] = ("missed", "spurious", "reversed")) -> pd.DataFrame:
+def pair_lists(pairs: pd.DataFrame, classes: tuple[str, ...] = ("missed", "spurious", "reversed", "dropped")) -> pd.DataFrame:
     """One row per (dataset, judge, class) with the pairs written "A vs B"; agree pairs stay in the CSV."""
     rows = []
     for (dataset, judge), g in pairs.groupby(["dataset", "judge"], sort=False):

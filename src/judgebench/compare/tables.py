@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from judgebench.compare import columns
-from judgebench.compare.artifacts import HUMAN, HUMAN_LABELSET, REFERENCES
-from judgebench.metrics import kendall_tau
+from judgebench.compare.artifacts import HUMAN, REFERENCES
+from judgebench.compare.reference import References
 
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
 TABLE2 = ["dataset", "judge", "reference", *columns.AGREEMENT, *columns.ORDERING_COLUMNS, "systems", "labelled_pairs", "failed_pairs",
@@ -57,38 +57,29 @@ def table1(per_query: pd.DataFrame, types: pd.Series, judges: list[str], dataset
     return out
 
 
-def tau(judge_col: pd.Series, human_col: pd.Series, systems: list[str]) -> float:
-    """Kendall's tau-b between two orderings over the systems both score; nan with fewer than 2."""
-    both = [s for s in systems if not (math.isnan(judge_col.get(s, math.nan)) or math.isnan(human_col.get(s, math.nan)))]
-    if len(both) < 2:
-        return math.nan
-    value, _ = kendall_tau(judge_col[both].to_dict(), human_col[both].to_dict())
-    return value
-
-
 def kappas(labels: pd.DataFrame) -> pd.DataFrame:
     """Every agreement statistic (kappa, alpha, label shares, ...) per (dataset, judge) on the original text view,
     human labels as reference."""
     return columns.agreement_table(labels)
 
 
-def table2(t1: dict[str, pd.DataFrame], labels: pd.DataFrame, usage: pd.DataFrame, reference: str = HUMAN_LABELSET) -> pd.DataFrame:
+def table2(t1: dict[str, pd.DataFrame], labels: pd.DataFrame, usage: pd.DataFrame, refs: References) -> pd.DataFrame:
     """Per dataset and judge: the agreement statistics on the label set (kappa graded, weighted, at each binary
-    cut, alpha, ...), the ordering statistics against the human ``reference`` (tau over all systems and oracles
-    only, tau_AP, rho, tau top 5), labelled and failed pairs, label shares. ``usage`` has dataset, judge,
-    labelled_pairs, failed_pairs (virtual judges: 0 failed)."""
+    cut, alpha, ...), the ordering statistics against each judge's human reference (``refs``: tau over all
+    systems and oracles only, tau_AP, rho, tau top 5), labelled and failed pairs, label shares. ``usage`` has
+    dataset, judge, labelled_pairs, failed_pairs (virtual judges: 0 failed)."""
     k = kappas(labels).set_index(["dataset", "judge"])
     u = usage.set_index(["dataset", "judge"]) if len(usage) else pd.DataFrame()
     rows = []
     for dataset, table in t1.items():
         oracles = list(table.index[table["type"] == "oracle"])
         for judge in judge_columns(table):
-            col, human = table[judge], table[reference]
+            col, human = table[judge], refs.column(dataset, judge, table.index)
             key = (dataset, judge)
             rows.append({
                 "dataset": dataset,
                 "judge": judge,
-                "reference": reference,
+                "reference": refs.reference,
                 **columns.agreement_columns(k, key),
                 **columns.ordering(col, human, list(table.index), oracles),
                 "systems": int(np.sum(col.notna() & human.notna())),

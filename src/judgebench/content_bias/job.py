@@ -19,6 +19,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import tracking
+from judgebench.data import fingerprint
 from judgebench.content_bias.figures import distribution_figure, histogram_figure
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
 from judgebench.evaluation import cut, evaluate
@@ -159,7 +160,8 @@ def run_content_bias(cfg: DictConfig):
     client, exp_id = tracking.open_store(cfg)
     tags = {f"{tracking.TAG}kind": "content_bias", f"{tracking.TAG}config_hash": config_hash(cfg), f"{tracking.TAG}sweep_id": sweep_id(cfg),
             "dataset": dataset.name, "judge": judge.name, "judge_family": judge.family, "judge_model": judge.model,
-            "rewriter": rewriter.name, "text_view": rewriter.view, "ranker": scorer.name if scorer else "none", "git_commit": tracking.git_commit()}
+            "rewriter": rewriter.name, "text_view": rewriter.view, "ranker": scorer.name if scorer else "none", "git_commit": tracking.git_commit(),
+            **fingerprint.tags(dataset, True, tracking.TAG)}
     job = tracking.JobRun(client, exp_id, f"content_bias/{dataset.name}/{judge.name}/{rewriter.name}", tags)
     params, _ = tracking.params_from_config(config)
     job.log_params(params)

@@ -2,7 +2,7 @@
 correlation (Kendall's tau, tau_AP, Spearman's rho) and paired significance tests."""
 
 from judgebench.metrics.agreement import AGREEMENT, AGREEMENT_COLUMNS, binarize, confusion, label_agreement
-from judgebench.metrics.correlation import ORDERING, ORDERING_COLUMNS, kendall_tau, tau_ap
+from judgebench.metrics.correlation import ORDERING, ORDERING_COLUMNS, kendall_tau, tau_ap, tau_b
 from judgebench.metrics.ndcg import mean_ndcg, per_query_ndcg
 from judgebench.metrics.significance import classify_decisions, pairwise_ttests
 
@@ -20,4 +20,5 @@ __all__ = [
     "pairwise_ttests",
     "per_query_ndcg",
     "tau_ap",
+    "tau_b",
 ]

@@ -149,9 +149,8 @@ AGREEMENT = (
     CohenKappa("kappa_linear", weights="linear"),
     CohenKappa("kappa_quadratic", weights="quadratic"),
     CohenKappa("kappa_ge1", cut=1),
-    CohenKappa("kappa_ge2", cut=2),
+    CohenKappa("kappa_ge2", cut=2),  # the binary kappa of TREC DL ({0,1} | {2,3}); once also logged as kappa_binary
     CohenKappa("kappa_ge3", cut=3),
-    CohenKappa("kappa_binary", cut=2),  # = kappa_ge2, the column's name before the three cuts existed
     KrippendorffAlpha("alpha_ordinal", level="ordinal"),
     KrippendorffAlpha("alpha_interval", level="interval"),
     PerQueryKappa("kappa_query_median", summary="median"),

@@ -17,7 +17,7 @@ from statsmodels.stats.multitest import multipletests
 
 COLUMNS = ["system_a", "system_b", "mean_a", "mean_b", "t", "p", "p_adj",
            "significant", "better"]
-AGREEMENT = ("agree", "missed", "spurious", "reversed")
+AGREEMENT = ("agree", "missed", "spurious", "reversed")  # and "dropped": a pair only one side tested
 
 
 def pairwise_ttests(
@@ -91,17 +91,25 @@ def _align(table: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
 
 
 def classify_decisions(judge: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
-    """Merge two :func:`pairwise_ttests` tables on the system pair (inner join;
-    a pair stored in the other orientation is flipped to the judge's) and add
-    ``agreement``: agree / missed (human significant, judge not) / spurious
-    (judge significant, human not) / reversed (both significant, opposite winners).
+    """Merge two :func:`pairwise_ttests` tables on the system pair (a pair stored
+    in the other orientation is flipped to the judge's) and add ``agreement``:
+    agree / missed (human significant, judge not) / spurious (judge significant,
+    human not) / reversed (both significant, opposite winners), or "dropped" for
+    a pair only one table has (it is kept and counted, never silently lost).
     Other columns carry the suffixes _judge and _human.
     """
-    merged = judge.merge(_align(human, judge), on=["system_a", "system_b"],
-                         how="inner", suffixes=("_judge", "_human"))
+    aligned = _align(human, judge)
+    merged = judge.merge(aligned, on=["system_a", "system_b"], how="left",
+                         suffixes=("_judge", "_human"), indicator=True)
+    keys = set(zip(judge["system_a"], judge["system_b"]))
+    only_human = aligned[[p not in keys for p in zip(aligned["system_a"], aligned["system_b"])]]
+    merged = pd.concat([merged, only_human[["system_a", "system_b"]].assign(_merge="right_only")], ignore_index=True)
     labels = []
-    for sj, bj, sh, bh in zip(merged["significant_judge"], merged["better_judge"],
-                              merged["significant_human"], merged["better_human"]):
+    for sj, bj, sh, bh, side in zip(merged["significant_judge"], merged["better_judge"],
+                                    merged["significant_human"], merged["better_human"], merged["_merge"]):
+        if side != "both":
+            labels.append("dropped")
+            continue
         dj, dh = _decision(bool(sj), bj), _decision(bool(sh), bh)
         if dj == dh:
             labels.append("agree")
@@ -112,4 +120,4 @@ def classify_decisions(judge: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame
         else:
             labels.append("reversed")
     merged["agreement"] = labels
-    return merged
+    return merged.drop(columns="_merge")

@@ -34,6 +34,10 @@ class Ranker:
         """The full ranking of every judged query's pool (before perturbation and depth cut)."""
         raise NotImplementedError
 
+    def reads_texts(self, dataset: Dataset) -> bool:
+        """Whether ranking ``dataset`` reads passage texts (their digest then joins the cell's dataset identity)."""
+        return True
+
 
 def ranking_from_scores(frame: pd.DataFrame) -> pd.DataFrame:
     """Order by score descending (stable: ties keep the input order) and number ranks 1..n."""

@@ -21,10 +21,17 @@ class BM25Ranker(Ranker):
     cache_dir: str = ".cache/judgebench"
     progress: bool = True
 
+    def is_the_pool(self, dataset) -> bool:
+        """Whether the dataset's pool already is this BM25 (same k1, b): then no text is read."""
+        prov = dataset.pool_provenance
+        return prov.get("ranker") == "bm25" and prov.get("k1") == self.k1 and prov.get("b") == self.b
+
+    def reads_texts(self, dataset) -> bool:
+        return not self.is_the_pool(dataset)
+
     def rank(self, dataset, texts) -> pd.DataFrame:
         pool = dataset.pool[dataset.pool["query_id"].isin(dataset.judged_queries())]
-        prov = dataset.pool_provenance
-        if prov.get("ranker") == "bm25" and prov.get("k1") == self.k1 and prov.get("b") == self.b and texts is dataset.corpus:
+        if self.is_the_pool(dataset) and texts is dataset.corpus:
             return pool[["query_id", "doc_id", "score", "rank"]].reset_index(drop=True)
         depth = int(pool.groupby("query_id").size().max())
         corpus = {d: texts[d] for d in dataset.corpus}

@@ -15,6 +15,9 @@ class OracleRanker(Ranker):
     depth: int | None = 10
     perturbable: bool = True
 
+    def reads_texts(self, dataset) -> bool:
+        return False
+
     def rank(self, dataset, texts) -> pd.DataFrame:
         """Judged pool documents by human label descending (ties in pool order), then the unjudged."""
         pool = dataset.pool.sort_values(["query_id", "rank"], kind="stable")

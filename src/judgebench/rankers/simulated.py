@@ -18,6 +18,9 @@ class SimulatedLLMRanker(Ranker):
     noise: float = 0.3
     seed: int = 7
 
+    def reads_texts(self, dataset) -> bool:
+        return False
+
     def rank(self, dataset, texts) -> pd.DataFrame:
         """score = h + weight * u + noise * eps, with h the human label (0 when unjudged)."""
         pool = dataset.pool[dataset.pool["query_id"].isin(dataset.judged_queries())]
