@@ -9,15 +9,13 @@ the judge-level numbers from there.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 
 from judgebench import tracking
+from judgebench.locks import exclusive
 from judgebench.evaluation import METRIC_VERSION
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 
@@ -43,33 +41,11 @@ def statistics(judge_qrels: pd.DataFrame, label_set: pd.DataFrame, failed_pairs:
     }
 
 
-@contextlib.contextmanager
-def _turn(lock_dir: str | Path | None, digest: str) -> Iterator[None]:
-    """One job at a time per labels digest (parallel jobs of one judge would each log a summary); where the
-    directory or the file system cannot lock, jobs go on without it (a duplicate summary is harmless)."""
-    fd = None
-    try:
-        if lock_dir is not None:
-            try:
-                import fcntl
-
-                path = Path(lock_dir) / f"judge-summary-{digest}.lock"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except (ImportError, OSError):
-                pass
-        yield
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
 def ensure(client, experiment_id: str, tags: dict[str, str], judge_qrels: pd.DataFrame, label_set: pd.DataFrame,
            failed_pairs: int, lock_dir: str | Path | None = None) -> str:
     """The run id of the judge summary for these labels, logging it first when none exists yet."""
     digest = labels_digest(judge_qrels, label_set)
-    with _turn(lock_dir, digest):
+    with exclusive(lock_dir, f"judge-summary-{digest}"):  # parallel jobs of one judge would each log a summary
         return _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, digest)
 
 

@@ -16,13 +16,13 @@ import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import __version__, judge_summary, tracking
+from judgebench import __version__, judge_summary, rankings, tracking
 from judgebench.data.datasets import Dataset
-from judgebench.data.trec import write_qrels, write_run
+from judgebench.data.trec import write_qrels
 from judgebench.exceptions import DataError, TooManyFailures, check_failed_share  # noqa: F401  (TooManyFailures: the cell's failure)
 from judgebench.dry_run import dry_run  # noqa: F401  (run_job's dry_run=true; asks nothing, rewrites included)
 from judgebench.data import fingerprint
-from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, METRIC_VERSION, cut, evaluate, means, references
+from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, METRIC_VERSION, evaluate, means, references
 from judgebench.identity import component_hash
 from judgebench.input_digests import input_digests, input_files
 from judgebench.judges.parsing import PARSE_VERSION
@@ -223,12 +223,10 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             texts = rewriter.rewrite(dataset)
         where = f"{cfg.dataset.name} / {system} / rewriter {rewriter.name}"
         rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, float(cfg.get("max_failed_share", 1.0)), where)
-        with job_stage(cfg, f"rank {ranker.name}"):
-            run = ranker.rank(dataset, texts)
-        if ranker.perturbable:
-            judged = set(zip(dataset.qrels["query_id"], dataset.qrels["doc_id"]))
-            run = perturbation.apply(run, judged)
-        run = cut(run, ranker.depth)
+        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system,
+                                     rewriter.view != "original" or ranker.reads_texts(dataset), client, exp_id)
+        run = ranking.run
+        job.set_tags({f"{tracking.TAG}ranking_key": ranking.key})
 
         label_set = dataset.label_set()
         with job_stage(cfg, f"judge {judge.name}"):
@@ -242,6 +240,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             **result.usage.as_metrics(),
             **rewrite_metrics,
             **_ranker_truncated(ranker),
+            "ranking_computed": int(ranking.computed),
+            "ranker_prompts_scored": ranking.scored,
             "wall_time_s": time.perf_counter() - started,
         }
         job.log_metrics(metrics)
@@ -253,7 +253,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         job.set_tags({f"{tracking.TAG}judge_summary": summary_id})
         labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
         files = {
-            "run.trec": _file_text(write_run, run, tag=system.replace(" ", "_")),
+            "run.trec": ranking.text,  # the stored ranking's bytes: every judge's cell logs the same file
             "judge_labels.csv": _frame_text(labels_out),
             "judge_qrels.txt": _file_text(write_qrels, result.qrels),
             "judge_failures.csv": _frame_text(result.failed),

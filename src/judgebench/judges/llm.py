@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from judgebench.cache.store import CallCache
+from judgebench.locks import exclusive
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.parsing import parse_label, score_count
 from judgebench.llm.prompts import PromptTemplate, load_prompt
@@ -84,33 +84,13 @@ class LLMJudge(Judge):
         cost = self.backend.cost(n_in, n_out, batch=self.backend.mode == "batch")
         return JudgePlan(len(calls), len(calls) - len(todo), todo, n_in, n_out, cost)
 
-    @contextlib.contextmanager
     def _label_set_turn(self, calls: list[PlannedCall]):
-        """Jobs about to call the API for the same label set take turns (an exclusive flock per label set under
-        cache_dir/locks): the first one pays, the others wait and then find its answers in the cache, instead of
-        all paying for every pair (8 jobs of one grid started together made 4x the calls). The kernel drops the
-        lock when its holder dies, so a killed job blocks nobody. Where the file system has no locks, jobs run
-        uncoordinated as before."""
+        """Jobs about to call the API for the same label set take turns (``locks.exclusive``): the first one pays,
+        the others wait and then find its answers in the cache, instead of all paying for every pair (8 jobs of
+        one grid started together made 4x the calls)."""
         digest = hashlib.sha256("\n".join(sorted(c.key for c in calls)).encode()).hexdigest()[:32]
-        path = Path(self.cache_dir) / "locks" / f"label-set-{digest}.lock"
-        fd = None
-        try:
-            try:
-                import fcntl
-
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    log.info("judge %s: another job is judging this label set; waiting for it (%s)", self.name, path)
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-            except (ImportError, OSError) as e:  # no fcntl, unwritable dir, ENOLCK on a lock-less file system
-                log.warning("judge %s: cannot take the label-set lock %s (%s); judging without it", self.name, path, e)
-            yield
-        finally:
-            if fd is not None:
-                os.close(fd)  # releases the lock
+        return exclusive(Path(self.cache_dir) / "locks", f"label-set-{digest}",
+                         f"judge {self.name}: another job is judging this label set; waiting for it")
 
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         calls = self.render(pairs, dataset, texts)

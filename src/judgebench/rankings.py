@@ -1,0 +1,153 @@
+"""Rank once, judge many: every ranking is computed once and read back by every cell that needs it.
+
+A grid cell ranks and then judges. With two judges, the two cells of one system on one dataset would
+each compute the ranking: twice the GPU hours (all 425,700 PRP prompts of DL19, twice, on two GPUs), and
+PRP's half-point ties could break differently in bf16 on the two GPUs, so "one system" would have two run
+files under two judges. A ranking depends on the dataset (its fingerprint; the passage texts when the
+ranker reads them), the system (ranker + perturbation, by their config hash), the text view (the
+rewriter's hash) and the ranking code's version, never on the judge. It is stored under that key in
+``<cache_dir>/rankings/<key>.trec`` (TREC format, written atomically) and every cell reads it back from
+there, so every judge scores the same bytes. A cell that finds another job computing it waits under a lock
+(``locks.exclusive``), as label sets do. ``job=rank`` (``rank_job.py``) computes and logs rankings alone,
+so a cluster can rank on its GPU partition and judge on CPU nodes; a store that lacks a ranking another
+machine logged to MLflow gets it from that run's artifact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from judgebench import __version__
+from judgebench.data.fingerprint import fingerprint
+from judgebench.data.trec import read_run, write_run
+from judgebench.evaluation import cut
+from judgebench.identity import component_hash
+from judgebench.locks import exclusive
+from judgebench.progress import job_stage
+
+log = logging.getLogger("judgebench")
+RANK_VERSION = "1"  # bump when a change to the ranking code changes a ranking: stored ones are then recomputed
+KIND = "ranking"  # the MLflow run kind of job=rank
+
+
+@dataclass
+class Ranking:
+    """A system's final run (perturbed and cut), its TREC text (the bytes every judge's cell logs) and key."""
+
+    key: str
+    run: pd.DataFrame
+    text: str
+    computed: bool  # ranked by this job (False: read back)
+    scored: int = 0  # prompts a model ranker scored in this job (0 when read back or cached)
+
+
+def ranking_key(cfg: DictConfig, dataset, reads_texts: bool) -> str:
+    """What decides a ranking: dataset identity, system and rewriter config hashes, the ranking code's version."""
+    node = lambda key: OmegaConf.to_container(cfg[key], resolve=True) if key in cfg else None  # noqa: E731
+    fp = fingerprint(dataset)
+    tree = {"dataset": fp.hash, "texts": fp.texts if reads_texts else None,
+            "system": component_hash(node("ranker"), node("perturbation")), "rewriter": component_hash(node("rewriter")),
+            "rank_version": RANK_VERSION, "judgebench": __version__}
+    return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:20]
+
+
+class RankingStore:
+    """``<cache_dir>/rankings``: one TREC file per ranking key, with its provenance beside it as JSON."""
+
+    def __init__(self, cache_dir: str | Path) -> None:
+        self.root = Path(cache_dir) / "rankings"
+        self.locks = Path(cache_dir) / "locks"
+
+    def path(self, key: str) -> Path:
+        return self.root / f"{key}.trec"
+
+    def read(self, key: str) -> str | None:
+        try:
+            return self.path(key).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def write(self, key: str, text: str, meta: dict) -> None:
+        """Atomically (a temp file renamed into place): a reader never sees half a ranking. An unwritable store
+        is a warning, not a lost cell: the ranking is still used, only not shared."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            for name, content in ((f"{key}.json", json.dumps(meta, indent=1, sort_keys=True)), (f"{key}.trec", text)):
+                tmp = self.root / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+                tmp.write_text(content, encoding="utf-8")
+                os.replace(tmp, self.root / name)
+        except OSError as e:
+            log.warning("ranking %s not stored in %s (%s); other cells will compute it again", key, self.root, e)
+
+
+def trec_text(run: pd.DataFrame, system: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.trec"
+        write_run(run, path, tag=system.replace(" ", "_"))
+        return path.read_text(encoding="utf-8")
+
+
+def parse(text: str) -> pd.DataFrame:
+    """The run of a stored TREC text, in its rank order (a perturbed oracle's scores need not follow its ranks)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.trec"
+        path.write_text(text, encoding="utf-8")
+        return read_run(path, order_by="rank")
+
+
+def from_mlflow(client, experiment_id: str, key: str) -> str | None:
+    """The run.trec of a FINISHED ``job=rank`` run with this key, when this store lacks it (another machine ranked)."""
+    if client is None:
+        return None
+    from judgebench.tracking import TAG
+
+    filt = f"tags.`{TAG}kind` = '{KIND}' and tags.`{TAG}ranking_key` = '{key}' and attributes.status = 'FINISHED'"
+    for r in client.search_runs([experiment_id], filter_string=filt, max_results=5):
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                return Path(client.download_artifacts(r.info.run_id, "run.trec", tmp)).read_text(encoding="utf-8")
+            except Exception as e:  # noqa: BLE001 - an unreadable artifact: rank instead
+                log.warning("ranking %s: run %s has no readable run.trec (%s)", key, r.info.run_id, e)
+    return None
+
+
+def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str, reads_texts: bool,
+              client=None, experiment_id: str | None = None) -> Ranking:
+    """The cell's ranking: read back when stored (here, or in a ``job=rank`` run of the experiment), else
+    computed under the ranking's lock (a job already computing it is waited for), stored, and read back."""
+    key = ranking_key(cfg, dataset, reads_texts)
+    store = RankingStore(cfg.cache_dir)
+    text = store.read(key)
+    if text is None and client is not None:
+        text = from_mlflow(client, experiment_id, key)
+        if text is not None:
+            store.write(key, text, {"system": system, "dataset": dataset.name, "source": "mlflow"})
+    if text is not None:
+        log.info("%s / %s: ranking %s read back (computed once for every judge)", dataset.name, system, key)
+        return Ranking(key, parse(text), text, computed=False)
+    with exclusive(store.locks, f"ranking-{key}", f"{dataset.name} / {system}: another job is computing this ranking; waiting for it"):
+        text = store.read(key)
+        if text is not None:
+            return Ranking(key, parse(text), text, computed=False)
+        started = time.perf_counter()
+        with job_stage(cfg, f"rank {ranker.name}"):
+            run = ranker.rank(dataset, texts)
+        if ranker.perturbable:
+            judged = set(zip(dataset.qrels["query_id"], dataset.qrels["doc_id"]))
+            run = perturbation.apply(run, judged)
+        text = trec_text(cut(run, ranker.depth), system)
+        scored = int(getattr(ranker, "scored_now", 0) or 0)
+        store.write(key, text, {"system": system, "dataset": dataset.name, "ranker": ranker.name, "scored": scored,
+                                "seconds": round(time.perf_counter() - started, 3), "judgebench": __version__})
+    return Ranking(key, parse(text), text, computed=True, scored=scored)
