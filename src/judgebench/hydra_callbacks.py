@@ -47,7 +47,7 @@ _SLURM_ENV = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY
 
 # Submitting-process state. Module globals, not callback attributes: the callback object is
 # pickled with the launcher into every submitit job, and its attributes would travel with it.
-_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0, "uri": None, "parent": None}
+_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0, "uri": None, "parent": None, "experiment": None}
 
 
 def sweep_dir(config: DictConfig) -> Path:
@@ -210,7 +210,33 @@ def precreate_experiment(config: DictConfig) -> str | None:
     tracking.ensure_sqlite_parent(str(uri))
     client = tracking.MlflowClient(str(uri))
     _SWEEP["uri"] = str(uri)
-    return tracking.get_or_create_experiment(client, str(name), str(artifact_root) if artifact_root else None)
+    exp_id = tracking.get_or_create_experiment(client, str(name), str(artifact_root) if artifact_root else None)
+    _SWEEP["experiment"] = exp_id
+    tracking.close_dead(client, exp_id, f"tags.`{tracking.TAG}kind` = 'sweep'")  # a sweep killed with -9 on this host
+    return exp_id
+
+
+def close_runs_of_dead_job(job_id: str) -> list[str]:
+    """Mark KILLED the RUNNING MLflow runs of a SLURM job that died without a result (scancel, time limit,
+    out of memory, node failure): its Python was killed before it could end them. ``job_id``: submitit's
+    ``<array id>_<task>`` or a plain job id."""
+    from judgebench import tracking
+
+    uri, exp_id = _SWEEP.get("uri"), _SWEEP.get("experiment")
+    if not uri or exp_id is None or not job_id:
+        return []
+    array, _, task = str(job_id).partition("_")
+    match = (f"tags.slurm_array_job_id = '{array}' and tags.slurm_array_task_id = '{task}'" if task
+             else f"tags.slurm_job_id = '{array}'")
+    client = tracking.MlflowClient(uri)
+    closed = []
+    try:
+        for r in client.search_runs([exp_id], filter_string=f"{match} and attributes.status = 'RUNNING'", max_results=50):
+            client.set_terminated(r.info.run_id, status="KILLED")
+            closed.append(r.info.run_id)
+    except Exception as exc:  # the sweep's report matters more than the runs' status
+        log.warning("could not mark the MLflow runs of job %s KILLED: %s", job_id, short_error(exc))
+    return closed
 
 
 def start_parent_run(config: DictConfig, experiment_id: str) -> str:

@@ -99,8 +99,8 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         check_failed_share(result.usage.calls_failed, len(label_set), float(cfg.get("max_failed_share", 1.0)),
                            f"{dataset.name} / {judge.name}", "the pairs are listed in its judge_failures.csv")
         job.finish("FINISHED")
-    except BaseException:
-        job.finish("FAILED")
+    except BaseException as exc:
+        job.fail(exc)
         raise
     log.info("%s | labels | judge=%-24s kappa=%.3f kappa_ge2=%.3f alpha_ordinal=%.3f (%d pairs, %.1fs)", dataset.name, judge.name,
              metrics["kappa_graded"], metrics["kappa_ge2"], metrics["alpha_ordinal"], len(result.labels), metrics["wall_time_s"])

@@ -146,8 +146,8 @@ def open_job_run(client, exp_id: str, name: str, tags: dict, note: str, logged: 
         params, long_values = tracking.params_from_config(config)
         job.log_params(params)
         log_dataset_input(job, cfg, dataset)
-    except BaseException:
-        job.finish("FAILED")
+    except BaseException as exc:
+        job.fail(exc)
         raise
     return job, config, long_values
 
@@ -270,8 +270,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
                            "its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true "
                            "also re-asks answers that gave no score")
         job.finish("FINISHED")
-    except BaseException:
-        job.finish("FAILED")
+    except BaseException as exc:
+        job.fail(exc)
         raise
     log.info(
         "%s | %-12s | judge=%-12s nDCG@10 human=%.4f human_labelset=%.4f human_judged=%.4f judge=%.4f (%.1fs)",

@@ -26,7 +26,7 @@ from judgebench import cli_checks, errors, masking
 from judgebench.exceptions import NoSystems, UserError
 
 CONF_DIR = Path(str(resources.files("judgebench") / "conf"))
-JOBS = ("grid_cell", "content_bias", "labels_only")
+JOBS = ("grid_cell", "rank", "content_bias", "labels_only")
 _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basic launcher runs them all here)
 
 
@@ -61,6 +61,10 @@ def _dispatch(cfg: DictConfig) -> str:
             from judgebench.content_bias.job import run_content_bias
 
             status = run_content_bias(cfg).status
+        elif kind == "rank":
+            from judgebench.rank_job import run_rank
+
+            status = run_rank(cfg).status
         elif kind == "labels_only":
             from judgebench.labels_only import run_labels_only
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import subprocess
 import tempfile
 import time
@@ -151,7 +152,7 @@ class JobRun:
                  note: str | None = None, parent: str | None = None):
         self.client = client
         parent = parent_run_id(experiment_id) if parent is None else parent  # "": top level
-        tags = {k: scrub(str(v)) for k, v in {**standard_tags(note, parent), **tags}.items()}
+        tags = {k: scrub(str(v)) for k, v in {**standard_tags(note, parent), **process_tags(), **tags}.items()}
         self.run = _retry(lambda: client.create_run(experiment_id, run_name=scrub(run_name), tags=tags))
         self.run_id = self.run.info.run_id
 
@@ -196,6 +197,42 @@ class JobRun:
 
     def finish(self, status: str = "FINISHED") -> None:
         _retry(lambda: self.client.set_terminated(self.run_id, status=status))
+
+    def fail(self, exc: BaseException) -> None:
+        """End the run as the exception says: KILLED when the job was stopped (Ctrl-C, SIGTERM, a SLURM time
+        limit's requeue exit), FAILED when it broke. Never left RUNNING by an exception."""
+        self.finish(terminal_status(exc))
+
+
+def terminal_status(exc: BaseException) -> str:
+    return "KILLED" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "FAILED"
+
+
+def process_tags() -> dict[str, str]:
+    """Where the run's process lives: a later run on this host can tell a dead one's RUNNING run from a live one."""
+    return {f"{TAG}host": socket.gethostname(), f"{TAG}pid": str(os.getpid())}
+
+
+def close_dead(client: MlflowClient, experiment_id: str, filter_string: str) -> list[str]:
+    """Mark KILLED the RUNNING runs matching ``filter_string`` whose process (by host and pid tags) is gone on
+    this host: a job killed with SIGKILL (OOM, kill -9) cannot end its own run."""
+    here, closed = socket.gethostname(), []
+    for r in client.search_runs([experiment_id], filter_string=f"{filter_string} and attributes.status = 'RUNNING'", max_results=200):
+        tags = r.data.tags
+        if tags.get(f"{TAG}host") != here or not tags.get(f"{TAG}pid", "").isdigit():
+            continue
+        try:
+            os.kill(int(tags[f"{TAG}pid"]), 0)
+            continue  # alive (or another process with that pid: left alone)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        _retry(lambda: client.set_terminated(r.info.run_id, status="KILLED"))
+        closed.append(r.info.run_id)
+    if closed:
+        log.info("marked %d run(s) of dead processes KILLED: %s", len(closed), ", ".join(closed))
+    return closed
 
 
 # What defines a cell: these config groups and top-level keys are params; the rest of the config (where
@@ -259,6 +296,7 @@ def resume(cfg, config_hash: str, what: str) -> tuple[MlflowClient, str, str | N
     """(client, experiment id, the id of a FINISHED run with this config hash unless force=true): a job with
     one is skipped as done."""
     client, exp_id = open_store(cfg)
+    close_dead(client, exp_id, f"tags.`{TAG}config_hash` = '{config_hash}'")
     done = None if cfg.force else find_finished(client, exp_id, config_hash)
     if done:
         log.info("skip %s: finished run %s has this config (force=true reruns)", what, done)

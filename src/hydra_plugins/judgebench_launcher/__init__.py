@@ -14,6 +14,7 @@ is the library's, inherited through ``LocalLauncher`` / ``SlurmLauncher``. What 
 - ``JUDGEBENCH_JOB_PYTHON`` (when set) is passed to the executor as ``<cluster>_python``, to run the
   jobs with another interpreter than the submitting one.
 - It logs the submitted job ids before waiting.
+- The MLflow runs a dead job left RUNNING are marked KILLED (``close_runs_of_dead_job``).
 
 Hydra instantiates launchers only from classes defined in the ``hydra_plugins`` package, so the
 classes live here.
@@ -32,7 +33,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher, SlurmLauncher
 from omegaconf import OmegaConf
 
-from judgebench.hydra_callbacks import RECORDS, job_status, short_error, sweep_dir, write_json, write_record
+from judgebench.hydra_callbacks import RECORDS, close_runs_of_dead_job, job_status, short_error, sweep_dir, write_json, write_record
 
 log = logging.getLogger("judgebench.sweep")
 
@@ -94,6 +95,7 @@ class WaitForAllJobs:
             ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=exc)
             error = f"[{state}] {short_error(exc, lines=2)}"
             write_record(directory, num, overrides, "failed", error, job_id=job.job_id, state=state, log=str(job.paths.stderr))
+            close_runs_of_dead_job(job.job_id)  # changed: its MLflow run ends KILLED, not RUNNING for ever
             log.error("job %s (#%d %s) died without a result: %s", job.job_id, num, " ".join(overrides), state)
             return ret
         if not record.exists():  # no SweepCallback in the job (removed from hydra.callbacks)

@@ -171,8 +171,8 @@ def run_content_bias(cfg: DictConfig):
         where = f"content_bias / {dataset.name} / {judge.name}"
         check_rewrite_failures(rewriter, float(cfg.get("max_failed_share", 1.0)), f"{where} / rewriter {rewriter.name}")
         _check_judge_failures(metrics, float(cfg.get("max_failed_share", 1.0)), where)
-    except BaseException:
-        job.finish("FAILED")
+    except BaseException as exc:
+        job.fail(exc)
         raise
     job.finish()
     print(dist.to_markdown(index=False))

@@ -1,0 +1,83 @@
+"""A ranking job (``job=rank``): compute and log one system's ranking, no judge.
+
+On a cluster the ranking is the GPU work (PRP all pairs on FLAN-UL2 is hours per dataset) and the judging
+is API calls: ``python run.py -m job=rank hydra/launcher=slurm_gpu dataset=dl19,dl20 ranker=prp_ul2,rankt5``
+ranks each system once on the GPU partition, then the grid on CPU nodes reads every ranking back
+(``rankings.rank_once``) and spends no GPU time. Each job logs one MLflow run of kind ``ranking``: the run
+file, the ranking key, the prompts scored and the wall time; a store on another machine gets the ranking
+from that run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from judgebench import rankings, tracking
+from judgebench.data import fingerprint
+from judgebench.exceptions import DataError
+from judgebench.pipeline import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
+from judgebench.rankers.perturbation import Perturbation
+
+log = logging.getLogger("judgebench")
+SEMANTIC = ("job", "dataset", "ranker", "perturbation", "rewriter")
+
+
+def _finished(client, experiment_id: str, key: str) -> str | None:
+    filt = (f"tags.`{tracking.TAG}kind` = '{rankings.KIND}' and tags.`{tracking.TAG}ranking_key` = '{key}' "
+            "and attributes.status = 'FINISHED'")
+    found = client.search_runs([experiment_id], filter_string=filt, max_results=1)
+    return found[0].info.run_id if found else None
+
+
+def run_rank(cfg: DictConfig) -> JobOutcome:
+    started = time.perf_counter()
+    ranker = instantiate(cfg.ranker)
+    perturbation = Perturbation(**OmegaConf.to_container(cfg.perturbation, resolve=True))
+    system = system_name(ranker, perturbation)
+    if not perturbation.is_identity and not ranker.perturbable:
+        log.info("skip %s x %s: perturbations apply to oracle rankers (set ranker.perturbable=true)", ranker.name, perturbation.name)
+        return JobOutcome("skipped-duplicate", system)
+    dataset = load_dataset(cfg.dataset)
+    if not dataset.has_pool:
+        raise DataError(f"dataset {dataset.name}", "has no pool of candidates, so there is nothing to rank")
+    rewriter = instantiate(cfg.rewriter)
+    reads = rewriter.view != "original" or ranker.reads_texts(dataset)
+    key = rankings.ranking_key(cfg, dataset, reads)
+    client, exp_id = tracking.open_store(cfg)
+    done = None if cfg.force else _finished(client, exp_id, key)
+    if done and rankings.RankingStore(cfg.cache_dir).read(key) is not None:
+        log.info("skip rank %s / %s: ranking %s is logged (run %s) and stored", dataset.name, system, key, done)
+        return JobOutcome("skipped-done", system, run_id=done)
+    if cfg.get("dry_run"):
+        print(f"[dry run] {dataset.name} / {system}: ranking {key} to compute ({ranker.kind} ranker {ranker.name})")
+        return JobOutcome("dry-run", system)
+    tags = {
+        f"{tracking.TAG}kind": rankings.KIND,
+        f"{tracking.TAG}ranking_key": key,
+        f"{tracking.TAG}sweep_id": sweep_id(cfg),
+        "dataset": dataset.name, "system": system, "ranker": ranker.name, "ranker_type": ranker.kind,
+        "perturbation": perturbation.name, "rewriter": rewriter.name, "text_view": rewriter.view,
+        "git_commit": tracking.git_commit(), **fingerprint.tags(dataset, reads, tracking.TAG),
+    }
+    used = OmegaConf.create({k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
+                             for k in SEMANTIC if k in cfg})
+    note = f"{dataset.name}: ranking of system {system} ({ranker.kind} ranker {ranker.name}), computed once for every judge"
+    job, _, long_values = open_job_run(client, exp_id, f"rank/{dataset.name}/{system}", tags, note, used, cfg, dataset)
+    try:
+        texts = rewriter.rewrite(dataset)
+        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system, reads, client, exp_id)
+        metrics = {"ranking_computed": int(ranking.computed), "ranker_prompts_scored": ranking.scored,
+                   "n_queries": int(ranking.run["query_id"].nunique()), "wall_time_s": time.perf_counter() - started}
+        job.log_metrics(metrics)
+        job.log_files({"run.trec": ranking.text, **{f"params/{k}.txt": v for k, v in long_values.items()}})
+        job.finish("FINISHED")
+    except BaseException as exc:
+        job.fail(exc)
+        raise
+    log.info("%s | %-12s | ranking %s %s (%d prompts scored, %.1fs)", dataset.name, system, key,
+             "computed" if ranking.computed else "read back", ranking.scored, metrics["wall_time_s"])
+    return JobOutcome("finished", system, run_id=job.run_id, metrics=metrics)

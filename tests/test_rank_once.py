@@ -1,0 +1,123 @@
+"""Rank once, judge many: each ranking is computed once, every judge's cell reads back the same bytes.
+
+The prompt counts are worked out here from the toy pool (one RG prompt per (query, passage) of the
+re-ranked head; one PRP prompt per ordered pair of it), not read from the code under test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+
+import cli_runner
+from judgebench import pipeline, rankings
+from judgebench.data.datasets import load_toy
+from judgebench.data.trec_dl import load_trec_dl
+from tiny_models import tiny_causal
+
+REPO = Path(__file__).resolve().parents[1]
+DEPTH = 4  # the re-ranked head of each toy query: 12 queries x 4 passages
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return tiny_causal(tmp_path_factory.mktemp("tiny"))
+
+
+def expected_prompts(ranker: str) -> int:
+    """Distinct prompts of a ranking of the toy pool's top DEPTH (the call cache scores each once)."""
+    toy = load_toy()
+    head = toy.pool[toy.pool["rank"] <= DEPTH]
+    per_query = [(toy.queries[q], [toy.corpus[d] for d in g["doc_id"]]) for q, g in head.groupby("query_id")]
+    if ranker == "rg":
+        return len({(q, p) for q, ps in per_query for p in ps})
+    return len({(q, a, b) for q, ps in per_query for a, b in itertools.permutations(ps, 2)})
+
+
+def _cfg(tmp: Path, tiny: Path, *overrides: str):
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose(config_name="config", overrides=[
+            f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"artifact_root={tmp}/artifacts", f"cache_dir={tmp}/cache",
+            "experiment_name=once", "progress=false", "ranker=rg_smollm2", f"ranker.model_spec.model={tiny}",
+            f"ranker.rerank_depth={DEPTH}", *overrides])
+
+
+def _artifact(client: MlflowClient, run_id: str, name: str = "run.trec") -> bytes:
+    with tempfile.TemporaryDirectory() as tmp:
+        return Path(client.download_artifacts(run_id, name, tmp)).read_bytes()
+
+
+def test_the_second_judge_reads_the_ranking_back(tmp_path_factory, tiny):
+    tmp = cli_runner.warm_store(tmp_path_factory)
+    first = pipeline.run_job(_cfg(tmp, tiny, "judge=human"))
+    second = pipeline.run_job(_cfg(tmp, tiny, "judge=simulated"))
+    assert first.metrics["ranking_computed"] == 1 and first.metrics["ranker_prompts_scored"] == expected_prompts("rg")
+    assert second.metrics["ranking_computed"] == 0 and second.metrics["ranker_prompts_scored"] == 0
+    client = MlflowClient(f"sqlite:///{tmp}/mlflow.db")
+    assert _artifact(client, first.run_id) == _artifact(client, second.run_id)
+    key = client.get_run(first.run_id).data.tags["judgebench.ranking_key"]
+    assert client.get_run(second.run_id).data.tags["judgebench.ranking_key"] == key
+    assert (tmp / "cache" / "rankings" / f"{key}.trec").read_bytes() == _artifact(client, first.run_id)
+    # the same system on another pool is another ranking (the key holds the dataset's fingerprint, not its name)
+    cfg = _cfg(tmp, tiny, "judge=human")
+    full, half = load_trec_dl("dl19", 2019), load_trec_dl("dl19", 2019, pool_depth=50)
+    assert rankings.ranking_key(cfg, full, False) != rankings.ranking_key(cfg, half, False)
+    assert rankings.ranking_key(cfg, full, False) == rankings.ranking_key(cfg, load_trec_dl("dl19", 2019), False)
+
+
+def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(tmp_path, tiny):
+    common = [f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
+              "experiment_name=stages", "progress=false", f"++ranker.model_spec.model={tiny}", f"++ranker.rerank_depth={DEPTH}"]
+    gpu = [*common, f"cache_dir={tmp_path}/gpu-cache", f"hydra.sweep.dir={tmp_path}/rank"]
+    done = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600)
+    assert done.rc == 0, str(done)
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    exp = client.get_experiment_by_name("stages").experiment_id
+    ranked = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'ranking'")
+    scored = {r.data.tags["ranker"]: r.data.metrics["ranker_prompts_scored"] for r in ranked}
+    assert scored == {"RG-SmolLM2": expected_prompts("rg"), "PRP-SmolLM2": expected_prompts("prp")}
+    # the judging stage on "another machine": its own, empty cache dir; the rankings come from the MLflow runs
+    cpu = [*common, f"cache_dir={tmp_path}/cpu-cache", f"hydra.sweep.dir={tmp_path}/judge"]
+    done = cli_runner.run(["-m", "ranker=rg_smollm2,prp_smollm2", "judge=human,simulated", *cpu], cwd=tmp_path, timeout=600)
+    assert done.rc == 0, str(done)
+    cells = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'job'")
+    assert len(cells) == 4 and all(r.data.metrics["ranking_computed"] == 0 and r.data.metrics["ranker_prompts_scored"] == 0
+                                   for r in cells)
+    by_key = {r.data.tags["judgebench.ranking_key"]: r.info.run_id for r in ranked}
+    for r in cells:
+        assert _artifact(client, r.info.run_id) == _artifact(client, by_key[r.data.tags["judgebench.ranking_key"]])
+    # a rerun of the ranking stage finds everything done
+    again = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600)
+    assert again.rc == 0 and "2 cells - 0 ran, 2 skipped" in again.out, str(again)
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_a_two_by_two_grid_on_slurm_scores_each_ranking_once(slurm_cluster, tmp_path, tiny):
+    """2 judges x 2 model rankers, 4 array tasks, 2 at a time on the test node: the two cells of one ranker
+    start together, one computes, the other waits under the ranking's lock and reads it back."""
+    from test_slurm import SLURM_SMALL, explain
+
+    cmd = [sys.executable, str(REPO / "run.py"), "-m", "hydra/launcher=slurm", "ranker=rg_smollm2,prp_smollm2",
+           "judge=human,simulated", f"++ranker.model_spec.model={tiny}", f"++ranker.rerank_depth={DEPTH}", *SLURM_SMALL,
+           "experiment_name=once", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
+           f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/multirun", "progress=false"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, explain(done)
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    cells = client.search_runs([client.get_experiment_by_name("once").experiment_id],
+                               filter_string="tags.`judgebench.kind` = 'job'")
+    assert len(cells) == 4 and len({r.data.tags["slurm_job_id"] for r in cells}) == 4
+    for ranker, kind in (("RG-SmolLM2", "rg"), ("PRP-SmolLM2", "prp")):
+        mine = [r for r in cells if r.data.tags["ranker"] == ranker]
+        assert sum(r.data.metrics["ranker_prompts_scored"] for r in mine) == expected_prompts(kind), ranker
+        assert sorted(r.data.metrics["ranking_computed"] for r in mine) == [0, 1], ranker
+        first, second = (_artifact(client, r.info.run_id) for r in mine)
+        assert first == second, ranker  # byte-identical run files under both judges
