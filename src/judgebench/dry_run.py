@@ -1,7 +1,8 @@
 """``dry_run=true``: what a cell (or the content-bias job) would still cost after the cache, asking nothing.
 
-Nothing is sent, rewrites included: a rewriter reports the documents it would rewrite (a cached rewrite is
-used as the text view, a missing one is counted and its judge calls are counted as to make, with tokens
+No answer is asked for, rewrites included (only the preflight's free model lookup is sent, preflight.py):
+a rewriter reports the documents it would rewrite (a cached rewrite is used as the text view, a missing one
+is counted and its judge calls are counted as to make, with tokens
 estimated on the original text). Estimates: ~4 characters per token; a rewrite's output as long as its
 input (up to the backend's max_output_tokens), a judge answer 8 tokens, thinking its whole allowance (a
 budget, or a level's thinking_reserve: an upper bound). Across the jobs of one process
