@@ -63,7 +63,7 @@ def make_judge(base_url: str, cache_dir: str, backend: str, mode: str = "batch",
     if backend == "openai":
         be = OpenAIBackend("gpt-4o-mini", base_url=base_url + "/v1", **opts)
     else:
-        be = GeminiBackend("gemini-2.5-flash", base_url=base_url, **opts)
+        be = GeminiBackend("gemini-2.5-flash-lite", base_url=base_url, **opts)  # thinking off: answers as without it
     return LLMJudge(name=f"batch-{backend}", family=backend, model=be.model, backend=be, cache_dir=cache_dir,
                     progress=False)
 
@@ -248,7 +248,7 @@ def test_batch_settings_are_checked():
         OpenAIBackend("gpt-4o-mini", mode="offline")
     be = OpenAIBackend("gpt-4o-mini", price_input_per_mtok=1.0, price_output_per_mtok=4.0, batch={"price_factor": 0.25})
     assert be.cost(1_000_000, 1_000_000) == 5.0 and be.cost(1_000_000, 1_000_000, batch=True) == 1.25
-    assert GeminiBackend("gemini-2.5-flash").batch.max_bytes == 20_000_000  # inline requests: Gemini's limit
+    assert GeminiBackend("gemini-2.5-flash-lite").batch.max_bytes == 20_000_000  # inline requests: Gemini's limit
     assert OpenAIBackend("gpt-4o-mini").batch == BatchSettings(max_requests=50_000, max_bytes=200_000_000)
 
 

@@ -293,9 +293,9 @@ def test_gemini_resource_exhausted_shrinks_the_window(tmp_path, monkeypatch):
     dataset = synthetic_dataset(N)
     pairs = dataset.label_set()[["query_id", "doc_id"]]
     with FakeLLMServer(latency_s=0.2, max_inflight=K, retry_after_s=0.05) as srv:
-        backend = GeminiBackend("gemini-2.5-flash", base_url=srv.gemini_base_url, max_concurrency=16, adaptive=True,
+        backend = GeminiBackend("gemini-3.8-flash", base_url=srv.gemini_base_url, max_concurrency=16, adaptive=True,
                                 initial_concurrency=8, backoff_base_s=0.01)
-        judge = LLMJudge(name="aimd-gemini", family="gemini", model="gemini-2.5-flash", backend=backend,
+        judge = LLMJudge(name="aimd-gemini", family="gemini", model="gemini-3.8-flash", backend=backend,
                          cache_dir=str(tmp_path), progress=False)
         result = judge.judge(pairs, dataset, dataset.corpus)
         stats = srv.stats()

@@ -192,7 +192,7 @@ def test_openai_fault_exception_types(client: openai.OpenAI, srv: FakeLLMServer)
     srv.configure(fail_malformed=0.0, fail_noscore=1.0)
     assert _chat(client, "x ##final score") == NOSCORE_TEXT
     assert srv.stats()["by_outcome"] == {"ok": 0, "429": 1, "500": 1, "timeout": 1, "malformed": 1,
-                                         "noscore": 1, "unauthorized": 0, "bad_request": 0}
+                                         "noscore": 1, "unauthorized": 0, "bad_request": 0, "not_found": 0}
 
 
 def test_seeded_faults_match_client_exceptions_exactly(client: openai.OpenAI, srv: FakeLLMServer) -> None:
@@ -229,15 +229,17 @@ def test_genai_sync_and_async(srv: FakeLLMServer) -> None:
     prompt = JUDGE_PROMPTS[2]
     config = types.GenerateContentConfig(temperature=0, top_p=1, system_instruction="You are a judge.")
     g = _gemini(srv)
-    r = g.models.generate_content(model="gemini-2.0-flash", contents=prompt, config=config)
+    r = g.models.generate_content(model="gemini-3.8-flash", contents=prompt, config=config)
     assert r.text == fake_answer(prompt)
     assert r.usage_metadata is not None
     assert r.usage_metadata.prompt_token_count == len(prompt.split())
     assert r.usage_metadata.candidates_token_count == 3
-    assert r.usage_metadata.total_token_count == len(prompt.split()) + 3
-    assert r.model_version == "gemini-2.0-flash"
+    # no thinking config: a Gemini 3 model thinks anyway (dynamic), as the real API does
+    assert r.usage_metadata.thoughts_token_count == FakeConfig().thoughts
+    assert r.usage_metadata.total_token_count == len(prompt.split()) + 3 + FakeConfig().thoughts
+    assert r.model_version == "gemini-3.8-flash"
     last = srv.stats()["last_request"]
-    assert last["path"] == "/v1/models/gemini-2.0-flash:generateContent"  # google-genai's default api_version
+    assert last["path"] == "/v1/models/gemini-3.8-flash:generateContent"  # google-genai's default api_version
     assert last["headers"]["x-goog-api-key"] == "x"
     assert last["body"]["generationConfig"] == {"temperature": 0.0, "topP": 1.0}
     assert last["body"]["systemInstruction"]["parts"] == [{"text": "You are a judge."}]
@@ -245,14 +247,14 @@ def test_genai_sync_and_async(srv: FakeLLMServer) -> None:
     async def run() -> types.GenerateContentResponse:
         a = _gemini(srv, api_version="v1beta").aio
         try:
-            return await a.models.generate_content(model="gemini-2.5-pro", contents=JUDGE_PROMPTS[3], config=config)
+            return await a.models.generate_content(model="gemini-3.1-pro-preview", contents=JUDGE_PROMPTS[3], config=config)
         finally:
             await a.aclose()
 
     r = asyncio.run(run())
     assert r.text == fake_answer(JUDGE_PROMPTS[3])
     assert r.usage_metadata is not None and r.usage_metadata.prompt_token_count == len(JUDGE_PROMPTS[3].split())
-    assert srv.stats()["last_request"]["path"] == "/v1beta/models/gemini-2.5-pro:generateContent"
+    assert srv.stats()["last_request"]["path"] == "/v1beta/models/gemini-3.1-pro-preview:generateContent"
     assert srv.stats()["by_kind"] == {"openai": 0, "gemini": 2}
 
 
@@ -260,12 +262,12 @@ def test_genai_fault_exception_types(srv: FakeLLMServer) -> None:
     g = _gemini(srv, timeout=500)  # milliseconds
 
     def call() -> str | None:
-        return g.models.generate_content(model="gemini-2.0-flash", contents="x ##final score").text
+        return g.models.generate_content(model="gemini-3.8-flash", contents="x ##final score").text
 
     async def acall() -> str | None:
         a = _gemini(srv, timeout=500).aio
         try:
-            return (await a.models.generate_content(model="gemini-2.0-flash", contents="x ##final score")).text
+            return (await a.models.generate_content(model="gemini-3.8-flash", contents="x ##final score")).text
         finally:
             await a.aclose()
 

@@ -40,7 +40,7 @@ def make_judge(srv, tmp_path, backend="openai", **kw) -> LLMJudge:
     if backend == "openai":
         be = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, **opts)
     else:
-        be = GeminiBackend("gemini-1.5-flash", base_url=srv.base_url, **opts)
+        be = GeminiBackend("gemini-3.8-flash", base_url=srv.base_url, **opts)
     return LLMJudge(name=f"fake-{backend}", family=backend, model=be.model, backend=be, cache_dir=str(tmp_path), progress=False)
 
 

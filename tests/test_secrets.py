@@ -73,7 +73,11 @@ def test_credentials_in_a_base_url_from_the_environment_are_masked_everywhere(tm
     with FakeLLMServer() as srv:
         url = srv.openai_base_url.replace("http://", f"http://judge:{planted}@")
         res = cli_runner.run([*cell(tmp_path), "max_failed_share=1", "--verbose"], cwd=tmp_path, env=env_with(OPENAI_BASE_URL=url))
-        assert srv.stats()["requests"] > 0
+        stats = srv.stats()
+    # userinfo in the URL makes httpx send Basic auth instead of the key: the preflight's lookup is refused
+    # (401) before any chat request, in one line that names the URL masked
+    assert stats["model_gets"]["openai"] == 1 and stats["requests"] == 0, stats
+    assert res.rc == 2 and "refused the API key" in res.error_lines[0] and "http://***@127.0.0.1" in res.error_lines[0], str(res)
     assert leaks(tmp_path, planted, res) == [], str(res)
     log = "".join(p.read_text() for p in (tmp_path / "out").rglob("*.log"))
     assert "http://***@127.0.0.1" in log, log[-2000:]  # httpx's request lines, masked

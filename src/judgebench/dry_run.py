@@ -1,9 +1,11 @@
 """``dry_run=true``: what a cell (or the content-bias job) would still cost after the cache, asking nothing.
 
-Nothing is sent, rewrites included: a rewriter reports the documents it would rewrite (a cached rewrite is
-used as the text view, a missing one is counted and its judge calls are counted as to make, with tokens
+No answer is asked for, rewrites included (only the preflight's free model lookup is sent, preflight.py):
+a rewriter reports the documents it would rewrite (a cached rewrite is used as the text view, a missing one
+is counted and its judge calls are counted as to make, with tokens
 estimated on the original text). Estimates: ~4 characters per token; a rewrite's output as long as its
-input (up to the backend's max_output_tokens), a judge answer 8 tokens. Across the jobs of one process
+input (up to the backend's max_output_tokens), a judge answer 8 tokens, thinking its whole allowance (a
+budget, or a level's thinking_reserve: an upper bound). Across the jobs of one process
 (a local multirun) distinct calls are summed once, as the cache would make them.
 """
 
@@ -32,7 +34,8 @@ def plan_rewrites(rewriter, dataset, where: str, doc_ids=None) -> tuple[dict[str
     calls = []
     for d, prompt in todo.items():
         n_in = len(prompt) // 4
-        cost = backend.cost(n_in, min(n_in, backend.max_output_tokens)) if backend is not None else 0.0
+        cost = backend.cost(n_in, min(n_in, backend.max_output_tokens), thinking_tokens=backend.thinking_allowance) \
+            if backend is not None else 0.0
         calls.append((f"rewrite:{rewriter.name}:{d}:{hash(prompt)}", n_in, cost))
     kind = "rewrites to make" if backend is not None else "local-model rewrites to run (no request)"
     print(f"[dry run] {where} / rewriter {rewriter.name}: {docs} documents, {docs - len(todo)} cached, {len(todo)} {kind} "
@@ -51,7 +54,7 @@ def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pen
     calls = [(c.key, len(c.prompt) // 4, per_call) for c in plan.to_call]
     for c in judge.render(pairs[waiting], dataset, texts):  # the rewritten text is unknown: estimated on the original
         n_in = len(c.prompt) // 4
-        calls.append((f"after-rewrite:{c.key}", n_in, judge.backend.cost(n_in, 8)))
+        calls.append((f"after-rewrite:{c.key}", n_in, judge.backend.cost(n_in, 8, thinking_tokens=judge.backend.thinking_allowance)))
     n_pairs, to_make = len(pairs), len(calls)
     print(f"[dry run] {where} / {judge.name}: {n_pairs} pairs, {n_pairs - to_make} cached, {to_make} calls to make "
           f"(~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}); {_remember(calls)}")

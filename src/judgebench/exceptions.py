@@ -23,6 +23,11 @@ class BackendUnreachable(ConfigError):
     """The model server refuses connections before any answer: the cell ends at once, naming the URL."""
 
 
+class BackendRefused(ConfigError):
+    """Found by the preflight before any work: the backend's server has no such model (or Google retired it),
+    or it refuses the key. The message names the key to change and, for a retired model, what to use instead."""
+
+
 class DataError(UserError, ValueError):
     """Bad input file: the message names the file, the line (1-based, when known) and what was expected.
 

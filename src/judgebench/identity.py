@@ -1,6 +1,6 @@
 """What makes two judges (rankers, rewriters) the same: a hash of the settings that change their output.
 
-Names are for people and can collide: `judge=gemini_flash judge.backend.model=gemini-2.5-flash` keeps
+Names are for people and can collide: `judge=gemini_flash judge.backend.model=gemini-3.7-flash` keeps
 the name of the default model's judge, two simulated judges with different weights share one name.
 Every job run is tagged with the hash of its judge, system (ranker + perturbation) and rewriter, and
 compare keys its columns by (name, model, hash), so distinct configurations never merge.

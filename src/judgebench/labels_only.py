@@ -17,7 +17,7 @@ import time
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import tracking
+from judgebench import preflight, tracking
 from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
 from judgebench.data.trec import write_qrels
@@ -54,6 +54,7 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         raise DataError(f"dataset {dataset.name}", f"has no passage texts, and judge {cfg.judge.name} reads passages; a labels-only "
                         "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
     judge = instantiate(cfg.judge)
+    preflight.check_labels(dataset, judge)  # an API judge answers before any work (dry runs too)
     if cfg.get("dry_run"):
         print(f"[dry run] {dataset.name} / labels / {judge.name}: labels-only job, {len(dataset.label_set())} pairs")
         return JobOutcome("dry-run", KIND)

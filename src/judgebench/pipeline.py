@@ -16,7 +16,7 @@ import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import __version__, judge_summary, rankings, tracking
+from judgebench import __version__, judge_summary, preflight, rankings, tracking
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
 from judgebench.exceptions import DataError, TooManyFailures, check_failed_share  # noqa: F401  (TooManyFailures: the cell's failure)
@@ -191,6 +191,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         )
     judge = instantiate(cfg.judge)
     rewriter = instantiate(cfg.rewriter)
+    preflight.check_cell(dataset, judge, rewriter, ranker)  # each API backend answers before any work (dry runs too)
     if cfg.get("dry_run"):
         return dry_run(cfg, dataset, judge, rewriter, system)
     tags = {

@@ -16,7 +16,7 @@ import time
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import rankings, tracking
+from judgebench import preflight, rankings, tracking
 from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
 from judgebench.pipeline import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
@@ -52,6 +52,7 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
     if done and rankings.RankingStore(cfg.cache_dir).read(key) is not None:
         log.info("skip rank %s / %s: ranking %s is logged (run %s) and stored", dataset.name, system, key, done)
         return JobOutcome("skipped-done", system, run_id=done)
+    preflight.check(preflight.api_backends(rewriter=rewriter, ranker=ranker))  # an API ranker answers before any work
     if cfg.get("dry_run"):
         print(f"[dry run] {dataset.name} / {system}: ranking {key} to compute ({ranker.kind} ranker {ranker.name})")
         return JobOutcome("dry-run", system)

@@ -61,6 +61,9 @@ NAME = Rule("a non-empty name", lambda v: isinstance(v, str) and bool(v.strip())
 PATH = Rule("a non-empty path", lambda v: isinstance(v, str) and bool(v.strip()))
 RANKS = Rule("a list of ranks (integers >= 1), e.g. [1] or [2,3]", lambda v: isinstance(v, list) and all(_int(k) and k >= 1 for k in v))
 SHARE = number(0, 1)
+THINKING = Rule("off, a thinking budget in tokens (an integer >= 0) or a level (minimal, low, medium, high)",
+                lambda v: v is False or (_int(v) and v >= 0) or (isinstance(v, str) and v.lower() in ("off", "minimal", "low", "medium", "high")),
+                nullable=True)
 
 BACKEND = {
     "max_concurrency": integer(1),
@@ -79,6 +82,8 @@ BACKEND = {
     "frequency_penalty": number(),
     "price_input_per_mtok": number(0),
     "price_output_per_mtok": number(0),
+    "thinking": THINKING,
+    "thinking_reserve": integer(0),
 }
 MODEL_SPEC = {"batch_size": integer(1), "max_input_tokens": integer(1, nullable=True)}
 

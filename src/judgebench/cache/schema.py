@@ -45,6 +45,8 @@ def _api(record: dict, meta: dict) -> str | None:
     for name in ("input_tokens", "output_tokens"):
         if not (_int(record.get(name)) and record[name] >= 0):
             return f"{name!r} must be an integer >= 0"
+    if "thinking_tokens" in record and not (_int(record["thinking_tokens"]) and record["thinking_tokens"] >= 0):
+        return "'thinking_tokens' must be an integer >= 0"  # absent in answers stored before thinking was counted
     for name in ("latency_s", "attempts"):
         if name in record and not _num(record[name]):
             return f"{name!r} must be a number"

@@ -18,7 +18,7 @@ import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import tracking
+from judgebench import preflight, tracking
 from judgebench.data import fingerprint
 from judgebench.content_bias.figures import distribution_figure, histogram_figure
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
@@ -86,6 +86,7 @@ def run_content_bias(cfg: DictConfig):
     log.info("content bias on %s: %d sampled pairs (%s per level), %d Perfect top-10 pairs, %d documents to rewrite",
              dataset.name, len(sample), sample["relevance"].value_counts().sort_index().to_dict(), len(top), pairs["doc_id"].nunique())
 
+    preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))  # before any work (dry runs too)
     if cfg.get("dry_run"):
         return _dry_run(cfg, dataset, judge, rewriter, pairs, sample)
     rewritten = rewriter.rewrite(dataset, pairs["doc_id"].unique())

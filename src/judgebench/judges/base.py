@@ -16,7 +16,8 @@ class JudgeUsage:
     calls_cached: int = 0
     calls_failed: int = 0  # label-set pairs left without a label
     input_tokens: int = 0
-    output_tokens: int = 0
+    output_tokens: int = 0  # the answers' tokens
+    thinking_tokens: int = 0  # tokens the model spent thinking before answering (billed at the output price)
     cost_usd: float = 0.0  # what this job paid (cached answers cost nothing now)
     cost_usd_labels: float = 0.0  # what the labels cost when they were first made
     requests: int = 0  # HTTP requests sent: calls + retries + re-asks

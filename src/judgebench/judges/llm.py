@@ -81,7 +81,9 @@ class LLMJudge(Judge):
         todo = [c for c in calls if c.key not in self.cache]
         n_in = sum(len(c.prompt) // 4 for c in todo)  # ~4 characters per token
         n_out = len(todo) * 8
-        cost = self.backend.cost(n_in, n_out, batch=self.backend.mode == "batch")
+        # thinking: at most its allowance per call (a budget, or the reserve of a level), an upper bound
+        cost = self.backend.cost(n_in, n_out, batch=self.backend.mode == "batch",
+                                 thinking_tokens=len(todo) * self.backend.thinking_allowance)
         return JudgePlan(len(calls), len(calls) - len(todo), todo, n_in, n_out, cost)
 
     def _label_set_turn(self, calls: list[PlannedCall]):
@@ -130,12 +132,15 @@ class LLMJudge(Judge):
                 kind, message = failures.get(c.key, ("missing", "no answer"))
                 failed.append((c.query_id, c.doc_id, "", kind, message))
                 continue
-            cost = self.backend.cost(rec["input_tokens"], rec["output_tokens"], batch=bool(rec.get("batch_id")))
+            thinking = rec.get("thinking_tokens", 0)
+            cost = self.backend.cost(rec["input_tokens"], rec["output_tokens"], batch=bool(rec.get("batch_id")),
+                                     thinking_tokens=thinking)
             usage.cost_usd_labels += cost
             if c.key in new:
                 usage.cost_usd += cost
                 usage.input_tokens += rec["input_tokens"]
                 usage.output_tokens += rec["output_tokens"]
+                usage.thinking_tokens += thinking
             usage.answers_multiple_scores += score_count(rec["text"]) > 1
             label = parse_label(rec["text"])  # the answer is the truth: a cached entry follows today's parsing rule
             if label is None:

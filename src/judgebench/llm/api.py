@@ -19,6 +19,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from judgebench.exceptions import BackendUnreachable, ConfigError
 from judgebench.llm.batch_settings import BatchSettings, check_mode
 from judgebench.llm.concurrency import AdaptiveConcurrency
+from judgebench.llm.gemini_models import normalised, thinking_request
 from judgebench.llm.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.masking import ENV_NAME, mask_url, register_secret_env
 
@@ -46,9 +47,10 @@ class CallFailed(Exception):
 class Completion:
     text: str
     input_tokens: int
-    output_tokens: int
+    output_tokens: int  # the answer's tokens (thinking not included)
     latency_s: float
     attempts: int
+    thinking_tokens: int = 0  # tokens the model spent thinking before the answer (billed as output)
 
 
 @dataclass
@@ -109,6 +111,8 @@ class APIBackend:
         price_output_per_mtok: float = 0.0,
         mode: str = "online",
         batch: dict | BatchSettings | None = None,
+        thinking: str | int | bool | None = "off",
+        thinking_reserve: int = 1024,
     ):
         if max_concurrency < 1:
             raise ConfigError(f"max_concurrency={max_concurrency}: expected an integer >= 1")
@@ -137,15 +141,34 @@ class APIBackend:
             if not isinstance(batch, BatchSettings) else batch
         self.stats = RequestStats()
         self._connect_failures = 0
+        # thinking (reasoning before the answer): off, a budget in tokens or a level; each SDK says what it sends
+        self.thinking, self.thinking_reserve = normalised(thinking), int(thinking_reserve)
+        if self.thinking_reserve < 0:
+            raise ConfigError(f"thinking_reserve={thinking_reserve}: expected an integer >= 0")
+        self.thinking_config, self.request_max_output_tokens = self._thinking()
+
+    def _thinking(self) -> tuple[dict | None, int]:
+        """(what the request says about thinking, the request's max_output_tokens: the answer's plus what
+        thinking may use). Refuses (ConfigError) a setting the model cannot take."""
+        return None, self.max_output_tokens
+
+    @property
+    def thinking_allowance(self) -> int:
+        """The most thinking tokens one request may spend (0: it does not think)."""
+        return self.request_max_output_tokens - self.max_output_tokens
 
     # -- what identifies an answer (the cache key) -------------------------------------------
     def generation_params(self) -> dict:
-        return {"temperature": self.temperature, "top_p": self.top_p, "max_output_tokens": self.max_output_tokens}
+        params = {"temperature": self.temperature, "top_p": self.top_p, "max_output_tokens": self.max_output_tokens}
+        if self.thinking_config:  # thinking changes the answer; absent, the key is what it was before thinking existed
+            params.update(thinking=self.thinking_config, max_output_tokens=self.request_max_output_tokens)
+        return params
 
-    def cost(self, input_tokens: int, output_tokens: int, batch: bool = False) -> float:
-        """USD for the tokens; ``batch``: an answer a batch gave, at the batch discount (batch.price_factor)."""
+    def cost(self, input_tokens: int, output_tokens: int, batch: bool = False, thinking_tokens: int = 0) -> float:
+        """USD for the tokens, thinking billed at the output price; ``batch``: an answer a batch gave, at the
+        batch discount (batch.price_factor)."""
         factor = self.batch.price_factor if batch else 1.0
-        return factor * (input_tokens * self.price_in + output_tokens * self.price_out) / 1e6
+        return factor * (input_tokens * self.price_in + (output_tokens + thinking_tokens) * self.price_out) / 1e6
 
     def api_key(self) -> str:
         for env in self.key_envs:
@@ -167,8 +190,15 @@ class APIBackend:
     async def close(self) -> None:
         pass
 
-    async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int]:
+    async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int, int]:
+        """(answer text, input tokens, answer tokens, thinking tokens) of one request."""
         raise NotImplementedError
+
+    def _cut_off(self, thinking_tokens: int) -> PermanentError:
+        """An answer left empty because max_output_tokens ran out (thinking ate it): asking again gives the same."""
+        fix = "raise max_output_tokens" + (" or thinking_reserve, or lower thinking" if self.thinking_config else "")
+        return PermanentError("max_tokens", f"the answer was cut off at max_output_tokens={self.request_max_output_tokens} "
+                                            f"({thinking_tokens} of them spent thinking): {fix}")
 
     # -- limits and retries, shared ------------------------------------------------------------
     async def __aenter__(self) -> APIBackend:
@@ -201,9 +231,9 @@ class APIBackend:
     async def complete(self, prompt: str, system: str | None = None) -> Completion:
         started, attempts = time.perf_counter(), 1
         try:  # fast path: most calls succeed at once, without the retry machinery's per-call cost
-            text, n_in, n_out = await self._attempt(prompt, system)
+            text, n_in, n_out, n_think = await self._attempt(prompt, system)
             self.stats.ok += 1
-            return Completion(text, n_in, n_out, time.perf_counter() - started, attempts)
+            return Completion(text, n_in, n_out, time.perf_counter() - started, attempts, n_think)
         except PermanentError as e:
             raise CallFailed(e.kind, str(e), attempts) from e
         except TransientError as e:
@@ -220,20 +250,20 @@ class APIBackend:
                 with attempt:
                     attempts += 1
                     self.stats.retries += 1
-                    text, n_in, n_out = await self._attempt(prompt, system)
+                    text, n_in, n_out, n_think = await self._attempt(prompt, system)
         except TransientError as e:
             raise CallFailed(e.kind, str(e), attempts) from e
         except PermanentError as e:
             raise CallFailed(e.kind, str(e), attempts) from e
         self.stats.ok += 1
-        return Completion(text, n_in, n_out, time.perf_counter() - started, attempts)
+        return Completion(text, n_in, n_out, time.perf_counter() - started, attempts, n_think)
 
-    async def _attempt(self, prompt: str, system: str | None) -> tuple[str, int, int]:
+    async def _attempt(self, prompt: str, system: str | None) -> tuple[str, int, int, int]:
         async with self._sem.slot():
             if self._rpm:
                 await self._rpm.acquire()
             if self._tpm:
-                await acquire_tokens(self._tpm, len(prompt) // 4 + self.max_output_tokens)
+                await acquire_tokens(self._tpm, len(prompt) // 4 + self.request_max_output_tokens)
             self.stats.requests += 1
             try:
                 async with asyncio.timeout(self.timeout_s):  # cheaper than wait_for: no extra task per call
@@ -266,6 +296,18 @@ class OpenAIBackend(APIBackend):
     def generation_params(self) -> dict:
         return {**super().generation_params(), "frequency_penalty": self.frequency_penalty}
 
+    def _thinking(self) -> tuple[dict | None, int]:
+        """Reasoning models take a level (``reasoning_effort``) and no budget; off sends nothing (GPT-4o and
+        most OpenAI-compatible servers know no such setting)."""
+        if self.thinking in (None, "off"):
+            return None, self.max_output_tokens
+        if isinstance(self.thinking, int):
+            raise ConfigError(f"thinking={self.thinking}: the OpenAI API takes a reasoning level (minimal, low, medium, high), not a budget")
+        if self.thinking_reserve < 1:
+            raise ConfigError(f"thinking_reserve={self.thinking_reserve}: reasoning at level {self.thinking} needs tokens "
+                              "set aside in max_output_tokens; expected an integer >= 1")
+        return {"reasoning_effort": self.thinking}, self.max_output_tokens + self.thinking_reserve
+
     async def open(self) -> None:
         import openai
 
@@ -275,19 +317,26 @@ class OpenAIBackend(APIBackend):
     async def close(self) -> None:
         await self._client.close()
 
-    async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int]:
-        import openai
-
+    async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int, int]:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        # a reasoning model wants max_completion_tokens (answer and reasoning); others the classic max_tokens
+        limit = ({"max_completion_tokens": self.request_max_output_tokens, **self.thinking_config} if self.thinking_config
+                 else {"max_tokens": self.max_output_tokens})
         with openai_errors():
             resp = await self._client.chat.completions.create(
                 model=self.model, messages=messages, temperature=self.temperature, top_p=self.top_p,
-                frequency_penalty=self.frequency_penalty, max_tokens=self.max_output_tokens,
+                frequency_penalty=self.frequency_penalty, **limit,
             )
         if not getattr(resp, "choices", None):
             raise TransientError("malformed", "response without choices")
         usage = resp.usage
-        return resp.choices[0].message.content or "", getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0
+        details = getattr(usage, "completion_tokens_details", None)
+        n_think = getattr(details, "reasoning_tokens", 0) or 0  # part of completion_tokens
+        n_out = max(0, (getattr(usage, "completion_tokens", 0) or 0) - n_think)
+        text = resp.choices[0].message.content or ""
+        if not text.strip() and resp.choices[0].finish_reason == "length":
+            raise self._cut_off(n_think)
+        return text, getattr(usage, "prompt_tokens", 0) or 0, n_out, n_think
 
 
 class GeminiBackend(APIBackend):
@@ -313,15 +362,39 @@ class GeminiBackend(APIBackend):
         except AttributeError:  # older SDKs have no aclose
             pass
 
-    async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int]:
+    def _thinking(self) -> tuple[dict | None, int]:
+        """A budget (2.5), a level (3 and later), or nothing (2.0 and older); see llm/gemini_models.py."""
+        return thinking_request(self.model, self.thinking, self.thinking_reserve, self.max_output_tokens)
+
+    def request_config(self, system: str | None):
+        """The request's GenerateContentConfig: also what a batch line carries (llm/batch_gemini.py)."""
         from google.genai import types
 
-        config = types.GenerateContentConfig(
-            temperature=self.temperature, top_p=self.top_p, max_output_tokens=self.max_output_tokens,
+        return types.GenerateContentConfig(
+            temperature=self.temperature, top_p=self.top_p, max_output_tokens=self.request_max_output_tokens,
             system_instruction=system or None,
+            thinking_config=types.ThinkingConfig(**self.thinking_config) if self.thinking_config else None,
+            # no tools: the SDK's client-side function-calling loop (and its log line per request) has nothing to do
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
+
+    async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int, int]:
         with gemini_errors():
-            resp = await self._client.aio.models.generate_content(model=self.model, contents=prompt, config=config)
-        usage = resp.usage_metadata
-        text = resp.text or ""
-        return text, (usage.prompt_token_count or 0) if usage else 0, (usage.candidates_token_count or 0) if usage else 0
+            resp = await self._client.aio.models.generate_content(model=self.model, contents=prompt,
+                                                                  config=self.request_config(system))
+        text, n_in, n_out, n_think = gemini_answer(resp)
+        if not text.strip() and _finish_reason(resp) == "MAX_TOKENS":
+            raise self._cut_off(n_think)
+        return text, n_in, n_out, n_think
+
+
+def gemini_answer(resp) -> tuple[str, int, int, int]:
+    """(text, input tokens, answer tokens, thinking tokens) of a GenerateContentResponse."""
+    usage = resp.usage_metadata
+    count = lambda name: (getattr(usage, name, None) or 0) if usage else 0  # noqa: E731
+    return (resp.text or ""), count("prompt_token_count"), count("candidates_token_count"), count("thoughts_token_count")
+
+
+def _finish_reason(resp) -> str:
+    reason = resp.candidates[0].finish_reason if resp.candidates else None
+    return getattr(reason, "value", None) or str(reason or "")

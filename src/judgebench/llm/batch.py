@@ -52,6 +52,7 @@ class LineAnswer:
     text: str
     input_tokens: int
     output_tokens: int
+    thinking_tokens: int = 0
 
 
 @dataclass
@@ -300,7 +301,7 @@ async def _wait_and_store_once(backend, provider, cache, meta, parse, job, recor
             if parse is not None and parsed is None:
                 backend.stats.errors["unparsable"] += 1
             rec = {"text": res.text, "parsed": parsed, "input_tokens": res.input_tokens,
-                   "output_tokens": res.output_tokens, "latency_s": latency, "attempts": 1, "time": time.time(),
+                   "output_tokens": res.output_tokens, "thinking_tokens": res.thinking_tokens, "latency_s": latency, "attempts": 1, "time": time.time(),
                    "batch_id": batch_id}
             await asyncio.to_thread(cache.put, key, rec, meta)
             records[key] = rec

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from judgebench.llm.api import gemini_answer
 from judgebench.llm.provider_errors import gemini_errors
 from judgebench.llm.batch import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
 
@@ -23,7 +24,9 @@ class GeminiBatches(BatchProvider):
     def request(self, line: BatchLine) -> dict[str, Any]:
         b = self.backend
         config: dict[str, Any] = {"temperature": b.temperature, "top_p": b.top_p,
-                                  "max_output_tokens": b.max_output_tokens}
+                                  "max_output_tokens": b.request_max_output_tokens}
+        if b.thinking_config:  # as online (GeminiBackend.request_config): the same answer for the same key
+            config["thinking_config"] = dict(b.thinking_config)
         if self.system:
             config["system_instruction"] = self.system
         return {"contents": [{"role": "user", "parts": [{"text": line.prompt}]}], "config": config,
@@ -61,7 +64,5 @@ class GeminiBatches(BatchProvider):
                 code = getattr(item.error, "code", None)
                 out[key] = LineError(str(code or "batch_line"), str(getattr(item.error, "message", "") or "no response"))
                 continue
-            usage = item.response.usage_metadata
-            out[key] = LineAnswer(item.response.text or "", (usage.prompt_token_count or 0) if usage else 0,
-                                  (usage.candidates_token_count or 0) if usage else 0)
+            out[key] = LineAnswer(*gemini_answer(item.response))
         return out

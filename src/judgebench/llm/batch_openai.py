@@ -26,7 +26,9 @@ class OpenAIBatches(BatchProvider):
             [{"role": "user", "content": line.prompt}]
         return {"custom_id": line.key, "method": "POST", "url": ENDPOINT, "body": {
             "model": b.model, "messages": messages, "temperature": b.temperature, "top_p": b.top_p,
-            "frequency_penalty": getattr(b, "frequency_penalty", 0.0), "max_tokens": b.max_output_tokens}}
+            "frequency_penalty": getattr(b, "frequency_penalty", 0.0),
+            **({"max_completion_tokens": b.request_max_output_tokens, **b.thinking_config} if b.thinking_config
+               else {"max_tokens": b.max_output_tokens})}}
 
     def line_bytes(self, line: BatchLine) -> int:
         return len(json.dumps(self.request(line)).encode()) + 1
@@ -83,5 +85,6 @@ def _line_result(item: dict[str, Any]) -> LineAnswer | LineError:
     if not choices:
         return LineError("malformed", "response without choices")
     usage = body.get("usage") or {}
-    return LineAnswer((choices[0].get("message") or {}).get("content") or "",
-                      int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    thinking = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
+    return LineAnswer((choices[0].get("message") or {}).get("content") or "", int(usage.get("prompt_tokens") or 0),
+                      max(0, int(usage.get("completion_tokens") or 0) - thinking), thinking)

@@ -119,13 +119,14 @@ async def _call_all(backend, cache, todo, records, failures, meta, system, parse
 
 
 async def _ask(backend: APIBackend, c: Call, system, parse, parse_attempts) -> dict:
-    n_in = n_out = attempts = 0
+    n_in = n_out = n_think = attempts = 0
     parsed = None
     for attempt in range(max(1, parse_attempts if parse else 1)):
         if attempt:
             backend.stats.reasks += 1
         done = await backend.complete(c.prompt, system)
         n_in, n_out, attempts = n_in + done.input_tokens, n_out + done.output_tokens, attempts + done.attempts
+        n_think += done.thinking_tokens
         if parse is None:
             break
         parsed = parse(done.text)
@@ -133,6 +134,6 @@ async def _ask(backend: APIBackend, c: Call, system, parse, parse_attempts) -> d
             break
         backend.stats.errors["unparsable"] += 1
     return {
-        "text": done.text, "parsed": parsed, "input_tokens": n_in, "output_tokens": n_out,
+        "text": done.text, "parsed": parsed, "input_tokens": n_in, "output_tokens": n_out, "thinking_tokens": n_think,
         "latency_s": done.latency_s, "attempts": attempts, "time": time.time(),
     }

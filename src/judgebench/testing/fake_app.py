@@ -5,10 +5,11 @@ without network access. :mod:`judgebench.testing.fake_process` runs it in its ow
 Answers are deterministic functions of the prompt (see :func:`fake_answer`), faults are drawn from a seeded
 RNG in arrival order, and every request is counted, so a test can predict both the answers and the failures.
 
-Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models`` (OpenAI, ``Authorization: Bearer`` required),
-``POST /{v1,v1beta,...}/models/{model}:generateContent`` (Gemini, ``x-goog-api-key`` header or ``?key=``
-required), and the control endpoints ``GET /_stats``, ``POST /_config`` (JSON), ``POST /_reset``; the batch
-endpoints are in :mod:`judgebench.testing.fake_batches`.
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models`` and ``GET /v1/models/{model}`` (OpenAI,
+``Authorization: Bearer`` required), ``POST /{v1,v1beta,...}/models/{model}:generateContent`` and
+``GET /{v1,v1beta,...}/models/{model}`` (Gemini, ``x-goog-api-key`` header or ``?key=`` required; models,
+retired ids and thinking in :mod:`judgebench.testing.fake_gemini`), and the control endpoints ``GET /_stats``,
+``POST /_config`` (JSON), ``POST /_reset``; the batch endpoints are in :mod:`judgebench.testing.fake_batches`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from judgebench.testing import fake_gemini
 from judgebench.testing.fake_answers import (  # noqa: F401  (importers take the answers from the app module too)
     JUDGE_MARKER, MALFORMED_BODY, NOSCORE_TEXT, PRP_MARKER, REWRITE_MARKER, REWRITE_PREFIX, fake_answer, fake_label,
     fake_rewrite, sha256_hex,
@@ -32,7 +34,7 @@ HOST = "127.0.0.1"
 
 FAULTS = ("429", "500", "timeout", "malformed", "noscore")
 """Fault outcomes, in the order their shares are stacked on one uniform draw per request."""
-OUTCOMES = ("ok", *FAULTS, "unauthorized", "bad_request")
+OUTCOMES = ("ok", *FAULTS, "unauthorized", "bad_request", "not_found")
 KINDS = ("openai", "gemini")
 
 _FAULT_FIELD = {"429": "fail_429", "500": "fail_500", "timeout": "fail_timeout",
@@ -65,6 +67,12 @@ class FakeConfig:
     # headers on every answer (a token bucket holding one second's quota, refilled at limit_rpm / 60 per second)
     max_inflight: int = 0
     limit_rpm: float = 0.0
+    # Gemini thinking: tokens a thinking answer spends at level high or when dynamic (see fake_gemini)
+    thoughts: int = 200
+    # model ids models.get describes besides fake_gemini.KNOWN_MODELS
+    models: list[str] = field(default_factory=list)
+    # model ids answered 404 everywhere (both protocols), beside the retired Gemini ids
+    missing_models: list[str] = field(default_factory=list)
 
     def updated(self, **kw: Any) -> FakeConfig:
         """A validated copy with ``kw`` applied; unknown keys and impossible shares raise ValueError."""
@@ -78,12 +86,12 @@ class FakeConfig:
                 clean[key] = {str(k): int(v) for k, v in dict(value or {}).items()}
             elif key == "answers":
                 clean[key] = {str(k): str(v) for k, v in dict(value or {}).items()}
-            elif key in ("prefer", "reject_keys"):
+            elif key in ("prefer", "reject_keys", "models", "missing_models"):
                 clean[key] = [str(s) for s in (value or [])]
-            elif key in ("seed", "max_inflight"):
+            elif key in ("seed", "max_inflight", "thoughts"):
                 clean[key] = int(value)
-                if key == "max_inflight" and clean[key] < 0:
-                    raise ValueError(f"max_inflight must be >= 0, got {value}")
+                if key != "seed" and clean[key] < 0:
+                    raise ValueError(f"{key} must be >= 0, got {value}")
             else:
                 clean[key] = float(value)
                 if clean[key] < 0:
@@ -159,6 +167,7 @@ class FakeLLMApp:
         self.prompt_sha256: list[str] = []
         self.last_request: dict[str, Any] | None = None
         self.limited = {"inflight": 0, "rpm": 0}
+        self.model_gets = dict.fromkeys(KINDS, 0)  # models.get / models.retrieve lookups (not in `requests`)
         self._rpm_tokens: float | None = None  # the limit_rpm bucket (None: full at the next request)
         self._rpm_at = 0.0
 
@@ -173,6 +182,7 @@ class FakeLLMApp:
     def stats(self) -> dict[str, Any]:
         return {"requests": self.requests, "by_kind": dict(self.by_kind), "by_outcome": dict(self.by_outcome),
                 "in_flight": self.in_flight, "max_in_flight": self.max_in_flight, "limited": dict(self.limited),
+                "model_gets": dict(self.model_gets),
                 "prompt_sha256": list(self.prompt_sha256), "last_request": self.last_request,
                 "config": asdict(self.config), "bound": self.bound}
 
@@ -182,6 +192,7 @@ class FakeLLMApp:
         app.router.add_post("/v1/chat/completions", self._openai_chat)
         app.router.add_get("/v1/models", self._openai_models)
         app.router.add_post(r"/{api_version:v1[a-z0-9]*}/models/{model:[^/:]+}:generateContent", self._gemini)
+        app.router.add_get(r"/{api_version:v1[a-z0-9]*}/models/{model:.+}", self._model_get)  # both protocols
         app.router.add_get("/_stats", self._h_stats)
         app.router.add_post("/_config", self._h_config)
         app.router.add_post("/_reset", self._h_reset)
@@ -319,6 +330,11 @@ class FakeLLMApp:
         if outcome == "malformed":
             return web.Response(body=MALFORMED_BODY, content_type="application/json")
         model = str(body.get("model", "fake-llm"))
+        if model in config.missing_models:
+            self.by_outcome[outcome] -= 1
+            self.by_outcome["not_found"] += 1
+            return _openai_error(404, f"The model `{model}` does not exist or you do not have access to it.",
+                                 "invalid_request_error", "model_not_found")
         if model not in self._models:
             self._models.append(model)
         text = self._answer(outcome, prompt, config)
@@ -329,6 +345,13 @@ class FakeLLMApp:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
         })
+
+    async def _model_get(self, request: web.Request) -> web.Response:
+        kind, status, body = fake_gemini.model_lookup(request.match_info["model"], request.match_info["api_version"],
+                                                      request.headers, request.query, self.config)
+        self.model_gets[kind] += 1
+        self.last_request = {"kind": f"{kind}-model", "path": request.path_qs, "headers": dict(request.headers), "body": None}
+        return web.json_response(body, status=status)
 
     async def _openai_models(self, request: web.Request) -> web.Response:
         if not request.headers.get("Authorization", "").startswith("Bearer "):
@@ -346,6 +369,17 @@ class FakeLLMApp:
                                  "this API.", "PERMISSION_DENIED")
         if outcome == "bad_request":
             return _google_error(400, "Invalid JSON payload received.", "INVALID_ARGUMENT")
+        model = request.match_info["model"]
+        if fake_gemini.retired(model) or model in config.missing_models:  # drawn, then refused: counted not_found
+            self.by_outcome[outcome] -= 1
+            self.by_outcome["not_found"] += 1
+            return _google_error(404, fake_gemini.not_found_message(model, request.match_info["api_version"]), "NOT_FOUND")
+        generation = body.get("generationConfig") or {}
+        refused = fake_gemini.thinking_problem(model, generation)
+        if refused:
+            self.by_outcome[outcome] -= 1
+            self.by_outcome["bad_request"] += 1
+            return _google_error(400, refused, "INVALID_ARGUMENT")
         if outcome == "429":
             return _google_error(429, "Resource has been exhausted (e.g. check quota).", "RESOURCE_EXHAUSTED",
                                  headers={"retry-after": f"{config.retry_after_s:g}"})
@@ -354,15 +388,9 @@ class FakeLLMApp:
                                  "https://developers.generativeai.google/guide/troubleshooting", "INTERNAL")
         if outcome == "malformed":
             return web.Response(body=MALFORMED_BODY, content_type="application/json")
-        model = request.match_info["model"]
         text = self._answer(outcome, prompt, config)
-        p, c = len(prompt.split()), len(text.split())
-        return web.json_response({
-            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP",
-                            "index": 0}],
-            "usageMetadata": {"promptTokenCount": p, "candidatesTokenCount": c, "totalTokenCount": p + c},
-            "modelVersion": model, "responseId": f"fake{self.requests}",
-        })
+        return web.json_response(fake_gemini.generate_response(model, generation, prompt, text, config.thoughts,
+                                                               f"fake{self.requests}"))
 
 
 async def _add_limit_headers(request: web.Request, response: web.StreamResponse) -> None:

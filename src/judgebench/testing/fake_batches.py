@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from judgebench.testing import fake_gemini
 from judgebench.testing.fake_app import _google_error, _openai_error, gemini_prompt, openai_prompt, sha256_hex
 
 if TYPE_CHECKING:
@@ -262,8 +263,8 @@ class FakeBatches:
             return _google_error(400, "batch.inputConfig.requests.requests must be a list (inline requests).",
                                  "INVALID_ARGUMENT")
         model = request.match_info["model"]
-        lines = [{"key": item.get("metadata") or {}, "prompt": gemini_prompt(item.get("request") or {}),
-                  "model": model} for item in requests]
+        lines = [{"key": item.get("metadata") or {}, "prompt": gemini_prompt(item.get("request") or {}), "model": model,
+                  "generation": (item.get("request") or {}).get("generationConfig") or {}} for item in requests]
         batch = self._create("gemini", lines, prefix="batches/")
         return web.json_response(self._gemini_batch(batch))
 
@@ -283,13 +284,11 @@ class FakeBatches:
         if batch.results is not None and batch.state == "completed":
             responses = []
             for line, res in zip(batch.lines, batch.results):
-                if "text" in res:
-                    p, c = len(line["prompt"].split()), len(res["text"].split())
+                if "text" in res:  # thinking as online (fake_gemini), from the line's own generation config
+                    response = fake_gemini.generate_response(line["model"], line["generation"], line["prompt"],
+                                                             res["text"], self.fake.config.thoughts, batch.id)
                     responses.append({"metadata": line["key"], "response": {
-                        "candidates": [{"content": {"role": "model", "parts": [{"text": res["text"]}]},
-                                        "finishReason": "STOP", "index": 0}],
-                        "usageMetadata": {"promptTokenCount": p, "candidatesTokenCount": c,
-                                          "totalTokenCount": p + c}}})
+                        k: response[k] for k in ("candidates", "usageMetadata")}})
                 else:
                     responses.append({"metadata": line["key"], "error": {"code": 500, "message": res["error"][1]}})
             meta["output"] = {"inlinedResponses": {"inlinedResponses": responses}}
