@@ -34,12 +34,17 @@ class Estimate:
         return self.var + self.var_query
 
 
+def _masked_sum(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return w @ x.T if x.ndim == 2 else np.einsum("rn,rmn->rm", w, x)
+
+
 def moments(x: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Masked mean and sample variance (ddof 1) of every row of x (m, n) per sample: arrays (R, m)."""
+    """Masked mean and sample variance (ddof 1) of every row of x per sample: arrays (R, m). x is (m, n),
+    the same values for every sample, or (R, m, n), its own values per sample (e.g. residuals of a fit)."""
     k = mask.sum(axis=1, keepdims=True).astype(float)
     w = mask.astype(float)
-    mean = w @ x.T / k
-    var = (w @ (x * x).T - k * mean**2) / np.maximum(k - 1, 1)
+    mean = _masked_sum(x, w) / k
+    var = (_masked_sum(x * x, w) - k * mean**2) / np.maximum(k - 1, 1)
     return mean, np.maximum(var, 0.0)
 
 
