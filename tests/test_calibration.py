@@ -1,5 +1,6 @@
 """Correcting a judge with k human-labelled queries: known answers for every estimator, the coverage of
-the PPI interval on synthetic data, and the experiment end to end through run.py and compare."""
+the PPI and cross-fitted PPI++ intervals on synthetic data, and the experiment end to end through run.py
+and compare."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+
+import itertools
 
 from cli_runner import run, warm_store
 from judgebench.compare import bias, calibration
@@ -41,10 +44,10 @@ def test_small_case_by_hand():
     h = HumanOnly()(y, f, mask)
     assert h.point[0, 0] == pytest.approx(0.4) and h.var[0, 0] == pytest.approx(0.4 * 0.07 / 3)
     assert h.var_query[0, 0] == pytest.approx(0.07 / 5)
-    # PPI++: cov(y, f) = (0.3*0.1 + (-0.2)*0 + (-0.1)*(-0.1)) / 2 = 0.02; var(f) = (0.01 + 0 + 0.01) / 2 = 0.01 -> lambda 2
-    # point = 2 * 0.5 + 0.4 - 2 * 0.4 = 0.6; y - 2f = -0.3, -0.6, -0.3 -> s^2 = (0.01 + 0.04 + 0.01) / 2 = 0.03
-    pp = PPIPlusPlus()
-    assert pp.lam(y, f, mask)[0, 0] == pytest.approx(2.0)
+    # in-sample PPI++: cov(y, f) = (0.3*0.1 + (-0.2)*0 + (-0.1)*(-0.1)) / 2 = 0.02; var(f) = (0.01 + 0 + 0.01) / 2
+    # = 0.01 -> lambda 2 (unclipped); point = 2 * 0.5 + 0.4 - 2 * 0.4 = 0.6; y - 2f = -0.3, -0.6, -0.3 -> s^2 = 0.03
+    pp = calibration.ESTIMATORS["ppi++_insample"]
+    assert np.allclose(pp.lam(y, f, mask)[0, 0, :3], 2.0) and np.isnan(pp.lam(y, f, mask)[0, 0, 3:]).all()
     e = pp(y, f, mask)
     assert e.point[0, 0] == pytest.approx(0.6) and e.var[0, 0] == pytest.approx(0.4 * 0.03 / 3)
     # judge only: mean 0.5, var = s_f^2 / n over all five; s_f^2 = (0 + 0.01 + 0.04 + 0.09 + 0) / 4 = 0.035
@@ -56,22 +59,132 @@ def test_judge_equal_to_human_gives_lambda_one_and_no_rectifier():
     rng = np.random.default_rng(3)
     y = rng.random((4, 30))
     mask = calibration.samples(30, 8, 50, seed=0)
-    pp = PPIPlusPlus()
-    assert np.allclose(pp.lam(y, y, mask), 1.0)
-    for est in (PPI(), pp):
+    for pp in (PPIPlusPlus(), calibration.ESTIMATORS["ppi++_insample"]):
+        lam = pp.lam(y, y, mask)
+        assert np.allclose(lam[np.broadcast_to(mask[:, None, :], lam.shape)], 1.0)
+    for est in (PPI(), PPIPlusPlus(), calibration.ESTIMATORS["ppi++_insample"], PPIPlusPlus(folds=3)):
         e = est(y, y, mask)
         assert np.allclose(e.point, y.mean(axis=1)) and np.allclose(e.var, 0.0, atol=1e-15)
 
 
-def test_uncorrelated_judge_reduces_ppi_plus_plus_to_human_only():
+def test_uncorrelated_judge_reduces_in_sample_ppi_plus_plus_to_human_only():
     # on the 4 sampled queries cov(y, f) = 0 exactly: y 1,0,1,0 against f 1,1,0,0
     y = np.array([[1.0, 0.0, 1.0, 0.0, 5.0, 5.0]])
     f = np.array([[1.0, 1.0, 0.0, 0.0, 0.5, 0.9]])
     mask = _mask(6, [0, 1, 2, 3])
-    e = PPIPlusPlus()(y, f, mask)
-    assert PPIPlusPlus().lam(y, f, mask)[0, 0] == 0.0
+    pp = calibration.ESTIMATORS["ppi++_insample"]
+    e = pp(y, f, mask)
+    assert np.allclose(pp.lam(y, f, mask)[0, 0, :4], 0.0)
     # human only: mean 0.5; s^2 = 4 * 0.25 / 3 = 1/3; fpc 1 - 4/6 = 1/3; var = (1/3) * (1/3) / 4 = 1/36
     assert e.point[0, 0] == pytest.approx(0.5) and e.var[0, 0] == pytest.approx(1 / 36)
+
+
+def test_cross_fitted_ppi_plus_plus_by_hand():
+    # n = 5, queries 0-2 sampled. Leave one out: lambda_i is the slope through the other two sampled points.
+    y = np.array([[0.6, 0.2, 0.4, 9.0, 9.0]])
+    f = np.array([[0.5, 0.3, 0.2, 0.6, 0.4]])
+    mask = _mask(5, [0, 1, 2])
+    # without 0: (0.2 - 0.4) / (0.3 - 0.2) = -2 -> clipped to 0; without 1: 0.2 / 0.3 = 2/3; without 2: 0.4 / 0.2 = 2 -> 1
+    assert np.allclose(PPIPlusPlus().lam(y, f, mask)[0, 0, :3], [0.0, 2 / 3, 1.0])
+    # the rest (queries 3, 4) has mean f 0.5; its mean is estimated as mean_i [y_i + lambda_i (0.5 - f_i)]
+    # = (0.6 + 0 + 0.2 + (2/3) 0.2 + 0.4 + 0.3) / 3 = 49/90; estimate (3 * 0.4 + 2 * 49/90) / 5 = 103/225
+    e = PPIPlusPlus()(y, f, mask)
+    assert e.point[0, 0] == pytest.approx(103 / 225)
+    # residuals y_i - lambda_i (f_i - 1/3): 0.6, 0.2 + 2/90, 0.4 + 2/15 = (162, 60, 144) / 270, mean 122/270
+    # -> s^2 = (40^2 + 62^2 + 22^2) / 2 / 270^2; var = (1 - 3/5) s^2 / 3
+    assert e.var[0, 0] == pytest.approx(0.4 * (5928 / 2 / 270**2) / 3)
+    assert e.var_query[0, 0] == pytest.approx(0.04 / 5)  # s_y^2 / n
+    # unclipped: lambda -2, 2/3, 2 -> rest mean (0.6 + (0.2 + 0.4/3) + (0.4 + 0.6)) / 3 = 29/45;
+    # estimate (1.2 + 2 * 29/45) / 5 = 112/225
+    assert PPIPlusPlus(clip=False)(y, f, mask).point[0, 0] == pytest.approx(112 / 225)
+
+
+def _cross_fit_by_loop(y, f, mask, folds, clip):
+    """The estimator as its docstring defines it, one sample, one system and one fold at a time."""
+    R, (m, n) = mask.shape[0], y.shape
+    point, var = np.empty((R, m)), np.empty((R, m))
+    for r in range(R):
+        s = np.flatnonzero(mask[r])
+        rest = np.flatnonzero(~mask[r])
+        k = len(s)
+        fold = np.arange(k) if folds is None else np.arange(k) % folds
+        for j in range(m):
+            lam = np.empty(k)
+            for g in np.unique(fold):
+                fit = s if folds == 1 else s[fold != g]
+                c = np.cov(y[j, fit], f[j, fit])
+                lam[fold == g] = c[0, 1] / c[1, 1] if c[1, 1] > 1e-12 else 1.0
+            lam = np.clip(lam, 0, 1) if clip else lam
+            rest_mean = sum((fold == g).mean() * (lam[fold == g][0] * f[j, rest].mean()
+                                                  + (y[j, s[fold == g]] - lam[fold == g] * f[j, s[fold == g]]).mean())
+                            for g in np.unique(fold))
+            point[r, j] = (y[j, s].sum() + len(rest) * rest_mean) / n
+            e = y[j, s] - lam * (f[j, s] - f[j, s].mean())
+            var[r, j] = (1 - k / n) * e.var(ddof=1) / k
+    return point, var
+
+
+@pytest.mark.parametrize("folds", [None, 1, 2, 3])
+@pytest.mark.parametrize("clip", [True, False])
+def test_cross_fit_equals_a_loop_over_samples_and_folds(folds, clip):
+    rng = np.random.default_rng(8)
+    y = rng.random((3, 15))
+    f = np.stack([0.8 * y[0] + 0.1 * rng.random(15), 0.2 * y[1] + 0.5 * rng.random(15), 1 - y[2] + 0.1 * rng.random(15)])
+    mask = np.vstack([calibration.samples(15, 5, 6, seed=1), calibration.samples(15, 8, 6, seed=1)])  # k differs by row
+    e = PPIPlusPlus(folds=folds, clip=clip)(y, f, mask)
+    point, var = _cross_fit_by_loop(y, f, mask, folds, clip)
+    assert np.allclose(e.point, point, atol=1e-12) and np.allclose(e.var, var, atol=1e-12)
+    assert np.allclose(e.var_query, np.stack([y[:, m].var(axis=1, ddof=1) for m in mask]) / 15)
+
+
+def test_lambda_clipped_at_zero_and_at_one():
+    rng = np.random.default_rng(5)
+    y = rng.random((2, 20))
+    mask = calibration.samples(20, 6, 30, seed=4)
+    k, fpc = 6, 1 - 6 / 20
+    ys = np.stack([y[:, m] for m in mask])  # (R, m, k) the sampled human values
+    # a judge that ranks queries backwards: every lambda fitted is negative, clipped to 0 -> the human-only estimate
+    f = 1.0 - y
+    assert np.nanmax(PPIPlusPlus(clip=False).lam(y, f, mask)) < 0
+    e = PPIPlusPlus()(y, f, mask)
+    assert np.allclose(e.point, ys.mean(axis=2)) and np.allclose(e.var, fpc * ys.var(axis=2, ddof=1) / k)
+    # a judge at half the human scale: every lambda is 2, clipped to 1 -> PPI, judge mean + mean rectifier
+    f = 0.5 * y + 0.1
+    assert np.allclose(PPIPlusPlus(clip=False).lam(y, f, mask)[np.broadcast_to(mask[:, None], (30, 2, 20))], 2.0)
+    e = PPIPlusPlus()(y, f, mask)
+    rect = ys - np.stack([f[:, m] for m in mask])
+    assert np.allclose(e.point, f.mean(axis=1) + rect.mean(axis=2))
+    assert np.allclose(e.var, fpc * rect.var(axis=2, ddof=1) / k)
+
+
+def test_every_query_labelled_gives_the_human_mean_exactly():
+    rng = np.random.default_rng(6)
+    y, f = rng.random((4, 12)), rng.random((4, 12))  # lambda differs from fold to fold
+    for est in (PPIPlusPlus(), PPIPlusPlus(folds=2), PPIPlusPlus(clip=False)):
+        lam = est.lam(y, f, np.ones((1, 12), dtype=bool))
+        assert np.ptp(lam, axis=2).max() > 0.1
+        e = est(y, f, np.ones((1, 12), dtype=bool))
+        assert np.allclose(e.point, y.mean(axis=1), atol=1e-14) and np.allclose(e.var, 0.0)
+
+
+def test_leave_one_out_is_design_unbiased_over_every_sample():
+    # all C(8, 3) = 56 samples of a population of 8: the mean of the estimates is the population mean exactly,
+    # clipped or not; the in-sample plug-in is not (its lambda is fitted on the queries it corrects)
+    rng = np.random.default_rng(9)
+    y = rng.random((3, 8))
+    f = 0.6 * y + 0.4 * rng.random((3, 8))
+    mask = np.zeros((56, 8), dtype=bool)
+    for r, s in enumerate(itertools.combinations(range(8), 3)):
+        mask[r, list(s)] = True
+    for est in (PPIPlusPlus(), PPIPlusPlus(clip=False)):
+        assert np.allclose(est(y, f, mask).point.mean(axis=0), y.mean(axis=1), atol=1e-14)
+    bias = calibration.ESTIMATORS["ppi++_insample"](y, f, mask).point.mean(axis=0) - y.mean(axis=1)
+    assert np.abs(bias).max() > 1e-3
+
+
+def test_folds_must_be_a_whole_number():
+    with pytest.raises(ValueError, match="folds=0"):
+        PPIPlusPlus(folds=0)
 
 
 def test_ppi_interval_covers_at_nominal_rate_on_synthetic_data():
@@ -306,3 +419,25 @@ def test_bad_calibration_options_are_one_line(grid):
                         (["calibration=ppi", "resamples=-3"], "resamples='-3': expected a whole number >= 1")):
         res = run([*base, *extra], cwd=grid["tmp"], module="judgebench.compare")
         assert res.rc == 2 and want in res.err and len(res.err.strip().splitlines()) == 1, res
+
+
+def _coverage(est, y, f, k, n_samples=4000):
+    mask = calibration.samples(y.shape[1], k, n_samples, seed=5)
+    e = est(y, f, mask)
+    half = stats.t.ppf(0.975, k - 1) * np.sqrt(e.var)
+    return (np.abs(e.point - y.mean(axis=1)) <= half).mean(), e
+
+
+@pytest.mark.parametrize("slope, noise", [(0.7, 0.1), (0.5, 0.2)])  # lambda* about 1 (clipped) and about 0.5
+def test_cross_fitted_ppi_plus_plus_covers_at_nominal_rate_on_synthetic_data(slope, noise):
+    rng = np.random.default_rng(11)
+    n = 400
+    y = np.clip(rng.beta(2, 2, (3, n)), 0, 1)
+    f = slope * y + 0.2 + rng.normal(0, noise, (3, n))
+    for k in (20, 50):
+        coverage, e = _coverage(PPIPlusPlus(), y, f, k)
+        assert abs(coverage - 0.95) <= 0.015, (k, coverage)
+        assert np.sqrt(e.var.mean(axis=0)) == pytest.approx(e.point.std(axis=0), rel=0.1)
+    # at k = 5 the in-sample plug-in is optimistic; cross-fitting recovers most of the gap
+    cross, insample = (_coverage(est, y, f, 5)[0] for est in (PPIPlusPlus(), calibration.ESTIMATORS["ppi++_insample"]))
+    assert insample < 0.90 and cross > insample + 0.04, (cross, insample)

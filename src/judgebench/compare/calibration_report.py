@@ -24,7 +24,7 @@ from judgebench.compare.figures import _save, slug  # noqa: E402
 INVERSION_OK = 0.05
 COVERAGE_OK = 0.90
 TAU_MARGIN = 0.02
-USES_JUDGE = ("ppi", "ppi++", "linear", "label")
+USES_JUDGE = ("ppi", "ppi++", "ppi++_insample", "linear", "label")
 SUMMARY = ["dataset", "judge", "judge_only_inverted", "k_no_inversion", "estimators_at_k", "tau_best_at_k", "tau_human_only_at_k",
            "inversion_human_only_at_k", "judge_adds", *[f"k_no_inversion_{e}" for e in ("human_only", *USES_JUDGE)]]
 

@@ -47,7 +47,8 @@ USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [
   allow_mixed_versions  put runs of different metric versions in one report (default: refused)
   log          log the files as a compare run in the experiment (default: true)
   calibration  estimators of the human-budget experiment besides judge_only (default: none, experiment off):
-               human_only, ppi, ppi++, linear, label (README: "Correcting a judge with a few human labels")
+               human_only, ppi, ppi++, ppi++_insample, linear, label (README: "Correcting a judge with a few
+               human labels")
   calibration_k  numbers of human-labelled queries to sample (whole numbers >= 2, or all; default 5,10,20,all)
   resamples    random samples of queries per k (default 200; seeded by seed)"""
 KEYS = {"experiment", "sweep", "datasets", "judges", "out", "format", "alpha", "correction", "bootstrap", "seed", "panel",

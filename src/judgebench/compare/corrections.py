@@ -23,21 +23,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from judgebench.evaluation import ndcg_from_class_gains
-from judgebench.metrics.ppi import Estimate
+from judgebench.metrics.ppi import Estimate, moments
 
 
 def residual_estimate(y: np.ndarray, pred: np.ndarray, mask: np.ndarray) -> Estimate:
     """y (m, n) human values, pred (R, m, n) predictions per sample, mask (R, n): arrays (R, m)."""
-    w = mask[:, None, :].astype(float)
     n = mask.shape[1]
-    k = w.sum(axis=2)
-    point = ((w * y + (1 - w) * pred).sum(axis=2)) / n
-    e = y - pred
-    mean_e = (w * e).sum(axis=2) / k
-    var_e = np.maximum((w * e * e).sum(axis=2) - k * mean_e**2, 0.0) / np.maximum(k - 1, 1)
-    mean_y = (w * y).sum(axis=2) / k
-    var_y = np.maximum((w * y * y).sum(axis=2) - k * mean_y**2, 0.0) / np.maximum(k - 1, 1)
-    return Estimate(point, (1 - k / n) * var_e / k, var_y / n)
+    k = mask.sum(axis=1, keepdims=True).astype(float)
+    w = mask[:, None, :]
+    point = np.where(w, y, pred).sum(axis=2) / n
+    return Estimate(point, (1 - k / n) * moments(y - pred, mask)[1] / k, moments(y, mask)[1] / n)
 
 
 def ols(x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

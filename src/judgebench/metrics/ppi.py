@@ -14,6 +14,9 @@ replacement (only the masked entries of ``y`` are read). Each returns an :class:
   (s_y^2 / n, s_y from the sample), so that ``var + var_query`` is what a significance test between
   systems is about (the two terms add: the sampling error has mean 0 given the n queries). At k = n
   it is the paired t-test's variance, so the human decisions are reproduced exactly.
+
+``ppi++`` is PPI++ with a leave-one-out cross-fitted lambda clipped to [0, 1]; ``ppi++_insample`` is the
+plug-in fitted on the same k queries it corrects (optimistic at small k; kept for the comparison).
 """
 
 from __future__ import annotations
@@ -34,12 +37,17 @@ class Estimate:
         return self.var + self.var_query
 
 
+def _masked_sum(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return w @ x.T if x.ndim == 2 else np.einsum("rn,rmn->rm", w, x)
+
+
 def moments(x: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Masked mean and sample variance (ddof 1) of every row of x (m, n) per sample: arrays (R, m)."""
+    """Masked mean and sample variance (ddof 1) of every row of x per sample: arrays (R, m). x is (m, n),
+    the same values for every sample, or (R, m, n), its own values per sample (e.g. residuals of a fit)."""
     k = mask.sum(axis=1, keepdims=True).astype(float)
     w = mask.astype(float)
-    mean = w @ x.T / k
-    var = (w @ (x * x).T - k * mean**2) / np.maximum(k - 1, 1)
+    mean = _masked_sum(x, w) / k
+    var = (_masked_sum(x * x, w) - k * mean**2) / np.maximum(k - 1, 1)
     return mean, np.maximum(var, 0.0)
 
 
@@ -97,28 +105,103 @@ class PPI:
         return Estimate(f.mean(axis=1) + rect, fpc * var / k, moments(y, mask)[1] / mask.shape[1])
 
 
+def _slots(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's queries in query order, (R, kmax) indices into the n queries, and which of those
+    slots hold a sampled query (R, kmax): the per-query work of a cross-fit is (R, m, k), not (R, m, n)."""
+    kmax = int(mask.sum(axis=1).max())
+    idx = np.argsort(~mask, axis=1, kind="stable")[:, :kmax]
+    return idx, np.take_along_axis(mask, idx, axis=1)
+
+
+def _own_fold(x: np.ndarray, folds: int | None) -> np.ndarray:
+    """Per slot of x (R, m, kmax, zero where empty): the sum of x over the slot's fold (slot i in fold i mod folds)."""
+    if folds is None or folds >= x.shape[-1]:
+        return x
+    out = np.empty_like(x)
+    for j in range(folds):
+        out[..., j::folds] = x[..., j::folds].sum(axis=-1, keepdims=True)
+    return out
+
+
 @dataclass(frozen=True)
 class PPIPlusPlus:
     """Power-tuned PPI (Angelopoulos, Duchi, Zrnic, "PPI++: Efficient prediction-powered inference",
-    arXiv:2311.01453, 2024): lambda * mean_n(f) + mean_k(y - lambda f), lambda estimated from the sample.
-    With the whole population judged, the variance (1 - k/n) s^2_{y - lambda f} / k is minimised by
-    lambda = cov(y, f) / var(f) (their lambda* with the unlabelled share N/(n+N) -> 1; not clipped):
-    lambda = 1 is PPI, lambda = 0 human only. A judge with no variance on the sample leaves lambda
-    undetermined (0/0): it gets PPI's lambda = 1, both have the same estimated variance there."""
+    arXiv:2311.01453, 2024) with a cross-fitted, clipped lambda: each sampled query is corrected with a
+    lambda fitted on the *other* sampled queries (the cross-fitting of Zrnic, Candès, "Cross-prediction-
+    powered inference", PNAS 121, 2024), clipped to [0, 1], the range from human only (0) to PPI (1).
+
+    lambda = cov(y, f) / var(f) on the fitting queries (PPI++'s lambda* with the unlabelled share
+    N/(n+N) -> 1, the whole population being judged); a judge with no variance there leaves it 0/0 and
+    gets PPI's 1. The sampled queries keep their human values; the mean of the n - k others is estimated
+    as sum_j (k_j/k) [lambda_j mean_rest(f) + mean_{fold j}(y - lambda_j f)]. In all:
+    mean_k(y) + (1 - k/n) mean_i lambda_i (mean_rest(f) - f_i), so k = n gives the human mean exactly.
+    Variance (1 - k/n) s_e^2 / k of the residuals e_i = y_i - lambda_i (f_i - mean_k(f)) (the judge
+    centred on the sample: a shift of the judge's scale changes nothing); with one lambda for all it is
+    PPI++'s (1 - k/n) s^2_{y - lambda f} / k.
+
+    Parameters:
+    - ``folds``: None (default) leave-one-out, each sampled query its own fold (lambda_i from the other
+      k - 1); K >= 2: the i-th sampled query in query order (0-based) goes to fold i mod K, so the folds
+      are a function of the sample alone, no randomness of their own; 1: no cross-fitting, lambda fitted
+      on the whole sample, the queries it corrects included (PPI++'s plug-in, ``ppi++_insample``).
+    - ``clip``: clip lambda to [0, 1] (default True; the authors' ppi_py package has the same option).
+
+    Why leave-one-out: under simple random sampling, given the other k - 1 sampled queries (which fix
+    lambda_i) the held-out query and the unsampled ones are exchangeable, so the estimate is exactly
+    design-unbiased for the n-query mean, clipped or not; K-fold with the deterministic assignment above
+    is only nearly so, and at k = 5 two folds fit lambda on 2 or 3 queries. lambda has a closed form, so
+    k fits cost no more than one. The in-sample plug-in minimises the very variance it reports and, on a
+    few queries, lets lambda run far outside [0, 1]: its intervals are optimistic at small k (Mani, Xu,
+    Lipton, Oberst, "No free lunch: non-asymptotic analysis of prediction-powered inference",
+    arXiv:2505.20178, 2025, find the same of single-sample PPI++)."""
 
     name: str = "ppi++"
+    folds: int | None = None
+    clip: bool = True
+
+    def __post_init__(self):
+        if self.folds is not None and self.folds < 1:
+            raise ValueError(f"folds={self.folds!r}: expected None (leave-one-out) or a whole number >= 1")
+
+    def _fit(self, y: np.ndarray, f: np.ndarray, mask: np.ndarray):
+        """lambda per slot (R, m, kmax), the sampled y and judge (centred on its n-query mean) per slot,
+        the slot indices and the slot mask (_slots)."""
+        idx, ok = _slots(mask)
+        w = np.broadcast_to(ok[:, None, :], (mask.shape[0], y.shape[0], idx.shape[1]))
+        ys = np.where(w, np.moveaxis(y[:, idx], 0, 1), 0.0)  # empty slots (rows with fewer queries) add nothing
+        fs = np.where(w, np.moveaxis((f - f.mean(axis=1, keepdims=True))[:, idx], 0, 1), 0.0)
+        w = w.astype(float)
+        sums = [w, ys, fs, ys * fs, fs * fs]
+        if self.folds == 1:
+            fit = [s.sum(axis=-1, keepdims=True) for s in sums]
+        else:
+            fit = [s.sum(axis=-1, keepdims=True) - _own_fold(s, self.folds) for s in sums]
+        c, sy, sf, syf, sff = fit
+        c = np.maximum(c, 1.0)
+        den = sff - sf * sf / c
+        good = den > 1e-12 * np.maximum(sff, 1e-300)
+        lam = np.where(good, (syf - sy * sf / c) / np.where(good, den, 1.0), 1.0)
+        if self.clip:
+            lam = np.clip(lam, 0.0, 1.0)
+        return np.broadcast_to(lam, ys.shape), ys, fs, idx, ok
 
     def lam(self, y: np.ndarray, f: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        var_f = moments(f, mask)[1]
-        return np.where(var_f > 1e-15, covariance(y, f, mask) / np.where(var_f > 1e-15, var_f, 1.0), 1.0)
+        """(R, m, n): the lambda that corrects each sampled query (nan where the query is not sampled)."""
+        lam, _, _, idx, ok = self._fit(y, f, mask)
+        out = np.full((mask.shape[0], y.shape[0], mask.shape[1]), np.nan)
+        np.put_along_axis(out, np.broadcast_to(idx[:, None, :], lam.shape), np.where(ok[:, None, :], lam, np.nan), axis=2)
+        return out
 
     def __call__(self, y: np.ndarray, f: np.ndarray, mask: np.ndarray) -> Estimate:
         k, fpc = _fpc(mask)
-        lam = self.lam(y, f, mask)
+        n = mask.shape[1]
+        lam, ys, fs, _, ok = self._fit(y, f, mask)
+        sf = fs.sum(axis=-1)  # (R, m): sum of the centred judge over the sample, so the rest sums to -sf
         mean_y, var_y = moments(y, mask)
-        mean_f, var_f = moments(f, mask)
-        var = np.maximum(var_y - 2 * lam * covariance(y, f, mask) + lam**2 * var_f, 0.0)
-        return Estimate(lam * f.mean(axis=1) + mean_y - lam * mean_f, fpc * var / k, var_y / mask.shape[1])
+        point = mean_y - (lam * (sf[..., None] + (n - k[..., None]) * fs) * ok[:, None, :]).sum(axis=-1) / (n * k)
+        e = ys - lam * (fs - (sf / k)[..., None])
+        var_e = moments(e, ok)[1]
+        return Estimate(point, fpc * var_e / k, var_y / n)
 
 
-BASELINES = (JudgeOnly(), HumanOnly(), PPI(), PPIPlusPlus())
+BASELINES = (JudgeOnly(), HumanOnly(), PPI(), PPIPlusPlus(), PPIPlusPlus("ppi++_insample", folds=1, clip=False))
