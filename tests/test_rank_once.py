@@ -49,6 +49,9 @@ def _cfg(tmp: Path, tiny: Path, *overrides: str):
             f"ranker.rerank_depth={DEPTH}", *overrides])
 
 
+# The sweeps below run in fresh interpreters: a fork of this process after torch ran a model in it can hang.
+
+
 def _artifact(client: MlflowClient, run_id: str, name: str = "run.trec") -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         return Path(client.download_artifacts(run_id, name, tmp)).read_bytes()
@@ -76,7 +79,7 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
     common = [f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
               "experiment_name=stages", "progress=false", f"++ranker.model_spec.model={tiny}", f"++ranker.rerank_depth={DEPTH}"]
     gpu = [*common, f"cache_dir={tmp_path}/gpu-cache", f"hydra.sweep.dir={tmp_path}/rank"]
-    done = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600)
+    done = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
     assert done.rc == 0, str(done)
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name("stages").experiment_id
@@ -85,7 +88,7 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
     assert scored == {"RG-SmolLM2": expected_prompts("rg"), "PRP-SmolLM2": expected_prompts("prp")}
     # the judging stage on "another machine": its own, empty cache dir; the rankings come from the MLflow runs
     cpu = [*common, f"cache_dir={tmp_path}/cpu-cache", f"hydra.sweep.dir={tmp_path}/judge"]
-    done = cli_runner.run(["-m", "ranker=rg_smollm2,prp_smollm2", "judge=human,simulated", *cpu], cwd=tmp_path, timeout=600)
+    done = cli_runner.run(["-m", "ranker=rg_smollm2,prp_smollm2", "judge=human,simulated", *cpu], cwd=tmp_path, timeout=600, fresh=True)
     assert done.rc == 0, str(done)
     cells = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'job'")
     assert len(cells) == 4 and all(r.data.metrics["ranking_computed"] == 0 and r.data.metrics["ranker_prompts_scored"] == 0
@@ -94,7 +97,7 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
     for r in cells:
         assert _artifact(client, r.info.run_id) == _artifact(client, by_key[r.data.tags["judgebench.ranking_key"]])
     # a rerun of the ranking stage finds everything done
-    again = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600)
+    again = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
     assert again.rc == 0 and "2 cells - 0 ran, 2 skipped" in again.out, str(again)
 
 
