@@ -20,6 +20,7 @@ import cli_runner
 from judgebench import pipeline, rankings
 from judgebench.data.datasets import load_toy
 from judgebench.data.trec_dl import load_trec_dl
+from test_slurm import SLURM_SMALL, explain, slurm_cluster  # noqa: F401  (slurm_cluster: the cluster fixture)
 from tiny_models import tiny_causal
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,8 +107,6 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
 def test_a_two_by_two_grid_on_slurm_scores_each_ranking_once(slurm_cluster, tmp_path, tiny):
     """2 judges x 2 model rankers, 4 array tasks, 2 at a time on the test node: the two cells of one ranker
     start together, one computes, the other waits under the ranking's lock and reads it back."""
-    from test_slurm import SLURM_SMALL, explain
-
     cmd = [sys.executable, str(REPO / "run.py"), "-m", "hydra/launcher=slurm", "ranker=rg_smollm2,prp_smollm2",
            "judge=human,simulated", f"++ranker.model_spec.model={tiny}", f"++ranker.rerank_depth={DEPTH}", *SLURM_SMALL,
            "experiment_name=once", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
