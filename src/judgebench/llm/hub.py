@@ -29,6 +29,11 @@ def offline() -> bool:
     return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def endpoint() -> str:
+    """The hub's address now (HF_ENDPOINT, e.g. a mirror)."""
+    return os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+
+
 def hub_cache_dir() -> Path:
     """Where the hub cache is now: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
     if os.environ.get("HF_HUB_CACHE"):
@@ -69,9 +74,11 @@ def require_local(name: str, gguf_file: str | None = None) -> None:
         raise not_downloaded(name)
 
 
-def local_files_only(name: str) -> dict:
-    """The from_pretrained argument that keeps a load off the network when offline."""
-    return {"local_files_only": True} if offline() and is_hub_id(name) else {}
+def load_kwargs(name: str) -> dict:
+    """from_pretrained arguments for a hub id: the cache as the environment says now, and off the network when offline."""
+    if not is_hub_id(name):
+        return {}
+    return {"cache_dir": str(hub_cache_dir()), **({"local_files_only": True} if offline() else {})}
 
 
 # ----- fetching, on a machine with internet ---------------------------------------------------------------

@@ -89,7 +89,7 @@ def load_config(source: str, gguf_file: str | None) -> Any:
     from transformers import AutoConfig
 
     extra = {"gguf_file": gguf_file} if gguf_file else {}
-    return AutoConfig.from_pretrained(source, **extra, **hub.local_files_only(source))
+    return AutoConfig.from_pretrained(source, **extra, **hub.load_kwargs(source))
 
 
 def resolve_kind(source: str, gguf_file: str | None, kind: str) -> str:
@@ -104,7 +104,9 @@ def empty_model(config: Any, kind: str) -> Any:
     from accelerate import init_empty_weights
 
     with init_empty_weights():
-        return model_class(kind).from_config(config)
+        net = model_class(kind).from_config(config)
+    net.tie_weights()  # from_config on the meta device leaves tied embeddings untied: counted twice or thrice otherwise
+    return net
 
 
 def weight_bytes(config: Any, kind: str, dtype: str) -> int:
@@ -139,7 +141,7 @@ def load_weights(name: str, source: str, gguf_file: str | None, kind: str, devic
     from transformers import AutoTokenizer
 
     extra: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
-    extra.update(hub.local_files_only(source))
+    extra.update(hub.load_kwargs(source))
     if device_type(device) == "cuda" and not gguf_file:
         check_fits(name, dtype, weight_bytes(load_config(source, gguf_file), kind, dtype), gpu_free_bytes(device))
     try:

@@ -100,7 +100,9 @@ def model_source(spec: Any, cache_dir: str | Path) -> str:
 
 
 def _on_disk_kwargs(source: str) -> dict:
-    return {} if Path(source).expanduser().exists() else {"local_files_only": True}
+    from judgebench.llm.hub import hub_cache_dir
+
+    return {} if Path(source).expanduser().exists() else {"local_files_only": True, "cache_dir": str(hub_cache_dir())}
 
 
 def config_on_disk(source: str, gguf_file: str | None = None) -> Any:
