@@ -65,7 +65,7 @@ class WaitForAllJobs:
             if k not in specific_init_keys | {"submitit_folder"}
         }
         executor.update_parameters(**params)
-        per_job = per_job_fields(self.config)
+        per_job = [k for k in per_job_fields(self.config) if k not in specific_init_keys | {"submitit_folder"}]
 
         directory = Path(str(self.config.hydra.sweep.dir))
         directory.mkdir(parents=True, exist_ok=True)

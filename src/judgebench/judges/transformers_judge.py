@@ -69,7 +69,7 @@ class TransformersJudge(Judge):
 
     def planned_prompts(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]):
         """What judging ``pairs`` would score, for the dry run's estimate (:mod:`judgebench.llm.work_estimate`)."""
-        from judgebench.llm.work_estimate import PromptPlan
+        from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
 
         def prompts():
             for q, d in zip(pairs["query_id"], pairs["doc_id"]):
@@ -77,7 +77,7 @@ class TransformersJudge(Judge):
                 key = transformers_key(self.spec, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
                 yield key, dataset.queries[q], (texts[d],)
 
-        return PromptPlan(prompts(), self.template.render(query="", passage=""), UMBRELA_PREFIX)
+        return PromptPlan(prompts(), self.template.render(query=FIELD_MARK, passage=FIELD_MARK), UMBRELA_PREFIX)
 
     def _score(self, payloads: list[tuple[str, str]]) -> list[dict]:
         model = self.load_model()

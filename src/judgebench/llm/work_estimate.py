@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 CHARS_PER_TOKEN = 4
+FIELD_MARK = " x "  # a field's stand-in when the fixed text is counted: its own token, merging with no neighbour
 ENCODER_SHARE = 0.4
 
 
@@ -69,7 +70,7 @@ class PromptPlan:
     """What a component would score: (cache key or None when not known in advance, query, passages) per prompt."""
 
     prompts: Iterable[tuple[str | None, str, tuple[str, ...]]]
-    template: str  # the prompt with every field empty
+    template: str  # the prompt with every field filled with FIELD_MARK (see :meth:`TokenCounter.fixed`)
     forced_prefix: str = ""
     split_budget: bool = False  # PRP: the passages share the token budget equally
     note: str = ""
@@ -187,10 +188,12 @@ class TokenCounter:
         return n
 
     def fixed(self, template: str) -> int:
-        """Tokens of the prompt's fixed text, special tokens included."""
+        """Tokens of the prompt's fixed text, special tokens included: the template with each field a marker word,
+        less the markers (an empty field would let the text around it merge: '""' is one token, '"x"' three)."""
+        marks = template.count(FIELD_MARK)
         if self.tokenizer is not None:
-            return len(self.tokenizer(template)["input_ids"])
-        return self.count(template) + 1
+            return len(self.tokenizer(template)["input_ids"]) - marks * len(self.tokenizer(FIELD_MARK.strip(), add_special_tokens=False)["input_ids"])
+        return self.count(template.replace(FIELD_MARK, " ")) + 1
 
 
 def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, max_input_tokens: int | None,

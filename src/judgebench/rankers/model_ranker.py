@@ -89,12 +89,12 @@ class PointwiseRanker(ModelRanker):
     def planned_prompts(self, dataset, texts):
         """What ranking would score, for the dry run's estimate (:mod:`judgebench.llm.work_estimate`)."""
         from judgebench.llm.prompts import fill
-        from judgebench.llm.work_estimate import PromptPlan
+        from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
 
         head, _ = self.head_and_tail(dataset)
         pairs = list(zip(head["query_id"], head["doc_id"]))
         prompts = ((self.key(dataset.queries[q], texts[d]), dataset.queries[q], (texts[d],)) for q, d in pairs)
-        return PromptPlan(prompts, fill(self.prompt, {"query": "", "passage": ""}))
+        return PromptPlan(prompts, fill(self.prompt, {"query": FIELD_MARK, "passage": FIELD_MARK}))
 
     def key(self, query: str, passage: str) -> str:
         from judgebench.llm.models import transformers_key

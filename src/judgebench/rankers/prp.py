@@ -147,7 +147,7 @@ class PRPRanker(ModelRanker):
     def planned_prompts(self, dataset, texts):
         """What ranking would score, for the dry run's estimate: every ordered pair (all pairs), else an upper
         bound of the comparisons (sliding: passes x (n-1); sort: the heap's), not looked up in the cache."""
-        from judgebench.llm.work_estimate import PromptPlan
+        from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
 
         head, _ = self.head_and_tail(dataset)
 
@@ -164,7 +164,7 @@ class PRPRanker(ModelRanker):
                     yield None, query, (y, x)
 
         note = "" if self.variant == "allpairs" else f"{self.variant}: an upper bound of its comparisons, not looked up in the cache"
-        return PromptPlan(prompts(), self._prompt("", "", ""), self.forced_prefix, split_budget=True, note=note)
+        return PromptPlan(prompts(), self._prompt(FIELD_MARK, FIELD_MARK, FIELD_MARK), self.forced_prefix, split_budget=True, note=note)
 
     def compare(self, query: str, x: str, y: str, texts: dict[str, str]) -> tuple[float, float]:
         ij, ji = self.ask([(query, texts[x], texts[y]), (query, texts[y], texts[x])])
