@@ -232,7 +232,7 @@ def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, ma
 
 def describe(work: Work, size: ModelSize | None, throughput: GPUThroughput, note: str = "") -> str:
     params = f"{size.total / 1e9:.2f}B params from {size.source}" if size is not None else work.sources[1]
-    cost = (f"~{work.flops:.2e} FLOPs, ~{work.gpu_hours:.2f} GPU-hours on {throughput.describe()}" if size is not None
+    cost = (f"~{work.flops:.2e} FLOPs, ~{work.gpu_hours:.3g} GPU-hours on {throughput.describe()}" if size is not None
             else "FLOPs and GPU-hours unknown")
     extra = f"; {note}" if note else ""
     return (f"{work.prompts:,} prompts, {work.cached:,} cached, {work.to_score:,} to score (~{work.input_tokens / 1e6:.2f}M input tokens by "
