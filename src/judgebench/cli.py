@@ -1,4 +1,4 @@
-"""`judgebench` console script: `judgebench run ...` (the grid, through Hydra), `cache ...` and `compare ...`."""
+"""`judgebench` console script: `judgebench run ...` (the grid, through Hydra), `cache ...`, `compare ...` and `models ...`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ USAGE = """usage: judgebench <command> [args]
   run [-m] key=value ... [--verbose]                        run grid cells through Hydra (see judgebench run --help)
   cache stats|verify|export FILE|import FILE [--root DIR]   inspect or share the LLM call cache
   compare experiment=NAME [sweep=ID] [out=DIR] [...]        cross-judge tables and figures from MLflow (see judgebench-compare --help)
+  models download [MODEL_ID ...] [group=option,... ...]     fetch the Hugging Face models those configs name into HF_HOME
 In a clone, python run.py [-m] key=value ... is the same as judgebench run."""
 
 
@@ -29,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         from judgebench.compare.cli import main as compare_main
 
         return compare_main(rest)
+    if command == "models":
+        from judgebench.llm.download_cli import main as models_main
+
+        return models_main(rest)
     print(f"judgebench: unknown command {command!r}\n{USAGE}", file=sys.stderr)
     return 2
 

@@ -11,9 +11,12 @@ budget, or a level's thinking_reserve: an upper bound). Across the jobs of one p
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 _PLANNED: dict[str, tuple[int, float]] = {}  # call key -> (est. tokens, est. cost), across the jobs of a process
+_GPU_PLANNED: dict[str, float] = {}  # fingerprint of a local model's prompts still to score -> GPU-hours
 
 
 def _remember(calls: list[tuple[str, int, float]]) -> str:
@@ -43,8 +46,57 @@ def plan_rewrites(rewriter, dataset, where: str, doc_ids=None) -> tuple[dict[str
     return texts, set(todo)
 
 
-def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pending: set[str], where: str) -> None:
+def _time_limit_min(cfg) -> tuple[float, str]:
+    """The cell time limit a GPU-hour estimate is held against: this sweep's launcher's, else slurm_gpu's default."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        limit = HydraConfig.get().launcher.get("timeout_min")
+        if limit:
+            return float(limit), "hydra.launcher.timeout_min"
+    except (ValueError, AttributeError):  # not under Hydra, or a launcher without a time limit
+        pass
+    from omegaconf import OmegaConf
+
+    from judgebench.run import CONF_DIR
+
+    return float(OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "slurm_gpu.yaml")["timeout_min"]), "slurm_gpu's timeout_min"
+
+
+def plan_local(component, plan, where: str, cfg) -> None:
+    """Print a local model's work for ``plan`` (prompts, tokens, FLOPs, GPU-hours) and the grid's total so far."""
+    from judgebench.llm import work_estimate as we
+
+    spec = component.spec
+    source = we.model_source(spec, component.cache_dir)
+    size = we.model_size(spec, source)
+    throughput = we.GPUThroughput.from_config(cfg.get("gpu_estimate"))
+    seq2seq = size.seq2seq if size is not None else we.looks_seq2seq(spec)
+    work = we.estimate(plan, size, we.TokenCounter(source), spec.max_input_tokens, seq2seq, component.cache, throughput)
+    notes = [plan.note] if plan.note else []
+    limit, name = _time_limit_min(cfg)
+    if work.gpu_hours * 60 > limit:
+        notes.append(f"OVER {name}={limit:g} min: set hydra.launcher.timeout_min={math.ceil(work.gpu_hours * 60 * 1.25)} "
+                     "(or lower ranker.rerank_depth)")
+    _GPU_PLANNED.setdefault(f"{spec.model_id}:{work.fingerprint}", work.gpu_hours)
+    print(f"[dry run] {where} {spec.model_id}: {we.describe(work, size, throughput, '; '.join(notes))}; "
+          f"grid so far: ~{sum(_GPU_PLANNED.values()):.2f} GPU-hours of local models")
+
+
+def plan_ranking(cfg, dataset, texts: dict[str, str], where: str) -> None:
+    """A local model ranker's work (other rankers call no model: nothing to print)."""
+    from hydra.utils import instantiate
+
+    ranker = instantiate(cfg.ranker)
+    if getattr(ranker, "spec", None) is not None and hasattr(ranker, "planned_prompts") and getattr(ranker, "backend", None) is None:
+        plan_local(ranker, ranker.planned_prompts(dataset, texts), f"{where} / ranker", cfg)
+
+
+def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pending: set[str], where: str, cfg=None) -> None:
     """Print what judging `pairs` on `texts` would cost; pairs whose document awaits its rewrite count as to make."""
+    if hasattr(judge, "planned_prompts") and cfg is not None:
+        plan_local(judge, judge.planned_prompts(pairs, dataset, texts), f"{where} / judge", cfg)
+        return
     if not hasattr(judge, "plan"):
         print(f"[dry run] {where} / {judge.name}: no calls (judge makes no LLM calls)")
         return
@@ -66,5 +118,6 @@ def dry_run(cfg, dataset, judge, rewriter, system: str):
 
     where = f"{cfg.dataset.name} / {system}"
     texts, pending = plan_rewrites(rewriter, dataset, where)
-    plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, texts, pending, where)
+    plan_ranking(cfg, dataset, texts, where)
+    plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, texts, pending, where, cfg)
     return JobOutcome("dry-run", system)

@@ -83,3 +83,15 @@ def check_failed_share(failed: int, asked: int, limit: float, where: str, hint: 
 
 class BatchNotDone(UserError, TimeoutError):
     """A batch job still running when judge.backend.batch.timeout_s ran out: its id is saved, a rerun resumes it."""
+
+
+class NonFiniteScores(UserError, ValueError):
+    """A local model gave NaN or infinite log-probabilities / logits: never read as a tie or a pool-order fallback."""
+
+
+class ModelNotDownloaded(UserError, OSError):
+    """HF_HUB_OFFLINE=1 and the model is not in the Hugging Face cache: names the model and the download command."""
+
+
+class ModelDoesNotFit(UserError, MemoryError):
+    """A local model needs more GPU memory than the visible GPUs have free: an error before any weight is read."""

@@ -34,7 +34,8 @@ from judgebench.rewriters.report import rewrites_checked
 log = logging.getLogger("judgebench")
 
 # Keys that say where or how a job runs, not what it computes: left out of the config hash.
-NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "progress_interval_s", "sweep_id", "experiment_name", "dry_run")
+NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "progress_interval_s", "sweep_id", "experiment_name", "dry_run",
+                "gpu_estimate", "memory_gb", "params_b")
 
 
 @dataclass

@@ -2,10 +2,14 @@
 
 ``${judge_stem:${judge.path}}`` names a file judge after its file, so that ``judge.path=a.txt,b.txt``
 sweeps give columns ``a`` and ``b`` in every table and tag, without a ``judge.name`` per file.
+
+``${model_memory_gb:32}`` (``conf/hydra/launcher/slurm_gpu.yaml``'s ``mem_gb``): the host memory a cell's local
+models need, resolved against each cell's own config by the launcher (one job array per distinct value).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -25,6 +29,20 @@ def trec_dl_file(relative: str) -> str:
     return shipped_file(relative)
 
 
+MODEL_PARTS = ("ranker", "judge", "rewriter")
+
+
+def model_memory_gb(default: float, *, _root_) -> int:
+    """The largest ``model_spec.memory_gb`` of the cell's ranker, judge and rewriter; ``default`` when none has one."""
+    values = []
+    for part in MODEL_PARTS:
+        value = OmegaConf.select(_root_, f"{part}.model_spec.memory_gb", default=None)
+        if value is not None:
+            values.append(float(value))
+    return int(math.ceil(max(values) if values else float(default)))
+
+
 def register() -> None:
     OmegaConf.register_new_resolver("judge_stem", file_stem, replace=True)
     OmegaConf.register_new_resolver("trec_dl_file", trec_dl_file, replace=True)
+    OmegaConf.register_new_resolver("model_memory_gb", model_memory_gb, replace=True)

@@ -85,7 +85,13 @@ BACKEND = {
     "thinking": THINKING,
     "thinking_reserve": integer(0),
 }
-MODEL_SPEC = {"batch_size": integer(1), "max_input_tokens": integer(1, nullable=True)}
+MODEL_SPEC = {
+    "batch_size": integer(1), "max_input_tokens": integer(1, nullable=True),
+    "memory_gb": number(0, above=True, nullable=True), "params_b": number(0, above=True, nullable=True),
+    "dtype": Rule("auto, float32, bfloat16 or float16", lambda v: v in ("auto", "float32", "bfloat16", "float16")),
+    "device": Rule("auto, cpu, cuda, cuda:N or mps", lambda v: isinstance(v, str) and (v in ("auto", "cpu", "cuda", "mps") or (
+        v.startswith("cuda:") and v[5:].isdigit()))),
+}
 
 RULES: dict[str, Rule] = {
     "experiment_name": NAME,
@@ -113,6 +119,8 @@ RULES: dict[str, Rule] = {
     "rewriter.max_new_tokens": integer(1),
     "content_bias.per_level": integer(1),
     "content_bias.seed": integer(0),
+    "gpu_estimate.peak_tflops": number(0, above=True),
+    "gpu_estimate.utilisation": Rule("a number above 0 and at most 1", lambda v: _num(v) and 0 < v <= 1),
     **{f"{part}.backend.{k}": r for part in ("judge", "rewriter", "ranker") for k, r in BACKEND.items()},
     **{f"{part}.model_spec.{k}": r for part in ("judge", "rewriter", "ranker") for k, r in MODEL_SPEC.items()},
 }

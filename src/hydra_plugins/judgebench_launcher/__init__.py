@@ -15,6 +15,9 @@ is the library's, inherited through ``LocalLauncher`` / ``SlurmLauncher``. What 
   jobs with another interpreter than the submitting one.
 - It logs the submitted job ids before waiting.
 - The MLflow runs a dead job left RUNNING are marked KILLED (``close_runs_of_dead_job``).
+- Launcher fields that interpolate the job's own config (``slurm_gpu``'s ``mem_gb: ${model_memory_gb:32}``:
+  the memory of the cell's models) are resolved per job, and jobs that need different values go into
+  separate job arrays (:func:`group_by_settings`); the stock launcher resolves them once for the whole sweep.
 
 Hydra instantiates launchers only from classes defined in the ``hydra_plugins`` package, so the
 classes live here.
@@ -63,6 +66,7 @@ class WaitForAllJobs:
             if k not in specific_init_keys | {"submitit_folder"}
         }
         executor.update_parameters(**params)
+        per_job = [k for k in per_job_fields(self.config) if k not in specific_init_keys | {"submitit_folder"}]
 
         directory = Path(str(self.config.hydra.sweep.dir))
         directory.mkdir(parents=True, exist_ok=True)
@@ -74,13 +78,27 @@ class WaitForAllJobs:
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
             job_params.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state()))
 
-        jobs = executor.map_array(self, *zip(*job_params))
+        if per_job:  # changed: one array per distinct value of the fields that follow the job's config
+            settings = [self._job_settings(per_job, overrides) for overrides in job_overrides]
+            jobs = [None] * len(job_params)
+            for values, members in group_by_settings(settings):
+                executor.update_parameters(**{k if k in baseparams else f"{self._EXECUTOR}_{k}": v for k, v in values.items()})
+                log.info("%d cells with %s", len(members), " ".join(f"{k}={v}" for k, v in values.items()))
+                for i, job in zip(members, executor.map_array(self, *zip(*[job_params[i] for i in members]))):
+                    jobs[i] = job
+        else:
+            jobs = executor.map_array(self, *zip(*job_params))
         # changed from here: log the ids, then wait for every job (_collect) instead of j.results()[0]
         ids = ", ".join(j.job_id for j in jobs[:4]) + (", ..." if len(jobs) > 4 else "")
         log.info("submitted %d jobs (%s); waiting for all of them", len(jobs), ids)
         records = sweep_dir(self.config)
         nums = range(initial_job_idx, initial_job_idx + len(jobs))
         return [self._collect(job, list(ov), num, records) for num, ov, job in zip(nums, job_overrides, jobs)]
+
+    def _job_settings(self, fields: list[str], overrides: Sequence[str]) -> dict[str, Any]:
+        """The launcher fields ``fields`` resolved against one job's config (composed as the job will compose it)."""
+        job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        return {k: job_cfg.hydra.launcher[k] for k in fields}
 
     @staticmethod
     def _collect(job: Any, overrides: list[str], num: int, directory: Path) -> JobReturn:
@@ -106,6 +124,20 @@ class WaitForAllJobs:
             data["log"] = str(job.paths.stderr)
             write_json(record, data)
         return ret
+
+
+def per_job_fields(config: Any) -> list[str]:
+    """Launcher fields whose value is an interpolation (e.g. ``mem_gb: ${model_memory_gb:32}``), resolved per job."""
+    launcher = config.hydra.launcher
+    return [k for k in launcher if k != "_target_" and OmegaConf.is_interpolation(launcher, k)]
+
+
+def group_by_settings(settings: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], list[int]]]:
+    """Job indices grouped by equal settings, in order of first appearance: one job array per group."""
+    groups: dict[tuple, tuple[dict[str, Any], list[int]]] = {}
+    for i, values in enumerate(settings):
+        groups.setdefault(tuple(sorted(values.items())), (dict(values), []))[1].append(i)
+    return list(groups.values())
 
 
 class SubmititSlurmLauncher(WaitForAllJobs, SlurmLauncher):

@@ -14,6 +14,7 @@ objects (tests and tools store arbitrary records). Readers check what they need 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 LOCAL = "transformers"
@@ -71,9 +72,9 @@ def _local(record: dict) -> str | None:
             return "'probs' must be 4 numbers"
         if not isinstance(record.get("truncated"), bool):
             return "'truncated' must be true or false"
-    for name in ("score", "lp_a", "lp_b"):
-        if name in record and not _num(record[name]):
-            return f"{name!r} must be a number"
+    for name in ("score", "lp_a", "lp_b"):  # a NaN score (an fp16 overflow stored by an older version) is no score
+        if name in record and not (_num(record[name]) and math.isfinite(record[name])):
+            return f"{name!r} must be a finite number"
     if "text" in record and not isinstance(record["text"], str):
         return "'text' must be a string"
     return None

@@ -47,11 +47,11 @@ class TransformersJudge(Judge):
         for q, d in zip(pairs["query_id"], pairs["doc_id"]):
             # the template text is the prompt; truncation (if any) happens inside scoring and is recorded
             prompt = self.template.render(query=dataset.queries[q], passage=texts[d])
-            key = transformers_key(self.spec.model_id, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
+            key = transformers_key(self.spec, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
             keys.append(key)
             items.append((key, (dataset.queries[q], texts[d])))
         records, scored = cached_scores(
-            self.cache, items, self._score, meta={"backend": "transformers", "model": self.spec.model_id},
+            self.cache, items, self._score, meta=self.spec.cache_meta(),
             chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"judging ({self.name})",
         )
         rows = []
@@ -66,6 +66,18 @@ class TransformersJudge(Judge):
         if self._model is not None:
             usage.input_tokens = self._model.usage.input_tokens
         return JudgeResult(labels=pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "raw"]), usage=usage)
+
+    def planned_prompts(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]):
+        """What judging ``pairs`` would score, for the dry run's estimate (:mod:`judgebench.llm.work_estimate`)."""
+        from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
+
+        def prompts():
+            for q, d in zip(pairs["query_id"], pairs["doc_id"]):
+                prompt = self.template.render(query=dataset.queries[q], passage=texts[d])
+                key = transformers_key(self.spec, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
+                yield key, dataset.queries[q], (texts[d],)
+
+        return PromptPlan(prompts(), self.template.render(query=FIELD_MARK, passage=FIELD_MARK), UMBRELA_PREFIX)
 
     def _score(self, payloads: list[tuple[str, str]]) -> list[dict]:
         model = self.load_model()

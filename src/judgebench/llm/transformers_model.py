@@ -5,16 +5,17 @@ details that silently break that (left padding without position ids, a candidate
 tokens, an unknown word mapped to ``<unk>``, a prompt truncated through the query, a forced prefix whose
 trailing space the tokenizer dropped) are handled here once and tested once.
 
-Weights are memoised process-wide by their load arguments, so the jobs of a Hydra multirun that run in
-one process load a model once; every :class:`TransformersModel` still has its own ``usage`` and ``truncated``
-counters, so per-job accounting stays per job.
+Weights are held process-wide by their load arguments (:mod:`judgebench.llm.model_registry`: one model at
+a time by default, the previous one released), so the jobs of a Hydra multirun that run in one process load a
+model once and never pile models up; every :class:`TransformersModel` still has its own ``usage`` and
+``truncated`` counters, so per-job accounting stays per job. A NaN or infinite score is an error naming the
+model, its dtype and device (:class:`~judgebench.exceptions.NonFiniteScores`), never a tie.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,16 +23,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from judgebench.exceptions import ConfigError
+from judgebench.exceptions import ConfigError, NonFiniteScores
+from judgebench.llm import hub
+from judgebench.llm.model_loading import load_weights, resolve_device, resolve_dtype, resolve_kind
+from judgebench.llm.model_registry import REGISTRY, LoadedModel
 from judgebench.llm.prompts import fill
-from judgebench.progress import library_bars_off
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["causal", "seq2seq", "auto"]
 _SPACE_MARKERS = (" ", "\u0120", "\u2581")  # a literal space, byte-level BPE 'Ġ', SentencePiece '▁'
-_MEMO: dict[tuple, tuple[Any, Any, str]] = {}
-_MEMO_LOCK = threading.Lock()
 
 
 @dataclass
@@ -53,58 +54,22 @@ class ModelUsage:
         return dict(self.__dict__)
 
 
-def _pick_device(device: str) -> str:
-    import torch
+def acquire_weights(name: str, gguf_file: str | None, kind: Kind, device: str, dtype: str, user: Any = None) -> LoadedModel:
+    """The process's one copy of these weights (:mod:`judgebench.llm.model_registry`), loaded when absent.
 
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def _pick_dtype(dtype: str, device: str):
-    import torch
-
-    if dtype == "auto":  # float32 on CPU (bf16 matmuls are slow there), bf16 on GPUs that have it
-        if device.startswith("cuda"):
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-
-
-def _load(model: str, gguf_file: str | None, kind: Kind, device: str, dtype: str) -> tuple[Any, Any, str]:
-    """Load (tokenizer, model, kind) once per process for the same arguments."""
-    device = _pick_device(device)
-    key = (model, gguf_file, kind, device, str(_pick_dtype(dtype, device)))  # "auto" and its value share a load
-    with _MEMO_LOCK:
-        if key in _MEMO:
-            return _MEMO[key]
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
-
-        extra = {"gguf_file": gguf_file} if gguf_file else {}
-        if kind == "auto":
-            kind = "seq2seq" if AutoConfig.from_pretrained(model, **extra).is_encoder_decoder else "causal"
-            resolved = (model, gguf_file, kind, *key[3:])
-            if resolved in _MEMO:
-                _MEMO[key] = _MEMO[resolved]
-                return _MEMO[key]
-            key2 = resolved
-        else:
-            key2 = key
-        cls = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
-        with library_bars_off():  # the stage's own bar is the one shown
-            tok = AutoTokenizer.from_pretrained(model, **extra)
-            net = cls.from_pretrained(model, dtype=_pick_dtype(dtype, device), **extra).to(device).eval()
-        if tok.pad_token_id is None:  # causal LMs often have none; eos is safe because padding is masked
-            tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
-        tok.padding_side = "left" if kind == "causal" else "right"
-        _MEMO[key] = _MEMO[key2] = (tok, net, kind)
-        return _MEMO[key]
+    ``device``, ``dtype`` and ``kind`` are resolved first ("auto" and its value share a load); offline
+    (HF_HUB_OFFLINE=1) a hub model missing from the cache is an error naming it, before anything loads."""
+    hub.require_local(name, gguf_file)
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype, device)
+    kind = resolve_kind(name, gguf_file, kind)
+    key = (name, gguf_file, kind, device, dtype)
+    return REGISTRY.acquire(key, lambda: load_weights(name, name, gguf_file, kind, device, dtype), user=user)
 
 
 def clear_memo() -> None:
-    """Drop every memoised model (frees memory between unrelated runs in one process)."""
-    with _MEMO_LOCK:
-        _MEMO.clear()
+    """Release every loaded model (frees memory between unrelated runs in one process)."""
+    REGISTRY.release_all()
 
 
 class TransformersModel:
@@ -125,8 +90,11 @@ class TransformersModel:
             raise ConfigError("TransformersModel needs model= (hub name or directory) or gguf_file=")
         name = str(Path(model).expanduser().resolve()) if Path(str(model)).expanduser().exists() else str(model)
         self.name = name
-        self.tokenizer, self.model, self.kind = _load(name, str(gguf_file) if gguf_file else None, kind, device, dtype)
-        self.device = next(self.model.parameters()).device
+        self._loaded = acquire_weights(name, str(gguf_file) if gguf_file else None, kind, device, dtype, user=self)
+        self._load_args = self._loaded.key
+        self.kind, self.device_name, self.dtype = self._loaded.key[2], self._loaded.key[3], self._loaded.key[4]
+        self.tokenizer = self._loaded.tokenizer
+        self.device = self.model.get_input_embeddings().weight.device  # where inputs go (the first GPU of a split model)
         self.batch_size = max(1, int(batch_size))
         self.max_input_tokens = max_input_tokens or self._default_max_tokens()
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
@@ -144,6 +112,28 @@ class TransformersModel:
     def load(cls, *args, **kwargs) -> TransformersModel:
         """Alias of the constructor (weights are memoised either way)."""
         return cls(*args, **kwargs)
+
+    @property
+    def model(self) -> Any:
+        """The weights; loaded again when the registry released them for another model."""
+        if self._loaded.released:
+            self._loaded = acquire_weights(*self._load_args, user=self)
+        return self._loaded.net
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.dtype} on {self.device_name})"
+
+    def require_finite(self, values: np.ndarray, prompts: list[str], what: str) -> None:
+        """Raise NonFiniteScores when any value is NaN or infinite: an overflow read as a tie would silently keep pool order."""
+        bad = ~np.isfinite(values).all(axis=1) if values.ndim == 2 and values.size else np.zeros(0, dtype=bool)
+        if not bad.any():
+            return
+        first = int(np.flatnonzero(bad)[0])
+        advice = ("float16 overflows in T5 / UL2 models: set model_spec.dtype=bfloat16 (GPUs with bf16: A100, L4, H100, ...) "
+                  "or float32" if self.dtype == "float16" else
+                  "set model_spec.dtype=float32 (or bfloat16 on a GPU that has it) and check the model's weights")
+        raise NonFiniteScores(f"model {self.describe()} gave non-finite {what} (NaN or inf) for {int(bad.sum())} of "
+                              f"{len(values)} prompts, the first {prompts[first][:60]!r}...: {advice}")
 
     def _default_max_tokens(self) -> int:
         cfg = self.model.config
@@ -290,7 +280,7 @@ class TransformersModel:
         self.usage.seconds += time.perf_counter() - t0
 
     def _last_logits(self, prompts: list[str], forced_prefix: str, system: str | None, progress: bool | None,
-                     pick: Any, prefixes: list[str | None] | None = None) -> np.ndarray:
+                     pick: Any, prefixes: list[str | None] | None = None, what: str = "scores") -> np.ndarray:
         """Run every prompt once and collect ``pick(last-position float32 logits (b, V))`` in input order.
 
         ``prefixes[i]``, a text that ``prompts[i]`` starts with, asks for the prompts that share it to be
@@ -329,6 +319,7 @@ class TransformersModel:
                 out = np.empty((len(prompts), vals.shape[1]), dtype=np.float64)
             out[chunk] = vals
             self._count(len(chunk), mask, t0)
+        self.require_finite(out, prompts, what)
         return out if len(prompts) else np.empty((0, 0))
 
     def next_token_logprobs(self, prompts: list[str], candidates: list[str], forced_prefix: str = "",
@@ -341,7 +332,8 @@ class TransformersModel:
 
         cand = torch.tensor([self.token_id(c) for c in candidates], dtype=torch.long, device=self.device)
         res = self._last_logits(prompts, forced_prefix, system, progress,
-                                lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand), prefixes)
+                                lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand), prefixes,
+                                "log-probabilities")
         return res.reshape(len(prompts), len(candidates))
 
     def first_step_logits(self, prompts: list[str], token_ids: list[int], forced_prefix: str = "",
@@ -350,7 +342,7 @@ class TransformersModel:
         import torch
 
         ids = torch.tensor(list(token_ids), dtype=torch.long, device=self.device)
-        res = self._last_logits(prompts, forced_prefix, system, progress, lambda lg: lg.index_select(1, ids))
+        res = self._last_logits(prompts, forced_prefix, system, progress, lambda lg: lg.index_select(1, ids), what="logits")
         return res.reshape(len(prompts), len(token_ids))
 
     def generate(self, prompts: list[str], max_new_tokens: int, system: str | None = None,

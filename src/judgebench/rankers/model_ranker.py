@@ -74,7 +74,7 @@ class PointwiseRanker(ModelRanker):
 
         items = [(self.key(dataset.queries[q], texts[d]), (dataset.queries[q], texts[d])) for q, d in pairs]
         records, self.scored_now = cached_scores(
-            self.cache, items, self.score_batch, meta={"backend": "transformers", "model": self.spec.model_id},
+            self.cache, items, self.score_batch, meta=self.spec.cache_meta(),
             chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"{self.method} ({self.name})",
         )
         return [records[k]["score"] for k, _ in items]
@@ -86,12 +86,22 @@ class PointwiseRanker(ModelRanker):
         """What besides the prompt decides a score (the tokens read): part of the cache key."""
         return {}
 
+    def planned_prompts(self, dataset, texts):
+        """What ranking would score, for the dry run's estimate (:mod:`judgebench.llm.work_estimate`)."""
+        from judgebench.llm.prompts import fill
+        from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
+
+        head, _ = self.head_and_tail(dataset)
+        pairs = list(zip(head["query_id"], head["doc_id"]))
+        prompts = ((self.key(dataset.queries[q], texts[d]), dataset.queries[q], (texts[d],)) for q, d in pairs)
+        return PromptPlan(prompts, fill(self.prompt, {"query": FIELD_MARK, "passage": FIELD_MARK}))
+
     def key(self, query: str, passage: str) -> str:
         from judgebench.llm.models import transformers_key
         from judgebench.llm.prompts import fill
 
         prompt = fill(self.prompt, {"query": query, "passage": passage})
-        return transformers_key(self.spec.model_id, self.method, self.prompt_version, prompt, **self.key_params())
+        return transformers_key(self.spec, self.method, self.prompt_version, prompt, **self.key_params())
 
     def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
         raise NotImplementedError

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ class PRPRanker(ModelRanker):
     def _key(self, prompt: str) -> str:
         if self.backend is not None:
             return api_call_key(self.backend, PRP_VERSION, prompt, None)
-        return transformers_key(self.spec.model_id, "prp", PRP_VERSION, prompt, candidates=list(self.candidates), prefix=self.forced_prefix)
+        return transformers_key(self.spec, "prp", PRP_VERSION, prompt, candidates=list(self.candidates), prefix=self.forced_prefix)
 
     def ask(self, triples: list[tuple[str, str, str]]) -> list[str | None]:
         """Preferences ("A", "B" or None) for (query, doc1, doc2) triples, batched and cached."""
@@ -107,7 +108,7 @@ class PRPRanker(ModelRanker):
             else:
                 records, now = cached_scores(
                     self.cache, [(k, t) for k, t, _ in missing], self._score_local,
-                    meta={"backend": "transformers", "model": self.spec.model_id},
+                    meta=self.spec.cache_meta(),
                     chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"prp ({self.name})",
                 )
                 self.scored_now += now
@@ -142,6 +143,28 @@ class PRPRanker(ModelRanker):
 
         fields = {"query": query, "doc1": cut(doc1), "doc2": cut(doc2)}
         return model.render(self.prompt, fields, "doc2", forced_prefix=self.forced_prefix)[0], fields
+
+    def planned_prompts(self, dataset, texts):
+        """What ranking would score, for the dry run's estimate: every ordered pair (all pairs), else an upper
+        bound of the comparisons (sliding: passes x (n-1); sort: the heap's), not looked up in the cache."""
+        from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
+
+        head, _ = self.head_and_tail(dataset)
+
+        def prompts():
+            for qid, group in head.groupby("query_id", sort=False):
+                query, docs = dataset.queries[qid], [texts[d] for d in group["doc_id"]]
+                if self.variant == "allpairs":
+                    for i, j in permutations(range(len(docs)), 2):
+                        yield self._key(self._prompt(query, docs[i], docs[j])), query, (docs[i], docs[j])
+                    continue
+                for c in range(comparisons_bound(self.variant, len(docs), self.passes, self.top_k)):
+                    x, y = docs[c % len(docs)], docs[(c + 1) % len(docs)]
+                    yield None, query, (x, y)
+                    yield None, query, (y, x)
+
+        note = "" if self.variant == "allpairs" else f"{self.variant}: an upper bound of its comparisons, not looked up in the cache"
+        return PromptPlan(prompts(), self._prompt(FIELD_MARK, FIELD_MARK, FIELD_MARK), self.forced_prefix, split_budget=True, note=note)
 
     def compare(self, query: str, x: str, y: str, texts: dict[str, str]) -> tuple[float, float]:
         ij, ji = self.ask([(query, texts[x], texts[y]), (query, texts[y], texts[x])])
@@ -194,3 +217,16 @@ class PRPRanker(ModelRanker):
 
         top = heapq.nsmallest(min(self.top_k, len(docs)), docs, key=functools.cmp_to_key(cmp))
         return top + [d for d in docs if d not in set(top)]
+
+
+def comparisons_bound(variant: str, n: int, passes: int, top_k: int) -> int:
+    """Most comparisons a query's ranking asks (each is two prompts): sliding passes x (n-1); sort, heapq.nsmallest's."""
+    if n < 2:
+        return 0
+    if variant == "sliding":
+        return passes * (n - 1)
+    k = min(top_k, n)
+    log_k = max(1, math.ceil(math.log2(max(2, k))))
+    if k >= n:  # nsmallest sorts the whole list
+        return n * max(1, math.ceil(math.log2(n)))
+    return 2 * k + (n - k) * (1 + 2 * log_k) + k * log_k

@@ -67,7 +67,7 @@ class LLMRewriter:
     def _keys(self, prompts: dict[str, str]) -> dict[str, str]:
         if self.backend is not None:
             return {d: api_call_key(self.backend, "rewrite@1", p, None) for d, p in prompts.items()}
-        return {d: transformers_key(self.spec.model_id, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens) for d, p in prompts.items()}
+        return {d: transformers_key(self.spec, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens) for d, p in prompts.items()}
 
     def plan(self, dataset, doc_ids: Iterable[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
         """For a dry run, asking nothing: (the corpus with the cached rewrites applied, {doc: prompt} still to rewrite)."""
@@ -102,9 +102,9 @@ class LLMRewriter:
                 else:
                     self.failed[d] = failures.get(c.key, ("empty", "empty rewrite"))[1]
             return out
-        items = [(transformers_key(self.spec.model_id, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens), p) for p in prompts.values()]
+        items = [(transformers_key(self.spec, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens), p) for p in prompts.values()]
         records, self.made = cached_scores(
-            self.cache, items, self._generate, meta={"backend": "transformers", "model": self.spec.model_id},
+            self.cache, items, self._generate, meta=self.spec.cache_meta(),
             chunk=max(4, self.spec.batch_size), progress=self.progress, desc=f"rewriting ({self.name})", unit="docs",
         )
         out = {}
