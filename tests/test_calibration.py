@@ -14,7 +14,8 @@ from scipy import stats
 import itertools
 
 from cli_runner import run, warm_store
-from judgebench.compare import bias, calibration
+from judgebench.compare import bias
+from judgebench.compare import human_budget as calibration
 from judgebench.compare.reference import References
 from table_refs import refs_of
 from judgebench.compare.corrections import LabelLevel, Linear, expected_gains, ols, residual_estimate

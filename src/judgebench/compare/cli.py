@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare import calibration, console, labels_report
+from judgebench.compare import console, human_budget, labels_report
 from judgebench.compare import report as report_mod
 from judgebench.exceptions import CompareError
 from judgebench.masking import install_log_scrubbing, mask_url, scrub
@@ -119,14 +119,14 @@ def options(args: dict[str, str]) -> report_mod.Options:
 
 def _calibration(args: dict[str, str]) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(n.lower() for n in _names(args.get("calibration")) or ()))
-    bad = [n for n in names if n not in calibration.NAMES and n != "judge_only"]
+    bad = [n for n in names if n not in human_budget.NAMES and n != "judge_only"]
     if bad:
-        raise CompareError(f"calibration: unknown {bad}; expected some of {','.join(calibration.NAMES)}")
+        raise CompareError(f"calibration: unknown {bad}; expected some of {','.join(human_budget.NAMES)}")
     return names  # judge_only runs whenever the experiment does
 
 
 def _calibration_k(args: dict[str, str]) -> tuple[str, ...]:
-    ks = _names(args.get("calibration_k")) if "calibration_k" in args else list(calibration.DEFAULT_K)
+    ks = _names(args.get("calibration_k")) if "calibration_k" in args else list(human_budget.DEFAULT_K)
     if not ks or not all(k == "all" or (k.isdigit() and int(k) >= 2) for k in ks):
         raise CompareError(f"calibration_k={args.get('calibration_k')!r}: expected a list of whole numbers >= 2 or all, e.g. 5,10,20,all")
     if "calibration" not in args and ("calibration_k" in args or "resamples" in args):

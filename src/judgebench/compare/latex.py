@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import calibration_report, render, significance, views
+from judgebench.compare import human_budget_report, render, significance, views
 
 if TYPE_CHECKING:
     from judgebench.compare.report import Report
@@ -40,7 +40,7 @@ def tables(r: Report) -> list[tuple[str, pd.DataFrame, str, dict]]:
         out.append(("content_bias", r.content_summary, "Judge labels on original vs rewritten text.",
                     {"index": False, "integers": ["human", "pairs"], "digits": 3}))
     if len(r.calibration):
-        out += calibration_report.latex_tables(r.calibration)
+        out += human_budget_report.latex_tables(r.calibration)
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.compare import calibration_report, render, significance, views
+from judgebench.compare import human_budget_report, render, significance, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def sections(r: Report) -> list[str]:
         parts.append("\nbootstrap=0: no intervals computed.")
 
     if len(r.calibration):
-        parts += calibration_report.markdown(r.calibration, r.calibration_summary, o)
+        parts += human_budget_report.markdown(r.calibration, r.calibration_summary, o)
 
     parts.append("\n## Content bias (original vs rewritten text)\n")
     if r.rewritten_runs:

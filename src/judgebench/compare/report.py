@@ -13,9 +13,9 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import (bias, bootstrap, calibration_report, columns, compare_run, dataset_identity, ensembles, figures,
+from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, figures, human_budget_report,
                                 html, latex, markdown, significance, tables)
-from judgebench.compare import calibration as budget
+from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, HUMAN_JUDGED, References
 from judgebench.exceptions import CompareError
@@ -42,7 +42,7 @@ class Options:
     # the pairs the judge labelled), human_labelset (of the whole label set) or human (all qrels: the paper's).
     reference: str = HUMAN_JUDGED
     allow_mixed_versions: bool = False
-    # The human-budget experiment (calibration.py): estimators beside judge_only (none: off), k values, samples per k.
+    # The human-budget experiment (human_budget.py): estimators beside judge_only (none: off), k values, samples per k.
     calibration: tuple[str, ...] = ()
     calibration_k: tuple[str, ...] = budget.DEFAULT_K
     resamples: int = 200
@@ -148,7 +148,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         problems=problems, summaries=summaries,
         versions={"metric_version": sorted(everything["metric_version"].unique()),
                   "judgebench": sorted(everything["version"].fillna("unknown").unique())},
-        calibration=calib, calibration_summary=calibration_report.summary(calib) if len(calib) else pd.DataFrame(),
+        calibration=calib, calibration_summary=human_budget_report.summary(calib) if len(calib) else pd.DataFrame(),
         aliases=aliases, refs=refs,
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
@@ -220,7 +220,7 @@ def _write_figures(r: Report, out: Path) -> list[Path]:
     if len(r.content_distribution):
         files.append(figures.content_bias(r.content_distribution, out / "figure_content_bias.png"))
     if len(r.calibration):
-        files += calibration_report.budget_figures(r.calibration, out)
+        files += human_budget_report.budget_figures(r.calibration, out)
     return files
 
 

@@ -1,4 +1,4 @@
-"""What the human-budget experiment says, in words, tables and a figure (the numbers: calibration.py).
+"""What the human-budget experiment says, in words, tables and a figure (the numbers: human_budget.py).
 
 Definitions the notes use: a k "has no inversion" for an estimator when at most ``INVERSION_OK`` (5 %)
 of its samples are inverted; an interval "holds its coverage" when at least ``COVERAGE_OK`` (90 %) of
