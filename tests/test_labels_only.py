@@ -144,6 +144,6 @@ def test_labels_only_on_a_dataset_with_passages_and_unknown_jobs(store, tmp_path
     for c in ("kappa_graded", "kappa_ge3", "alpha_interval", "kappa_query_iqr", "judge_share_1"):
         assert labels.loc["simulated", c] == grid.loc["simulated", c], c
     res = run(_args(store, "experiment_name=toylab", "job=labels"), cwd=tmp_path)
-    assert res.rc == 2 and "job=labels: expected one of grid_cell, content_bias, labels_only" in res.err, res
+    assert res.rc == 2 and "job=labels: expected one of grid_cell, rank, content_bias, labels_only" in res.err, res
     res = run(_args(store, "experiment_name=toylab", "job=labels_only", "rewriter=smollm2"), cwd=tmp_path)
     assert res.rc == 2 and "rewriter=smollm2 is not used" in res.err, res
