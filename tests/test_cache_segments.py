@@ -401,3 +401,52 @@ def test_a_judge_killed_mid_run_on_a_segments_cache_loses_only_its_in_flight_cal
             for q, d, label in result.labels[["query_id", "doc_id", "relevance"]].itertuples(index=False):
                 assert label == fake_label(template.render(query=toy.queries[q], passage=toy.corpus[d]))
             assert CallCache(cache_dir / "calls").stats().entries == n
+
+
+class _ReadOnlyFolder:
+    """The cache's view of ``os`` with one folder refusing new files (EACCES), as a read-only directory does for a
+    user who is not root; ``access`` says so too."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def open(self, path, flags, *a):
+        if flags & os.O_CREAT and Path(path).parent == self.folder:
+            raise PermissionError(13, "Permission denied", str(path))
+        return os.open(path, flags, *a)
+
+    def access(self, path, mode):
+        return False if Path(path) == self.folder and mode & os.W_OK else os.access(path, mode)
+
+
+@pytest.mark.parametrize("layout", ["segments", "files"])
+def test_an_unwritable_answer_folder_under_a_writable_root_fails_before_paying(tmp_path, monkeypatch, layout):
+    """calls/segments (or the shard folder of a key to store) refuses writes while calls/ itself is writable: the
+    judge asks nothing and names that folder, instead of paying for answers it then cannot store."""
+    from judgebench.cache import store as cache_mod
+    from judgebench.data.datasets import load_toy
+    from judgebench.judges.llm import LLMJudge
+    from judgebench.llm.api import OpenAIBackend
+    from judgebench.testing.fake_process import FakeLLMServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("JUDGEBENCH_CACHE_LAYOUT", layout)
+    toy = load_toy()
+    pairs = toy.label_set()[["query_id", "doc_id"]]
+    with FakeLLMServer() as srv:
+        backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, max_concurrency=16)
+        judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(tmp_path), progress=False)
+        calls = tmp_path / "calls"
+        if layout == "segments":
+            folder = calls / "segments"
+        else:
+            folder = calls / judge.render(pairs.head(1), toy, toy.corpus)[0].key[:2]
+        folder.mkdir(parents=True)
+        monkeypatch.setattr(cache_mod, "os", _ReadOnlyFolder(folder))
+        with pytest.raises(CacheError, match=rf"^cache {folder} is not writable: \[Errno 13\] Permission denied"):
+            judge.judge(pairs, toy, toy.corpus)
+        assert srv.stats()["requests"] == 0
+        assert list(folder.iterdir()) == [] and [p.name for p in calls.iterdir()] == [folder.name]  # no probe left behind

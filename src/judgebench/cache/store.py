@@ -306,26 +306,12 @@ class CallCache:
                 pass
             raise CacheError(f"cannot write cache entry {path}: {_oserr(e)}") from None
 
-    def check_writable(self) -> None:
-        """Raise CacheError (naming the root) unless an entry could be written now: callers check before
-        paying for answers they could not store (read-only mount, full disk, lost permissions)."""
-        tmp = self.root / f".probe.{os.getpid()}.{secrets.token_hex(6)}{_TMP_SUFFIX}"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            try:
-                os.write(fd, b"{}")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if self.layout == "segments":
-                self.segment_dir.mkdir(exist_ok=True)
-        except OSError as e:
-            raise CacheError(f"cache {self.root} is not writable: {_oserr(e)}") from None
-        finally:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    def check_writable(self, keys=()) -> None:
+        """Raise CacheError (naming the folder) unless the answers to ``keys`` could be written now: callers check
+        before paying for answers they could not store (read-only mount, full disk, lost permissions)."""
+        from judgebench.cache.probe import check_call_cache
+
+        check_call_cache(self, keys, os)
 
     def close(self) -> None:
         """Close this process's segment and the read descriptors (reopened on the next use)."""
