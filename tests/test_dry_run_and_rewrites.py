@@ -12,6 +12,7 @@ from mlflow.tracking import MlflowClient
 import cli_runner
 from cli_runner import env_with
 from judgebench.content_bias.statistics import label_distribution
+from judgebench.llm.prompts import load_prompt
 from judgebench.data.datasets import load_toy
 from judgebench.rewriters.llm import REWRITE_PROMPT
 from judgebench.testing.fake_process import FakeLLMServer
@@ -103,3 +104,37 @@ def test_label_distribution_has_no_rows_for_labels_that_do_not_exist():
     d = label_distribution(sample, orig, rew)
     assert set(zip(d["view"], d["human"])) == {("original", 0), ("original", 3), ("rewritten", 0)}
     assert (d[[f"judge_{k}" for k in range(4)]].sum(axis=1) > 0).all()
+
+
+def _judge_line(out: str, judge: str = "gpt_4o_mini") -> str:
+    return next(x for x in out.splitlines() if x.startswith("[dry run]") and f"/ {judge}:" in x)
+
+
+def test_a_dry_run_creates_nothing_in_mlflow(tmp_path):
+    """A dry multirun on a store that does not exist yet leaves it not existing: no database, no experiment,
+    no sweep run; on an existing store it adds no experiment and no run."""
+    fresh = tmp_path / "fresh"
+    args = ["-m", "ranker=oracle,bm25", "judge=human", "dry_run=true", "progress=false", f"tracking_uri=sqlite:///{fresh}/mlflow.db",
+            f"artifact_root={fresh}/artifacts", f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/multirun"]
+    res = cli_runner.run(args, cwd=tmp_path, env=env_with())
+    assert res.rc == 0 and "Traceback" not in res.err, str(res)
+    assert res.out.count("[dry run]") == 2 and not fresh.exists()
+    client = MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
+    before = len(client.search_experiments())
+    res = cli_runner.run(["-m", "ranker=oracle,bm25", "judge=human", "dry_run=true", *common(tmp_path, "dry_nothing")], cwd=tmp_path,
+                         env=env_with())
+    assert res.rc == 0, str(res)
+    assert client.get_experiment_by_name("dry_nothing") is None and len(client.search_experiments()) == before
+
+
+def test_a_labels_only_dry_run_prices_its_calls(tmp_path):
+    template = load_prompt("umbrela_bing")
+    pairs = TOY.label_set()
+    tokens = sum(len(template.render(query=TOY.queries[q], passage=TOY.corpus[d])) // 4 for q, d in zip(pairs["query_id"], pairs["doc_id"]))
+    cost = (tokens * 0.15 + len(pairs) * 8 * 0.60) / 1e6  # gpt_4o_mini's prices; an answer estimated at 8 tokens
+    with FakeLLMServer() as srv:
+        res = cli_runner.run(["job=labels_only", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "dry_run=true",
+                              *common(tmp_path, "dry_labels")], cwd=tmp_path, env=env_with())
+        assert res.rc == 0 and srv.stats()["requests"] == 0, str(res)
+    line = _judge_line(res.out)
+    assert f"{len(pairs)} pairs, 0 cached, {len(pairs)} calls to make (~{tokens} input tokens, ~${cost:.4f})" in line, res.out

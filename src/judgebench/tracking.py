@@ -292,6 +292,20 @@ def open_store(cfg) -> tuple[MlflowClient, str]:
     return client, get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
 
 
+def find_done_readonly(cfg, config_hash: str, what: str) -> str | None:
+    """A dry run's resume check: the FINISHED run with this config hash, looked up without creating anything
+    (no store, no experiment, no run; a dead job's runs are left for the real run to close)."""
+    uri = str(cfg.tracking_uri)
+    if cfg.get("force") or (uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file()):
+        return None
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(cfg.experiment_name)
+    done = find_finished(client, exp.experiment_id, config_hash) if exp is not None else None
+    if done:
+        print(f"[dry run] skip {what}: finished run {done} has this config (nothing to do)")
+    return done
+
+
 def resume(cfg, config_hash: str, what: str) -> tuple[MlflowClient, str, str | None]:
     """(client, experiment id, the id of a FINISHED run with this config hash unless force=true): a job with
     one is skipped as done."""
