@@ -66,9 +66,11 @@ class CacheStats:
 class CallCache:
     """Checksummed entries in one directory; safe for many concurrent processes, on local disks and NFS."""
 
-    def __init__(self, root: str | Path, fsync: bool | None = None, layout: str | None = None) -> None:
+    def __init__(self, root: str | Path, fsync: bool | None = None, layout: str | None = None, create: bool = True) -> None:
         self.root = Path(root).expanduser()
         self.fsync = os.environ.get("JUDGEBENCH_CACHE_FSYNC", "0") not in ("", "0", "false") if fsync is None else fsync
+        if not create and not self.root.is_dir():  # a tool reading a cache: a mistyped path is not a new cache
+            raise CacheError(f"no cache at {self.root} (no such directory), expected the calls folder of a cache_dir")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -130,7 +132,9 @@ class CallCache:
         try:
             body = self.segments.read(key, path, offset, n)
         except FileNotFoundError:  # rewritten by verify: its records are in another segment now
-            return None
+            self.refresh()
+            moved = self.segments.frames.get(key)
+            return self._load_segment(key, *moved) if moved is not None and moved[0] != path else None
         except OSError as e:
             raise CacheError(f"cannot read cache segment {path}: {_oserr(e)}") from None
         where = seg.location(path, offset)
@@ -177,7 +181,7 @@ class CallCache:
         if path not in self._warned:
             self._warned.add(path)
             self.corrupt_seen += 1
-            if reason in seg.FRAME_PROBLEMS:
+            if reason and reason.startswith(seg.FRAME_PROBLEMS):
                 log.warning("corrupt cache entry %s (%s); treated as a miss", path, reason)
             elif reason and reason != "checksum/format mismatch":
                 log.warning("invalid cache entry %s (%s); treated as a miss", path, reason)
