@@ -124,3 +124,19 @@ def test_a_two_by_two_grid_on_slurm_scores_each_ranking_once(slurm_cluster, tmp_
         assert sorted(r.data.metrics["ranking_computed"] for r in mine) == [0, 1], ranker
         first, second = (_artifact(client, r.info.run_id) for r in mine)
         assert first == second, ranker  # byte-identical run files under both judges
+
+
+def test_an_unwritable_rankings_folder_is_said_before_ranking_and_the_cell_still_finishes(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "rankings").write_text("not a folder")
+    res = cli_runner.run(["ranker=bm25", "judge=human", "progress=false", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+                          f"artifact_root={tmp_path}/artifacts", f"cache_dir={cache}", f"hydra.run.dir={tmp_path}/out"], cwd=tmp_path)
+    assert res.rc == 0, str(res)
+    log = res.out + res.err
+    warned = next(line for line in log.splitlines() if "rankings is not writable" in line)
+    assert f"cache {cache / 'rankings'} is not writable" in warned and "other cells will compute it again" in warned
+    assert log.index("rankings is not writable") < log.index("not stored in")  # said before ranking, not only after
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    (run,) = client.search_runs([client.get_experiment_by_name("judgebench").experiment_id], "tags.`judgebench.kind` = 'job'")
+    assert run.info.status == "FINISHED" and run.data.metrics["ranking_computed"] == 1
