@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare import console, human_budget, labels_report
+from judgebench.compare import console, human_budget, labels_report, names
 from judgebench.compare import report as report_mod
 from judgebench.exceptions import CompareError
 from judgebench.masking import install_log_scrubbing, mask_url, scrub
@@ -31,7 +31,8 @@ USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [
   datasets     datasets to report (default: all); a requested dataset without runs is listed as missing;
                name@HASH picks one identity of a dataset whose runs used other qrels, pools or passages
   judges       judges to report (default: all); the human column is always there
-  out          output directory (default: compare-out/NAME)
+  out          output directory (default: compare-out/NAME; a NAME with other characters than letters, digits
+               and _.- is made one: its plain characters and a hash)
   format       which files to write (default: all five; html = report.html, one self-contained page); a
                short summary is printed, the full report is report.md / report.html
   alpha        significance level of the paired t-tests
@@ -118,11 +119,11 @@ def options(args: dict[str, str]) -> report_mod.Options:
 
 
 def _calibration(args: dict[str, str]) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(n.lower() for n in _names(args.get("calibration")) or ()))
-    bad = [n for n in names if n not in human_budget.NAMES and n != "judge_only"]
+    chosen = tuple(dict.fromkeys(n.lower() for n in _names(args.get("calibration")) or ()))
+    bad = [n for n in chosen if n not in human_budget.NAMES and n != "judge_only"]
     if bad:
         raise CompareError(f"calibration: unknown {bad}; expected some of {','.join(human_budget.NAMES)}")
-    return names  # judge_only runs whenever the experiment does
+    return chosen  # judge_only runs whenever the experiment does
 
 
 def _calibration_k(args: dict[str, str]) -> tuple[str, ...]:
@@ -169,11 +170,6 @@ def probe_tracking_server(uri: str, timeout_s: float = 3.0) -> None:
         raise CompareError(f"the MLflow tracking server {mask_url(uri)} cannot be reached ({reason}); start it or pass tracking_uri=...") from None
 
 
-def _logged(run_id: str, experiment: str, superseded: list[str]) -> str:
-    again = f" (replaces {len(superseded)} earlier compare run(s) of this selection: {', '.join(superseded)})" if superseded else ""
-    return f"logged as MLflow run {run_id} in experiment {experiment!r}{again}"
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     install_log_scrubbing()
@@ -188,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         uri = args.get("tracking_uri") or default_tracking_uri()
         if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
-        out = Path(args.get("out") or Path("compare-out") / args["experiment"])
+        out = Path(args.get("out") or Path("compare-out") / names.file_part(args["experiment"]))
         check_out(out, args.get("out"))
         probe_tracking_server(uri)
         client = MlflowClient(uri)
@@ -201,14 +197,14 @@ def main(argv: list[str] | None = None) -> int:
             print(console.summary(rep, out, time.perf_counter() - started))
             if log:
                 run_id = report_mod.log_compare_run(client, args["experiment"], sweep, files, rep)
-                print(_logged(run_id, args["experiment"], rep.superseded))
+                print(console.logged(run_id, args["experiment"], rep.superseded))
             out = out / "labels"  # labels-only runs beside grid runs: their report in a folder of its own
         if labels is not None:
             files = labels_report.write(labels, out)
             print(console.labels_summary(labels, out, time.perf_counter() - started))
             if log:
                 run_id = labels_report.log_compare_run(client, labels, files)
-                print(_logged(run_id, args["experiment"], labels.superseded))
+                print(console.logged(run_id, args["experiment"], labels.superseded))
     except CompareError as e:
         print(f"judgebench-compare: {scrub(str(e))}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import columns, compare_run, dataset_identity, figures, html, render, views
+from judgebench.compare import columns, compare_run, dataset_identity, figures, html, markdown, names, render, views
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.collect import ORIGINAL, display_names, run_row, search
 from judgebench.exceptions import CompareError
@@ -77,10 +77,10 @@ class LabelsReport:
     def markdown(self) -> str:
         judges = list(dict.fromkeys(self.table["judge"]))
         parts = [
-            f"# judgebench compare: experiment {self.experiment!r}, labels-only runs" + (f", sweep {self.sweep!r}" if self.sweep else ""),
+            markdown.report_title(self.experiment, self.sweep, ", labels-only runs"),
             "",
-            f"{len(self.runs)} labels-only runs; datasets: {', '.join(dict.fromkeys(self.table['dataset']))}; "
-            f"{len(judges)} judges: {', '.join(judges)}.",
+            f"{len(self.runs)} labels-only runs; datasets: {markdown.listed(dict.fromkeys(self.table['dataset']))}; "
+            f"{len(judges)} judges: {markdown.listed(judges)}.",
             "\n## Table 2: agreement with the human labels per judge",
         ]
         for _, title, frame, integers in views.table2_blocks(self.table):
@@ -88,9 +88,9 @@ class LabelsReport:
         parts.append(f"\n{NEEDS_SYSTEMS}")
         if len(self.missing):
             parts.append(f"\n## Missing (dataset, judge) runs ({len(self.missing)}, no finished run)\n")
-            parts += [f"- {d} / judge={j}" for d, j in self.missing.itertuples(index=False)]
+            parts += [f"- {names.markdown(d)} / judge={names.markdown(j)}" for d, j in self.missing.itertuples(index=False)]
         if self.problems:
-            parts += ["\n## Problems reading runs\n", *(f"- {p}" for p in self.problems)]
+            parts += ["\n## Problems reading runs\n", *(f"- {names.markdown(p)}" for p in self.problems)]
         return "\n".join(parts) + "\n"
 
 
@@ -143,7 +143,7 @@ def write(r: LabelsReport, out: Path) -> list[Path]:
 def log_compare_run(client: MlflowClient, r: LabelsReport, files: list[Path]) -> str:
     """A compare run (kind "compare") in the experiment: every statistic per (dataset, judge) as a metric, the
     runs read in inputs.json; it supersedes the previous compare run of the same selection (compare_run)."""
-    metrics = {f"{c}.{row['dataset']}.{figures.slug(row['judge'])}": row[c] for _, row in r.table.iterrows()
+    metrics = {f"{c}.{names.file_part(row['dataset'])}.{names.file_part(row['judge'])}": row[c] for _, row in r.table.iterrows()
                for c in [*columns.AGREEMENT, *columns.SHARES] if row[c] == row[c]}
     key = compare_run.compare_key(r.experiment, r.sweep, "labels", {"formats": r.formats, "datasets": sorted(set(r.table["dataset"])),
                                                                     "judges": sorted(set(r.table["judge"]))})
