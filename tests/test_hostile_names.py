@@ -21,7 +21,8 @@ from mlflow.tracking import MlflowClient
 
 import cli_runner
 from cli_runner import run_compare
-from judgebench.compare import figures, html as report_html, names, render
+from judgebench.compare import cli, figures, html as report_html, names, render
+from judgebench.exceptions import CompareError
 from test_report_html import Elements, chromium, headless
 
 LONG = "long " + "x" * 6100  # longer than MLflow keeps of a param (6000): compare's own run must still log
@@ -168,6 +169,19 @@ def test_compare_run_logs_every_judge_under_its_own_key(grid):
     assert len(run.data.params["judges"]) <= 6000 and run.data.params["judges"].endswith("the report has them all)")
 
 
+@pytest.mark.slow  # the grid above (test_names_options_take_double_quotes is the quick check)
+def test_a_judge_name_with_a_comma_is_selected_in_double_quotes(grid, tmp_path):
+    unicode, maths = grid["judges"]["unicode"], grid["judges"]["mathtext"]
+    code, _, err = run_compare(f"experiment={grid['experiment']}", f"tracking_uri={grid['uri']}", f"out={tmp_path}",
+                               f'judges="{unicode}",{maths}', "format=csv", "bootstrap=0", "log=false")
+    assert code == 0, err
+    assert set(pd.read_csv(tmp_path / "table2.csv")["judge"]) == {unicode, maths, "majority", "mean_label"}  # and their ensembles
+    code, printed, err = run_compare(f"experiment={grid['experiment']}", f"tracking_uri={grid['uri']}", f"out={tmp_path}",
+                                     f'judges="{unicode},{maths}', "log=false")
+    assert code == 2 and printed == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("judgebench-compare: judges=") and "double quotes" in err
+
+
 # --------------------------------------------------------------------------- each output on its own, no grid
 
 
@@ -229,3 +243,12 @@ def test_report_html_forbids_network_loads_whatever_the_markdown(tmp_path):
     assert "<dd>x\\ny &lt;b&gt;</dd>" in page
     (meta,) = [a for t, a in parsed.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
     assert meta["content"].startswith("default-src 'none'; img-src data:;")
+
+
+def test_names_options_take_double_quotes():
+    opts = cli.options(cli.parse(["experiment=x", 'judges="a, b",c', 'datasets="d,1"', 'panel=p,"q ""r"""']))
+    assert opts.judges == ["a, b", "c"] and opts.datasets == ["d,1"] and opts.panel == ["p", 'q "r"']
+    assert cli.options(cli.parse(["experiment=x", "judges=a, b"])).judges == ["a", "b"]  # unquoted: as before
+    with pytest.raises(CompareError, match=r"""judges='"a, b': expected names separated by commas"""):
+        cli.options(cli.parse(["experiment=x", 'judges="a, b']))
+    assert 'judges=\'"gpt, tuned",human\'' in cli.USAGE
