@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names, render, views
+from judgebench.compare import human_budget_report, names, render, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -75,6 +75,8 @@ def summary(r: Report, out: Path, seconds: float) -> str:
         cols = [c for c in HEADLINE if c in r.table2.columns]
         parts += ["\nTable 2: agreement with the humans (headline columns)", _table(r.table2[["dataset", "judge", *cols]], index=False)]
         parts += ["\nFindings:", *findings(r)]
+    if len(r.calibration):
+        parts += [f"note: {names.plain(line)}" for line in human_budget_report.k_notes(r.calibration, r.options.calibration_k)]
     if r.rewritten_runs:
         parts.append(f"\n{r.rewritten_runs} run(s) on rewritten text views: used in the content-bias section only")
     if len(r.missing):

@@ -60,6 +60,17 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY)
 
 
+def k_notes(table: pd.DataFrame, ks) -> list[str]:
+    """One line per dataset where an asked k (calibration_k) is more than its queries: that k is all of them."""
+    out = []
+    for dataset, g in table.groupby("dataset", sort=False):
+        n = int(g["queries"].max())
+        over = [k for k in ks if k != "all" and int(k) > n]
+        if over:
+            out.append(f"calibration_k={','.join(over)}: {dataset} has {n} queries, so k={','.join(over)} is reported as all ({n})")
+    return out
+
+
 def notes(table: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
     """Markdown bullet lines per (dataset, judge)."""
     out = []
@@ -121,6 +132,7 @@ def markdown(table: pd.DataFrame, summ: pd.DataFrame, options) -> list[str]:
              "queries); labels_spent: human labels of the sampled queries (label-set pairs).\n",
              "Inversion gone = at most 5 % of samples inverted; the judge adds = the best estimator using it beats human "
              "only on tau by more than 0.02 at that k.\n"]
+    parts += [f"- {names.markdown(line)}." for line in k_notes(table, o.calibration_k)]
     parts += notes(table, summ)
     for _, title, frame in blocks(table):
         parts += [f"\n### {names.markdown(title)}\n", render.markdown(frame, index=False, integers=["samples"], digits=3)]
