@@ -26,7 +26,7 @@ from judgebench.exceptions import UserError
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 from judgebench.exceptions import check_failed_share
 from judgebench.progress import job_stage
-from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, load_dataset, open_job_run, sweep_id
+from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, identity_tags, load_dataset, open_job_run, sweep_id
 
 log = logging.getLogger("judgebench")
 KIND = "labels"
@@ -70,6 +70,8 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         f"{tracking.TAG}kind": KIND,
         f"{tracking.TAG}config_hash": chash,
         f"{tracking.TAG}sweep_id": sweep_id(cfg),
+        # the judge's configuration hash (and the versions), as on grid cells: compare names judges alike in both
+        **{k: v for k, v in identity_tags(cfg).items() if k != f"{tracking.TAG}system_hash"},  # no system here
         "dataset": dataset.name,
         "judge": judge.name,
         "judge_family": judge.family,
