@@ -446,8 +446,8 @@ def test_mlflow_server_going_away_mid_sweep(tmp_path):
     (the metrics) comes only after judging. So cell #0 judges everything into the cache, then fails at logging;
     cell #1 fails at its first MLflow call. Both fail clearly (one line, exit 2). A replacement server on the
     same database (started while the sweep fails) takes the rerun: both cells FINISH with zero new LLM calls
-    (judging depends on the label set, not the ranker). The dead run stays RUNNING: no one could close it.
-    """
+    (judging depends on the label set, not the ranker). The dead run of cell #0 is closed KILLED by the rerun, which
+    finds its process gone (host and pid tags)."""
     db, artifacts = tmp_path / "mlflow.db", tmp_path / "mlartifacts"
     first = MlflowServer(db, artifacts, free_port())
     second = None
@@ -484,7 +484,9 @@ def test_mlflow_server_going_away_mid_sweep(tmp_path):
         runs = mlflow.search_runs([mlflow.get_experiment_by_name("gone").experiment_id], "tags.`judgebench.kind` = 'job'")
         finished = [r for r in runs if r.info.status == "FINISHED"]
         assert len(finished) == 2 and all(r.data.metrics["calls_made"] == 0 and r.data.metrics["calls_cached"] == N for r in finished)
-        assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED", "RUNNING"]
+        assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED", "KILLED"]
+        (dead,) = [r for r in runs if r.info.status == "KILLED"]
+        assert dead.info.run_name == "toy/Perfect/gpt_4o_mini/none", dead.info.run_name  # cell #0's run
     finally:
         first.kill()
         if second is not None:
