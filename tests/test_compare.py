@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 from scipy.stats import kendalltau
 
 from judgebench import tracking
-from judgebench.compare import bias, bootstrap, ensembles, figures, report, significance, tables
+from judgebench.compare import bias, bootstrap, ensembles, figures, markdown, report, significance, tables
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.collect import missing_cells
 from judgebench.compare.reference import References
@@ -286,7 +286,7 @@ def test_explicit_panel(grid):
     for (_, system), run in art.runs(jobs).items():
         expected = ndcg10_judged(frame_rows(run, "query_id", "doc_id", "rank"), qrels, queries)
         assert t.loc[system, "majority"] == pytest.approx(sum(expected.values()) / 12, abs=1e-12), system
-    assert "panel = majority here" in rep.markdown()
+    assert "panel = majority here" in markdown.document(rep)
 
 
 # --------------------------------------------------------------------------- known answers, hand-made tables

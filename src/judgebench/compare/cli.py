@@ -20,6 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from judgebench.compare import console, human_budget, labels_report, names
 from judgebench.compare import report as report_mod
+from judgebench.compare.reference import CHOICES, HUMAN_JUDGED
 from judgebench.exceptions import CompareError
 from judgebench.masking import install_log_scrubbing, mask_url, scrub
 
@@ -101,9 +102,9 @@ def _number(args: dict[str, str], key: str, kind, default, ok, what: str):
 
 def options(args: dict[str, str]) -> report_mod.Options:
     """Validated options: a bad value is one clear line and exit 2, before anything is read."""
-    reference = args.get("reference", report_mod.HUMAN_JUDGED)
-    if reference not in report_mod.CHOICES:
-        raise CompareError(f"reference={reference!r}: expected one of {', '.join(report_mod.CHOICES)}")
+    reference = args.get("reference", HUMAN_JUDGED)
+    if reference not in CHOICES:
+        raise CompareError(f"reference={reference!r}: expected one of {', '.join(CHOICES)}")
     correction = args.get("correction", "none").lower()
     if correction not in ("holm", "none"):
         raise CompareError(f"correction={correction!r}: expected holm or none")

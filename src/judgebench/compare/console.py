@@ -17,7 +17,7 @@ from judgebench.compare import human_budget_report, names, render, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
-    from judgebench.compare.report import Report
+    from judgebench.compare.report_model import Report
 
 WIDTH = 120
 HEADLINE = ["kappa_graded", "kappa_ge2", "tau_all", "tau_oracles", "tau_ap"]

@@ -10,7 +10,7 @@ import pandas as pd
 from judgebench.compare import human_budget_report, names, render, significance, views
 
 if TYPE_CHECKING:
-    from judgebench.compare.report import Report
+    from judgebench.compare.report_model import Report
 
 
 def tables(r: Report) -> list[tuple[str, pd.DataFrame, str, dict]]:

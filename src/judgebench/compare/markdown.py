@@ -12,7 +12,7 @@ from judgebench.compare import human_budget_report, names, render, significance,
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
-    from judgebench.compare.report import Report
+    from judgebench.compare.report_model import Report
 
 
 REFERENCE_TEXT = {
@@ -32,6 +32,11 @@ def report_title(experiment: str, sweep: str | None, what: str = "") -> str:
     """The report's first line: ``# judgebench compare: experiment 'NAME'[, WHAT][, sweep 'ID']``."""
     return (f"# judgebench compare: experiment {names.markdown(repr(experiment))}{what}"
             + (f", sweep {names.markdown(repr(sweep))}" if sweep else ""))
+
+
+def document(r: Report) -> str:
+    """The whole report as one Markdown text (report.md, and report.html's source)."""
+    return "\n".join(sections(r)) + "\n"
 
 
 def sections(r: Report) -> list[str]:
