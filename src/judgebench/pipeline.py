@@ -204,6 +204,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         "system": system,
         "ranker": ranker.name,
         "ranker_type": ranker.kind,
+        **({"ranker_family": ranker.family} if ranker.family else {}),
         "ranker_model": next((str(v) for v in (OmegaConf.select(cfg, f"ranker.{k}", default=None)
                                                 for k in ("model_spec.model", "backend.model", "model")) if v), ""),
         "perturbation": perturbation.name,
@@ -229,6 +230,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
                                      rewriter.view != "original" or ranker.reads_texts(dataset), client, exp_id)
         run = ranking.run
         job.set_tags({f"{tracking.TAG}ranking_key": ranking.key})
+        job.log_metrics(ranking.metrics)  # the ranking's own statistics (PRP's order consistency), on every cell that uses it
 
         label_set = dataset.label_set()
         with job_stage(cfg, f"judge {judge.name}"):
