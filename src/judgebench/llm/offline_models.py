@@ -50,6 +50,7 @@ class OfflineModel:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
+            tmp.mkdir()
             with self.gguf(tmp / "gguf") as gguf:
                 log.info("converting the %s GGUF once into %s", self.label, target)
                 convert_gguf(gguf, tmp / "hf")
