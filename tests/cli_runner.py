@@ -144,15 +144,22 @@ def _target(module: str | None) -> list[str]:
     return ["-m", module] if module else [str(RUN_PY)]
 
 
-def start(args: list[str], *, cwd: Path, env: dict[str, str] | None = None, module: str | None = None) -> Child:
-    """Fork the warm test process into `python run.py ARGS` (or `python -m MODULE ARGS`)."""
+def start(args: list[str], *, cwd: Path, env: dict[str, str] | None = None, module: str | None = None,
+          uid: int | None = None) -> Child:
+    """Fork the warm test process into `python run.py ARGS` (or `python -m MODULE ARGS`); ``uid``: the child runs
+    as that user (the test process must be root), to meet permissions that root ignores."""
     env = dict(os.environ if env is None else env)
     logs = Path(tempfile.mkdtemp(prefix="cli-", dir=cwd))
     out, err = logs / "stdout.txt", logs / "stderr.txt"
+    if uid is not None:
+        logs.chmod(0o777)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child never returns
+        if uid is not None:
+            os.setgid(uid)
+            os.setuid(uid)
         _child(_target(module), list(args), Path(cwd), env, out, err)
     return Child(pid, list(args), out, err)
 

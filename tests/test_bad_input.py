@@ -23,7 +23,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from cli_runner import file_mode, write_dataset
+from cli_runner import env_with, file_mode, write_dataset
 
 STORE: dict[str, Path] = {}
 
@@ -329,3 +329,43 @@ def test_compare_sweep_id_with_a_quote_unusable_out_and_unreachable_server(tmp_p
     assert res.rc == 2 and len(lines) == 1 and "cannot be reached" in lines[0] and "Traceback" not in res.err, str(res)
     assert f"http://***@127.0.0.1:{port}" in lines[0] and "pw-planted" not in res.err
     assert time.monotonic() - started < 15
+
+
+def test_a_read_only_mlflow_store_is_one_line_up_front(tmp_path):
+    """A store the job may read but not write (a user without write permission on it; root ignores permissions,
+    so as root the job runs as nobody): one line naming the store, at once, not sqlite3 tracebacks after retries."""
+    import shutil
+    import tempfile
+    import time
+
+    from mlflow.tracking import MlflowClient
+
+    from judgebench import tracking
+
+    base = Path(tempfile.mkdtemp(prefix="jb-readonly-"))  # outside pytest's root-only tmp folder
+    base.chmod(0o755)
+    store, work = base / "store", base / "work"
+    store.mkdir()
+    work.mkdir()
+    work.chmod(0o777)
+    uri = f"sqlite:///{store}/mlflow.db"
+    try:
+        tracking.ensure_sqlite_parent(uri)
+        MlflowClient(uri).create_experiment("earlier")
+        tracking._READY_STORES.discard(uri)  # the job (a fork of this process) must look at the store itself
+        (store / "mlflow.db").chmod(0o444)
+        store.chmod(0o555)
+        args = ["ranker=oracle", "judge=human", "progress=false", f"tracking_uri={uri}", f"artifact_root={work}/artifacts",
+                f"cache_dir={work}/cache", f"hydra.run.dir={work}/out"]
+        started = time.monotonic()
+        res = cli_runner.start(args, cwd=work, env={**env_with(), "HOME": str(work)},
+                               uid=65534 if os.geteuid() == 0 else None).wait(120)
+        elapsed = time.monotonic() - started
+        assert res.rc == 2 and "Traceback" not in res.err and len(res.error_lines) == 1, str(res)
+        line = res.error_lines[0]
+        assert f"tracking_uri={uri}: the MLflow store" in line and "point tracking_uri at a writable store" in line, line
+        assert "not writable" in line or "readonly database" in line, line
+        assert elapsed < 10, elapsed  # up front, not after MLflow's retries
+    finally:
+        store.chmod(0o755)
+        shutil.rmtree(base, ignore_errors=True)

@@ -16,7 +16,8 @@ import pytest
 from google import genai  # noqa: F401
 
 from judgebench.data.datasets import Dataset
-from judgebench.exceptions import BatchNotDone, ConfigError
+from judgebench.exceptions import BatchNotDone, CacheError, ConfigError
+from judgebench.llm import batch_store
 from judgebench.judges.llm import LLMJudge
 from judgebench.llm.api import GeminiBackend, OpenAIBackend
 from judgebench.llm.batch import BatchLine, split_lines
@@ -45,7 +46,7 @@ def fresh(srv: FakeLLMServer, **batch_kw) -> None:
     srv.reset()
     srv.reset_batches()
     srv.configure_batches(**{"polls_in_progress": 0, "seconds_in_progress": 0, "fail_share": 0.0, "expire": False,
-                             "expire_done_share": 0.5, "seed": 0, **batch_kw})
+                             "expire_done_share": 0.5, "poll_500": False, "seed": 0, **batch_kw})
 
 
 def small_dataset(n_queries: int = 3, n_docs: int = 8) -> Dataset:
@@ -271,3 +272,157 @@ def test_mode_and_batch_settings_leave_the_judge_identity_alone():
     assert component_hash(online) == component_hash(batch)
     assert cell_config({"judge": batch}) == cell_config({"judge": online}) == {
         "judge.name": "j", "judge.backend.model": "gpt-4o-mini", "judge.backend.temperature": 0.0}
+
+
+def _saved_and_running(server, tmp_path, ds, backend="openai") -> dict:
+    """A batch of the whole label set, submitted, its id saved, left running (the job stopped waiting for it)."""
+    fresh(server, polls_in_progress=10**6)
+    pairs = ds.label_set()[["query_id", "doc_id"]]
+    with pytest.raises(BatchNotDone, match="run again to resume"):
+        make_judge(server.base_url, str(tmp_path), backend, timeout_s=0.2).judge(pairs, ds, ds.corpus)
+    (saved,) = saved_batches(tmp_path)
+    assert server.batch_stats()["prompts_submitted"] == len(pairs) == len(saved["keys"])
+    return saved
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_batch_resumed_by_a_run_over_part_of_it_stores_every_answer(server, tmp_path, backend):
+    """The saved batch holds 24 prompts; a run over 12 of them resumes it: all 24 answers are cached, so the run
+    over all 24 that follows pays nothing (no second batch, every label from the cache)."""
+    ds = small_dataset()
+    pairs = ds.label_set()[["query_id", "doc_id"]]
+    saved = _saved_and_running(server, tmp_path, ds, backend)
+    server.configure_batches(polls_in_progress=0)
+    half = make_judge(server.base_url, str(tmp_path), backend).judge(pairs.iloc[:12], ds, ds.corpus)
+    assert len(half.labels) == 12 and half.usage.calls_made == 12 and half.usage.batches == 0
+    assert saved_batches(tmp_path) == []  # done, every answer stored: nothing left to resume
+
+    full = make_judge(server.base_url, str(tmp_path), backend).judge(pairs, ds, ds.corpus)
+    stats = server.batch_stats()
+    assert stats["batches"] == 1 and stats["prompts_submitted"] == 24  # nothing submitted, nothing paid twice
+    assert full.usage.calls_cached == 24 and full.usage.calls_made == 0 and full.usage.cost_usd == 0
+    prompts = prompts_of(ds, pairs)
+    assert all(label == fake_label(prompts[q, d]) for q, d, label in full.labels[["query_id", "doc_id", "relevance"]].itertuples(index=False))
+    assert list(stats["states"]) == [saved["batch_id"]]
+
+
+def test_an_unwritable_batch_folder_fails_before_any_batch_is_paid(server, tmp_path):
+    fresh(server)
+    ds = small_dataset(1, 4)
+    (tmp_path / "batches").write_text("not a folder")  # the id folder cannot be created (works as root too)
+    judge = make_judge(server.base_url, str(tmp_path), "openai")
+    with pytest.raises(CacheError, match=rf"cache {tmp_path / 'batches'} is not writable: .*batch ids"):
+        judge.judge(ds.label_set()[["query_id", "doc_id"]], ds, ds.corpus)
+    assert server.batch_stats()["batches"] == 0 and server.stats()["requests"] == 0
+
+
+class _NoReplace:
+    """batch_store's view of ``os``: the rename that saves an id file fails (disk full after the probe)."""
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    @staticmethod
+    def replace(src, dst):
+        raise OSError(28, "No space left on device", str(dst))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_batch_id_that_cannot_be_saved_is_named_and_can_be_resumed_by_hand(server, tmp_path, monkeypatch, backend):
+    fresh(server, polls_in_progress=10**6)
+    ds = small_dataset()
+    pairs = ds.label_set()[["query_id", "doc_id"]]
+    monkeypatch.setattr(batch_store, "os", _NoReplace())
+    with pytest.raises(CacheError) as err:
+        make_judge(server.base_url, str(tmp_path), backend).judge(pairs, ds, ds.corpus)
+    monkeypatch.undo()
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    (batch_id,) = server.batch_stats()["states"]
+    message = str(err.value)
+    assert f"batch {batch_id} ({backend}, " in message and "24 prompts) was created and is paid for" in message
+    assert "No space left on device" in message and saved_batches(tmp_path) == [] and "\n" not in message
+    by_hand = json.dumps({"batch_id": batch_id, "backend": backend})
+    assert f"save {by_hand} as {tmp_path / 'batches'}/batch-resume.json and run again" in message
+
+    (tmp_path / "batches" / "batch-resume.json").write_text(by_hand)  # what the message says to do
+    server.configure_batches(polls_in_progress=0)
+    result = make_judge(server.base_url, str(tmp_path), backend).judge(pairs, ds, ds.corpus)
+    assert server.batch_stats()["batches"] == 1 and server.batch_stats()["prompts_submitted"] == 24  # resumed, not paid again
+    assert len(result.labels) == 24 and result.failed.empty and result.usage.batches == 0
+    assert saved_batches(tmp_path) == [] and not (tmp_path / "batches" / "batch-resume.json").exists()
+
+
+def test_a_provider_failing_on_resume_stops_with_one_line_and_keeps_the_id(server, tmp_path):
+    ds = small_dataset(1, 4)
+    pairs = ds.label_set()[["query_id", "doc_id"]]
+    saved = _saved_and_running(server, tmp_path, ds)
+    server.configure_batches(poll_500=True, polls_in_progress=0)
+    judge = make_judge(server.base_url, str(tmp_path), "openai")
+    judge.backend.max_retries = 1
+    with pytest.raises(BatchNotDone, match=rf"saved batch {saved['batch_id']} \(openai\) could not be polled .*500.*"
+                                           r"its id is kept in .*run again later to resume it"):
+        judge.judge(pairs, ds, ds.corpus)
+    assert saved_batches(tmp_path) == [saved] and server.batch_stats()["batches"] == 1
+    server.configure_batches(poll_500=False)
+    result = make_judge(server.base_url, str(tmp_path), "openai").judge(pairs, ds, ds.corpus)
+    assert len(result.labels) == 4 and server.batch_stats()["batches"] == 1
+
+
+@pytest.mark.parametrize("damage", ["keys-not-a-list", "truncated"])
+def test_an_unusable_id_file_is_reported_with_the_batch_it_names_and_kept(server, tmp_path, caplog, damage):
+    ds = small_dataset(1, 4)
+    pairs = ds.label_set()[["query_id", "doc_id"]]
+    saved = _saved_and_running(server, tmp_path, ds)
+    (path,) = (tmp_path / "batches").glob("batch-*.json")
+    text = path.read_text()
+    path.write_text(text.replace(json.dumps(saved["keys"]), "5") if damage == "keys-not-a-list" else text[:len(text) // 2])
+    damaged = path.read_text()
+    server.configure_batches(polls_in_progress=0)
+    with caplog.at_level("WARNING"):
+        result = make_judge(server.base_url, str(tmp_path), "openai").judge(pairs, ds, ds.corpus)
+    assert len(result.labels) == 4  # its prompts submitted again (the damaged file cannot say which they are)
+    assert server.batch_stats()["batches"] == 2
+    warned = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
+    assert len(warned) == 1 and str(path) in warned[0]
+    assert f"it names batch {saved['batch_id']}, which is left running at the provider" in warned[0]
+    assert ('"keys" must be a list of call-cache keys' if damage == "keys-not-a-list" else "not valid JSON") in warned[0]
+    assert path.read_text() == damaged  # kept: it still names a batch that may be live; never overwritten
+
+
+def test_an_id_file_naming_another_batch_is_warned_and_that_batch_s_answers_are_kept(server, tmp_path, caplog):
+    ds = small_dataset(2, 4)
+    pairs = ds.label_set()[["query_id", "doc_id"]]
+    saved = _saved_and_running(server, tmp_path, small_dataset(1, 4))  # query q0's 4 prompts, left running
+    server.configure_batches(polls_in_progress=0)
+    make_judge(server.base_url, str(tmp_path / "other"), "openai").judge(pairs.iloc[4:], ds, ds.corpus)  # q1's, done
+    (other_id,) = set(server.batch_stats()["states"]) - {saved["batch_id"]}
+    (path,) = (tmp_path / "batches").glob("batch-*.json")
+    state = json.loads(path.read_text())
+    path.write_text(json.dumps({**state, "batch_id": other_id}))  # the file now names another (real, done) batch
+    with caplog.at_level("WARNING"):
+        first = make_judge(server.base_url, str(tmp_path), "openai").judge(pairs.iloc[:4], ds, ds.corpus)
+    assert first.labels.empty and len(first.failed) == 4 and set(first.failed["error"]) == {"missing"}
+    warned = "\n".join(r.getMessage() for r in caplog.records)
+    assert f"batch {other_id} answered none of the 4 prompts its id file {path} lists" in warned
+    again = make_judge(server.base_url, str(tmp_path), "openai").judge(pairs, ds, ds.corpus)
+    assert again.usage.calls_cached == 4 and again.usage.calls_made == 4  # the other batch's 4 answers were stored
+    assert server.batch_stats()["batches"] == 3
+
+
+def test_a_rewriter_in_batch_mode_rewrites_through_one_batch(server, tmp_path):
+    from judgebench.rewriters.llm import LLMRewriter
+
+    fresh(server)
+    ds = small_dataset(1, 4)
+    backend = OpenAIBackend("gpt-4o-mini", base_url=server.base_url + "/v1", mode="batch", batch={"poll_interval_s": 0.02})
+    rewriter = LLMRewriter(name="rw", backend=backend, cache_dir=str(tmp_path), progress=False)
+    texts = rewriter.rewrite(ds)
+    stats = server.batch_stats()
+    assert stats["batches"] == 1 and stats["prompts_submitted"] == 4 and server.stats()["requests"] == 0
+    prompts = [rewriter.template.render(text=ds.corpus[d]) for d in ds.corpus]
+    assert sorted(stats["submitted_sha256"]) == sorted(sha256_hex(p) for p in prompts)
+    assert all(texts[d] and texts[d] != ds.corpus[d] for d in ds.corpus) and not rewriter.failed
+    again = LLMRewriter(name="rw", backend=OpenAIBackend("gpt-4o-mini", base_url=server.base_url + "/v1"), cache_dir=str(tmp_path),
+                        progress=False).rewrite(ds)
+    assert again == texts and server.stats()["requests"] == 0 and server.batch_stats()["batches"] == 1  # online reuses them

@@ -399,7 +399,7 @@ def test_cli_stats_verify_export_import(tmp_path, capsys, monkeypatch):
 def test_cli_errors_exit_2_with_one_line(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert main(["stats", "--root", str(blocker / "cache")]) == 2
+    assert main(["import", str(tmp_path / "missing.gz"), "--root", str(blocker / "cache")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: cannot create cache root") and str(blocker) in err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -486,3 +486,27 @@ def test_a_bad_shared_entry_is_a_warned_miss_at_run_time_never_a_crash_or_a_labe
         assert got[(q, d)] == fake_label(prompt)  # the server's, never 7
     assert sum("invalid cache entry" in r.getMessage() for r in caplog.records) == len(BAD)
     assert isinstance(result.labels, pd.DataFrame) and result.failed.empty
+
+
+@pytest.mark.parametrize("cmd", [["stats"], ["verify"], ["verify", "--remove"], ["export", "OUT"]])
+def test_cli_on_a_mistyped_root_is_an_error_and_creates_nothing(tmp_path, capsys, cmd):
+    typo = tmp_path / "cahce" / "calls"
+    cmd = [str(tmp_path / "out.jsonl.gz") if c == "OUT" else c for c in cmd]
+    assert main([*cmd, "--root", str(typo)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: no cache at {typo} (no such directory), expected the calls folder of a cache_dir\n"
+    assert not (tmp_path / "cahce").exists() and not (tmp_path / "out.jsonl.gz").exists()
+
+
+def test_import_of_a_line_nested_too_deep_skips_it_as_corrupt(tmp_path, capsys):
+    a = CallCache(tmp_path / "a")
+    _fill(a, 3)
+    f = tmp_path / "share.jsonl.gz"
+    a.export(f)
+    deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError on it
+    with gzip.open(f, "ab") as out:
+        out.write((deep + "\n").encode())
+    assert main(["import", str(f), "--root", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr()
+    assert "imported 3 entries, skipped 1 (1 corrupt)" in out.out and "Traceback" not in out.err
+    assert CallCache(tmp_path / "b").stats().entries == 3

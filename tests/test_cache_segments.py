@@ -291,7 +291,10 @@ def test_sigkill_mid_write_never_leaves_a_readable_torn_record(tmp_path, layout)
         assert ready.wait(120)
         while p.is_alive() and not _mid_write(root, layout, frame_len):
             pass
-        os.kill(p.pid, signal.SIGKILL)
+        try:
+            os.kill(p.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it finished its writes (and was reaped by is_alive) before one was seen under way
+            pass
         p.join(10)
         if p.exitcode == -signal.SIGKILL:
             caught += _mid_write(root, layout, frame_len)  # still torn after the kill: killed inside the write
@@ -401,3 +404,143 @@ def test_a_judge_killed_mid_run_on_a_segments_cache_loses_only_its_in_flight_cal
             for q, d, label in result.labels[["query_id", "doc_id", "relevance"]].itertuples(index=False):
                 assert label == fake_label(template.render(query=toy.queries[q], passage=toy.corpus[d]))
             assert CallCache(cache_dir / "calls").stats().entries == n
+
+
+class _ReadOnlyFolder:
+    """The cache's view of ``os`` with one folder refusing new files (EACCES), as a read-only directory does for a
+    user who is not root; ``access`` says so too."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def open(self, path, flags, *a):
+        if flags & os.O_CREAT and Path(path).parent == self.folder:
+            raise PermissionError(13, "Permission denied", str(path))
+        return os.open(path, flags, *a)
+
+    def access(self, path, mode):
+        return False if Path(path) == self.folder and mode & os.W_OK else os.access(path, mode)
+
+
+@pytest.mark.parametrize("layout", ["segments", "files"])
+def test_an_unwritable_answer_folder_under_a_writable_root_fails_before_paying(tmp_path, monkeypatch, layout):
+    """calls/segments (or the shard folder of a key to store) refuses writes while calls/ itself is writable: the
+    judge asks nothing and names that folder, instead of paying for answers it then cannot store."""
+    from judgebench.cache import store as cache_mod
+    from judgebench.data.datasets import load_toy
+    from judgebench.judges.llm import LLMJudge
+    from judgebench.llm.api import OpenAIBackend
+    from judgebench.testing.fake_process import FakeLLMServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("JUDGEBENCH_CACHE_LAYOUT", layout)
+    toy = load_toy()
+    pairs = toy.label_set()[["query_id", "doc_id"]]
+    with FakeLLMServer() as srv:
+        backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, max_concurrency=16)
+        judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(tmp_path), progress=False)
+        calls = tmp_path / "calls"
+        if layout == "segments":
+            folder = calls / "segments"
+        else:
+            folder = calls / judge.render(pairs.head(1), toy, toy.corpus)[0].key[:2]
+        folder.mkdir(parents=True)
+        monkeypatch.setattr(cache_mod, "os", _ReadOnlyFolder(folder))
+        with pytest.raises(CacheError, match=rf"^cache {folder} is not writable: \[Errno 13\] Permission denied"):
+            judge.judge(pairs, toy, toy.corpus)
+        assert srv.stats()["requests"] == 0
+        assert list(folder.iterdir()) == [] and [p.name for p in calls.iterdir()] == [folder.name]  # no probe left behind
+
+
+def _segment_of(root: Path, n: int) -> tuple[CallCache, list[str], Path, list[tuple[int, int, str]]]:
+    """n records, one frame each, in one segment; the frames as parsed here from the documented format."""
+    c = CallCache(root, layout="segments")
+    keys = [_key(i, "len") for i in range(n)]
+    for i, k in enumerate(keys):
+        c.put(k, _rec(i), {"backend": "openai", "model": "m"})
+    c.close()
+    path = _one_segment(root)
+    return c, keys, path, _frames_by_hand(path)
+
+
+@pytest.mark.parametrize("length", ["past-the-end", "shorter"])
+def test_a_corrupt_length_field_mid_segment_is_corruption_not_a_torn_tail(tmp_path, caplog, length):
+    """Frame 10 of 30 gets a wrong length: reported (verify, stats, a warning at run time) as the one record it
+    loses, and the 19 frames after it are still read, instead of the rest of the file hidden as a 'torn tail'."""
+    _, keys, path, frames = _segment_of(tmp_path, 30)
+    at, size = frames[10][0], path.stat().st_size
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">I", data, at + 4, size * 3 if length == "past-the-end" else 17)
+    path.write_bytes(bytes(data))
+    view = CallCache(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="judgebench.cache"):
+        got = [view.get(k) for k in keys]
+    assert got == [_rec(i) if i != 10 else None for i in range(30)]
+    where = path.with_name(f"{path.name}@{at}")
+    warned = [r.getMessage() for r in caplog.records if str(where) in r.getMessage()]
+    assert len(warned) == 1 and "treated as a miss" in warned[0]
+    assert view.verify() == [where]
+    reason = view.reasons[where]
+    first_good = frames[11][0]
+    assert reason.startswith("frame length runs past the end of the file" if length == "past-the-end" else "frame checksum mismatch")
+    assert f"1 record lost in the {first_good - at} bytes up to the next good frame at byte {first_good}" in reason
+    assert view.stats().entries == 29 and view.stats().corrupt == 1
+    assert seg.scan_file(path).torn_tail is False
+
+
+def test_verify_reports_what_a_torn_tail_cut_short(tmp_path, capsys):
+    from judgebench.cache.cli import main
+
+    _, keys, path, frames = _segment_of(tmp_path, 30)
+    data = path.read_bytes()
+    cut_at, cut_len, cut_key = frames[15]
+    half = cut_at + 100  # about half of the segment, inside record 15's body
+    path.write_bytes(data[:half])  # the segment truncated: record 15 cut short, the 14 records after it gone
+    assert main(["verify", "--root", str(tmp_path)]) == 0  # nothing corrupt: a torn tail is what a killed writer leaves
+    out = capsys.readouterr().out
+    assert f"torn tail: {path}@{cut_at} (the last record (key {cut_key[:16]}...) is cut short: {half - cut_at} of its {cut_len} bytes are here" in out
+    assert "any records written after it are gone too" in out and "0 corrupt entries found" in out
+    assert "1 segment(s) end in a torn tail" in out
+    view = CallCache(tmp_path)
+    assert view.stats().entries == 15 == sum(1 for k in keys if view.get(k) is not None)
+    path.write_bytes(data[:cut_at + 20])  # cut inside the frame header: that is all it can say
+    assert main(["verify", "--root", str(tmp_path)]) == 0
+    assert f"torn tail: {path}@{cut_at} (20 bytes of an unfinished frame header" in capsys.readouterr().out
+
+
+def test_verify_remove_on_a_young_segment_says_it_left_the_entry(tmp_path, capsys):
+    from judgebench.cache.cli import main
+
+    _, keys, path, frames = _segment_of(tmp_path, 5)
+    data = bytearray(path.read_bytes())
+    data[frames[2][0] + 60] ^= 0x01
+    path.write_bytes(bytes(data))
+    where = path.with_name(f"{path.name}@{frames[2][0]}")
+    assert main(["verify", "--remove", "--root", str(tmp_path)]) == 1  # still there: not a success
+    out = capsys.readouterr().out
+    assert f"not removed: {where} (its segment changed in the last hour" in out
+    assert f"1 corrupt entry found in {tmp_path}, 0 removed, 1 still there" in out
+    assert CallCache(tmp_path).verify() == [where]
+    old = time.time() - 2 * 3600
+    os.utime(path, (old, old))
+    assert main(["verify", "--remove", "--root", str(tmp_path)]) == 0
+    assert f"1 corrupt entry found in {tmp_path}, 1 removed" in capsys.readouterr().out
+    assert CallCache(tmp_path).verify() == []
+
+
+def test_an_open_view_still_hits_after_verify_rewrote_its_segment(tmp_path):
+    _, keys, path, frames = _segment_of(tmp_path, 8)
+    view = CallCache(tmp_path)
+    view.refresh()  # indexed where the records are now, no file opened yet
+    data = bytearray(path.read_bytes())
+    data[frames[3][0] + 60] ^= 0x01
+    path.write_bytes(bytes(data))
+    old = time.time() - 2 * 3600
+    os.utime(path, (old, old))
+    CallCache(tmp_path).verify(remove_corrupt=True)  # another process rewrites the segment without record 3
+    assert not path.exists()
+    assert [view.get(k) for k in keys] == [_rec(i) if i != 3 else None for i in range(8)]
+    assert view.hits == 7

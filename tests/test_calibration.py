@@ -14,9 +14,10 @@ from scipy import stats
 import itertools
 
 from cli_runner import run, warm_store
-from judgebench.compare import bias
+from judgebench.compare import bias, human_budget_report
 from judgebench.compare import human_budget as calibration
 from judgebench.compare.reference import References
+from judgebench.compare.report import Options
 from table_refs import refs_of
 from judgebench.compare.corrections import LabelLevel, Linear, expected_gains, ols, residual_estimate
 from judgebench.data.datasets import load_toy
@@ -442,3 +443,33 @@ def test_cross_fitted_ppi_plus_plus_covers_at_nominal_rate_on_synthetic_data(slo
     # at k = 5 the in-sample plug-in is optimistic; cross-fitting recovers most of the gap
     cross, insample = (_coverage(est, y, f, 5)[0] for est in (PPIPlusPlus(), calibration.ESTIMATORS["ppi++_insample"]))
     assert insample < 0.90 and cross > insample + 0.04, (cross, insample)
+
+
+def _one_judge(systems: list[str], queries: list[str]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    rows = [("d", s, judge, q, v) for s in systems for q in queries for judge, v in (("human_labelset", 0.5), ("j", 0.6))]
+    pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "query_id", "value"])
+    t1 = {"d": pd.DataFrame({"type": "oracle", "human_labelset": 0.5, "j": 0.6}, index=systems)}
+    return pq, t1
+
+
+@pytest.mark.parametrize("systems, queries", [(["A"], ["q1", "q2", "q3"]), (["A", "B"], ["q1"])])
+def test_calibration_without_two_systems_and_two_queries_says_so(systems, queries):
+    pq, t1 = _one_judge(systems, queries)
+    problems: list[str] = []
+    labels = pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"])
+    assert calibration.cells(pq, t1, labels, References(pq, "human_labelset"), None, problems) == []
+    assert problems == [f"calibration d/j: not run, it needs 2 or more systems and queries with values under the judge and its "
+                        f"reference; found {len(systems)} systems, {len(queries)} queries"]
+
+
+def test_a_calibration_k_above_the_queries_is_noted():
+    rng = np.random.default_rng(4)
+    y = rng.random((3, 16))
+    table = calibration.experiment([_cell(y, y + 0.1, ["oracle", "llm", "lexical"])], ["human_only"], ["4", "20", "1000", "all"], 10, 0)
+    assert sorted(set(table["k"])) == [4, 16]  # 20, 1000 and all are the same sample: every query
+    notes = human_budget_report.k_notes(table, ("4", "20", "1000", "all"))
+    assert notes == ["calibration_k=20,1000: d has 16 queries, so k=20,1000 is reported as all (16)"]
+    assert human_budget_report.k_notes(table, ("4", "16", "all")) == []
+    options = Options(resamples=10, reference="human_labelset", calibration=("human_only",), calibration_k=("4", "1000"))
+    text = "\n".join(human_budget_report.markdown(table, human_budget_report.summary(table), options))
+    assert "- calibration_k=1000: d has 16 queries, so k=1000 is reported as all (16)." in text

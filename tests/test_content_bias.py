@@ -60,3 +60,13 @@ def test_content_bias_job_on_toy_with_fake_api_judge_and_rewriter(tmp_path):
     rewrites = pd.read_csv(client.download_artifacts(run.info.run_id, "rewrites.tsv", str(tmp_path)), sep="\t")
     assert rewrites["rewritten"].str.startswith("In other words: ").all()
     assert run.data.tags["text_view"] == "rewritten:openai"
+    # every file its components opened is in its digests: the toy dataset's four files and the judge's prompt
+    from judgebench.data.datasets import TOY_DIR
+    from judgebench.llm.prompts import PACKAGED
+    import hashlib
+
+    digests = json.loads(Path(client.download_artifacts(run.info.run_id, "input_digests.json", str(tmp_path / "dg"))).read_text())
+    toy, prompt = Path(str(TOY_DIR)), Path(str(PACKAGED)) / "umbrela_bing.txt"
+    expected = {f"dataset/{n}": toy / n for n in ("topics.tsv", "qrels.txt", "pool.trec", "corpus.jsonl")}
+    expected["judge/umbrela_bing.txt"] = prompt
+    assert digests == {k: {"sha256": hashlib.sha256(p.read_bytes()).hexdigest(), "path": str(p)} for k, p in expected.items()}

@@ -7,11 +7,13 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from mlflow.tracking import MlflowClient
 
 import cli_runner
 from cli_runner import env_with
 from judgebench.content_bias.statistics import label_distribution
+from judgebench.llm.prompts import load_prompt
 from judgebench.data.datasets import load_toy
 from judgebench.rewriters.llm import REWRITE_PROMPT
 from judgebench.testing.fake_process import FakeLLMServer
@@ -103,3 +105,75 @@ def test_label_distribution_has_no_rows_for_labels_that_do_not_exist():
     d = label_distribution(sample, orig, rew)
     assert set(zip(d["view"], d["human"])) == {("original", 0), ("original", 3), ("rewritten", 0)}
     assert (d[[f"judge_{k}" for k in range(4)]].sum(axis=1) > 0).all()
+
+
+def _judge_line(out: str, judge: str = "gpt_4o_mini") -> str:
+    return next(x for x in out.splitlines() if x.startswith("[dry run]") and f"/ {judge}:" in x)
+
+
+def _cost(line: str) -> float:
+    return float(re.search(r"~\$([0-9.]+)", line).group(1))
+
+
+def test_a_dry_run_creates_nothing_in_mlflow(tmp_path):
+    """A dry multirun on a store that does not exist yet leaves it not existing: no database, no experiment,
+    no sweep run; on an existing store it adds no experiment and no run."""
+    fresh = tmp_path / "fresh"
+    args = ["-m", "ranker=oracle,bm25", "judge=human", "dry_run=true", "progress=false", f"tracking_uri=sqlite:///{fresh}/mlflow.db",
+            f"artifact_root={fresh}/artifacts", f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/multirun"]
+    res = cli_runner.run(args, cwd=tmp_path, env=env_with())
+    assert res.rc == 0 and "Traceback" not in res.err, str(res)
+    assert res.out.count("[dry run]") == 2 and not fresh.exists()
+    client = MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
+    before = len(client.search_experiments())
+    res = cli_runner.run(["-m", "ranker=oracle,bm25", "judge=human", "dry_run=true", *common(tmp_path, "dry_nothing")], cwd=tmp_path,
+                         env=env_with())
+    assert res.rc == 0, str(res)
+    assert client.get_experiment_by_name("dry_nothing") is None and len(client.search_experiments()) == before
+
+
+def test_a_labels_only_dry_run_prices_its_calls(tmp_path):
+    template = load_prompt("umbrela_bing")
+    pairs = TOY.label_set()
+    tokens = sum(len(template.render(query=TOY.queries[q], passage=TOY.corpus[d])) // 4 for q, d in zip(pairs["query_id"], pairs["doc_id"]))
+    cost = (tokens * 0.15 + len(pairs) * 8 * 0.60) / 1e6  # gpt_4o_mini's prices; an answer estimated at 8 tokens
+    with FakeLLMServer() as srv:
+        res = cli_runner.run(["job=labels_only", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "dry_run=true",
+                              *common(tmp_path, "dry_labels")], cwd=tmp_path, env=env_with())
+        assert res.rc == 0 and srv.stats()["requests"] == 0, str(res)
+    line = _judge_line(res.out)
+    assert f"{len(pairs)} pairs, 0 cached, {len(pairs)} calls to make (~{tokens} input tokens, ~${cost:.4f})" in line, res.out
+
+
+def test_a_dry_run_after_a_batch_left_running_counts_its_prompts_as_resumed(tmp_path):
+    """The real rerun polls the saved batch and pays nothing: the dry run says so, instead of 241 calls to make."""
+    n = len(TOY.label_set())
+    with FakeLLMServer() as srv:
+        srv.configure_batches(polls_in_progress=10**6)
+        cell = ["ranker=oracle", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "judge.backend.mode=batch",
+                "judge.backend.batch.poll_interval_s=0.05", *common(tmp_path, "dry_batch")]
+        res = cli_runner.run([*cell, "judge.backend.batch.timeout_s=0.3"], cwd=tmp_path, env=env_with())
+        assert res.rc == 2 and "run again to resume" in res.err, str(res)
+        assert srv.batch_stats()["prompts_submitted"] == n
+        res = cli_runner.run([*cell, "dry_run=true"], cwd=tmp_path, env=env_with())
+        assert res.rc == 0, str(res)
+        assert f"{n} pairs, 0 cached, {n} in saved batches (resumed, not paid again), 0 calls to make" in _judge_line(res.out), res.out
+        srv.configure_batches(polls_in_progress=0)
+        res = cli_runner.run(cell, cwd=tmp_path, env=env_with())
+        assert res.rc == 0 and srv.batch_stats()["batches"] == 1 and srv.stats()["requests"] == 0, str(res)
+
+
+def test_a_batch_mode_content_bias_dry_run_prices_rewrites_and_judging_at_batch_prices(tmp_path):
+    lines = {}
+    with FakeLLMServer() as srv:
+        for mode in ("online", "batch"):
+            res = cli_runner.run(["+experiment=content_bias", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "rewriter=openai",
+                                  f"rewriter.base_url={srv.openai_base_url}", "content_bias.per_level=2", "content_bias.score_with_ranker=false",
+                                  f"judge.backend.mode={mode}", f"+rewriter.backend.mode={mode}", "dry_run=true",
+                                  *common(tmp_path, f"dry_cb_{mode}")], cwd=tmp_path, env=env_with())
+            assert res.rc == 0 and srv.stats()["requests"] == 0, str(res)
+            lines[mode] = [x for x in res.out.splitlines() if x.startswith("[dry run]")]
+    assert len(lines["online"]) == len(lines["batch"]) == 4  # the rewrites; the original, rewritten and injected judging
+    for online, batch in zip(lines["online"], lines["batch"]):
+        assert _cost(online) > 0 and _cost(batch) == pytest.approx(_cost(online) / 2, abs=1e-4), (online, batch)
+        assert "at batch prices" in batch and "at batch prices" not in online

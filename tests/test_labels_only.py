@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 from sklearn.metrics import cohen_kappa_score
 
-from cli_runner import ERROR_PREFIX, REPO, run, warm_store
+from cli_runner import ERROR_PREFIX, REPO, file_mode, run, run_compare, warm_store, write_dataset
 from judgebench.data.datasets import load_toy
 from judgebench.data.llmjudge import load_llmjudge
 
@@ -68,6 +68,7 @@ def test_labels_only_sweep_then_compare(store, tmp_path):
     runs = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'labels' and attributes.status = 'FINISHED'")
     # willia-umbrela1 ran in both sweeps: another policy is another config, so another run
     assert sorted(r.data.tags["judge"] for r in runs) == sorted([*PICK, "willia-umbrela1"])
+    error_policy = next(r for r in runs if r.data.params["judge.out_of_range"] == "error")
     runs = [r for r in runs if r.data.params["judge.out_of_range"] == "clip"]
     assert sorted(r.data.tags["judge"] for r in runs) == sorted(PICK)
     human = _read(LLMJUDGE / "llmjudge_test_qrel_idx.txt")
@@ -93,11 +94,16 @@ def test_labels_only_sweep_then_compare(store, tmp_path):
     res = run(["experiment=lj", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}"], cwd=tmp_path, module="judgebench.compare")
     assert res.rc == 0, res
     t2 = pd.read_csv(out / "table2.csv").set_index("judge")
-    assert list(t2.index) == PICK  # one row per submission, in run order
-    by_judge = {r.data.tags["judge"]: r.data.metrics for r in runs}
+    # one row per judge configuration, in run order, named as the grid names columns: willia-umbrela1 under both
+    # policies is two configurations of one name (name#<judge hash>), RMITIR-llama70B only ran with clip
+    name = {r.info.run_id: f"{r.data.tags['judge']}#{r.data.tags['judgebench.judge_hash'][:6]}" if r.data.tags["judge"] == PICK[0]
+            else r.data.tags["judge"] for r in [error_policy, *runs]}
+    clip = {r.data.tags["judge"]: r for r in runs}
+    assert list(t2.index) == [name[error_policy.info.run_id], name[clip[PICK[0]].info.run_id], PICK[1]]
     for judge in PICK:
+        row = t2.loc[name[clip[judge].info.run_id]]
         for c in ("kappa_graded", "kappa_linear", "kappa_ge2", "alpha_ordinal", "alpha_interval", "kappa_query_median", "judge_share_2"):
-            assert t2.loc[judge, c] == pytest.approx(by_judge[judge][c]), c  # recomputed from the labels artifact
+            assert row[c] == pytest.approx(clip[judge].data.metrics[c]), c  # recomputed from the labels artifact
     assert "tau_all" not in t2.columns and "ndcg10_judge" not in t2.columns
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP, rho, tau_top5) and Tables 3-6 need systems" in md
@@ -147,3 +153,70 @@ def test_labels_only_on_a_dataset_with_passages_and_unknown_jobs(store, tmp_path
     assert res.rc == 2 and "job=labels: expected one of grid_cell, rank, content_bias, labels_only" in res.err, res
     res = run(_args(store, "experiment_name=toylab", "job=labels_only", "rewriter=smollm2"), cwd=tmp_path)
     assert res.rc == 2 and "rewriter=smollm2 is not used" in res.err, res
+
+
+# --------------------------------------------------------------------------- judges and datasets named as the grid names them
+
+
+@pytest.fixture(scope="module")
+def toy_store(tmp_path_factory):
+    return warm_store(tmp_path_factory)
+
+
+def _label_file(path: Path, shift: int) -> Path:
+    """The toy label set as a qrels file, each human label moved by ``shift`` (clipped to 0..3): a file judge."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pairs = load_toy().label_set()
+    path.write_text("".join(f"{q} 0 {d} {min(3, max(0, h + shift))}\n" for q, d, h in pairs.itertuples(index=False)), encoding="utf-8")
+    return path
+
+
+def test_two_file_judges_of_one_name_are_two_rows_named_as_the_grid_names_them(toy_store, tmp_path):
+    a, b = _label_file(tmp_path / "a" / "run.txt", 0), _label_file(tmp_path / "b" / "run.txt", 1)  # both judges are called "run"
+    judges = ["judge=qrels", f"judge.path={a},{b}"]
+    for job in (["job=labels_only"], ["ranker=oracle"]):  # labels-only runs, and grid cells of the same two judges
+        res = run(["-m", *_args(toy_store, "experiment_name=twofiles", *job, *judges)], cwd=tmp_path)
+        assert res.rc == 0, res
+    client = MlflowClient(f"sqlite:///{toy_store}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("twofiles").experiment_id], "attributes.status = 'FINISHED'")
+    hashes = {kind: {r.data.params["judge.path"]: r.data.tags["judgebench.judge_hash"] for r in runs
+                     if r.data.tags.get("judgebench.kind") == kind} for kind in ("labels", "job")}
+    assert hashes["labels"] == hashes["job"] and len(set(hashes["labels"].values())) == 2  # the grid cells' identity tags
+    out = tmp_path / "out"
+    code, printed, err = run_compare("experiment=twofiles", f"tracking_uri=sqlite:///{toy_store}/mlflow.db", f"out={out}",
+                                     "bootstrap=0", "log=false", "format=csv,md")
+    assert code == 0, err
+    rows = pd.read_csv(out / "labels" / "table2.csv").set_index("judge")
+    names = {p: f"run#{h[:6]}" for p, h in hashes["labels"].items()}
+    assert sorted(rows.index) == sorted(names.values())
+    # a returns the human labels: kappa 1; b every label one up: sklearn's kappa on the same pairs
+    human = load_toy().label_set()["relevance"]
+    assert rows.loc[names[str(a)], "kappa_graded"] == pytest.approx(1.0)
+    assert rows.loc[names[str(b)], "kappa_graded"] == pytest.approx(cohen_kappa_score(human, (human + 1).clip(0, 3)))
+    grid = pd.read_csv(out / "table2.csv")
+    assert set(names.values()) <= set(grid["judge"])  # the grid report names the same two judges the same way
+
+
+def test_labels_only_refuses_two_identities_of_one_dataset_name(toy_store, tmp_path):
+    small, big = write_dataset(tmp_path / "small", ["q01", "q02", "q03"]), write_dataset(tmp_path / "big", ["q01", "q02", "q03", "q04"])
+    for files in (small, big):  # both are called dl19
+        res = run(_args(toy_store, "experiment_name=twoids", "job=labels_only", "judge=simulated", *file_mode(files)), cwd=tmp_path)
+        assert res.rc == 0, res
+    uri = f"sqlite:///{toy_store}/mlflow.db"
+    code, printed, err = run_compare("experiment=twoids", f"tracking_uri={uri}", f"out={tmp_path / 'out'}", "log=false")
+    assert code == 2 and printed == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("judgebench-compare: dataset dl19 has 2 identities in experiment 'twoids'") and "datasets=dl19@" in err
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("twoids").experiment_id], "tags.`judgebench.kind` = 'labels'")
+    (picked,), (other,) = ([r for r in runs if (r.data.metrics["n_queries"] == 3) == small] for small in (True, False))
+    small_hash = picked.data.tags["judgebench.dataset_hash"]
+    out = tmp_path / "picked"
+    code, printed, err = run_compare("experiment=twoids", f"tracking_uri={uri}", f"out={out}", f"datasets=dl19@{small_hash[:8]}",
+                                     "log=false", "format=csv")
+    assert code == 0, err
+    # the label set of the small files, counted from them: their qrels pairs that are in their pool
+    qrels, pool = (pd.read_csv(small[k], sep=r"\s+", header=None, dtype=str) for k in ("qrels", "pool"))
+    pairs = set(zip(qrels[0], qrels[2])) & set(zip(pool[0], pool[2]))
+    (row,) = pd.read_csv(out / "table2.csv").itertuples(index=False)
+    assert row.dataset == "dl19" and row.labelled_pairs == len(pairs)
+    assert row.kappa_graded == pytest.approx(picked.data.metrics["kappa_graded"]) != other.data.metrics["kappa_graded"]

@@ -300,3 +300,22 @@ def test_real_dl20_tied_scores(trec_dl_files: Path) -> None:
     assert q[18] == q[19] and q[23] == q[24] and q[59] == q[60]
     assert q.is_monotonic_decreasing
     assert len(list((trec_dl_dir / "reranker-runs").glob("*.trec"))) == 4
+
+
+@pytest.mark.parametrize("name", ["qrels.txt.gz", "qrels.txt"])  # told apart by content, whatever the name says
+def test_gzip_files_are_read_transparently_with_line_numbers_of_their_text(tmp_path: Path, trec_dl_files: Path, name) -> None:
+    import gzip
+
+    plain = trec_dl_files / "qrels.dl19-passage.txt"
+    packed = tmp_path / name
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    pd.testing.assert_frame_equal(read_qrels(packed), read_qrels(plain))
+    lines = plain.read_text(encoding="utf-8").splitlines()
+    lines[6] = lines[6].rsplit(" ", 1)[0] + " 7"  # line 7 gets a label outside 0..3
+    packed.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    with pytest.raises(DataError) as err:
+        read_qrels(packed)
+    assert str(err.value) == f"{packed}:7: expected a relevance label in 0..3, got 7"
+    packed.write_bytes(gzip.compress(plain.read_bytes())[:200])  # cut short
+    with pytest.raises(DataError, match=rf"^{packed}: is gzip-compressed but cannot be decompressed .*expected a complete \.gz file"):
+        read_qrels(packed)

@@ -5,13 +5,17 @@ a rewriter reports the documents it would rewrite (a cached rewrite is used as t
 is counted and its judge calls are counted as to make, with tokens
 estimated on the original text). Estimates: ~4 characters per token; a rewrite's output as long as its
 input (up to the backend's max_output_tokens), a judge answer 8 tokens, thinking its whole allowance (a
-budget, or a level's thinking_reserve: an upper bound). Across the jobs of one process
-(a local multirun) distinct calls are summed once, as the cache would make them.
+budget, or a level's thinking_reserve: an upper bound). A backend in batch mode is priced at its batch price,
+and prompts in a saved batch (``<cache_dir>/batches``) are counted as resumed, not as calls to make: the real
+run polls that batch and pays nothing for them again. Across the jobs of one process (a local multirun)
+distinct calls are summed once, as the cache would make them. A dry run creates nothing in MLflow (it reads
+the store, when there is one, to skip finished cells).
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
@@ -34,15 +38,26 @@ def plan_rewrites(rewriter, dataset, where: str, doc_ids=None) -> tuple[dict[str
     texts, todo = rewriter.plan(dataset, doc_ids)
     docs = len(rewriter._docs(dataset, doc_ids))
     backend = getattr(rewriter, "backend", None)
+    resumed = set()
+    if backend is not None and backend.mode == "batch":  # in a saved batch: resumed, not paid again (still pending)
+        from judgebench.llm.batch_store import BatchStore
+
+        saved, _ = BatchStore(Path(rewriter.cache_dir) / "batches").pending(backend.backend)
+        resumed = {d for d, key in rewriter._keys(todo).items() if key in saved}
     calls = []
     for d, prompt in todo.items():
+        if d in resumed:
+            continue
         n_in = len(prompt) // 4
-        cost = backend.cost(n_in, min(n_in, backend.max_output_tokens), thinking_tokens=backend.thinking_allowance) \
-            if backend is not None else 0.0
+        cost = backend.cost(n_in, min(n_in, backend.max_output_tokens), batch=backend.mode == "batch",
+                            thinking_tokens=backend.thinking_allowance) if backend is not None else 0.0
         calls.append((f"rewrite:{rewriter.name}:{d}:{hash(prompt)}", n_in, cost))
     kind = "rewrites to make" if backend is not None else "local-model rewrites to run (no request)"
-    print(f"[dry run] {where} / rewriter {rewriter.name}: {docs} documents, {docs - len(todo)} cached, {len(todo)} {kind} "
-          f"(~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}); {_remember(calls)}")
+    in_batches = f"{len(resumed)} in saved batches (resumed, not paid again), " if resumed else ""
+    prices = " at batch prices" if backend is not None and backend.mode == "batch" else ""
+    print(f"[dry run] {where} / rewriter {rewriter.name}: {docs} documents, {docs - len(todo)} cached, {in_batches}"
+          f"{len(calls)} {kind} (~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}{prices}); "
+          f"{_remember(calls)}")
     return texts, set(todo)
 
 
@@ -106,10 +121,14 @@ def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pen
     calls = [(c.key, len(c.prompt) // 4, per_call) for c in plan.to_call]
     for c in judge.render(pairs[waiting], dataset, texts):  # the rewritten text is unknown: estimated on the original
         n_in = len(c.prompt) // 4
-        calls.append((f"after-rewrite:{c.key}", n_in, judge.backend.cost(n_in, 8, thinking_tokens=judge.backend.thinking_allowance)))
+        calls.append((f"after-rewrite:{c.key}", n_in, judge.backend.cost(n_in, 8, batch=judge.backend.mode == "batch",
+                                                                           thinking_tokens=judge.backend.thinking_allowance)))
     n_pairs, to_make = len(pairs), len(calls)
-    print(f"[dry run] {where} / {judge.name}: {n_pairs} pairs, {n_pairs - to_make} cached, {to_make} calls to make "
-          f"(~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}); {_remember(calls)}")
+    resumed = f"{plan.in_batches} in saved batches (resumed, not paid again), " if plan.in_batches else ""
+    unknown = f" (and {plan.unknown_batches} saved batch(es) listing no prompts, resumed first)" if plan.unknown_batches else ""
+    print(f"[dry run] {where} / {judge.name}: {n_pairs} pairs, {n_pairs - to_make - plan.in_batches} cached, {resumed}"
+          f"{to_make} calls to make{unknown} (~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}"
+          f"{' at batch prices' if judge.backend.mode == 'batch' else ''}); {_remember(calls)}")
 
 
 def dry_run(cfg, dataset, judge, rewriter, system: str):

@@ -256,6 +256,9 @@ def user_message(exc: BaseException, tracking_uri: str | None = None) -> str | N
         unreachable = _tracking_unreachable(e, tracking_uri)
         if unreachable:
             return unreachable
+        if "attempt to write a readonly database" in str(e):  # a store that became read-only mid-job
+            return (f"the MLflow store {tracking_uri or ''} is read-only (attempt to write a readonly database); point "
+                    "tracking_uri at a writable store (the LLM answers received so far are in the call cache)")
         if isinstance(e, OmegaConfBaseException):
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             return where + first

@@ -7,6 +7,7 @@
   creation), and clears the outcome records of an earlier run of the same sweep directory. It also
   starts the sweep's parent run (kind ``sweep``): every cell's run (and a judge summary a cell creates)
   nests under it through ``mlflow.parentRunId``, MLflow's own nesting, so the UI shows one row per sweep.
+  A dry run (``dry_run=true``) skips all of this: it creates nothing in MLflow.
   The jobs learn its id from the environment (``JUDGEBENCH_PARENT_RUN``), which Hydra's basic launcher,
   submitit's local executor and ``sbatch`` all pass on. A single ``python run.py`` job has no parent.
 - ``on_job_end`` runs in the process that ran the job: the submitting process with Hydra's basic
@@ -282,7 +283,7 @@ class SweepCallback(Callback):
             old.unlink(missing_ok=True)  # a rerun of the same sweep directory reports afresh
         _SWEEP.update(dir=directory, printed=not self.summary, started=time.perf_counter())
         atexit.register(_print_at_exit)  # prints only when summary is on; always closes the parent run
-        if self.create_experiment:
+        if self.create_experiment and not config.get("dry_run"):  # a dry run creates nothing in MLflow
             try:
                 exp_id = precreate_experiment(config)
                 if exp_id is not None:

@@ -14,10 +14,11 @@ import json
 import logging
 import time
 
-from hydra.utils import get_class, instantiate
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import preflight, tracking
+from judgebench import input_digests, preflight, tracking
+from judgebench.dry_run import plan_judging
 from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
 from judgebench.data.trec import write_qrels
@@ -25,7 +26,7 @@ from judgebench.exceptions import UserError
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 from judgebench.exceptions import check_failed_share
 from judgebench.progress import job_stage
-from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, load_dataset, open_job_run, sweep_id
+from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, identity_tags, load_dataset, open_job_run, sweep_id
 
 log = logging.getLogger("judgebench")
 KIND = "labels"
@@ -44,24 +45,33 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
     if str(cfg.rewriter.get("name", "none")) != "none":
         raise UserError(f"job=labels_only compares the labels of the original texts; rewriter={cfg.rewriter.name} is not used (drop it)")
     used = job_config(cfg)
-    chash = config_hash(used)
-    client, exp_id, done = tracking.resume(cfg, chash, f"{cfg.dataset.name} / {cfg.judge.name}")
-    if done:
-        return JobOutcome("skipped-done", KIND, run_id=done)
-
+    inputs = input_digests.JobInputs()  # the files the dataset and the judge read: their contents are in the key
     dataset = load_dataset(cfg.dataset)
+    inputs.add("dataset", dataset.input_files)
     if get_class(cfg.judge._target_).reads_texts and not dataset.corpus:  # before instantiating: no model loads, no keys
         raise DataError(f"dataset {dataset.name}", f"has no passage texts, and judge {cfg.judge.name} reads passages; a labels-only "
                         "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
-    judge = instantiate(cfg.judge)
-    preflight.check_labels(dataset, judge)  # an API judge answers before any work (dry runs too)
-    if cfg.get("dry_run"):
-        print(f"[dry run] {dataset.name} / labels / {judge.name}: labels-only job, {len(dataset.label_set())} pairs")
+    judge = inputs.build("judge", cfg.judge)
+    chash = config_hash(used, inputs.digests(cfg.cache_dir))
+    what = f"{cfg.dataset.name} / {cfg.judge.name}"
+    if cfg.get("dry_run"):  # reads the store if there is one, creates nothing in MLflow
+        done = tracking.find_done_readonly(cfg, chash, what)
+        if done:
+            return JobOutcome("skipped-done", KIND, run_id=done)
+        preflight.check_labels(dataset, judge)
+        plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, dataset.corpus, set(),
+                     f"{dataset.name} / labels")
         return JobOutcome("dry-run", KIND)
+    client, exp_id, done = tracking.resume(cfg, chash, what)
+    if done:
+        return JobOutcome("skipped-done", KIND, run_id=done)
+    preflight.check_labels(dataset, judge)  # an API judge answers before any work
     tags = {
         f"{tracking.TAG}kind": KIND,
         f"{tracking.TAG}config_hash": chash,
         f"{tracking.TAG}sweep_id": sweep_id(cfg),
+        # the judge's configuration hash (and the versions), as on grid cells: compare names judges alike in both
+        **{k: v for k, v in identity_tags(cfg).items() if k != f"{tracking.TAG}system_hash"},  # no system here
         "dataset": dataset.name,
         "judge": judge.name,
         "judge_family": judge.family,
@@ -94,6 +104,7 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
             "judge_failures.csv": _frame_text(result.failed),
             "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
+            "input_digests.json": inputs.artifact(cfg.cache_dir),
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         job.log_files(files)

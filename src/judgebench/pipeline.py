@@ -9,22 +9,20 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import __version__, judge_summary, preflight, rankings, tracking
-from judgebench.data.datasets import Dataset
+from judgebench import __version__, files_read, input_digests, judge_summary, preflight, rankings, tracking
+from judgebench.data.datasets import TOY_DIR, Dataset
 from judgebench.data.trec import write_qrels
 from judgebench.exceptions import DataError, TooManyFailures, check_failed_share  # noqa: F401  (TooManyFailures: the cell's failure)
 from judgebench.dry_run import dry_run  # noqa: F401  (run_job's dry_run=true; asks nothing, rewrites included)
 from judgebench.data import fingerprint
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, METRIC_VERSION, evaluate, means, references
 from judgebench.identity import component_hash
-from judgebench.input_digests import input_digests, input_files
 from judgebench.judges.parsing import PARSE_VERSION
 from judgebench.progress import job_stage
 from judgebench.rankers.base import Ranker
@@ -46,16 +44,17 @@ class JobOutcome:
     metrics: dict | None = None
 
 
-def config_hash(cfg: DictConfig) -> str:
-    """The resume key: the cell's semantic config, its input files' contents, the metric version and the
-    answer-parsing version (a finished run of an older evaluation core or parser is recomputed, not reused)."""
+def config_hash(cfg: DictConfig, digests: dict[str, str]) -> str:
+    """The resume key: the cell's semantic config, the contents of the input files its components read
+    (``digests``, see input_digests.py), the metric version and the answer-parsing version (a finished run of
+    an older evaluation core or parser is recomputed, not reused)."""
     def strip(node):
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}
         return node
 
     tree = strip(OmegaConf.to_container(cfg, resolve=True))
-    tree["input_digests"] = input_digests(cfg)  # file contents, not only paths: an edited qrels reruns its cell
+    tree["input_digests"] = dict(digests)  # file contents, not only paths: an edited qrels reruns its cell
     tree = {"config": tree, "metric_version": METRIC_VERSION, "parse_version": PARSE_VERSION}
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -80,14 +79,23 @@ def system_name(ranker: Ranker, perturbation: Perturbation) -> str:
     return ranker.name if perturbation.is_identity else f"{ranker.name}+{name}"
 
 
-@lru_cache(maxsize=4)
-def _load_dataset(dataset_yaml: str) -> Dataset:
-    return instantiate(OmegaConf.create(dataset_yaml))
+_DATASETS: dict[str, tuple[Dataset, tuple]] = {}  # resolved dataset config -> (dataset, its files' stamps)
 
 
 def load_dataset(cfg: DictConfig) -> Dataset:
-    """Loaded once per process: every job of a local multirun shares it."""
-    return _load_dataset(OmegaConf.to_yaml(cfg, resolve=True))
+    """Loaded once per process (every job of a local multirun shares it) and again when one of the files its
+    loader read changed since; ``dataset.input_files`` lists those files (their digests join the resume key)."""
+    key = OmegaConf.to_yaml(cfg, resolve=True)
+    hit = _DATASETS.get(key)
+    if hit is not None and hit[1] == input_digests.stamps(hit[0].input_files):
+        return hit[0]
+    with files_read.recording() as opened:
+        dataset = instantiate(OmegaConf.create(key))
+    dataset.input_files = tuple(dict.fromkeys(opened))
+    if len(_DATASETS) >= 4:
+        _DATASETS.pop(next(iter(_DATASETS)))
+    _DATASETS[key] = (dataset, input_digests.stamps(dataset.input_files))
+    return dataset
 
 
 def sweep_id(cfg: DictConfig) -> str:
@@ -121,12 +129,15 @@ def _file_text(writer, frame: pd.DataFrame, **kw) -> str:
 
 def log_dataset_input(job: tracking.JobRun, cfg: DictConfig, dataset: Dataset) -> None:
     """The dataset as the run's dataset input: the label set's schema and size, a digest of every input file
-    the dataset reads, and where it comes from (its qrels file; the directory of the bundled toy files)."""
-    digests = {k: v for k, v in input_digests(cfg).items() if k.startswith("dataset.")}
+    its loader read, and where it comes from (its qrels file; the directory of the bundled toy files)."""
+    inputs = input_digests.JobInputs()
+    inputs.add("dataset", dataset.input_files)
+    digests = inputs.digests(cfg.get("cache_dir"))
     digest = hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
-    files = input_files({"dataset": OmegaConf.to_container(cfg.dataset, resolve=True)})
-    qrels = [p for k, p in sorted(files.items()) if "qrels" in k.rsplit(".", 1)[-1] or k.endswith("qrels.txt")] or sorted(files.values())
-    if "dataset.toy/qrels.txt" in files or not qrels:
+    files = list(dataset.input_files)
+    qrels = [p for p in files if "qrel" in p.name.lower()] or files
+    toy = Path(str(TOY_DIR))
+    if not qrels or qrels[0].parent == toy:
         source = str(qrels[0].parent if qrels else Path(__file__).parent / "data")
     else:
         source = str(qrels[0])
@@ -171,30 +182,36 @@ def reads_texts(ranker: Ranker, judge, rewriter, dataset: Dataset) -> bool:
 
 def run_job(cfg: DictConfig) -> JobOutcome:
     started = time.perf_counter()
-    ranker: Ranker = instantiate(cfg.ranker)
+    inputs = input_digests.JobInputs()  # the files each component opens: their contents are in the resume key
+    ranker: Ranker = inputs.build("ranker", cfg.ranker)
     perturbation = Perturbation(**OmegaConf.to_container(cfg.perturbation, resolve=True))
     system = system_name(ranker, perturbation)
     if not perturbation.is_identity and not ranker.perturbable:
         log.info("skip %s x %s: perturbations apply to oracle rankers (set ranker.perturbable=true)", ranker.name, perturbation.name)
         return JobOutcome("skipped-duplicate", system)
 
-    chash = config_hash(cfg)
-    client, exp_id, done = tracking.resume(cfg, chash, f"{cfg.dataset.name} / {system} / {cfg.judge.name}")
-    if done:
-        return JobOutcome("skipped-done", system, run_id=done)
-
-    dataset = load_dataset(cfg.dataset)
+    dataset = load_dataset(cfg.dataset)  # cheap, as is building the judge and rewriter: the key needs their files
+    inputs.add("dataset", dataset.input_files)
     if not dataset.has_pool:
         raise DataError(
             f"dataset {dataset.name}",
             "has human labels but no passages and no pool of systems, so there is nothing to rank; compare "
             "judges on its labels in a labels-only experiment (job=labels_only, e.g. python run.py -m +experiment=llmjudge)",
         )
-    judge = instantiate(cfg.judge)
-    rewriter = instantiate(cfg.rewriter)
-    preflight.check_cell(dataset, judge, rewriter, ranker)  # each API backend answers before any work (dry runs too)
-    if cfg.get("dry_run"):
+    judge = inputs.build("judge", cfg.judge)
+    rewriter = inputs.build("rewriter", cfg.rewriter)
+    chash = config_hash(cfg, inputs.digests(cfg.cache_dir))
+    what = f"{cfg.dataset.name} / {system} / {cfg.judge.name}"
+    if cfg.get("dry_run"):  # reads the store if there is one, creates nothing in MLflow
+        done = tracking.find_done_readonly(cfg, chash, what)
+        if done:
+            return JobOutcome("skipped-done", system, run_id=done)
+        preflight.check_cell(dataset, judge, rewriter, ranker)  # each API backend answers (dry runs too)
         return dry_run(cfg, dataset, judge, rewriter, system)
+    client, exp_id, done = tracking.resume(cfg, chash, what)
+    if done:
+        return JobOutcome("skipped-done", system, run_id=done)
+    preflight.check_cell(dataset, judge, rewriter, ranker)  # each API backend answers before any work
     tags = {
         f"{tracking.TAG}kind": "job",
         f"{tracking.TAG}config_hash": chash,
@@ -227,7 +244,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         where = f"{cfg.dataset.name} / {system} / rewriter {rewriter.name}"
         rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, float(cfg.get("max_failed_share", 1.0)), where)
         ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system,
-                                     rewriter.view != "original" or ranker.reads_texts(dataset), client, exp_id)
+                                     rewriter.view != "original" or ranker.reads_texts(dataset), client, exp_id,
+                                     files=inputs.digests(cfg.cache_dir, rankings.FILE_ROLES))
         run = ranking.run
         job.set_tags({f"{tracking.TAG}ranking_key": ranking.key})
         job.log_metrics(ranking.metrics)  # the ranking's own statistics (PRP's order consistency), on every cell that uses it
@@ -264,7 +282,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             "per_query.csv": _frame_text(per_query),
             "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
-            "input_digests.json": json.dumps(input_digests(cfg), indent=1, sort_keys=True),
+            "input_digests.json": inputs.artifact(cfg.cache_dir),
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         files.update(rewrite_files)

@@ -59,7 +59,8 @@ def check_cell(dataset, judge, rewriter, ranker) -> None:
 def check_labels(dataset, judge) -> None:
     """A labels-only job: the judge, when the label set on the original texts has calls to make."""
     backends = api_backends(judge=judge)
-    if backends and judge.plan(dataset.label_set()[["query_id", "doc_id"]], dataset, dataset.corpus).to_call:
+    plan = judge.plan(dataset.label_set()[["query_id", "doc_id"]], dataset, dataset.corpus) if backends else None
+    if plan is not None and (plan.to_call or plan.in_batches or plan.unknown_batches):  # a saved batch is polled too
         check(backends)
 
 
@@ -70,7 +71,8 @@ def _roles_calling(dataset, judge, rewriter) -> set[str]:
     if hasattr(judge, "plan"):
         pairs = dataset.label_set()[["query_id", "doc_id"]]
         waiting = pairs["doc_id"].isin(set(pending))  # judged on a rewrite still to make: a call to make
-        if waiting.any() or judge.plan(pairs[~waiting], dataset, texts).to_call:
+        plan = None if waiting.any() else judge.plan(pairs[~waiting], dataset, texts)
+        if plan is None or plan.to_call or plan.in_batches or plan.unknown_batches:  # a saved batch is polled too
             roles.add("judge")
     return roles
 

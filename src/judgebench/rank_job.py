@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 import time
 
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import preflight, rankings, tracking
+from judgebench import input_digests, preflight, rankings, tracking
 from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
 from judgebench.pipeline import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
@@ -35,7 +34,8 @@ def _finished(client, experiment_id: str, key: str) -> str | None:
 
 def run_rank(cfg: DictConfig) -> JobOutcome:
     started = time.perf_counter()
-    ranker = instantiate(cfg.ranker)
+    inputs = input_digests.JobInputs()  # a run file or prompt the ranker (or rewriter) reads is part of the key
+    ranker = inputs.build("ranker", cfg.ranker)
     perturbation = Perturbation(**OmegaConf.to_container(cfg.perturbation, resolve=True))
     system = system_name(ranker, perturbation)
     if not perturbation.is_identity and not ranker.perturbable:
@@ -44,18 +44,23 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
     dataset = load_dataset(cfg.dataset)
     if not dataset.has_pool:
         raise DataError(f"dataset {dataset.name}", "has no pool of candidates, so there is nothing to rank")
-    rewriter = instantiate(cfg.rewriter)
+    inputs.add("dataset", dataset.input_files)
+    rewriter = inputs.build("rewriter", cfg.rewriter)
     reads = rewriter.view != "original" or ranker.reads_texts(dataset)
-    key = rankings.ranking_key(cfg, dataset, reads)
+    files = inputs.digests(cfg.cache_dir, rankings.FILE_ROLES)
+    key = rankings.ranking_key(cfg, dataset, reads, files)
+    if cfg.get("dry_run"):  # creates nothing in MLflow
+        stored = rankings.RankingStore(cfg.cache_dir).read(key) is not None
+        preflight.check(preflight.api_backends(rewriter=rewriter, ranker=ranker))
+        print(f"[dry run] {dataset.name} / {system}: ranking {key} " + ("stored, nothing to compute" if stored else
+              f"to compute ({ranker.kind} ranker {ranker.name})"))
+        return JobOutcome("dry-run", system)
     client, exp_id = tracking.open_store(cfg)
     done = None if cfg.force else _finished(client, exp_id, key)
     if done and rankings.RankingStore(cfg.cache_dir).read(key) is not None:
         log.info("skip rank %s / %s: ranking %s is logged (run %s) and stored", dataset.name, system, key, done)
         return JobOutcome("skipped-done", system, run_id=done)
     preflight.check(preflight.api_backends(rewriter=rewriter, ranker=ranker))  # an API ranker answers before any work
-    if cfg.get("dry_run"):
-        print(f"[dry run] {dataset.name} / {system}: ranking {key} to compute ({ranker.kind} ranker {ranker.name})")
-        return JobOutcome("dry-run", system)
     tags = {
         f"{tracking.TAG}kind": rankings.KIND,
         f"{tracking.TAG}ranking_key": key,
@@ -71,12 +76,13 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
     job, _, long_values = open_job_run(client, exp_id, f"rank/{dataset.name}/{system}", tags, note, used, cfg, dataset)
     try:
         texts = rewriter.rewrite(dataset)
-        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system, reads, client, exp_id)
+        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system, reads, client, exp_id, files=files)
         metrics = {"ranking_computed": int(ranking.computed), "ranker_prompts_scored": ranking.scored,
                    "n_queries": int(ranking.run["query_id"].nunique()), "wall_time_s": time.perf_counter() - started,
                    **ranking.metrics}
         job.log_metrics(metrics)
-        job.log_files({"run.trec": ranking.text, **{f"params/{k}.txt": v for k, v in long_values.items()}})
+        job.log_files({"run.trec": ranking.text, "input_digests.json": inputs.artifact(cfg.cache_dir),
+                       **{f"params/{k}.txt": v for k, v in long_values.items()}})
         job.finish("FINISHED")
     except BaseException as exc:
         job.fail(exc)

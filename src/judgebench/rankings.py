@@ -53,13 +53,20 @@ class Ranking:
     metrics: dict = field(default_factory=dict)  # the ranker's statistics of this ranking (stored with it)
 
 
-def ranking_key(cfg: DictConfig, dataset, reads_texts: bool) -> str:
-    """What decides a ranking: dataset identity, system and rewriter config hashes, the ranking code's version."""
+FILE_ROLES = ("ranker", "rewriter")  # components whose input files (a run file, a prompt) decide a ranking
+
+
+def ranking_key(cfg: DictConfig, dataset, reads_texts: bool, files: dict[str, str] | None = None) -> str:
+    """What decides a ranking: dataset identity, system and rewriter config hashes, the digests of the files
+    the ranker and rewriter read (``files``: a runfile ranker's run edited in place is another ranking), the
+    ranking code's version."""
     node = lambda key: OmegaConf.to_container(cfg[key], resolve=True) if key in cfg else None  # noqa: E731
     fp = fingerprint(dataset)
     tree = {"dataset": fp.hash, "texts": fp.texts if reads_texts else None,
             "system": component_hash(node("ranker"), node("perturbation")), "rewriter": component_hash(node("rewriter")),
             "rank_version": RANK_VERSION, "judgebench": __version__}
+    if files:  # absent when they read none: the keys of stored rankings of such systems stay what they were
+        tree["files"] = dict(files)
     return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -73,10 +80,23 @@ class RankingStore:
     def path(self, key: str) -> Path:
         return self.root / f"{key}.trec"
 
+    def warn_unless_writable(self, what: str) -> None:
+        """Before computing a ranking: say now, not after hours of scoring, when it cannot be stored."""
+        from judgebench.cache.probe import probe_dir
+        from judgebench.exceptions import CacheError
+
+        try:
+            probe_dir(self.root, "rankings")
+        except CacheError as e:
+            log.warning("%s: %s; the ranking is computed and used (and logged), but other cells will compute it again", what, e)
+
     def read(self, key: str) -> str | None:
         try:
             return self.path(key).read_text(encoding="utf-8")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:  # an unreadable store: the ranking is computed again, not a lost cell
+            log.warning("ranking %s cannot be read from %s (%s); it is computed again", key, self.root, e)
             return None
 
     def metrics(self, key: str) -> dict:
@@ -138,10 +158,11 @@ def from_mlflow(client, experiment_id: str, key: str) -> tuple[str, dict] | None
 
 
 def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str, reads_texts: bool,
-              client=None, experiment_id: str | None = None) -> Ranking:
+              client=None, experiment_id: str | None = None, files: dict[str, str] | None = None) -> Ranking:
     """The cell's ranking: read back when stored (here, or in a ``job=rank`` run of the experiment), else
-    computed under the ranking's lock (a job already computing it is waited for), stored, and read back."""
-    key = ranking_key(cfg, dataset, reads_texts)
+    computed under the ranking's lock (a job already computing it is waited for), stored, and read back.
+    ``files``: digests of the ranker's and rewriter's input files (see :func:`ranking_key`)."""
+    key = ranking_key(cfg, dataset, reads_texts, files)
     store = RankingStore(cfg.cache_dir)
     text = store.read(key)
     if text is None and client is not None:
@@ -156,6 +177,7 @@ def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str
         text = store.read(key)
         if text is not None:
             return Ranking(key, parse(text), text, computed=False, metrics=store.metrics(key))
+        store.warn_unless_writable(f"{dataset.name} / {system}")
         started = time.perf_counter()
         with job_stage(cfg, f"rank {ranker.name}"):
             run = ranker.rank(dataset, texts)

@@ -76,6 +76,7 @@ def ensure_sqlite_parent(tracking_uri: str) -> None:
 
     db = Path(tracking_uri[len("sqlite:///") :])
     db.parent.mkdir(parents=True, exist_ok=True)
+    check_sqlite_writable(tracking_uri, db)
     ready = db.parent / f"{db.name}.ready"  # written once the schema exists: later jobs skip the lock
 
     def stamp() -> str:
@@ -88,6 +89,39 @@ def ensure_sqlite_parent(tracking_uri: str) -> None:
                 _retry(lambda: MlflowClient(tracking_uri).search_experiments(max_results=1))
                 ready.write_text(stamp())
     _READY_STORES.add(tracking_uri)
+
+
+def check_sqlite_writable(tracking_uri: str, db: Path) -> None:
+    """One line up front (ConfigError) when a job could not log to the SQLite store: the database file takes no
+    write lock (read-only file or mount) or its folder takes no new file (SQLite writes its journal there).
+    Without this, MLflow's writes fail later, after retries, as sqlite3.OperationalError tracebacks."""
+    import secrets
+    import sqlite3
+
+    from judgebench.exceptions import ConfigError
+
+    hint = "point tracking_uri at a writable store (a copy of this one: cp the .db file into a writable folder)"
+    probe = db.parent / f".{db.name}.probe.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"tracking_uri={tracking_uri}: the MLflow store's folder {db.parent} is not writable "
+                          f"([Errno {e.errno}] {e.strerror}); {hint}") from None
+    if not db.exists():
+        return
+    con = None
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=10)
+        con.execute("BEGIN IMMEDIATE")  # a write lock, nothing written
+        con.rollback()
+    except sqlite3.OperationalError as e:
+        if "locked" in str(e) or "busy" in str(e):  # another job is writing: writable
+            return
+        raise ConfigError(f"tracking_uri={tracking_uri}: the MLflow store {db} cannot be written ({e}); {hint}") from None
+    finally:
+        if con is not None:
+            con.close()
 
 
 def _transient(exc: BaseException) -> bool:
@@ -290,6 +324,20 @@ def open_store(cfg) -> tuple[MlflowClient, str]:
     ensure_sqlite_parent(cfg.tracking_uri)
     client = MlflowClient(cfg.tracking_uri)
     return client, get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
+
+
+def find_done_readonly(cfg, config_hash: str, what: str) -> str | None:
+    """A dry run's resume check: the FINISHED run with this config hash, looked up without creating anything
+    (no store, no experiment, no run; a dead job's runs are left for the real run to close)."""
+    uri = str(cfg.tracking_uri)
+    if cfg.get("force") or (uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file()):
+        return None
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(cfg.experiment_name)
+    done = find_finished(client, exp.experiment_id, config_hash) if exp is not None else None
+    if done:
+        print(f"[dry run] skip {what}: finished run {done} has this config (nothing to do)")
+    return done
 
 
 def resume(cfg, config_hash: str, what: str) -> tuple[MlflowClient, str, str | None]:

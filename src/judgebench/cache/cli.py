@@ -1,6 +1,7 @@
 """``judgebench cache stats|verify|export FILE|import FILE [--root DIR]``.
 
-Exit codes: 0 ok, 1 ``verify`` found corrupt entries, 2 error (one line on stderr, no traceback).
+Exit codes: 0 ok, 1 ``verify`` found corrupt entries (or ``--remove`` had to leave some), 2 error (one line on
+stderr, no traceback; a ``--root`` that does not exist is an error, not a new cache, except for ``import``).
 """
 
 from __future__ import annotations
@@ -66,22 +67,43 @@ def _stats(cache: CallCache) -> int:
     return 0
 
 
+def _entries(n: int) -> str:
+    return f"{n} corrupt entr{'y' if n == 1 else 'ies'}"
+
+
+def _verify(cache: CallCache, remove: bool) -> int:
+    """Every corrupt entry (and why), every torn tail (and what it cut short); with --remove, what was removed and
+    what had to stay. Exit 1 while a corrupt entry is still there."""
+    from judgebench.cache.maintenance import verify_report
+
+    report = verify_report(cache, remove_corrupt=remove)
+    for p in report.corrupt:
+        print(f"corrupt: {p} ({cache.reasons.get(p, 'checksum/format mismatch')})")
+    for p, what in report.torn:
+        print(f"torn tail: {p} ({what})")
+    for p, why in report.kept:
+        print(f"not removed: {p} ({why})")
+    if not remove:
+        print(f"{_entries(len(report.corrupt))} found in {cache.root}")
+    else:
+        kept = f", {len(report.kept)} still there" if report.kept else ""
+        print(f"{_entries(len(report.corrupt))} found in {cache.root}, {len(report.removed)} removed{kept}")
+    if report.torn:
+        print(f"{len(report.torn)} segment(s) end in a torn tail: an answer cut short is asked again by the next run")
+    return 1 if report.kept or (report.corrupt and not remove) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
     except SystemExit as e:  # argparse usage errors (2) and --help (0)
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     try:
-        cache = CallCache(args.root or default_root())
+        cache = CallCache(args.root or default_root(), create=args.cmd == "import")  # only import starts a cache
         if args.cmd == "stats":
             return _stats(cache)
         if args.cmd == "verify":
-            bad = cache.verify(remove_corrupt=args.remove)
-            for p in bad:
-                print(f"corrupt: {p} ({cache.reasons.get(p, 'checksum/format mismatch')})")
-            action = "removed" if args.remove else "found"
-            print(f"{len(bad)} corrupt entr{'y' if len(bad) == 1 else 'ies'} {action} in {cache.root}")
-            return 1 if bad and not args.remove else 0
+            return _verify(cache, args.remove)
         if args.cmd == "export":
             n = cache.export(args.file)
             print(f"exported {n} entries to {args.file}")

@@ -16,6 +16,7 @@ import os
 import secrets
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
@@ -30,10 +31,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("judgebench.cache.store")
 
 
-def _segment_sources(cache: CallCache) -> tuple[dict[str, list[tuple[Path, int, int]]], list[tuple[Path, str]]]:
-    """Every good frame per key (newest last) and every corrupt region, by a full scan of each segment."""
+def _segment_sources(cache: CallCache) -> tuple[dict[str, list[tuple[Path, int, int]]], list[tuple[Path, str]], list[tuple[Path, str]]]:
+    """Every good frame per key (newest last), every corrupt region and every torn tail, by a full scan of each segment."""
     frames: dict[str, list[tuple[Path, int, int]]] = {}
     problems: list[tuple[Path, str]] = []
+    torn: list[tuple[Path, str]] = []
     for path in cache.segments.files():
         try:
             res = seg.scan_file(path)
@@ -44,7 +46,14 @@ def _segment_sources(cache: CallCache) -> tuple[dict[str, list[tuple[Path, int, 
         for key, offset, n in res.entries:
             frames.setdefault(key, []).append((path, offset, n))
         problems.extend((seg.location(path, off), reason) for off, reason in res.problems)
-    return frames, problems
+        if res.torn_tail:
+            torn.append((seg.location(path, res.resume_at), res.torn))
+    return frames, problems, torn
+
+
+def torn_tails(cache: CallCache) -> list[tuple[Path, str]]:
+    """(``<segment>@<offset>``, what it cut short) of each segment that ends in an unfinished record."""
+    return _segment_sources(cache)[2]
 
 
 def scan(cache: CallCache) -> Iterator[tuple[Path, str | None, dict | None, int]]:
@@ -52,7 +61,7 @@ def scan(cache: CallCache) -> Iterator[tuple[Path, str | None, dict | None, int]
     valid copy only (entry file first, then its newest segment frame); corrupt regions of segments last."""
     from judgebench.cache.store import _Corrupt
 
-    frames, problems = _segment_sources(cache)
+    frames, problems, _torn = _segment_sources(cache)
     file_keys = set(cache._file_keys())
     for key in sorted(file_keys | frames.keys()):
         found = False
@@ -105,22 +114,43 @@ def stats(cache: CallCache):
     return CacheStats(n, size, bad, dict(sorted(backends.items())), dict(sorted(models.items())))
 
 
-def verify(cache: CallCache, remove_corrupt: bool = False) -> list[Path]:
-    bad = [where for where, _key, payload, _n in scan(cache) if payload is None]
-    for where in bad:
+@dataclass
+class VerifyReport:
+    corrupt: list[Path]  # every unusable entry found (before any removal)
+    removed: list[Path] = field(default_factory=list)
+    kept: list[tuple[Path, str]] = field(default_factory=list)  # corrupt entries left in place, and why
+    torn: list[tuple[Path, str]] = field(default_factory=list)  # segments ending in an unfinished record
+
+
+def verify_report(cache: CallCache, remove_corrupt: bool = False) -> VerifyReport:
+    """Every corrupt entry and torn tail; with ``remove_corrupt``, what was removed and what had to stay."""
+    report = VerifyReport([where for where, _key, payload, _n in scan(cache) if payload is None], torn=torn_tails(cache))
+    for where in report.corrupt:
         log.warning("corrupt cache entry %s", where)
     if remove_corrupt:
-        segments = set()
-        for where in bad:
+        by_segment: dict[Path, list[Path]] = {}
+        for where in report.corrupt:
             segment = seg.segment_of(where)
             if segment is not None:
-                segments.add(segment)
+                by_segment.setdefault(segment, []).append(where)
             else:
-                where.unlink(missing_ok=True)
-        for path in sorted(segments):
-            rewrite_segment(cache, path)
+                try:
+                    where.unlink(missing_ok=True)
+                    report.removed.append(where)
+                except OSError as e:
+                    report.kept.append((where, f"cannot be removed ([Errno {e.errno}] {e.strerror})"))
+        for path, entries in sorted(by_segment.items()):
+            if rewrite_segment(cache, path):
+                report.removed.extend(entries)
+            else:
+                report.kept.extend((where, "its segment changed in the last hour (its writer may be running), so it was "
+                                           "not rewritten: run verify --remove again later") for where in entries)
         cache.clean_temp()
-    return bad
+    return report
+
+
+def verify(cache: CallCache, remove_corrupt: bool = False) -> list[Path]:
+    return verify_report(cache, remove_corrupt).corrupt
 
 
 def rewrite_segment(cache: CallCache, path: Path, min_age_s: float | None = None) -> bool:
@@ -206,9 +236,12 @@ def import_entries(cache: CallCache, path: Path, overwrite: bool = False) -> tup
                         and env["sha256"] == checksum(payload)
                         and isinstance(payload.get("record"), dict)
                     )
-                except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+                except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError):  # nested too deep too
                     ok = False
-                invalid = record_problem(payload) if ok else None
+                try:
+                    invalid = record_problem(payload) if ok else None
+                except RecursionError:
+                    ok, invalid = False, None
                 if not ok or invalid:
                     corrupt += 1
                     skipped += 1

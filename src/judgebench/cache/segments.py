@@ -9,11 +9,14 @@ lock and no shared mutable file. A segment is a sequence of frames::
 where body is the same checksummed JSON envelope a one-file-per-entry cache stores, so a record is
 checked twice: the frame's crc32 (torn or bit-flipped bytes) and the envelope's sha256 (the payload).
 
-* A frame whose declared length runs past the end of the file, or the last frame of a file whose crc does
-  not match, is a *torn tail*: a writer killed mid-``write`` or one still writing. It is never read back and
-  not reported; the next scan retries from its offset (a live writer may have completed it).
-* A bad frame with more frames after it is *corruption*: reported with the file and byte offset, and the
-  scan resynchronises on the next magic number whose frame checks out.
+* Only the *last* frame of a file can be a *torn tail*: one whose declared length runs past the end of the
+  file, or whose crc does not match, with no good frame after it (a writer killed mid-``write``, or one still
+  writing). It is never read back and is not corruption; the next scan retries from its offset (a live writer
+  may have completed it), and ``verify`` lists it with what it cut short.
+* A bad frame with a good frame after it is *corruption*, whatever is wrong with it (magic, a length that
+  runs past the end of the file, crc): reported with the file, the byte offset and how many records the
+  bad bytes hold, and the scan resynchronises on the next magic number whose frame checks out, so the
+  records after it are read.
 * A writer whose ``write`` fails (full disk) abandons its file and opens a new one, so a torn frame stays a
   tail and is never followed by good records.
 """
@@ -39,7 +42,8 @@ SUFFIX = ".seg"
 DIRNAME = "segments"
 MAX_BODY = 1 << 31  # a length beyond this is a corrupt header, not a record
 BAD_HEADER, BAD_CRC = "bad frame header", "frame checksum mismatch"
-FRAME_PROBLEMS = (BAD_HEADER, BAD_CRC)
+BAD_LENGTH = "frame length runs past the end of the file"
+FRAME_PROBLEMS = (BAD_HEADER, BAD_CRC, BAD_LENGTH)  # a reason starts with one of these
 
 
 def frame(key: str, body: bytes) -> bytes:
@@ -58,6 +62,7 @@ class ScanResult:
     problems: list[tuple[int, str]] = field(default_factory=list)  # (byte offset, reason): mid-file corruption
     resume_at: int = 0  # where the next scan of this file starts (the torn tail, or the end)
     torn_tail: bool = False
+    torn: str = ""  # what the torn tail cut short, for verify
 
 
 def _frame_ok(buf, pos: int, n: int) -> bool:
@@ -78,6 +83,24 @@ def _resync(buf, pos: int, size: int) -> int:
             return at
 
 
+def _skipped(buf, pos: int, nxt: int, reason: str) -> str:
+    """The reason, with what the bad bytes from ``pos`` up to the next good frame hold."""
+    records = max(1, buf[pos:nxt].count(MAGIC))
+    return (f"{reason}; {records} record{'s' if records > 1 else ''} lost in the {nxt - pos} bytes up to the next good "
+            f"frame at byte {nxt}, the records after it are read")
+
+
+def _torn(buf, pos: int, size: int) -> str:
+    """What a torn tail at ``pos`` cut short."""
+    if size - pos >= HEADER and buf[pos:pos + 4] == MAGIC:
+        n = _HEAD.unpack_from(buf, pos)[1]
+        key = buf[pos + _HEAD.size:pos + HEADER].hex()
+        return (f"the last record (key {key[:16]}...) is cut short: {size - pos} of its {HEADER + n} bytes are here; "
+                "a writer killed mid-write or still writing, and any records written after it are gone too")
+    return (f"{size - pos} bytes of an unfinished frame header: a writer killed mid-write or still writing, and any "
+            "records written after it are gone too")
+
+
 def scan_bytes(buf, start: int = 0) -> ScanResult:
     """Walk the frames of ``buf`` from ``start``: the good ones, mid-file corruption, and the torn tail."""
     res = ScanResult()
@@ -88,22 +111,20 @@ def scan_bytes(buf, start: int = 0) -> ScanResult:
             break
         magic, n, _ = _HEAD.unpack_from(buf, pos)
         end = pos + HEADER + n
-        if magic != MAGIC or n > MAX_BODY:
-            res.problems.append((pos, BAD_HEADER))
-            pos = _resync(buf, pos, size)
-            continue
-        if end > size:  # cut short, or still being written
-            res.torn_tail = True
-            break
-        if not _frame_ok(buf, pos, n):
-            if end == size:
+        bad = BAD_HEADER if magic != MAGIC or n > MAX_BODY else BAD_LENGTH if end > size else \
+            BAD_CRC if not _frame_ok(buf, pos, n) else None
+        if bad is not None:
+            nxt = _resync(buf, pos, size)
+            if nxt >= size and bad != BAD_HEADER:  # nothing good after it: the last frame, torn (or being written)
                 res.torn_tail = True
                 break
-            res.problems.append((pos, BAD_CRC))
-            pos = _resync(buf, pos, size)
+            res.problems.append((pos, _skipped(buf, pos, nxt, bad)))
+            pos = nxt
             continue
         res.entries.append((buf[pos + _HEAD.size:pos + HEADER].hex(), pos, n))
         pos = end
+    if res.torn_tail:
+        res.torn = _torn(buf, pos, size)
     res.resume_at = pos
     return res
 

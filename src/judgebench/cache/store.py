@@ -66,9 +66,11 @@ class CacheStats:
 class CallCache:
     """Checksummed entries in one directory; safe for many concurrent processes, on local disks and NFS."""
 
-    def __init__(self, root: str | Path, fsync: bool | None = None, layout: str | None = None) -> None:
+    def __init__(self, root: str | Path, fsync: bool | None = None, layout: str | None = None, create: bool = True) -> None:
         self.root = Path(root).expanduser()
         self.fsync = os.environ.get("JUDGEBENCH_CACHE_FSYNC", "0") not in ("", "0", "false") if fsync is None else fsync
+        if not create and not self.root.is_dir():  # a tool reading a cache: a mistyped path is not a new cache
+            raise CacheError(f"no cache at {self.root} (no such directory), expected the calls folder of a cache_dir")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -130,7 +132,9 @@ class CallCache:
         try:
             body = self.segments.read(key, path, offset, n)
         except FileNotFoundError:  # rewritten by verify: its records are in another segment now
-            return None
+            self.refresh()
+            moved = self.segments.frames.get(key)
+            return self._load_segment(key, *moved) if moved is not None and moved[0] != path else None
         except OSError as e:
             raise CacheError(f"cannot read cache segment {path}: {_oserr(e)}") from None
         where = seg.location(path, offset)
@@ -177,7 +181,7 @@ class CallCache:
         if path not in self._warned:
             self._warned.add(path)
             self.corrupt_seen += 1
-            if reason in seg.FRAME_PROBLEMS:
+            if reason and reason.startswith(seg.FRAME_PROBLEMS):
                 log.warning("corrupt cache entry %s (%s); treated as a miss", path, reason)
             elif reason and reason != "checksum/format mismatch":
                 log.warning("invalid cache entry %s (%s); treated as a miss", path, reason)
@@ -306,26 +310,12 @@ class CallCache:
                 pass
             raise CacheError(f"cannot write cache entry {path}: {_oserr(e)}") from None
 
-    def check_writable(self) -> None:
-        """Raise CacheError (naming the root) unless an entry could be written now: callers check before
-        paying for answers they could not store (read-only mount, full disk, lost permissions)."""
-        tmp = self.root / f".probe.{os.getpid()}.{secrets.token_hex(6)}{_TMP_SUFFIX}"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            try:
-                os.write(fd, b"{}")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if self.layout == "segments":
-                self.segment_dir.mkdir(exist_ok=True)
-        except OSError as e:
-            raise CacheError(f"cache {self.root} is not writable: {_oserr(e)}") from None
-        finally:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    def check_writable(self, keys=()) -> None:
+        """Raise CacheError (naming the folder) unless the answers to ``keys`` could be written now: callers check
+        before paying for answers they could not store (read-only mount, full disk, lost permissions)."""
+        from judgebench.cache.probe import check_call_cache
+
+        check_call_cache(self, keys, os)
 
     def close(self) -> None:
         """Close this process's segment and the read descriptors (reopened on the next use)."""

@@ -6,6 +6,7 @@ be an error (exit 2), not a silently ignored override.
 
 from __future__ import annotations
 
+import csv
 import os
 import sys
 import tempfile
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare import console, human_budget, labels_report
+from judgebench.compare import console, human_budget, labels_report, names
 from judgebench.compare import report as report_mod
 from judgebench.exceptions import CompareError
 from judgebench.masking import install_log_scrubbing, mask_url, scrub
@@ -30,8 +31,11 @@ USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [
   sweep        only runs of this sweep id (default: the latest finished run of every cell)
   datasets     datasets to report (default: all); a requested dataset without runs is listed as missing;
                name@HASH picks one identity of a dataset whose runs used other qrels, pools or passages
-  judges       judges to report (default: all); the human column is always there
-  out          output directory (default: compare-out/NAME)
+  judges       judges to report (default: all); the human column is always there. A name holding a comma
+               goes in double quotes, a double quote in it doubled: judges='"gpt, tuned",human' (the
+               single quotes keep the shell off; the same for datasets and panel)
+  out          output directory (default: compare-out/NAME; a NAME with other characters than letters, digits
+               and _.- is made one: its plain characters and a hash)
   format       which files to write (default: all five; html = report.html, one self-contained page); a
                short summary is printed, the full report is report.md / report.html
   alpha        significance level of the paired t-tests
@@ -71,9 +75,16 @@ def parse(argv: list[str]) -> dict[str, str]:
     return args
 
 
-def _names(value: str | None) -> list[str] | None:
-    names = [v.strip() for v in (value or "").split(",") if v.strip()]
-    return names or None
+def _names(args: dict[str, str], key: str) -> list[str] | None:
+    """A comma-separated list; an item in double quotes may hold commas ("a, b"), a doubled quote is a quote."""
+    value = args.get(key) or ""
+    try:
+        items = next(csv.reader([value], skipinitialspace=True, strict=True), [])
+    except csv.Error:
+        raise CompareError(f"{key}={value!r}: expected names separated by commas, a name holding a comma in double quotes "
+                           f"(e.g. {key}='\"a, b\",c'), a double quote inside one doubled") from None
+    items = [v.strip() for v in items if v.strip()]
+    return items or None
 
 
 def _number(args: dict[str, str], key: str, kind, default, ok, what: str):
@@ -96,18 +107,18 @@ def options(args: dict[str, str]) -> report_mod.Options:
     correction = args.get("correction", "none").lower()
     if correction not in ("holm", "none"):
         raise CompareError(f"correction={correction!r}: expected holm or none")
-    formats = tuple(_names(args.get("format")) or report_mod.FORMATS)
+    formats = tuple(_names(args, "format") or report_mod.FORMATS)
     bad = [f for f in formats if f not in report_mod.FORMATS]
     if bad:
         raise CompareError(f"format: unknown {bad}; expected some of {','.join(report_mod.FORMATS)}")
     return report_mod.Options(
-        datasets=_names(args.get("datasets")),
-        judges=_names(args.get("judges")),
+        datasets=_names(args, "datasets"),
+        judges=_names(args, "judges"),
         alpha=_number(args, "alpha", float, 0.05, lambda v: 0 < v < 1, "a number between 0 and 1"),
         correction=correction,
         bootstrap=_number(args, "bootstrap", int, 1000, lambda v: v >= 0, "a whole number >= 0"),
         seed=_number(args, "seed", int, 0, lambda v: v >= 0, "a whole number >= 0"),
-        panel=_names(args.get("panel")),
+        panel=_names(args, "panel"),
         formats=formats,
         reference=reference,
         allow_mixed_versions=_flag(args, "allow_mixed_versions"),
@@ -118,15 +129,15 @@ def options(args: dict[str, str]) -> report_mod.Options:
 
 
 def _calibration(args: dict[str, str]) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(n.lower() for n in _names(args.get("calibration")) or ()))
-    bad = [n for n in names if n not in human_budget.NAMES and n != "judge_only"]
+    chosen = tuple(dict.fromkeys(n.lower() for n in _names(args, "calibration") or ()))
+    bad = [n for n in chosen if n not in human_budget.NAMES and n != "judge_only"]
     if bad:
         raise CompareError(f"calibration: unknown {bad}; expected some of {','.join(human_budget.NAMES)}")
-    return names  # judge_only runs whenever the experiment does
+    return chosen  # judge_only runs whenever the experiment does
 
 
 def _calibration_k(args: dict[str, str]) -> tuple[str, ...]:
-    ks = _names(args.get("calibration_k")) if "calibration_k" in args else list(human_budget.DEFAULT_K)
+    ks = _names(args, "calibration_k") if "calibration_k" in args else list(human_budget.DEFAULT_K)
     if not ks or not all(k == "all" or (k.isdigit() and int(k) >= 2) for k in ks):
         raise CompareError(f"calibration_k={args.get('calibration_k')!r}: expected a list of whole numbers >= 2 or all, e.g. 5,10,20,all")
     if "calibration" not in args and ("calibration_k" in args or "resamples" in args):
@@ -169,11 +180,6 @@ def probe_tracking_server(uri: str, timeout_s: float = 3.0) -> None:
         raise CompareError(f"the MLflow tracking server {mask_url(uri)} cannot be reached ({reason}); start it or pass tracking_uri=...") from None
 
 
-def _logged(run_id: str, experiment: str, superseded: list[str]) -> str:
-    again = f" (replaces {len(superseded)} earlier compare run(s) of this selection: {', '.join(superseded)})" if superseded else ""
-    return f"logged as MLflow run {run_id} in experiment {experiment!r}{again}"
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     install_log_scrubbing()
@@ -188,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         uri = args.get("tracking_uri") or default_tracking_uri()
         if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
-        out = Path(args.get("out") or Path("compare-out") / args["experiment"])
+        out = Path(args.get("out") or Path("compare-out") / names.file_part(args["experiment"]))
         check_out(out, args.get("out"))
         probe_tracking_server(uri)
         client = MlflowClient(uri)
@@ -201,14 +207,14 @@ def main(argv: list[str] | None = None) -> int:
             print(console.summary(rep, out, time.perf_counter() - started))
             if log:
                 run_id = report_mod.log_compare_run(client, args["experiment"], sweep, files, rep)
-                print(_logged(run_id, args["experiment"], rep.superseded))
+                print(console.logged(run_id, args["experiment"], rep.superseded))
             out = out / "labels"  # labels-only runs beside grid runs: their report in a folder of its own
         if labels is not None:
             files = labels_report.write(labels, out)
             print(console.labels_summary(labels, out, time.perf_counter() - started))
             if log:
                 run_id = labels_report.log_compare_run(client, labels, files)
-                print(_logged(run_id, args["experiment"], labels.superseded))
+                print(console.logged(run_id, args["experiment"], labels.superseded))
     except CompareError as e:
         print(f"judgebench-compare: {scrub(str(e))}", file=sys.stderr)
         return 2

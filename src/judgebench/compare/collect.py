@@ -45,6 +45,16 @@ def search(client: MlflowClient, experiment_id: str, kind: str, sweep: str | Non
             return out
 
 
+def run_row(r) -> dict:
+    """One run as a row: its names (TAG_COLUMNS), identity (ID_TAGS), metrics and ids. Grid and labels-only runs
+    are read the same way, so a judge is the same column (or row) in both reports."""
+    row = {c: r.data.tags.get(c) for c in TAG_COLUMNS}
+    row.update({c: r.data.tags.get(t) for c, t in ID_TAGS.items()})
+    row.update(r.data.metrics)
+    row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"))
+    return row
+
+
 def display_names(frame: pd.DataFrame, name: str, model: str | None, key: str, within: str = "dataset") -> pd.Series:
     """Readable column names, one per distinct configuration (``key``: its hash) within a dataset: the name
     when no dataset has two configurations under it; else name@model for a configuration whose model no
@@ -72,13 +82,7 @@ def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None
     identities (other qrels, pool or passages) is refused unless ``picks`` ({name: hash prefix}) selects one
     (only the datasets of ``names`` are checked when given: the others are not reported)."""
     exp_id = _experiment_id(client, experiment)
-    rows = []
-    for r in search(client, exp_id, "job", sweep):
-        row = {c: r.data.tags.get(c) for c in TAG_COLUMNS}
-        row.update({c: r.data.tags.get(t) for c, t in ID_TAGS.items()})
-        row.update(r.data.metrics)
-        row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"))
-        rows.append(row)
+    rows = [run_row(r) for r in search(client, exp_id, "job", sweep)]
     if not rows:
         where = f" for sweep {sweep!r}" if sweep else ""
         raise CompareError(f"experiment {experiment!r} has no finished job runs{where}")

@@ -23,6 +23,16 @@ from judgebench import tracking
 KIND = "compare"
 KEY = f"{tracking.TAG}compare_key"
 SUPERSEDED = f"{tracking.TAG}superseded_by"
+PARAM_MAX, NOTE_MAX = 6000, 4000  # MLflow refuses a param over 6000 characters, a tag over 8000: names can be longer
+
+
+def _short(value: Any, limit: int) -> str:
+    """A param or note cut to ``limit`` characters, saying so (the report files, logged beside, hold everything)."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    tail = f" ... (cut from {len(text)} characters: the report has them all)"
+    return text[: limit - len(tail)] + tail
 
 
 def compare_key(experiment: str, sweep: str | None, report_kind: str, options: Any) -> str:
@@ -51,10 +61,10 @@ def log(client: MlflowClient, experiment: str, sweep: str | None, key: str, name
     tags = {f"{tracking.TAG}kind": KIND, f"{tracking.TAG}sweep_id": sweep or "all", KEY: key, "git_commit": tracking.git_commit(),
             f"{tracking.TAG}inputs": ", ".join(f"{len(v)} {k}" for k, v in read.items()),
             f"{tracking.TAG}input_sweeps": ", ".join(sweeps)[:4000]}
-    run = tracking.JobRun(client, exp_id, name, tags, note=note, parent=_sweep_parent(client, exp_id, sweep))
+    run = tracking.JobRun(client, exp_id, name, tags, note=_short(note, NOTE_MAX), parent=_sweep_parent(client, exp_id, sweep))
     try:
         if params:
-            run.log_params(params)
+            run.log_params({k: _short(v, PARAM_MAX) for k, v in params.items()})
         if metrics:
             run.log_metrics(metrics)
         run.log_files({"inputs.json": json.dumps({"experiment": experiment, "sweep": sweep, "compare_key": key, **read}, indent=1)})

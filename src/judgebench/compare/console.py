@@ -2,7 +2,8 @@
 
 The full Markdown (every table, the pair lists, the missing cells) is report.md and report.html; the
 terminal gets Table 1 and Table 2's headline columns, the headline findings per judge (inversion, tau,
-kappa) and what needs attention (missing cells, runs that could not be read).
+kappa) and what needs attention (missing cells, runs that could not be read). Names are printed through
+names.plain: one line each, no terminal escape sequences.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import render, views
+from judgebench.compare import human_budget_report, names, render, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def _table(frame: pd.DataFrame, index: bool = True, **kw) -> str:
     """A plain text table; columns that would pass WIDTH are left out and named."""
     cols = list(frame.columns)
     while cols:
-        text = render.cells(frame[cols], "md", digits=3, **kw).to_markdown(index=index, tablefmt="simple", disable_numparse=True,
+        text = render.cells(frame[cols], "plain", digits=3, **kw).to_markdown(index=index, tablefmt="simple", disable_numparse=True,
                                                                          colalign=render._align(frame[cols], index))
         if max(len(line) for line in text.splitlines()) <= WIDTH or len(cols) == 1:
             dropped = [c for c in frame.columns if c not in cols]
@@ -46,39 +47,55 @@ def findings(r: Report) -> list[str]:
     lines = []
     for row in r.table2.itertuples(index=False):
         inv = inverted.get((row.dataset, row.judge), "n/a")
-        lines.append(f"  {row.dataset} / {row.judge}: inversion {inv}; tau_all {render.number(row.tau_all, 3)}, "
+        lines.append(f"  {names.plain(row.dataset)} / {names.plain(row.judge)}: inversion {inv}; tau_all {render.number(row.tau_all, 3)}, "
                      f"tau_oracles {render.number(row.tau_oracles, 3)}; kappa {render.number(row.kappa_graded, 3)}")
     return lines
+
+
+def _listed(items) -> str:
+    return ", ".join(names.plain(i) for i in items)
+
+
+def _title(experiment: str, sweep: str | None) -> str:
+    return f"judgebench compare: experiment {names.plain(repr(experiment))}" + (f", sweep {names.plain(repr(sweep))}" if sweep else "")
 
 
 def summary(r: Report, out: Path, seconds: float) -> str:
     real = [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
     virtual = [v.name for v in r.virtual] + [f"{a} = {b} here" for a, b in r.aliases.items()]
     parts = [
-        f"judgebench compare: experiment {r.experiment!r}" + (f", sweep {r.sweep!r}" if r.sweep else "")
-        + f": {len(r.jobs)} job runs, datasets {', '.join(r.table1)}",
-        f"judges: {', '.join(real) or 'none'}" + (f"; virtual: {', '.join(virtual)}" if virtual
+        _title(r.experiment, r.sweep) + f": {len(r.jobs)} job runs, datasets {_listed(r.table1)}",
+        f"judges: {_listed(real) or 'none'}" + (f"; virtual: {_listed(virtual)}" if virtual
                                                    else "; No ensembles or panel (fewer than 2 non-human judges)"),
         f"reference: {r.options.reference}; bootstrap={r.options.bootstrap}; alpha={r.options.alpha}, correction={r.options.correction}",
     ]
     for dataset, t in r.table1.items():
-        parts += [f"\nTable 1 ({dataset}): mean nDCG@10, judged only", _table(t)]
+        parts += [f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", _table(t)]
     if len(r.table2):
         cols = [c for c in HEADLINE if c in r.table2.columns]
         parts += ["\nTable 2: agreement with the humans (headline columns)", _table(r.table2[["dataset", "judge", *cols]], index=False)]
         parts += ["\nFindings:", *findings(r)]
     sp = r.self_preference["self_preference"]
-    parts += [f"  {x.dataset} / {x.judge}: self-preference {x.self_preference:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}] "
-              f"(own family {x.judge_family})" for x in sp.itertuples(index=False)]
-    parts += [f"  {x.dataset} / {x.system}: PRP order consistency {x.order_consistency:.2f}, first position "
+    parts += [f"  {names.plain(x.dataset)} / {names.plain(x.judge)}: self-preference {x.self_preference:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}] "
+              f"(own family {names.plain(x.judge_family)})" for x in sp.itertuples(index=False)]
+    parts += [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first position "
               f"{x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
+    if len(r.calibration):
+        parts += [f"note: {names.plain(line)}" for line in human_budget_report.k_notes(r.calibration, r.options.calibration_k)]
     if r.rewritten_runs:
         parts.append(f"\n{r.rewritten_runs} run(s) on rewritten text views: used in the content-bias section only")
     if len(r.missing):
-        shown = [f"{d} / {s} / judge={j}" for d, s, j, _ in r.missing.head(2).itertuples(index=False)]
+        shown = [f"{names.plain(d)} / {names.plain(s)} / judge={names.plain(j)}"
+                 for d, s, j, _ in r.missing.head(2).itertuples(index=False)]
         parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report)")
-    parts += [f"problem: {p}" for p in r.problems]
+    parts += [f"problem: {names.plain(p)}" for p in r.problems]
     return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)  # a path is never cut
+
+
+def logged(run_id: str, experiment: str, superseded: list[str]) -> str:
+    """The line saying where the compare run went (and which earlier runs of the selection it replaced)."""
+    again = f" (replaces {len(superseded)} earlier compare run(s) of this selection: {', '.join(superseded)})" if superseded else ""
+    return _fit(f"logged as MLflow run {run_id} in experiment {names.plain(repr(experiment))}{again}")
 
 
 def where(files: list[Path], out: Path, seconds: float) -> str:
@@ -93,12 +110,12 @@ def labels_summary(r, out: Path, seconds: float) -> str:
     """The labels-only report: one row per judge with the headline agreement columns."""
     judges = list(dict.fromkeys(r.table["judge"]))
     cols = [c for c in ("kappa_graded", "kappa_ge2", "alpha_ordinal", "labelled_pairs", "failed_pairs") if c in r.table.columns]
-    parts = [f"judgebench compare: experiment {r.experiment!r}, labels-only runs" + (f", sweep {r.sweep!r}" if r.sweep else "")
+    parts = [_title(r.experiment, None) + ", labels-only runs" + (f", sweep {names.plain(repr(r.sweep))}" if r.sweep else "")
              + f": {len(r.runs)} runs, {len(judges)} judges",
              "\nTable 2: agreement with the human labels (headline columns)",
              _table(r.table[["dataset", "judge", *cols]], index=False, integers=["labelled_pairs", "failed_pairs"])]
     parts.append("\nlabels-only runs: nDCG, tau and Tables 3-6 need systems, so they are not reported")
     if len(r.missing):
         parts.append(f"missing (dataset, judge) runs: {len(r.missing)}")
-    parts += [f"problem: {p}" for p in r.problems]
+    parts += [f"problem: {names.plain(p)}" for p in r.problems]
     return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)

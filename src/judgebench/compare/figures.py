@@ -1,8 +1,12 @@
-"""Figures a reader would rather look at than a table (PNG, Agg backend: no display needed)."""
+"""Figures a reader would rather look at than a table (PNG, Agg backend: no display needed).
+
+Every name drawn goes through names.plot, and every figure is drawn with mathtext off (``plain_text``): a
+judge called ``cost $\\frac$ x`` is that text, not a formula matplotlib fails to parse.
+"""
 
 from __future__ import annotations
 
-import re
+import functools
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from judgebench.compare import names  # noqa: E402
 from judgebench.compare.artifacts import REFERENCES  # noqa: E402
 from judgebench.compare.reference import References  # noqa: E402
 from judgebench.metrics.agreement import LEVELS  # noqa: E402
@@ -40,9 +45,17 @@ def judge_colours(judges: list[str]) -> dict[str, str]:
     return {**REFERENCE_COLOURS, **{j: JUDGE_PALETTE[i % len(JUDGE_PALETTE)] for i, j in enumerate(others)}}
 
 
-def slug(name: str) -> str:
-    """A judge name as a safe file-name part."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "judge"
+def plain_text(draw):
+    """Decorates a figure function: every text it creates is drawn as written (``$`` is no mathtext delimiter)."""
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        with plt.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+    return wrapper
+
+
+def _names(values) -> list[str]:
+    return [names.plot(v) for v in values]
 
 
 def _save(fig, path: Path) -> Path:
@@ -59,6 +72,7 @@ def _type_legend(ax, types: list[str], loc: str = "lower right") -> None:
     ax.legend(handles=handles, fontsize="x-small", loc=loc, title="system type", title_fontsize="x-small")
 
 
+@plain_text
 def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None = None) -> Path:
     """The paper's Figure 3: grouped bars of nDCG@10 per system under each judge, with the bootstrap interval of
     each mean as an error bar (when computed); hatching and the tick colour give the system type; missing cells:
@@ -78,16 +92,16 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None =
                 c = ci[(ci["dataset"] == dataset) & (ci["judge"] == judge)].set_index("system").reindex(table.index)
                 err = np.vstack([(values - c["lo"]).clip(lower=0), (c["hi"] - values).clip(lower=0)]).astype(float)
                 err = np.nan_to_num(err)
-            ax.bar(x + (i - (len(judges) - 1) / 2) * width, values.fillna(0), width, label=judge, color=colours[judge],
+            ax.bar(x + (i - (len(judges) - 1) / 2) * width, values.fillna(0), width, label=names.plot(judge), color=colours[judge],
                    hatch=hatches, edgecolor="white", linewidth=0.3, yerr=err, error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "black"})
-        ax.set_xticks(x, table.index, rotation=30, ha="right")
+        ax.set_xticks(x, _names(table.index), rotation=30, ha="right")
         for tick, kind in zip(ax.get_xticklabels(), table["type"]):
             tick.set_color(TYPE_COLOURS.get(kind, "black"))
         ax.set_ylabel("nDCG@10 (judged only)")
         ax.set_ylim(0, 1.05)
         interval = ", 95% bootstrap intervals" if ci is not None and len(ci) else ""
         kinds = ", ".join(f"{k} {TYPE_HATCHES.get(k) or 'plain'}" for k in dict.fromkeys(table["type"]))
-        ax.set_title(f"{dataset}: nDCG@10 per system and judge{interval}\nhatch = system type: {kinds}", fontsize="medium")
+        ax.set_title(f"{names.plot(dataset)}: nDCG@10 per system and judge{interval}\nhatch = system type: {kinds}", fontsize="medium")
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: bars reach the top
         ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
@@ -97,6 +111,7 @@ def _counts(lab: pd.DataFrame) -> pd.DataFrame:
     return pd.crosstab(lab["human"], lab["relevance"]).reindex(index=list(LEVELS), columns=list(LEVELS), fill_value=0)
 
 
+@plain_text
 def confusion(labels: pd.DataFrame, judge: str, path: Path) -> Path:
     """Human level x judge level for one judge, one panel per dataset: the colour is the row share (each human
     level sums to 1, colour bar beside), the text the count and the share."""
@@ -111,11 +126,11 @@ def confusion(labels: pd.DataFrame, judge: str, path: Path) -> Path:
             ax.text(j, i, f"{counts.to_numpy()[i, j]}\n{v:.2f}", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=8)
         ax.set_xticks(range(len(LEVELS)), LEVELS)
         ax.set_yticks(range(len(LEVELS)), LEVELS)
-        ax.set_xlabel(f"{judge} label")
+        ax.set_xlabel(f"{names.plot(judge)} label")
         ax.set_ylabel("human label")
-        ax.set_title(f"{dataset} (n={len(lab)})")
+        ax.set_title(f"{names.plot(dataset)} (n={len(lab)})")
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="share of the human level")
-    fig.suptitle(f"Label confusion (count, row share): {judge}")
+    fig.suptitle(f"Label confusion (count, row share): {names.plot(judge)}")
     return _save(fig, path)
 
 
@@ -129,15 +144,16 @@ def _title_stats(t2: pd.DataFrame | None, dataset: str, judge: str) -> str:
     return f"\nτ={fmt(float(row['tau_all'].iloc[0]))}  κ={fmt(float(row['kappa_graded'].iloc[0]))}"
 
 
-def _label_points(ax, xs: pd.Series, ys: pd.Series, names: pd.Index) -> None:
+def _label_points(ax, xs: pd.Series, ys: pd.Series, systems: pd.Index) -> None:
     """One label per point; points within 0.005 of each other share one label ("A, B") instead of overprinting."""
-    frame = pd.DataFrame({"x": xs.to_numpy(dtype=float), "y": ys.to_numpy(dtype=float), "name": list(names)}).dropna()
+    frame = pd.DataFrame({"x": xs.to_numpy(dtype=float), "y": ys.to_numpy(dtype=float), "name": _names(systems)}).dropna()
     groups = frame.groupby([(frame["x"] / 0.005).round(), (frame["y"] / 0.005).round()], sort=False)
     for n, (_, g) in enumerate(groups):
         ax.annotate(", ".join(g["name"]), (g["x"].mean(), g["y"].mean()), xytext=(4, 4 if n % 2 == 0 else -9),
                     textcoords="offset points", fontsize=6.5)
 
 
+@plain_text
 def scatter(t1: dict[str, pd.DataFrame], path: Path, refs: References, t2: pd.DataFrame | None = None) -> Path:
     """Human (each judge's reference, ``refs``) vs judge nDCG@10 per system, one marker and colour per system
     type, each point labelled with its system, y = x drawn: points above the line are systems the judge
@@ -156,13 +172,14 @@ def scatter(t1: dict[str, pd.DataFrame], path: Path, refs: References, t2: pd.Da
             ax.set_xlim(0, 1.02)
             ax.set_ylim(0, 1.02)
             ax.set_xlabel(f"nDCG@10 under humans ({refs.reference})")
-            ax.set_ylabel(f"nDCG@10 under {judge}")
-            ax.set_title(f"{dataset}: {judge}{_title_stats(t2, dataset, judge)}", fontsize="medium")
+            ax.set_ylabel(f"nDCG@10 under {names.plot(judge)}")
+            ax.set_title(f"{names.plot(dataset)}: {names.plot(judge)}{_title_stats(t2, dataset, judge)}", fontsize="medium")
             _type_legend(ax, list(dict.fromkeys(table["type"])))
             ax.grid(alpha=0.3)
     return _save(fig, path)
 
 
+@plain_text
 def content_bias(dist: pd.DataFrame, path: Path) -> Path:
     """Per human level, the judge's label distribution on original vs rewritten text, with the
     uniform share (1/4) for reference; rows are (dataset, judge, view)."""
@@ -173,17 +190,18 @@ def content_bias(dist: pd.DataFrame, path: Path) -> Path:
         for ax, human in zip(row, LEVELS):
             h = g[g["human"] == human].set_index("label")[["original", "rewritten"]].reindex(list(LEVELS)).fillna(0)
             ax.bar(x - 0.2, h["original"], 0.4, label="original")
-            ax.bar(x + 0.2, h["rewritten"], 0.4, label=view)
+            ax.bar(x + 0.2, h["rewritten"], 0.4, label=names.plot(view))
             ax.axhline(1 / len(LEVELS), color="black", lw=0.8, ls="--", label="uniform")
             ax.set_xticks(x, LEVELS)
             ax.set_ylim(0, 1)
-            ax.set_title(f"{dataset} / {judge}: human={human}", fontsize="small")
+            ax.set_title(f"{names.plot(dataset)} / {names.plot(judge)}: human={human}", fontsize="small")
             ax.set_xlabel("judge label")
         row[0].set_ylabel("share of pairs")
         row[0].legend(fontsize="x-small")
     return _save(fig, path)
 
 
+@plain_text
 def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: str = "tau_all") -> Path:
     """Label agreement against system-ordering agreement, one labelled point per judge and a panel per
     dataset (the LLMJudge overview's Figure 2 for any experiment): a judge can order systems well with
@@ -195,12 +213,12 @@ def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: st
         colours = judge_colours(list(t2["judge"]))
         ax.scatter(d[kappa], d[tau], s=34, color=[colours[j] for j in d["judge"]], edgecolor="black", linewidth=0.4)
         for (x, y), g in d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False):  # one label per point
-            ax.annotate(", ".join(map(str, g["judge"])), (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
+            ax.annotate(", ".join(_names(g["judge"])), (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
         ax.set_xlim(min(0.0, float(d[kappa].min()) - 0.05) if len(d) else 0.0, 1.0)
         ax.set_ylim(min(0.0, float(d[tau].min()) - 0.05) if len(d) else 0.0, 1.05)
         ax.set_xlabel(f"Cohen's kappa ({kappa})")
         ax.set_ylabel(f"Kendall's tau ({tau})")
-        ax.set_title(f"{dataset}: labels vs system ordering ({len(d)} judges)", fontsize="medium")
+        ax.set_title(f"{names.plot(dataset)}: labels vs system ordering ({len(d)} judges)", fontsize="medium")
         ax.grid(alpha=0.3)
     return _save(fig, path)
 
@@ -208,6 +226,7 @@ def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: st
 AGREEMENT_MARKERS = {"kappa_graded": "o", "kappa_ge1": "<", "kappa_ge2": "s", "kappa_ge3": ">", "alpha_ordinal": "D"}
 
 
+@plain_text
 def agreement_dots(table: pd.DataFrame, path: Path) -> Path:
     """Per judge (rows, best kappa on top), kappa on the 4 levels, at each binary cut and alpha ordinal:
     many judges on one page, and whether a judge is good at one cut only. A panel per dataset."""
@@ -219,14 +238,15 @@ def agreement_dots(table: pd.DataFrame, path: Path) -> Path:
         y = np.arange(len(d))
         for name, marker in AGREEMENT_MARKERS.items():
             ax.scatter(d[name], y, marker=marker, s=22, label=name)
-        ax.set_yticks(y, d["judge"], fontsize=8)
+        ax.set_yticks(y, _names(d["judge"]), fontsize=8)
         ax.set_xlabel("agreement with the human labels")
-        ax.set_title(f"{dataset}: {len(d)} judges", fontsize="medium")
+        ax.set_title(f"{names.plot(dataset)}: {len(d)} judges", fontsize="medium")
         ax.grid(axis="x", alpha=0.3)
         ax.legend(fontsize="x-small", loc="lower right")
     return _save(fig, path)
 
 
+@plain_text
 def label_shares(table: pd.DataFrame, path: Path) -> Path:
     """Stacked label distribution per judge, the humans' first: lenient and strict judges at a glance."""
     datasets = list(dict.fromkeys(table["dataset"]))
@@ -234,22 +254,23 @@ def label_shares(table: pd.DataFrame, path: Path) -> Path:
     fig, axes = plt.subplots(1, len(datasets), figsize=(7.5 * len(datasets), height), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         d = table[table["dataset"] == dataset]
-        names = ["human", *d["judge"]]
+        rows = ["human", *_names(d["judge"])]
         shares = np.vstack([d[[f"human_share_{k}" for k in LEVELS]].iloc[:1].to_numpy(),
                             d[[f"judge_share_{k}" for k in LEVELS]].to_numpy()]).astype(float)
-        y = np.arange(len(names))[::-1]
-        left = np.zeros(len(names))
+        y = np.arange(len(rows))[::-1]
+        left = np.zeros(len(rows))
         for k in LEVELS:
             ax.barh(y, np.nan_to_num(shares[:, k]), left=left, label=f"label {k}", color=plt.cm.Blues(0.25 + 0.25 * k))
             left += np.nan_to_num(shares[:, k])
-        ax.set_yticks(y, names, fontsize=8)
+        ax.set_yticks(y, rows, fontsize=8)
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of the pairs")
-        ax.set_title(f"{dataset}: label distribution", fontsize="medium")
+        ax.set_title(f"{names.plot(dataset)}: label distribution", fontsize="medium")
         ax.legend(fontsize="x-small", loc="lower right", ncols=4)
     return _save(fig, path)
 
 
+@plain_text
 def confusion_grid(labels: pd.DataFrame, path: Path, columns: int = 6) -> Path:
     """Human level x judge level for every (dataset, judge), rows normalised to 1, as small multiples:
     one file for the many judges of a labels-only experiment."""
@@ -267,7 +288,7 @@ def confusion_grid(labels: pd.DataFrame, path: Path, columns: int = 6) -> Path:
             ax.text(j, i, str(v), ha="center", va="center", color="white" if share[i, j] > 0.6 else "black", fontsize=6)
         ax.set_xticks(range(len(LEVELS)), LEVELS, fontsize=7)
         ax.set_yticks(range(len(LEVELS)), LEVELS, fontsize=7)
-        ax.set_title(f"{judge}" if labels["dataset"].nunique() == 1 else f"{dataset}: {judge}", fontsize=7)
+        ax.set_title(names.plot(judge) if labels["dataset"].nunique() == 1 else f"{names.plot(dataset)}: {names.plot(judge)}", fontsize=7)
     fig.supxlabel("judge label", fontsize=9)
     fig.supylabel("human label", fontsize=9)
     fig.suptitle("Label confusion per judge: counts, colour = row share", fontsize=10)

@@ -2,7 +2,10 @@
 
 It is report.md rendered (markdown-it, with tables), so every table of the Markdown report is in it and
 the two cannot drift apart; the figures report.md links (relative paths) are embedded as base64 PNG.
-The style is inline CSS: no server, no CDN, no script, nothing fetched.
+The style is inline CSS: no server, no CDN, no script, nothing fetched. Names are escaped before they reach
+the Markdown (names.py); whatever a name holds, the page still loads nothing: its Content-Security-Policy
+allows inline styles and data: images only, and an image that is not a figure file beside the report is
+written as text, never as an ``<img>``.
 """
 
 from __future__ import annotations
@@ -15,8 +18,13 @@ from pathlib import Path
 import jinja2
 from markdown_it import MarkdownIt
 
+from judgebench.compare import names
+
+# No network, no script, no form, no plugin: the browser refuses every load a name could smuggle in.
+POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 PAGE = jinja2.Template("""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{{ policy }}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }}</title>
 <style>
@@ -41,17 +49,27 @@ code { background: #f3f3f3; padding: 0 3px; }
 """, autoescape=False)
 
 
+def _figure(embed_from: Path, src: str) -> Path | None:
+    """The PNG file beside the report that ``src`` names, or None (a URL, a path elsewhere, no such file)."""
+    if not src.endswith(".png") or Path(src).name != src or src.startswith("."):
+        return None
+    path = embed_from / src
+    return path if path.is_file() else None
+
+
 def _markdown(embed_from: Path) -> MarkdownIt:
-    """CommonMark with tables, raw HTML off; a relative image is replaced by its file's bytes (data URI)."""
+    """CommonMark with tables, raw HTML off; an image naming a figure file beside the report is replaced by the
+    file's bytes (data URI), any other image is its alt text."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
 
     def image(renderer, tokens, idx, options, env):
         token = tokens[idx]
-        src = str(token.attrGet("src") or "")
-        path = embed_from / src
-        if "://" not in src and path.is_file():
-            token.attrSet("src", "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii"))
-        token.attrSet("alt", "".join(t.content for t in token.children or []))
+        alt = "".join(t.content for t in token.children or [])
+        path = _figure(embed_from, str(token.attrGet("src") or ""))
+        if path is None:
+            return html.escape(f"[image: {alt}]")
+        token.attrSet("src", "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii"))
+        token.attrSet("alt", alt)
         return renderer.renderToken(tokens, idx, options, env)
 
     md.add_render_rule("image", image)
@@ -61,7 +79,8 @@ def _markdown(embed_from: Path) -> MarkdownIt:
 def render(markdown_text: str, out: Path, header: Mapping[str, str], title: str) -> str:
     """The page for ``markdown_text`` (relative image links resolved against ``out``)."""
     body = _markdown(out).render(markdown_text)
-    return PAGE.render(title=html.escape(title), header={html.escape(k): html.escape(str(v)) for k, v in header.items()}, body=body)
+    return PAGE.render(title=html.escape(names.visible(title)), policy=POLICY, body=body,
+                       header={html.escape(k): html.escape(names.visible(v)) for k, v in header.items()})
 
 
 def write(markdown_text: str, out: Path, header: Mapping[str, str], title: str) -> Path:
@@ -79,5 +98,5 @@ def figure_links(files: list[Path], captions: Mapping[str, str] | None = None) -
     parts = ["\n## Figures\n"]
     for f in pngs:
         caption = captions.get(f.name, f.stem.replace("figure_", "").replace("_", " "))
-        parts.append(f"### {caption}\n\n![{caption}]({f.name})\n")
+        parts.append(f"### {names.markdown(caption)}\n\n![{names.markdown(caption)}]({f.name})\n")
     return "\n".join(parts)

@@ -74,6 +74,8 @@ def cells(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], labels: pd.DataF
                 problems.append(f"calibration {dataset}/{judge}: systems without values on every query left out: "
                                 f"{', '.join(s for s, k in zip(systems, ok) if not k)}")
             if ok.sum() < 2 or len(queries) < 2:
+                problems.append(f"calibration {dataset}/{judge}: not run, it needs 2 or more systems and queries with values under "
+                                f"the judge and its reference; found {int(ok.sum())} systems, {len(queries)} queries")
                 continue
             keep = [s for s, k in zip(systems, ok) if k]
             lab = labels[(labels["dataset"] == dataset) & (labels["judge"] == judge)]

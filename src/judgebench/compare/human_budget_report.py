@@ -18,8 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import render  # noqa: E402
-from judgebench.compare.figures import _save, slug  # noqa: E402
+from judgebench.compare import names, render  # noqa: E402
+from judgebench.compare.figures import _save, plain_text  # noqa: E402
 
 INVERSION_OK = 0.05
 COVERAGE_OK = 0.90
@@ -60,13 +60,25 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY)
 
 
+def k_notes(table: pd.DataFrame, ks) -> list[str]:
+    """One line per dataset where an asked k (calibration_k) is more than its queries: that k is all of them."""
+    out = []
+    for dataset, g in table.groupby("dataset", sort=False):
+        n = int(g["queries"].max())
+        over = [k for k in ks if k != "all" and int(k) > n]
+        if over:
+            out.append(f"calibration_k={','.join(over)}: {dataset} has {n} queries, so k={','.join(over)} is reported as all ({n})")
+    return out
+
+
 def notes(table: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
     """Markdown bullet lines per (dataset, judge)."""
     out = []
     for r in summ.to_dict("records"):
         g = table[(table["dataset"] == r['dataset']) & (table["judge"] == r['judge'])]
         n = int(g["queries"].iloc[0])
-        head = f"- **{r['dataset']} / {r['judge']}**: judge only is {'**inverted**' if r['judge_only_inverted'] else 'not inverted'}. "
+        inverted = "**inverted**" if r["judge_only_inverted"] else "not inverted"
+        head = f"- **{names.markdown(r['dataset'])} / {names.markdown(r['judge'])}**: judge only is {inverted}. "
         if r['k_no_inversion'] != r['k_no_inversion']:
             head += "No estimator that uses the judge gets the inversion rate to 5 % or less at the k tried."
         else:
@@ -101,8 +113,8 @@ def view(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def blocks(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
-    """(file stem suffix, title, frame) per (dataset, judge)."""
-    return [(f"{slug(d)}_{slug(j)}", f"{d} / {j}", view(g).drop(columns=["dataset", "judge"]))
+    """(file stem suffix, title, frame) per (dataset, judge); the title is raw text, each renderer escapes it."""
+    return [(f"{names.file_part(d)}_{names.file_part(j)}", f"{d} / {j}", view(g).drop(columns=["dataset", "judge"]))
             for (d, j), g in table.groupby(["dataset", "judge"], sort=False)]
 
 
@@ -120,9 +132,10 @@ def markdown(table: pd.DataFrame, summ: pd.DataFrame, options) -> list[str]:
              "queries); labels_spent: human labels of the sampled queries (label-set pairs).\n",
              "Inversion gone = at most 5 % of samples inverted; the judge adds = the best estimator using it beats human "
              "only on tau by more than 0.02 at that k.\n"]
+    parts += [f"- {names.markdown(line)}." for line in k_notes(table, o.calibration_k)]
     parts += notes(table, summ)
     for _, title, frame in blocks(table):
-        parts += [f"\n### {title}\n", render.markdown(frame, index=False, integers=["samples"], digits=3)]
+        parts += [f"\n### {names.markdown(title)}\n", render.markdown(frame, index=False, integers=["samples"], digits=3)]
     return parts
 
 
@@ -131,6 +144,7 @@ def latex_tables(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str, dict
              {"index": False, "integers": ["samples"], "digits": 3}) for stem, title, frame in blocks(table)]
 
 
+@plain_text
 def budget_figures(table: pd.DataFrame, out: Path) -> list[Path]:
     """The human-budget curve per judge: tau and inversion rate against the human labels spent, one line
     per estimator (judge only: a dashed level, it spends none), a row per dataset."""
@@ -150,10 +164,10 @@ def budget_figures(table: pd.DataFrame, out: Path) -> list[Path]:
             for ax, col, label in zip(row, ("tau", "inversion_rate"), ("Kendall's tau vs human", "inversion rate")):
                 ax.set_xlabel("human labels spent (label-set pairs)")
                 ax.set_ylabel(label)
-                ax.set_title(f"{dataset} / {judge}", fontsize="medium")
+                ax.set_title(names.plot(f"{dataset} / {judge}", 2 * names.PLOT_LIMIT), fontsize="medium")
                 ax.grid(alpha=0.3)
             row[1].axhline(INVERSION_OK, color="gray", lw=0.8, ls=":")
             row[1].set_ylim(-0.03, 1.03)
             row[0].legend(fontsize="x-small", loc="lower right")
-        files.append(_save(fig, out / f"figure_budget_{slug(judge)}.png"))
+        files.append(_save(fig, out / f"figure_budget_{names.file_part(judge)}.png"))
     return files

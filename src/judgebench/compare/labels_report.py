@@ -15,14 +15,12 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import columns, compare_run, figures, html, render, views
+from judgebench.compare import columns, compare_run, dataset_identity, figures, html, markdown, names, render, views
 from judgebench.compare.artifacts import Artifacts
-from judgebench.compare.collect import ORIGINAL, search
+from judgebench.compare.collect import ORIGINAL, display_names, run_row, search
 from judgebench.exceptions import CompareError
-from judgebench.tracking import TAG
 
 KIND = "labels"
-TAGS = ["dataset", "judge", "judge_family", "judge_model", "text_view"]
 TABLE = ["dataset", "judge", *columns.AGREEMENT, "labelled_pairs", "failed_pairs", *columns.SHARES]
 NEEDS_SYSTEMS = ("nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP, rho, tau_top5) and Tables 3-6 need systems: "
                  "these runs are labels-only (job=labels_only: the dataset has no pool of passages or no rankers were run), "
@@ -37,19 +35,19 @@ def has_runs(client: MlflowClient, experiment: str, kind: str, sweep: str | None
 
 def collect(client: MlflowClient, experiment: str, sweep: str | None, datasets: list[str] | None,
             judges: list[str] | None) -> pd.DataFrame:
-    """Latest finished labels-only run per (dataset, judge), selected like the grid's runs."""
+    """Latest finished labels-only run per (dataset, judge configuration), selected and named like the grid's
+    cells: one identity per dataset name (``datasets=name@hash`` picks one), a row per judge configuration
+    (its hash; collect.display_names: ``name@model`` or ``name#hash`` when two configurations share a name)."""
     exp = client.get_experiment_by_name(experiment)
-    rows = []
-    for r in search(client, exp.experiment_id, KIND, sweep):
-        row = {c: r.data.tags.get(c) for c in TAGS}
-        row.update(r.data.metrics)
-        row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"))
-        rows.append(row)
-    frame = pd.DataFrame(rows)  # not empty: has_runs() found one
-    frame = frame.sort_values("start_time", kind="stable").drop_duplicates(["dataset", "judge"], keep="last")
+    frame = pd.DataFrame([run_row(r) for r in search(client, exp.experiment_id, KIND, sweep)])  # not empty: has_runs()
+    frame = frame.sort_values("start_time", kind="stable").reset_index(drop=True)
     frame["text_view"] = frame["text_view"].fillna(ORIGINAL)
-    if datasets:
-        frame = frame[frame["dataset"].isin(datasets)]
+    wanted, picks = dataset_identity.parse(datasets)
+    frame = dataset_identity.one_identity(frame, picks, experiment, wanted)
+    frame["judge"] = display_names(frame, "judge", "judge_model", "judge_hash")
+    frame = frame.drop_duplicates(["dataset", "judge"], keep="last")
+    if wanted:
+        frame = frame[frame["dataset"].isin(wanted)]
     if judges:
         frame = frame[frame["judge"].isin(judges)]
     return frame.reset_index(drop=True)
@@ -70,18 +68,19 @@ class LabelsReport:
 
     def header(self) -> dict[str, str]:
         sweeps = sorted(set(self.runs.get("sweep_id", pd.Series(dtype=str)).dropna()))
+        identity = dataset_identity.describe(self.runs)
         return {"experiment": self.experiment, "selection": f"sweep {self.sweep}" if self.sweep else f"latest run per (dataset, judge) "
-                f"({len(sweeps)} sweeps)", "datasets": ", ".join(dict.fromkeys(self.table["dataset"])),
+                f"({len(sweeps)} sweeps)", "datasets": ", ".join(identity.get(d, d) for d in dict.fromkeys(self.table["dataset"])),
                 "judges": ", ".join(dict.fromkeys(self.table["judge"])), "reference": "human labels (labels-only runs)",
                 "runs read": f"{len(self.runs)} labels-only runs", "versions": f"report by judgebench {__version__}"}
 
     def markdown(self) -> str:
         judges = list(dict.fromkeys(self.table["judge"]))
         parts = [
-            f"# judgebench compare: experiment {self.experiment!r}, labels-only runs" + (f", sweep {self.sweep!r}" if self.sweep else ""),
+            markdown.report_title(self.experiment, self.sweep, ", labels-only runs"),
             "",
-            f"{len(self.runs)} labels-only runs; datasets: {', '.join(dict.fromkeys(self.table['dataset']))}; "
-            f"{len(judges)} judges: {', '.join(judges)}.",
+            f"{len(self.runs)} labels-only runs; datasets: {markdown.listed(dict.fromkeys(self.table['dataset']))}; "
+            f"{len(judges)} judges: {markdown.listed(judges)}.",
             "\n## Table 2: agreement with the human labels per judge",
         ]
         for _, title, frame, integers in views.table2_blocks(self.table):
@@ -89,9 +88,9 @@ class LabelsReport:
         parts.append(f"\n{NEEDS_SYSTEMS}")
         if len(self.missing):
             parts.append(f"\n## Missing (dataset, judge) runs ({len(self.missing)}, no finished run)\n")
-            parts += [f"- {d} / judge={j}" for d, j in self.missing.itertuples(index=False)]
+            parts += [f"- {names.markdown(d)} / judge={names.markdown(j)}" for d, j in self.missing.itertuples(index=False)]
         if self.problems:
-            parts += ["\n## Problems reading runs\n", *(f"- {p}" for p in self.problems)]
+            parts += ["\n## Problems reading runs\n", *(f"- {names.markdown(p)}" for p in self.problems)]
         return "\n".join(parts) + "\n"
 
 
@@ -108,7 +107,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None, options) -> 
     agreement = columns.agreement_table(labels)
     usage = runs[["dataset", "judge"]].assign(labelled_pairs=runs.get("labelled_pairs"), failed_pairs=runs.get("calls_failed"))
     table = usage.merge(agreement, on=["dataset", "judge"], how="left")[TABLE]
-    datasets = list(dict.fromkeys([*(options.datasets or []), *runs["dataset"]]))
+    datasets = list(dict.fromkeys([*(dataset_identity.parse(options.datasets)[0] or []), *runs["dataset"]]))
     judges = list(dict.fromkeys([*(options.judges or []), *runs["judge"]]))
     have = set(zip(runs["dataset"], runs["judge"]))
     missing = pd.DataFrame([c for c in itertools.product(datasets, judges) if c not in have], columns=["dataset", "judge"])
@@ -144,7 +143,7 @@ def write(r: LabelsReport, out: Path) -> list[Path]:
 def log_compare_run(client: MlflowClient, r: LabelsReport, files: list[Path]) -> str:
     """A compare run (kind "compare") in the experiment: every statistic per (dataset, judge) as a metric, the
     runs read in inputs.json; it supersedes the previous compare run of the same selection (compare_run)."""
-    metrics = {f"{c}.{row['dataset']}.{figures.slug(row['judge'])}": row[c] for _, row in r.table.iterrows()
+    metrics = {f"{c}.{names.file_part(row['dataset'])}.{names.file_part(row['judge'])}": row[c] for _, row in r.table.iterrows()
                for c in [*columns.AGREEMENT, *columns.SHARES] if row[c] == row[c]}
     key = compare_run.compare_key(r.experiment, r.sweep, "labels", {"formats": r.formats, "datasets": sorted(set(r.table["dataset"])),
                                                                     "judges": sorted(set(r.table["judge"]))})

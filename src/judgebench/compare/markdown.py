@@ -1,10 +1,14 @@
-"""The printed report (also report.md): every table in reading order, then what is missing."""
+"""The printed report (also report.md): every table in reading order, then what is missing.
+
+Every name in the prose (datasets, judges, systems, the experiment, problems that quote them) goes through
+names.markdown; the tables through render.markdown, which escapes every cell.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.compare import human_budget_report, render, self_preference_report, significance, views
+from judgebench.compare import human_budget_report, names, render, self_preference_report, significance, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -19,17 +23,29 @@ REFERENCE_TEXT = {
 }
 
 
+def listed(items) -> str:
+    """Names as a Markdown list in running text: "a, b, c"."""
+    return ", ".join(names.markdown(i) for i in items)
+
+
+def report_title(experiment: str, sweep: str | None, what: str = "") -> str:
+    """The report's first line: ``# judgebench compare: experiment 'NAME'[, WHAT][, sweep 'ID']``."""
+    return (f"# judgebench compare: experiment {names.markdown(repr(experiment))}{what}"
+            + (f", sweep {names.markdown(repr(sweep))}" if sweep else ""))
+
+
 def sections(r: Report) -> list[str]:
     """The report as Markdown blocks, in reading order."""
     o = r.options
     real = [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
     ref = o.reference
-    versions = "; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items())
+    versions = names.markdown("; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()))
+    md = names.markdown
     head = [
-        f"# judgebench compare: experiment {r.experiment!r}" + (f", sweep {r.sweep!r}" if r.sweep else ""),
+        report_title(r.experiment, r.sweep),
         "",
-        f"{len(r.jobs)} job runs; datasets: {', '.join(r.table1)}; judges: {', '.join(real) or 'none'}"
-        f"{'; virtual judges: ' + ', '.join(v.name for v in r.virtual) if r.virtual else ''}. "
+        f"{len(r.jobs)} job runs; datasets: {listed(r.table1)}; judges: {listed(real) or 'none'}"
+        f"{'; virtual judges: ' + listed(v.name for v in r.virtual) if r.virtual else ''}. "
         f"alpha={o.alpha}, correction={o.correction}, bootstrap={o.bootstrap} resamples (seed {o.seed}, {o.level:.0%} percentile).",
         "",
         f"Reference for every judge-vs-human statistic: **{ref}** ({REFERENCE_TEXT[ref]}). Runs read: {versions}.",
@@ -38,12 +54,12 @@ def sections(r: Report) -> list[str]:
                     "\n`human`: all human qrels (the paper's column); `human_labelset`: the human labels of the label set "
                     "(pool ∩ qrels), the qrels a judge is scored against."]
     for dataset, t in r.table1.items():
-        parts += [f"\n### {dataset}\n", render.markdown(t, best=[c for c in t.columns if c != "type"])]
+        parts += [f"\n### {md(dataset)}\n", render.markdown(t, best=[c for c in t.columns if c != "type"])]
     if r.virtual:
         parts += ["\nVirtual judges (built from the judges' labels, no new calls; nDCG recomputed from each system's run file):"]
-        parts += [f"- {v.describe()}" for v in r.virtual]
+        parts += [f"- {md(v.describe())}" for v in r.virtual]
         for alias, same in r.aliases.items():
-            parts.append(f"- {alias} = {same} here (same members, same rule): reported once, as {same}"
+            parts.append(f"- {md(alias)} = {md(same)} here (same members, same rule): reported once, as {md(same)}"
                          + (" (the default panel takes one judge per non-human, non-simulated family when there are 2 or more "
                             "such families; here there are not)" if alias == "panel" and not o.panel else ""))
     else:
@@ -59,7 +75,7 @@ def sections(r: Report) -> list[str]:
     if len(r.oracle_tests):
         parts.append(f"\n## Table 3: paired t-tests between oracle rankers (p raw / p Holm, * = significant at alpha {o.alpha})")
         for dataset, m in significance.oracle_matrix(r.oracle_tests, o.alpha, r.judges).items():
-            parts += [f"\n### {dataset}\n", render.markdown(m)]
+            parts += [f"\n### {md(dataset)}\n", render.markdown(m)]
 
     if len(r.agreement_counts):
         parts.append(f"\n## Table 4: pairwise significance decisions, judge vs {ref} "
@@ -78,13 +94,13 @@ def sections(r: Report) -> list[str]:
         parts.append("Mean rank of the LLM and oracle groups (1 = best) under the judge and under humans; inverted = the "
                      "order of the two groups flips, or an LLM system rises above every oracle under the judge only. llm_wins = share of (LLM, oracle) pairs the LLM system wins; "
                      "llm_above_oracles = LLM systems above every oracle; gap = judge minus human nDCG@10, mean per system type.\n")
-        parts.append(render.markdown(views.bias_view(r, yes="**INVERTED**"), index=False, digits=3))
+        parts.append(render.markdown(views.bias_view(r, yes="INVERTED"), index=False, digits=3, strong={"inverted": "INVERTED"}))
     parts += self_preference_report.markdown(r)
 
     parts.append("\n## Table 6: bootstrap confidence intervals over queries")
     if len(r.ci_means):
         for dataset, c in views.confidence_tables(r).items():
-            parts += [f"\n### {dataset}: mean nDCG@10 [{o.level:.0%} interval]\n", render.markdown(c)]
+            parts += [f"\n### {md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]\n", render.markdown(c)]
         if len(r.ci_tau):
             parts += [f"\n### Kendall's tau against {ref} [interval]\n", render.markdown(views.tau_intervals(r), index=False)]
     else:
@@ -106,10 +122,11 @@ def sections(r: Report) -> list[str]:
     if len(r.missing):
         parts.append(f"\n## Missing grid cells ({len(r.missing)}, no finished run)\n")
         show_rw = r.missing["rewriter"].nunique() > 1 or (r.missing["rewriter"] != "none").any()
-        parts += [f"- {d} / {s} / judge={j}" + (f" / rewriter={w}" if show_rw else "") for d, s, j, w in r.missing.itertuples(index=False)]
+        parts += [f"- {md(d)} / {md(s)} / judge={md(j)}" + (f" / rewriter={md(w)}" if show_rw else "")
+                  for d, s, j, w in r.missing.itertuples(index=False)]
     else:
         parts.append("\nNo missing grid cells.")
     if r.problems:
         parts.append("\n## Problems reading runs\n")
-        parts += [f"- {p}" for p in r.problems]
+        parts += [f"- {md(p)}" for p in r.problems]
     return parts

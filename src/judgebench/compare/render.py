@@ -1,31 +1,31 @@
-"""How tables look: the same frame as Markdown (printed, report.md) or LaTeX (paper-ready .tex).
+"""How tables look: the same frame as Markdown (report.md), LaTeX (paper-ready .tex) or plain text (the terminal).
 
 Numbers are formatted once here, so every output says "missing" for an absent cell and marks
-the best value of a column the same way (bold in both formats).
+the best value of a column the same way (bold in both formats). Every cell, header and index entry is
+escaped by names.py: a cell may hold a judge's or a system's name, and a name is never markup.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 import pandas as pd
 
-Style = Literal["md", "tex"]
+from judgebench.compare import names
+
+Style = Literal["md", "tex", "plain"]
 MISSING = "missing"
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-        "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_ESCAPE = {"md": names.markdown, "tex": names.latex, "plain": names.plain}
 
 
 def escape(text: str, style: Style) -> str:
-    if style == "md":
-        return text.replace("|", "\\|")
-    return "".join(_TEX.get(c, c) for c in text)
+    return _ESCAPE[style](text)
 
 
 def bold(text: str, style: Style) -> str:
-    return f"**{text}**" if style == "md" else f"\\textbf{{{text}}}"
+    return {"md": f"**{text}**", "tex": f"\\textbf{{{text}}}"}.get(style, text)
 
 
 def number(v: object, digits: int = 4, integer: bool = False) -> str:
@@ -39,9 +39,11 @@ def number(v: object, digits: int = 4, integer: bool = False) -> str:
     return str(v)
 
 
-def cells(df: pd.DataFrame, style: Style, best: Iterable[str] = (), integers: Iterable[str] = (), digits: int = 4) -> pd.DataFrame:
-    """Every cell as escaped text; in the ``best`` columns the maximum (all ties) is bold."""
-    best, integers = set(best), set(integers)
+def cells(df: pd.DataFrame, style: Style, best: Iterable[str] = (), integers: Iterable[str] = (), digits: int = 4,
+          strong: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Every cell as escaped text; in the ``best`` columns the maximum (all ties) is bold, and so is a cell of a
+    ``strong`` column ({column: value}) holding that value (the bias table's INVERTED)."""
+    best, integers, strong = set(best), set(integers), dict(strong or {})
     out = pd.DataFrame(index=[escape(str(i), style) for i in df.index], columns=[escape(str(c), style) for c in df.columns], dtype=object)
     out.index.name = escape(str(df.index.name), style) if df.index.name else None
     for c_in, c_out in zip(df.columns, out.columns):
@@ -51,7 +53,8 @@ def cells(df: pd.DataFrame, style: Style, best: Iterable[str] = (), integers: It
         for v in col:
             v = v.item() if hasattr(v, "item") else v
             t = escape(number(v, digits, c_in in integers), style)
-            if top is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v == top:
+            if (top is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v == top) or \
+                    (c_in in strong and v == strong[c_in]):
                 t = bold(t, style)
             texts.append(t)
         out[c_out] = texts

@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
 from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, figures, human_budget_report,
-                                html, latex, markdown, significance, tables)
+                                html, latex, markdown, names, significance, tables)
 from judgebench.compare import order_bias, self_preference, self_preference_report
 from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
@@ -175,7 +175,7 @@ def write(report: Report, out: Path) -> list[Path]:
     fmt = set(report.options.formats)
     files: list[Path] = []
     if "csv" in fmt:
-        files += [_csv(t, out / f"table1_{d}.csv", index=True) for d, t in report.table1.items()]
+        files += [_csv(t, out / f"table1_{names.file_part(d)}.csv", index=True) for d, t in report.table1.items()]
         for name, frame in (("table2", report.table2), ("ttests_oracles", report.oracle_tests), ("ttests_all", report.all_tests),
                             ("significance_agreement", report.agreement_counts), ("significance_pairs", report.agreement_pairs),
                             ("ranker_bias", report.bias), ("bootstrap_means", report.ci_means), ("bootstrap_tau", report.ci_tau),
@@ -224,7 +224,7 @@ def _write_figures(r: Report, out: Path) -> list[Path]:
     for judge in [j for j in r.judges if j not in REFERENCES]:
         lab = original[original["judge"] == judge]
         if len(lab):
-            files.append(figures.confusion(lab, judge, out / f"figure_confusion_{figures.slug(judge)}.png"))
+            files.append(figures.confusion(lab, judge, out / f"figure_confusion_{names.file_part(judge)}.png"))
     if len(r.content_distribution):
         files.append(figures.content_bias(r.content_distribution, out / "figure_content_bias.png"))
     if len(r.calibration):
@@ -254,7 +254,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
             for name in columns.STATISTICS:
                 value = getattr(row, name)
                 if value == value:
-                    metrics[f"{name}.{row.dataset}.{figures.slug(row.judge)}"] = value
+                    metrics[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
         metrics.update(self_preference_report.metrics(report))
         inputs = report.read
         h = header(report)

@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import render  # noqa: E402
-from judgebench.compare.figures import _save, slug  # noqa: E402
+from judgebench.compare import names, render  # noqa: E402
+from judgebench.compare.figures import _names, _save, plain_text  # noqa: E402
 from judgebench.compare.self_preference import findings  # noqa: E402
 
 if TYPE_CHECKING:
@@ -32,13 +32,13 @@ SELF_SHOWN = ["dataset", "judge", "judge_family", "own_systems", "other_systems"
 def markdown(r: Report) -> list[str]:
     """The section's Markdown blocks (always present: it says so when there is nothing to measure)."""
     o = r.options
-    parts = [f"\n## Self-preference: does a judge favour rankers of its own family? (reference: {o.reference})\n",
+    parts = [f"\n## Self-preference: does a judge favour rankers of its own family? (reference: {names.markdown(o.reference)})\n",
              "Gap = judge nDCG@10 minus the judge's human reference, per system and query. self_preference = mean gap on "
              "the judge's own family's systems minus mean gap on the other families' LLM systems; interaction (two judges A, "
              "B of families a, b) = (gap_A on a - gap_A on b) - (gap_B on a - gap_B on b). Intervals: "
              f"{o.level:.0%} paired studentized bootstrap (bootstrap-t) over queries ({o.bootstrap} resamples, seed {o.seed}); "
              "p: sign-flip test over queries (docs/protocol.md).\n"]
-    parts += [f"- {line}" for line in findings(r.self_preference, r.jobs)]
+    parts += [f"- {names.markdown(line)}" for line in findings(r.self_preference, r.jobs)]
     sp, inter = r.self_preference["self_preference"], r.self_preference["interaction"]
     if len(sp):
         parts += ["", render.markdown(sp[SELF_SHOWN], index=False, integers=["queries"], digits=4)]
@@ -49,13 +49,13 @@ def markdown(r: Report) -> list[str]:
     if len(gaps):
         parts.append("\nMean gap per judge family (rows) and ranker family (columns):\n")
         for dataset, matrix in gap_matrices(gaps).items():
-            parts += [f"\n### {dataset}\n", render.markdown(matrix, digits=4)]
+            parts += [f"\n### {names.markdown(dataset)}\n", render.markdown(matrix, digits=4)]
     parts.append("\n## Order bias of the pairwise (PRP) rankers\n")
     if len(r.order_bias):
         parts.append("order_consistency: share of pairs whose two answers (both orders) prefer the same passage; "
                      "first_position: share of answers naming the passage shown first (0.5: no position bias).\n")
         parts.append(render.markdown(r.order_bias.drop(columns=["reading"]), index=False, integers=["pairs"], digits=3))
-        parts += [f"- {row.dataset} / {row.system}: {row.reading}." for row in r.order_bias.itertuples(index=False)]
+        parts += [f"- {names.markdown(row.dataset)} / {names.markdown(row.system)}: {names.markdown(row.reading)}." for row in r.order_bias.itertuples(index=False)]
     else:
         parts.append("No PRP ranking in this selection logged its order statistics (prp_order_consistency).")
     return parts
@@ -92,6 +92,7 @@ def csv_frames(r: Report) -> list[tuple[str, pd.DataFrame]]:
             ("family_gaps", r.self_preference["gaps"]), ("prp_order_bias", r.order_bias)]
 
 
+@plain_text
 def heatmap(gaps: pd.DataFrame, path: Path) -> Path:
     """Judge family x ranker family mean gaps, one panel per dataset, each cell annotated (red: overrated)."""
     matrices = gap_matrices(gaps)
@@ -102,11 +103,11 @@ def heatmap(gaps: pd.DataFrame, path: Path) -> Path:
         values = m.to_numpy(dtype=float)
         bound = max(1e-6, float(np.nanmax(np.abs(values)))) if np.isfinite(values).any() else 1.0
         im = ax.imshow(values, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")
-        ax.set_xticks(range(m.shape[1]), list(m.columns), rotation=30, ha="right", fontsize="small")
-        ax.set_yticks(range(m.shape[0]), list(m.index), fontsize="small")
+        ax.set_xticks(range(m.shape[1]), _names(m.columns), rotation=30, ha="right", fontsize="small")
+        ax.set_yticks(range(m.shape[0]), _names(m.index), fontsize="small")
         ax.set_xlabel("ranker family")
         ax.set_ylabel("judge family")
-        ax.set_title(f"{dataset}: mean gap (judge - reference)", fontsize="medium")
+        ax.set_title(f"{names.plot(dataset)}: mean gap (judge - reference)", fontsize="medium")
         for (i, j), v in np.ndenumerate(values):
             if v == v:
                 ax.text(j, i, f"{v:+.3f}", ha="center", va="center", fontsize="x-small",
@@ -125,13 +126,13 @@ def metrics(r: Report) -> dict[str, float]:
     for row in r.self_preference["self_preference"].itertuples(index=False):
         for name, value in (("self_preference", row.self_preference), ("self_preference_lo", row.lo),
                             ("self_preference_hi", row.hi), ("self_preference_p", row.p_value)):
-            out[f"{name}.{row.dataset}.{slug(row.judge)}"] = value
+            out[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
     for row in r.self_preference["interaction"].itertuples(index=False):
-        pair = f"{slug(row.judge_a)}_x_{slug(row.judge_b)}"
+        pair = f"{names.file_part(row.judge_a)}_x_{names.file_part(row.judge_b)}"
         for name, value in (("family_interaction", row.interaction), ("family_interaction_lo", row.lo),
                             ("family_interaction_hi", row.hi), ("family_interaction_p", row.p_value)):
-            out[f"{name}.{row.dataset}.{pair}"] = value
+            out[f"{name}.{names.file_part(row.dataset)}.{pair}"] = value
     for row in r.order_bias.itertuples(index=False):
-        out[f"prp_order_consistency.{row.dataset}.{slug(row.system)}"] = row.order_consistency
-        out[f"prp_first_position.{row.dataset}.{slug(row.system)}"] = row.first_position
+        out[f"prp_order_consistency.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = row.order_consistency
+        out[f"prp_first_position.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = row.first_position
     return {k: float(v) for k, v in out.items() if v == v}

@@ -15,16 +15,14 @@ import time
 
 import numpy as np
 import pandas as pd
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import preflight, tracking
+from judgebench import input_digests, preflight, tracking
 from judgebench.data import fingerprint
 from judgebench.content_bias.figures import distribution_figure, histogram_figure
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
 from judgebench.evaluation import cut, evaluate
 from judgebench.exceptions import ConfigError, check_failed_share
-from judgebench.input_digests import input_digests
 from judgebench.metrics.agreement import LEVELS
 from judgebench.rankers.oracle import OracleRanker
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
@@ -69,12 +67,14 @@ def run_content_bias(cfg: DictConfig):
 
     started = time.perf_counter()
     spec = cfg.content_bias
+    inputs = input_digests.JobInputs()  # the files every component reads: their contents are in the config hash
     dataset = load_dataset(cfg.dataset)
-    judge = instantiate(cfg.judge)
-    rewriter = instantiate(cfg.rewriter)
+    inputs.add("dataset", dataset.input_files)
+    judge = inputs.build("judge", cfg.judge)
+    rewriter = inputs.build("rewriter", cfg.rewriter)
     if rewriter.view == "original":
         raise ConfigError("content_bias needs an LLM rewriter: rewriter=smollm2 | openai | gemini_flash")
-    scorer = instantiate(cfg.ranker) if spec.get("score_with_ranker", True) else None
+    scorer = inputs.build("ranker", cfg.ranker) if spec.get("score_with_ranker", True) else None
     if scorer is not None and not hasattr(scorer, "score_pairs"):
         raise ConfigError(f"content_bias design (3) needs a pointwise ranker (rankt5, rg_*); ranker {scorer.name} has no score_pairs")
 
@@ -156,10 +156,10 @@ def run_content_bias(cfg: DictConfig):
     config = OmegaConf.to_container(cfg, resolve=True)
     files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config)))
     files["summary.json"] = json.dumps(metrics, indent=2, default=float)
-    files["input_digests.json"] = json.dumps(input_digests(cfg), indent=1, sort_keys=True)
+    files["input_digests.json"] = inputs.artifact(cfg.cache_dir)
 
     client, exp_id = tracking.open_store(cfg)
-    tags = {f"{tracking.TAG}kind": "content_bias", f"{tracking.TAG}config_hash": config_hash(cfg), f"{tracking.TAG}sweep_id": sweep_id(cfg),
+    tags = {f"{tracking.TAG}kind": "content_bias", f"{tracking.TAG}config_hash": config_hash(cfg, inputs.digests(cfg.cache_dir)), f"{tracking.TAG}sweep_id": sweep_id(cfg),
             "dataset": dataset.name, "judge": judge.name, "judge_family": judge.family, "judge_model": judge.model,
             "rewriter": rewriter.name, "text_view": rewriter.view, "ranker": scorer.name if scorer else "none", "git_commit": tracking.git_commit(),
             **fingerprint.tags(dataset, True, tracking.TAG)}

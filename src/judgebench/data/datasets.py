@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgebench.data.corpus import UnavailableCorpus, available
+from judgebench.data.reading import lines, read_text
 from judgebench.exceptions import DataError
 from judgebench.data.trec import check_queries_known, read_passages, read_qrels, read_run, read_topics
 
@@ -32,6 +33,8 @@ class Dataset:
     pool_provenance: dict = field(default_factory=dict)
     # Every topic id of the source (queries keeps the judged ones): runs may cover unjudged topics.
     topic_ids: frozenset = frozenset()
+    # The input files its loader opened (files_read.py): hashed into every job's resume key.
+    input_files: tuple = ()
     # Whether rankers can run on it (a pool of candidates with passage texts).
     has_pool: ClassVar[bool] = True
 
@@ -147,13 +150,7 @@ def _check_passages(pool: str | Path, pool_df: pd.DataFrame, corpus: dict[str, s
     missing = [d for d in pool_df["doc_id"].unique() if d not in corpus]
     if not missing:
         return
-    line = None
-    with open(pool, encoding="utf-8", errors="replace") as f:
-        for n, text in enumerate(f, 1):
-            fields = text.split()
-            if len(fields) >= 3 and fields[2] == missing[0]:
-                line = n
-                break
+    line = next((n for n, text in lines(read_text(pool)) if len(text.split()) >= 3 and text.split()[2] == missing[0]), None)
     more = f" ({len(missing)} pool documents lack one, e.g. {', '.join(missing[:5])})" if len(missing) > 1 else ""
     raise DataError(pool, f"doc {missing[0]} has no passage text in {passages}{more}", line)
 

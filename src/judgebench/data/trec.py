@@ -11,17 +11,17 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from judgebench.data.reading import lines as _lines, read_text as _read_text
 from judgebench.exceptions import DataError
 
 PathLike = str | os.PathLike[str]
 
-_BOM = b"\xef\xbb\xbf"
 _QRELS_FORMAT = "'query_id iteration doc_id relevance'"
 _RUN_FORMAT = "'query_id Q0 doc_id rank score tag'"
 _ID_KEYS = ("docid", "doc_id", "id", "_id")
@@ -29,38 +29,6 @@ _TEXT_KEYS = ("text", "contents", "content", "passage")
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _read_text(path: PathLike) -> str:
-    """The whole file, decoded strictly as UTF-8 (a stray byte is an error, never a silent '?')."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise DataError(path, "file not found") from None
-    except IsADirectoryError:
-        raise DataError(path, "is a directory, expected a file") from None
-    except OSError as e:
-        raise DataError(path, f"cannot read file ({e.strerror}), expected a readable file") from None
-    skip = len(_BOM) if data.startswith(_BOM) else 0
-    try:
-        return data[skip:].decode("utf-8")
-    except UnicodeDecodeError as e:
-        start = skip + e.start
-        line_start = data.rfind(b"\n", 0, start) + 1
-        raise DataError(
-            path,
-            f"invalid UTF-8 byte 0x{data[start]:02x} at byte offset {start} "
-            f"(byte {start - line_start + 1} of the line), expected UTF-8 text",
-            data.count(b"\n", 0, start) + 1,
-        ) from None
-
-
-def _lines(text: str) -> Iterator[tuple[int, str]]:
-    """Non-blank lines with their 1-based numbers; a trailing '\\r' is dropped so CRLF files read the same."""
-    for n, line in enumerate(text.split("\n"), start=1):
-        line = line.rstrip("\r")
-        if line.strip():
-            yield n, line
 
 
 def _as_id(value: Any) -> str | None:

@@ -57,3 +57,8 @@ class Judge:
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         """Label every (query_id, doc_id) in pairs; failures are reported, never turned into labels."""
         raise NotImplementedError
+
+    def input_files(self) -> list:
+        """Files it reads when it judges, not when it is built (those are recorded then, files_read.py): their
+        contents join the resume key, computed before any judging."""
+        return []

@@ -21,6 +21,7 @@ from judgebench.judges.parsing import parse_label, score_count
 from judgebench.llm.prompts import PromptTemplate, load_prompt
 from judgebench.llm.api import APIBackend
 from judgebench.llm.batch import run_batch
+from judgebench.llm.batch_store import BatchStore
 from judgebench.llm.calls import Call, api_call_key, run_cached
 
 log = logging.getLogger("judgebench")
@@ -44,6 +45,8 @@ class JudgePlan:
     est_input_tokens: int
     est_output_tokens: int
     est_cost_usd: float
+    in_batches: int = 0  # prompts in a saved batch (batch mode): a rerun resumes it and pays nothing for them
+    unknown_batches: int = 0  # saved batches written by hand without their prompts: resumed first
 
 
 @dataclass
@@ -79,12 +82,16 @@ class LLMJudge(Judge):
     def plan(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgePlan:
         calls = self.render(pairs, dataset, texts)
         todo = [c for c in calls if c.key not in self.cache]
+        saved, unknown = (BatchStore(Path(self.cache_dir) / "batches").pending(self.backend.backend)
+                          if self.backend.mode == "batch" else (set(), 0))
+        in_batches = sum(1 for c in todo if c.key in saved)
+        todo = [c for c in todo if c.key not in saved]
         n_in = sum(len(c.prompt) // 4 for c in todo)  # ~4 characters per token
         n_out = len(todo) * 8
         # thinking: at most its allowance per call (a budget, or the reserve of a level), an upper bound
         cost = self.backend.cost(n_in, n_out, batch=self.backend.mode == "batch",
                                  thinking_tokens=len(todo) * self.backend.thinking_allowance)
-        return JudgePlan(len(calls), len(calls) - len(todo), todo, n_in, n_out, cost)
+        return JudgePlan(len(calls), len(calls) - len(todo) - in_batches, todo, n_in, n_out, cost, in_batches, unknown)
 
     def _label_set_turn(self, calls: list[PlannedCall]):
         """Jobs about to call the API for the same label set take turns (``locks.exclusive``): the first one pays,

@@ -46,6 +46,10 @@ class QrelsFileJudge(Judge):
         p = Path(self.path).expanduser()
         return p if p.is_absolute() or not self.root else Path(self.root).expanduser() / p
 
+    def input_files(self) -> list[Path]:
+        """Read when it judges, hashed into the resume key before (a label edited in place reruns the cell)."""
+        return [self.file]
+
     def read(self, dataset) -> pd.DataFrame:
         """The file's labels with dataset ids (query_id, doc_id, relevance, line, label); a query the dataset
         does not know is an error naming its line."""

@@ -4,18 +4,18 @@ API at once, at batch prices, instead of one request per prompt.
 What it shares with online mode is the call cache: a batch's answers are stored under the same keys, so an
 online run reuses them and prompts already cached are never submitted. A batch's id is saved under
 ``cache_dir/batches`` as soon as it is created, before any waiting, so a killed or restarted job polls the
-same batch again instead of paying for it twice. Failed lines and expired batches leave their prompts
-uncached: they are reported as failed pairs, like online failures, and submitted again by the next run.
-The SDK-specific part (upload, poll, download) is a :class:`BatchProvider` per backend.
+same batch again instead of paying for it twice (``batch_store.py``: the folder is probed before anything is
+submitted). Every answer a batch gives goes into the call cache, whichever run resumed it: a run over half a
+saved batch's prompts stores the other half too, so the run that needs them pays nothing again. Failed lines
+and expired batches leave their prompts uncached: they are reported as failed pairs, like online failures,
+and submitted again by the next run. The SDK-specific part (upload, poll, download) is a
+:class:`BatchProvider` per backend.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
-import os
 import sys
 import time
 from abc import ABC, abstractmethod
@@ -26,10 +26,12 @@ from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
+from judgebench.cache.keys import is_key
 from judgebench.cache.store import CallCache
 from judgebench.cache.schema import api_problem
 from judgebench.exceptions import BackendUnreachable, BatchNotDone, ConfigError
 from judgebench.llm.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError
+from judgebench.llm.batch_store import BatchStore
 from judgebench.masking import mask_url
 
 log = logging.getLogger("judgebench")
@@ -121,44 +123,6 @@ def split_lines(lines: list[BatchLine], max_requests: int, max_bytes: int,
     return chunks
 
 
-class BatchStore:
-    """The open batches of a cache dir: one JSON file per batch, named by the digest of its prompt keys."""
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
-
-    def path(self, keys: list[str]) -> Path:
-        return self.root / f"batch-{hashlib.sha256(chr(10).join(sorted(keys)).encode()).hexdigest()[:32]}.json"
-
-    def save(self, batch_id: str, backend: APIBackend, keys: list[str]) -> Path:
-        """Durable (written, fsynced, renamed) before the caller waits on the batch."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        path = self.path(keys)
-        state = {"batch_id": batch_id, "backend": backend.backend, "model": backend.model, "created": time.time(),
-                 "keys": sorted(keys)}
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        return path
-
-    def open_batches(self, wanted: set[str]) -> list[tuple[Path, dict[str, Any]]]:
-        """Saved batches holding any wanted key (a prompt answered since is simply not stored again)."""
-        out = []
-        for path in sorted(self.root.glob("batch-*.json")) if self.root.is_dir() else []:
-            try:
-                state = json.loads(path.read_text(encoding="utf-8"))
-                keys, batch_id = state["keys"], str(state["batch_id"])
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                log.warning("batch state %s is unreadable (%s); ignored", path, e)
-                continue
-            if wanted.intersection(keys):
-                out.append((path, {**state, "batch_id": batch_id}))
-        return out
-
-
 async def with_retries(backend: APIBackend, what: str, fn: Callable[[], Awaitable[T]]) -> T:
     """A batch API request, retried on transient errors like online calls are (Retry-After, backoff). These
     requests are not counted in stats.requests: a batch counts one request per line, what is paid for."""
@@ -197,6 +161,17 @@ def pending_calls(cache: CallCache, calls: list, parse: Callable | None, reask_u
     return records, todo
 
 
+@dataclass
+class BatchJob:
+    """One batch this run waits for: submitted now, or resumed from its saved id."""
+
+    path: Path  # its saved id
+    batch_id: str
+    keys: list[str] | None  # every prompt in the batch (None: a hand-written id file; known from the results)
+    wanted: set[str]  # the ones this run asked for: reported as its records or failures
+    meta: dict[str, Any]  # what the cache stores with each of its answers
+
+
 def run_batch(backend: APIBackend, cache: CallCache, calls: list, *, meta: dict[str, Any], state_dir: str | Path,
               system: str | None = None, parse: Callable[[str], Any] | None = None, progress: bool = True,
               desc: str = "batch", reask_unparsed: bool = False, grades: bool = False,
@@ -206,29 +181,49 @@ def run_batch(backend: APIBackend, cache: CallCache, calls: list, *, meta: dict[
     records, todo = pending_calls(cache, calls, parse, reask_unparsed, grades)
     failures: dict[str, tuple[str, str]] = {}
     if todo:
-        cache.check_writable()  # an answer that cannot be stored must not be paid for
-        asyncio.run(_judge_in_batches(backend, cache, todo, records, failures, meta, BatchStore(state_dir),
-                                      system, parse, progress, desc))
+        store = BatchStore(state_dir)
+        cache.check_writable([c.key for c in todo])  # an answer that cannot be stored must not be paid for,
+        store.check_writable()  # nor a batch whose id cannot be saved
+        asyncio.run(_judge_in_batches(backend, cache, todo, records, failures, meta, store, system, parse, progress, desc))
     return records, failures
+
+
+async def _resume_saved(backend, provider, store: BatchStore, prompts: dict[str, str], meta) -> list[BatchJob]:
+    """The saved batches holding prompts of this run, each polled once: a batch the provider no longer has is
+    forgotten (its prompts are submitted again); one it cannot answer about now stops the job, its id kept."""
+    jobs = []
+    for saved in store.open_batches(set(prompts), backend.backend):
+        try:
+            await with_retries(backend, "poll a saved batch", lambda: provider.poll(saved.batch_id))
+        except PermanentError as e:  # gone (another account, server, or deleted): submit its lines anew
+            log.warning("saved batch %s (%s) cannot be polled (%s); its prompts are submitted again",
+                        saved.batch_id, saved.path, e)
+            saved.path.unlink(missing_ok=True)
+            continue
+        except TransientError as e:
+            raise BatchNotDone(f"saved batch {saved.batch_id} ({backend.backend}) could not be polled ({e}); its id is "
+                               f"kept in {saved.path}: run again later to resume it (nothing is paid twice)") from None
+        wanted = set(prompts) if saved.keys is None else {k for k in saved.keys if k in prompts}
+        log.info("resuming batch %s (%s prompts, %d of them asked for now; saved in %s)", saved.batch_id,
+                 "?" if saved.keys is None else len(saved.keys), len(wanted), saved.path)
+        jobs.append(BatchJob(saved.path, saved.batch_id, saved.keys, wanted, saved.meta or meta))
+    return jobs
 
 
 async def _judge_in_batches(backend, cache, todo, records, failures, meta, store, system, parse, progress, desc):
     prompts = {c.key: c.prompt for c in todo}
     async with backend:
         provider = provider_for(backend, system)
-        jobs: list[tuple[Path, str, list[str]]] = []
-        for path, state in store.open_batches(set(prompts)):
-            keys = [k for k in state["keys"] if k in prompts]
-            try:
-                await with_retries(backend, "poll a saved batch", lambda: provider.poll(state["batch_id"]))
-            except PermanentError as e:  # gone (another account, server, or deleted): submit its lines anew
-                log.warning("saved batch %s (%s) cannot be polled (%s); its prompts are submitted again",
-                            state["batch_id"], path, e)
-                path.unlink(missing_ok=True)
-                continue
-            log.info("%s: resuming batch %s (%d prompts, saved in %s)", desc, state["batch_id"], len(keys), path)
-            jobs.append((path, state["batch_id"], keys))
-            for k in keys:
+        jobs = await _resume_saved(backend, provider, store, prompts, meta)
+        unlisted = [j for j in jobs if j.keys is None]
+        if unlisted:  # written by hand: which prompts it holds shows only in its results, so wait for it first
+            await _wait_all(backend, provider, cache, parse, unlisted, records, failures, progress, desc)
+            jobs = [j for j in jobs if j.keys is not None]
+        for job in jobs:
+            for k in job.wanted:
+                prompts.pop(k, None)
+        for k in list(prompts):
+            if k in records or k in failures:
                 prompts.pop(k)
         lines = [BatchLine(k, p) for k, p in prompts.items()]
         s = backend.batch
@@ -244,72 +239,96 @@ async def _judge_in_batches(backend, cache, todo, records, failures, meta, store
                                   f"{len(chunk)} prompts ({e}); judge.backend.mode=online works without the "
                                   "batch API") from None
             keys = [line.key for line in chunk]
-            path = store.save(batch_id, backend, keys)  # before waiting: a rerun resumes this batch
             backend.stats.batches += 1
             backend.stats.requests += len(chunk)
+            path = store.save(batch_id, backend, keys, meta)  # before waiting: a rerun resumes this batch
             log.info("%s: submitted batch %s (%d prompts; its id is saved in %s, a rerun resumes it)",
                      desc, batch_id, len(chunk), path)
-            jobs.append((path, batch_id, keys))
-        bar = tqdm(total=sum(len(k) for _, _, k in jobs), desc=f"{desc} (batch)", unit="prompt",
-                   disable=not progress or not sys.stderr.isatty())  # in a log file: the periodic log line
-        try:
-            await asyncio.gather(*(_wait_and_store(backend, provider, cache, meta, parse, job, records, failures, bar)
-                                   for job in jobs))
-        finally:
-            bar.close()
+            jobs.append(BatchJob(path, batch_id, keys, set(keys), meta))
+        await _wait_all(backend, provider, cache, parse, jobs, records, failures, progress, desc)
 
 
-async def _wait_and_store(backend, provider, cache, meta, parse, job, records, failures, bar) -> None:
-    path, batch_id, keys = job
+async def _wait_all(backend, provider, cache, parse, jobs, records, failures, progress, desc) -> None:
+    bar = tqdm(total=sum(len(j.keys or ()) for j in jobs), desc=f"{desc} (batch)", unit="prompt",
+               disable=not progress or not sys.stderr.isatty())  # in a log file: the periodic log line
     try:
-        await _wait_and_store_once(backend, provider, cache, meta, parse, job, records, failures, bar)
+        await asyncio.gather(*(_wait_and_store(backend, provider, cache, parse, job, records, failures, bar)
+                               for job in jobs))
+    finally:
+        bar.close()
+
+
+async def _wait_and_store(backend, provider, cache, parse, job, records, failures, bar) -> None:
+    try:
+        await _wait_and_store_once(backend, provider, cache, parse, job, records, failures, bar)
     except (TransientError, PermanentError) as e:
-        raise BatchNotDone(f"batch {batch_id} could not be polled or downloaded ({e}); its id is saved in {path}: "
+        raise BatchNotDone(f"batch {job.batch_id} could not be polled or downloaded ({e}); its id is saved in {job.path}: "
                            "run again to resume it (nothing is paid twice)") from None
 
 
-async def _wait_and_store_once(backend, provider, cache, meta, parse, job, records, failures, bar) -> None:
-    path, batch_id, keys = job
+async def _wait_and_store_once(backend, provider, cache, parse, job, records, failures, bar) -> None:
+    path, batch_id = job.path, job.batch_id
+    size = len(job.keys) if job.keys is not None else None
     s = backend.batch
     started, shown, logged = time.monotonic(), 0, time.monotonic()
     while True:
         status = await with_retries(backend, f"poll batch {batch_id}", lambda: provider.poll(batch_id))
-        done = len(keys) if status.state in TERMINAL else min(status.done or 0, len(keys))
-        bar.update(done - shown)
-        shown = done
+        if size is not None:
+            done = size if status.state in TERMINAL else min(status.done or 0, size)
+            bar.update(done - shown)
+            shown = done
         bar.set_postfix_str(f"{batch_id}: {status.provider_state}", refresh=True)
         if status.state in TERMINAL:
             break
         waited = time.monotonic() - started
         if bar.disable and time.monotonic() - logged >= LOG_EVERY_S:  # no bar (progress=false): a log line
             logged = time.monotonic()
-            log.info("batch %s: %s after %.0f s (%s of %d prompts done)", batch_id, status.provider_state, waited,
-                     "?" if status.done is None else done, len(keys))
+            log.info("batch %s: %s after %.0f s (%s of %s prompts done)", batch_id, status.provider_state, waited,
+                     "?" if status.done is None else status.done, "?" if size is None else size)
         if waited >= s.timeout_s:
             raise BatchNotDone(f"batch {batch_id} is still {status.provider_state} after {waited:.0f}s "
                                f"(judge.backend.batch.timeout_s={s.timeout_s:g}); its id is saved in {path}: "
                                "run again to resume waiting for it (nothing is paid twice)")
         await asyncio.sleep(min(s.poll_interval_s, max(0.0, s.timeout_s - waited)))
     results = await with_retries(backend, f"download batch {batch_id}", lambda: provider.results(batch_id))
-    latency = time.monotonic() - started
+    await _store_results(backend, cache, parse, job, status, results, records, failures, time.monotonic() - started)
+    if job.keys and results and not set(job.keys) & set(results):
+        log.warning("batch %s answered none of the %d prompts its id file %s lists (the file names another batch?): "
+                    "its %d answers are stored; the listed prompts are submitted again, and the batch they were "
+                    "submitted in, if any, is left running", batch_id, len(job.keys), path, len(results))
+    try:
+        path.unlink(missing_ok=True)  # answers stored, failures reported: the next run submits only those again
+    except OSError as e:
+        log.warning("batch %s is done and its answers stored, but its id file %s could not be removed (%s)", batch_id, path, e)
+
+
+async def _store_results(backend, cache, parse, job, status, results, records, failures, latency) -> None:
+    """Every answer the batch gave goes into the call cache, whoever asked for it (a batch resumed by a run over
+    part of its prompts pays for none of them twice); records and failures are reported for the wanted ones."""
     missing_kind = {"succeeded": "missing", "failed": "batch_failed", "expired": "batch_expired",
                     "cancelled": "batch_cancelled"}[status.state]
-    for key in keys:
+    answers, mine = [], {}
+    for key, res in results.items():
+        if not isinstance(res, LineAnswer) or not is_key(key):
+            continue
+        parsed = parse(res.text) if parse else None
+        if parse is not None and parsed is None and key in job.wanted:
+            backend.stats.errors["unparsable"] += 1
+        rec = {"text": res.text, "parsed": parsed, "input_tokens": res.input_tokens, "output_tokens": res.output_tokens,
+               "thinking_tokens": res.thinking_tokens, "latency_s": latency, "attempts": 1, "time": time.time(),
+               "batch_id": job.batch_id}
+        answers.append((key, rec, job.meta))
+        if key in job.wanted:
+            mine[key] = rec
+    await asyncio.to_thread(cache.put_many, answers)  # one group, stored before any of them is used
+    records.update(mine)
+    backend.stats.ok += len(mine)
+    for key in job.wanted - set(mine):
         res = results.get(key)
-        if isinstance(res, LineAnswer):
-            parsed = parse(res.text) if parse else None
-            if parse is not None and parsed is None:
-                backend.stats.errors["unparsable"] += 1
-            rec = {"text": res.text, "parsed": parsed, "input_tokens": res.input_tokens,
-                   "output_tokens": res.output_tokens, "thinking_tokens": res.thinking_tokens, "latency_s": latency, "attempts": 1, "time": time.time(),
-                   "batch_id": batch_id}
-            await asyncio.to_thread(cache.put, key, rec, meta)
-            records[key] = rec
-            backend.stats.ok += 1
-        else:
-            err = res if isinstance(res, LineError) else LineError(
-                missing_kind, f"batch {batch_id} ended {status.provider_state} without this line"
-                + (f": {status.message}" if status.message else ""))
-            backend.stats.errors[err.kind] += 1
-            failures[key] = (err.kind, f"{err.kind}: {err.message} (batch {batch_id})")
-    path.unlink(missing_ok=True)  # answers stored, failures reported: the next run submits only those again
+        if job.keys is None and res is None:
+            continue  # a hand-written batch without this prompt: it is submitted like any other
+        err = res if isinstance(res, LineError) else LineError(
+            missing_kind, f"batch {job.batch_id} ended {status.provider_state} without this line"
+            + (f": {status.message}" if status.message else ""))
+        backend.stats.errors[err.kind] += 1
+        failures[key] = (err.kind, f"{err.kind}: {err.message} (batch {job.batch_id})")

@@ -76,7 +76,7 @@ def run_cached(
     bar = counter(desc, len(records) + len(todo), unit, enabled=progress, cached=len(records))
     try:
         if todo:
-            cache.check_writable()  # an answer that cannot be stored must not be paid for
+            cache.check_writable([c.key for c in todo])  # an answer that cannot be stored must not be paid for
             asyncio.run(_call_all(backend, cache, todo, records, failures, meta, system, parse, parse_attempts, bar))
     finally:
         bar.close()

@@ -116,6 +116,8 @@ def cached_scores(
             todo.append((key, payload))
         else:
             records[key] = rec
+    if todo:
+        cache.check_writable([key for key, _ in todo])  # scores that could not be stored must not be computed
     with counter(desc, len(records) + len(todo), unit, enabled=progress, cached=len(records)) as bar:
         for i in range(0, len(todo), chunk):
             part = todo[i : i + chunk]

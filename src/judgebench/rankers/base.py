@@ -48,6 +48,11 @@ class Ranker:
         """Whether ranking ``dataset`` reads passage texts (their digest then joins the cell's dataset identity)."""
         return True
 
+    def input_files(self) -> list:
+        """Files it reads when it ranks, not when it is built (those are recorded then, files_read.py): their
+        contents join the resume and ranking keys, computed before any ranking."""
+        return []
+
 
 def ranking_from_scores(frame: pd.DataFrame) -> pd.DataFrame:
     """Order by score descending (stable: ties keep the input order) and number ranks 1..n."""

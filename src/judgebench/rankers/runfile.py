@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -36,6 +37,10 @@ class RunFileRanker(Ranker):
 
     def reads_texts(self, dataset) -> bool:
         return False
+
+    def input_files(self) -> list[Path]:
+        """Read when it ranks, hashed into the resume and ranking keys before (an edited run is another system)."""
+        return [Path(self.path)]
 
     def rank(self, dataset, texts) -> pd.DataFrame:
         run = read_run(self.path, order_by=self.order_by)

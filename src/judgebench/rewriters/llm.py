@@ -14,6 +14,7 @@ from typing import Any
 from judgebench.cache.store import CallCache
 from judgebench.exceptions import ConfigError
 from judgebench.llm.prompts import PromptTemplate
+from judgebench.llm.batch import run_batch
 from judgebench.llm.calls import Call, api_call_key, run_cached
 from judgebench.llm.models import as_spec, cached_scores, transformers_key
 
@@ -88,10 +89,14 @@ class LLMRewriter:
         if self.backend is not None:
             calls = {d: Call(api_call_key(self.backend, "rewrite@1", p, None), p) for d, p in prompts.items()}
             todo = sum(1 for c in calls.values() if c.key not in self.cache)
-            records, failures = run_cached(
-                self.backend, self.cache, list(calls.values()), meta={"backend": self.backend.backend, "model": self.backend.model},
-                progress=self.progress, desc=f"rewriting ({self.name})", unit="docs",
-            )
+            meta = {"backend": self.backend.backend, "model": self.backend.model}
+            if self.backend.mode == "batch":  # the provider's batch API, at batch prices (llm/batch.py), as judges do
+                records, failures = run_batch(self.backend, self.cache, list(calls.values()), meta=meta,
+                                              state_dir=Path(self.cache_dir) / "batches", progress=self.progress,
+                                              desc=f"rewriting ({self.name})")
+            else:
+                records, failures = run_cached(self.backend, self.cache, list(calls.values()), meta=meta,
+                                               progress=self.progress, desc=f"rewriting ({self.name})", unit="docs")
             self.made += todo
             out = {}
             for d, c in calls.items():

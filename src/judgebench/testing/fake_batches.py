@@ -40,6 +40,7 @@ class FakeBatchConfig:
     fail_once: bool = True          # a prompt fails at most once: its re-submission succeeds
     expire: bool = False            # the batch ends expired: only the first expire_done_share lines answered
     expire_done_share: float = 0.5
+    poll_500: bool = False          # every poll of a batch answers 500 (a provider having trouble)
     seed: int = 0
 
     def updated(self, **kw: Any) -> FakeBatchConfig:
@@ -211,6 +212,8 @@ class FakeBatches:
     async def _openai_retrieve(self, request: web.Request) -> web.Response:
         if self._gemini_authed(request):  # the Gemini SDK polls GET /v1/batches/{id} too (api_version v1)
             return await self._gemini_get(request)
+        if self.config.poll_500:
+            return _openai_error(500, "The fake server is having trouble.", "server_error", None)
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None or batch.kind != "openai":
             return _openai_error(404, "No such batch.", "invalid_request_error", None)
@@ -269,6 +272,8 @@ class FakeBatches:
         return web.json_response(self._gemini_batch(batch))
 
     async def _gemini_get(self, request: web.Request) -> web.Response:
+        if self.config.poll_500:
+            return _google_error(500, "The fake server is having trouble.", "INTERNAL")
         batch = self.batches.get("batches/" + request.match_info["batch_id"])
         if batch is None:
             return _google_error(404, "Batch not found.", "NOT_FOUND")
