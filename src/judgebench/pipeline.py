@@ -221,6 +221,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         "system": system,
         "ranker": ranker.name,
         "ranker_type": ranker.kind,
+        **({"ranker_family": ranker.family} if ranker.family else {}),
         "ranker_model": next((str(v) for v in (OmegaConf.select(cfg, f"ranker.{k}", default=None)
                                                 for k in ("model_spec.model", "backend.model", "model")) if v), ""),
         "perturbation": perturbation.name,
@@ -247,6 +248,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
                                      files=inputs.digests(cfg.cache_dir, rankings.FILE_ROLES))
         run = ranking.run
         job.set_tags({f"{tracking.TAG}ranking_key": ranking.key})
+        job.log_metrics(ranking.metrics)  # the ranking's own statistics (PRP's order consistency), on every cell that uses it
 
         label_set = dataset.label_set()
         with job_stage(cfg, f"judge {judge.name}"):

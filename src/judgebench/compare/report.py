@@ -14,6 +14,7 @@ from mlflow.tracking import MlflowClient
 from judgebench import __version__
 from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, figures, human_budget_report,
                                 html, latex, markdown, names, significance, tables)
+from judgebench.compare import order_bias, self_preference, self_preference_report
 from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References
@@ -87,6 +88,8 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
                   "judgebench": sorted(everything["version"].fillna("unknown").unique())},
         calibration=calib, calibration_summary=human_budget_report.summary(calib) if len(calib) else pd.DataFrame(),
         aliases=aliases, refs=refs,
+        self_preference=self_preference.analyse(per_query, t1, jobs, refs, opt.bootstrap, opt.seed, opt.level),
+        order_bias=order_bias.order_table(jobs),
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
     )
@@ -115,11 +118,13 @@ def write(report: Report, out: Path) -> list[Path]:
                             ("calibration", report.calibration), ("calibration_summary", report.calibration_summary)):
             if len(frame) or name in ("table2", "missing_cells"):
                 files.append(_csv(frame, out / f"{name}.csv"))
+        files += [_csv(frame, out / f"{name}.csv") for name, frame in self_preference_report.csv_frames(report) if len(frame)]
     if "tex" in fmt:
         files += latex.write(report, out)
     if "png" in fmt:
         files += _write_figures(report, out)
-    text = markdown.document(report) + html.figure_links(files, figures.CAPTIONS)  # report.md links its figures
+    captions = {**figures.CAPTIONS, self_preference_report.FIGURE: self_preference_report.CAPTION}
+    text = markdown.document(report) + html.figure_links(files, captions)  # report.md links its figures
     if "md" in fmt:
         files.insert(0, out / "report.md")
         files[0].write_text(text, encoding="utf-8")
@@ -158,6 +163,7 @@ def _write_figures(r: Report, out: Path) -> list[Path]:
         files.append(figures.content_bias(r.content_distribution, out / "figure_content_bias.png"))
     if len(r.calibration):
         files += human_budget_report.budget_figures(r.calibration, out)
+    files += self_preference_report.figures(r, out)
     return files
 
 
@@ -183,6 +189,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
                 value = getattr(row, name)
                 if value == value:
                     metrics[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
+        metrics.update(self_preference_report.metrics(report))
         inputs = report.read
         h = header(report)
         note = f"compare report: {h['selection']}; datasets {h['datasets']}; judges {h['judges']}; reference {h['reference']}"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgebench.compare import human_budget as budget
+from judgebench.compare import order_bias, self_preference
 from judgebench.compare.ensembles import VirtualJudge
 from judgebench.compare.reference import HUMAN_JUDGED, References
 
@@ -72,6 +73,9 @@ class Report:
     refs: References | None = None  # each judge's human reference (the figures read it)
     read: dict[str, list[str]] = field(default_factory=dict)  # run ids and sweep ids this report was built from
     superseded: list[str] = field(default_factory=list)  # earlier compare runs of this selection, replaced by the logged one
+    # does a judge favour its own family's rankers (compare/self_preference.py): self_preference, interaction, gaps frames
+    self_preference: dict[str, pd.DataFrame] = field(default_factory=self_preference.empty)
+    order_bias: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=order_bias.COLUMNS))  # PRP's two orders
 
     @property
     def judges(self) -> list[str]:

