@@ -21,7 +21,7 @@ from judgebench.compare.figures import _names, _save, plain_text  # noqa: E402
 from judgebench.compare.self_preference import findings  # noqa: E402
 
 if TYPE_CHECKING:
-    from judgebench.compare.report import Report
+    from judgebench.compare.report_model import Report
 
 FIGURE = "figure_family_gaps.png"
 CAPTION = "mean nDCG@10 gap (judge minus its human reference) per judge family and ranker family"
