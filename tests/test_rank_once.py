@@ -17,7 +17,8 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from judgebench import pipeline, rankings
+from judgebench import rankings
+from judgebench.jobs import pipeline
 from judgebench.data.datasets import load_toy
 from judgebench.data.trec_dl import load_trec_dl
 from test_slurm import SLURM_SMALL, explain, slurm_cluster  # noqa: F401  (slurm_cluster: the cluster fixture)

@@ -281,7 +281,7 @@ def sweep_cell() -> tuple[bool, str]:
         return False, ""
     if hc.mode != RunMode.MULTIRUN:
         return False, ""
-    from judgebench.pipeline import NON_SEMANTIC  # where a job logs and caches, not which cell it is
+    from judgebench.identity import NON_SEMANTIC  # where a job logs and caches, not which cell it is
 
     shown = [re.sub(r"\\(.)", r"\1", o) for o in hc.overrides.task if o.partition("=")[0].lstrip("+~") not in NON_SEMANTIC]
     return True, f"cell #{hc.job.num} ({' '.join(shown) or 'no overrides'})"

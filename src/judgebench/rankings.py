@@ -8,7 +8,7 @@ ranker reads them), the system (ranker + perturbation, by their config hash), th
 rewriter's hash) and the ranking code's version, never on the judge. It is stored under that key in
 ``<cache_dir>/rankings/<key>.trec`` (TREC format, written atomically) and every cell reads it back from
 there, so every judge scores the same bytes. A cell that finds another job computing it waits under a lock
-(``locks.exclusive``), as label sets do. ``job=rank`` (``rank_job.py``) computes and logs rankings alone,
+(``locks.exclusive``), as label sets do. ``job=rank`` (``jobs/rank_job.py``) computes and logs rankings alone,
 so a cluster can rank on its GPU partition and judge on CPU nodes; a store that lacks a ranking another
 machine logged to MLflow gets it from that run's artifact.
 """

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from importlib import resources
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
 from judgebench import cli_checks, errors, masking
+from judgebench.config_dir import CONF_DIR
 from judgebench.exceptions import NoSystems, UserError
 
-CONF_DIR = Path(str(resources.files("judgebench") / "conf"))
 JOBS = ("grid_cell", "rank", "content_bias", "labels_only")
 _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basic launcher runs them all here)
 
@@ -58,19 +56,19 @@ def _dispatch(cfg: DictConfig) -> str:
             raise UserError(f"job={kind}: expected one of {', '.join(JOBS)}")
         settings.validate(cfg)  # every typed setting, before any work
         if kind == "content_bias":
-            from judgebench.content_bias.job import run_content_bias
+            from judgebench.jobs.content_bias import run_content_bias
 
             status = run_content_bias(cfg).status
         elif kind == "rank":
-            from judgebench.rank_job import run_rank
+            from judgebench.jobs.rank_job import run_rank
 
             status = run_rank(cfg).status
         elif kind == "labels_only":
-            from judgebench.labels_only import run_labels_only
+            from judgebench.jobs.labels_only import run_labels_only
 
             status = run_labels_only(cfg).status
         else:
-            from judgebench.pipeline import run_job
+            from judgebench.jobs.pipeline import run_job
 
             status = run_job(cfg).status
         _STATUSES.append(status)

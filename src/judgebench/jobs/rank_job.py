@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from judgebench import input_digests, preflight, rankings, tracking
 from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
-from judgebench.pipeline import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
+from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
 from judgebench.rankers.perturbation import Perturbation
 
 log = logging.getLogger("judgebench")
