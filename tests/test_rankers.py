@@ -9,7 +9,8 @@ from judgebench.data.datasets import Dataset
 from judgebench.judges.simulated import SimulatedJudge
 from judgebench.metrics import per_query_ndcg
 from judgebench.rankers.oracle import OracleRanker
-from judgebench.rankers.perturbation import Perturbation, cut
+from judgebench.evaluation import cut
+from judgebench.rankers.perturbation import Perturbation
 from judgebench.rankers.simulated import SimulatedLLMRanker
 from judgebench.simulation import latent_prior
 
