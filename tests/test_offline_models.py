@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from judgebench.llm import offline_models
+from judgebench.llm import offline_aliases, offline_models
 from judgebench.llm.models import ModelSpec
-from judgebench.llm.offline_models import OfflineModel, offline_model
+from judgebench.llm.offline_aliases import offline_model
+from judgebench.llm.offline_models import OfflineModel
 
 
 def test_every_alias_is_an_offline_model_with_its_own_folder():
-    models = offline_models.offline_models()
+    models = offline_aliases.offline_models()
     assert set(models) == {"smollm2", "gemma3"} and offline_model("google/flan-t5-xl") is None
     assert models["gemma3"].converted_dir("/c") == Path("/c/models/gemma-3-270m")
     assert models["smollm2"].converted_dir("/c") == Path("/c/models/smollm2-135m-instruct")

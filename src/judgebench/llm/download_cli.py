@@ -78,7 +78,7 @@ def _gb(n: int) -> str:
 def fetch(key: str, where: list[str], list_only: bool) -> int:
     """Plan and fetch one model; print its line; return the bytes planned."""
     from judgebench.llm import hub
-    from judgebench.llm.offline_models import offline_model
+    from judgebench.llm.offline_aliases import offline_model
 
     model, _, gguf = key.partition("::")
     named = f" ({', '.join(where)})" if where else ""

@@ -60,7 +60,7 @@ class ModelSpec:
     def load(self, cache_dir: str | Path, progress: bool = False):
         from judgebench.llm.transformers_model import TransformersModel
 
-        from judgebench.llm.offline_models import offline_model
+        from judgebench.llm.offline_aliases import offline_model
 
         source = self.model
         offline = offline_model(source)

@@ -3,8 +3,8 @@
 Loading a GGUF dequantizes it every time (SmolLM2-135M ~16 s, Gemma 3 270M ~3 min on 2 loaded cores, most of it
 the tokenizer's 262k vocabulary); the converted float32 copy reloads in seconds. So the conversion runs once per
 cache directory and is published atomically (temp dir + rename): concurrent jobs never see a half-written model.
-An alias (``model_spec.model: smollm2`` or ``gemma3``) names one :class:`OfflineModel`; ``smollm2.py`` and
-``gemma3.py`` say where each package keeps its file.
+An alias (``model_spec.model: smollm2`` or ``gemma3``) names one :class:`OfflineModel` (``offline_aliases.py``);
+``smollm2.py`` and ``gemma3.py`` say where each package keeps its file.
 """
 
 from __future__ import annotations
@@ -80,16 +80,3 @@ def convert_gguf(gguf: Path, out: Path) -> None:
                 delattr(cfg, "quantization_config")
         model.save_pretrained(out)
         tok.save_pretrained(out)
-
-
-def offline_models() -> dict[str, OfflineModel]:
-    """Every alias a config may name, by alias."""
-    from judgebench.llm.gemma3 import GEMMA3
-    from judgebench.llm.smollm2 import SMOLLM2
-
-    return {m.alias: m for m in (SMOLLM2, GEMMA3)}
-
-
-def offline_model(name: str) -> OfflineModel | None:
-    """The offline model an alias names, None for any other model name."""
-    return offline_models().get(str(name))

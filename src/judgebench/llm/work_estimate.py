@@ -94,7 +94,7 @@ class Work:
 
 def model_source(spec: Any, cache_dir: str | Path) -> str:
     """Where the model would load from without converting or downloading anything (the alias: its converted copy)."""
-    from judgebench.llm.offline_models import offline_model
+    from judgebench.llm.offline_aliases import offline_model
 
     offline = offline_model(spec.model)
     return str(offline.converted_dir(cache_dir)) if offline is not None else str(spec.model)
