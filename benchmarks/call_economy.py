@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict:
     root.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     result: dict = {"settings": {"datasets": datasets, "systems": systems,
-                                 "systems": n_systems, "latency_s": args.latency, "quick": args.quick, "workdir": str(root)},
+                                 "n_systems": n_systems, "latency_s": args.latency, "quick": args.quick, "workdir": str(root)},
                     "label_set_sizes": {ds: n for ds, (n, _) in label_sets.items()}, "label_set_total": label_total,
                     "judged_queries": {ds: q for ds, (_, q) in label_sets.items()},
                     "naive_calls": naive}

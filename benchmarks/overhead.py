@@ -33,11 +33,11 @@ SYSTEMS = ["bm25"] + [f"oracle_{p}" for p in PERTURBATIONS] + ["rankgpt_gpt35", 
 # direct callees of pipeline.run_job, by (module path fragment, function name) -> phase
 PHASES = [
     ("metrics", [("judgebench/metrics/", ""), ("judgebench/evaluation.py", "")]),  # evaluation: the nDCG of every qrels
-    ("MLflow (store, runs, params, metrics, artifacts)", [("judgebench/tracking.py", ""), ("mlflow/", ""), ("judgebench/pipeline.py", "_file_text"), ("judgebench/pipeline.py", "_frame_text")]),
+    ("MLflow (store, runs, params, metrics, artifacts)", [("judgebench/tracking.py", ""), ("mlflow/", ""), ("judgebench/jobs/common.py", "file_text"), ("judgebench/jobs/common.py", "frame_text")]),
     ("judging", [("judgebench/judges/", "judge")]),
     ("ranking (+ perturbation, cut)", [("judgebench/rankers/", "")]),
-    ("dataset load", [("judgebench/pipeline.py", "load_dataset"), ("judgebench/data/", "")]),
-    ("config (instantiate, hash, to_container, yaml)", [("hydra/", ""), ("omegaconf/", ""), ("judgebench/pipeline.py", "config_hash")]),
+    ("dataset load", [("judgebench/jobs/common.py", "load_dataset"), ("judgebench/data/", "")]),
+    ("config (instantiate, hash, to_container, yaml)", [("hydra/", ""), ("omegaconf/", ""), ("judgebench/jobs/common.py", "config_hash")]),
 ]
 
 
@@ -98,7 +98,7 @@ def split_profile(path: Path) -> dict:
     launch, _ = cum("hydra/_internal/core_plugins/basic_launcher.py", "launch")
     hydra_job, jobs = cum("hydra/core/utils.py", "run_job")
     compose, composes = cum("hydra/_internal/config_loader_impl.py", "load_sweep_config")
-    run_job_keys = [k for k in stats if k[0].endswith("judgebench/pipeline.py") and k[2] == "run_job"]
+    run_job_keys = [k for k in stats if k[0].endswith("judgebench/jobs/pipeline.py") and k[2] == "run_job"]
     job_total = sum(stats[k][3] for k in run_job_keys)
     phases = {name: 0.0 for name, _ in PHASES}
     callees: dict[str, float] = {}

@@ -39,9 +39,9 @@ def warm() -> None:
     import openai  # noqa: F401
 
     import judgebench.compare.cli  # noqa: F401
-    import judgebench.content_bias.job  # noqa: F401
+    import judgebench.jobs.content_bias  # noqa: F401
     import judgebench.judges.llm  # noqa: F401
-    import judgebench.pipeline  # noqa: F401
+    import judgebench.jobs.pipeline  # noqa: F401
 
 
 @dataclass

@@ -261,6 +261,32 @@ def test_a_bad_cell_in_a_multirun_is_reported_and_the_sweep_goes_on(tmp_path):
     assert "judgebench sweep: 3 cells - 2 ran, 0 skipped, 1 failed" in res.out
 
 
+@pytest.mark.parametrize("where", ["job", "outside_the_job"])
+def test_a_sweep_whose_cell_fails_otherwise_exits_2_with_one_line(tmp_path, monkeypatch, where):
+    """A cell that fails with an exception that is no user error (a bug in the job, or outside the job as when a
+    SLURM job is killed): the sweep goes on, then exits 2 with one line naming the cell, as for a CellError."""
+    from judgebench import run as run_module
+    from judgebench.jobs import pipeline
+
+    def killed(cfg):
+        if cfg.judge.name == "human":
+            raise RuntimeError("killed by the planted fault")
+        return original(cfg)
+
+    if where == "job":
+        original = pipeline.run_job
+        monkeypatch.setattr(pipeline, "run_job", killed)  # run.py imports it at each cell: the forked child sees this
+    else:
+        original = run_module._dispatch
+        monkeypatch.setattr(run_module, "_dispatch", killed)  # fails before errors.reported() sees it
+    res = cli_runner.run(base_args(tmp_path, ["-m", "judge=simulated,human"]), cwd=tmp_path, env=clean_env())
+    assert res.rc == 2 and len(res.error_lines) == 1, str(res)
+    assert res.error_lines[0].startswith("judgebench: error: cell #1 (judge=human"), str(res)
+    assert "RuntimeError: killed by the planted fault" in res.error_lines[0], str(res)
+    summary = json.loads((tmp_path / "multirun" / "sweep_summary.json").read_text())
+    assert [j["status"] for j in summary["jobs"]][1:] == ["failed"] and summary["ran"] + summary["skipped"] == 1, summary
+
+
 def test_a_passage_longer_than_the_context_is_truncated_warned_and_counted(tmp_path):
     """A local judge (a tiny causal LM, 512-token context) on a 900-word passage: cut, warned, `truncated` metric 1."""
     from tiny_models import tiny_causal

@@ -20,7 +20,8 @@ from judgebench.exceptions import BatchNotDone, CacheError, ConfigError
 from judgebench.llm import batch_store
 from judgebench.judges.llm import LLMJudge
 from judgebench.llm.api import GeminiBackend, OpenAIBackend
-from judgebench.llm.batch import BatchLine, split_lines
+from judgebench.llm.batch import split_lines
+from judgebench.llm.batch_provider import BatchLine
 from judgebench.llm.batch_settings import BatchSettings
 from judgebench.llm.prompts import load_prompt
 from judgebench.testing.fake_app import fake_label, sha256_hex

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from judgebench.cache import maintenance
 from judgebench.cache import store as cache_mod
 from judgebench.cache.keys import call_key
 from judgebench.cache.store import CacheStats, CallCache
@@ -98,7 +99,7 @@ def test_round_trip_layout_and_counters(tmp_path):
     # a new instance (new process) sees it
     c2 = CallCache(tmp_path / "c")
     assert c2.get(k) == _rec(1) and list(c2.keys()) == [k]
-    assert c2.stats() == CacheStats(1, path.stat().st_size, 0, {"openai": 1}, {"gpt-4o-mini": 1})
+    assert maintenance.stats(c2) == CacheStats(1, path.stat().st_size, 0, {"openai": 1}, {"gpt-4o-mini": 1})
     with pytest.raises(ValueError):
         c.put("../evil", _rec())
 
@@ -109,7 +110,7 @@ def test_json_normalisation_does_not_look_corrupt(tmp_path):
     k = _key()
     c.put(k, {"logprobs": {2: -0.1, 10: -2.0}, "toks": (1, 2), "inf": float("-inf")})
     assert c.get(k) == {"logprobs": {"2": -0.1, "10": -2.0}, "toks": [1, 2], "inf": float("-inf")}
-    assert c.verify() == []
+    assert maintenance.verify(c) == []
 
 
 # -- corruption ----------------------------------------------------------------------
@@ -141,15 +142,15 @@ def test_corrupt_entry_is_reported_missed_and_verified(tmp_path, caplog, how):
     warned = [r for r in caplog.records if str(path) in r.getMessage()]
     assert len(warned) == 1
     assert c.corrupt_seen == 1 and c.misses == 2 and k not in c
-    assert c.verify() == [path]
-    s = c.stats()
+    assert maintenance.verify(c) == [path]
+    s = maintenance.stats(c)
     assert (s.entries, s.corrupt) == (1, 1)
     # recomputation overwrites it
     c.put(k, _rec(0))
-    assert c.get(k) == _rec(0) and c.verify() == []
+    assert c.get(k) == _rec(0) and maintenance.verify(c) == []
     # verify(remove_corrupt=True) deletes corrupt entries
     path.write_bytes(b"")
-    assert c.verify(remove_corrupt=True) == [path] and not path.exists()
+    assert maintenance.verify(c, remove_corrupt=True) == [path] and not path.exists()
     assert c.get(k2) == _rec(2)
 
 
@@ -212,20 +213,20 @@ def test_export_import_round_trip(tmp_path):
     a = CallCache(tmp_path / "a")
     keys = _fill(a, 30)
     f1, f2, f3 = tmp_path / "x1.jsonl.gz", tmp_path / "x2.jsonl.gz", tmp_path / "x3.jsonl.gz"
-    assert a.export(f1) == 30
-    assert a.export(f2) == 30
+    assert maintenance.export(a, f1) == 30
+    assert maintenance.export(a, f2) == 30
     assert f1.read_bytes() == f2.read_bytes()  # deterministic
     lines = gzip.decompress(f1.read_bytes()).decode().splitlines()
     assert [json.loads(l)["payload"]["key"] for l in lines] == sorted(keys)
 
     b = CallCache(tmp_path / "b")
-    assert b.import_(f1) == (30, 0)
+    assert maintenance.import_entries(b, f1) == (30, 0)
     assert all(b.get(k) == a.get(k) for k in keys)
-    assert b.stats() == a.stats()
-    assert b.verify() == []
-    assert b.import_(f1) == (0, 30)
-    assert b.import_(f1, overwrite=True) == (30, 0)
-    b.export(f3)
+    assert maintenance.stats(b) == maintenance.stats(a)
+    assert maintenance.verify(b) == []
+    assert maintenance.import_entries(b, f1) == (0, 30)
+    assert maintenance.import_entries(b, f1, overwrite=True) == (30, 0)
+    maintenance.export(b, f3)
     assert f3.read_bytes() == f1.read_bytes()  # import preserves entries exactly
 
 
@@ -233,7 +234,7 @@ def test_import_skips_corrupt_lines(tmp_path, caplog):
     a = CallCache(tmp_path / "a")
     _fill(a, 10)
     f = tmp_path / "x.jsonl.gz"
-    a.export(f)
+    maintenance.export(a, f)
     lines = gzip.decompress(f.read_bytes()).decode().splitlines()
     lines[0] = lines[0][: len(lines[0]) // 2]  # truncated
     lines[1] = lines[1].replace('"output":"score', '"output":"SCORE')  # checksum mismatch
@@ -244,15 +245,15 @@ def test_import_skips_corrupt_lines(tmp_path, caplog):
     bad.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     b = CallCache(tmp_path / "b")
     with caplog.at_level(logging.WARNING, logger="judgebench.cache"):
-        added, skipped = b.import_(bad)
+        added, skipped = maintenance.import_entries(b, bad)
     assert (added, skipped, b.last_import_corrupt) == (7, 4, 4)
     assert sum("corrupt entry skipped" in r.getMessage() for r in caplog.records) == 4
-    assert b.verify() == [] and b.stats().entries == 7
+    assert maintenance.verify(b) == [] and maintenance.stats(b).entries == 7
 
     truncated = tmp_path / "trunc.jsonl.gz"
     truncated.write_bytes(f.read_bytes()[:-20])
     with pytest.raises(CacheError, match="trunc.jsonl.gz"):
-        CallCache(tmp_path / "c").import_(truncated)
+        maintenance.import_entries(CallCache(tmp_path / "c"), truncated)
 
 
 # -- concurrency ----------------------------------------------------------------------------
@@ -311,8 +312,8 @@ def test_concurrent_writers_and_readers(tmp_path):
     assert sum(seen for seen, _, _ in results) > 0
 
     c = CallCache(root)
-    assert c.verify() == [] and c.temp_files() == []
-    s = c.stats()
+    assert maintenance.verify(c) == [] and c.temp_files() == []
+    s = maintenance.stats(c)
     assert (s.entries, s.corrupt) == (n_keys, 0)
     assert sum(s.by_backend.values()) == n_keys
     for j in range(n_keys):
@@ -350,20 +351,20 @@ def test_sigkill_mid_write_leaves_no_corrupt_entry(tmp_path):
         p.join(10)
         assert p.exitcode == -signal.SIGKILL
         rnd += 1
-    assert c.verify() == []
+    assert maintenance.verify(c) == []
     keys = list(c.keys())
     assert len(keys) >= 30
     for k in keys:
         r = c.get(k)
         assert r is not None and len(r["blob"]) == BIG and _conc_key(r["j"]) == k
-    assert c.stats().corrupt == 0 and c.corrupt_seen == 0
+    assert maintenance.stats(c).corrupt == 0 and c.corrupt_seen == 0
     # temp files are ignored; fresh ones survive cleaning (could be live), stale ones are removed
     temps = c.temp_files()  # a writer really killed mid-write: tests/test_cache_segments.py
     assert c.clean_temp() == []
     old = time.time() - cache_mod.STALE_TEMP_S - 60
     for t in temps:
         os.utime(t, (old, old))
-    assert c.verify(remove_corrupt=True) == [] and c.temp_files() == []
+    assert maintenance.verify(c, remove_corrupt=True) == [] and c.temp_files() == []
     assert sorted(c.keys()) == sorted(keys)
 
 
@@ -393,7 +394,7 @@ def test_cli_stats_verify_export_import(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "b"))  # default root
     assert main(["import", str(f)]) == 0
     assert "imported 5 entries, skipped 0 (0 corrupt)" in capsys.readouterr().out
-    assert CallCache(tmp_path / "b" / "calls").stats().entries == 5
+    assert maintenance.stats(CallCache(tmp_path / "b" / "calls")).entries == 5
 
 
 def test_cli_errors_exit_2_with_one_line(tmp_path, capsys):
@@ -438,7 +439,7 @@ def test_import_and_verify_report_entries_that_break_the_record_schema(tmp_path,
             f.write(json.dumps(_judge_entry(key, record)) + "\n")
     cache = CallCache(tmp_path / "imported")
     with caplog.at_level(logging.WARNING):
-        added, skipped = cache.import_(export)
+        added, skipped = maintenance.import_entries(cache, export)
     assert (added, skipped, cache.last_import_corrupt) == (1, len(BAD), len(BAD))
     warned = [r.getMessage() for r in caplog.records if "invalid entry skipped" in r.getMessage()]
     assert len(warned) == len(BAD) and any("line 3" in w and "parsed" in w for w in warned), warned
@@ -449,7 +450,7 @@ def test_import_and_verify_report_entries_that_break_the_record_schema(tmp_path,
     for key, record in zip(keys, [GOOD, *BAD.values()]):
         planted._write(planted.path_for(key), _judge_entry(key, record))
     bad_paths = {planted.path_for(k) for k in keys[1:]}
-    assert set(planted.verify()) == bad_paths
+    assert set(maintenance.verify(planted)) == bad_paths
     assert main(["verify", "--root", str(tmp_path / "planted")]) == 1
     out = capsys.readouterr().out
     assert all(str(p) in out for p in bad_paths) and f"{len(BAD)} corrupt entries found" in out
@@ -502,11 +503,11 @@ def test_import_of_a_line_nested_too_deep_skips_it_as_corrupt(tmp_path, capsys):
     a = CallCache(tmp_path / "a")
     _fill(a, 3)
     f = tmp_path / "share.jsonl.gz"
-    a.export(f)
+    maintenance.export(a, f)
     deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError on it
     with gzip.open(f, "ab") as out:
         out.write((deep + "\n").encode())
     assert main(["import", str(f), "--root", str(tmp_path / "b")]) == 0
     out = capsys.readouterr()
     assert "imported 3 entries, skipped 1 (1 corrupt)" in out.out and "Traceback" not in out.err
-    assert CallCache(tmp_path / "b").stats().entries == 3
+    assert maintenance.stats(CallCache(tmp_path / "b")).entries == 3

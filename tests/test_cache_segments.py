@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from judgebench.cache import maintenance
 from judgebench.cache import segments as seg
 from judgebench.cache.keys import call_key, envelope_bytes
 from judgebench.cache.store import CallCache
@@ -61,7 +62,7 @@ def test_records_are_framed_as_documented_and_read_back_by_a_new_process_view(tm
     assert fresh.layout == "segments"
     assert [fresh.get(k) for k in keys] == [_rec(i) for i in range(6)]
     assert not list(tmp_path.glob("??/*.json"))  # nothing in the one-file-per-entry layout
-    assert fresh.stats().entries == 6 and fresh.stats().bytes == sum(n for _, n, _ in frames)
+    assert maintenance.stats(fresh).entries == 6 and maintenance.stats(fresh).bytes == sum(n for _, n, _ in frames)
 
 
 def test_a_torn_tail_at_every_byte_is_never_read_back(tmp_path):
@@ -81,7 +82,7 @@ def test_a_torn_tail_at_every_byte_is_never_read_back(tmp_path):
         view = CallCache(root)
         assert view.get(keys[-1]) is None, cut
         assert [view.get(k) for k in keys[:-1]] == [_rec(i) for i in range(3)], cut
-        assert view.verify() == [] and view.corrupt_seen == 0, cut
+        assert maintenance.verify(view) == [] and view.corrupt_seen == 0, cut
         shutil.rmtree(root)
     # a torn tail completed later (a live writer finishing its write) is picked up by the next scan
     root = tmp_path / "growing"
@@ -113,16 +114,16 @@ def test_a_corrupt_middle_record_is_reported_and_the_rest_still_read(tmp_path, c
     assert got == [_rec(0), None, _rec(2), None, _rec(4)]  # resynchronised on the next good frame
     messages = "\n".join(r.getMessage() for r in caplog.records)
     assert str(where1) in messages and str(where3) in messages
-    assert sorted(view.verify()) == sorted([where1, where3])
-    assert view.stats().corrupt == 2 and view.stats().entries == 3
+    assert sorted(maintenance.verify(view)) == sorted([where1, where3])
+    assert maintenance.stats(view).corrupt == 2 and maintenance.stats(view).entries == 3
     # a young segment may still be written by its process: verify --remove leaves it
-    assert sorted(view.verify(remove_corrupt=True)) == sorted([where1, where3]) and path.exists()
+    assert sorted(maintenance.verify(view, remove_corrupt=True)) == sorted([where1, where3]) and path.exists()
     old = time.time() - 2 * 3600
     os.utime(path, (old, old))
-    view.verify(remove_corrupt=True)
+    maintenance.verify(view, remove_corrupt=True)
     assert not path.exists()
     fresh = CallCache(tmp_path)
-    assert fresh.verify() == [] and [fresh.get(k) for k in keys] == [_rec(0), None, _rec(2), None, _rec(4)]
+    assert maintenance.verify(fresh) == [] and [fresh.get(k) for k in keys] == [_rec(0), None, _rec(2), None, _rec(4)]
 
 
 def _segment_writer(root: str, wid: int, start, seen_some) -> None:
@@ -171,7 +172,7 @@ def test_two_processes_append_while_a_third_reads_then_a_fourth_reads_all(tmp_pa
     segments = sorted((Path(root) / "segments").iterdir())
     assert len(segments) == 2  # one file per writing process, none shared
     c = CallCache(root)
-    assert c.verify() == [] and c.stats().entries == 700
+    assert maintenance.verify(c) == [] and maintenance.stats(c).entries == 700
     for j in [*range(100), *range(1000, 1300), *range(2000, 2300)]:
         r = c.get(_key(j, "conc"))
         assert r["j"] == j and len(r["blob"]) == j % 900
@@ -190,18 +191,18 @@ def test_an_old_one_file_per_entry_cache_is_read_exported_and_extended(tmp_path)
         new.put(k, _rec(i), {"backend": "gemini", "model": "g"})
     both = CallCache(tmp_path / "c")
     assert both.layout == "segments" and sorted(both.keys()) == sorted(keys)
-    assert both.verify() == [] and both.stats().entries == 8
+    assert maintenance.verify(both) == [] and maintenance.stats(both).entries == 8
     # the export equals that of the same entries written in one layout only (entries carry their write time)
     flat = CallCache(tmp_path / "flat", layout="files")
     f1, f2 = tmp_path / "both.jsonl.gz", tmp_path / "flat.jsonl.gz"
-    assert both.export(f1) == 8
-    assert flat.import_(f1) == (8, 0)
-    flat.export(f2)
+    assert maintenance.export(both, f1) == 8
+    assert maintenance.import_entries(flat, f1) == (8, 0)
+    maintenance.export(flat, f2)
     assert f1.read_bytes() == f2.read_bytes()
     lines = gzip.decompress(f1.read_bytes()).decode().splitlines()
     assert [json.loads(line)["payload"]["key"] for line in lines] == sorted(keys)
     into_segments = CallCache(tmp_path / "s", layout="segments")
-    assert into_segments.import_(f2) == (8, 0) and into_segments.import_(f2) == (0, 8)
+    assert maintenance.import_entries(into_segments, f2) == (8, 0) and maintenance.import_entries(into_segments, f2) == (0, 8)
     assert [into_segments.get(k) for k in keys] == [_rec(i) for i in range(8)]
 
 
@@ -299,7 +300,7 @@ def test_sigkill_mid_write_never_leaves_a_readable_torn_record(tmp_path, layout)
         if p.exitcode == -signal.SIGKILL:
             caught += _mid_write(root, layout, frame_len)  # still torn after the kill: killed inside the write
         view = CallCache(root)
-        assert view.verify() == [] and view.corrupt_seen == 0
+        assert maintenance.verify(view) == [] and view.corrupt_seen == 0
         for j, k in enumerate(KILL_KEYS):
             r = view.get(k)
             assert r is None or (r["j"] == j and len(r["blob"]) == BIG)
@@ -313,7 +314,7 @@ def test_sigkill_mid_write_never_leaves_a_readable_torn_record(tmp_path, layout)
         old = time.time() - 2 * 3600
         for t in temps:
             os.utime(t, (old, old))
-        assert view.verify(remove_corrupt=True) == [] and view.temp_files() == []
+        assert maintenance.verify(view, remove_corrupt=True) == [] and view.temp_files() == []
 
 
 def test_an_api_judge_on_a_segments_cache_stores_every_answer_and_reruns_for_free(tmp_path, monkeypatch):
@@ -346,7 +347,7 @@ def test_an_api_judge_on_a_segments_cache_stores_every_answer_and_reruns_for_fre
     calls = tmp_path / "calls"
     assert not list(calls.glob("??/*.json")) and len(list((calls / "segments").glob("*.seg"))) == 1
     cache = CallCache(calls)
-    assert cache.verify() == [] and cache.stats().entries == 60
+    assert maintenance.verify(cache) == [] and maintenance.stats(cache).entries == 60
 
 
 def _judge_in_child(base_url: str, cache_dir: str, conc: int) -> None:
@@ -395,7 +396,7 @@ def test_a_judge_killed_mid_run_on_a_segments_cache_loses_only_its_in_flight_cal
             sent = srv.stats()["requests"]
             cache = CallCache(cache_dir / "calls")
             stored = sum(1 for _ in cache.keys())
-            assert cache.verify() == [] and 0 <= sent - stored <= conc, (sent, stored)
+            assert maintenance.verify(cache) == [] and 0 <= sent - stored <= conc, (sent, stored)
             backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, max_concurrency=conc)
             judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(cache_dir), progress=False)
             result = judge.judge(pairs, toy, toy.corpus)
@@ -403,7 +404,7 @@ def test_a_judge_killed_mid_run_on_a_segments_cache_loses_only_its_in_flight_cal
             assert len(result.labels) == n and result.usage.calls_cached == stored
             for q, d, label in result.labels[["query_id", "doc_id", "relevance"]].itertuples(index=False):
                 assert label == fake_label(template.render(query=toy.queries[q], passage=toy.corpus[d]))
-            assert CallCache(cache_dir / "calls").stats().entries == n
+            assert maintenance.stats(CallCache(cache_dir / "calls")).entries == n
 
 
 class _ReadOnlyFolder:
@@ -482,12 +483,12 @@ def test_a_corrupt_length_field_mid_segment_is_corruption_not_a_torn_tail(tmp_pa
     where = path.with_name(f"{path.name}@{at}")
     warned = [r.getMessage() for r in caplog.records if str(where) in r.getMessage()]
     assert len(warned) == 1 and "treated as a miss" in warned[0]
-    assert view.verify() == [where]
+    assert maintenance.verify(view) == [where]
     reason = view.reasons[where]
     first_good = frames[11][0]
     assert reason.startswith("frame length runs past the end of the file" if length == "past-the-end" else "frame checksum mismatch")
     assert f"1 record lost in the {first_good - at} bytes up to the next good frame at byte {first_good}" in reason
-    assert view.stats().entries == 29 and view.stats().corrupt == 1
+    assert maintenance.stats(view).entries == 29 and maintenance.stats(view).corrupt == 1
     assert seg.scan_file(path).torn_tail is False
 
 
@@ -505,7 +506,7 @@ def test_verify_reports_what_a_torn_tail_cut_short(tmp_path, capsys):
     assert "any records written after it are gone too" in out and "0 corrupt entries found" in out
     assert "1 segment(s) end in a torn tail" in out
     view = CallCache(tmp_path)
-    assert view.stats().entries == 15 == sum(1 for k in keys if view.get(k) is not None)
+    assert maintenance.stats(view).entries == 15 == sum(1 for k in keys if view.get(k) is not None)
     path.write_bytes(data[:cut_at + 20])  # cut inside the frame header: that is all it can say
     assert main(["verify", "--root", str(tmp_path)]) == 0
     assert f"torn tail: {path}@{cut_at} (20 bytes of an unfinished frame header" in capsys.readouterr().out
@@ -523,12 +524,12 @@ def test_verify_remove_on_a_young_segment_says_it_left_the_entry(tmp_path, capsy
     out = capsys.readouterr().out
     assert f"not removed: {where} (its segment changed in the last hour" in out
     assert f"1 corrupt entry found in {tmp_path}, 0 removed, 1 still there" in out
-    assert CallCache(tmp_path).verify() == [where]
+    assert maintenance.verify(CallCache(tmp_path)) == [where]
     old = time.time() - 2 * 3600
     os.utime(path, (old, old))
     assert main(["verify", "--remove", "--root", str(tmp_path)]) == 0
     assert f"1 corrupt entry found in {tmp_path}, 1 removed" in capsys.readouterr().out
-    assert CallCache(tmp_path).verify() == []
+    assert maintenance.verify(CallCache(tmp_path)) == []
 
 
 def test_an_open_view_still_hits_after_verify_rewrote_its_segment(tmp_path):
@@ -540,7 +541,7 @@ def test_an_open_view_still_hits_after_verify_rewrote_its_segment(tmp_path):
     path.write_bytes(bytes(data))
     old = time.time() - 2 * 3600
     os.utime(path, (old, old))
-    CallCache(tmp_path).verify(remove_corrupt=True)  # another process rewrites the segment without record 3
+    maintenance.verify(CallCache(tmp_path), remove_corrupt=True)  # another process rewrites the segment without record 3
     assert not path.exists()
     assert [view.get(k) for k in keys] == [_rec(i) if i != 3 else None for i in range(8)]
     assert view.hits == 7

@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 from scipy.stats import kendalltau
 
 from judgebench import tracking
-from judgebench.compare import bias, bootstrap, ensembles, figures, report, significance, tables
+from judgebench.compare import bias, bootstrap, ensembles, figures, markdown, report, significance, tables
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.collect import missing_cells
 from judgebench.compare.reference import References
@@ -145,6 +145,10 @@ def test_bootstrap_intervals_contain_the_point_estimates(grid):
     assert np.allclose(taus["tau_all"], t2["tau_all"]) and np.allclose(taus["tau_oracles"], t2["tau_oracles"])
 
 
+def _runs(client) -> list:
+    return client.search_runs([client.get_experiment_by_name("grid").experiment_id], filter_string="tags.`judgebench.kind` = 'job'")
+
+
 def _jobs(client, judge: str) -> pd.DataFrame:
     exp = client.get_experiment_by_name("grid").experiment_id
     runs = client.search_runs([exp], filter_string=f"tags.`judgebench.kind` = 'job' and tags.judge = '{judge}'")
@@ -191,6 +195,17 @@ def test_files_figures_and_compare_run(grid):
     assert (out / "table2_orderings.tex").stat().st_size > 0 and (out / "table2_labels.tex").stat().st_size > 0
     assert not (out / "figure_content_bias.png").exists()
     assert "None found: no judge runs with a rewritten text view" in grid["md"]
+    # families: every cell is tagged with its ranker's; the simulated judges share SimLLM's family, but no other LLM
+    # family is there to compare it with, so the self-preference section says there is nothing to measure
+    tagged = {r.data.tags["ranker"]: r.data.tags.get("ranker_family") for r in _runs(grid["client"])}
+    assert tagged == {"Oracle": "oracle", "BM25": "lexical", "SimLLM": "simulated-2024"}
+    assert "- No judge shares a family with a ranker here (judges: simulated (simulated-2024), simulated_unbiased " in grid["md"]
+    assert "No PRP ranking in this selection logged its order statistics" in grid["md"]
+    gaps = csv(grid, "family_gaps.csv").set_index(["judge_family", "ranker_family"])["mean_gap"]
+    t1 = csv(grid, "table1_toy.csv", index_col="system")
+    assert gaps[("simulated-2024", "simulated-2024")] == pytest.approx(  # both simulated judges, SimLLM: by hand from Table 1
+        ((t1.loc["SimLLM", "simulated"] - t1.loc["SimLLM", "human"]) + (t1.loc["SimLLM", "simulated_unbiased"] - t1.loc["SimLLM", "human"])) / 2)
+    assert (out / "figure_family_gaps.png").stat().st_size > 10_000 and "(figure_family_gaps.png)" in grid["md"]
     assert "No missing grid cells." in grid["md"] and "panel = majority here" in grid["md"]
     assert "![nDCG@10 per system" in grid["md"] and "(figure_scatter.png)" in grid["md"]  # report.md links its figures
     # the console: a short summary and where the full report is, no line over 120 characters
@@ -286,7 +301,7 @@ def test_explicit_panel(grid):
     for (_, system), run in art.runs(jobs).items():
         expected = ndcg10_judged(frame_rows(run, "query_id", "doc_id", "rank"), qrels, queries)
         assert t.loc[system, "majority"] == pytest.approx(sum(expected.values()) / 12, abs=1e-12), system
-    assert "panel = majority here" in rep.markdown()
+    assert "panel = majority here" in markdown.document(rep)
 
 
 # --------------------------------------------------------------------------- known answers, hand-made tables

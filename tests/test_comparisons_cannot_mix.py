@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from judgebench import pipeline
+from judgebench.jobs import pipeline
 from judgebench.compare import dataset_identity, report as report_mod, significance
 from judgebench.compare.reference import References
 from judgebench.data import fingerprint

@@ -15,7 +15,8 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 from judgebench import tracking
-from judgebench.pipeline import load_dataset, run_job
+from judgebench.jobs.common import load_dataset
+from judgebench.jobs.pipeline import run_job
 
 REPO = Path(__file__).resolve().parents[1]
 CELLS = [(judge, pert) for judge in ("human", "simulated") for pert in ("perfect", "swap_1", "swap_2", "swap_3")]

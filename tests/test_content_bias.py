@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from judgebench.content_bias.job import balanced_sample
+from judgebench.jobs.content_bias import balanced_sample
 from judgebench.content_bias.statistics import label_distribution
 from judgebench.testing.fake_process import FakeLLMServer
 from tiny_models import tiny_causal

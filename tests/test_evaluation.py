@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from judgebench import pipeline
+from judgebench.jobs import common, pipeline
 from judgebench.compare import report as report_mod
 from judgebench.compare.cli import main as compare_main
 from judgebench.exceptions import CompareError
@@ -114,7 +114,7 @@ def test_metric_version_bump_recomputes_and_compare_refuses_to_mix(tmp_path, mon
     assert pipeline.run_job(_cfg(tmp_path, "ranker=simulated_llm", "judge=simulated")).status == "finished"  # stays at "3"
     first = pipeline.run_job(cfg)
     assert first.status == "finished" and pipeline.run_job(cfg).status == "skipped-done"
-    monkeypatch.setattr(pipeline, "METRIC_VERSION", "999")  # as a release that changes a metric would
+    monkeypatch.setattr(common, "METRIC_VERSION", "999")  # as a release that changes a metric would
     second = pipeline.run_job(cfg)
     assert second.status == "finished" and second.run_id != first.run_id
     client = MlflowClient(cfg.tracking_uri)

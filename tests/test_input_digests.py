@@ -211,7 +211,7 @@ def test_components_report_the_files_they_read_resolved_as_they_resolve_them(tmp
     prompt.write_text("Query: {query}\nPassage: {passage}\n##final score:", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     inputs = JobInputs()
-    from judgebench.pipeline import load_dataset
+    from judgebench.jobs.common import load_dataset
 
     dataset = load_dataset(OmegaConf.create({"_target_": "judgebench.data.llmjudge.load_llmjudge", "name": "llmjudge",
                                              "data_dir": str(data), "split": "test", "qrels": None, "queries": None}))

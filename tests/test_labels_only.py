@@ -109,7 +109,8 @@ def test_labels_only_sweep_then_compare(store, tmp_path):
     assert "nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP, rho, tau_top5) and Tables 3-6 need systems" in md
     assert "| llmjudge  | willia-umbrela1" in md and "llmjudge   willia-umbrela1" in res.out  # the printed summary too
     assert "nDCG, tau and Tables 3-6 need systems" in res.out and f"full report: {out / 'report.html'}" in res.out
-    assert max(len(line) for line in res.out.splitlines()) <= 120 or len(str(out)) > 60
+    # every line fits 120 columns, except the one that prints the report's path (as long as the temp dir makes it)
+    assert max(len(line) for line in res.out.splitlines() if str(out) not in line) <= 120
     for name in ("report.md", "report.html", "table2.tex", "table2_labels.tex", "figure_agreement.png", "figure_label_distribution.png",
                  "figure_confusion.png"):
         assert (out / name).stat().st_size > 0, name

@@ -113,6 +113,9 @@ def test_prp_variants_recover_a_consistent_order(ds, tmp_path, variant):
     r.asked = 0
     run = r.rank(ds, ds.corpus)
     assert list(run["doc_id"]) == ["d1", "d3", "d4", "d5", "d2"]
+    stats = r.ranking_metrics()  # a position-blind comparator: every pair it asked agrees across the orders
+    assert stats["prp_order_consistency"] == 1.0 and stats["prp_first_position"] == 0.5
+    assert stats["prp_pairs"] == (10 if variant == "allpairs" else len(r._pairs)) and stats["prp_pairs"] <= 10
     if variant == "allpairs":
         assert r.asked == 5 * 4  # every ordered pair once
         assert list(run["score"]) == [4.0, 3.0, 2.0, 1.0, 0.0]
@@ -125,6 +128,9 @@ def test_prp_inconsistent_answers_give_half_points(ds, tmp_path):
     run = r.rank(ds, ds.corpus)
     scores = dict(zip(run["doc_id"], run["score"]))
     assert scores["d1"] == 3.5 and scores["d2"] == 0.5
+    # order bias: 9 of the 10 pairs answered consistently (one "A" each); (d1, d2) got "A" in both orders: 11 of 20
+    assert r.ranking_metrics() == {"prp_pairs": 10.0, "prp_failed_pairs": 0.0, "prp_order_consistency": 0.9,
+                                   "prp_first_position": 0.55}
 
 
 def test_prp_local_model_with_position_blind_logits_learns_nothing(models, ds, tmp_path):
@@ -155,6 +161,10 @@ def test_prp_local_model_that_prefers_the_passage_with_the_marker(models, ds, tm
         rec = r.cache.get(r._key(prompt))
         assert abs(rec["lp_a"] - lp[a]) < 1e-4 and abs(rec["lp_b"] - lp[b]) < 1e-4
     assert model.usage.prefix_shared == 20 and model.usage.prefix_fallbacks == 0
+    # order bias, counted by hand from the same rule: the 6 marker-vs-plain pairs agree across the two orders (one
+    # "A" each), the 3 marker-vs-marker pairs are "B" twice, the plain pair (d2, d5) "A" twice: 6/10 consistent, 8/20 "A"
+    assert r.ranking_metrics() == {"prp_pairs": 10.0, "prp_failed_pairs": 0.0, "prp_order_consistency": 0.6,
+                                   "prp_first_position": 0.4}
 
 
 def test_prp_through_the_api_parses_answers_and_records_failures(ds, tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import cli_runner
+from judgebench.cache import maintenance
 from judgebench.cache.keys import call_key
 from judgebench.data.datasets import Dataset
 from judgebench.exceptions import ModelDoesNotFit, NonFiniteScores, UserError
@@ -167,7 +168,7 @@ def test_a_float16_overflow_is_an_error_naming_model_dtype_and_device(ranker_cls
     message = str(err.value)
     assert f"model {Path(models[model]).resolve()} (float16 on cpu) gave non-finite" in message
     assert "set model_spec.dtype=bfloat16" in message and "or float32" in message
-    assert r.cache.stats().entries == 0  # nothing non-finite was stored
+    assert maintenance.stats(r.cache).entries == 0  # nothing non-finite was stored
     # the same weights in float32 and bfloat16 score (finite values): the overflow is float16's
     for dtype in ("float32", "bfloat16"):
         ok = ranker_cls(name="R", model_spec=spec(models[model], dtype=dtype), cache_dir=str(tmp_path / dtype), progress=False)

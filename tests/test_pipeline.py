@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from judgebench.compare.cli import main as compare_main
 from judgebench.data.datasets import load_toy
 from judgebench.data.trec import read_qrels, read_run
-from judgebench.pipeline import run_job
+from judgebench.jobs.pipeline import run_job
 from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def test_one_cell_logs_the_mlflow_contract(tmp_path):
     run = client.get_run(outcome.run_id)
     assert run.info.status == "FINISHED"
     tags = run.data.tags
-    assert tags["ranker_type"] == "oracle" and tags["judge_family"] == "simulated" and tags["dataset"] == "toy"
+    assert tags["ranker_type"] == "oracle" and tags["judge_family"] == "simulated-2024" and tags["ranker_family"] == "oracle" and tags["dataset"] == "toy"
     assert tags["judgebench.sweep_id"] == "s1" and tags["text_view"] == "original"
     assert run.data.params["ranker.depth"] == "10" and run.data.params["judge.weight"] == "1.0"
     names = {a.path for a in client.list_artifacts(outcome.run_id)}

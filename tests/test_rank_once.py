@@ -17,7 +17,8 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from judgebench import pipeline, rankings
+from judgebench import rankings
+from judgebench.jobs import pipeline
 from judgebench.data.datasets import load_toy
 from judgebench.data.trec_dl import load_trec_dl
 from test_slurm import SLURM_SMALL, explain, slurm_cluster  # noqa: F401  (slurm_cluster: the cluster fixture)
@@ -98,6 +99,18 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
     by_key = {r.data.tags["judgebench.ranking_key"]: r.info.run_id for r in ranked}
     for r in cells:
         assert _artifact(client, r.info.run_id) == _artifact(client, by_key[r.data.tags["judgebench.ranking_key"]])
+        assert r.data.tags["ranker_family"] == "smollm"
+    # PRP's order statistics travel with the ranking: logged by the rank job, read back from MLflow on the judging
+    # machine, logged by both of its cells (there is no local store there to hold them)
+    ranks = {r.data.tags["judgebench.ranking_key"]: r.data.metrics for r in ranked}
+    prp = [r for r in cells if r.data.tags["ranker"] == "PRP-SmolLM2"]
+    pairs = 12 * DEPTH * (DEPTH - 1) // 2  # every unordered pair of each query's head
+    for r in prp:
+        own = ranks[r.data.tags["judgebench.ranking_key"]]
+        assert own["prp_pairs"] == pairs and 0 <= own["prp_order_consistency"] <= 1
+        for name in ("prp_pairs", "prp_order_consistency", "prp_first_position"):
+            assert r.data.metrics[name] == own[name], name
+    assert len(prp) == 2 and not any("prp_pairs" in r.data.metrics for r in cells if r.data.tags["ranker"] == "RG-SmolLM2")
     # a rerun of the ranking stage finds everything done
     again = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
     assert again.rc == 0 and "1 cells - 0 ran, 1 skipped" in again.out, str(again)

@@ -9,7 +9,8 @@ from judgebench.data.datasets import Dataset
 from judgebench.judges.simulated import SimulatedJudge
 from judgebench.metrics import per_query_ndcg
 from judgebench.rankers.oracle import OracleRanker
-from judgebench.rankers.perturbation import Perturbation, cut
+from judgebench.evaluation import cut
+from judgebench.rankers.perturbation import Perturbation
 from judgebench.rankers.simulated import SimulatedLLMRanker
 from judgebench.simulation import latent_prior
 
@@ -100,10 +101,30 @@ def test_simulated_judge_and_ranker_share_the_latent_prior(tiny):
     assert u == {d: latent_prior(5, "q1", d) for d in POOL_ORDER}  # a pure function of (seed, q, d)
     assert len(set(u.values())) == 8
     # with no human signal in play (all scores = weight * u) the ranker orders by u
-    ranker = SimulatedLLMRanker(name="SimLLM", prior_seed=5, weight=1.0, noise=0.0)
+    ranker = SimulatedLLMRanker(name="SimLLM", family="simulated-5", weight=1.0, noise=0.0)  # the family's seed is 5
     run = ranker.rank(tiny, tiny.corpus)
     expected = {d: LABELS.get(d, 0) + u[d] for d in POOL_ORDER}
     assert docs(run) == sorted(POOL_ORDER, key=lambda d: -expected[d])
-    judge = SimulatedJudge(prior_seed=5, weight=1.0, noise=0.0).judge(tiny.label_set()[["query_id", "doc_id"]], tiny, tiny.corpus)
+    judge = SimulatedJudge(family="simulated-5", weight=1.0, noise=0.0).judge(tiny.label_set()[["query_id", "doc_id"]], tiny, tiny.corpus)
     got = dict(zip(judge.labels["doc_id"], judge.labels["relevance"]))
     assert got == {d: int(min(3, max(0, round(LABELS[d] + u[d])))) for d in LABELS}
+
+
+def test_a_simulated_family_is_its_prior(tiny):
+    """simulated-<N> is seed N (the default family simulated-2024 keeps every earlier number); another name is a
+    seed of its own: the same in every process (sha256 of the name, recomputed here), different across names."""
+    import hashlib
+
+    from judgebench.simulation import family_seed
+
+    assert family_seed("simulated-2024") == 2024 and family_seed("simulated-5") == 5
+    assert family_seed("simulated-A") == int.from_bytes(hashlib.sha256(b"family\x1fsimulated-A").digest()[:8], "little")
+    assert len({family_seed(f) for f in ("simulated-A", "simulated-B", "simulated-a", "gemma")}) == 4
+    pairs = tiny.label_set()[["query_id", "doc_id"]]
+    label = lambda family: SimulatedJudge(family=family, weight=1.0, noise=0.0).judge(pairs, tiny, tiny.corpus).labels  # noqa: E731
+    a = label("simulated-A")
+    seed = family_seed("simulated-A")
+    assert dict(zip(a["doc_id"], a["relevance"])) == {d: int(min(3, max(0, round(LABELS[d] + latent_prior(seed, "q1", d)))))
+                                                     for d in LABELS}
+    assert not a["relevance"].equals(label("simulated-B")["relevance"])  # another family, another prior
+    assert SimulatedLLMRanker(name="S").family == SimulatedJudge().family == "simulated-2024"

@@ -32,6 +32,7 @@ import cli_runner
 from cli_runner import env_with
 from mlflow_server import MlflowServer, free_port
 from cli_runner import file_mode, write_dataset
+from judgebench.cache import maintenance
 from judgebench.cache import store as cache_mod
 from judgebench.cache.store import CallCache
 from judgebench.exceptions import CacheError
@@ -225,7 +226,7 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path):
             assert child.rc == -signal.SIGKILL
             sent = _wait_idle(srv)["requests"]
             calls = cache / "calls"
-            assert CallCache(calls).verify() == []  # no entry is half-written
+            assert maintenance.verify(CallCache(calls)) == []  # no entry is half-written
             stored = _cache_entries(calls)
             lost = sent - stored  # answered or in flight when killed, not stored: paid again by the rerun
             assert 0 <= lost <= conc, (sent, stored)
@@ -237,7 +238,7 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path):
             assert m["labelled_pairs"] == N and m["calls_failed"] == 0 and m["calls_cached"] == stored
             assert total - sent == N - stored  # the rerun asked exactly for what was missing
             assert total - N == lost <= conc
-            assert CallCache(calls).verify() == [] and _cache_entries(calls) == N
+            assert maintenance.verify(CallCache(calls)) == [] and _cache_entries(calls) == N
             report.append((target, in_flight, stored, lost))
     print(f"kill test: {KILLS} kills, labels lost 0, extra calls {sum(r[3] for r in report)} "
           f"(per kill {[r[3] for r in report]}, max_concurrency {conc}); kills after request #{[r[0] for r in report]}")
@@ -289,7 +290,7 @@ def test_corrupt_entries_are_never_read_back_as_labels(server, tmp_path, monkeyp
         rec["text"] = f"##final score: {rec['parsed']}"
         p.write_text(json.dumps(env))
     bad = set(truncated + emptied + altered)
-    assert set(cache.verify()) == bad
+    assert set(maintenance.verify(cache)) == bad
 
     server.reset()
     with caplog.at_level("WARNING"):
@@ -299,7 +300,7 @@ def test_corrupt_entries_are_never_read_back_as_labels(server, tmp_path, monkeyp
     assert_server_labels(again)  # not one altered label came back
     warned = "\n".join(r.getMessage() for r in caplog.records)
     assert all(str(p) in warned for p in bad)
-    assert cache.verify() == []
+    assert maintenance.verify(cache) == []
 
 
 class _FaultyOS:
@@ -350,7 +351,7 @@ def test_disk_full_mid_run_stops_with_the_path_and_the_rerun_pays_only_the_rest(
     monkeypatch.undo()
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     cache = CallCache(tmp_path / "calls")
-    assert cache.verify() == [] and cache.temp_files() == []  # nothing half-written
+    assert maintenance.verify(cache) == [] and cache.temp_files() == []  # nothing half-written
     stored, sent = _cache_entries(tmp_path / "calls"), _wait_idle(server)["requests"]
     assert stored == 60 and sent - stored <= 4  # lost: at most the requests in flight
     again = judge_toy(server, tmp_path)  # space freed
@@ -411,7 +412,7 @@ def test_eight_processes_judging_into_one_cache(server, tmp_path):
         assert (n_labels, n_failed) == (90, 0), labels
         assert all(label == fake_label(prompt_of(q, d)) for q, d, label in labels)
     cache = CallCache(tmp_path / "calls")
-    assert cache.verify() == [] and cache.stats().entries == N  # every distinct pair stored once, none corrupt
+    assert maintenance.verify(cache) == [] and maintenance.stats(cache).entries == N  # every distinct pair stored once, none corrupt
     for q, d in pairs:
         key = make_judge(server, tmp_path / "unused").key_for(prompt_of(q, d))
         assert cache.get(key)["parsed"] == fake_label(prompt_of(q, d))
@@ -474,7 +475,7 @@ def test_mlflow_server_going_away_mid_sweep(tmp_path):
             assert "judgebench sweep: 2 cells - 0 ran, 0 skipped, 2 failed" in res.out, str(res)
             assert srv.stats()["requests"] == N  # cell #0 judged everything before failing
             cache = CallCache(tmp_path / "cache" / "calls")
-            assert cache.verify() == [] and cache.stats().entries == N
+            assert maintenance.verify(cache) == [] and maintenance.stats(cache).entries == N
 
             second.wait_ready()
             res = cli_runner.run(["-m", *cell(tmp_path, srv, *sweep, experiment="gone", tracking_uri=second.uri)], cwd=tmp_path, env=mlflow_env)

@@ -1,4 +1,4 @@
-"""The local scoring layer: batching, exact log-probs, candidate checks, safe truncation, memo, generation, SmolLM2."""
+"""The local scoring layer: batching, exact log-probs, candidate checks, safe truncation, memo, generation, SmolLM2, Gemma 3."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import torch
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs, umbrela_label_distribution
 from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.transformers_model import TransformersModel
+from judgebench.llm.gemma3 import gemma3_model_dir
 from judgebench.llm.smollm2 import smollm2_model_dir
 from tiny_models import controlled_logits, log_softmax, tiny_causal, tiny_controlled_causal, tiny_seq2seq
 
@@ -235,3 +236,46 @@ def test_smollm2_rg_yes_no(smollm2):
     print(f"RG log P(Yes), P(No), P( Yes): relevant {lp[0].round(3)}, irrelevant {lp[1].round(3)}")
     assert lp.shape == (2, 3) and np.isfinite(lp).all()
     assert smollm2.token_id(" Yes") != smollm2.token_id("Yes")  # the leading-space form is its own token
+
+
+@pytest.fixture(scope="session")
+def gemma3(tmp_path_factory) -> Iterator[TransformersModel]:
+    """Gemma 3 270M assembled from its package and converted once (~3 min on 2 loaded cores; 1.1 GB per copy)."""
+    cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or tmp_path_factory.mktemp("judgebench-gemma")
+    t0 = time.perf_counter()
+    path = gemma3_model_dir(cache)
+    assert path == Path(cache).expanduser() / "models" / "gemma-3-270m"
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]  # neither the GGUF nor a half copy is left
+    assert gemma3_model_dir(cache) == path  # converted once
+    lm = TransformersModel(path, batch_size=8)
+    print(f"\nGemma 3 270M ready in {time.perf_counter() - t0:.1f} s")
+    yield lm
+    if not os.environ.get("JUDGEBENCH_CACHE_DIR"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.slow  # converts the real Gemma 3 GGUF once (~3 min), then scores a few prompts
+def test_gemma3_is_a_plain_text_model_read_like_smollm2(gemma3):
+    lm = gemma3
+    assert type(lm.model).__name__ == "Gemma3ForCausalLM" and 260e6 < sum(p.numel() for p in lm.model.parameters()) < 275e6
+    assert lm.kind == "causal" and not lm.use_chat_template  # a base model: prompts are plain text, BOS added
+    ids, _ = lm.encode("q", forced_prefix=UMBRELA_PREFIX)
+    assert ids[0] == lm.tokenizer.bos_token_id and lm.tokenizer.convert_ids_to_tokens(ids[-2:]) == [":", "\u2581"]
+    prompts = [UMBRELA.format(query=q, passage=p) for q, p in PAIRS]
+    got = umbrela_digit_logprobs(lm, prompts)
+    tok = lm.tokenizer
+    digits = tok.convert_tokens_to_ids(["0", "1", "2", "3"])
+    for i, prompt in enumerate(prompts):  # by hand: BOS, the prompt, the forced prefix ending in its space piece
+        full = tok(prompt + UMBRELA_PREFIX)["input_ids"]
+        with torch.no_grad():
+            lp = torch.log_softmax(lm.model(torch.tensor([full])).logits[0, -1].double(), -1)[digits].numpy()
+        assert np.abs(got[i] - lp).max() <= 1e-4
+        print(f"Gemma UMBRELA digit mass {np.exp(lp).sum():.3f}")
+        assert np.exp(lp).sum() > 0.3  # it does answer with a digit there
+    # RG as configured for it (conf/ranker/rg_gemma3.yaml): after the answer cue, " Yes" / " No" carry real mass
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "ranker" / "rg_gemma3.yaml")
+    lp = lm.next_token_logprobs([cfg.prompt.format(query=q, passage=p) for q, p in PAIRS], [cfg["yes"], cfg["no"]])
+    print(f"Gemma RG P( Yes), P( No): {np.exp(lp).round(3).tolist()}")
+    assert (np.exp(lp).sum(axis=1) > 0.05).all()

@@ -7,7 +7,8 @@ from judgebench.data.trec_dl import load_trec_dl
 from judgebench.metrics import per_query_ndcg
 from judgebench.rankers.bm25 import BM25Ranker
 from judgebench.rankers.oracle import OracleRanker
-from judgebench.rankers.perturbation import Perturbation, cut
+from judgebench.evaluation import cut
+from judgebench.rankers.perturbation import Perturbation
 from judgebench.rankers.runfile import RunFileRanker
 
 ORACLES = [("Perfect", []), ("Swap[3]", [3]), ("Swap[2]", [2]), ("Swap[1]", [1]), ("Swap[2,3]", [2, 3]), ("Swap[1,2]", [1, 2])]

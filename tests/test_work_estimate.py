@@ -109,7 +109,7 @@ def test_without_a_config_the_size_comes_from_params_b():
 def test_a_grid_dry_run_sums_each_local_models_work_once(t5, ds, tmp_path, capsys):
     from omegaconf import OmegaConf
 
-    from judgebench import dry_run
+    from judgebench.jobs import dry_run
 
     dry_run._GPU_PLANNED.clear()
 
@@ -155,7 +155,7 @@ def test_the_dry_run_prints_a_local_rankers_gpu_hours_and_the_time_limit(tmp_pat
 def test_slurm_gpu_memory_follows_the_cells_models():
     from hydra import compose, initialize_config_dir
 
-    from judgebench.run import CONF_DIR
+    from judgebench.config_dir import CONF_DIR
 
     def mem(*overrides):
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):

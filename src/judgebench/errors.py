@@ -23,9 +23,10 @@ sets ``JUDGEBENCH_VERBOSE=1`` so that jobs started elsewhere, e.g. by SLURM, inh
 ``JUDGEBENCH_VERBOSE=1`` print the full traceback, then the same line and exit code; Hydra's
 ``HYDRA_FULL_ERROR=1`` keeps Hydra's behaviour (the exception raised as is: full traceback, exit 1).
 
-Multirun: a cell with a user-facing error is logged, recorded as ``failed`` (with the message) by the
-sweep summary, and the sweep goes on with the next cells; at the end Hydra reports the first failed cell
-as one ``judgebench: error:`` line and the process exits 2.
+Multirun: a failed cell is logged (a bug with its traceback), recorded as ``failed`` (with the message) by
+the sweep summary, and the sweep goes on with the next cells; at the end the first failed cell is reported
+as one ``judgebench: error:`` line and the process exits 2, whatever failed (a user-facing error, a bug, a
+SLURM job killed without a result).
 """
 
 from __future__ import annotations
@@ -281,7 +282,7 @@ def sweep_cell() -> tuple[bool, str]:
         return False, ""
     if hc.mode != RunMode.MULTIRUN:
         return False, ""
-    from judgebench.pipeline import NON_SEMANTIC  # where a job logs and caches, not which cell it is
+    from judgebench.identity import NON_SEMANTIC  # where a job logs and caches, not which cell it is
 
     shown = [re.sub(r"\\(.)", r"\1", o) for o in hc.overrides.task if o.partition("=")[0].lstrip("+~") not in NON_SEMANTIC]
     return True, f"cell #{hc.job.num} ({' '.join(shown) or 'no overrides'})"
@@ -296,10 +297,14 @@ def reported(tracking_uri: str | None = None) -> Iterator[None]:
         if hydra_full_error():
             raise
         message = user_message(exc, tracking_uri)
+        multirun, cell = sweep_cell()
+        if message is None and multirun:  # a bug: its traceback in the cell's log, the sweep goes on and exits 2
+            summary = scrub(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+            log.exception("%s failed: %s", cell, summary)
+            raise CellError(f"{PREFIX}{cell}: {summary} (a bug: the traceback is in the cell's log)") from None
         if message is None:
             raise
         message = scrub(message)
-        multirun, cell = sweep_cell()
         if multirun:
             if verbose():
                 log.exception("%s failed: %s", cell, message)
@@ -348,8 +353,14 @@ def interrupted(cell: str | None = None) -> str:
     return _INTERRUPTED[0]
 
 
-def exit_code(exc: SystemExit) -> int | str | None:
-    """Hydra ends a multirun whose cell failed with sys.exit(1); with our CellError behind it, exit 2."""
-    if exc.code == 1 and isinstance(exc.__context__, CellError):
-        return EXIT_CODE
-    return exc.code
+def exit_code(exc: SystemExit, failed_sweep: str | None = None) -> int | str | None:
+    """Hydra ends a failed multirun with sys.exit(1), whatever the cause: a cell's CellError (Hydra printed its
+    one line), or an exception that is not one (a SLURM job that died without a result, a launcher's error).
+    Every failed sweep exits 2; ``failed_sweep`` (the first failed cell's line, None when no sweep ran) is
+    printed as the one ``judgebench: error:`` line when Hydra printed none."""
+    cell_error = isinstance(exc.__context__, CellError)
+    if exc.code != 1 or not (cell_error or failed_sweep is not None):
+        return exc.code
+    if not cell_error:
+        print(PREFIX + scrub(failed_sweep or "the sweep failed"), file=sys.stderr, flush=True)
+    return EXIT_CODE

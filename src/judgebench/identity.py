@@ -27,6 +27,10 @@ OPERATIONAL = frozenset({
     "mode", "batch",  # online or batch API: the same prompt gets the same answer (and cache entry) either way
 })
 
+# Keys that say where or how a job runs, not what it computes: left out of the config hash.
+NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "progress_interval_s", "sweep_id", "experiment_name", "dry_run",
+                "gpu_estimate", "memory_gb", "params_b")
+
 
 def _strip(node: Any) -> Any:
     if isinstance(node, Mapping):

@@ -8,7 +8,7 @@ ranker reads them), the system (ranker + perturbation, by their config hash), th
 rewriter's hash) and the ranking code's version, never on the judge. It is stored under that key in
 ``<cache_dir>/rankings/<key>.trec`` (TREC format, written atomically) and every cell reads it back from
 there, so every judge scores the same bytes. A cell that finds another job computing it waits under a lock
-(``locks.exclusive``), as label sets do. ``job=rank`` (``rank_job.py``) computes and logs rankings alone,
+(``locks.exclusive``), as label sets do. ``job=rank`` (``jobs/rank_job.py``) computes and logs rankings alone,
 so a cluster can rank on its GPU partition and judge on CPU nodes; a store that lacks a ranking another
 machine logged to MLflow gets it from that run's artifact.
 """
@@ -22,7 +22,7 @@ import os
 import secrets
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -50,6 +50,7 @@ class Ranking:
     text: str
     computed: bool  # ranked by this job (False: read back)
     scored: int = 0  # prompts a model ranker scored in this job (0 when read back or cached)
+    metrics: dict = field(default_factory=dict)  # the ranker's statistics of this ranking (stored with it)
 
 
 FILE_ROLES = ("ranker", "rewriter")  # components whose input files (a run file, a prompt) decide a ranking
@@ -98,6 +99,15 @@ class RankingStore:
             log.warning("ranking %s cannot be read from %s (%s); it is computed again", key, self.root, e)
             return None
 
+    def metrics(self, key: str) -> dict:
+        """The ranker's statistics stored beside the ranking (``<key>.json``'s "metrics"; {} when none or unreadable)."""
+        try:
+            meta = json.loads((self.root / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        found = meta.get("metrics") if isinstance(meta, dict) else None
+        return {str(k): float(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
     def write(self, key: str, text: str, meta: dict) -> None:
         """Atomically (a temp file renamed into place): a reader never sees half a ranking. An unwritable store
         is a warning, not a lost cell: the ranking is still used, only not shared."""
@@ -126,8 +136,12 @@ def parse(text: str) -> pd.DataFrame:
         return read_run(path, order_by="rank")
 
 
-def from_mlflow(client, experiment_id: str, key: str) -> str | None:
-    """The run.trec of a FINISHED ``job=rank`` run with this key, when this store lacks it (another machine ranked)."""
+JOB_METRICS = frozenset({"ranking_computed", "ranker_prompts_scored", "n_queries", "wall_time_s"})  # a rank job's own
+
+
+def from_mlflow(client, experiment_id: str, key: str) -> tuple[str, dict] | None:
+    """(run.trec, the ranker's statistics) of a FINISHED ``job=rank`` run with this key, when this store lacks it
+    (another machine ranked)."""
     if client is None:
         return None
     from judgebench.tracking import TAG
@@ -136,7 +150,8 @@ def from_mlflow(client, experiment_id: str, key: str) -> str | None:
     for r in client.search_runs([experiment_id], filter_string=filt, max_results=5):
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                return Path(client.download_artifacts(r.info.run_id, "run.trec", tmp)).read_text(encoding="utf-8")
+                text = Path(client.download_artifacts(r.info.run_id, "run.trec", tmp)).read_text(encoding="utf-8")
+                return text, {k: v for k, v in r.data.metrics.items() if k not in JOB_METRICS}
             except Exception as e:  # noqa: BLE001 - an unreadable artifact: rank instead
                 log.warning("ranking %s: run %s has no readable run.trec (%s)", key, r.info.run_id, e)
     return None
@@ -151,16 +166,17 @@ def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str
     store = RankingStore(cfg.cache_dir)
     text = store.read(key)
     if text is None and client is not None:
-        text = from_mlflow(client, experiment_id, key)
-        if text is not None:
-            store.write(key, text, {"system": system, "dataset": dataset.name, "source": "mlflow"})
+        found = from_mlflow(client, experiment_id, key)
+        if found is not None:
+            text = found[0]
+            store.write(key, text, {"system": system, "dataset": dataset.name, "source": "mlflow", "metrics": found[1]})
     if text is not None:
         log.info("%s / %s: ranking %s read back (computed once for every judge)", dataset.name, system, key)
-        return Ranking(key, parse(text), text, computed=False)
+        return Ranking(key, parse(text), text, computed=False, metrics=store.metrics(key))
     with exclusive(store.locks, f"ranking-{key}", f"{dataset.name} / {system}: another job is computing this ranking; waiting for it"):
         text = store.read(key)
         if text is not None:
-            return Ranking(key, parse(text), text, computed=False)
+            return Ranking(key, parse(text), text, computed=False, metrics=store.metrics(key))
         store.warn_unless_writable(f"{dataset.name} / {system}")
         started = time.perf_counter()
         with job_stage(cfg, f"rank {ranker.name}"):
@@ -170,6 +186,8 @@ def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str
             run = perturbation.apply(run, judged)
         text = trec_text(cut(run, ranker.depth), system)
         scored = int(getattr(ranker, "scored_now", 0) or 0)
+        metrics = {k: float(v) for k, v in ranker.ranking_metrics().items() if v == v}  # undefined (nan) ones left out
         store.write(key, text, {"system": system, "dataset": dataset.name, "ranker": ranker.name, "scored": scored,
-                                "seconds": round(time.perf_counter() - started, 3), "judgebench": __version__})
-    return Ranking(key, parse(text), text, computed=True, scored=scored)
+                                "seconds": round(time.perf_counter() - started, 3), "judgebench": __version__,
+                                "metrics": metrics})
+    return Ranking(key, parse(text), text, computed=True, scored=scored, metrics=metrics)

@@ -9,23 +9,22 @@ Errors the user must fix (a bad setting or input file, a missing API key, an unu
 with too many failed calls, an unreachable tracking server) print one line, ``judgebench: error:
 <message>``, on stderr and exit with code 2, without a traceback; ``--verbose`` (anywhere on the command
 line) or JUDGEBENCH_VERBOSE=1 or HYDRA_FULL_ERROR=1 show it. In a multirun a failed cell is recorded
-and the sweep goes on with the other cells, then exits 2. Ctrl-C: one line, exit 130. See errors.py.
+and the sweep goes on with the other cells, then exits 2, whatever failed. Ctrl-C: one line, exit 130. See errors.py.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from importlib import resources
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
 from judgebench import cli_checks, errors, masking
+from judgebench.config_dir import CONF_DIR
 from judgebench.exceptions import NoSystems, UserError
+from judgebench.identity import NON_SEMANTIC
 
-CONF_DIR = Path(str(resources.files("judgebench") / "conf"))
 JOBS = ("grid_cell", "rank", "content_bias", "labels_only")
 _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basic launcher runs them all here)
 
@@ -58,19 +57,19 @@ def _dispatch(cfg: DictConfig) -> str:
             raise UserError(f"job={kind}: expected one of {', '.join(JOBS)}")
         settings.validate(cfg)  # every typed setting, before any work
         if kind == "content_bias":
-            from judgebench.content_bias.job import run_content_bias
+            from judgebench.jobs.content_bias import run_content_bias
 
             status = run_content_bias(cfg).status
         elif kind == "rank":
-            from judgebench.rank_job import run_rank
+            from judgebench.jobs.rank_job import run_rank
 
             status = run_rank(cfg).status
         elif kind == "labels_only":
-            from judgebench.labels_only import run_labels_only
+            from judgebench.jobs.labels_only import run_labels_only
 
             status = run_labels_only(cfg).status
         else:
-            from judgebench.pipeline import run_job
+            from judgebench.jobs.pipeline import run_job
 
             status = run_job(cfg).status
         _STATUSES.append(status)
@@ -98,6 +97,21 @@ def _no_systems_in_sweep() -> str | None:
     return None
 
 
+def _failed_sweep() -> str | None:
+    """After a multirun started: its first failed cell as one line ("the sweep failed" without a record);
+    None when no sweep started."""
+    from judgebench import hydra_callbacks
+
+    directory = hydra_callbacks._SWEEP.get("dir")
+    if directory is None:
+        return None
+    for r in hydra_callbacks.read_records(directory):
+        if hydra_callbacks.category(r["status"]) == "failed":
+            shown = " ".join(o for o in r["overrides"] if o.partition("=")[0].lstrip("+~") not in NON_SEMANTIC)
+            return f"cell #{r['num']} ({shown or 'no overrides'}): {r.get('error') or r['status']}"
+    return "the sweep failed"
+
+
 def cli(argv: Sequence[str] | None = None) -> int:
     """Checks made before Hydra starts, then Hydra (which reads sys.argv), then the exit code."""
     masking.install_log_scrubbing()
@@ -110,7 +124,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
     try:
         main()
     except SystemExit as exc:
-        raise SystemExit(errors.exit_code(exc)) from None
+        raise SystemExit(errors.exit_code(exc, _failed_sweep())) from None
     except KeyboardInterrupt:  # Ctrl-C: one line (what stopped, what is kept, how to resume), exit 130
         errors.interrupted()
         return errors.INTERRUPTED_CODE

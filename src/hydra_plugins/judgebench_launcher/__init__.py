@@ -36,7 +36,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher, SlurmLauncher
 from omegaconf import OmegaConf
 
-from judgebench.hydra_callbacks import RECORDS, close_runs_of_dead_job, job_status, short_error, sweep_dir, write_json, write_record
+from judgebench.errors import PREFIX, CellError, scrub
+from judgebench.hydra_callbacks import RECORDS, _masked, close_runs_of_dead_job, job_status, short_error, sweep_dir, write_json, write_record
 
 log = logging.getLogger("judgebench.sweep")
 
@@ -110,8 +111,9 @@ class WaitForAllJobs:
                 state = job.state
             except Exception:
                 state = "UNKNOWN"
-            ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=exc)
             error = f"[{state}] {short_error(exc, lines=2)}"
+            line = f"{PREFIX}cell #{num} ({' '.join(_masked(overrides)) or 'no overrides'}): died without a result: {error}"
+            ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=CellError(scrub(line)))  # one line, exit 2
             write_record(directory, num, overrides, "failed", error, job_id=job.job_id, state=state, log=str(job.paths.stderr))
             close_runs_of_dead_job(job.job_id)  # changed: its MLflow run ends KILLED, not RUNNING for ever
             log.error("job %s (#%d %s) died without a result: %s", job.job_id, num, " ".join(overrides), state)

@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from judgebench.cache import maintenance
 from judgebench.cache.store import CallCache
 from judgebench.exceptions import CacheError
 
@@ -51,7 +52,7 @@ def _stats(cache: CallCache) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    s = cache.stats()
+    s = maintenance.stats(cache)
     console = Console(file=sys.stdout, width=100)
     t = Table(title=f"LLM call cache {cache.root}", show_header=False)
     t.add_row("entries", str(s.entries))
@@ -74,9 +75,8 @@ def _entries(n: int) -> str:
 def _verify(cache: CallCache, remove: bool) -> int:
     """Every corrupt entry (and why), every torn tail (and what it cut short); with --remove, what was removed and
     what had to stay. Exit 1 while a corrupt entry is still there."""
-    from judgebench.cache.maintenance import verify_report
 
-    report = verify_report(cache, remove_corrupt=remove)
+    report = maintenance.verify_report(cache, remove_corrupt=remove)
     for p in report.corrupt:
         print(f"corrupt: {p} ({cache.reasons.get(p, 'checksum/format mismatch')})")
     for p, what in report.torn:
@@ -105,13 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "verify":
             return _verify(cache, args.remove)
         if args.cmd == "export":
-            n = cache.export(args.file)
+            n = maintenance.export(cache, Path(args.file))
             print(f"exported {n} entries to {args.file}")
             return 0
         if args.cmd == "import":
             if not args.file.is_file():
                 raise CacheError(f"cannot import {args.file}: no such file")
-            added, skipped = cache.import_(args.file, overwrite=args.overwrite)
+            added, skipped = maintenance.import_entries(cache, Path(args.file), args.overwrite)
             print(f"imported {added} entries, skipped {skipped} ({cache.last_import_corrupt} corrupt) from {args.file}")
             return 0
     except CacheError as e:

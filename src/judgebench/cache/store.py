@@ -323,25 +323,6 @@ class CallCache:
             self._segment_writer.close()
         self.segments.close()
 
-    # -- maintenance (both layouts; see judgebench.cache.maintenance) ------------
-    def _scan(self) -> Iterator[tuple[Path, dict | None]]:
-        from judgebench.cache.maintenance import scan
-
-        for where, _key, payload, _size in scan(self):
-            yield where, payload
-
-    def stats(self) -> CacheStats:
-        from judgebench.cache.maintenance import stats
-
-        return stats(self)
-
-    def verify(self, remove_corrupt: bool = False) -> list[Path]:
-        """Corrupt entries (files, or ``<segment>@<offset>``; temp files and torn tails are ignored); optionally
-        delete them (rewriting a segment without them) and stale temp files."""
-        from judgebench.cache.maintenance import verify
-
-        return verify(self, remove_corrupt)
-
     def temp_files(self) -> list[Path]:
         return sorted(self.root.glob(f"??/.*{_TMP_SUFFIX}"))
 
@@ -357,22 +338,6 @@ class CallCache:
             except FileNotFoundError:
                 pass
         return removed
-
-    def export(self, path: str | Path) -> int:
-        """Write all valid entries, sorted by key, to one gzip'd JSONL file (byte-deterministic, either layout)."""
-        from judgebench.cache.maintenance import export
-
-        return export(self, Path(path))
-
-    def import_(self, path: str | Path, overwrite: bool = False) -> tuple[int, int]:
-        """Add entries from an export; returns (added, skipped).
-
-        Skipped = already present (unless ``overwrite``) + corrupt lines; the latter are
-        warned with their line number and counted in ``self.last_import_corrupt``.
-        """
-        from judgebench.cache.maintenance import import_entries
-
-        return import_entries(self, Path(path), overwrite)
 
 
 def _fsync_dir(d: Path) -> None:

@@ -1,7 +1,8 @@
 """judgebench-compare experiment=NAME [key=value ...]: the cross-judge report from MLflow.
 
-Hydra-style key=value arguments, parsed by hand: compare has no config tree, and a typo must
-be an error (exit 2), not a silently ignored override.
+Hydra-style key=value arguments, read through a structured OmegaConf config (``CompareArgs``: each option's
+type, default and help in one place): a typo is an error naming the valid keys (exit 2), not a silently
+ignored override, and ``--help`` is made from the same schema.
 """
 
 from __future__ import annotations
@@ -14,64 +15,112 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Optional
 
 from mlflow.tracking import MlflowClient
+from omegaconf import MISSING, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
 from judgebench.compare import console, human_budget, labels_report, names
 from judgebench.compare import report as report_mod
+from judgebench.compare.reference import CHOICES, HUMAN_JUDGED
 from judgebench.exceptions import CompareError
 from judgebench.masking import install_log_scrubbing, mask_url, scrub
 
-USAGE = """usage: judgebench-compare experiment=NAME [sweep=ID] [datasets=a,b] [judges=x,y] [out=DIR]
-                          [format=md,csv,tex,png,html] [alpha=0.05] [correction=holm|none] [bootstrap=1000]
-                          [seed=0] [panel=j1,j2] [reference=human_judged|human_labelset|human]
-                          [allow_mixed_versions=false] [tracking_uri=URI] [log=true|false]
-                          [calibration=ppi,ppi++,linear,label,human_only] [calibration_k=5,10,20,all] [resamples=200]
-  sweep        only runs of this sweep id (default: the latest finished run of every cell)
-  datasets     datasets to report (default: all); a requested dataset without runs is listed as missing;
-               name@HASH picks one identity of a dataset whose runs used other qrels, pools or passages
-  judges       judges to report (default: all); the human column is always there. A name holding a comma
-               goes in double quotes, a double quote in it doubled: judges='"gpt, tuned",human' (the
-               single quotes keep the shell off; the same for datasets and panel)
-  out          output directory (default: compare-out/NAME; a NAME with other characters than letters, digits
-               and _.- is made one: its plain characters and a hash)
-  format       which files to write (default: all five; html = report.html, one self-contained page); a
-               short summary is printed, the full report is report.md / report.html
-  alpha        significance level of the paired t-tests
-  correction   holm: judge-vs-human decisions use Holm-adjusted p (Table 3 always shows both)
-  bootstrap    resamples of the queries for the 95% percentile intervals (0: none)
-  seed         bootstrap seed
-  panel        judges of the cross-family panel (default: one judge per non-human, non-simulated family
-               if there are 2 or more such families, else all non-human judges)
-  reference    the human values judges are compared with in every statistic (tau, gaps, significance,
-               bias, scatter, bootstrap, calibration): human_judged (default; per judge, the human labels of
-               the pairs that judge labelled, normalised as its labels are), human_labelset (the human labels
-               of the whole label set: what a perfect judge scores) or human (all qrels: the paper's Table 1)
-  allow_mixed_versions  put runs of different metric versions in one report (default: refused)
-  log          log the files as a compare run in the experiment (default: true)
-  calibration  estimators of the human-budget experiment besides judge_only (default: none, experiment off):
-               human_only, ppi, ppi++, ppi++_insample, linear, label (README: "Correcting a judge with a few
-               human labels")
-  calibration_k  numbers of human-labelled queries to sample (whole numbers >= 2, or all; default 5,10,20,all)
-  resamples    random samples of queries per k (default 200; seeded by seed)"""
-KEYS = {"experiment", "sweep", "datasets", "judges", "out", "format", "alpha", "correction", "bootstrap", "seed", "panel",
-        "tracking_uri", "log", "reference", "allow_mixed_versions", "calibration", "calibration_k", "resamples"}
+def _field(default, shown: str, help: str, expected: str = ""):
+    """A schema field: its default, how the usage line shows it, its help, what a valid value is."""
+    return field(default=default, metadata={"shown": shown, "help": help, "expected": expected})
+
+
+@dataclass
+class CompareArgs:
+    """Every option of judgebench-compare: its type and default here, once (struct mode: any other key is an error).
+    Lists stay text: a name in double quotes may hold a comma (``_names``)."""
+
+    experiment: str = _field(MISSING, "NAME", "the MLflow experiment of the grid (required)")
+    sweep: Optional[str] = _field(None, "ID", "only runs of this sweep id (default: the latest finished run of every cell)")
+    datasets: Optional[str] = _field(None, "a,b", "datasets to report (default: all); a requested dataset without runs is listed as missing;\n"
+                                     "name@HASH picks one identity of a dataset whose runs used other qrels, pools or passages")
+    judges: Optional[str] = _field(None, "x,y", "judges to report (default: all); the human column is always there. A name holding a comma\n"
+                                   "goes in double quotes, a double quote in it doubled: judges='\"gpt, tuned\",human' (the\n"
+                                   "single quotes keep the shell off; the same for datasets and panel)")
+    out: Optional[str] = _field(None, "DIR", "output directory (default: compare-out/NAME; a NAME with other characters than letters, digits\n"
+                                "and _.- is made one: its plain characters and a hash)")
+    format: Optional[str] = _field(None, "md,csv,tex,png,html", "which files to write (default: all five; html = report.html, one self-contained page); a\n"
+                                   "short summary is printed, the full report is report.md / report.html")
+    alpha: float = _field(0.05, "0.05", "significance level of the paired t-tests", "a number between 0 and 1")
+    correction: str = _field("none", "holm|none", "holm: judge-vs-human decisions use Holm-adjusted p (Table 3 always shows both)", "holm or none")
+    bootstrap: int = _field(1000, "1000", "resamples of the queries for the 95% percentile intervals (0: none)", "a whole number >= 0")
+    seed: int = _field(0, "0", "bootstrap seed", "a whole number >= 0")
+    panel: Optional[str] = _field(None, "j1,j2", "judges of the cross-family panel (default: one judge per non-human, non-simulated family\n"
+                                  "if there are 2 or more such families, else all non-human judges)")
+    reference: str = _field(HUMAN_JUDGED, "|".join(CHOICES), "the human values judges are compared with in every statistic (tau, gaps, significance,\n"
+                            "bias, scatter, bootstrap, calibration): human_judged (default; per judge, the human labels of\n"
+                            "the pairs that judge labelled, normalised as its labels are), human_labelset (the human labels\n"
+                            "of the whole label set: what a perfect judge scores) or human (all qrels: the paper's Table 1)",
+                            "one of " + ", ".join(CHOICES))
+    allow_mixed_versions: bool = _field(False, "false", "put runs of different metric versions in one report (default: refused)", "true or false")
+    tracking_uri: Optional[str] = _field(None, "URI", "the MLflow store (default: MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)")
+    log: bool = _field(True, "true|false", "log the files as a compare run in the experiment (default: true)", "true or false")
+    calibration: Optional[str] = _field(None, "ppi,ppi++,linear,label,human_only",
+                                        "estimators of the human-budget experiment besides judge_only (default: none, experiment off):\n"
+                                        "human_only, ppi, ppi++, ppi++_insample, linear, label (README: \"Correcting a judge with a few\n"
+                                        "human labels\")")
+    calibration_k: str = _field(",".join(human_budget.DEFAULT_K), ",".join(human_budget.DEFAULT_K),
+                                "numbers of human-labelled queries to sample (whole numbers >= 2, or all; default "
+                                + ",".join(human_budget.DEFAULT_K) + ")")
+    resamples: int = _field(200, "200", "random samples of queries per k (default 200; seeded by seed)", "a whole number >= 1")
+
+
+def _usage() -> str:
+    """--help, from the schema: the usage line, then each option's help."""
+    shown = [f"{f.name}={f.metadata['shown']}" if f.default is MISSING else f"[{f.name}={f.metadata['shown']}]" for f in fields(CompareArgs)]
+    lines, line = [], "usage: judgebench-compare"
+    for item in shown:
+        if len(line) + 1 + len(item) > 118:
+            lines.append(line)
+            line = " " * 26
+        line += " " + item
+    lines.append(line)
+    for f in fields(CompareArgs):
+        first, *rest = f.metadata["help"].split("\n")
+        lines.append(f"  {f.name:<12} {first}" if len(f.name) <= 12 else f"  {f.name}  {first}")
+        lines.extend(" " * 15 + r for r in rest)
+    return "\n".join(lines)
+
+
+USAGE = _usage()
+KEYS = {f.name for f in fields(CompareArgs)}
+_FIELDS = {f.name: f for f in fields(CompareArgs)}
 
 
 def default_tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
 
 
-def parse(argv: list[str]) -> dict[str, str]:
-    args = {}
+def parse(argv: list[str]) -> dict:
+    """The arguments through the schema: a key it lacks, or a value of the wrong type, is one line naming the key.
+    Returns every option (defaults filled in) and, under ``"given"``, what the command line set, as typed."""
+    cfg = OmegaConf.structured(CompareArgs)
+    given: dict[str, str] = {}
     for a in argv:
         key, sep, value = a.partition("=")
-        if not sep or key not in KEYS:
-            raise CompareError(f"unexpected argument {a!r}; expected key=value with key in {sorted(KEYS)}\n{USAGE}")
-        args[key] = value
-    if "experiment" not in args:
+        unexpected = f"unexpected argument {a!r}; expected key=value with key in {sorted(KEYS)}\n{USAGE}"
+        if not sep:
+            raise CompareError(unexpected)
+        try:
+            cfg[key] = value.replace("${", "\\${")  # a name is text, never an interpolation
+        except (ConfigKeyError, ConfigAttributeError):  # struct mode: a key the schema lacks
+            raise CompareError(unexpected) from None
+        except ValidationError:
+            raise CompareError(f"{key}={value!r}: expected {_FIELDS[key].metadata['expected']}") from None
+        given[key] = value
+    if OmegaConf.is_missing(cfg, "experiment"):
         raise CompareError(f"experiment=NAME is required\n{USAGE}")
+    args = OmegaConf.to_container(cfg, resolve=True)
+    args["given"] = given
     return args
 
 
@@ -87,26 +136,20 @@ def _names(args: dict[str, str], key: str) -> list[str] | None:
     return items or None
 
 
-def _number(args: dict[str, str], key: str, kind, default, ok, what: str):
-    if key not in args:
-        return default
-    try:
-        value = kind(args[key])
-    except ValueError:
-        raise CompareError(f"{key}={args[key]!r}: expected {what}") from None
-    if not ok(value):
-        raise CompareError(f"{key}={args[key]!r}: expected {what}")
-    return value
+def _check(args: dict, key: str, ok) -> None:
+    if not ok(args[key]):
+        raise CompareError(f"{key}={str(args['given'].get(key, args[key]))!r}: expected {_FIELDS[key].metadata['expected']}")
 
 
-def options(args: dict[str, str]) -> report_mod.Options:
+def options(args: dict) -> report_mod.Options:
     """Validated options: a bad value is one clear line and exit 2, before anything is read."""
-    reference = args.get("reference", report_mod.HUMAN_JUDGED)
-    if reference not in report_mod.CHOICES:
-        raise CompareError(f"reference={reference!r}: expected one of {', '.join(report_mod.CHOICES)}")
-    correction = args.get("correction", "none").lower()
-    if correction not in ("holm", "none"):
-        raise CompareError(f"correction={correction!r}: expected holm or none")
+    _check(args, "reference", lambda v: v in CHOICES)
+    args["correction"] = args["correction"].lower()
+    _check(args, "correction", lambda v: v in ("holm", "none"))
+    _check(args, "alpha", lambda v: 0 < v < 1)
+    _check(args, "bootstrap", lambda v: v >= 0)
+    _check(args, "seed", lambda v: v >= 0)
+    _check(args, "resamples", lambda v: v >= 1)
     formats = tuple(_names(args, "format") or report_mod.FORMATS)
     bad = [f for f in formats if f not in report_mod.FORMATS]
     if bad:
@@ -114,21 +157,21 @@ def options(args: dict[str, str]) -> report_mod.Options:
     return report_mod.Options(
         datasets=_names(args, "datasets"),
         judges=_names(args, "judges"),
-        alpha=_number(args, "alpha", float, 0.05, lambda v: 0 < v < 1, "a number between 0 and 1"),
-        correction=correction,
-        bootstrap=_number(args, "bootstrap", int, 1000, lambda v: v >= 0, "a whole number >= 0"),
-        seed=_number(args, "seed", int, 0, lambda v: v >= 0, "a whole number >= 0"),
+        alpha=args["alpha"],
+        correction=args["correction"],
+        bootstrap=args["bootstrap"],
+        seed=args["seed"],
         panel=_names(args, "panel"),
         formats=formats,
-        reference=reference,
-        allow_mixed_versions=_flag(args, "allow_mixed_versions"),
+        reference=args["reference"],
+        allow_mixed_versions=args["allow_mixed_versions"],
         calibration=_calibration(args),
         calibration_k=_calibration_k(args),
-        resamples=_number(args, "resamples", int, 200, lambda v: v >= 1, "a whole number >= 1"),
+        resamples=args["resamples"],
     )
 
 
-def _calibration(args: dict[str, str]) -> tuple[str, ...]:
+def _calibration(args: dict) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(n.lower() for n in _names(args, "calibration") or ()))
     bad = [n for n in chosen if n not in human_budget.NAMES and n != "judge_only"]
     if bad:
@@ -136,20 +179,13 @@ def _calibration(args: dict[str, str]) -> tuple[str, ...]:
     return chosen  # judge_only runs whenever the experiment does
 
 
-def _calibration_k(args: dict[str, str]) -> tuple[str, ...]:
-    ks = _names(args, "calibration_k") if "calibration_k" in args else list(human_budget.DEFAULT_K)
+def _calibration_k(args: dict) -> tuple[str, ...]:
+    ks = _names(args, "calibration_k")
     if not ks or not all(k == "all" or (k.isdigit() and int(k) >= 2) for k in ks):
-        raise CompareError(f"calibration_k={args.get('calibration_k')!r}: expected a list of whole numbers >= 2 or all, e.g. 5,10,20,all")
-    if "calibration" not in args and ("calibration_k" in args or "resamples" in args):
+        raise CompareError(f"calibration_k={args['calibration_k']!r}: expected a list of whole numbers >= 2 or all, e.g. 5,10,20,all")
+    if "calibration" not in args["given"] and args["given"].keys() & {"calibration_k", "resamples"}:
         raise CompareError("calibration_k/resamples: set calibration=NAMES too (e.g. calibration=ppi,human_only)")
     return tuple(dict.fromkeys(ks))
-
-
-def _flag(args: dict[str, str], key: str) -> bool:
-    value = args.get(key, "false").lower()
-    if value not in ("true", "false"):
-        raise CompareError(f"{key}={args[key]!r}: expected true or false")
-    return value == "true"
 
 
 def check_out(out: Path, given: str | None) -> None:
@@ -191,15 +227,15 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         args = parse(argv)
         opts = options(args)
-        uri = args.get("tracking_uri") or default_tracking_uri()
+        uri = args["tracking_uri"] or default_tracking_uri()
         if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
-        out = Path(args.get("out") or Path("compare-out") / names.file_part(args["experiment"]))
-        check_out(out, args.get("out"))
+        out = Path(args["out"] or Path("compare-out") / names.file_part(args["experiment"]))
+        check_out(out, args["out"])
         probe_tracking_server(uri)
         client = MlflowClient(uri)
-        sweep = args.get("sweep") or None
-        log = args.get("log", "true").lower() != "false"
+        sweep = args["sweep"] or None
+        log = args["log"]
         labels = labels_report.build(client, args["experiment"], sweep, opts)  # None: no labels-only runs
         if labels is None or labels_report.has_runs(client, args["experiment"], "job", sweep):
             rep = report_mod.build(client, args["experiment"], sweep, opts)

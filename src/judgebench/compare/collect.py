@@ -16,7 +16,7 @@ from judgebench.exceptions import CompareError
 from judgebench.tracking import TAG
 
 CELL = ["dataset", "system", "judge", "rewriter"]
-TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_model", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view"]
+TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_family", "ranker_model", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view"]
 ID_TAGS = {"judge_hash": f"{TAG}judge_hash", "system_hash": f"{TAG}system_hash", "rewriter_hash": f"{TAG}rewriter_hash",
            "metric_version": f"{TAG}metric_version", "version": f"{TAG}version",
            **{c: f"{TAG}{c}" for c in dataset_identity.COLUMNS}}

@@ -17,7 +17,7 @@ from judgebench.compare import human_budget_report, names, render, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
-    from judgebench.compare.report import Report
+    from judgebench.compare.report_model import Report
 
 WIDTH = 120
 HEADLINE = ["kappa_graded", "kappa_ge2", "tau_all", "tau_oracles", "tau_ap"]
@@ -75,6 +75,11 @@ def summary(r: Report, out: Path, seconds: float) -> str:
         cols = [c for c in HEADLINE if c in r.table2.columns]
         parts += ["\nTable 2: agreement with the humans (headline columns)", _table(r.table2[["dataset", "judge", *cols]], index=False)]
         parts += ["\nFindings:", *findings(r)]
+    sp = r.self_preference["self_preference"]
+    parts += [f"  {names.plain(x.dataset)} / {names.plain(x.judge)}: self-preference {x.self_preference:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}] "
+              f"(own family {names.plain(x.judge_family)})" for x in sp.itertuples(index=False)]
+    parts += [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first position "
+              f"{x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
     if len(r.calibration):
         parts += [f"note: {names.plain(line)}" for line in human_budget_report.k_notes(r.calibration, r.options.calibration_k)]
     if r.rewritten_runs:

@@ -64,7 +64,8 @@ def default_panel(judges: list[str], families: dict[str, str]) -> list[str]:
     first: dict[str, str] = {}
     for j in judges:
         fam = families.get(j, j)
-        if j not in REFERENCES and fam not in NOT_PANEL_FAMILIES:
+        simulated = str(fam).startswith("simulated-")  # a simulated family (judgebench.simulation) is no real model family
+        if j not in REFERENCES and fam not in NOT_PANEL_FAMILIES and not simulated:
             first.setdefault(fam, j)
     if len(first) >= 2:
         return list(first.values())

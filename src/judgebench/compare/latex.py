@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import human_budget_report, names, render, significance, views
+from judgebench.compare import human_budget_report, names, render, self_preference_report, significance, views
 
 if TYPE_CHECKING:
-    from judgebench.compare.report import Report
+    from judgebench.compare.report_model import Report
 
 
 def tables(r: Report) -> list[tuple[str, pd.DataFrame, str, dict]]:
@@ -32,6 +32,7 @@ def tables(r: Report) -> list[tuple[str, pd.DataFrame, str, dict]]:
                     {"index": False, "integers": list(significance.COUNTS[3:])}))
     if len(r.bias):
         out.append(("ranker_bias", views.bias_view(r), "Ranker bias per judge.", {"index": False, "digits": 3}))
+    out += self_preference_report.latex_tables(r)
     if len(r.ci_means):
         for d, c in views.confidence_tables(r).items():
             out.append((f"confidence_{names.file_part(d)}", c, f"Mean nDCG@10 with {r.options.level:.0%} bootstrap intervals on {d}.", {}))

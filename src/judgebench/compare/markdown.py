@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.compare import human_budget_report, names, render, significance, views
+from judgebench.compare import human_budget_report, names, render, self_preference_report, significance, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
-    from judgebench.compare.report import Report
+    from judgebench.compare.report_model import Report
 
 
 REFERENCE_TEXT = {
@@ -32,6 +32,11 @@ def report_title(experiment: str, sweep: str | None, what: str = "") -> str:
     """The report's first line: ``# judgebench compare: experiment 'NAME'[, WHAT][, sweep 'ID']``."""
     return (f"# judgebench compare: experiment {names.markdown(repr(experiment))}{what}"
             + (f", sweep {names.markdown(repr(sweep))}" if sweep else ""))
+
+
+def document(r: Report) -> str:
+    """The whole report as one Markdown text (report.md, and report.html's source)."""
+    return "\n".join(sections(r)) + "\n"
 
 
 def sections(r: Report) -> list[str]:
@@ -95,6 +100,7 @@ def sections(r: Report) -> list[str]:
                      "order of the two groups flips, or an LLM system rises above every oracle under the judge only. llm_wins = share of (LLM, oracle) pairs the LLM system wins; "
                      "llm_above_oracles = LLM systems above every oracle; gap = judge minus human nDCG@10, mean per system type.\n")
         parts.append(render.markdown(views.bias_view(r, yes="INVERTED"), index=False, digits=3, strong={"inverted": "INVERTED"}))
+    parts += self_preference_report.markdown(r)
 
     parts.append("\n## Table 6: bootstrap confidence intervals over queries")
     if len(r.ci_means):

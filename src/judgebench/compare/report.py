@@ -6,7 +6,6 @@ a number without parsing text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -15,77 +14,16 @@ from mlflow.tracking import MlflowClient
 from judgebench import __version__
 from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, figures, human_budget_report,
                                 html, latex, markdown, names, significance, tables)
+from judgebench.compare import order_bias, self_preference, self_preference_report
 from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
-from judgebench.compare.reference import CHOICES, HUMAN_JUDGED, References
+from judgebench.compare.reference import CHOICES, References
+from judgebench.compare.report_model import FORMATS, Options, Report
 from judgebench.exceptions import CompareError
 from judgebench.content_bias import statistics as content_bias
 from judgebench.compare.collect import ORIGINAL, collect_runs, collect_summaries, missing_cells, select, split_views
 
-FORMATS = ("md", "csv", "tex", "png", "html")
-
-
-@dataclass
-class Options:
-    """What the user can set on the command line (cli.py documents each)."""
-
-    datasets: list[str] | None = None
-    judges: list[str] | None = None
-    alpha: float = 0.05
-    correction: str = "none"  # holm | none: which decisions the agreement classes use
-    bootstrap: int = 1000
-    seed: int = 0
-    level: float = 0.95
-    panel: list[str] | None = None
-    formats: tuple[str, ...] = FORMATS
-    # The human values every judge is compared with (compare/reference.py): human_judged (the human labels of
-    # the pairs the judge labelled), human_labelset (of the whole label set) or human (all qrels: the paper's).
-    reference: str = HUMAN_JUDGED
-    allow_mixed_versions: bool = False
-    # The human-budget experiment (human_budget.py): estimators beside judge_only (none: off), k values, samples per k.
-    calibration: tuple[str, ...] = ()
-    calibration_k: tuple[str, ...] = budget.DEFAULT_K
-    resamples: int = 200
-
-
-@dataclass
-class Report:
-    experiment: str
-    sweep: str | None
-    options: Options
-    jobs: pd.DataFrame
-    table1: dict[str, pd.DataFrame]
-    table2: pd.DataFrame
-    missing: pd.DataFrame
-    oracle_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
-    all_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
-    agreement_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
-    agreement_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
-    bias: pd.DataFrame = field(default_factory=pd.DataFrame)
-    ci_means: pd.DataFrame = field(default_factory=pd.DataFrame)
-    ci_tau: pd.DataFrame = field(default_factory=pd.DataFrame)
-    labels: pd.DataFrame = field(default_factory=pd.DataFrame)
-    virtual: list[ensembles.VirtualJudge] = field(default_factory=list)
-    rewritten_runs: int = 0
-    content_distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
-    content_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
-    problems: list[str] = field(default_factory=list)
-    files: list[Path] = field(default_factory=list)
-    summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
-    versions: dict[str, list[str]] = field(default_factory=dict)  # metric and package versions of the runs read
-    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per (dataset, judge, estimator, k)
-    calibration_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
-    aliases: dict[str, str] = field(default_factory=dict)  # virtual judge -> the identical one reported ("panel": "majority")
-    refs: References | None = None  # each judge's human reference (the figures read it)
-    read: dict[str, list[str]] = field(default_factory=dict)  # run ids and sweep ids this report was built from
-    superseded: list[str] = field(default_factory=list)  # earlier compare runs of this selection, replaced by the logged one
-
-    @property
-    def judges(self) -> list[str]:
-        return [c for c in next(iter(self.table1.values())).columns if c != "type"]
-
-    def markdown(self) -> str:
-        return "\n".join(markdown.sections(self)) + "\n"
+__all__ = ["FORMATS", "Options", "Report", "build", "write", "header", "log_compare_run"]
 
 
 def build(client: MlflowClient, experiment: str, sweep: str | None = None, options: Options | None = None) -> Report:
@@ -150,6 +88,8 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
                   "judgebench": sorted(everything["version"].fillna("unknown").unique())},
         calibration=calib, calibration_summary=human_budget_report.summary(calib) if len(calib) else pd.DataFrame(),
         aliases=aliases, refs=refs,
+        self_preference=self_preference.analyse(per_query, t1, jobs, refs, opt.bootstrap, opt.seed, opt.level),
+        order_bias=order_bias.order_table(jobs),
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
     )
@@ -178,11 +118,13 @@ def write(report: Report, out: Path) -> list[Path]:
                             ("calibration", report.calibration), ("calibration_summary", report.calibration_summary)):
             if len(frame) or name in ("table2", "missing_cells"):
                 files.append(_csv(frame, out / f"{name}.csv"))
+        files += [_csv(frame, out / f"{name}.csv") for name, frame in self_preference_report.csv_frames(report) if len(frame)]
     if "tex" in fmt:
         files += latex.write(report, out)
     if "png" in fmt:
         files += _write_figures(report, out)
-    text = report.markdown() + html.figure_links(files, figures.CAPTIONS)  # report.md links its figures
+    captions = {**figures.CAPTIONS, self_preference_report.FIGURE: self_preference_report.CAPTION}
+    text = markdown.document(report) + html.figure_links(files, captions)  # report.md links its figures
     if "md" in fmt:
         files.insert(0, out / "report.md")
         files[0].write_text(text, encoding="utf-8")
@@ -221,6 +163,7 @@ def _write_figures(r: Report, out: Path) -> list[Path]:
         files.append(figures.content_bias(r.content_distribution, out / "figure_content_bias.png"))
     if len(r.calibration):
         files += human_budget_report.budget_figures(r.calibration, out)
+    files += self_preference_report.figures(r, out)
     return files
 
 
@@ -246,6 +189,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
                 value = getattr(row, name)
                 if value == value:
                     metrics[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
+        metrics.update(self_preference_report.metrics(report))
         inputs = report.read
         h = header(report)
         note = f"compare report: {h['selection']}; datasets {h['datasets']}; judges {h['judges']}; reference {h['reference']}"

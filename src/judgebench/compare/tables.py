@@ -57,18 +57,12 @@ def table1(per_query: pd.DataFrame, types: pd.Series, judges: list[str], dataset
     return out
 
 
-def kappas(labels: pd.DataFrame) -> pd.DataFrame:
-    """Every agreement statistic (kappa, alpha, label shares, ...) per (dataset, judge) on the original text view,
-    human labels as reference."""
-    return columns.agreement_table(labels)
-
-
 def table2(t1: dict[str, pd.DataFrame], labels: pd.DataFrame, usage: pd.DataFrame, refs: References) -> pd.DataFrame:
     """Per dataset and judge: the agreement statistics on the label set (kappa graded, weighted, at each binary
     cut, alpha, ...), the ordering statistics against each judge's human reference (``refs``: tau over all
     systems and oracles only, tau_AP, rho, tau top 5), labelled and failed pairs, label shares. ``usage`` has
     dataset, judge, labelled_pairs, failed_pairs (virtual judges: 0 failed)."""
-    k = kappas(labels).set_index(["dataset", "judge"])
+    k = columns.agreement_table(labels).set_index(["dataset", "judge"])
     u = usage.set_index(["dataset", "judge"]) if len(usage) else pd.DataFrame()
     rows = []
     for dataset, table in t1.items():

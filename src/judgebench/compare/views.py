@@ -10,7 +10,7 @@ import pandas as pd
 from judgebench.compare import columns, render
 
 if TYPE_CHECKING:
-    from judgebench.compare.report import Report
+    from judgebench.compare.report_model import Report
 
 
 def _interval(mean: float, lo: float, hi: float) -> str:

@@ -7,15 +7,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from judgebench.judges.base import Judge, JudgeResult
-from judgebench.simulation import latent_prior, noise
+from judgebench.simulation import family_seed, latent_prior, noise
 
 
 @dataclass
 class SimulatedJudge(Judge):
+    """Its latent prior is its family's (:mod:`judgebench.simulation`): ``family=simulated-A`` shares the prior of
+    every simulated ranker of family ``simulated-A``."""
+
     name: str = "simulated"
-    family: str = "simulated"
+    family: str = "simulated-2024"
     model: str = "latent-prior"
-    prior_seed: int = 2024
     weight: float = 1.0
     noise: float = 0.3
     leniency: float = 0.0
@@ -27,7 +29,8 @@ class SimulatedJudge(Judge):
         merged = pairs[["query_id", "doc_id"]].merge(dataset.qrels, on=["query_id", "doc_id"], how="left")
         h = merged["relevance"].fillna(0).to_numpy(dtype=float)
         keys = list(zip(merged["query_id"], merged["doc_id"]))
-        u = np.array([latent_prior(self.prior_seed, q, d) for q, d in keys])
+        seed = family_seed(self.family)
+        u = np.array([latent_prior(seed, q, d) for q, d in keys])
         e = np.array([noise(self.seed, "judge", q, d) for q, d in keys])
         value = h + self.leniency + self.weight * u + self.noise * e
         merged["relevance"] = np.clip(np.rint(value), 0, 3).astype(int)

@@ -18,7 +18,6 @@ import asyncio
 import logging
 import sys
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from judgebench.cache.store import CallCache
 from judgebench.cache.schema import api_problem
 from judgebench.exceptions import BackendUnreachable, BatchNotDone, ConfigError
 from judgebench.llm.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError
+from judgebench.llm.batch_provider import BatchLine, BatchProvider, LineAnswer, LineError
 from judgebench.llm.batch_store import BatchStore
 from judgebench.masking import mask_url
 
@@ -41,56 +41,6 @@ TERMINAL = ("succeeded", "failed", "expired", "cancelled")
 """Provider-neutral end states; anything else is "running"."""
 LOG_EVERY_S = 300.0
 """Without a progress bar, a waiting job logs its batch's state this often."""
-
-
-@dataclass
-class BatchLine:
-    key: str  # the call-cache key, also the line's custom_id / metadata key
-    prompt: str
-
-
-@dataclass
-class LineAnswer:
-    text: str
-    input_tokens: int
-    output_tokens: int
-    thinking_tokens: int = 0
-
-
-@dataclass
-class LineError:
-    kind: str
-    message: str
-
-
-@dataclass
-class BatchStatus:
-    state: str  # running | succeeded | failed | expired | cancelled
-    provider_state: str  # as the provider says it (in_progress, JOB_STATE_RUNNING, ...)
-    done: int | None = None  # lines finished so far, where the provider tells
-    message: str = ""
-
-
-class BatchProvider(ABC):
-    """One provider's batch API, through the backend's open SDK client."""
-
-    def __init__(self, backend: APIBackend, system: str | None) -> None:
-        self.backend, self.system = backend, system
-
-    @abstractmethod
-    def line_bytes(self, line: BatchLine) -> int:
-        """The line's size in the upload, for the provider's per-batch byte limit."""
-
-    @abstractmethod
-    async def submit(self, lines: list[BatchLine]) -> str:
-        """Creates one batch job of ``lines``; returns its id."""
-
-    @abstractmethod
-    async def poll(self, batch_id: str) -> BatchStatus: ...
-
-    @abstractmethod
-    async def results(self, batch_id: str) -> dict[str, LineAnswer | LineError]:
-        """The answered and the failed lines of a finished batch, by key (lines never run are absent)."""
 
 
 def provider_for(backend: APIBackend, system: str | None) -> BatchProvider:

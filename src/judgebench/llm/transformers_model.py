@@ -108,11 +108,6 @@ class TransformersModel:
         self._has_pos = "position_ids" in params
         self._has_keep = "logits_to_keep" in params
 
-    @classmethod
-    def load(cls, *args, **kwargs) -> TransformersModel:
-        """Alias of the constructor (weights are memoised either way)."""
-        return cls(*args, **kwargs)
-
     @property
     def model(self) -> Any:
         """The weights; loaded again when the registry released them for another model."""
@@ -251,7 +246,7 @@ class TransformersModel:
         return fill(template, {**fields, truncate_field: cut}), True
 
     # ----- scoring --------------------------------------------------------------------------------
-    def _chunks(self, encoded: list[tuple[list[int], list[int] | None]], progress: bool | None, what: str) -> Any:
+    def _chunks(self, encoded: list[tuple[list[int], list[int] | None]]) -> list[list[int]]:
         """Batches of input positions, similar lengths together; over-long prompts are an error, never cut here."""
         for i, (ids, _) in enumerate(encoded):
             if len(ids) > self.max_input_tokens:
@@ -279,7 +274,7 @@ class TransformersModel:
         self.usage.batches += 1
         self.usage.seconds += time.perf_counter() - t0
 
-    def _last_logits(self, prompts: list[str], forced_prefix: str, system: str | None, progress: bool | None,
+    def _last_logits(self, prompts: list[str], forced_prefix: str, system: str | None,
                      pick: Any, prefixes: list[str | None] | None = None, what: str = "scores") -> np.ndarray:
         """Run every prompt once and collect ``pick(last-position float32 logits (b, V))`` in input order.
 
@@ -294,14 +289,14 @@ class TransformersModel:
         out = np.empty((len(prompts), 0), dtype=np.float64)
         lengths = [0] * len(prompts)
         if prefixes is not None and self.kind == "causal":
-            self._chunks(encoded, False, "scoring")  # the length check, before any work
+            self._chunks(encoded)  # the length check, before any work
             lengths = prefix_cache.prefix_lengths(self, prompts, prefixes, [e[0] for e in encoded], system)
             for i, vals in prefix_cache.shared_last_logits(self, [e[0] for e in encoded], lengths, pick).items():
                 if out.shape[1] == 0:
                     out = np.empty((len(prompts), vals.shape[0]), dtype=np.float64)
                 out[i] = vals
         rest = [i for i, n in enumerate(lengths) if not n]
-        for part in self._chunks([encoded[i] for i in rest], progress, "scoring") if rest else []:
+        for part in self._chunks([encoded[i] for i in rest]) if rest else []:
             chunk = [rest[j] for j in part]
             t0 = time.perf_counter()
             ids, mask = self._pad([encoded[i][0] for i in chunk])
@@ -331,7 +326,7 @@ class TransformersModel:
         import torch
 
         cand = torch.tensor([self.token_id(c) for c in candidates], dtype=torch.long, device=self.device)
-        res = self._last_logits(prompts, forced_prefix, system, progress,
+        res = self._last_logits(prompts, forced_prefix, system,
                                 lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand), prefixes,
                                 "log-probabilities")
         return res.reshape(len(prompts), len(candidates))
@@ -342,7 +337,7 @@ class TransformersModel:
         import torch
 
         ids = torch.tensor(list(token_ids), dtype=torch.long, device=self.device)
-        res = self._last_logits(prompts, forced_prefix, system, progress, lambda lg: lg.index_select(1, ids), what="logits")
+        res = self._last_logits(prompts, forced_prefix, system, lambda lg: lg.index_select(1, ids), what="logits")
         return res.reshape(len(prompts), len(token_ids))
 
     def generate(self, prompts: list[str], max_new_tokens: int, system: str | None = None,
@@ -358,7 +353,7 @@ class TransformersModel:
                                    decoder_start_token_id=getattr(self.model.config, "decoder_start_token_id", None))
         encoded = [self.encode(p, "", system) for p in prompts]
         out = [""] * len(prompts)
-        for chunk in self._chunks(encoded, progress, "generating"):
+        for chunk in self._chunks(encoded):
             t0 = time.perf_counter()
             ids, mask = self._pad([encoded[i][0] for i in chunk])
             with torch.inference_mode():

@@ -94,10 +94,10 @@ class Work:
 
 def model_source(spec: Any, cache_dir: str | Path) -> str:
     """Where the model would load from without converting or downloading anything (the alias: its converted copy)."""
-    from judgebench.llm.models import SMOLLM2
-    from judgebench.llm.smollm2 import MODEL_SUBDIR
+    from judgebench.llm.offline_aliases import offline_model
 
-    return str(Path(cache_dir).expanduser() / MODEL_SUBDIR) if spec.model == SMOLLM2 else str(spec.model)
+    offline = offline_model(spec.model)
+    return str(offline.converted_dir(cache_dir)) if offline is not None else str(spec.model)
 
 
 def _on_disk_kwargs(source: str) -> dict:

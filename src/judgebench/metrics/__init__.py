@@ -3,7 +3,7 @@ correlation (Kendall's tau, tau_AP, Spearman's rho) and paired significance test
 
 from judgebench.metrics.agreement import AGREEMENT, AGREEMENT_COLUMNS, binarize, confusion, label_agreement
 from judgebench.metrics.correlation import ORDERING, ORDERING_COLUMNS, kendall_tau, tau_ap, tau_b
-from judgebench.metrics.ndcg import mean_ndcg, per_query_ndcg
+from judgebench.metrics.ndcg import per_query_ndcg
 from judgebench.metrics.significance import classify_decisions, pairwise_ttests
 
 __all__ = [
@@ -16,7 +16,6 @@ __all__ = [
     "confusion",
     "kendall_tau",
     "label_agreement",
-    "mean_ndcg",
     "pairwise_ttests",
     "per_query_ndcg",
     "tau_ap",

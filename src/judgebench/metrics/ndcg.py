@@ -95,8 +95,3 @@ def per_query_ndcg(
     out.attrs["missing"] = absent
     return out
 
-
-def mean_ndcg(run: pd.DataFrame, qrels: pd.DataFrame, **options) -> float:
-    """Mean of :func:`per_query_ndcg` (same options) over its rows (nan when there are none)."""
-    values = per_query_ndcg(run, qrels, **options)["value"]
-    return float(values.mean()) if len(values) else float("nan")

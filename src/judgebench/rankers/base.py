@@ -17,12 +17,17 @@ RANKER_KINDS = ("llm", "oracle", "lexical", "human", "external")
 
 @dataclass
 class Ranker:
-    """Base class: subclasses implement score_pool; depth cuts the final run (None: keep all)."""
+    """Base class: subclasses implement score_pool; depth cuts the final run (None: keep all).
+
+    ``family``: the model family the ranker belongs to (free text: ``smollm``, ``gemma``, ``t5``, ``gpt``, ...;
+    ``oracle`` and ``lexical`` for the non-LLM rankers; None when unknown). A judge of the same family may
+    favour it (compare's self-preference analysis matches ``judge.family`` to it)."""
 
     name: str
     kind: str = "external"
     depth: int | None = None
     perturbable: bool = False
+    family: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in RANKER_KINDS:
@@ -33,6 +38,11 @@ class Ranker:
     def rank(self, dataset: Dataset, texts: dict[str, str]) -> pd.DataFrame:
         """The full ranking of every judged query's pool (before perturbation and depth cut)."""
         raise NotImplementedError
+
+    def ranking_metrics(self) -> dict[str, float]:
+        """Statistics of the ranking just computed (PRP: order consistency); stored with it and logged by every
+        cell that uses it (``rankings.py``). None by default."""
+        return {}
 
     def reads_texts(self, dataset: Dataset) -> bool:
         """Whether ranking ``dataset`` reads passage texts (their digest then joins the cell's dataset identity)."""

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from judgebench.evaluation import cut  # noqa: F401  (re-exported: the protocol owns the depth cut)
 from judgebench.exceptions import ConfigError
 from judgebench.rankers.base import scores_from_order
 

