@@ -34,9 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 PKG = SRC / "judgebench"
 CONF = PKG / "conf"
-# docs/architecture.md is left out: it describes the module layout another change is moving (the jobs into
-# src/judgebench/jobs/) and walks through adding a judge of your own (files that do not exist by design).
-NOT_CHECKED = {"architecture.md"}
+NOT_CHECKED: set[str] = set()  # every page is checked
 DOCS = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in NOT_CHECKED)]
 
 EXTENSIONS = (".py", ".yaml", ".yml", ".md", ".sh", ".json", ".jsonl", ".txt", ".csv", ".tsv", ".html",
@@ -55,6 +53,9 @@ USER_PATHS = {
     "passages/bm25.dl19.top100.passages.json",  # inside the user's dataset.data_dir
     "my.txt", "a.txt", "b.txt", "my.run",  # the user's qrels and run files
     "metrics.json",                        # a benchmark --out file name, if named
+    # docs/architecture.md walks through adding a judge of your own, "always_two" (tests/test_architecture.py
+    # writes these files in a temporary copy and runs them)
+    "src/judgebench/judges/always_two.py", "conf/judge/always_two.yaml", "judge/always_two.yaml",
 }
 USER_PREFIXES = ("/home/", "/shared/", "/tmp/", "../myconf")
 # Identifiers that hold a "/" but are no paths: Hugging Face hub ids, an ir_datasets id, HTTP header names.
@@ -64,7 +65,7 @@ NOT_PATHS = {
 }
 # group=option values that are not meant to exist: the documented example of an unknown option, and configs of
 # the user's own config directory.
-CHOICE_EXAMPLES = {("judge", "gpt5"), ("judge", "myjudge"), ("hydra/launcher", "mycluster")}
+CHOICE_EXAMPLES = {("judge", "gpt5"), ("judge", "myjudge"), ("hydra/launcher", "mycluster"), ("judge", "always_two")}
 
 
 def _texts() -> dict[Path, str]:
