@@ -50,7 +50,7 @@ def write_json(name: str, data: dict[str, Any], out: Path) -> Path:
 
 
 def table(rows: list[dict[str, Any]], columns: list[str] | None = None, title: str | None = None) -> str:
-    """A GitHub-Markdown table (printed and reused in the README)."""
+    """A GitHub-Markdown table (printed and reused in docs/performance.md)."""
     from tabulate import tabulate
 
     columns = columns or list(rows[0]) if rows else []

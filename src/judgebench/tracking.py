@@ -1,4 +1,4 @@
-"""The MLflow logging contract (README, "Running"): one run per job, found later by experiment and tags.
+"""The MLflow logging contract (docs/tracking.md): one run per job, found later by experiment and tags.
 
 We talk to MLflow through an explicit MlflowClient, never the global fluent state, so that
 several jobs in one process (a local Hydra multirun) cannot leak runs into each other. Runs follow

@@ -66,8 +66,8 @@ class CompareArgs:
     log: bool = _field(True, "true|false", "log the files as a compare run in the experiment (default: true)", "true or false")
     calibration: Optional[str] = _field(None, "ppi,ppi++,linear,label,human_only",
                                         "estimators of the human-budget experiment besides judge_only (default: none, experiment off):\n"
-                                        "human_only, ppi, ppi++, ppi++_insample, linear, label (README: \"Correcting a judge with a few\n"
-                                        "human labels\")")
+                                        "human_only, ppi, ppi++, ppi++_insample, linear, label (docs/compare.md: \"Correcting a judge\n"
+                                        "with a few human labels\")")
     calibration_k: str = _field(",".join(human_budget.DEFAULT_K), ",".join(human_budget.DEFAULT_K),
                                 "numbers of human-labelled queries to sample (whole numbers >= 2, or all; default "
                                 + ",".join(human_budget.DEFAULT_K) + ")")

@@ -106,7 +106,7 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
         raise DataError(
             f"dataset {name}",
             f"ir_datasets could not provide {IR_DATASETS_ID[year]} ({str(e)[:160]}...). Without network access, load the "
-            f"TREC files instead: dataset.data_dir=DIR (or JUDGEBENCH_TREC_DL_DIR=DIR), see README",
+            f"TREC files instead: dataset.data_dir=DIR (or JUDGEBENCH_TREC_DL_DIR=DIR), see docs/datasets.md",
         ) from e
     judged = set(qrels["query_id"])
     queries = {q: t for q, t in queries.items() if q in judged}
