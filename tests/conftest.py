@@ -6,7 +6,9 @@ checkout. Without it they skip with a reason that says how to enable them; under
 fail instead, because a check nobody ran must not look like a check that passed.
 """
 
+import importlib
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,32 @@ def need_shared(relative: str, what: str) -> Path:
     if os.environ.get("CI"):
         pytest.fail(message + " (CI must run it)")
     pytest.skip(message)
+
+
+def need_module(module: str, how: str):
+    """``import module``, or a skip naming how to install it; under CI a failure, since a test nobody ran must not
+    look like one that passed. Usable at module level (the skip then covers the whole file)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        message = f"{module} is not importable ({e}): {how}"
+        if os.environ.get("CI"):
+            pytest.fail(message + " (CI must run this test)", pytrace=False)
+        pytest.skip(message, allow_module_level=True)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No connection leaves this process: name lookups and connects fail at once with OSError, as offline, so a
+    test of the offline path neither depends on nor probes the machine's network."""
+
+    def refuse(*args, **kwargs):
+        raise OSError("network disabled by the no_network fixture")
+
+    for name in ("getaddrinfo", "create_connection", "gethostbyname"):
+        monkeypatch.setattr(socket, name, refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,8 @@ from scipy import stats
 
 import itertools
 
+import artifact_checks
+
 from cli_runner import run, warm_store
 from judgebench.compare import bias, human_budget_report
 from judgebench.compare import human_budget as calibration
@@ -410,8 +412,11 @@ def test_end_to_end_on_the_toy_grid(grid):
         assert sim.loc[("judge_only", 3), cls] == pytest.approx(t4[cls] / 6)
     summary = pd.read_csv(out / "calibration_summary.csv").set_index("judge")
     assert bool(summary.loc["simulated", "judge_only_inverted"]) and not bool(summary.loc["perfect", "judge_only_inverted"])
-    for f in ("figure_budget_simulated.png", "figure_budget_perfect.png", "calibration_toy_simulated.tex"):
-        assert (out / f).stat().st_size > 0, f
+    for f in ("figure_budget_simulated.png", "figure_budget_perfect.png"):
+        artifact_checks.png(out / f)
+    # the .tex of the simulated judge: a row per estimator and k (6 x 3) whose numbers include its MAE and tau
+    rows = artifact_checks.tex_rows(out / "calibration_toy_simulated.tex")
+    assert len(rows) >= 3, rows
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "## Correcting the judge with k human-labelled queries" in report and "Smallest k without inversion" in report
 

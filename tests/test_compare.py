@@ -23,6 +23,7 @@ from judgebench.compare.reference import References
 from judgebench.content_bias import statistics as content_bias
 from judgebench.metrics import tau_b
 from judgebench.data.datasets import load_toy
+import artifact_checks
 from cli_runner import run_compare
 from reference_impl import frame_rows, ndcg10_judged
 from table_refs import refs_of
@@ -188,11 +189,22 @@ def test_files_figures_and_compare_run(grid):
         assert (out / name).stat().st_size > 0, name
     tex = (out / "table1_toy.tex").read_text()
     assert r"\textbf{1.0000}" in tex and r"simulated\_unbiased" in tex and r"\begin{tabular}" in tex
+    # Table 1's .tex has the csv's rows, each with the csv's numbers to 4 decimals
+    t1 = csv(grid, "table1_toy.csv", index_col="system")
+    rows = artifact_checks.tex_rows(out / "table1_toy.tex")
+    assert len(rows) == len(t1), (rows, list(t1.index))
+    for row in rows:
+        system = row[0].replace("{[}", "[").replace("{]}", "]").replace("\\_", "_")
+        assert system in t1.index, row
+        expected = [round(float(v), 4) for v in t1.loc[system] if isinstance(v, (int, float)) and v == v]
+        assert artifact_checks.numbers(row[1:]) == pytest.approx(expected, abs=5e-5), (row, expected)
+    for name in ("table2.tex", "table2_orderings.tex", "table2_labels.tex", "ranker_bias.tex", "tau_intervals.tex",
+                 "significance_agreement.tex"):
+        assert artifact_checks.tex_rows(out / name), name
     for judge in ("simulated", "simulated_unbiased", *VIRTUAL):
-        assert (out / f"figure_confusion_{judge}.png").stat().st_size > 10_000
-    assert (out / "figure_scatter.png").stat().st_size > 10_000 and (out / "figure_ndcg_bars.png").stat().st_size > 10_000
-    assert (out / "figure_kappa_tau.png").stat().st_size > 10_000
-    assert (out / "table2_orderings.tex").stat().st_size > 0 and (out / "table2_labels.tex").stat().st_size > 0
+        artifact_checks.png(out / f"figure_confusion_{judge}.png")
+    for name in ("figure_scatter.png", "figure_ndcg_bars.png", "figure_kappa_tau.png"):
+        artifact_checks.png(out / name)
     assert not (out / "figure_content_bias.png").exists()
     assert "None found: no judge runs with a rewritten text view" in grid["md"]
     # families: every cell is tagged with its ranker's; the simulated judges share SimLLM's family, but no other LLM
@@ -205,7 +217,7 @@ def test_files_figures_and_compare_run(grid):
     t1 = csv(grid, "table1_toy.csv", index_col="system")
     assert gaps[("simulated-2024", "simulated-2024")] == pytest.approx(  # both simulated judges, SimLLM: by hand from Table 1
         ((t1.loc["SimLLM", "simulated"] - t1.loc["SimLLM", "human"]) + (t1.loc["SimLLM", "simulated_unbiased"] - t1.loc["SimLLM", "human"])) / 2)
-    assert (out / "figure_family_gaps.png").stat().st_size > 10_000 and "(figure_family_gaps.png)" in grid["md"]
+    assert artifact_checks.png(out / "figure_family_gaps.png") and "(figure_family_gaps.png)" in grid["md"]
     assert "No missing grid cells." in grid["md"] and "panel = majority here" in grid["md"]
     assert "![nDCG@10 per system" in grid["md"] and "(figure_scatter.png)" in grid["md"]  # report.md links its figures
     # the console: a short summary and where the full report is, no line over 120 characters

@@ -150,10 +150,38 @@ def dl_grid(tmp_path_factory):
     return tmp, client
 
 
+def _trec_rows(path: Path, columns: tuple[int, ...]) -> list[tuple[str, ...]]:
+    return [tuple(line.split()[i] for i in columns) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _labelset_reference(dataset: str) -> dict[str, float]:
+    """Mean nDCG@10 (judged only) of the two run-file systems against the human labels of the label set (BM25
+    pool ∩ qrels), over every judged query, by tests/reference_impl.py straight from the shipped files."""
+    from reference_impl import ndcg10_judged
+
+    from judgebench.data.trec_dl import SHIPPED
+
+    qrels = _trec_rows(SHIPPED / f"qrels.{dataset}-passage.txt", (0, 2, 3))
+    pool = _trec_rows(SHIPPED / f"bm25.{dataset}.top100.trec", (0, 2, 3))
+    in_pool = {(q, d) for q, d, _ in pool}
+    label_set = [row for row in qrels if (row[0], row[1]) in in_pool]
+    queries = sorted({q for q, _, _ in qrels})
+    runs = {"BM25": pool, "RankGPT-gpt-3.5": _trec_rows(SHIPPED / f"reranker-runs/rankgpt-gpt-3.5-turbo.bm25top100.{dataset}.trec", (0, 2, 3))}
+    out = {}
+    for system, run in runs.items():
+        per_query = ndcg10_judged(run, label_set, queries)
+        out[system] = sum(per_query.values()) / len(queries)
+    return out
+
+
 def test_a_perfect_judge_reproduces_human_labelset_exactly(dl_grid):
     tmp, client = dl_grid
     rep = report_mod.build(client, "perfect", options=report_mod.Options(bootstrap=0, formats=("md",)))
     for dataset, t1 in rep.table1.items():
+        # both columns against the textbook formula on the shipped files (not against evaluate() itself)
+        for system, value in _labelset_reference(dataset).items():
+            assert t1.at[system, "human_labelset"] == pytest.approx(value, abs=1e-9), (dataset, system)
+            assert t1.at[system, "perfect"] == pytest.approx(value, abs=1e-9), (dataset, system)
         # gap 0 for every system: the perfect judge's column *is* the label-set reference
         assert (t1["perfect"] - t1["human_labelset"]).abs().max() < 1e-12, dataset
         # a run-file ranker reads another file per dataset and is still one system, under its own name

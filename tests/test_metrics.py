@@ -185,6 +185,27 @@ def test_real_runs_match_published_judged_only_ndcg10(run_file, year, expected, 
     assert res["value"].mean() == pytest.approx(expected, abs=tol)
 
 
+def test_real_bm25_with_holes_in_its_top10_by_hand():
+    """Judged-only where it matters: BM25's top 10 on the real dl19 qrels is fully judged, so the published
+    numbers above cannot tell judged-only from plain. Here two judged documents of query 264014's top 10
+    lose their judgments (holes at ranks 3 and 8) and the documents below move up."""
+    d = _data_dir()
+    run = _read_run(d / "bm25.dl19.top100.trec")
+    run = run[run["query_id"] == "264014"]
+    qrels = _read_qrels(d / "qrels.dl19-passage.txt")
+    qrels = qrels[(qrels["query_id"] == "264014") & ~qrels["doc_id"].isin(["4834547", "1610712"])]
+    # the labels of BM25's ranks 1..12 for 264014: 2 3 [3] 1 1 0 2 [0] 0 1 0 1 ([..]: now holes)
+    # judged only: ranks 1 2 4 5 6 7 9 10 11 12 fill positions 1..10 with labels 2 3 1 1 0 2 0 1 0 1
+    dcg = 2 / L2(2) + 3 / L2(3) + 1 / L2(4) + 1 / L2(5) + 2 / L2(7) + 1 / L2(9) + 1 / L2(11)
+    # ideal: 21 documents of label 3 remain (22 less the hole at rank 3), so ten 3s
+    idcg = sum(3 / L2(i + 1) for i in range(1, 11))
+    assert _value(per_query_ndcg(run, qrels), "264014") == pytest.approx(dcg / idcg, abs=1e-12)
+    # without -J the holes score 0 in place and ranks 11, 12 stay beyond the cut-off
+    plain = 2 / L2(2) + 3 / L2(3) + 1 / L2(5) + 1 / L2(6) + 2 / L2(8) + 1 / L2(11)
+    assert _value(per_query_ndcg(run, qrels, judged_only=False), "264014") == pytest.approx(plain / idcg, abs=1e-12)
+    assert dcg != pytest.approx(plain)  # the case tells the two protocols apart
+
+
 def _pure_python_ndcg10_judged(run: pd.DataFrame, qrels: pd.DataFrame) -> dict[str, float]:
     """Independent nDCG@10 (judged only, linear gain, log2 discount, rank order)."""
     labels: dict[str, dict[str, int]] = {}
@@ -213,6 +234,15 @@ def test_per_query_ndcg_matches_pure_python_on_real_bm25(year):
     ref = _pure_python_ndcg10_judged(run, qrels)
     assert set(ours) == set(ref)
     assert len(ours) == {"dl19": 43, "dl20": 54}[year]
+    for q in ref:
+        assert ours[q] == pytest.approx(ref[q], abs=1e-9), q
+    # and with a hole in every query's top 10 (the judgments of each query's ranks 2 and 5 removed)
+    holes = run[run["rank"].isin([2, 5])][["query_id", "doc_id"]]
+    holed = qrels.merge(holes, on=["query_id", "doc_id"], how="left", indicator=True)
+    holed = holed[holed["_merge"] == "left_only"].drop(columns="_merge")
+    assert len(holed) < len(qrels) - len(ref)  # most queries lost two judged documents
+    ours = per_query_ndcg(run, holed).set_index("query_id")["value"].to_dict()
+    ref = _pure_python_ndcg10_judged(run, holed)
     for q in ref:
         assert ours[q] == pytest.approx(ref[q], abs=1e-9), q
 

@@ -96,10 +96,24 @@ def test_simulated_judge_is_exact_without_bias_or_noise(tiny):
     assert dict(zip(lenient["doc_id"], lenient["relevance"])) == {d: min(v + 1, 3) for d, v in LABELS.items()}
 
 
+def _prior_by_hand(seed: int, query_id: str, doc_id: str) -> float:
+    """simulation.py's documented recipe, recomputed here: N(0, 1) from numpy's default generator seeded with the
+    first 8 bytes (little-endian) of sha256("prior\\x1f<seed>\\x1f<query>\\x1f<doc>")."""
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256("\x1f".join(["prior", str(seed), query_id, doc_id]).encode()).digest()
+    return float(np.random.default_rng(int.from_bytes(digest[:8], "little")).standard_normal())
+
+
 def test_simulated_judge_and_ranker_share_the_latent_prior(tiny):
-    u = {d: latent_prior(5, "q1", d) for d in POOL_ORDER}
-    assert u == {d: latent_prior(5, "q1", d) for d in POOL_ORDER}  # a pure function of (seed, q, d)
-    assert len(set(u.values())) == 8
+    u = {d: _prior_by_hand(5, "q1", d) for d in POOL_ORDER}
+    assert {d: latent_prior(5, "q1", d) for d in POOL_ORDER} == u  # a pure function of (seed, q, d), as documented
+    # pinned values (seed 5, q1): a change of the recipe changes every stored simulated result
+    assert [round(u[d], 6) for d in POOL_ORDER] == [1.375023, 0.408867, 0.943589, -0.737418, -1.053638, 0.636558, 0.761239, -1.02049]
+    assert [round(latent_prior(6, "q1", d), 6) for d in ("d1", "d2")] == [-0.953064, -0.575208]  # another family, another prior
+    assert latent_prior(5, "q2", "d1") != u["d1"]  # and the query is part of the key
     # with no human signal in play (all scores = weight * u) the ranker orders by u
     ranker = SimulatedLLMRanker(name="SimLLM", family="simulated-5", weight=1.0, noise=0.0)  # the family's seed is 5
     run = ranker.rank(tiny, tiny.corpus)

@@ -129,11 +129,36 @@ def test_report_html_renders_every_table_and_figure(grid):
     shot.unlink(missing_ok=True)
     done = headless(binary, f"--screenshot={shot}", "--window-size=1400,2600", "--hide-scrollbars", page.as_uri())
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
-    image = Image.open(shot).convert("L")
-    assert image.size == (1400, 2600)
-    histogram = image.histogram()
-    assert sum(histogram[:200]) > 0.02 * sum(histogram)  # text, tables and figures drawn, not a blank page
-    print(f"screenshot of report.html: {shot}")
+    drawn = rendered_report(shot)
+    assert drawn["size"] == (1400, 2600)
+    # what only the report draws: text and, in the first 2600 px, tables: their 1 px #ccc rules cross >= 20 pixel
+    # rows (an error page, e.g. Chromium's "file not found", has text and no such rules: checked below, on a real one)
+    assert drawn["dark"] > 0.02, drawn
+    assert drawn["table_rules"] >= 20, drawn
+    print(f"screenshot of report.html: {shot} {drawn}")
+    # the same measures on an error page (a title and a traceback) fail: the check tells the report from one
+    error_page = out.parent / "error.html"
+    error_page.write_text("<html><body><h1>Internal Server Error</h1><pre>" + "Traceback (most recent call last):\n"
+                          + "  File \"report.py\", line 1, in build\n" * 40 + "KeyError: 'table1'</pre></body></html>")
+    error_shot = out.parent / "error.png"
+    done = headless(binary, f"--screenshot={error_shot}", "--window-size=1400,2600", "--hide-scrollbars", error_page.as_uri())
+    assert done.returncode == 0 and error_shot.is_file(), done.stderr[-2000:]
+    error = rendered_report(error_shot)
+    assert error["dark"] > 0.002 and error["table_rules"] < 20, error
+
+
+def rendered_report(png: Path) -> dict:
+    """Measures of a screenshot: its size, the share of dark pixels (text), the pixel rows crossed by a table rule
+    (at least 60 px of exactly #ccc, html.py's td/th border) and the share of strongly coloured pixels."""
+    import numpy as np
+
+    image = Image.open(png).convert("RGB")
+    rgb = np.asarray(image).astype(int)
+    grey = rgb.mean(axis=2)
+    rule = (rgb == 204).all(axis=2)
+    chroma = rgb.max(axis=2) - rgb.min(axis=2)
+    return {"size": image.size, "dark": float((grey < 200).mean()), "table_rules": int((rule.sum(axis=1) >= 60).sum()),
+            "coloured": float((chroma > 60).mean())}
 
 
 # --------------------------------------------------------------------------- the store, moved, and a real server
