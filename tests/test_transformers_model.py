@@ -184,20 +184,25 @@ PAIRS = [("how long do cats live", "Indoor cats typically live 12 to 18 years, a
          ("how long do cats live", "The Treaty of Westphalia was signed in 1648, ending the Thirty Years' War.")]
 
 
-@pytest.fixture(scope="session")
-def smollm2(tmp_path_factory) -> Iterator[TransformersModel]:
-    """Converted once into $JUDGEBENCH_CACHE_DIR (kept) or a session temp dir (removed: 540 MB per copy)."""
-    cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or tmp_path_factory.mktemp("judgebench-cache")
+def _converted_once(tmp_path_factory, model_dir, folder: str, label: str) -> Iterator[TransformersModel]:
+    """An offline GGUF alias converted once into $JUDGEBENCH_CACHE_DIR (kept) or a session temp dir (removed)."""
+    cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or tmp_path_factory.mktemp(f"judgebench-{folder}")
     t0 = time.perf_counter()
-    path = smollm2_model_dir(cache)
-    assert path == Path(cache).expanduser() / "models" / "smollm2-135m-instruct"
+    path = model_dir(cache)
+    assert path == Path(cache).expanduser() / "models" / folder
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]  # the atomic rename left no temp dir
-    assert smollm2_model_dir(cache) == path  # converted once
+    assert model_dir(cache) == path  # converted once
     lm = TransformersModel(path, batch_size=8)
-    print(f"\nSmolLM2 ready in {time.perf_counter() - t0:.1f} s")
+    print(f"\n{label} ready in {time.perf_counter() - t0:.1f} s")
     yield lm
     if not os.environ.get("JUDGEBENCH_CACHE_DIR"):
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def smollm2(tmp_path_factory) -> Iterator[TransformersModel]:
+    """SmolLM2-135M-Instruct (540 MB per converted copy)."""
+    yield from _converted_once(tmp_path_factory, smollm2_model_dir, "smollm2-135m-instruct", "SmolLM2")
 
 
 def test_smollm2_umbrela_reads_the_digit_after_the_space(smollm2):
@@ -241,17 +246,7 @@ def test_smollm2_rg_yes_no(smollm2):
 @pytest.fixture(scope="session")
 def gemma3(tmp_path_factory) -> Iterator[TransformersModel]:
     """Gemma 3 270M assembled from its package and converted once (~3 min on 2 loaded cores; 1.1 GB per copy)."""
-    cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or tmp_path_factory.mktemp("judgebench-gemma")
-    t0 = time.perf_counter()
-    path = gemma3_model_dir(cache)
-    assert path == Path(cache).expanduser() / "models" / "gemma-3-270m"
-    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]  # neither the GGUF nor a half copy is left
-    assert gemma3_model_dir(cache) == path  # converted once
-    lm = TransformersModel(path, batch_size=8)
-    print(f"\nGemma 3 270M ready in {time.perf_counter() - t0:.1f} s")
-    yield lm
-    if not os.environ.get("JUDGEBENCH_CACHE_DIR"):
-        shutil.rmtree(path, ignore_errors=True)
+    yield from _converted_once(tmp_path_factory, gemma3_model_dir, "gemma-3-270m", "Gemma 3 270M")
 
 
 @pytest.mark.slow  # converts the real Gemma 3 GGUF once (~3 min), then scores a few prompts
