@@ -77,24 +77,24 @@ def test_the_second_judge_reads_the_ranking_back(tmp_path_factory, tiny):
     assert rankings.ranking_key(cfg, full, False) == rankings.ranking_key(cfg, load_trec_dl("dl19", 2019), False)
 
 
-@pytest.mark.slow  # ~75 s: three sweeps in fresh interpreters
+@pytest.mark.slow  # ~60 s: three sweeps in fresh interpreters, RG and PRP
 def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(tmp_path, tiny):
     common = [f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
               "experiment_name=stages", "progress=false", f"++ranker.model_spec.model={tiny}", f"++ranker.rerank_depth={DEPTH}"]
     gpu = [*common, f"cache_dir={tmp_path}/gpu-cache", f"hydra.sweep.dir={tmp_path}/rank"]
-    done = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
+    done = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
     assert done.rc == 0, str(done)
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name("stages").experiment_id
     ranked = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'ranking'")
     scored = {r.data.tags["ranker"]: r.data.metrics["ranker_prompts_scored"] for r in ranked}
-    assert scored == {"RG-SmolLM2": expected_prompts("rg")}  # PRP's count: the SLURM test below
+    assert scored == {"RG-SmolLM2": expected_prompts("rg"), "PRP-SmolLM2": expected_prompts("prp")}
     # the judging stage on "another machine": its own, empty cache dir; the rankings come from the MLflow runs
     cpu = [*common, f"cache_dir={tmp_path}/cpu-cache", f"hydra.sweep.dir={tmp_path}/judge"]
-    done = cli_runner.run(["-m", "ranker=rg_smollm2", "judge=human,simulated", *cpu], cwd=tmp_path, timeout=600, fresh=True)
+    done = cli_runner.run(["-m", "ranker=rg_smollm2,prp_smollm2", "judge=human,simulated", *cpu], cwd=tmp_path, timeout=600, fresh=True)
     assert done.rc == 0, str(done)
     cells = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'job'")
-    assert len(cells) == 2 and all(r.data.metrics["ranking_computed"] == 0 and r.data.metrics["ranker_prompts_scored"] == 0
+    assert len(cells) == 4 and all(r.data.metrics["ranking_computed"] == 0 and r.data.metrics["ranker_prompts_scored"] == 0
                                    for r in cells)
     by_key = {r.data.tags["judgebench.ranking_key"]: r.info.run_id for r in ranked}
     for r in cells:
@@ -112,8 +112,8 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
             assert r.data.metrics[name] == own[name], name
     assert len(prp) == 2 and not any("prp_pairs" in r.data.metrics for r in cells if r.data.tags["ranker"] == "RG-SmolLM2")
     # a rerun of the ranking stage finds everything done
-    again = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
-    assert again.rc == 0 and "1 cells - 0 ran, 1 skipped" in again.out, str(again)
+    again = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
+    assert again.rc == 0 and "2 cells - 0 ran, 2 skipped" in again.out, str(again)
 
 
 @pytest.mark.slow
