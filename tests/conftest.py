@@ -8,6 +8,7 @@ fail instead, because a check nobody ran must not look like a check that passed.
 
 import importlib
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -73,3 +74,53 @@ def trec_dl_dir() -> Path:
 def llmjudge_dir() -> Path:
     """The LLMJudge challenge collection (not shipped: its labels' licence is not stated)."""
     return need_shared("data/llmjudge", "the LLMJudge collection")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def premigrated_mlflow_stores(tmp_path_factory):
+    """New SQLite stores start as a copy of one store whose schema MLflow created once per session.
+
+    MLflow's schema creation takes 3-15 s per fresh store, and the suite opens dozens. The copy is made where
+    ``tracking.ensure_sqlite_parent`` would create the tables, in this process and in every child forked from
+    it (tests/cli_runner.py); its lock, ready-stamp and writability check still run on the copy. Tests that are
+    about schema creation itself opt out with ``@pytest.mark.real_mlflow_schema``, and children started as new
+    interpreters (``fresh=True``, the wheel, SLURM) always create their stores for real.
+    """
+    from mlflow.tracking import MlflowClient
+
+    from judgebench import tracking
+
+    template = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{template}").search_experiments(max_results=1)
+    original = tracking.ensure_sqlite_parent
+
+    def from_template(tracking_uri: str) -> None:
+        if tracking_uri.startswith("sqlite:///") and not getattr(from_template, "off", False):
+            db = Path(tracking_uri[len("sqlite:///"):])
+            if not db.exists():
+                part = db.with_name(f".{db.name}.{os.getpid()}.copy")
+                try:  # copied aside, then linked into place: two children racing never overwrite an opened store
+                    db.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(template, part)
+                    os.link(part, db)
+                except OSError:  # it exists by now, or the folder is unwritable (the real path reports that)
+                    pass
+                finally:
+                    part.unlink(missing_ok=True)
+        original(tracking_uri)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(tracking, "ensure_sqlite_parent", from_template)
+    yield from_template
+    patch.undo()
+
+
+@pytest.fixture(autouse=True)
+def _real_mlflow_schema(request, premigrated_mlflow_stores):
+    """``@pytest.mark.real_mlflow_schema``: this test's stores are created by MLflow, not copied."""
+    if request.node.get_closest_marker("real_mlflow_schema") is None:
+        yield
+        return
+    premigrated_mlflow_stores.off = True
+    yield
+    premigrated_mlflow_stores.off = False

@@ -21,6 +21,7 @@ from judgebench.jobs.pipeline import run_job
 REPO = Path(__file__).resolve().parents[1]
 CELLS = [(judge, pert) for judge in ("human", "simulated") for pert in ("perfect", "swap_1", "swap_2", "swap_3")]
 FORK = mp.get_context("fork")
+pytestmark = pytest.mark.real_mlflow_schema  # these are about MLflow creating a store's schema under contention
 
 
 def cfg_for(tmp: Path, *overrides: str, return_hydra_config: bool = False):

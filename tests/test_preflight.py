@@ -6,7 +6,6 @@ case is a real run.py (tests/cli_runner.py)."""
 from __future__ import annotations
 
 import socket
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -48,10 +47,15 @@ def gemini_env(**extra: str) -> dict[str, str]:
     return env_with(GEMINI_API_KEY="fake-gemini-key", **extra)
 
 
-def timed(args: list[str], tmp: Path, env: dict[str, str]) -> tuple[cli_runner.Result, float]:
-    started = time.monotonic()
-    res = cli_runner.run(args, cwd=tmp, env=env)
-    return res, time.monotonic() - started
+def refused(args: list[str], tmp: Path, env: dict[str, str]) -> cli_runner.Result:
+    """run.py ARGS, which the preflight must refuse before any cell logs anything: the experiment gets no job run."""
+    res = cli_runner.run(args, cwd=tmp, env=env, timeout=120)  # a hang guard: a refusal takes seconds
+    experiment = next(a.split("=", 1)[1] for a in args if a.startswith("experiment_name="))
+    client = MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id], "tags.`judgebench.kind` = 'job'") if exp else []
+    assert runs == [], [r.data.tags for r in runs]
+    return res
 
 
 def one_line(res: cli_runner.Result, *phrases: str) -> str:
@@ -94,25 +98,22 @@ def test_the_headline_grid_runs_and_counts_thinking_in_usage_and_cost(srv, tmp_p
 
 def test_a_retired_model_is_one_line_naming_the_replacement_and_nothing_is_sent(srv, tmp_path):
     args = [*HEADLINE, f"++judge.base_url={srv.base_url}", "++judge.backend.model=gemini-1.5-flash", *common(tmp_path, "retired")]
-    res, elapsed = timed(args, tmp_path, gemini_env())
+    res = refused(args, tmp_path, gemini_env())
     one_line(res, "judge.backend.model=gemini-1.5-flash", "retired", "use gemini-3.8-flash instead", "judge=gemini_flash")
-    assert elapsed < 10, elapsed
     nothing_sent(srv)  # the table knows it: not even a model lookup
 
 
 def test_a_missing_key_is_one_line_and_nothing_is_sent(srv, tmp_path):
-    res, elapsed = timed([*HEADLINE, f"++judge.base_url={srv.base_url}", *common(tmp_path, "nokey")], tmp_path, env_with())
+    res = refused([*HEADLINE, f"++judge.base_url={srv.base_url}", *common(tmp_path, "nokey")], tmp_path, env_with())
     one_line(res, "needs an API key", "GEMINI_API_KEY or GOOGLE_API_KEY")
-    assert elapsed < 10, elapsed
     nothing_sent(srv)
 
 
 def test_an_unknown_model_is_one_line_after_one_lookup(srv, tmp_path):
     args = ["judge=gemini_flash", f"judge.base_url={srv.base_url}", "judge.backend.model=gemini-3.8-flsh", "ranker=oracle",
             *common(tmp_path, "typo")]
-    res, elapsed = timed(args, tmp_path, gemini_env())
+    res = refused(args, tmp_path, gemini_env())
     one_line(res, "judge.backend.model=gemini-3.8-flsh", "has no such model (404 NOT_FOUND", "check the model name")
-    assert elapsed < 10, elapsed
     nothing_sent(srv, model_gets=1)
 
 
@@ -120,10 +121,9 @@ def test_an_unreachable_gemini_server_is_one_line(srv, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens there
-    res, elapsed = timed(["judge=gemini_flash", f"judge.base_url=http://127.0.0.1:{port}", "ranker=oracle",
+    res = refused(["judge=gemini_flash", f"judge.base_url=http://127.0.0.1:{port}", "ranker=oracle",
                           *common(tmp_path, "down")], tmp_path, gemini_env())
     one_line(res, f"cannot connect to http://127.0.0.1:{port}", "judge.base_url")
-    assert elapsed < 10, elapsed
 
 
 def test_an_openai_compatible_server_without_the_model(srv, tmp_path):
