@@ -33,8 +33,13 @@ def _digest(lines) -> str:
 
 def frame_digest(frame: pd.DataFrame, columns: list[str]) -> str:
     """Digest of the rows of ``columns``, in sorted order (row order does not change what a dataset is)."""
-    rows = frame[columns].astype(str).agg("\t".join, axis=1) if len(frame) else pd.Series(dtype=str)
-    return _digest(sorted(rows))
+    if not len(frame):
+        return _digest([])
+    text = frame[columns].astype(str)
+    rows = text[columns[0]].astype(object)
+    for column in columns[1:]:  # column-wise concatenation: a row-wise join builds a Series per row (14 s on DL19)
+        rows = rows + "\t" + text[column].astype(object)
+    return _digest(sorted(rows.tolist()))
 
 
 @dataclass(frozen=True)

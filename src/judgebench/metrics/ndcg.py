@@ -54,6 +54,15 @@ def _prepare_qrels(qrels: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _nested(query_ids: pd.Series, doc_ids: pd.Series, values: pd.Series) -> dict[str, dict[str, float | int]]:
+    """{query: {doc: value}}, ir_measures' dict-of-dict form, in first-seen query order. Handing it frames makes
+    it walk them row by row, which costs seconds per cell on TREC DL with pandas' Arrow-backed strings."""
+    out: dict[str, dict] = {}
+    for qid, did, value in zip(query_ids.tolist(), doc_ids.tolist(), values.tolist()):
+        out.setdefault(qid, {})[did] = value
+    return out
+
+
 def per_query_ndcg(
     run: pd.DataFrame,
     qrels: pd.DataFrame,
@@ -79,12 +88,14 @@ def per_query_ndcg(
     measure = ir_measures.nDCG(judged_only=judged_only)
     if k is not None:
         measure = measure @ k
+    qrels_by_query = _nested(q["query_id"], q["doc_id"], q["relevance"])
+    run_by_query = _nested(r["query_id"], r["doc_id"], r["score"])
     # Pin the pytrec_eval provider: trec_eval semantics (gains, -J, tie-break) by contract.
-    results = ir_measures.pytrec_eval.iter_calc([measure], q, r)
+    results = ir_measures.pytrec_eval.iter_calc([measure], qrels_by_query, run_by_query)
     got = {m.query_id: float(m.value) for m in results}
 
-    qids = list(dict.fromkeys(q["query_id"])) if queries is None else [str(x) for x in dict.fromkeys(queries)]
-    in_run = set(r["query_id"]) & set(q["query_id"])
+    qids = list(qrels_by_query) if queries is None else [str(x) for x in dict.fromkeys(queries)]
+    in_run = set(run_by_query) & set(qrels_by_query)
     absent = [qid for qid in qids if qid not in in_run]
     if absent:
         log.warning("%d queries absent from the run or the qrels (%s): %s",
