@@ -265,3 +265,14 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
         assert len(finished) == 4
         resumed = [r for r in finished if r.data.tags["judge"] == "fake" and r.data.params["ranker.path"] == str(TOY_RUN)]
         assert len(resumed) == 1 and resumed[0].data.metrics["calls_cached"] > 0  # the killed job's calls were kept
+
+
+def test_a_long_cell_error_keeps_its_cause():
+    """The sweep record's error: a cell's message names the cell first (long paths) and the cause last."""
+    from judgebench.hydra_callbacks import short_error
+
+    cell = "CellError: judgebench: error: cell #2 (ranker.path=/" + "d" * 400 + "/later.trec): file not found"
+    short = short_error(cell)
+    assert len(short) == 300 and short.startswith("CellError: judgebench: error: cell #2 (ranker.path=/ddd")
+    assert short.endswith("d/later.trec): file not found") and " … " in short
+    assert short_error("one line\nsecond line") == "one line" and short_error("a" * 300) == "a" * 300

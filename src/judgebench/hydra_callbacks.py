@@ -68,9 +68,14 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def short_error(exc: BaseException | str, lines: int = 1, limit: int = 300) -> str:
+    """The first ``lines`` lines in at most ``limit`` characters. A longer one loses its middle, not its end: a
+    cell's error names the cell (its overrides, long paths) first and the cause last."""
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
-    kept = [line.strip() for line in str(text).splitlines() if line.strip()][:lines]
-    return " ".join(kept)[:limit]
+    kept = " ".join([line.strip() for line in str(text).splitlines() if line.strip()][:lines])
+    if len(kept) <= limit:
+        return kept
+    head = (limit - 3) // 2
+    return f"{kept[:head]} … {kept[len(kept) - (limit - 3 - head):]}"
 
 
 def _masked(overrides: Sequence[str]) -> list[str]:
