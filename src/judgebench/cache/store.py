@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Iterator
 
 from judgebench.cache import segments as seg
+from judgebench.cache.view import SegmentIndex
 # call_key, _canon and _checksum are re-exported: callers and tools build keys and envelopes from here
 from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon, checksum as _checksum
 from judgebench.cache.keys import envelope_bytes, validate as _validate
@@ -86,12 +87,12 @@ class CallCache:
         self.last_import_corrupt = 0
         self._warned: set[Path] = set()
         self.reasons: dict[Path, str] = {}  # why each entry found by a scan is unusable
-        self.segments = seg.SegmentIndex(self.segment_dir, self._report_corrupt)
+        self.segments = SegmentIndex(self.segment_dir, self._report_corrupt)
         self._segment_writer: seg.SegmentWriter | None = None
 
     def _pick_layout(self, layout: str | None) -> str:
         env = os.environ.get("JUDGEBENCH_CACHE_LAYOUT") or None
-        chosen = layout or env or ("segments" if self.segment_dir.is_dir() else "files")
+        chosen = layout or env or "segments"
         if chosen not in LAYOUTS:
             where = "layout" if layout else "JUDGEBENCH_CACHE_LAYOUT"
             raise CacheError(f"{where}={chosen!r} for cache {self.root}: expected one of {', '.join(LAYOUTS)}")
@@ -112,13 +113,14 @@ class CallCache:
                     yield p.stem
 
     def keys(self) -> Iterator[str]:
-        """Keys present (not validated): entry files in directory order, then keys only in segments."""
+        """Keys present (not validated): entry files in directory order, then keys only in segments (and the
+        compacted index)."""
         seen = set()
         for key in self._file_keys():
             seen.add(key)
             yield key
         self.refresh()
-        yield from (k for k in list(self.segments.frames) if k not in seen)
+        yield from (k for k in self.segments.keys() if k not in seen)
 
     # -- segments ----------------------------------------------------------------
     def refresh(self) -> None:
@@ -131,9 +133,9 @@ class CallCache:
     def _load_segment(self, key: str, path: Path, offset: int, n: int) -> dict | None:
         try:
             body = self.segments.read(key, path, offset, n)
-        except FileNotFoundError:  # rewritten by verify: its records are in another segment now
+        except FileNotFoundError:  # rewritten by verify or folded by compact: its records are elsewhere now
             self.refresh()
-            moved = self.segments.frames.get(key)
+            moved = self.segments.locate(key)
             return self._load_segment(key, *moved) if moved is not None and moved[0] != path else None
         except OSError as e:
             raise CacheError(f"cannot read cache segment {path}: {_oserr(e)}") from None
