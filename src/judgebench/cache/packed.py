@@ -174,11 +174,3 @@ class Packed:
         except (AttributeError, BufferError):
             pass
 
-
-def check_frame(buf, key: str, offset: int, n: int) -> bool:
-    """Whether the frame at ``offset`` of ``buf`` is ``key``'s and checks out (magic, length, crc)."""
-    end = offset + seg.HEADER + n
-    if end > len(buf) or buf[offset:offset + 4] != seg.MAGIC:
-        return False
-    fr = bytes(buf[offset:end])
-    return seg.read_body_bytes(fr, key, n) is not None

@@ -4,19 +4,20 @@ Every paid or slow model call is keyed by :func:`call_key` and stored durably *b
 result, so a rerun of the same grid makes zero calls and a killed run loses at most its in-flight calls.
 Two layouts, both always read (a cache written by an older judgebench is never lost):
 
-* ``files`` (the default for a new cache): ``<root>/<key[:2]>/<key>.json``, written to a uniquely named temp
-  file in the same directory and ``os.replace``'d onto its name: atomic on POSIX file systems and NFS/Lustre,
-  so a reader sees no entry or a complete one. A killed writer leaves at most a ``.*.tmp`` file, never read,
-  removed by :meth:`CallCache.clean_temp` once older than ``STALE_TEMP_S`` (1 h, which absorbs NFS clock skew).
-* ``segments``: each process appends checksummed frames to a file of its own (:mod:`judgebench.cache.segments`),
-  one ``write`` per group of answers instead of a create + rename each. Chosen by ``layout="segments"`` or
-  ``JUDGEBENCH_CACHE_LAYOUT=segments``, and kept by every later writer once a root has a ``segments/`` folder.
-  Readers index the segments in memory at first use and rescan, at most every ``REFRESH_S``, on a miss.
+* ``segments`` (the default): each process appends checksummed frames to a file of its own
+  (:mod:`judgebench.cache.segments`), one ``write`` per group of answers instead of a create + rename each.
+  Readers index the segments at first use (after the compacted index of ``judgebench cache compact``,
+  :mod:`judgebench.cache.view`) and rescan, at most every ``REFRESH_S``, on a miss.
+* ``files``: ``<root>/<key[:2]>/<key>.json``, written to a uniquely named temp file in the same directory and
+  ``os.replace``'d onto its name: atomic on POSIX file systems and NFS/Lustre, so a reader sees no entry or a
+  complete one. A killed writer leaves at most a ``.*.tmp`` file, never read, removed by
+  :meth:`CallCache.clean_temp` once older than ``STALE_TEMP_S`` (1 h, which absorbs NFS clock skew). Chosen by
+  ``layout="files"`` or ``JUDGEBENCH_CACHE_LAYOUT=files``; ``judgebench cache migrate`` moves entries across.
 
 With ``fsync=True`` (or JUDGEBENCH_CACHE_FSYNC=1) data and new directories are fsync'd before a write returns;
 without it a killed *process* still loses nothing (the page cache has it), only an OS crash can lose the last
 seconds, and the torn record is then caught by its checksum and asked again. No file is shared mutable state
-between processes and no lock is taken (SQLite was rejected: WAL needs shared memory, rollback journals
+between processes and writers take no lock from each other (SQLite was rejected: WAL needs shared memory, rollback journals
 byte-range locks, neither reliable on NFS). Entries are checksummed envelopes (:mod:`judgebench.cache.keys`):
 a truncated, empty, bit-flipped or misnamed entry is reported with its location and is a miss.
 """
