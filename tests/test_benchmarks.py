@@ -221,7 +221,7 @@ def test_cache_open(tmp_path):
     for row in data["rows"]:
         assert row["found"] is True  # the probe read back the stored label of the key it looked up
         assert 0 < row["open_s"] < 60 and row["interpreter_rss_mb"] <= row["peak_rss_mb"] < 4096
-        assert (row["compact_s"] is None) == (row["state"] == "segments")
+        assert (row["compact_s"] is None) == (row["compact_peak_rss_mb"] is None) == (row["state"] == "segments")
         assert row["meets_targets"] == (row["open_s"] <= 2.0 and row["peak_rss_mb"] <= 300.0)
     # judge-sized envelopes: 2,000 of them take about ten times the disk of 200 (the printed MB round to 0.1)
     by_n = {r["entries"]: r["disk_mb"] for r in data["rows"]}

@@ -69,11 +69,13 @@ def _sources(cache: CallCache) -> tuple[list[tuple[Path, list]], dict[str, int],
 
 
 def _write_pack(tmp: Path, sources: list[tuple[Path, list]], folded: dict[str, int]) -> tuple[int, int]:
-    """Write the compacted file: each key's newest frame (later sources win), in key order; (records, skipped)."""
+    """Write the compacted file: each key's newest frame (later sources win), in key order; (records, skipped).
+    Consumes ``sources``' entry lists (at 10^6 records they are hundreds of MB)."""
     newest: dict[str, tuple[int, int, int]] = {}
-    for i, (_path, entries) in enumerate(sources):
+    for i, (path, entries) in enumerate(sources):
         for key, offset, n in entries:
             newest[key] = (i, offset, n)
+        sources[i] = (path, [])
     maps = []
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -81,31 +83,34 @@ def _write_pack(tmp: Path, sources: list[tuple[Path, list]], folded: dict[str, i
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 maps.append(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
-        at, buf, index, skipped = packed._HEAD.size, bytearray(packed.header_bytes(0, 0)), [], 0
+        at, buf, index, records, skipped = packed._HEAD.size, bytearray(packed.header_bytes(0, 0)), bytearray(), 0, 0
         for key in sorted(newest):
             i, offset, n = newest[key]
             fr = maps[i][offset:offset + seg.HEADER + n]
             if seg.read_body_bytes(fr, key, n) is None:  # damaged since it was scanned
                 skipped += 1
                 continue
-            index.append(packed.entry_bytes(key, at, n))
+            index += packed.entry_bytes(key, at, n)
+            records += 1
             buf += fr
             at += len(fr)
             if len(buf) >= _FLUSH:
                 _write_all(fd, buf)
                 buf.clear()
-        tail = b"".join(index) + json.dumps({"segments": folded}, sort_keys=True).encode("utf-8")
-        crc = packed._crc(tail, 0, len(tail))
-        buf += tail + packed.footer_bytes(at, len(index), len(tail) - len(index) * packed._ENTRY.size, crc)
+        folded_json = json.dumps({"segments": folded}, sort_keys=True).encode("utf-8")
+        index += folded_json
+        crc = packed._crc(index, 0, len(index))
         _write_all(fd, buf)
-        os.pwrite(fd, packed.header_bytes(at, len(index)), 0)
+        _write_all(fd, index)
+        _write_all(fd, packed.footer_bytes(at, records, len(folded_json), crc))
+        os.pwrite(fd, packed.header_bytes(at, records), 0)
         os.fsync(fd)
     finally:
         os.close(fd)
         for m in maps:
             if isinstance(m, mmap.mmap):
                 m.close()
-    return len(index), skipped
+    return records, skipped
 
 
 def _write_all(fd: int, data) -> None:
