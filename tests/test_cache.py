@@ -1,4 +1,6 @@
-"""Tests for the persistent LLM call cache: integrity, concurrency, crash safety, export/import, CLI."""
+"""Tests for the persistent LLM call cache in its one-file-per-entry layout (still selectable, always read):
+integrity, concurrency, crash safety, export/import, CLI. The default layout, segments, has these guarantees
+tested in test_cache_segments.py and test_reliability.py."""
 
 from __future__ import annotations
 
@@ -37,6 +39,21 @@ def _key(**over) -> str:
 
 def _rec(i: int = 0) -> dict:
     return {"output": f"score {i}", "usage": {"in": 12, "out": 3}, "latency_s": 0.25, "i": i}
+
+
+@pytest.fixture(autouse=True)
+def _files_layout(monkeypatch):
+    """Every cache in this file (forked writers included) is written one file per entry."""
+    monkeypatch.setenv("JUDGEBENCH_CACHE_LAYOUT", "files")
+
+
+def test_a_new_cache_is_written_in_segments_unless_told_files(tmp_path, monkeypatch):
+    monkeypatch.delenv("JUDGEBENCH_CACHE_LAYOUT")
+    c = CallCache(tmp_path / "c")
+    c.put(_key(), _rec(1), meta=PARTS)
+    assert c.layout == "segments" and not list((tmp_path / "c").glob("??/*.json"))
+    assert len(list((tmp_path / "c" / "segments").glob("*.seg"))) == 1
+    assert CallCache(tmp_path / "c", layout="files").layout == "files"
 
 
 # -- keys ------------------------------------------------------------------------

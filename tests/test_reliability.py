@@ -18,10 +18,12 @@ import multiprocessing as mp
 import os
 import random
 import signal
+import struct
 import subprocess
 import sys
 import time
 import urllib.request
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -239,6 +241,7 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path):
             assert total - sent == N - stored  # the rerun asked exactly for what was missing
             assert total - N == lost <= conc
             assert maintenance.verify(CallCache(calls)) == [] and _cache_entries(calls) == N
+            assert not list(calls.glob("??/*.json"))  # the default layout: segments
             report.append((target, in_flight, stored, lost))
     print(f"kill test: {KILLS} kills, labels lost 0, extra calls {sum(r[3] for r in report)} "
           f"(per kill {[r[3] for r in report]}, max_concurrency {conc}); kills after request #{[r[0] for r in report]}")
@@ -268,46 +271,83 @@ def assert_server_labels(result) -> None:
         assert label == fake_label(prompt_of(q, d)), (q, d)
 
 
+def _frames(path: Path) -> list[tuple[int, bytes, bytes]]:
+    """(offset, raw key, body) of each frame of a segment, parsed from the documented format
+    (b"JBc1" | length | crc32 of key+body | 32-byte key | body), not by the module."""
+    data, out, pos = path.read_bytes(), [], 0
+    while pos < len(data):
+        magic, n, crc = struct.unpack_from(">4sII", data, pos)
+        assert magic == b"JBc1" and zlib.crc32(data[pos + 12:pos + 44 + n]) == crc
+        out.append((pos, data[pos + 12:pos + 44], data[pos + 44:pos + 44 + n]))
+        pos += 44 + n
+    return out
+
+
+def _framed(raw_key: bytes, body: bytes) -> bytes:
+    return struct.pack(">4sII", b"JBc1", len(body), zlib.crc32(raw_key + body)) + raw_key + body
+
+
 def test_corrupt_entries_are_never_read_back_as_labels(server, tmp_path, monkeypatch, caplog):
-    """Truncated writes, an empty file and entries whose label was altered: each is a miss, asked again."""
+    """In the default (segments) layout: bit-flipped records, a record overwritten with zeros, records whose
+    label was altered (frame checksum recomputed, so only the entry's sha256 tells) and a last record cut
+    short. Each is a miss, asked again; verify names each one; verify --remove repairs the segment."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     server.configure(**FAULT_FREE, latency_s=0)
     server.reset()
     first = judge_toy(server, tmp_path)
     assert len(first.labels) == N and server.stats()["requests"] == N
-    cache = CallCache(tmp_path / "calls")
-    paths = sorted(cache.path_for(k) for k in cache.keys())
-    truncated, emptied, altered = paths[:5], paths[5:6], paths[6:9]
-    for p in truncated:
-        data = p.read_bytes()
-        p.write_bytes(data[: len(data) // 2])  # a write cut short
-    for p in emptied:
-        p.write_bytes(b"")
-    for p in altered:  # valid JSON, another label: only the checksum tells
-        env = json.loads(p.read_text())
-        rec = env["payload"]["record"]
-        rec["parsed"] = (int(rec["parsed"]) + 1) % 4
-        rec["text"] = f"##final score: {rec['parsed']}"
-        p.write_text(json.dumps(env))
-    bad = set(truncated + emptied + altered)
+    calls = tmp_path / "calls"
+    assert not list(calls.glob("??/*.json"))  # the default layout writes no entry files
+    (segment,) = (calls / "segments").glob("*.seg")
+    frames = _frames(segment)
+    assert len(frames) == N
+    flipped, zeroed, altered = {10, 20, 30, 40, 50}, {60}, {70, 80, 90}
+    out, bad_at = bytearray(), []
+    for i, (_, raw, body) in enumerate(frames):
+        at = len(out)
+        if i in altered:  # valid JSON, another label, a frame that checks out
+            env = json.loads(body)
+            rec = env["payload"]["record"]
+            rec["parsed"] = (int(rec["parsed"]) + 1) % 4
+            rec["text"] = f"##final score: {rec['parsed']}"
+            body = json.dumps(env).encode()
+        fr = bytearray(_framed(raw, body))
+        if i in flipped:
+            fr[44 + len(body) // 2] ^= 0x01
+        if i in zeroed:
+            fr = bytearray(len(fr))
+        if i in flipped | zeroed | altered:
+            bad_at.append(at)
+        out += fr
+    last_at = len(out) - len(_framed(frames[-1][1], frames[-1][2]))
+    cut = last_at + (len(out) - last_at) // 2  # the last record, half written
+    segment.write_bytes(bytes(out[:cut]))
+    cache = CallCache(calls)
+    bad = {segment.with_name(f"{segment.name}@{at}") for at in bad_at}
     assert set(maintenance.verify(cache)) == bad
+    assert [p for p, _ in maintenance.torn_tails(cache)] == [segment.with_name(f"{segment.name}@{last_at}")]
 
     server.reset()
     with caplog.at_level("WARNING"):
         again = judge_toy(server, tmp_path)
-    assert server.stats()["requests"] == len(bad)  # each corrupt entry asked again, nothing else
+    assert server.stats()["requests"] == len(bad) + 1  # each corrupt record and the torn one asked again, nothing else
     assert len(again.labels) == N and again.failed.empty
     assert_server_labels(again)  # not one altered label came back
     warned = "\n".join(r.getMessage() for r in caplog.records)
     assert all(str(p) in warned for p in bad)
-    assert maintenance.verify(cache) == []
+    os.utime(segment, (time.time() - 2 * cache_mod.STALE_TEMP_S,) * 2)  # its writer is long gone
+    report = maintenance.verify_report(CallCache(calls), remove_corrupt=True)
+    assert set(report.removed) == bad and report.kept == []
+    repaired = CallCache(calls)
+    assert maintenance.verify(repaired) == [] and maintenance.torn_tails(repaired) == []
+    assert maintenance.stats(repaired).entries == N
 
 
 class _FaultyOS:
     """judgebench.cache's view of `os`: os.open (EROFS) or os.write (ENOSPC) fail after `after` successful writes."""
 
     def __init__(self, err: int, after: int = 0) -> None:
-        self.err, self.after, self.writes = err, after, 0
+        self.err, self.after, self.writes, self.records = err, after, 0, 0
 
     def __getattr__(self, name):
         return getattr(os, name)
@@ -324,7 +364,9 @@ class _FaultyOS:
         if self.err == errno.ENOSPC and self.writes >= self.after:
             raise self._fail()
         self.writes += 1
-        return os.write(fd, data)
+        done = os.write(fd, data)
+        self.records += bytes(data[:done]).count(b"JBc1")  # segment frames written (a probe file holds none)
+        return done
 
 
 @pytest.mark.parametrize(("err", "words"), [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")])
@@ -341,19 +383,22 @@ def test_full_or_read_only_cache_fails_before_paying(server, tmp_path, monkeypat
 
 
 def test_disk_full_mid_run_stops_with_the_path_and_the_rerun_pays_only_the_rest(server, tmp_path, monkeypatch):
+    """In the default (segments) layout the disk fills after 10 groups of answers: the run stops naming the
+    segment, every answer written before is read back, nothing is half written, the rerun pays only the rest."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     server.configure(**FAULT_FREE, latency_s=0.005)
     server.reset()
     judge = make_judge(server, tmp_path, max_concurrency=4)
-    monkeypatch.setattr(cache_mod, "os", _FaultyOS(errno.ENOSPC, after=61))  # the probe, then 60 entries
-    with pytest.raises(CacheError, match=rf"cannot write cache entry {tmp_path / 'calls'}/../[0-9a-f]{{64}}\.json: .*No space left on device"):
+    faulty = _FaultyOS(errno.ENOSPC, after=12)  # the two probe files (root, segments/), then 10 groups
+    monkeypatch.setattr(cache_mod, "os", faulty)
+    with pytest.raises(CacheError, match=rf"cannot write cache entry {tmp_path / 'calls'}/segments/[^/ ]+\.seg: .*No space left on device"):
         judge.judge(LABEL_SET[["query_id", "doc_id"]], TOY, TOY.corpus)
     monkeypatch.undo()
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     cache = CallCache(tmp_path / "calls")
-    assert maintenance.verify(cache) == [] and cache.temp_files() == []  # nothing half-written
+    assert maintenance.verify(cache) == [] and maintenance.torn_tails(cache) == [] and cache.temp_files() == []
     stored, sent = _cache_entries(tmp_path / "calls"), _wait_idle(server)["requests"]
-    assert stored == 60 and sent - stored <= 4  # lost: at most the requests in flight
+    assert stored == faulty.records >= 10 and sent - stored <= 4  # every record written is there; lost: the in-flight ones
     again = judge_toy(server, tmp_path)  # space freed
     assert len(again.labels) == N and server.stats()["requests"] == sent + N - stored
     assert_server_labels(again)
@@ -412,6 +457,7 @@ def test_eight_processes_judging_into_one_cache(server, tmp_path):
         assert (n_labels, n_failed) == (90, 0), labels
         assert all(label == fake_label(prompt_of(q, d)) for q, d, label in labels)
     cache = CallCache(tmp_path / "calls")
+    assert len(list((tmp_path / "calls" / "segments").glob("*.seg"))) >= 8 and not list((tmp_path / "calls").glob("??/*.json"))
     assert maintenance.verify(cache) == [] and maintenance.stats(cache).entries == N  # every distinct pair stored once, none corrupt
     for q, d in pairs:
         key = make_judge(server, tmp_path / "unused").key_for(prompt_of(q, d))

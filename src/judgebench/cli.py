@@ -6,7 +6,8 @@ import sys
 
 USAGE = """usage: judgebench <command> [args]
   run [-m] key=value ... [--verbose]                        run grid cells through Hydra (see judgebench run --help)
-  cache stats|verify|export FILE|import FILE [--root DIR]   inspect or share the LLM call cache
+  cache stats|verify|export FILE|import FILE|compact|migrate --to LAYOUT [--root DIR]
+                                                            inspect, share, compact or convert the LLM call cache
   compare experiment=NAME [sweep=ID] [out=DIR] [...]        cross-judge tables and figures from MLflow (see judgebench-compare --help)
   models download [MODEL_ID ...] [group=option,... ...]     fetch the Hugging Face models those configs name into HF_HOME
 In a clone, python run.py [-m] key=value ... is the same as judgebench run."""

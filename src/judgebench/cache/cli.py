@@ -1,6 +1,7 @@
-"""``judgebench cache stats|verify|export FILE|import FILE [--root DIR]``.
+"""``judgebench cache stats|verify|export FILE|import FILE|compact|migrate --to LAYOUT [--root DIR]``.
 
-Exit codes: 0 ok, 1 ``verify`` found corrupt entries (or ``--remove`` had to leave some), 2 error (one line on
+Exit codes: 0 ok, 1 ``verify`` found corrupt entries (or ``--remove`` had to leave some, or ``migrate`` left
+corrupt ones where they were), 2 error (one line on
 stderr, no traceback; a ``--root`` that does not exist is an error, not a new cache, except for ``import``).
 """
 
@@ -37,7 +38,39 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import", parents=[common], help="add entries from an exported file")
     i.add_argument("file", type=Path)
     i.add_argument("--overwrite", action="store_true", help="replace entries that already exist")
+    sub.add_parser("compact", parents=[common], help="fold the segments into one indexed file (fast to open; safe while jobs run)")
+    m = sub.add_parser("migrate", parents=[common], help="move every entry to the other layout (safe to rerun)")
+    m.add_argument("--to", required=True, choices=["segments", "files"], help="the layout to move the entries into")
     return p
+
+
+def _compact(cache: CallCache) -> int:
+    from judgebench.cache.compact import compact
+
+    r = compact(cache)
+    if r.path is None:
+        print(f"nothing to compact in {cache.root} (no segments)")
+        return 0
+    for p, why in r.kept:
+        print(f"kept: {p} ({why})")
+    print(f"compacted {r.records} entries from {r.folded} segment(s) into {r.path}; removed {len(r.removed)} "
+          f"file(s), kept {len(r.kept)}" + (f"; {r.skipped} damaged record(s) not copied (see verify)" if r.skipped else ""))
+    return 0
+
+
+def _migrate(cache: CallCache, to: str) -> int:
+    from judgebench.cache import migrate
+
+    r = migrate.to_segments(cache) if to == "segments" else migrate.to_files(cache)
+    for p in r.corrupt:
+        print(f"corrupt, left in place: {p}")
+    for p, why in r.kept:
+        print(f"kept: {p} ({why})")
+    print(f"migrated {r.moved} entries to {to} in {cache.root} ({r.already} were there already), removed {r.removed} "
+          f"old file(s), left {len(r.corrupt)} corrupt")
+    if to == "files":
+        print("later jobs write segments (the default) unless JUDGEBENCH_CACHE_LAYOUT=files is set")
+    return 1 if r.corrupt else 0
 
 
 def _fmt_bytes(n: int) -> str:
@@ -114,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
             added, skipped = maintenance.import_entries(cache, Path(args.file), args.overwrite)
             print(f"imported {added} entries, skipped {skipped} ({cache.last_import_corrupt} corrupt) from {args.file}")
             return 0
+        if args.cmd == "compact":
+            return _compact(cache)
+        if args.cmd == "migrate":
+            return _migrate(cache, args.to)
     except CacheError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from judgebench.cache import packed
 from judgebench.cache import segments as seg
 from judgebench.cache.keys import KEY_RE, canon, checksum
 from judgebench.cache.schema import problem as record_problem
@@ -36,9 +37,18 @@ def _segment_sources(cache: CallCache) -> tuple[dict[str, list[tuple[Path, int, 
     frames: dict[str, list[tuple[Path, int, int]]] = {}
     problems: list[tuple[Path, str]] = []
     torn: list[tuple[Path, str]] = []
-    for path in cache.segments.files():
+    pack = packed.newest(cache.segment_dir)
+    if pack is not None:  # its records are older than the segments': scanned first
         try:
-            res = seg.scan_file(path)
+            packed.Packed(pack).close()
+        except packed.PackCorrupt as e:
+            problems.append((pack, f"its index is unusable ({e.reason}); its records are read by a scan, and "
+                                   "compact or verify --remove rebuilds it"))
+        except FileNotFoundError:
+            pack = None
+    for path in ([pack] if pack is not None else []) + cache.segments.files():
+        try:
+            res = scan_whole(path)
         except FileNotFoundError:
             continue
         except OSError as e:
@@ -49,6 +59,13 @@ def _segment_sources(cache: CallCache) -> tuple[dict[str, list[tuple[Path, int, 
         if res.torn_tail:
             torn.append((seg.location(path, res.resume_at), res.torn))
     return frames, problems, torn
+
+
+def scan_whole(path: Path) -> seg.ScanResult:
+    """Every frame of a segment, or of a compacted file's data region."""
+    if path.name.endswith(seg.PACK_SUFFIX):
+        return seg.scan_file(path, *packed.data_range(path))
+    return seg.scan_file(path)
 
 
 def torn_tails(cache: CallCache) -> list[tuple[Path, str]]:
@@ -158,11 +175,13 @@ def rewrite_segment(cache: CallCache, path: Path, min_age_s: float | None = None
     from judgebench.cache.store import STALE_TEMP_S, _Corrupt
 
     min_age_s = STALE_TEMP_S if min_age_s is None else min_age_s
+    if path.name.endswith(seg.PACK_SUFFIX):
+        min_age_s = 0  # a compacted file is never appended to
     try:
         if time.time() - path.stat().st_mtime < min_age_s:
             log.warning("cache segment %s changed in the last %.0f s (its writer may be running); not rewritten", path, min_age_s)
             return False
-        res = seg.scan_file(path)
+        res = scan_whole(path)
     except FileNotFoundError:
         return True
     keep = []

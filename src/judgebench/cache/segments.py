@@ -29,9 +29,7 @@ import re
 import secrets
 import socket
 import struct
-import time
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +37,7 @@ MAGIC = b"JBc1"
 _HEAD = struct.Struct(">4sII")
 HEADER = _HEAD.size + 32  # magic, length, crc, raw key
 SUFFIX = ".seg"
+PACK_SUFFIX = ".jbc"  # the compacted file (judgebench.cache.packed)
 DIRNAME = "segments"
 MAX_BODY = 1 << 31  # a length beyond this is a corrupt header, not a record
 BAD_HEADER, BAD_CRC = "bad frame header", "frame checksum mismatch"
@@ -101,10 +100,10 @@ def _torn(buf, pos: int, size: int) -> str:
             "records written after it are gone too")
 
 
-def scan_bytes(buf, start: int = 0) -> ScanResult:
-    """Walk the frames of ``buf`` from ``start``: the good ones, mid-file corruption, and the torn tail."""
+def scan_bytes(buf, start: int = 0, end: int | None = None) -> ScanResult:
+    """Walk the frames of ``buf`` from ``start`` (up to ``end``): the good ones, mid-file corruption, the torn tail."""
     res = ScanResult()
-    size, pos = len(buf), start
+    size, pos = len(buf) if end is None else min(end, len(buf)), start
     while pos < size:
         if size - pos < HEADER:
             res.torn_tail = True
@@ -129,19 +128,23 @@ def scan_bytes(buf, start: int = 0) -> ScanResult:
     return res
 
 
-def scan_file(path: Path, start: int = 0) -> ScanResult:
+def scan_file(path: Path, start: int = 0, end: int | None = None) -> ScanResult:
     """:func:`scan_bytes` over a segment file (memory-mapped: a large segment is not read into memory twice)."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        if size <= start:
+        if min(size, end or size) <= start:
             return ScanResult(resume_at=start)
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return scan_bytes(buf, start)
+            return scan_bytes(buf, start, end)
 
 
 def read_body(fd: int, key: str, offset: int, n: int) -> bytes | None:
     """The body of the frame at ``offset`` if it still checks out for ``key``, else None (corrupt since scanned)."""
-    data = os.pread(fd, HEADER + n, offset)
+    return read_body_bytes(os.pread(fd, HEADER + n, offset), key, n)
+
+
+def read_body_bytes(data: bytes, key: str, n: int) -> bytes | None:
+    """The body of the frame ``data`` if it is ``key``'s, ``n`` bytes long and checks out, else None."""
     if len(data) != HEADER + n or data[:4] != MAGIC or _HEAD.unpack_from(data)[1] != n:
         return None
     if data[_HEAD.size:HEADER] != bytes.fromhex(key) or not _frame_ok(data, 0, n):
@@ -160,10 +163,21 @@ class SegmentWriter:
         self.size = 0
 
     def _open(self) -> None:
+        """A new segment, flock'ed while this writer may append to it: ``compact`` removes a folded segment only
+        when it can take that lock (its writer is gone), and a segment removed before the lock was taken here
+        (its inode no longer at its name) is given up for another."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / new_segment_name()
-        self._fd = self.os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
-        self.path, self._pid, self.size = path, os.getpid(), 0
+        while True:
+            path = self.directory / new_segment_name()
+            fd = self.os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
+            if lock_nowait(fd) is not False:
+                try:
+                    if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                        break
+                except FileNotFoundError:
+                    pass
+            os.close(fd)
+        self._fd, self.path, self._pid, self.size = fd, path, os.getpid(), 0
 
     def append(self, frames: list[bytes]) -> tuple[Path, list[int]]:
         """Write ``frames`` at the end of this process's segment; returns it and each frame's offset.
@@ -198,6 +212,20 @@ class SegmentWriter:
         self._fd = None
 
 
+def lock_nowait(fd: int) -> bool | None:
+    """Take an exclusive flock on ``fd`` without waiting: True, False when another process holds it, None
+    where the file system cannot lock (then callers fall back on a file's age)."""
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    except (ImportError, OSError):
+        return None
+
+
 def location(path: Path, offset: int) -> Path:
     """How a record inside a segment is named in messages and by ``verify``: ``<segment>@<byte offset>``."""
     return path.with_name(f"{path.name}@{offset}")
@@ -206,76 +234,6 @@ def location(path: Path, offset: int) -> Path:
 def segment_of(where: Path) -> Path | None:
     """The segment a :func:`location` points into (None for an entry file)."""
     name, at, offset = where.name.rpartition("@")
-    return where.with_name(name) if at and name.endswith(SUFFIX) and offset.isdigit() else None
-
-
-class SegmentIndex:
-    """What this process knows of the segments under one root: each key's newest frame, and where the next scan
-    of each file starts, so a rescan reads only what was appended since (others' answers included)."""
-
-    def __init__(self, directory: Path, on_corrupt: Callable[[Path, str], None]) -> None:
-        self.directory, self.on_corrupt = directory, on_corrupt
-        self.frames: dict[str, tuple[Path, int, int]] = {}  # key -> (segment, frame offset, body length)
-        self.scanned: dict[Path, int] = {}
-        self.refreshed_at = float("-inf")
-        self._fds: dict[Path, int] = {}
-
-    def files(self) -> list[Path]:
-        try:
-            names = os.listdir(self.directory)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        return [self.directory / n for n in sorted(names) if n.endswith(SUFFIX)]
-
-    def refresh(self) -> None:
-        for path in self.files():
-            try:
-                res = scan_file(path, self.scanned.get(path, 0))
-            except FileNotFoundError:  # rewritten away since listed
-                continue
-            for key, offset, n in res.entries:
-                self.frames[key] = (path, offset, n)
-            for offset, reason in res.problems:
-                self.on_corrupt(location(path, offset), reason)
-            self.scanned[path] = res.resume_at
-        self.refreshed_at = time.monotonic()
-
-    def lookup(self, key: str, max_age_s: float) -> tuple[Path, int, int] | None:
-        """The key's frame; on a miss, rescan first when the last scan is older than ``max_age_s``."""
-        hit = self.frames.get(key)
-        if hit is None and time.monotonic() - self.refreshed_at >= max_age_s:
-            self.refresh()
-            hit = self.frames.get(key)
-        return hit
-
-    def read(self, key: str, path: Path, offset: int, n: int) -> bytes | None:
-        """The frame's body, or None when it no longer checks out; FileNotFoundError once it was rewritten."""
-        fd = self._fds.get(path)
-        if fd is None:
-            try:
-                fd = self._fds[path] = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                self.forget(path)
-                raise
-        return read_body(fd, key, offset, n)
-
-    def appended(self, path: Path, keys: list[str], offsets: list[int], lengths: list[int], size: int) -> None:
-        """Frames this process wrote: indexed at once (no one else appends to its segment)."""
-        for key, offset, n in zip(keys, offsets, lengths):
-            self.frames[key] = (path, offset, n)
-        self.scanned[path] = size
-
-    def forget(self, path: Path) -> None:
-        self.frames = {k: v for k, v in self.frames.items() if v[0] != path}
-        self.scanned.pop(path, None)
-        fd = self._fds.pop(path, None)
-        if fd is not None:
-            os.close(fd)
-
-    def close(self) -> None:
-        for fd in self._fds.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._fds.clear()
+    if not at and where.name.endswith(PACK_SUFFIX):  # a compacted file whose index is unusable
+        return where
+    return where.with_name(name) if at and name.endswith((SUFFIX, PACK_SUFFIX)) and offset.isdigit() else None

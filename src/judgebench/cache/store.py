@@ -4,19 +4,20 @@ Every paid or slow model call is keyed by :func:`call_key` and stored durably *b
 result, so a rerun of the same grid makes zero calls and a killed run loses at most its in-flight calls.
 Two layouts, both always read (a cache written by an older judgebench is never lost):
 
-* ``files`` (the default for a new cache): ``<root>/<key[:2]>/<key>.json``, written to a uniquely named temp
-  file in the same directory and ``os.replace``'d onto its name: atomic on POSIX file systems and NFS/Lustre,
-  so a reader sees no entry or a complete one. A killed writer leaves at most a ``.*.tmp`` file, never read,
-  removed by :meth:`CallCache.clean_temp` once older than ``STALE_TEMP_S`` (1 h, which absorbs NFS clock skew).
-* ``segments``: each process appends checksummed frames to a file of its own (:mod:`judgebench.cache.segments`),
-  one ``write`` per group of answers instead of a create + rename each. Chosen by ``layout="segments"`` or
-  ``JUDGEBENCH_CACHE_LAYOUT=segments``, and kept by every later writer once a root has a ``segments/`` folder.
-  Readers index the segments in memory at first use and rescan, at most every ``REFRESH_S``, on a miss.
+* ``segments`` (the default): each process appends checksummed frames to a file of its own
+  (:mod:`judgebench.cache.segments`), one ``write`` per group of answers instead of a create + rename each.
+  Readers index the segments at first use (after the compacted index of ``judgebench cache compact``,
+  :mod:`judgebench.cache.view`) and rescan, at most every ``REFRESH_S``, on a miss.
+* ``files``: ``<root>/<key[:2]>/<key>.json``, written to a uniquely named temp file in the same directory and
+  ``os.replace``'d onto its name: atomic on POSIX file systems and NFS/Lustre, so a reader sees no entry or a
+  complete one. A killed writer leaves at most a ``.*.tmp`` file, never read, removed by
+  :meth:`CallCache.clean_temp` once older than ``STALE_TEMP_S`` (1 h, which absorbs NFS clock skew). Chosen by
+  ``layout="files"`` or ``JUDGEBENCH_CACHE_LAYOUT=files``; ``judgebench cache migrate`` moves entries across.
 
 With ``fsync=True`` (or JUDGEBENCH_CACHE_FSYNC=1) data and new directories are fsync'd before a write returns;
 without it a killed *process* still loses nothing (the page cache has it), only an OS crash can lose the last
 seconds, and the torn record is then caught by its checksum and asked again. No file is shared mutable state
-between processes and no lock is taken (SQLite was rejected: WAL needs shared memory, rollback journals
+between processes and writers take no lock from each other (SQLite was rejected: WAL needs shared memory, rollback journals
 byte-range locks, neither reliable on NFS). Entries are checksummed envelopes (:mod:`judgebench.cache.keys`):
 a truncated, empty, bit-flipped or misnamed entry is reported with its location and is a miss.
 """
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Iterator
 
 from judgebench.cache import segments as seg
+from judgebench.cache.view import SegmentIndex
 # call_key, _canon and _checksum are re-exported: callers and tools build keys and envelopes from here
 from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon, checksum as _checksum
 from judgebench.cache.keys import envelope_bytes, validate as _validate
@@ -86,12 +88,12 @@ class CallCache:
         self.last_import_corrupt = 0
         self._warned: set[Path] = set()
         self.reasons: dict[Path, str] = {}  # why each entry found by a scan is unusable
-        self.segments = seg.SegmentIndex(self.segment_dir, self._report_corrupt)
+        self.segments = SegmentIndex(self.segment_dir, self._report_corrupt)
         self._segment_writer: seg.SegmentWriter | None = None
 
     def _pick_layout(self, layout: str | None) -> str:
         env = os.environ.get("JUDGEBENCH_CACHE_LAYOUT") or None
-        chosen = layout or env or ("segments" if self.segment_dir.is_dir() else "files")
+        chosen = layout or env or "segments"
         if chosen not in LAYOUTS:
             where = "layout" if layout else "JUDGEBENCH_CACHE_LAYOUT"
             raise CacheError(f"{where}={chosen!r} for cache {self.root}: expected one of {', '.join(LAYOUTS)}")
@@ -112,13 +114,14 @@ class CallCache:
                     yield p.stem
 
     def keys(self) -> Iterator[str]:
-        """Keys present (not validated): entry files in directory order, then keys only in segments."""
+        """Keys present (not validated): entry files in directory order, then keys only in segments (and the
+        compacted index)."""
         seen = set()
         for key in self._file_keys():
             seen.add(key)
             yield key
         self.refresh()
-        yield from (k for k in list(self.segments.frames) if k not in seen)
+        yield from (k for k in self.segments.keys() if k not in seen)
 
     # -- segments ----------------------------------------------------------------
     def refresh(self) -> None:
@@ -131,9 +134,9 @@ class CallCache:
     def _load_segment(self, key: str, path: Path, offset: int, n: int) -> dict | None:
         try:
             body = self.segments.read(key, path, offset, n)
-        except FileNotFoundError:  # rewritten by verify: its records are in another segment now
+        except FileNotFoundError:  # rewritten by verify or folded by compact: its records are elsewhere now
             self.refresh()
-            moved = self.segments.frames.get(key)
+            moved = self.segments.locate(key)
             return self._load_segment(key, *moved) if moved is not None and moved[0] != path else None
         except OSError as e:
             raise CacheError(f"cannot read cache segment {path}: {_oserr(e)}") from None
