@@ -124,3 +124,23 @@ def _real_mlflow_schema(request, premigrated_mlflow_stores):
     premigrated_mlflow_stores.off = True
     yield
     premigrated_mlflow_stores.off = False
+
+
+TOY_GRID = ["ranker=bm25,oracle,simulated_llm", "perturbation=perfect,swap_3,swap_2,swap_1,swap_2_3,swap_1_2",
+            "judge=human,simulated,simulated_unbiased"]
+
+
+@pytest.fixture(scope="session")
+def toy_grid_store(tmp_path_factory) -> Path:
+    """One toy sweep for the test modules that only read it (test_compare, test_report_html): 3 rankers x 6
+    perturbations x {human, biased and unbiased simulated} as ``run.py -m`` (forked warm, tests/cli_runner.py),
+    experiment ``grid`` in the default store ``<dir>/mlruns/mlflow.db``; 24 job runs (SimLLM and BM25 x swaps
+    are skipped as duplicates). Readers must not change it: a compare that logs writes to its own out folder."""
+    import cli_runner
+
+    cli_runner.warm()
+    tmp = tmp_path_factory.mktemp("toy-grid")
+    res = cli_runner.run(["-m", *TOY_GRID, "experiment_name=grid", "progress=false", f"hydra.sweep.dir={tmp}/multirun",
+                          f"cache_dir={tmp}/cache"], cwd=tmp, timeout=600)
+    assert res.rc == 0, str(res)
+    return tmp

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -37,17 +35,9 @@ VIRTUAL = ["majority", "mean_label"]  # the default panel is the majority here: 
 
 
 @pytest.fixture(scope="module")
-def grid(tmp_path_factory):
-    """3 rankers x 6 perturbations x {human, biased simulated, unbiased simulated} on toy, then one compare."""
-    tmp = tmp_path_factory.mktemp("grid")
-    cmd = [
-        sys.executable, str(REPO / "run.py"), "-m",
-        "ranker=bm25,oracle,simulated_llm", "perturbation=perfect,swap_3,swap_2,swap_1,swap_2_3,swap_1_2",
-        "judge=human,simulated,simulated_unbiased", "experiment_name=grid", "progress=false",
-        f"hydra.sweep.dir={tmp}/multirun", f"cache_dir={tmp}/cache",
-    ]
-    done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+def grid(toy_grid_store):
+    """conftest's toy grid (3 rankers x 6 perturbations x {human, biased simulated, unbiased simulated}), one compare."""
+    tmp = toy_grid_store
     uri = f"sqlite:///{tmp}/mlruns/mlflow.db"
     out = tmp / "out"
     code, printed, err = run_compare("experiment=grid", f"tracking_uri={uri}", f"out={out}")

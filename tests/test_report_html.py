@@ -1,6 +1,6 @@
 """report.html in a real browser, and the MLflow conventions through a real `mlflow server`'s REST API.
 
-A small toy grid on the SQLite default (``mlruns/`` under the working directory), then compare. The
+The session's toy grid (tests/conftest.py, on the SQLite default ``mlruns/`` under its folder), then compare. The
 browser test renders report.html in headless Chromium (``--dump-dom``, ``--screenshot``; the screenshot
 is kept under tests/artifacts/); without Chromium it skips, under CI (``CI`` set) it fails. The server
 test moves the store elsewhere, reads it there without a server (compare) and through ``mlflow server``
@@ -36,21 +36,16 @@ from mlflow_server import MlflowServer, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "tests" / "artifacts"
-GRID = ["ranker=bm25,oracle,simulated_llm", "perturbation=perfect,swap_1", "judge=human,simulated,simulated_unbiased"]
-CELLS = 4 * 3  # systems BM25, SimLLM, Perfect, Swap[1] (perturbations apply to oracles only) x 3 judges
-
-
 @pytest.fixture(scope="module")
-def grid(tmp_path_factory):
-    cli_runner.warm()
-    tmp = tmp_path_factory.mktemp("html")
-    res = cli_runner.run(["-m", *GRID, "experiment_name=grid", "progress=false", f"hydra.sweep.dir={tmp}/multirun",
-                          f"cache_dir={tmp}/cache"], cwd=tmp)
-    assert res.rc == 0, str(res)
+def grid(toy_grid_store, tmp_path_factory):
+    """conftest's toy grid (shared with test_compare), compared here into a folder of this module's; ``log=false``
+    leaves the store as test_compare expects it (its compare runs are its own)."""
+    tmp = toy_grid_store
     uri = f"sqlite:///{tmp}/mlruns/mlflow.db"
-    code, printed, err = compare("experiment=grid", f"tracking_uri={uri}", f"out={tmp}/out", "bootstrap=200")
+    out = tmp_path_factory.mktemp("html") / "out"
+    code, printed, err = compare("experiment=grid", f"tracking_uri={uri}", f"out={out}", "bootstrap=200", "log=false")
     assert code == 0, err
-    return {"tmp": tmp, "uri": uri, "out": tmp / "out", "printed": printed}
+    return {"tmp": tmp, "uri": uri, "out": out, "printed": printed}
 
 
 # --------------------------------------------------------------------------- report.html in Chromium
@@ -197,7 +192,15 @@ def toy_digest() -> str:
 def test_moved_store_and_mlflow_server(grid, tmp_path):
     old = grid["tmp"] / "mlruns"
     store = tmp_path / "elsewhere" / "mlruns"
-    shutil.move(old, store)  # nothing can read the old place any more
+    shutil.move(old, store)  # nothing can read the old place any more (moved back for the shared grid's readers)
+    try:
+        _moved_store_and_server(grid, tmp_path, store)
+    finally:
+        if store.exists() and not old.exists():
+            shutil.move(store, old)
+
+
+def _moved_store_and_server(grid, tmp_path: Path, store: Path) -> None:
     uri = f"sqlite:///{store}/mlflow.db"
     # 1. without a server: compare reads every artifact of the moved store, same numbers
     code, printed, err = compare("experiment=grid", f"tracking_uri={uri}", f"out={tmp_path}/out", "bootstrap=0", "log=false",

@@ -205,6 +205,7 @@ def smollm2(tmp_path_factory) -> Iterator[TransformersModel]:
     yield from _converted_once(tmp_path_factory, smollm2_model_dir, "smollm2-135m-instruct", "SmolLM2")
 
 
+@pytest.mark.slow  # the real SmolLM2: its GGUF converted once (~20 s idle), then a 540 MB float32 model on the CPU
 def test_smollm2_umbrela_reads_the_digit_after_the_space(smollm2):
     lm = smollm2
     assert lm.kind == "causal" and lm.use_chat_template and sum(p.numel() for p in lm.model.parameters()) > 130e6
@@ -236,6 +237,7 @@ def test_smollm2_umbrela_reads_the_digit_after_the_space(smollm2):
     assert (lm.usage.prefix_shared - before[0], lm.usage.prefix_fallbacks - before[1]) == (2, 0)
 
 
+@pytest.mark.slow  # the real SmolLM2, as above
 def test_smollm2_rg_yes_no(smollm2):
     lp = smollm2.next_token_logprobs([RG.format(query=q, passage=p) for q, p in PAIRS], ["Yes", "No", " Yes"])
     print(f"RG log P(Yes), P(No), P( Yes): relevant {lp[0].round(3)}, irrelevant {lp[1].round(3)}")
