@@ -11,7 +11,8 @@ samples (masks (R, n)), estimates means from them (shapes as in :mod:`judgebench
   drawn at random in stratum h, n_h proportional to N_h (``proportional``) or to N_h S_h (``neyman``,
   S_h from a pilot, else the stratum's mean ``u``), each n_h >= 2. Estimate sum_h W_h [mean_h(f) +
   mean_{n_h}(y - f)], W_h = N_h / n; variance sum_h W_h^2 (1 - n_h/N_h) s_{d,h}^2 / n_h (Cochran ch. 5),
-  degrees of freedom by Satterthwaite's formula. Inclusion probability n_h / N_h.
+  k - H degrees of freedom (the survey convention; Satterthwaite's, on 2 queries a stratum, falls to about
+  1 and blows the interval up). Inclusion probability n_h / N_h.
 - ``active``: Poisson sampling, query i labelled independently with probability pi_i = (1 - mix) pi*_i +
   mix k/n, pi* proportional to u and capped at 1 so that sum pi = k (expected budget k): the active
   inference of Zrnic & Candès, "Active Statistical Inference", ICML 2024, with their mixing towards
@@ -145,7 +146,7 @@ class Stratified:
         """Per-stratum PPI, weighted by W_h; n_h is read from the mask (a subset of a plan works too)."""
         n = mask.shape[1]
         d = y - f
-        point, var, terms, dof = 0.0, 0.0, [], []
+        point, var = 0.0, 0.0
         for h, size in enumerate(self.sizes):
             inside = self.strata == h
             m = mask & inside
@@ -157,16 +158,11 @@ class Stratified:
             s2 = np.maximum((wgt @ (d * d).T - nh * mean_d**2) / np.maximum(nh - 1, 1), 0.0)
             W = size / n
             point = point + W * (f[:, inside].mean(axis=1) + mean_d)
-            a = W**2 * (1 - nh / size) * s2 / nh
-            var = var + a
-            terms.append(a)
-            dof.append(nh - 1)
-        num = var**2
-        den = sum(np.where(df > 0, t**2 / np.maximum(df, 1), 0.0) for t, df in zip(terms, dof))
+            var = var + W**2 * (1 - nh / size) * s2 / nh
         k = mask.sum(axis=1, keepdims=True).astype(float)
-        df = np.where(den > 0, num / np.where(den > 0, den, 1.0), k - len(self.sizes))
+        df = np.broadcast_to(np.maximum(k - len(self.sizes), 1.0), point.shape)
         w = mask / self.pi
-        return Estimate(point, var, _weighted_var(y, mask, w) / n), np.maximum(df, 1.0)
+        return Estimate(point, var, _weighted_var(y, mask, w) / n), df
 
     def predicted_var(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
         d, n, out = y - f, len(self.strata), 0.0
