@@ -1,0 +1,124 @@
+"""Which queries to label: uniform, stratified and active designs on paper_human (DL19, DL20, the biased simulated
+judge), at equal budgets. Per (dataset, strategy, k): the mean 95 % interval width of the system differences
+over the resamples, their coverage of the all-query human difference, the planner's predicted width and the
+ratio of the two; then a plan per strategy for DL19, labelled from the held-back human labels and read back,
+against the resampling code's estimate for the same sample.
+
+    python -m benchmarks.budget_strategies [--store DIR] [--ks 10 20] [--resamples 200]
+
+--store: a folder holding the paper_human grid's mlruns/ (``python run.py -m +experiment=paper_human`` run
+there); without it the grid is run into a temporary folder first (about 1.5 min idle, 4 min on 2 loaded cores).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from mlflow.tracking import MlflowClient
+from scipy import stats
+
+from benchmarks.common import REPO, parser, write_json
+from judgebench.compare import budget_files, budget_plan, tables
+from judgebench.compare import human_budget as budget
+from judgebench.compare.artifacts import Artifacts
+from judgebench.compare.collect import ORIGINAL, collect_runs, select, split_views
+from judgebench.compare.reference import References
+from judgebench.metrics import designs
+
+
+def load(store: Path, experiment: str = "paper_human"):
+    """compare's calibration cells (reference human_judged), the judge labels and the run files of the grid."""
+    client = MlflowClient(f"sqlite:///{store / 'mlruns' / 'mlflow.db'}")
+    everything = select(collect_runs(client, experiment, None, False, {}, None), None, None)
+    jobs, _ = split_views(everything)
+    art = Artifacts(client)
+    per_query, labels = art.per_query(jobs), art.labels(everything)
+    t1 = tables.table1(per_query, tables.system_types(jobs), tables.judge_order(jobs, None), list(dict.fromkeys(jobs["dataset"])))
+    original = labels[labels["text_view"] == ORIGINAL]
+    cells = budget.cells(per_query, t1, original, References(per_query, "human_judged"), None, [])
+    return cells, original, art.runs(jobs)
+
+
+def measure(cell, ks, resamples, seed) -> list[dict]:
+    pairs = budget_plan.pairs_of(cell, None)
+    i, j = (np.array([p[x] for p in pairs]) for x in (0, 1))
+    y, f = cell.y[i] - cell.y[j], cell.f[i] - cell.f[j]
+    truth, u, rows = y.mean(axis=1), budget_plan.systems_disagreement(cell), []
+    err = np.abs((y - f) - (y - f).mean(axis=1, keepdims=True)).mean(axis=0)  # per query: what the signal should predict
+    rho = float(stats.spearmanr(u, err)[0])
+    for k in ks:
+        for strategy in designs.STRATEGIES:
+            d = designs.design(strategy, u, k)
+            mask = d.draw(resamples, seed)
+            mask = mask[mask.sum(axis=1) >= 2]
+            e, half = budget_plan.estimate(d, y, f, mask, 0.95)
+            predicted = float(budget_plan.predicted_width(d, y, f, k, 0.95).mean())
+            width = float((2 * half).mean())
+            rows.append({"dataset": cell.dataset, "judge": cell.judge, "strategy": strategy, "k": k, "samples": len(mask),
+                         "labelled_mean": float(mask.sum(axis=1).mean()), "width": width,
+                         "coverage": float((np.abs(e.point - truth) <= half + 1e-12).mean()),
+                         "predicted_width": predicted, "predicted_over_measured": predicted / width,
+                         "sd_of_estimates": float(e.point.std(axis=0).mean()), "signal_error_spearman": rho})
+    return rows
+
+
+def read_back(cell, labels, runs, k, seed, tmp: Path) -> list[dict]:
+    """A plan per strategy labelled from the held-back human labels (the label set's ``human`` column), read back."""
+    out = []
+    lab = labels[(labels["dataset"] == cell.dataset) & (labels["judge"] == cell.judge)]
+    human = {(str(q), str(d)): int(h) for q, d, h in lab[["query_id", "doc_id", "human"]].itertuples(index=False)}
+    for strategy in designs.STRATEGIES:
+        folder = tmp / strategy
+        plan = budget_plan.make(cell, strategy, k, seed)
+        files = budget_files.write([plan], labels, folder)
+        lines = [ln.split("\t") for ln in files[1].read_text(encoding="utf-8").splitlines()]
+        filled = folder / "labels.txt"
+        filled.write_text("".join(f"{q} 0 {d} {human[(q, d)]}\n" for q, _, d, _ in lines), encoding="utf-8")
+        rows = budget_files.read_plan(files[0])
+        est = budget_files.readback([cell], rows, budget_files.read_labels(filled, rows), runs)
+        got = est[est["target"] == "mean"].set_index("system").loc[cell.systems, "estimate"].to_numpy()
+        e, _ = budget_plan.estimate(plan.design, cell.y, cell.f, plan.selected[None, :], 0.95)
+        out.append({"dataset": cell.dataset, "strategy": strategy, "k": k, "labelled_queries": int(plan.selected.sum()),
+                    "labels": len(lines), "max_abs_difference": float(np.abs(got - e.point[0]).max())})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser(__doc__.splitlines()[0])
+    ap.add_argument("--store", type=Path, help="folder with the paper_human grid's mlruns/ (default: run the grid)")
+    ap.add_argument("--ks", type=int, nargs="+", default=[10, 20])
+    ap.add_argument("--resamples", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    with tempfile.TemporaryDirectory() as tmp:
+        store = args.store
+        if store is None:
+            store = Path(tmp) / "grid"
+            store.mkdir()
+            subprocess.run([sys.executable, str(REPO / "run.py"), "-m", "+experiment=paper_human", "progress=false"],
+                           cwd=store, check=True, capture_output=True)
+        cells, labels, runs = load(store)
+        cells = [c for c in cells if c.judge == "simulated"]
+        rows = [r for c in cells for r in measure(c, args.ks, args.resamples, args.seed)]
+        back = [r for c in cells if c.dataset == "dl19" for r in read_back(c, labels, runs, args.ks[0], args.seed, Path(tmp))]
+    table = pd.DataFrame(rows)
+    uniform = table[table["strategy"] == "uniform"].set_index(["dataset", "k"])["width"]
+    table["width_vs_uniform"] = [w / uniform.loc[(d, k)] for d, k, w in zip(table["dataset"], table["k"], table["width"])]
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(table.drop(columns=["judge"]).round(3).to_string(index=False))
+        print(pd.DataFrame(back).to_string(index=False))
+    write_json("budget_strategies", {"settings": {"ks": args.ks, "resamples": args.resamples, "seed": args.seed,
+                                                  "reference": "human_judged", "targets": "every system pair's difference"},
+                                     "rows": table.to_dict("records"), "read_back": back}, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
