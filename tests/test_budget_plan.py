@@ -169,3 +169,20 @@ def test_measured_widths_follow_the_predictions(toy_cell):
     m = budget_plan.measured(toy_cell["cell"], budget_plan.pairs_of(toy_cell["cell"], None), ks=(6,), resamples=300, seed=2)
     assert set(m["strategy"]) == {"uniform", "stratified", "active"} and (m["samples"] > 250).all()
     assert ((m["measured_width"] - m["predicted_width"]).abs() < 0.25 * m["predicted_width"]).all(), m
+
+
+def test_the_planner_options_through_the_schema():
+    from judgebench.compare import cli
+
+    opts = cli.options(cli.parse(["experiment=e", "plan=budget", "budget=12", "strategy=stratified", "pairs=A:B,C:D"]))
+    assert (opts.plan, opts.budget, opts.strategy, opts.pairs, opts.human_labels) == (True, 12, "stratified", ["A:B", "C:D"], None)
+    opts = cli.options(cli.parse(["experiment=e", "calibration.human_labels=l.txt"]))
+    assert opts.human_labels == "l.txt" and not opts.plan
+    for argv, want in ((["plan=budget"], "set budget=K too"), (["plan=bud", "budget=3"], "plan='bud': expected budget"),
+                       (["plan=budget", "budget=1"], "budget='1': expected a whole number >= 2"),
+                       (["budget=3"], "set plan=budget too"), (["plan=budget", "budget=4", "strategy=x"], "strategy='x'"),
+                       (["calibration_human_labels=l.txt"], "unexpected argument"), (["budgte=3"], "unexpected argument"),
+                       (["plan=budget", "budget=4", "calibration.human_labels=l"], "one at a time")):
+        with pytest.raises(CompareError, match=want.replace("(", r"\(")):
+            cli.options(cli.parse(["experiment=e", *argv]))
+    assert "calibration.human_labels=FILE" in cli.USAGE and "plan=budget" in cli.USAGE
