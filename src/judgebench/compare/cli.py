@@ -81,9 +81,9 @@ class CompareArgs:
     strategy: str = _field("active", "|".join(designs.STRATEGIES), "which queries the plan draws: uniform, stratified or active "
                            "(default active)", "one of " + ", ".join(designs.STRATEGIES))
     pairs: Optional[str] = _field(None, "A:B,C:D", "system pairs the plan reports (default: every pair)")
-    calibration_human_labels: Optional[str] = _field(None, "FILE", "calibration.human_labels=FILE: TREC qrels of the plan's queries labelled "
-                                                     "by humans; the report gives\nthe corrected estimates from them alone, with the "
-                                                     "plan's probabilities (the plan is read from out=)")
+    calibration_human_labels: Optional[str] = _field(None, "FILE", "TREC qrels of the plan's queries labelled by humans: the report\n"
+                                                     "gives the corrected estimates from them alone, with the plan's\n"
+                                                     "probabilities (the plan is read from out=)")
 
 
 def _usage() -> str:
