@@ -161,6 +161,8 @@ def build(cells: list[Cell], labels: pd.DataFrame, runs, opt) -> dict:
     from judgebench.compare import budget_plan
 
     if opt.human_labels:
+        if opt.plan_dir is None:
+            raise CompareError("calibration.human_labels: no folder to read the plan from (Options.plan_dir)")
         plan = read_plan(Path(opt.plan_dir) / PLAN_FILE)
         qrels = read_labels(Path(opt.human_labels), plan)
         return {"readback": readback(cells, plan, qrels, runs, opt.level)}

@@ -268,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
         out = Path(args["out"] or Path("compare-out") / names.file_part(args["experiment"]))
         check_out(out, args["out"])
-        opts.plan_dir = out
+        if opts.human_labels:  # the read-back's plan is where the planner wrote it (out stays out of the compare key otherwise)
+            opts.plan_dir = out
         probe_tracking_server(uri)
         client = MlflowClient(uri)
         sweep = args["sweep"] or None
