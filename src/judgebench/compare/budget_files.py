@@ -134,7 +134,8 @@ def readback(cells: list[Cell], plan: pd.DataFrame, qrels: pd.DataFrame, runs, l
             raise CompareError(f"{PLAN_FILE}: the plan of {cell.dataset}/{cell.judge} has other queries than the runs "
                                f"({len(rows)} vs {len(cell.queries)}); write the plan again")
         rows = rows.loc[cell.queries].reset_index()
-        y, mask = human_values(cell, qrels, runs)
+        chosen = set(rows.loc[rows["selected"] == 1, "query_id"])  # another plan's queries in the same file are not this one's
+        y, mask = human_values(cell, qrels[qrels["query_id"].isin(chosen)], runs)
         if mask.sum() < 2:
             continue
         d = design_of(rows)
