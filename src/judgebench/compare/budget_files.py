@@ -159,7 +159,7 @@ def readback(cells: list[Cell], plan: pd.DataFrame, qrels: pd.DataFrame, runs, l
 def build(cells: list[Cell], labels: pd.DataFrame, runs, opt) -> dict:
     """What the report holds for plan=budget (plans, their rows, predictions, measured widths) or for
     calibration.human_labels= (the plan read and the read-back's estimates)."""
-    from judgebench.compare import budget_plan
+    from judgebench.compare import budget_plan, budget_signals
 
     if opt.human_labels:
         if opt.plan_dir is None:
@@ -170,10 +170,12 @@ def build(cells: list[Cell], labels: pd.DataFrame, runs, opt) -> dict:
     plans, preds, meas = [], [], []
     for cell in cells:
         pairs = budget_plan.pairs_of(cell, opt.pairs)
-        p = budget_plan.make(cell, opt.strategy, opt.budget, opt.seed)
+        u = budget_signals.signal(opt.signal, cell, cells, labels)
+        p = budget_plan.make(cell, opt.strategy, opt.budget, opt.seed, u, opt.signal, opt.allocation)
         plans.append(p)
         preds.append(budget_plan.predictions(cell, p, pairs, opt.alpha, opt.level))
-        meas.append(budget_plan.measured(cell, pairs, sorted({*budget_plan.FIGURE_K, p.budget}), opt.resamples, opt.seed, opt.level))
+        meas.append(budget_plan.measured(cell, pairs, sorted({*budget_plan.FIGURE_K, p.budget}), opt.resamples, opt.seed, opt.level,
+                                         u, opt.allocation))
     if not plans:
         raise CompareError("plan=budget: no (dataset, judge) with 2 or more systems and queries under the judge and its reference")
     return {"plans": plans, "plan": pd.concat([p.rows() for p in plans], ignore_index=True),

@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
-from judgebench.compare import console, human_budget, labels_report, names
+from judgebench.compare import budget_signals, console, human_budget, labels_report, names
 from judgebench.metrics import designs
 from judgebench.compare import report as report_mod
 from judgebench.compare.reference import CHOICES, HUMAN_JUDGED
@@ -80,6 +80,10 @@ class CompareArgs:
                                    "a whole number >= 2")
     strategy: str = _field("active", "|".join(designs.STRATEGIES), "which queries the plan draws: uniform, stratified or active "
                            "(default active)", "one of " + ", ".join(designs.STRATEGIES))
+    signal: str = _field("systems", "|".join(budget_signals.SIGNALS), "what active/stratified draw on (default systems): the systems'\n"
+                         "spread, the judges' spread, the judge's label entropy, or its mean label", "one of " + ", ".join(budget_signals.SIGNALS))
+    allocation: str = _field("neyman", "neyman|proportional", "stratified: queries per stratum by Neyman allocation or proportional",
+                             "neyman or proportional")
     pairs: Optional[str] = _field(None, "A:B,C:D", "system pairs the plan reports (default: every pair)")
     calibration_human_labels: Optional[str] = _field(None, "FILE", "TREC qrels of the plan's queries labelled by humans: the report\n"
                                                      "gives the corrected estimates from them alone, with the plan's\n"
@@ -200,10 +204,13 @@ def _plan(args: dict) -> dict:
         _check(args, "budget", lambda v: v >= 2)
         if args["calibration_human_labels"]:
             raise CompareError("plan=budget and calibration.human_labels: one at a time (write the plan, label it, then read it back)")
-    elif given.keys() & {"budget", "strategy", "pairs"}:
-        raise CompareError("budget/strategy/pairs: set plan=budget too (e.g. plan=budget budget=20 strategy=active)")
+    elif given.keys() & {"budget", "strategy", "pairs", "signal", "allocation"}:
+        raise CompareError("budget/strategy/signal/allocation/pairs: set plan=budget too (e.g. plan=budget budget=20 strategy=active)")
     _check(args, "strategy", lambda v: v in designs.STRATEGIES)
+    _check(args, "signal", lambda v: v in budget_signals.SIGNALS)
+    _check(args, "allocation", lambda v: v in ("neyman", "proportional"))
     return {"plan": args["plan"] == "budget", "budget": args["budget"], "strategy": args["strategy"],
+            "signal": args["signal"], "allocation": args["allocation"],
             "pairs": _names(args, "pairs"), "human_labels": args["calibration_human_labels"]}
 
 

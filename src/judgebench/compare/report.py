@@ -196,7 +196,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
                             or (f"= {report.aliases['panel']}" if "panel" in report.aliases else "none")),
                   "calibration": ",".join(o.calibration) or "none", "calibration_k": ",".join(o.calibration_k),
                   "resamples": o.resamples,
-                  "plan": f"{o.strategy} budget {o.budget}" if o.plan else ("read back" if o.human_labels else "none")}
+                  "plan": f"{o.strategy} budget {o.budget} signal {o.signal} allocation {o.allocation}" if o.plan else ("read back" if o.human_labels else "none")}
         for row in report.table2.itertuples(index=False):
             for name in columns.STATISTICS:
                 value = getattr(row, name)

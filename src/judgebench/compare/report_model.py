@@ -45,6 +45,8 @@ class Options:
     plan: bool = False
     budget: int | None = None
     strategy: str = "active"
+    signal: str = "systems"  # budget_signals.SIGNALS: what the active and stratified designs are built on
+    allocation: str = "neyman"
     pairs: list[str] | None = None
     human_labels: str | None = None
     plan_dir: Path | None = None
