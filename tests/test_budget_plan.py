@@ -186,3 +186,21 @@ def test_the_planner_options_through_the_schema():
         with pytest.raises(CompareError, match=want.replace("(", r"\(")):
             cli.options(cli.parse(["experiment=e", *argv]))
     assert "calibration.human_labels=FILE" in cli.USAGE and "plan=budget" in cli.USAGE
+
+
+def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
+    from judgebench.compare.report_model import Options
+
+    cell, lab = toy_cell["cell"], toy_cell["labels"]
+    opt = Options(plan=True, budget=6, strategy="active", signal="labels", resamples=20)
+    built = budget_files.build([cell], lab, None, opt)
+    plan = built["plans"][0]
+    marginal = cell.confusion.sum(axis=2)
+    mean = marginal @ np.arange(4) / marginal.sum(axis=1)  # the judge's mean label per query, by hand
+    np.testing.assert_allclose(plan.u, mean + 1e-3 * mean.mean())
+    np.testing.assert_allclose(plan.design.pi, 0.7 * budget_plan.designs.proportional_pi(plan.u, 6) + 0.3 * 6 / len(mean))
+    assert set(built["plan"]["signal"]) == {"labels"}
+    with pytest.raises(CompareError, match="signal=entropy: judge sim on toy logged no label probabilities"):
+        budget_files.build([cell], lab, None, Options(plan=True, budget=6, signal="entropy", resamples=20))
+    with pytest.raises(CompareError, match="signal=judges: toy has one judge"):
+        budget_files.build([cell], lab, None, Options(plan=True, budget=6, signal="judges", resamples=20))
