@@ -4,10 +4,14 @@ over the resamples, their coverage of the all-query human difference, the planne
 ratio of the two; then a plan per strategy for DL19, labelled from the held-back human labels and read back,
 against the resampling code's estimate for the same sample.
 
-    python -m benchmarks.budget_strategies [--store DIR] [--ks 10 20] [--resamples 200]
+    python -m benchmarks.budget_strategies [--store DIR] [--ks 10 20] [--resamples 200] [--signals systems labels]
+        [--experiment paper_human] [--datasets dl19 dl20] [--judge simulated] [--quick]
 
---store: a folder holding the paper_human grid's mlruns/ (``python run.py -m +experiment=paper_human`` run
-there); without it the grid is run into a temporary folder first (about 1.5 min idle, 4 min on 2 loaded cores).
+--store: a folder holding the grid's mlruns/ (``python run.py -m +experiment=paper_human`` run there);
+without it the paper_human grid is run into a temporary folder first (about 1.5 min idle, 4 min on 2 loaded
+cores). --signals: the planner's signals the active and stratified designs are built on (compare/budget_signals.py;
+judges and entropy need 2 judges or logged probabilities, which paper_human lacks). The read-back runs on the
+first dataset. --quick: ks 4 6 and 30 resamples (the tests' size, on a toy store).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from mlflow.tracking import MlflowClient
 from scipy import stats
 
 from benchmarks.common import REPO, parser, write_json
-from judgebench.compare import budget_files, budget_plan, tables
+from benchmarks.common import table as markdown_table
+from judgebench.compare import budget_files, budget_plan, budget_signals, tables
 from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.collect import ORIGINAL, collect_runs, select, split_views
@@ -45,11 +50,12 @@ def load(store: Path, experiment: str = "paper_human"):
     return cells, original, art.runs(jobs)
 
 
-def measure(cell, ks, resamples, seed) -> list[dict]:
+def measure(cell, ks, resamples, seed, u=None, signal="systems") -> list[dict]:
     pairs = budget_plan.pairs_of(cell, None)
     i, j = (np.array([p[x] for p in pairs]) for x in (0, 1))
     y, f = cell.y[i] - cell.y[j], cell.f[i] - cell.f[j]
-    truth, u, rows = y.mean(axis=1), budget_plan.systems_disagreement(cell), []
+    truth, rows = y.mean(axis=1), []
+    u = budget_plan.systems_disagreement(cell) if u is None else u
     err = np.abs((y - f) - (y - f).mean(axis=1, keepdims=True)).mean(axis=0)  # per query: what the signal should predict
     rho = float(stats.spearmanr(u, err)[0])
     for k in ks:
@@ -60,7 +66,7 @@ def measure(cell, ks, resamples, seed) -> list[dict]:
             e, half = budget_plan.estimate(d, y, f, mask, 0.95)
             predicted = float(budget_plan.predicted_width(d, y, f, k, 0.95).mean())
             width = float((2 * half).mean())
-            rows.append({"dataset": cell.dataset, "judge": cell.judge, "strategy": strategy, "k": k, "samples": len(mask),
+            rows.append({"dataset": cell.dataset, "judge": cell.judge, "signal": signal, "strategy": strategy, "k": k, "samples": len(mask),
                          "labelled_mean": float(mask.sum(axis=1).mean()), "width": width,
                          "coverage": float((np.abs(e.point - truth) <= half + 1e-12).mean()),
                          "predicted_width": predicted, "predicted_over_measured": predicted / width,
@@ -68,14 +74,14 @@ def measure(cell, ks, resamples, seed) -> list[dict]:
     return rows
 
 
-def read_back(cell, labels, runs, k, seed, tmp: Path) -> list[dict]:
+def read_back(cell, labels, runs, k, seed, tmp: Path, u=None, signal="systems") -> list[dict]:
     """A plan per strategy labelled from the held-back human labels (the label set's ``human`` column), read back."""
     out = []
     lab = labels[(labels["dataset"] == cell.dataset) & (labels["judge"] == cell.judge)]
     human = {(str(q), str(d)): int(h) for q, d, h in lab[["query_id", "doc_id", "human"]].itertuples(index=False)}
     for strategy in designs.STRATEGIES:
         folder = tmp / strategy
-        plan = budget_plan.make(cell, strategy, k, seed)
+        plan = budget_plan.make(cell, strategy, k, seed, u, signal)
         files = budget_files.write([plan], labels, folder)
         lines = [ln.split("\t") for ln in files[1].read_text(encoding="utf-8").splitlines()]
         filled = folder / "labels.txt"
@@ -84,7 +90,7 @@ def read_back(cell, labels, runs, k, seed, tmp: Path) -> list[dict]:
         est = budget_files.readback([cell], rows, budget_files.read_labels(filled, rows), runs)
         got = est[est["target"] == "mean"].set_index("system").loc[cell.systems, "estimate"].to_numpy()
         e, _ = budget_plan.estimate(plan.design, cell.y, cell.f, plan.selected[None, :], 0.95)
-        out.append({"dataset": cell.dataset, "strategy": strategy, "k": k, "labelled_queries": int(plan.selected.sum()),
+        out.append({"dataset": cell.dataset, "signal": signal, "strategy": strategy, "k": k, "labelled_queries": int(plan.selected.sum()),
                     "labels": len(lines), "max_abs_difference": float(np.abs(got - e.point[0]).max())})
     return out
 
@@ -92,10 +98,16 @@ def read_back(cell, labels, runs, k, seed, tmp: Path) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__.splitlines()[0])
     ap.add_argument("--store", type=Path, help="folder with the paper_human grid's mlruns/ (default: run the grid)")
-    ap.add_argument("--ks", type=int, nargs="+", default=[10, 20])
-    ap.add_argument("--resamples", type=int, default=200)
+    ap.add_argument("--ks", type=int, nargs="+", help="budgets (default 10 20; --quick 4 6)")
+    ap.add_argument("--resamples", type=int, help="samples per design and k (default 200; --quick 30)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--signals", nargs="+", default=["systems"], choices=budget_signals.SIGNALS)
+    ap.add_argument("--experiment", default="paper_human", help="the grid's MLflow experiment (with --store)")
+    ap.add_argument("--datasets", nargs="+", help="datasets to measure (default: every one of the judge's)")
+    ap.add_argument("--judge", default="simulated")
     args = ap.parse_args(argv)
+    args.ks = args.ks or ([4, 6] if args.quick else [10, 20])
+    args.resamples = args.resamples or (30 if args.quick else 200)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store
@@ -104,19 +116,26 @@ def main(argv: list[str] | None = None) -> int:
             store.mkdir()
             subprocess.run([sys.executable, str(REPO / "run.py"), "-m", "+experiment=paper_human", "progress=false"],
                            cwd=store, check=True, capture_output=True)
-        cells, labels, runs = load(store)
-        cells = [c for c in cells if c.judge == "simulated"]
-        rows = [r for c in cells for r in measure(c, args.ks, args.resamples, args.seed)]
-        back = [r for c in cells if c.dataset == "dl19" for r in read_back(c, labels, runs, args.ks[0], args.seed, Path(tmp))]
+        everyone, labels, runs = load(store, args.experiment)
+        cells = [c for c in everyone if c.judge == args.judge and (not args.datasets or c.dataset in args.datasets)]
+        if not cells:
+            raise SystemExit(f"--judge {args.judge} --datasets {args.datasets}: no such calibration cell in {store}")
+        signal = {(c.dataset, s): budget_signals.signal(s, c, everyone, labels) for c in cells for s in args.signals}
+        rows = [r for c in cells for s in args.signals for r in measure(c, args.ks, args.resamples, args.seed, signal[c.dataset, s], s)]
+        first = cells[0].dataset
+        back = [r for c in cells if c.dataset == first for s in args.signals
+                for r in read_back(c, labels, runs, args.ks[0], args.seed, Path(tmp) / s, signal[c.dataset, s], s)]
     table = pd.DataFrame(rows)
-    uniform = table[table["strategy"] == "uniform"].set_index(["dataset", "k"])["width"]
-    table["width_vs_uniform"] = [w / uniform.loc[(d, k)] for d, k, w in zip(table["dataset"], table["k"], table["width"])]
-    with pd.option_context("display.width", 160, "display.max_columns", 20):
-        print(table.drop(columns=["judge"]).round(3).to_string(index=False))
-        print(pd.DataFrame(back).to_string(index=False))
+    uniform = table[table["strategy"] == "uniform"].set_index(["dataset", "signal", "k"])["width"]
+    table["width_vs_uniform"] = [uniform.loc[key] for key in zip(table["dataset"], table["signal"], table["k"])]
+    table["width_vs_uniform"] = table["width"] / table["width_vs_uniform"]
+    shown = ["dataset", "signal", "strategy", "k", "width", "width_vs_uniform", "coverage", "predicted_over_measured",
+             "signal_error_spearman"]
+    markdown = markdown_table(table[shown].round(3).to_dict("records")) + "\n\n" + markdown_table(back)
     write_json("budget_strategies", {"settings": {"ks": args.ks, "resamples": args.resamples, "seed": args.seed,
+                                                  "signals": args.signals, "experiment": args.experiment, "judge": args.judge,
                                                   "reference": "human_judged", "targets": "every system pair's difference"},
-                                     "rows": table.to_dict("records"), "read_back": back}, args.out)
+                                     "rows": table.to_dict("records"), "read_back": back, "markdown": markdown}, args.out)
     return 0
 
 
