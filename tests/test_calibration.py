@@ -487,9 +487,11 @@ def test_plan_and_read_back_through_compare(grid, tmp_path):
     are the humans') every design's estimate is the human mean exactly, with a zero-width interval."""
     base = ["experiment=calib", f"tracking_uri=sqlite:///{grid['store']}/mlflow.db", f"out={tmp_path}", "bootstrap=0",
             "log=false", "format=csv"]
-    res = run([*base, "plan=budget", "budget=4", "strategy=stratified", "resamples=20"], cwd=grid["tmp"], module="judgebench.compare")
+    res = run([*base, "plan=budget", "budget=4", "strategy=stratified", "signal=judges", "resamples=20"], cwd=grid["tmp"],
+              module="judgebench.compare")
     assert res.rc == 0 and "plan toy/perfect: stratified, budget 4" in res.out, res
     plan = pd.read_csv(tmp_path / "human_budget_plan.tsv", sep="\t", dtype={"query_id": str})
+    assert set(plan["signal"]) == {"judges"} and set(plan["allocation"]) == {"neyman"}  # strata from the judges' spread
     assert {"simulated", "perfect"} <= set(plan["judge"]) and (plan.groupby("judge")["selected"].sum() == 4).all()  # + virtual judges
     human = {(str(q), str(d)): int(r) for q, d, r in load_toy().qrels[["query_id", "doc_id", "relevance"]].itertuples(index=False)}
     pairs = set()
