@@ -5,7 +5,7 @@ ratio of the two; then a plan per strategy for DL19, labelled from the held-back
 against the resampling code's estimate for the same sample.
 
     python -m benchmarks.budget_strategies [--store DIR] [--ks 10 20] [--resamples 200] [--signals systems labels]
-        [--experiment paper_human] [--datasets dl19 dl20] [--judge simulated] [--quick]
+        [--allocation neyman|proportional] [--experiment paper_human] [--datasets dl19 dl20] [--judge simulated] [--quick]
 
 --store: a folder holding the grid's mlruns/ (``python run.py -m +experiment=paper_human`` run there);
 without it the paper_human grid is run into a temporary folder first (about 1.5 min idle, 4 min on 2 loaded
@@ -50,7 +50,7 @@ def load(store: Path, experiment: str = "paper_human"):
     return cells, original, art.runs(jobs)
 
 
-def measure(cell, ks, resamples, seed, u=None, signal="systems") -> list[dict]:
+def measure(cell, ks, resamples, seed, u=None, signal="systems", allocation="neyman") -> list[dict]:
     pairs = budget_plan.pairs_of(cell, None)
     i, j = (np.array([p[x] for p in pairs]) for x in (0, 1))
     y, f = cell.y[i] - cell.y[j], cell.f[i] - cell.f[j]
@@ -60,7 +60,7 @@ def measure(cell, ks, resamples, seed, u=None, signal="systems") -> list[dict]:
     rho = float(stats.spearmanr(u, err)[0])
     for k in ks:
         for strategy in designs.STRATEGIES:
-            d = designs.design(strategy, u, k)
+            d = budget_plan.build(strategy, u, k, allocation)
             mask = d.draw(resamples, seed)
             mask = mask[mask.sum(axis=1) >= 2]
             e, half = budget_plan.estimate(d, y, f, mask, 0.95)
@@ -74,14 +74,14 @@ def measure(cell, ks, resamples, seed, u=None, signal="systems") -> list[dict]:
     return rows
 
 
-def read_back(cell, labels, runs, k, seed, tmp: Path, u=None, signal="systems") -> list[dict]:
+def read_back(cell, labels, runs, k, seed, tmp: Path, u=None, signal="systems", allocation="neyman") -> list[dict]:
     """A plan per strategy labelled from the held-back human labels (the label set's ``human`` column), read back."""
     out = []
     lab = labels[(labels["dataset"] == cell.dataset) & (labels["judge"] == cell.judge)]
     human = {(str(q), str(d)): int(h) for q, d, h in lab[["query_id", "doc_id", "human"]].itertuples(index=False)}
     for strategy in designs.STRATEGIES:
         folder = tmp / strategy
-        plan = budget_plan.make(cell, strategy, k, seed, u, signal)
+        plan = budget_plan.make(cell, strategy, k, seed, u, signal, allocation)
         files = budget_files.write([plan], labels, folder)
         lines = [ln.split("\t") for ln in files[1].read_text(encoding="utf-8").splitlines()]
         filled = folder / "labels.txt"
@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--experiment", default="paper_human", help="the grid's MLflow experiment (with --store)")
     ap.add_argument("--datasets", nargs="+", help="datasets to measure (default: every one of the judge's)")
     ap.add_argument("--judge", default="simulated")
+    ap.add_argument("--allocation", default="neyman", choices=("neyman", "proportional"), help="the stratified design's")
     args = ap.parse_args(argv)
     args.ks = args.ks or ([4, 6] if args.quick else [10, 20])
     args.resamples = args.resamples or (30 if args.quick else 200)
@@ -121,10 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         if not cells:
             raise SystemExit(f"--judge {args.judge} --datasets {args.datasets}: no such calibration cell in {store}")
         signal = {(c.dataset, s): budget_signals.signal(s, c, everyone, labels) for c in cells for s in args.signals}
-        rows = [r for c in cells for s in args.signals for r in measure(c, args.ks, args.resamples, args.seed, signal[c.dataset, s], s)]
+        rows = [r for c in cells for s in args.signals for r in measure(c, args.ks, args.resamples, args.seed, signal[c.dataset, s], s,
+                                                                                     args.allocation)]
         first = cells[0].dataset
         back = [r for c in cells if c.dataset == first for s in args.signals
-                for r in read_back(c, labels, runs, args.ks[0], args.seed, Path(tmp) / s, signal[c.dataset, s], s)]
+                for r in read_back(c, labels, runs, args.ks[0], args.seed, Path(tmp) / s, signal[c.dataset, s], s, args.allocation)]
     table = pd.DataFrame(rows)
     uniform = table[table["strategy"] == "uniform"].set_index(["dataset", "signal", "k"])["width"]
     table["width_vs_uniform"] = [uniform.loc[key] for key in zip(table["dataset"], table["signal"], table["k"])]
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
              "signal_error_spearman"]
     markdown = markdown_table(table[shown].round(3).to_dict("records")) + "\n\n" + markdown_table(back)
     write_json("budget_strategies", {"settings": {"ks": args.ks, "resamples": args.resamples, "seed": args.seed,
-                                                  "signals": args.signals, "experiment": args.experiment, "judge": args.judge,
+                                                  "signals": args.signals, "allocation": args.allocation, "experiment": args.experiment, "judge": args.judge,
                                                   "reference": "human_judged", "targets": "every system pair's difference"},
                                      "rows": table.to_dict("records"), "read_back": back, "markdown": markdown}, args.out)
     return 0
