@@ -200,6 +200,10 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
     np.testing.assert_allclose(plan.u, mean + 1e-3 * mean.mean())
     np.testing.assert_allclose(plan.design.pi, 0.7 * budget_plan.designs.proportional_pi(plan.u, 6) + 0.3 * 6 / len(mean))
     assert set(built["plan"]["signal"]) == {"labels"}
+    from judgebench.compare import budget_plan_report
+
+    assert budget_plan_report.console(built)[0].startswith("plan toy/sim: active, budget 6, signal labels, ")
+    assert any("### toy / sim: active, budget 6, signal labels" in part for part in budget_plan_report.markdown(built, 0.95))
     with pytest.raises(CompareError, match="signal=entropy: judge sim on toy logged no label probabilities"):
         budget_files.build([cell], lab, None, Options(plan=True, budget=6, signal="entropy", resamples=20))
     with pytest.raises(CompareError, match="signal=judges: toy has one judge"):

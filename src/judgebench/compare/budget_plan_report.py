@@ -36,7 +36,7 @@ def console(plan: dict) -> list[str]:
         for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
             r = rows[(rows["dataset"] == d) & (rows["judge"] == j)]
             lines.append(f"plan {names.plain(d)}/{names.plain(j)}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
-                         f"{int(r['selected'].sum())} queries selected of {len(r)} -> {template_name(d, j)}")
+                         f"signal {r['signal'].iloc[0]}, {int(r['selected'].sum())} queries selected of {len(r)} -> {template_name(d, j)}")
             for x in g[g["target"] == "mean"].itertuples():
                 lines.append(f"  mean {names.plain(x.system)[:40]:<40} width {x.predicted_width:.3f}")
             for x in g[g["target"] == "difference"].itertuples():
@@ -66,7 +66,8 @@ def markdown(plan: dict, level: float) -> list[str]:
         for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
             rows = plan["plan"]
             r = rows[(rows["dataset"] == d) & (rows["judge"] == j) & (rows["selected"] == 1)]
-            parts += [f"\n### {names.markdown(f'{d} / {j}')}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}\n",
+            parts += [f"\n### {names.markdown(f'{d} / {j}')}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
+                      f"signal {r['signal'].iloc[0] if len(r) else ''}\n",
                       render.markdown(r[["query_id", "stratum", "inclusion_probability"]], index=False, integers=["stratum"], digits=3),
                       "", render.markdown(g[g["target"] == "mean"][["system", "estimate_pilot", "predicted_width"]]
                                           .rename(columns={"estimate_pilot": "mean (pilot)", "predicted_width": "predicted width"}),
