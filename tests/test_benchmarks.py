@@ -238,7 +238,7 @@ def test_versus_trees(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "local_judge_prefix", "overhead",
-                                  "adaptive_concurrency", "cache_write", "cache_open", "versus_trees"])
+                                  "adaptive_concurrency", "cache_write", "cache_open", "versus_trees", "budget_strategies"])
 def test_help(name):
     import importlib
 
@@ -247,3 +247,40 @@ def test_help(name):
     with pytest.raises(SystemExit) as e:
         mod.main(["--help"])
     assert e.value.code == 0
+
+
+def test_budget_strategies(tmp_path, monkeypatch):
+    """On a toy grid run here (3 rankers x 2 perturbations, the simulated judge): every strategy and signal's widths,
+    coverage and predictions are numbers that make sense, and the read-back reproduces the resampling estimate."""
+    from cli_runner import run
+
+    store = tmp_path / "store"
+    (store / "mlruns").mkdir(parents=True)
+    res = run(["-m", f"tracking_uri=sqlite:///{store}/mlruns/mlflow.db", f"artifact_root={store}/mlruns/artifacts",
+               f"cache_dir={store}/cache", "progress=false", "experiment_name=budget", "ranker=bm25,oracle,simulated_llm",
+               "perturbation=perfect,swap_1", "judge=human,simulated"], cwd=tmp_path)
+    assert res.rc == 0, res
+    data = run_benchmark("budget_strategies", tmp_path / "out", "--store", str(store), "--experiment", "budget",
+                         "--signals", "systems", "labels", monkeypatch=monkeypatch)
+    assert set(data) >= {"settings", "rows", "read_back", "markdown"}
+    assert (data["settings"]["ks"], data["settings"]["resamples"], data["settings"]["signals"]) == ([4, 6], 30, ["systems", "labels"])
+    rows = data["rows"]
+    assert len(rows) == 2 * 3 * 2  # toy alone; two signals x three strategies x two budgets
+    assert {(r["signal"], r["strategy"], r["k"]) for r in rows} == {(s, t, k) for s in ("systems", "labels")
+                                                                      for t in ("uniform", "stratified", "active") for k in (4, 6)}
+    for r in rows:
+        assert 0 <= r["coverage"] <= 1 and 0 < r["samples"] <= 30 and r["width"] > 0, r
+        assert 0.4 < r["predicted_over_measured"] < 2.5, r
+        assert math.isclose(r["predicted_over_measured"], r["predicted_width"] / r["width"])
+    width = {(r["signal"], r["strategy"], r["k"]): r["width"] for r in rows}
+    assert all(width[s, t, 6] < width[s, t, 4] for s, t, _ in width), width  # more labels, narrower intervals
+    # uniform does not read the signal: the same widths under both
+    assert math.isclose(width["systems", "uniform", 4], width["labels", "uniform", 4])
+    assert all(r["width_vs_uniform"] == r["width"] / width[r["signal"], "uniform", r["k"]] for r in rows)
+    back = data["read_back"]
+    assert len(back) == 2 * 3 and all(b["max_abs_difference"] < 1e-9 and b["labelled_queries"] >= 2 for b in back), back
+    from judgebench.exceptions import CompareError
+
+    with pytest.raises(CompareError, match="signal=entropy: judge simulated on toy logged no label probabilities"):
+        importlib.import_module("benchmarks.budget_strategies").main(["--quick", "--out", str(tmp_path / "x"), "--store", str(store),
+                                                                      "--experiment", "budget", "--signals", "entropy"])

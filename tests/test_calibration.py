@@ -480,3 +480,32 @@ def test_a_calibration_k_above_the_queries_is_noted():
     options = Options(resamples=10, reference="human_labelset", calibration=("human_only",), calibration_k=("4", "1000"))
     text = "\n".join(human_budget_report.markdown(table, human_budget_report.summary(table), options))
     assert "- calibration_k=1000: d has 16 queries, so k=1000 is reported as all (16)." in text
+
+
+def test_plan_and_read_back_through_compare(grid, tmp_path):
+    """plan=budget then calibration.human_labels= through the command line: under the perfect file judge (its labels
+    are the humans') every design's estimate is the human mean exactly, with a zero-width interval."""
+    base = ["experiment=calib", f"tracking_uri=sqlite:///{grid['store']}/mlflow.db", f"out={tmp_path}", "bootstrap=0",
+            "log=false", "format=csv"]
+    res = run([*base, "plan=budget", "budget=4", "strategy=stratified", "signal=judges", "resamples=20"], cwd=grid["tmp"],
+              module="judgebench.compare")
+    assert res.rc == 0 and "plan toy/perfect: stratified, budget 4" in res.out, res
+    plan = pd.read_csv(tmp_path / "human_budget_plan.tsv", sep="\t", dtype={"query_id": str})
+    assert set(plan["signal"]) == {"judges"} and set(plan["allocation"]) == {"neyman"}  # strata from the judges' spread
+    assert {"simulated", "perfect"} <= set(plan["judge"]) and (plan.groupby("judge")["selected"].sum() == 4).all()  # + virtual judges
+    human = {(str(q), str(d)): int(r) for q, d, r in load_toy().qrels[["query_id", "doc_id", "relevance"]].itertuples(index=False)}
+    pairs = set()
+    for judge in ("simulated", "perfect"):
+        lines = (tmp_path / f"human_budget_qrels_toy_{judge}.txt").read_text().splitlines()
+        chosen = set(plan.loc[(plan["judge"] == judge) & (plan["selected"] == 1), "query_id"])
+        assert lines and {ln.split("\t")[0] for ln in lines} == chosen and all(ln.endswith("\t") for ln in lines)
+        pairs |= {tuple(ln.split("\t")[0:3:2]) for ln in lines}
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"{q} 0 {d} {human[(q, d)]}\n" for q, d in sorted(pairs)))
+    res = run([*base, f"calibration.human_labels={labels}"], cwd=grid["tmp"], module="judgebench.compare")
+    assert res.rc == 0 and "read back toy/perfect from 4 labelled queries" in res.out, res
+    back = pd.read_csv(tmp_path / "human_budget_readback.csv")
+    perfect = back[(back["judge"] == "perfect") & (back["target"] == "mean")].set_index("system")
+    t1 = pd.read_csv(tmp_path / "table1_toy.csv", index_col=0)
+    assert np.allclose(perfect["estimate"], t1.loc[perfect.index, "human_labelset"], atol=1e-12)
+    assert np.allclose(perfect["high"] - perfect["low"], 0, atol=1e-12)

@@ -89,7 +89,8 @@ class Artifacts:
             if lab is None:
                 continue
             lab = lab.dropna(subset=["relevance", "human"]).astype({"relevance": int, "human": int})
-            frames.append(lab.assign(dataset=job["dataset"], judge=job["judge"], text_view=job["text_view"])[LABELS])
+            keep = LABELS + (["raw"] if "raw" in lab.columns else [])  # raw: the planner's entropy signal reads its probs
+            frames.append(lab.assign(dataset=job["dataset"], judge=job["judge"], text_view=job["text_view"])[keep])
         if not frames:
             return pd.DataFrame(columns=LABELS)
         return pd.concat(frames, ignore_index=True)

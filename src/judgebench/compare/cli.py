@@ -23,7 +23,8 @@ from mlflow.tracking import MlflowClient
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
-from judgebench.compare import console, human_budget, labels_report, names
+from judgebench.compare import budget_signals, console, human_budget, labels_report, names
+from judgebench.metrics import designs
 from judgebench.compare import report as report_mod
 from judgebench.compare.reference import CHOICES, HUMAN_JUDGED
 from judgebench.exceptions import CompareError
@@ -72,11 +73,27 @@ class CompareArgs:
                                 "numbers of human-labelled queries to sample (whole numbers >= 2, or all; default "
                                 + ",".join(human_budget.DEFAULT_K) + ")")
     resamples: int = _field(200, "200", "random samples of queries per k (default 200; seeded by seed)", "a whole number >= 1")
+    plan: Optional[str] = _field(None, "budget", "plan=budget: write human_budget_plan.tsv, the queries to label, and a qrels template of\n"
+                                 "their pairs; print predicted interval widths and the k needed per system pair (docs/compare.md)",
+                                 "budget")
+    budget: Optional[int] = _field(None, "K", "human-labelled queries the plan may spend (with plan=budget; whole number >= 2)",
+                                   "a whole number >= 2")
+    strategy: str = _field("active", "|".join(designs.STRATEGIES), "which queries the plan draws: uniform, stratified or active "
+                           "(default active)", "one of " + ", ".join(designs.STRATEGIES))
+    signal: str = _field("systems", "|".join(budget_signals.SIGNALS), "what active/stratified draw on (default systems): the systems'\n"
+                         "spread, the judges' spread, the judge's label entropy, or its mean label", "one of " + ", ".join(budget_signals.SIGNALS))
+    allocation: str = _field("neyman", "neyman|proportional", "stratified: queries per stratum by Neyman allocation or proportional",
+                             "neyman or proportional")
+    pairs: Optional[str] = _field(None, "A:B,C:D", "system pairs the plan reports (default: every pair)")
+    calibration_human_labels: Optional[str] = _field(None, "FILE", "TREC qrels of the plan's queries labelled by humans: the report\n"
+                                                     "gives the corrected estimates from them alone, with the plan's\n"
+                                                     "probabilities (the plan is read from out=)")
 
 
 def _usage() -> str:
     """--help, from the schema: the usage line, then each option's help."""
-    shown = [f"{f.name}={f.metadata['shown']}" if f.default is MISSING else f"[{f.name}={f.metadata['shown']}]" for f in fields(CompareArgs)]
+    shown = [f"{f.name}={f.metadata['shown']}" if f.default is MISSING else f"[{DOTTED.get(f.name, f.name)}={f.metadata['shown']}]"
+             for f in fields(CompareArgs)]
     lines, line = [], "usage: judgebench-compare"
     for item in shown:
         if len(line) + 1 + len(item) > 118:
@@ -86,13 +103,17 @@ def _usage() -> str:
     lines.append(line)
     for f in fields(CompareArgs):
         first, *rest = f.metadata["help"].split("\n")
-        lines.append(f"  {f.name:<12} {first}" if len(f.name) <= 12 else f"  {f.name}  {first}")
+        name = DOTTED.get(f.name, f.name)
+        lines.append(f"  {name:<12} {first}" if len(name) <= 12 else f"  {name}  {first}")
         lines.extend(" " * 15 + r for r in rest)
     return "\n".join(lines)
 
 
+DOTTED = {"calibration_human_labels": "calibration.human_labels"}  # the schema's name -> what the command line says
+
+
 USAGE = _usage()
-KEYS = {f.name for f in fields(CompareArgs)}
+KEYS = {DOTTED.get(f.name, f.name) for f in fields(CompareArgs)}
 _FIELDS = {f.name: f for f in fields(CompareArgs)}
 
 
@@ -108,8 +129,9 @@ def parse(argv: list[str]) -> dict:
     for a in argv:
         key, sep, value = a.partition("=")
         unexpected = f"unexpected argument {a!r}; expected key=value with key in {sorted(KEYS)}\n{USAGE}"
-        if not sep:
+        if not sep or key in DOTTED:  # only the dotted spelling is an option
             raise CompareError(unexpected)
+        key = {v: k for k, v in DOTTED.items()}.get(key, key)
         try:
             cfg[key] = value.replace("${", "\\${")  # a name is text, never an interpolation
         except (ConfigKeyError, ConfigAttributeError):  # struct mode: a key the schema lacks
@@ -168,7 +190,28 @@ def options(args: dict) -> report_mod.Options:
         calibration=_calibration(args),
         calibration_k=_calibration_k(args),
         resamples=args["resamples"],
+        **_plan(args),
     )
+
+
+def _plan(args: dict) -> dict:
+    """plan=budget budget=K [strategy=] [pairs=], or calibration.human_labels=FILE; the plan's keys need plan=budget."""
+    given = args["given"]
+    if args["plan"] is not None:
+        _check(args, "plan", lambda v: v == "budget")
+        if args["budget"] is None:
+            raise CompareError("plan=budget: set budget=K too, the number of queries humans may label (e.g. budget=20)")
+        _check(args, "budget", lambda v: v >= 2)
+        if args["calibration_human_labels"]:
+            raise CompareError("plan=budget and calibration.human_labels: one at a time (write the plan, label it, then read it back)")
+    elif given.keys() & {"budget", "strategy", "pairs", "signal", "allocation"}:
+        raise CompareError("budget/strategy/signal/allocation/pairs: set plan=budget too (e.g. plan=budget budget=20 strategy=active)")
+    _check(args, "strategy", lambda v: v in designs.STRATEGIES)
+    _check(args, "signal", lambda v: v in budget_signals.SIGNALS)
+    _check(args, "allocation", lambda v: v in ("neyman", "proportional"))
+    return {"plan": args["plan"] == "budget", "budget": args["budget"], "strategy": args["strategy"],
+            "signal": args["signal"], "allocation": args["allocation"],
+            "pairs": _names(args, "pairs"), "human_labels": args["calibration_human_labels"]}
 
 
 def _calibration(args: dict) -> tuple[str, ...]:
@@ -183,7 +226,7 @@ def _calibration_k(args: dict) -> tuple[str, ...]:
     ks = _names(args, "calibration_k")
     if not ks or not all(k == "all" or (k.isdigit() and int(k) >= 2) for k in ks):
         raise CompareError(f"calibration_k={args['calibration_k']!r}: expected a list of whole numbers >= 2 or all, e.g. 5,10,20,all")
-    if "calibration" not in args["given"] and args["given"].keys() & {"calibration_k", "resamples"}:
+    if "calibration" not in args["given"] and "plan" not in args["given"] and args["given"].keys() & {"calibration_k", "resamples"}:
         raise CompareError("calibration_k/resamples: set calibration=NAMES too (e.g. calibration=ppi,human_only)")
     return tuple(dict.fromkeys(ks))
 
@@ -232,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
         out = Path(args["out"] or Path("compare-out") / names.file_part(args["experiment"]))
         check_out(out, args["out"])
+        if opts.human_labels:  # the read-back's plan is where the planner wrote it (out stays out of the compare key otherwise)
+            opts.plan_dir = out
         probe_tracking_server(uri)
         client = MlflowClient(uri)
         sweep = args["sweep"] or None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import human_budget_report, names, render, views
+from judgebench.compare import budget_plan_report, human_budget_report, names, render, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -82,6 +82,7 @@ def summary(r: Report, out: Path, seconds: float) -> str:
               f"{x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
     if len(r.calibration):
         parts += [f"note: {names.plain(line)}" for line in human_budget_report.k_notes(r.calibration, r.options.calibration_k)]
+    parts += budget_plan_report.console(r.budget_plan)
     if r.rewritten_runs:
         parts.append(f"\n{r.rewritten_runs} run(s) on rewritten text views: used in the content-bias section only")
     if len(r.missing):

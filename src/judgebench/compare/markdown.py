@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.compare import human_budget_report, names, render, self_preference_report, significance, views
+from judgebench.compare import budget_plan_report, human_budget_report, names, render, self_preference_report, significance, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -113,6 +113,7 @@ def sections(r: Report) -> list[str]:
 
     if len(r.calibration):
         parts += human_budget_report.markdown(r.calibration, r.calibration_summary, o)
+    parts += budget_plan_report.markdown(r.budget_plan, o.level)
 
     parts.append("\n## Content bias (original vs rewritten text)\n")
     if r.rewritten_runs:

@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 from judgebench import __version__
 from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, figures, human_budget_report,
                                 html, latex, markdown, names, significance, tables)
-from judgebench.compare import order_bias, self_preference, self_preference_report
+from judgebench.compare import budget_files, budget_plan_report, order_bias, self_preference, self_preference_report
 from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References
@@ -49,7 +49,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     virtual = ensembles.plan([j for j in judges if j in families or j in REFERENCES], families, opt.panel)  # judges with runs
     virtual, aliases = ensembles.distinct(virtual)
     vlabels = pd.DataFrame(columns=labels.columns)
-    runs = art.runs(jobs) if virtual or "label" in opt.calibration else None
+    runs = art.runs(jobs) if virtual or "label" in opt.calibration or opt.human_labels else None
     if virtual:
         vlabels = pd.concat([ensembles.virtual_labels(labels, v, problems) for v in virtual], ignore_index=True)
         human_rows = per_query[per_query["judge"] == HUMAN]
@@ -77,6 +77,9 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         cells = budget.cells(per_query, t1, original, refs, runs, problems)
         calib = budget.experiment(cells, list(opt.calibration), list(opt.calibration_k), opt.resamples, opt.seed,
                                        opt.alpha, opt.level, opt.reference)
+    planned = {}
+    if opt.plan or opt.human_labels:
+        planned = budget_files.build(budget.cells(per_query, t1, original, refs, None, problems), original, runs, opt)
     return Report(
         experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, names, opt.judges),
         oracle_tests=oracle_tests, all_tests=all_tests, agreement_counts=counts, agreement_pairs=pairs,
@@ -89,7 +92,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         calibration=calib, calibration_summary=human_budget_report.summary(calib) if len(calib) else pd.DataFrame(),
         aliases=aliases, refs=refs,
         self_preference=self_preference.analyse(per_query, t1, jobs, refs, opt.bootstrap, opt.seed, opt.level),
-        order_bias=order_bias.order_table(jobs),
+        order_bias=order_bias.order_table(jobs), budget_plan=planned,
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
     )
@@ -119,11 +122,18 @@ def write(report: Report, out: Path) -> list[Path]:
             if len(frame) or name in ("table2", "missing_cells"):
                 files.append(_csv(frame, out / f"{name}.csv"))
         files += [_csv(frame, out / f"{name}.csv") for name, frame in self_preference_report.csv_frames(report) if len(frame)]
+        for name, key in (("human_budget_predictions", "predictions"), ("human_budget_measured", "measured"),
+                          ("human_budget_readback", "readback")):
+            if key in report.budget_plan:
+                files.append(_csv(report.budget_plan[key], out / f"{name}.csv"))
+    if "plans" in report.budget_plan:  # the plan and its templates are the planner's output, whatever format= says
+        files += budget_files.write(report.budget_plan["plans"], report.labels[report.labels["text_view"] == ORIGINAL], out)
     if "tex" in fmt:
         files += latex.write(report, out)
     if "png" in fmt:
         files += _write_figures(report, out)
-    captions = {**figures.CAPTIONS, self_preference_report.FIGURE: self_preference_report.CAPTION}
+    captions = {**figures.CAPTIONS, self_preference_report.FIGURE: self_preference_report.CAPTION,
+                budget_plan_report.FIGURE: budget_plan_report.CAPTION}
     text = markdown.document(report) + html.figure_links(files, captions)  # report.md links its figures
     if "md" in fmt:
         files.insert(0, out / "report.md")
@@ -164,6 +174,8 @@ def _write_figures(r: Report, out: Path) -> list[Path]:
     if len(r.calibration):
         files += human_budget_report.budget_figures(r.calibration, out)
     files += self_preference_report.figures(r, out)
+    if "measured" in r.budget_plan:
+        files += budget_plan_report.figure(r.budget_plan["measured"], out)
     return files
 
 
@@ -183,7 +195,8 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
                   "panel": (",".join(next((v.members for v in report.virtual if v.name == "panel"), ()))
                             or (f"= {report.aliases['panel']}" if "panel" in report.aliases else "none")),
                   "calibration": ",".join(o.calibration) or "none", "calibration_k": ",".join(o.calibration_k),
-                  "resamples": o.resamples}
+                  "resamples": o.resamples,
+                  "plan": f"{o.strategy} budget {o.budget} signal {o.signal} allocation {o.allocation}" if o.plan else ("read back" if o.human_labels else "none")}
         for row in report.table2.itertuples(index=False):
             for name in columns.STATISTICS:
                 value = getattr(row, name)

@@ -40,6 +40,16 @@ class Options:
     calibration: tuple[str, ...] = ()
     calibration_k: tuple[str, ...] = budget.DEFAULT_K
     resamples: int = 200
+    # The planner (budget_plan.py): plan=budget writes a labelling plan of ``budget`` queries; the read-back
+    # (budget_files.py) reads ``human_labels`` with the plan in ``plan_dir``.
+    plan: bool = False
+    budget: int | None = None
+    strategy: str = "active"
+    signal: str = "systems"  # budget_signals.SIGNALS: what the active and stratified designs are built on
+    allocation: str = "neyman"
+    pairs: list[str] | None = None
+    human_labels: str | None = None
+    plan_dir: Path | None = None
 
 
 @dataclass
@@ -76,6 +86,8 @@ class Report:
     # does a judge favour its own family's rankers (compare/self_preference.py): self_preference, interaction, gaps frames
     self_preference: dict[str, pd.DataFrame] = field(default_factory=self_preference.empty)
     order_bias: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=order_bias.COLUMNS))  # PRP's two orders
+    # the planner's plan, predictions and measured widths, or the read-back's estimates (budget_files.build)
+    budget_plan: dict = field(default_factory=dict)
 
     @property
     def judges(self) -> list[str]:

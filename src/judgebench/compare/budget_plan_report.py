@@ -1,0 +1,108 @@
+"""What the planner and the read-back say: the report section, the terminal lines and the width-vs-budget figure
+(the numbers: budget_plan.py, budget_files.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from judgebench.compare import names, render  # noqa: E402
+from judgebench.compare.budget_files import PLAN_FILE, template_name  # noqa: E402
+from judgebench.compare.figures import _save, plain_text  # noqa: E402
+from judgebench.metrics.designs import STRATEGIES  # noqa: E402
+
+FIGURE = "figure_budget_plan.png"
+CAPTION = "Interval width of the system differences against the budget: planner's prediction (line), resampling (points)"
+
+
+def _pairs_view(pred: pd.DataFrame) -> pd.DataFrame:
+    p = pred[pred["target"] == "difference"]
+    return pd.DataFrame({"pair": p["system"] + " - " + p["other"], "difference (pilot)": p["estimate_pilot"],
+                         "predicted width": p["predicted_width"], "k needed": p["k_needed"].astype(str)})
+
+
+def console(plan: dict) -> list[str]:
+    """The planner's printed lines: where the files are, then per (dataset, judge) the widths and k needed."""
+    if not plan:
+        return []
+    lines = []
+    if "predictions" in plan:
+        rows = plan["plan"]
+        for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
+            r = rows[(rows["dataset"] == d) & (rows["judge"] == j)]
+            lines.append(f"plan {names.plain(d)}/{names.plain(j)}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
+                         f"signal {r['signal'].iloc[0]}, {int(r['selected'].sum())} queries selected of {len(r)} -> {template_name(d, j)}")
+            for x in g[g["target"] == "mean"].itertuples():
+                lines.append(f"  mean {names.plain(x.system)[:40]:<40} width {x.predicted_width:.3f}")
+            for x in g[g["target"] == "difference"].itertuples():
+                pair = f"{names.plain(x.system)[:24]} - {names.plain(x.other)[:24]}"
+                lines.append(f"  diff {pair:<51} width {x.predicted_width:.3f}  k needed {x.k_needed}")
+    if "readback" in plan:
+        for (d, j), g in plan["readback"].groupby(["dataset", "judge"], sort=False):
+            means = g[g["target"] == "mean"].sort_values("rank")
+            lines.append(f"read back {names.plain(d)}/{names.plain(j)} from {int(g['labelled_queries'].iloc[0])} labelled queries "
+                         f"({g['strategy'].iloc[0]}):")
+            lines += [f"  {x.rank:>2} {names.plain(x.system)[:40]:<40} {x.estimate:.3f} [{x.low:.3f}, {x.high:.3f}]"
+                      for x in means.itertuples()]
+    return lines
+
+
+def markdown(plan: dict, level: float) -> list[str]:
+    if not plan:
+        return []
+    parts = []
+    if "predictions" in plan:
+        parts.append(f"\n## Human-label budget plan ({PLAN_FILE})\n")
+        parts.append("The queries to send to assessors (selected = 1) with their inclusion probability, and what the budget "
+                     f"buys: the predicted width of each {level:.0%} interval about the all-query mean, from the variances of "
+                     "human - judge on the judge's human reference used as a pilot, and per system pair the k needed to tell "
+                     "the two apart (alpha 0.05, power 0.8; docs/protocol.md). The figure draws the predicted widths of the "
+                     f"pair differences per strategy (lines) over the widths measured on resamples of each design (points): {FIGURE}.\n")
+        for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
+            rows = plan["plan"]
+            r = rows[(rows["dataset"] == d) & (rows["judge"] == j) & (rows["selected"] == 1)]
+            parts += [f"\n### {names.markdown(f'{d} / {j}')}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
+                      f"signal {r['signal'].iloc[0] if len(r) else ''}\n",
+                      render.markdown(r[["query_id", "stratum", "inclusion_probability"]], index=False, integers=["stratum"], digits=3),
+                      "", render.markdown(g[g["target"] == "mean"][["system", "estimate_pilot", "predicted_width"]]
+                                          .rename(columns={"estimate_pilot": "mean (pilot)", "predicted_width": "predicted width"}),
+                                          index=False, digits=3),
+                      "", render.markdown(_pairs_view(g), index=False, digits=3)]
+        m = plan["measured"]
+        parts += ["\nMeasured on resamples (pair differences, mean over pairs):\n",
+                  render.markdown(m, index=False,
+                                  integers=["k", "samples"], digits=3)]
+    if "readback" in plan:
+        parts.append("\n## Corrected estimates from the returned human labels\n")
+        parts.append("From the returned labels alone, with the plan's design and inclusion probabilities "
+                     f"({level:.0%} intervals about the all-query mean).\n")
+        for (d, j), g in plan["readback"].groupby(["dataset", "judge"], sort=False):
+            parts += [f"\n### {names.markdown(f'{d} / {j}')} ({int(g['labelled_queries'].iloc[0])} labelled queries)\n",
+                      render.markdown(g[g["target"] == "mean"].sort_values("rank")[["rank", "system", "estimate", "low", "high"]],
+                                      index=False, integers=["rank"], digits=3)]
+    return parts
+
+
+@plain_text
+def figure(measured: pd.DataFrame, out: Path) -> list[Path]:
+    """Interval width of the pair differences against the budget, a line per strategy, one panel per (dataset, judge)."""
+    groups = list(measured.groupby(["dataset", "judge"], sort=False))
+    if not groups:
+        return []
+    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 3.8), squeeze=False)
+    for ax, ((d, j), g) in zip(axes[0], groups):
+        for s, colour in zip(STRATEGIES, ("tab:blue", "tab:orange", "tab:green")):
+            gs = g[g["strategy"] == s].sort_values("k")
+            ax.plot(gs["k"], gs["predicted_width"], color=colour, label=f"{s} (predicted)")
+            ax.plot(gs["labels_mean"], gs["measured_width"], "o", color=colour, label=f"{s} (measured)")
+        ax.set_xlabel("human-labelled queries")
+        ax.set_ylabel("mean 95 % interval width, differences")
+        ax.set_title(names.plot(f"{d} / {j}", 2 * names.PLOT_LIMIT), fontsize="medium")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small")
+    return [_save(fig, out / FIGURE)]
