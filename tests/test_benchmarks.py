@@ -249,19 +249,13 @@ def test_help(name):
     assert e.value.code == 0
 
 
-def test_budget_strategies(tmp_path, monkeypatch):
-    """On a toy grid run here (3 rankers x 2 perturbations, the simulated judge): every strategy and signal's widths,
-    coverage and predictions are numbers that make sense, and the read-back reproduces the resampling estimate."""
-    from cli_runner import run
-
-    store = tmp_path / "store"
-    (store / "mlruns").mkdir(parents=True)
-    res = run(["-m", f"tracking_uri=sqlite:///{store}/mlruns/mlflow.db", f"artifact_root={store}/mlruns/artifacts",
-               f"cache_dir={store}/cache", "progress=false", "experiment_name=budget", "ranker=bm25,oracle,simulated_llm",
-               "perturbation=perfect,swap_1", "judge=human,simulated"], cwd=tmp_path)
-    assert res.rc == 0, res
-    data = run_benchmark("budget_strategies", tmp_path / "out", "--store", str(store), "--experiment", "budget",
-                         "--signals", "systems", "labels", monkeypatch=monkeypatch)
+def test_budget_strategies(tmp_path, monkeypatch, toy_grid_store):
+    """On the session's toy grid (tests/conftest.py: 8 systems, the human and simulated judges): every strategy and
+    signal's widths, coverage and predictions are numbers that make sense, and the read-back reproduces the
+    resampling estimate."""
+    store = toy_grid_store
+    data = run_benchmark("budget_strategies", tmp_path / "out", "--store", str(store), "--experiment", "grid",
+                         "--judge", "simulated", "--signals", "systems", "labels", monkeypatch=monkeypatch)
     assert set(data) >= {"settings", "rows", "read_back", "markdown"}
     assert (data["settings"]["ks"], data["settings"]["resamples"], data["settings"]["signals"]) == ([4, 6], 30, ["systems", "labels"])
     rows = data["rows"]
@@ -283,4 +277,4 @@ def test_budget_strategies(tmp_path, monkeypatch):
 
     with pytest.raises(CompareError, match="signal=entropy: judge simulated on toy logged no label probabilities"):
         importlib.import_module("benchmarks.budget_strategies").main(["--quick", "--out", str(tmp_path / "x"), "--store", str(store),
-                                                                      "--experiment", "budget", "--signals", "entropy"])
+                                                                      "--experiment", "grid", "--signals", "entropy"])
