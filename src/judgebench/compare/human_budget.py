@@ -29,6 +29,7 @@ from judgebench.compare.reference import References
 from judgebench.compare.tables import judge_columns
 from judgebench.evaluation import class_weights
 from judgebench.metrics import tau_b
+from judgebench.metrics.designs import Uniform
 from judgebench.metrics.ppi import BASELINES, Estimate
 
 ESTIMATORS = {e.name: e for e in (*BASELINES, Linear(), LabelLevel())}
@@ -98,14 +99,9 @@ def cells(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], labels: pd.DataF
 
 
 def samples(n: int, k: int, n_samples: int, seed: int) -> np.ndarray:
-    """(samples, n) boolean masks of k of n queries drawn without replacement (one all-true row if k >= n)."""
-    if k >= n:
-        return np.ones((1, n), dtype=bool)
-    rng = np.random.default_rng([seed, k])
-    order = rng.permuted(np.tile(np.arange(n), (n_samples, 1)), axis=1)[:, :k]
-    mask = np.zeros((n_samples, n), dtype=bool)
-    np.put_along_axis(mask, order, True, axis=1)
-    return mask
+    """(samples, n) boolean masks of k of n queries drawn without replacement (one all-true row if k >= n): the
+    uniform design's draw, so the planner's uniform samples are this experiment's."""
+    return Uniform(k, n).draw(n_samples, seed)
 
 
 def inverted(points: np.ndarray, truth: np.ndarray, types: np.ndarray) -> np.ndarray:
