@@ -270,8 +270,8 @@ def main(argv: list[str] | None = None) -> dict:
                 for bt, (brate, _) in bare_rate.items():  # each judge run against the bare loop on each transport
                     row[f"{who}_vs_bare_{bt}"] = round(rate / brate, 3)
             ceiling_rows.append(row)
-            per_run = ", ".join(f"{t}/{layout} {rate:.1f}/s ({rate / bare_rate[t][0]:.3f} of bare {t}, "
-                                f"{rate / bare_rate[args.transports[-1]][0]:.3f} of bare {args.transports[-1]})"
+            per_run = ", ".join(f"{t}/{layout} {rate:.1f}/s ("
+                                + ", ".join(f"{rate / brate:.3f} of bare {bt}" for bt, (brate, _) in bare_rate.items()) + ")"
                                 for (t, layout), (rate, _) in judge_rate.items())
             bares = ", ".join(f"{t} {rate:.1f}/s" for t, (rate, _) in bare_rate.items())
             print(f"concurrency {c}: bare {bares}; LLMJudge {per_run} (bound {bound:.0f}/s)", flush=True)
