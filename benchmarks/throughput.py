@@ -18,22 +18,23 @@ import time
 from benchmarks.common import MODEL, bound_per_s, parser, synthetic_dataset, table, write_json
 
 
-def judge_pairs(base_url: str, dataset, pairs, concurrency: int, rpm: float | None) -> dict:
-    """One measurement: a fresh LLMJudge with a fresh cache judges `pairs`; wall time of judge()."""
+def judge_pairs(base_url: str, dataset, pairs, concurrency: int, rpm: float | None, http_transport: str = "aiohttp") -> dict:
+    """One measurement: a fresh LLMJudge with a fresh cache judges `pairs`; wall time and client CPU of judge()."""
     from judgebench.judges.llm import LLMJudge
     from judgebench.llm.api import OpenAIBackend
 
     cache = tempfile.mkdtemp(prefix="jb-throughput-")
     try:
-        backend = OpenAIBackend(MODEL, base_url=base_url, max_concurrency=concurrency, requests_per_minute=rpm)
+        backend = OpenAIBackend(MODEL, base_url=base_url, max_concurrency=concurrency, requests_per_minute=rpm,
+                                http_transport=http_transport)
         judge = LLMJudge(name="bench", family="openai", model=MODEL, backend=backend, cache_dir=cache, progress=False)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         result = judge.judge(pairs, dataset, dataset.corpus)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    return {"seconds": seconds, "labels": len(result.labels), "failed": len(result.failed),
-            "calls_made": result.usage.calls_made}
+    return {"seconds": seconds, "cpu_seconds": cpu, "labels": len(result.labels), "failed": len(result.failed),
+            "calls_made": result.usage.calls_made, "http_client": type(backend._client._client).__name__}
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -1,14 +1,15 @@
 """LLMJudge side by side with a bare AsyncOpenAI loop and with UMBRELA, same pairs, same fake server, one run.
 
 (a) Bare client: ``openai.AsyncOpenAI`` + ``asyncio.Semaphore(c)`` + ``gather``, no cache, no retries, no
-    parsing: the ceiling the client library allows on this machine. Runs alternate bare / LLMJudge and the
-    median of --repeats runs is reported, because a shared 2-core machine is noisy. LLMJudge runs once per
-    cache layout in --layouts (one file per entry, append-only segments) in each round.
+    parsing: the ceiling the client library allows on this machine, on each of the SDK's HTTP clients
+    (--transports: aiohttp, httpx). Runs alternate bare / LLMJudge and the median of --repeats runs is reported,
+    because a shared 2-core machine is noisy. LLMJudge runs on every cache layout in --layouts and every
+    transport in each round; each is divided by the bare loop on each transport, at the same concurrency.
 (b) UMBRELA 0.0.7 (PyPI; synchronous, one request at a time) installed into its own venv, fed the same
     prompt template (UMBRELA's zero-shot "bing" prompt, which judgebench ships) and the same pairs. Its newer
     async judge (GitHub source only, Python >= 3.12) is skipped when no newer PyPI release exists.
 
-    python -m benchmarks.versus [--quick] [--pairs 2000] [--umbrela-pairs 300] [--repeats 3] [--layouts files segments]
+    python -m benchmarks.versus [--quick] [--pairs 2000] [--umbrela-pairs 300] [--repeats 3] [--layouts default files segments] [--transports aiohttp httpx]
 """
 
 from __future__ import annotations
@@ -33,10 +34,13 @@ UMBRELA_VERSION = "0.0.7"
 UMBRELA_VENV = Path(os.environ.get("UMBRELA_VENV", "/tmp/umbrela-venv"))
 
 
-async def _bare(base_url: str, prompts: list[str], concurrency: int, system: str | None = None) -> float:
+async def _bare(base_url: str, prompts: list[str], concurrency: int, system: str | None, transport: str) -> tuple[float, float]:
     import openai
 
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-dummy-for-the-fake-server", max_retries=0)
+    from judgebench.llm.http_transport import openai_http_client
+
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-dummy-for-the-fake-server", max_retries=0,
+                                http_client=openai_http_client(transport))
     sem = asyncio.Semaphore(concurrency)
     messages_head = [{"role": "system", "content": system}] if system else []
 
@@ -47,16 +51,18 @@ async def _bare(base_url: str, prompts: list[str], concurrency: int, system: str
                 temperature=0.0, top_p=1.0, max_tokens=64, frequency_penalty=0.0)
             return resp.choices[0].message.content or ""
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     answers = await asyncio.gather(*(one(p) for p in prompts))
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     await client.close()
     assert len(answers) == len(prompts)
-    return seconds
+    return seconds, cpu
 
 
-def bare_client(base_url: str, prompts: list[str], concurrency: int, system: str | None = None) -> float:
-    return asyncio.run(_bare(base_url, prompts, concurrency, system))
+def bare_client(base_url: str, prompts: list[str], concurrency: int, system: str | None = None,
+                transport: str = "aiohttp") -> tuple[float, float]:
+    """(wall seconds, client CPU seconds) of the bare loop on the SDK's `transport` (aiohttp or httpx)."""
+    return asyncio.run(_bare(base_url, prompts, concurrency, system, transport))
 
 
 @contextlib.contextmanager
@@ -83,9 +89,12 @@ def cache_writes(mode: str):
 
 @contextlib.contextmanager
 def cache_layout(layout: str):
-    """The layout a fresh cache is written in (JUDGEBENCH_CACHE_LAYOUT) for the judge runs inside."""
+    """The layout a fresh cache is written in (JUDGEBENCH_CACHE_LAYOUT) for the judge runs inside; "default":
+    whatever the cache picks for a new root."""
     saved = os.environ.get("JUDGEBENCH_CACHE_LAYOUT")
-    os.environ["JUDGEBENCH_CACHE_LAYOUT"] = layout
+    os.environ.pop("JUDGEBENCH_CACHE_LAYOUT", None)
+    if layout != "default":
+        os.environ["JUDGEBENCH_CACHE_LAYOUT"] = layout
     try:
         yield
     finally:
@@ -177,6 +186,11 @@ def run_umbrela(py: Path, base_url: str, dataset, pairs) -> dict:
 
 # ------------------------------------------------------------------------------------------- main
 
+def _median_rate(n: int, runs: list[tuple[float, float]]) -> tuple[float, float]:
+    """(pairs/s of the median wall time, median client CPU ms per pair)."""
+    return n / statistics.median(s for s, _ in runs), 1000 * statistics.median(c for _, c in runs) / n
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = parser(__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=2000)
@@ -185,8 +199,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[32, 64])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-umbrela", action="store_true")
-    ap.add_argument("--layouts", nargs="+", default=["files", "segments"], choices=["files", "segments"],
-                    help="cache layouts LLMJudge writes (each alternated with the bare client; the first is the headline)")
+    ap.add_argument("--layouts", nargs="+", default=["default"], choices=["default", "files", "segments"],
+                    help="cache layouts LLMJudge writes (default: what a new cache gets); the first is the headline")
+    ap.add_argument("--transports", nargs="+", default=["aiohttp", "httpx"], choices=["aiohttp", "httpx"],
+                    help="the SDK's HTTP clients; the bare loop and LLMJudge run on each; the first is the headline")
     args = ap.parse_args(argv)
     if args.quick:
         args.pairs, args.umbrela_pairs, args.latency, args.concurrency, args.repeats = 60, 10, 0.01, [8], 1
@@ -198,54 +214,77 @@ def main(argv: list[str] | None = None) -> dict:
     pairs = dataset.label_set()[["query_id", "doc_id"]]
     prompts = render_prompts(dataset, pairs)
     n = len(pairs)
+    head_t, head_l = args.transports[0], args.layouts[0]
     ceiling_rows, umbrela_rows, notes = [], [], []
     result: dict = {"settings": {"pairs": n, "umbrela_pairs": args.umbrela_pairs, "latency_s": args.latency,
-                                 "concurrency": args.concurrency, "repeats": args.repeats, "quick": args.quick}}
+                                 "concurrency": args.concurrency, "repeats": args.repeats, "quick": args.quick,
+                                 "layouts": args.layouts, "transports": args.transports}}
+    # LLMJudge runs: every layout on the headline transport, every other transport on the headline layout
+    judge_runs = [(head_t, layout) for layout in args.layouts] + [(t, head_l) for t in args.transports[1:]]
     with FakeLLMServer(latency_s=args.latency) as srv:
         url = srv.openai_base_url
-        bare_client(url, prompts[:20], 4)  # warm-up: imports, first connections
+        for t in args.transports:
+            bare_client(url, prompts[:20], 4, transport=t)  # warm-up: imports, first connections
         # (a) the bare-client ceiling vs LLMJudge, alternating, median of repeats
         for c in args.concurrency:
-            bare_s, by_layout = [], {layout: [] for layout in args.layouts}
+            bare = {t: [] for t in args.transports}
+            judged: dict = {run: [] for run in judge_runs}
+            clients = set()
             for _ in range(args.repeats):
-                srv.reset()
-                bare_s.append(bare_client(url, prompts, c))
-                for layout in args.layouts:
+                for t in args.transports:
+                    srv.reset()
+                    bare[t].append(bare_client(url, prompts, c, transport=t))
+                for t, layout in judge_runs:
                     srv.reset()
                     with cache_layout(layout):
-                        m = judge_pairs(url, dataset, pairs, c, None)
-                    assert m["labels"] == n, m
-                    by_layout[layout].append(m["seconds"])
-            judge_s = by_layout[args.layouts[0]]
-            bare_rate, judge_rate = n / statistics.median(bare_s), n / statistics.median(judge_s)
-            layout_rates = {layout: n / statistics.median(s) for layout, s in by_layout.items()}
+                        m = judge_pairs(url, dataset, pairs, c, None, http_transport=t)
+                    assert m["labels"] == n and srv.stats()["requests"] == n, m
+                    judged[(t, layout)].append((m["seconds"], m["cpu_seconds"]))
+                    clients.add((t, m["http_client"]))
+            bare_rate = {t: _median_rate(n, runs) for t, runs in bare.items()}
+            judge_rate = {run: _median_rate(n, runs) for run, runs in judged.items()}
+            head_bare, head_judge = bare_rate[head_t][0], judge_rate[(head_t, head_l)][0]
             bound = bound_per_s(c, args.latency, None)
             diag = {}
             for mode in ("no-fsync", "none"):  # one run each: what the durable cache writes cost
                 srv.reset()
-                with cache_writes(mode), cache_layout(args.layouts[0]):
-                    diag[mode] = n / judge_pairs(url, dataset, pairs, c, None)["seconds"]
-            ceiling_rows.append({
-                "concurrency": c, "pairs": n, "bare_client_per_s": round(bare_rate, 1), "llmjudge_per_s": round(judge_rate, 1),
-                "llmjudge_vs_bare": round(judge_rate / bare_rate, 3), "bound_per_s": round(bound, 1),
-                "bare_efficiency": round(bare_rate / bound, 3), "llmjudge_efficiency": round(judge_rate / bound, 3),
+                with cache_writes(mode), cache_layout(head_l):
+                    diag[mode] = n / judge_pairs(url, dataset, pairs, c, None, http_transport=head_t)["seconds"]
+            row = {
+                "concurrency": c, "pairs": n, "transport": head_t, "layout": head_l,
+                "bare_client_per_s": round(head_bare, 1), "llmjudge_per_s": round(head_judge, 1),
+                "llmjudge_vs_bare": round(head_judge / head_bare, 3), "bound_per_s": round(bound, 1),
+                "bare_efficiency": round(head_bare / bound, 3), "llmjudge_efficiency": round(head_judge / bound, 3),
                 "llmjudge_no_fsync_per_s": round(diag["no-fsync"], 1), "llmjudge_no_cache_writes_per_s": round(diag["none"], 1),
-                "bare_runs_s": [round(s, 3) for s in bare_s], "llmjudge_runs_s": [round(s, 3) for s in judge_s],
-                "layout": args.layouts[0],
-                **{f"llmjudge_{layout}_vs_bare": round(rate / bare_rate, 3) for layout, rate in layout_rates.items()},
-                **{f"llmjudge_{layout}_runs_s": [round(s, 3) for s in by_layout[layout]] for layout in args.layouts},
-            })
-            per_layout = ", ".join(f"{layout} {rate:.1f}/s ({rate / bare_rate:.3f})" for layout, rate in layout_rates.items())
-            print(f"concurrency {c}: bare {bare_rate:.1f}/s, LLMJudge {per_layout} (bound {bound:.0f}/s)", flush=True)
+                "bare_runs_s": [round(s, 3) for s, _ in bare[head_t]],
+                "llmjudge_runs_s": [round(s, 3) for s, _ in judged[(head_t, head_l)]],
+                "http_clients": {t: name for t, name in sorted(clients)},
+            }
+            for t, (rate, cpu_ms) in bare_rate.items():
+                row[f"bare_{t}_per_s"], row[f"bare_{t}_cpu_ms_per_pair"] = round(rate, 1), round(cpu_ms, 2)
+                row[f"bare_{t}_runs_s"] = [round(s, 3) for s, _ in bare[t]]
+            for (t, layout), (rate, cpu_ms) in judge_rate.items():
+                who = f"llmjudge_{t}_{layout}"
+                row[f"{who}_per_s"], row[f"{who}_cpu_ms_per_pair"] = round(rate, 1), round(cpu_ms, 2)
+                row[f"{who}_runs_s"] = [round(s, 3) for s, _ in judged[(t, layout)]]
+                for bt, (brate, _) in bare_rate.items():  # each judge run against the bare loop on each transport
+                    row[f"{who}_vs_bare_{bt}"] = round(rate / brate, 3)
+            ceiling_rows.append(row)
+            per_run = ", ".join(f"{t}/{layout} {rate:.1f}/s ("
+                                + ", ".join(f"{rate / brate:.3f} of bare {bt}" for bt, (brate, _) in bare_rate.items()) + ")"
+                                for (t, layout), (rate, _) in judge_rate.items())
+            bares = ", ".join(f"{t} {rate:.1f}/s" for t, (rate, _) in bare_rate.items())
+            print(f"concurrency {c}: bare {bares}; LLMJudge {per_run} (bound {bound:.0f}/s)", flush=True)
         result["ceiling"] = ceiling_rows
 
-        # (b) UMBRELA
+        # (b) UMBRELA, and the shape of its newer async judge; every ratio at equal concurrency, on the same pairs
         sub = pairs.iloc[: args.umbrela_pairs]
         srv.reset()
-        jb_sub = judge_pairs(url, dataset, sub, 8, None)  # judgebench at its configured default concurrency (8)
+        jb_sub = judge_pairs(url, dataset, sub, 8, None, http_transport=head_t)  # its configured default concurrency (8)
         jb_sub_rate = len(sub) / jb_sub["seconds"]
         best_c = max(ceiling_rows, key=lambda r: r["llmjudge_per_s"]) if ceiling_rows else None
         umbrela: dict = {"requested": not args.skip_umbrela}
+        ratios = {}
         if args.skip_umbrela:
             notes.append("UMBRELA skipped (--skip-umbrela)")
         else:
@@ -260,10 +299,16 @@ def main(argv: list[str] | None = None) -> dict:
                 u["server_requests"] = srv.stats()["requests"]
                 u["per_s"] = u["pairs"] / u["seconds"]
                 umbrela["v0.0.7"] = u
+                srv.reset()
+                jb_c1 = judge_pairs(url, dataset, sub, 1, None, http_transport=head_t)  # UMBRELA 0.0.7 sends one at a time
+                ratios["llmjudge_vs_umbrela_0.0.7_c1"] = round(u["seconds"] / jb_c1["seconds"], 2)
                 umbrela_rows.append({"judge": f"UMBRELA {u['version']} (sync)", "concurrency": 1, "pairs": u["pairs"],
                                      "per_s": round(u["per_s"], 1),
                                      "labels_parsed_correctly": f"{u['labels_parsed']}/{u['pairs']} parsed; the rest became 0 "
                                                                 f"({u['labels_equal_to_stated_score']} right by chance)"})
+                umbrela_rows.append({"judge": "judgebench LLMJudge", "concurrency": 1, "pairs": len(sub),
+                                     "per_s": round(len(sub) / jb_c1["seconds"], 1),
+                                     "labels_parsed_correctly": f"{jb_c1['labels']}/{len(sub)}"})
             newest = newest_umbrela_on_pypi(py)
             umbrela["newest_on_pypi"] = newest
             if newest in (None, UMBRELA_VERSION):
@@ -275,33 +320,29 @@ def main(argv: list[str] | None = None) -> dict:
             notes.append(f"UMBRELA async judge {umbrela['async']}")
             print(f"UMBRELA async judge {umbrela['async']}", flush=True)
         # stand-in for UMBRELA's newer judge: the same shape (AsyncOpenAI, gather under Semaphore(8), a system
-        # message), written here, not its code; it equals the bare client at concurrency 8
+        # message), written here, not its code; on the same pairs and transport as LLMJudge at concurrency 8
         srv.reset()
-        shaped_s = bare_client(url, prompts, 8, system="You are a helpful assistant.")
-        shaped_rate = n / shaped_s
+        shaped_s, _ = bare_client(url, render_prompts(dataset, sub), 8, system="You are a helpful assistant.", transport=head_t)
+        shaped_rate = len(sub) / shaped_s
         umbrela_rows.append({"judge": "AsyncOpenAI + Semaphore(8) (shape of UMBRELA's async judge; stand-in)",
-                             "concurrency": 8, "pairs": n, "per_s": round(shaped_rate, 1), "labels_parsed_correctly": "n/a"})
+                             "concurrency": 8, "pairs": len(sub), "per_s": round(shaped_rate, 1), "labels_parsed_correctly": "n/a"})
         umbrela_rows.append({"judge": "judgebench LLMJudge", "concurrency": 8, "pairs": len(sub), "per_s": round(jb_sub_rate, 1),
                              "labels_parsed_correctly": f"{jb_sub['labels']}/{len(sub)}"})
-        if best_c:
+        ratios["llmjudge_vs_async_shaped_c8"] = round(jb_sub_rate / shaped_rate, 2)
+        if best_c:  # context, not a ratio: what concurrency adds
             umbrela_rows.append({"judge": "judgebench LLMJudge", "concurrency": best_c["concurrency"], "pairs": n,
                                  "per_s": best_c["llmjudge_per_s"], "labels_parsed_correctly": f"{n}/{n}"})
-        ratios = {}
-        if "v0.0.7" in umbrela:
-            u = umbrela["v0.0.7"]
-            ratios["umbrela_0.0.7_same_pairs_wall_time_ratio_at_c8"] = round(u["seconds"] / jb_sub["seconds"], 2)
-            if best_c:
-                ratios["throughput_vs_umbrela_0.0.7"] = round(best_c["llmjudge_per_s"] / u["per_s"], 2)
-        if best_c:
-            ratios["throughput_vs_async_shaped_c8"] = round(best_c["llmjudge_per_s"] / shaped_rate, 2)
         umbrela["ratios"] = ratios
         result["umbrela"] = umbrela
-    md_a = table(ceiling_rows, ["concurrency", "pairs", "bare_client_per_s", "llmjudge_per_s", "llmjudge_vs_bare",
-                                "bound_per_s", "bare_efficiency", "llmjudge_efficiency", "llmjudge_no_fsync_per_s",
-                                "llmjudge_no_cache_writes_per_s", *[f"llmjudge_{layout}_vs_bare" for layout in args.layouts]],
-                 f"(a) LLMJudge vs a bare AsyncOpenAI loop, {round(args.latency * 1000)} ms latency (median of {args.repeats})")
+    vs_cols = [f"llmjudge_{t}_{layout}_vs_bare_{bt}" for t, layout in judge_runs for bt in args.transports]
+    md_a = table(ceiling_rows, ["concurrency", "pairs", "bare_client_per_s", "llmjudge_per_s", "llmjudge_vs_bare", *vs_cols,
+                                *[f"bare_{t}_cpu_ms_per_pair" for t in args.transports],
+                                *[f"llmjudge_{t}_{layout}_cpu_ms_per_pair" for t, layout in judge_runs],
+                                "bound_per_s", "llmjudge_no_fsync_per_s", "llmjudge_no_cache_writes_per_s"],
+                 f"(a) LLMJudge ({head_t}, {head_l} layout) vs a bare AsyncOpenAI loop, {round(args.latency * 1000)} ms "
+                 f"latency (median of {args.repeats})")
     md_b = table(umbrela_rows, ["judge", "concurrency", "pairs", "per_s", "labels_parsed_correctly"], "(b) vs UMBRELA")
-    for k, v in result["umbrela"]["ratios"].items():
+    for k, v in ratios.items():
         print(f"{k}: {v}")
     result.update({"umbrela_rows": umbrela_rows, "notes": notes, "markdown": md_a + "\n\n" + md_b})
     write_json("versus", result, args.out)

@@ -40,6 +40,7 @@ def measure(n: int, concurrency: list[int], latency: float) -> dict:
         for c in concurrency:
             srv.reset()
             bare = bare_client(srv.openai_base_url, prompts, c)
+            bare = bare[0] if isinstance(bare, tuple) else bare  # (wall, CPU) since the transports were measured
             srv.reset()
             judged = judge_pairs(srv.openai_base_url, dataset, pairs, c, None)
             assert judged["labels"] == len(prompts), judged

@@ -126,23 +126,37 @@ def test_versus_without_umbrela(tmp_path, monkeypatch):
     data = run_benchmark("versus", tmp_path, "--skip-umbrela", monkeypatch=monkeypatch)
     (row,) = data["ceiling"]  # --quick: 60 pairs, 10 ms latency, concurrency 8, one repeat
     assert (row["concurrency"], row["pairs"], row["bound_per_s"]) == (8, 60, 800.0)
+    assert (row["transport"], row["layout"]) == ("aiohttp", "default")
+    # LLMJudge really sent through each transport it is reported on: the SDK's aiohttp client, then its httpx one
+    assert row["http_clients"] == {"aiohttp": "_InstalledAioHttpClient", "httpx": "AsyncHttpxClientWrapper"}
     (bare_s,), (judge_s,) = row["bare_runs_s"], row["llmjudge_runs_s"]
+    assert row["bare_aiohttp_runs_s"] == row["bare_runs_s"] and row["llmjudge_aiohttp_default_runs_s"] == row["llmjudge_runs_s"]
     assert rate_close(row["bare_client_per_s"], 60, bare_s)
     assert rate_close(row["llmjudge_per_s"], 60, judge_s)
-    assert close(row["llmjudge_vs_bare"], row["llmjudge_per_s"] / row["bare_client_per_s"], 0.002 + row["llmjudge_vs_bare"] * 0.002)
+    assert close(row["llmjudge_vs_bare"], bare_s / judge_s, 0.002 + bare_s / judge_s * 0.003)
+    # every ratio divides runs at the same concurrency: each judge run by the bare loop on each transport
+    runs = {(t, layout): row[f"llmjudge_{t}_{layout}_runs_s"][0] for t, layout in (("aiohttp", "default"), ("httpx", "default"))}
+    for (t, layout), judge in runs.items():
+        for bt in ("aiohttp", "httpx"):
+            expected = row[f"bare_{bt}_runs_s"][0] / judge
+            assert close(row[f"llmjudge_{t}_{layout}_vs_bare_{bt}"], expected, 0.002 + expected * 0.003), (t, bt)
+    for who in ("bare_aiohttp", "bare_httpx", "llmjudge_aiohttp_default", "llmjudge_httpx_default"):
+        assert 0 < row[f"{who}_cpu_ms_per_pair"] < 1000 * row[f"{who}_runs_s"][0] * 2 / 60  # 2 cores at most
     for who in ("bare", "llmjudge"):
         assert close(row[f"{who}_efficiency"], row[f"{who}{'_client' if who == 'bare' else ''}_per_s"] / 800, 0.001)
         assert 0.01 < row[f"{who}_efficiency"] <= 1.0 + 0.001  # the bound is a bound
-    # 60 pairs 8 at a time: at least ceil(60 / 8) = 8 rounds of 10 ms, for the bare client and for LLMJudge
-    assert bare_s >= 0.08 - 0.0005 and judge_s >= 0.08 - 0.0005, row
+    # 60 pairs 8 at a time: at least ceil(60 / 8) = 8 rounds of 10 ms, for every run
+    assert min(min(row[f"{who}_runs_s"]) for who in ("bare_aiohttp", "bare_httpx", *[f"llmjudge_{t}_default" for t in ("aiohttp", "httpx")])) >= 0.08 - 0.0005
     assert data["umbrela"]["requested"] is False and "v0.0.7" not in data["umbrela"]
     stand_in, small, best = data["umbrela_rows"]
-    assert "stand-in" in stand_in["judge"] and (stand_in["concurrency"], stand_in["pairs"]) == (8, 60)
-    assert (small["pairs"], small["labels_parsed_correctly"]) == (10, "10/10")  # --umbrela-pairs 10, every label parsed
+    assert "stand-in" in stand_in["judge"] and (stand_in["concurrency"], stand_in["pairs"]) == (8, 10)
+    assert (small["concurrency"], small["pairs"], small["labels_parsed_correctly"]) == (8, 10, "10/10")  # --umbrela-pairs 10
     assert (best["pairs"], best["per_s"], best["labels_parsed_correctly"]) == (60, row["llmjudge_per_s"], "60/60")
-    (ratio,) = data["umbrela"]["ratios"].values()
-    assert close(ratio, row["llmjudge_per_s"] / stand_in["per_s"], 0.01 + ratio * 0.003)
-    assert {"llmjudge_no_fsync_per_s", "llmjudge_files_vs_bare", "llmjudge_segments_vs_bare"} <= set(row)
+    # the only ratio left without UMBRELA compares equal concurrency (8) on the same 10 pairs
+    assert list(data["umbrela"]["ratios"]) == ["llmjudge_vs_async_shaped_c8"]
+    ratio = data["umbrela"]["ratios"]["llmjudge_vs_async_shaped_c8"]
+    assert close(ratio, small["per_s"] / stand_in["per_s"], 0.01 + ratio * 0.02)
+    assert {"llmjudge_no_fsync_per_s", "llmjudge_no_cache_writes_per_s"} <= set(row)
 
 
 def test_local_scoring(tmp_path):

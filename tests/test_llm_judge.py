@@ -136,7 +136,24 @@ def test_missing_key_names_the_variable(server, small, tmp_path, monkeypatch):
         make_judge(server, tmp_path, "gemini").judge(small.label_set()[["query_id", "doc_id"]].head(2), small, small.corpus)
 
 
+@pytest.mark.parametrize(("transport", "client_class"), [("aiohttp", "_InstalledAioHttpClient"), ("httpx", "AsyncHttpxClientWrapper")])
+def test_openai_judge_sends_through_the_http_transport_it_names(server, small, tmp_path, monkeypatch, transport, client_class):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    server.configure(latency_s=0.0, fail_429=0, fail_500=0, fail_timeout=0, fail_malformed=0, fail_noscore=0)
+    server.reset()
+    pairs = small.label_set()[["query_id", "doc_id"]]
+    judge = make_judge(server, tmp_path, http_transport=transport)
+    result = judge.judge(pairs, small, small.corpus)
+    assert type(judge.backend._client._client).__name__ == client_class  # the SDK's aiohttp client, or its httpx default
+    assert server.stats()["requests"] == 60 and result.failed.empty
+    template = load_prompt("umbrela_bing")
+    assert [fake_label(template.render(query=small.queries[q], passage=small.corpus[d])) for q, d in
+            result.labels[["query_id", "doc_id"]].itertuples(index=False)] == result.labels["relevance"].tolist()
+
+
 def test_bad_backend_settings_are_config_errors():
+    with pytest.raises(ConfigError, match="http_transport='requests'"):
+        OpenAIBackend("m", http_transport="requests")
     with pytest.raises(ConfigError, match="max_concurrency=-1"):
         OpenAIBackend("m", max_concurrency=-1)
     with pytest.raises(ConfigError, match="requests_per_minute=0"):

@@ -20,6 +20,7 @@ from judgebench.exceptions import BackendUnreachable, ConfigError
 from judgebench.llm.batch_settings import BatchSettings, check_mode
 from judgebench.llm.concurrency import AdaptiveConcurrency
 from judgebench.llm.gemini_models import normalised, thinking_request
+from judgebench.llm.http_transport import HTTP_TRANSPORTS, openai_http_client
 from judgebench.llm.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.masking import ENV_NAME, mask_url, register_secret_env
 
@@ -289,9 +290,12 @@ class OpenAIBackend(APIBackend):
     backend = "openai"
     default_key_envs = ("OPENAI_API_KEY",)
 
-    def __init__(self, model: str, *, frequency_penalty: float = 0.0, **kw):
+    def __init__(self, model: str, *, frequency_penalty: float = 0.0, http_transport: str = "aiohttp", **kw):
         super().__init__(model, **kw)
         self.frequency_penalty = float(frequency_penalty)
+        if http_transport not in HTTP_TRANSPORTS:
+            raise ConfigError(f"http_transport={http_transport!r}: expected one of {', '.join(HTTP_TRANSPORTS)}")
+        self.http_transport = http_transport
 
     def generation_params(self) -> dict:
         return {**super().generation_params(), "frequency_penalty": self.frequency_penalty}
@@ -312,7 +316,8 @@ class OpenAIBackend(APIBackend):
         import openai
 
         base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._client = openai.AsyncOpenAI(api_key=self.api_key(), base_url=base_url, max_retries=0, timeout=self.timeout_s)
+        self._client = openai.AsyncOpenAI(api_key=self.api_key(), base_url=base_url, max_retries=0, timeout=self.timeout_s,
+                                          http_client=openai_http_client(self.http_transport))
 
     async def close(self) -> None:
         await self._client.close()
