@@ -4,6 +4,8 @@ and compare."""
 
 from __future__ import annotations
 
+import re
+
 import math
 
 import numpy as np
@@ -416,7 +418,13 @@ def test_end_to_end_on_the_toy_grid(grid):
         artifact_checks.png(out / f)
     # the .tex of the simulated judge: a row per estimator and k (6 x 3) whose numbers include its MAE and tau
     rows = artifact_checks.tex_rows(out / "calibration_toy_simulated.tex")
-    assert len(rows) >= 3, rows
+    assert len(rows) == len(sim) == 18, rows
+    for cells in rows:
+        estimator, k = cells[0].replace("\\_", "_").replace("\\+", "+"), int(re.sub(r"\D", "", cells[1]))  # "all (12)": 12
+        want = sim.loc[(estimator, k)]
+        got = artifact_checks.numbers(cells[1:])
+        for col in ("mae", "tau"):
+            assert any(abs(x - round(float(want[col]), 3)) < 1e-9 for x in got), (cells, col, want[col])
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "## Correcting the judge with k human-labelled queries" in report and "Smallest k without inversion" in report
 
