@@ -79,6 +79,18 @@ def install() -> None:
         return launcher
 
     Plugins.instantiate_launcher = instantiate_launcher
+    from hydra.plugins.sweeper import Sweeper
+
+    validate = Sweeper.validate_batch_is_legal
+
+    def validate_batch_is_legal(self, batch):  # the sweeper composes every cell's config once before launching any
+        started = time.perf_counter()
+        try:
+            return validate(self, batch)
+        finally:
+            _timings["validate_s"] = _timings.get("validate_s", 0.0) + time.perf_counter() - started
+
+    Sweeper.validate_batch_is_legal = validate_batch_is_legal
     jrun._dispatch = timed("rest of cell", jrun._dispatch, new_cell=True)
     pipeline.load_dataset = timed("dataset load", pipeline.load_dataset)
     rankings.rank_once = timed("ranking", rankings.rank_once)
@@ -112,6 +124,7 @@ def main(argv: list[str]) -> int:
         code = exc.code if isinstance(exc.code, int) else 1
     total = time.perf_counter() - started
     data = {"exit_code": code, "process_s": total, "imports_s": imported - started, "launch_s": _timings.get("launch_s", 0.0),
+            "validate_s": _timings.get("validate_s", 0.0),
             "before_first_cell": _pre, "cells": cells}
     with open(out, "w", encoding="utf-8") as f:
         json.dump(data, f)

@@ -7,8 +7,8 @@ file judges (``judge=qrels``, one qrels file per judge, the human labels with a 
 run under benchmarks/_grid_timer.py, which splits each cell's wall time into Hydra, dataset load, ranking, judging,
 evaluation, MLflow and the rest. Then ``judgebench-compare`` runs over the store, timed from the outside.
 
-Per-cell overhead = the launcher's time / cells (process start-up, imports and the sweep's set-up excluded:
-they are paid once). Growth = per-cell time of the last tenth of the cells / the first tenth, and the per-cell
+Per-cell time = (the launcher's time + the sweeper's up-front check of the cells' configs) / cells; process
+start-up, imports and the sweep's set-up (store, experiment, parent run) are paid once and shown apart. Growth = per-cell time of the last tenth of the cells / the first tenth, and the per-cell
 time of the largest grid / the smallest: 1 is linear.
 
     python -m benchmarks.grid_scaling [--sizes 100,300,1000] [--datasets toy,dl19] [--judges simulated,file] [--quick]
@@ -111,13 +111,14 @@ def summarize(t: dict, wall: float) -> dict:
     cells = t["cells"]
     n = len(cells)
     split = {s: sum(c[s] for c in cells) for s in STAGES}
+    split["hydra"] += t["validate_s"]  # the sweeper composes cells' configs before launching: a per-cell cost too
     per_cell = [sum(c.values()) for c in cells]
     tenth = max(1, n // 10)
     first, last = sum(per_cell[:tenth]) / tenth, sum(per_cell[-tenth:]) / tenth
     return {
-        "timed_cells": n, "process_s": t["process_s"], "startup_s": t["process_s"] - t["launch_s"], "launch_s": t["launch_s"],
-        "split_s": split, "split_sum_s": sum(split.values()),
-        "per_cell_s": t["launch_s"] / max(1, n), "per_cell_split_s": {s: v / max(1, n) for s, v in split.items()},
+        "timed_cells": n, "process_s": t["process_s"], "startup_s": t["process_s"] - t["launch_s"] - t["validate_s"],
+        "launch_s": t["launch_s"], "validate_s": t["validate_s"], "split_s": split, "split_sum_s": sum(split.values()),
+        "per_cell_s": (t["launch_s"] + t["validate_s"]) / max(1, n), "per_cell_split_s": {s: v / max(1, n) for s, v in split.items()},
         "first_tenth_split_s": {s: sum(c[s] for c in cells[:tenth]) / tenth for s in STAGES},
         "last_tenth_split_s": {s: sum(c[s] for c in cells[-tenth:]) / tenth for s in STAGES},
         "first_tenth_per_cell_s": first, "last_tenth_per_cell_s": last, "growth_within_grid": last / first if first else None,
@@ -128,12 +129,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap = parser(__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100,300,1000", help="grid sizes in cells (comma-separated)")
     ap.add_argument("--datasets", default="toy,dl19", help="datasets (toy, dl19)")
-    ap.add_argument("--judges", default="simulated,file", help="judge kinds: simulated (seeds), file (qrels files)")
+    ap.add_argument("--judges", default=None, help="judge kinds: simulated (seeds), file (qrels files); default both (--quick: simulated)")
     ap.add_argument("--no-compare", action="store_true", help="skip judgebench-compare")
     args = ap.parse_args(argv)
     sizes = [4] if args.quick else [int(s) for s in args.sizes.split(",")]
     datasets = ["toy"] if args.quick else args.datasets.split(",")
-    kinds = ["simulated"] if args.quick else args.judges.split(",")
+    kinds = (args.judges or ("simulated" if args.quick else "simulated,file")).split(",")
     grids, rows = [], []
     for dataset in datasets:
         for kind in kinds:
