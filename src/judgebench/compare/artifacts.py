@@ -34,8 +34,8 @@ def per_query_matrix(rows: pd.DataFrame, systems: list[str], queries: list[str])
 @dataclass
 class Artifacts:
     """Downloads from one MLflow client; ``problems`` lists what could not be read. ``uris``: the artifact URI of
-    each run already read from the store (collect's ``artifact_uri`` column): the client's own download would
-    fetch the run again (and look up its logged models) for every file, the larger part of compare's time per cell."""
+    each run already read from the store (collect's ``artifact_uri`` column): the client's own download fetches the
+    run again (and looks up its logged models) for every file it reads."""
 
     client: MlflowClient
     problems: list[str] = field(default_factory=list)
