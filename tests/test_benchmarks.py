@@ -251,8 +251,24 @@ def test_versus_trees(tmp_path, monkeypatch):
     assert all(0.05 < r["ratios"][0] < 2.0 for r in data["rows"]), data["rows"]
 
 
+@pytest.mark.slow  # ~80 s: two 4-cell grids through run.py -m, and compare over each
+def test_grid_scaling(tmp_path, monkeypatch):
+    data = run_benchmark("grid_scaling", tmp_path, "--judges", "simulated,file", monkeypatch=monkeypatch)
+    assert [(r["judges"], r["cells"]) for r in data["rows"]] == [("simulated", 4), ("file", 4)]  # --quick: 2 systems x 2 judges
+    for grid, row in zip(data["grids"], data["rows"]):
+        # every launched cell ran to a FINISHED job run in MLflow, and the timer saw each one start
+        assert grid["job_runs"] == grid["finished"] == grid["timed_cells"] == 4
+        # the stages are exclusive: they add up to the launcher's own clock and the sweeper's check, inside the process's
+        assert abs(grid["split_sum_s"] - grid["launch_s"] - grid["validate_s"]) <= 0.02 * grid["launch_s"]
+        assert 0 < grid["validate_s"] and 0 < grid["launch_s"] < grid["process_s"] <= grid["wall_s"]
+        assert all(v >= 0 for v in grid["split_s"].values()) and grid["split_s"]["mlflow"] > 0 and grid["split_s"]["hydra"] > 0
+        assert close(row["per cell s"], (grid["launch_s"] + grid["validate_s"]) / 4, 0.0005) and grid["compare_s"] > 0
+        assert row["per cell vs smallest"] == 1.0  # one size: each grid is its own smallest
+
+
 @pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "local_judge_prefix", "overhead",
-                                  "adaptive_concurrency", "cache_write", "cache_open", "versus_trees", "budget_strategies"])
+                                  "adaptive_concurrency", "cache_write", "cache_open", "versus_trees", "budget_strategies",
+                                  "grid_scaling"])
 def test_help(name):
     import importlib
 

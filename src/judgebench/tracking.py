@@ -9,6 +9,7 @@ a dataset input, params that define the cell only (the full config is the ``conf
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -47,9 +48,11 @@ def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+@functools.lru_cache(maxsize=8)
 def git_commit(cwd: str | Path = Path(__file__).parent) -> str:
     """The commit of the judgebench checkout (not of wherever run.py was started); "unknown" for an installed
-    package, also one in a venv inside some other repository (whose commit says nothing about this code)."""
+    package, also one in a venv inside some other repository (whose commit says nothing about this code).
+    Once per process: the code a process runs is the code it imported (each call ran git twice, in every run)."""
     try:
         tracked = subprocess.run(["git", "ls-files", "--error-unmatch", str(Path(__file__).resolve())], cwd=cwd, capture_output=True, timeout=5)
         if tracked.returncode != 0:
@@ -201,8 +204,14 @@ class JobRun:
         for i in range(0, len(items), 500):
             _retry(lambda: self.client.log_batch(self.run_id, metrics=items[i : i + 500]))
 
-    def set_tags(self, tags: Mapping[str, Any]) -> None:
-        _retry(lambda: self.client.log_batch(self.run_id, tags=[RunTag(k, scrub(str(v))) for k, v in tags.items()]))
+    def set_tags(self, tags: Mapping[str, Any], metrics: Mapping[str, float] | None = None) -> None:
+        """Tags (and up to 1,000 ``metrics``) in one write: each write is a transaction of its own."""
+        now = int(time.time() * 1000)
+        values = [Metric(k, float(v), now, 0) for k, v in (metrics or {}).items() if v is not None]
+        if len(values) > 1000:
+            self.log_metrics(metrics or {})
+            values = []
+        _retry(lambda: self.client.log_batch(self.run_id, metrics=values, tags=[RunTag(k, scrub(str(v))) for k, v in tags.items()]))
 
     def log_files(self, files: Mapping[str, str | bytes]) -> None:
         """Text artifacts are scrubbed of every secret value the process knows (a server may echo a key)."""

@@ -33,15 +33,29 @@ def per_query_matrix(rows: pd.DataFrame, systems: list[str], queries: list[str])
 
 @dataclass
 class Artifacts:
-    """Downloads from one MLflow client; ``problems`` lists what could not be read."""
+    """Downloads from one MLflow client; ``problems`` lists what could not be read. ``uris``: the artifact URI of
+    each run already read from the store (collect's ``artifact_uri`` column): the client's own download fetches the
+    run again (and looks up its logged models) for every file it reads."""
 
     client: MlflowClient
     problems: list[str] = field(default_factory=list)
+    uris: dict[str, str] = field(default_factory=dict)
+
+    def remember(self, jobs: pd.DataFrame) -> None:
+        if "artifact_uri" in jobs:
+            self.uris.update((r, u) for r, u in zip(jobs["run_id"], jobs["artifact_uri"]) if isinstance(u, str) and u)
+
+    def _repo(self, run_id: str):
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+        if run_id not in self.uris:
+            self.uris[run_id] = self.client.get_run(run_id).info.artifact_uri
+        return get_artifact_repository(self.uris[run_id], tracking_uri=self.client.tracking_uri)  # a server's proxied artifacts
 
     def _read(self, run_id: str, name: str, reader):
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                path = Path(self.client.download_artifacts(run_id, name, tmp))
+                path = Path(self._repo(run_id).download_artifacts(name, tmp))
                 return reader(path)
             except Exception as e:  # noqa: BLE001 - any unreadable artifact is reported the same way
                 self.problems.append(f"run {run_id}: cannot read {name} ({type(e).__name__}: {e})")
@@ -49,7 +63,10 @@ class Artifacts:
 
     def _table(self, run_id: str, stem: str, **kw) -> pd.DataFrame | None:
         """``<stem>.csv``, or ``<stem>.tsv`` for runs logged before tables were CSV (same columns)."""
-        names = {a.path for a in self.client.list_artifacts(run_id)}
+        try:
+            names = {a.path for a in self._repo(run_id).list_artifacts()}
+        except Exception:  # noqa: BLE001 - an unreadable run: _read below reports it
+            names = set()
         if f"{stem}.csv" not in names and f"{stem}.tsv" in names:
             return self._read(run_id, f"{stem}.tsv", lambda p: pd.read_csv(p, sep="\t", **kw))
         return self._read(run_id, f"{stem}.csv", lambda p: pd.read_csv(p, **kw))

@@ -51,7 +51,8 @@ def run_row(r) -> dict:
     row = {c: r.data.tags.get(c) for c in TAG_COLUMNS}
     row.update({c: r.data.tags.get(t) for c, t in ID_TAGS.items()})
     row.update(r.data.metrics)
-    row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"))
+    row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"),
+               artifact_uri=r.info.artifact_uri)  # compare reads the artifacts without fetching each run again
     return row
 
 

@@ -40,6 +40,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     if jobs.empty:
         raise CompareError(f"experiment {experiment!r} has runs only on rewritten text views; the tables need the original view")
     art = Artifacts(client)
+    art.remember(everything)
     problems = art.problems
     per_query = art.per_query(jobs)
     labels = art.labels(everything)

@@ -106,8 +106,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
                                      rewriter.view != "original" or ranker.reads_texts(dataset), client, exp_id,
                                      files=inputs.digests(cfg.cache_dir, rankings.FILE_ROLES))
         run = ranking.run
-        job.set_tags({f"{tracking.TAG}ranking_key": ranking.key})
-        job.log_metrics(ranking.metrics)  # the ranking's own statistics (PRP's order consistency), on every cell that uses it
+        # the ranking's own statistics (PRP's order consistency), on every cell that uses it
+        job.set_tags({f"{tracking.TAG}ranking_key": ranking.key}, metrics=ranking.metrics)
 
         label_set = dataset.label_set()
         with job_stage(cfg, f"judge {judge.name}"):

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import krippendorff
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
 
 LEVELS = (0, 1, 2, 3)
 _KEYS = ["query_id", "doc_id"]
@@ -55,6 +54,8 @@ def _kappa(a: np.ndarray, b: np.ndarray, labels: Sequence[int], weights: str | N
         return math.nan
     if len(np.unique(a)) == 1 and np.array_equal(np.unique(a), np.unique(b)):
         return math.nan
+    from sklearn.metrics import cohen_kappa_score  # here: importing sklearn costs every process seconds, compare too
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return float(cohen_kappa_score(a, b, labels=list(labels), weights=weights))

@@ -1,0 +1,135 @@
+"""Run ``judgebench run`` in this process with a timer around each stage of every cell (grid_scaling.py).
+
+    python -m benchmarks._grid_timer OUT.json -- -m key=value ...
+
+Each wrapped function charges its own time, less that of the wrapped calls inside it, to one stage, so the
+stages of a cell add up to its wall time. A cell's "hydra" time is what Hydra (composition, launch, callbacks)
+spent before that cell's job started (the last cell also gets what follows it). The wrappers are installed
+here only: the package carries no timing code.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+
+STAGES = ["hydra", "dataset load", "ranking", "judging", "evaluation", "mlflow", "rest of cell"]
+_stack: list[str] = []
+_mark = [0.0]
+cells: list[dict[str, float]] = []
+_pre: dict[str, float] = {s: 0.0 for s in STAGES}  # charged before the first cell started
+
+
+def _charge(now: float) -> None:
+    if _stack:
+        bucket = cells[-1] if cells else _pre
+        bucket[_stack[-1]] += now - _mark[0]
+    _mark[0] = now
+
+
+def timed(stage: str, fn, new_cell: bool = False):
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        if new_cell:  # Hydra's time since the previous cell was spent launching this one
+            cells.append({s: 0.0 for s in STAGES})
+        _charge(time.perf_counter())
+        _stack.append(stage)
+        try:
+            return fn(*a, **kw)
+        finally:
+            _charge(time.perf_counter())
+            _stack.pop()
+
+    return wrapper
+
+
+def _hydra_launch(fn):
+    """The launcher's whole time (every cell and Hydra between them)."""
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        started = time.perf_counter()
+        try:
+            return fn(*a, **kw)
+        finally:
+            _timings["launch_s"] = time.perf_counter() - started
+
+    return wrapper
+
+
+_timings: dict[str, float] = {}
+
+
+def install() -> None:
+    from hydra.core.plugins import Plugins
+    from mlflow.tracking import MlflowClient
+
+    import judgebench.run as jrun
+    from judgebench import judge_summary, rankings, tracking
+    from judgebench.jobs import pipeline
+    from judgebench.judges.qrels_file import QrelsFileJudge
+    from judgebench.judges.simulated import SimulatedJudge
+
+    make_launcher = Plugins.instantiate_launcher
+
+    def instantiate_launcher(self, *a, **kw):  # Hydra re-executes its plugin modules: wrap the instance
+        launcher = make_launcher(self, *a, **kw)
+        launcher.launch = _hydra_launch(timed("hydra", launcher.launch))
+        return launcher
+
+    Plugins.instantiate_launcher = instantiate_launcher
+    from hydra.plugins.sweeper import Sweeper
+
+    validate = Sweeper.validate_batch_is_legal
+
+    def validate_batch_is_legal(self, batch):  # the sweeper composes every cell's config once before launching any
+        started = time.perf_counter()
+        try:
+            return validate(self, batch)
+        finally:
+            _timings["validate_s"] = _timings.get("validate_s", 0.0) + time.perf_counter() - started
+
+    Sweeper.validate_batch_is_legal = validate_batch_is_legal
+    jrun._dispatch = timed("rest of cell", jrun._dispatch, new_cell=True)
+    pipeline.load_dataset = timed("dataset load", pipeline.load_dataset)
+    rankings.rank_once = timed("ranking", rankings.rank_once)
+    for cls in (SimulatedJudge, QrelsFileJudge):
+        cls.judge = timed("judging", cls.judge)
+    for name in ("evaluate", "means", "references"):
+        setattr(pipeline, name, timed("evaluation", getattr(pipeline, name)))
+    judge_summary.statistics = timed("evaluation", judge_summary.statistics)
+    for name in dir(MlflowClient):
+        attr = getattr(MlflowClient, name)
+        if not name.startswith("_") and callable(attr) and not isinstance(attr, type):
+            setattr(MlflowClient, name, timed("mlflow", attr))
+    for name in ("ensure_sqlite_parent", "git_commit", "standard_tags", "open_store"):
+        setattr(tracking, name, timed("mlflow", getattr(tracking, name)))
+    import mlflow.data
+
+    mlflow.data.from_pandas = timed("mlflow", mlflow.data.from_pandas)
+
+
+def main(argv: list[str]) -> int:
+    started = time.perf_counter()
+    out, _, args = argv[0], argv[1], argv[2:]
+    install()
+    from judgebench.run import cli
+
+    imported = time.perf_counter()
+    code = 0
+    try:
+        code = cli(args)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    total = time.perf_counter() - started
+    data = {"exit_code": code, "process_s": total, "imports_s": imported - started, "launch_s": _timings.get("launch_s", 0.0),
+            "validate_s": _timings.get("validate_s", 0.0),
+            "before_first_cell": _pre, "cells": cells}
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
