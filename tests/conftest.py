@@ -126,16 +126,16 @@ def _real_mlflow_schema(request, premigrated_mlflow_stores):
     premigrated_mlflow_stores.off = False
 
 
-TOY_GRID = ["ranker=bm25,oracle,simulated_llm", "perturbation=perfect,swap_3,swap_2,swap_1,swap_2_3,swap_1_2",
+TOY_GRID = ["+system=bm25,oracle_perfect,oracle_swap_3,oracle_swap_2,oracle_swap_1,oracle_swap_2_3,oracle_swap_1_2,simulated_llm",
             "judge=human,simulated,simulated_unbiased"]
 
 
 @pytest.fixture(scope="session")
 def toy_grid_store(tmp_path_factory) -> Path:
-    """One toy sweep for the test modules that only read it (test_compare, test_report_html): 3 rankers x 6
-    perturbations x {human, biased and unbiased simulated} as ``run.py -m`` (forked warm, tests/cli_runner.py),
-    experiment ``grid`` in the default store ``<dir>/mlruns/mlflow.db``; 24 job runs (SimLLM and BM25 x swaps
-    are skipped as duplicates). Readers must not change it: a compare that logs writes to its own out folder."""
+    """One toy sweep for the test modules that only read it (test_compare, test_report_html, the budget benchmark's
+    smoke test): 8 systems (BM25, the six oracles, SimLLM; ``+system=``, so no ranker x perturbation duplicates to
+    skip) x {human, biased and unbiased simulated} as ``run.py -m`` (forked warm, tests/cli_runner.py), experiment
+    ``grid`` in the default store ``<dir>/mlruns/mlflow.db``: 24 job runs. Readers must not change its runs."""
     import cli_runner
 
     cli_runner.warm()

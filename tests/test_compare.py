@@ -36,7 +36,7 @@ VIRTUAL = ["majority", "mean_label"]  # the default panel is the majority here: 
 
 @pytest.fixture(scope="module")
 def grid(toy_grid_store):
-    """conftest's toy grid (3 rankers x 6 perturbations x {human, biased simulated, unbiased simulated}), one compare."""
+    """conftest's toy grid (8 systems x {human, biased simulated, unbiased simulated}), one compare."""
     tmp = toy_grid_store
     uri = f"sqlite:///{tmp}/mlruns/mlflow.db"
     out = tmp / "out"

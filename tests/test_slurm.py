@@ -57,6 +57,11 @@ def sweep(tmp: Path, *overrides: str, launcher: str = "slurm", env: dict | None 
         "experiment_name=launch", f"tracking_uri=sqlite:///{tmp}/mlruns/mlflow.db", f"artifact_root={tmp}/mlruns/artifacts",
         f"cache_dir={tmp}/cache", f"hydra.sweep.dir={tmp}/multirun", "progress=false",
     ]
+    if launcher == "local":  # the basic launcher runs the cells in run.py's process: fork the warm test process
+        import cli_runner
+
+        res = cli_runner.run(cmd[2:], cwd=tmp, env=env, timeout=timeout)
+        return subprocess.CompletedProcess(cmd, res.rc, res.out, res.err)
     return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout, env=env)
 
 
