@@ -96,8 +96,8 @@ class Child:
 def _child(target: list[str], args: list[str], cwd: Path, env: dict[str, str], out: Path, err: Path) -> None:
     code = 1
     try:
-        # as a new `python run.py` starts: Ctrl-C raises KeyboardInterrupt (a pytest-xdist worker ignores SIGINT,
-        # and a forked child inherits that), SIGTERM kills
+        # as a new `python run.py` starts, whatever handlers the test process set: Ctrl-C raises
+        # KeyboardInterrupt, SIGTERM kills
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.chdir(cwd)
