@@ -112,7 +112,7 @@ def measure(n: int, workdir: Path) -> list[dict]:
     after = probe(root, n // 2)
     assert report["records"] == n and report["kept"] == 0, report
     for state, m in (("segments", before), ("compacted", after)):
-        rows.append({"entries": n, "state": state, "open_s": round(m["seconds"], 3), "peak_rss_mb": round(m["peak_rss_mb"], 1),
+        rows.append({"entries": n, "state": state, "open_s": round(m["seconds"], 6), "peak_rss_mb": round(m["peak_rss_mb"], 1),
                      "interpreter_rss_mb": round(m["rss_before_mb"], 1), "found": m["found"], "disk_mb": round(size_mb, 1),
                      "build_s": round(built_s, 1), "compact_s": round(report["seconds"], 2) if state == "compacted" else None,
                      "compact_peak_rss_mb": round(report["peak_rss_mb"], 1) if state == "compacted" else None,

@@ -82,6 +82,14 @@ class Child:
             time.sleep(0.02)
         return self.result()
 
+    def signal_state(self) -> str:
+        """The child's signal mask, ignored and caught signals and thread count (/proc), for failure messages."""
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+        except OSError as e:
+            return f"no /proc status: {e}"
+        return " ".join(line.replace("\t", "") for line in status.splitlines() if line.startswith(("Sig", "Shd", "Threads")))
+
     def kill(self) -> None:
         if self.poll() is None:
             os.kill(self.pid, signal.SIGKILL)
@@ -100,6 +108,7 @@ def _child(target: list[str], args: list[str], cwd: Path, env: dict[str, str], o
         # KeyboardInterrupt, SIGTERM kills
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)

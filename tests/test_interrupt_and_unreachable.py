@@ -53,9 +53,10 @@ def test_ctrl_c_is_one_line_exit_130_and_the_sweep_is_still_summarized(tmp_path)
         while srv.stats()["requests"] < 20:
             assert child.poll() is None and time.monotonic() < deadline, str(child.result())
             time.sleep(0.01)
+        before = child.signal_state()
         os.kill(child.pid, signal.SIGINT)
         res = child.wait(60)
-    assert res.rc == 130, str(res)
+    assert res.rc == 130, f"{res}\nsignal state of the child when SIGINT was sent: {before}"
     assert "Traceback" not in res.err + res.out, str(res)
     lines = [x for x in res.err.splitlines() if x.startswith("judgebench: interrupted")]
     assert len(lines) == 1, str(res)

@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig
+
+from hydra_plugins.judgebench_sweeper.config_memo import MemoConfigRepository
 
 
 def covering(batch: Sequence[Sequence[str]]) -> list[Sequence[str]]:
@@ -27,5 +31,12 @@ def covering(batch: Sequence[Sequence[str]]) -> list[Sequence[str]]:
 
 
 class CoveringSweeper(BasicSweeper):
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        loader = hydra_context.config_loader
+        repository = getattr(loader, "repository", None)  # ConfigLoaderImpl's; the launcher composes through it
+        if repository is not None and not isinstance(repository, MemoConfigRepository):
+            loader.repository = MemoConfigRepository.wrapping(repository)
+        super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         super().validate_batch_is_legal(covering(batch))
