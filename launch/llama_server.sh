@@ -18,8 +18,10 @@
 # 2 threads. The server answers one request at a time. Python: $PYTHON, else the active virtualenv, else
 # <repo>/.venv, else python3. If llama_cpp is missing it is installed into that environment
 # (llama-cpp-python[server], pinned below): the first install compiles llama.cpp from source (C++, about
-# 5 minutes on 2 idle cores, 23 measured beside other work); pip's wheel cache keeps the built wheel,
-# so later installs take seconds.
+# 5 minutes on 2 idle cores, 23 measured beside other work), for this machine's CPU and never from pip's
+# wheel cache: pip keys a built wheel by its source, not the CPU it was built for, and a wheel built on a CPU with
+# AMX-INT8 crashes (general protection fault in libggml-cpu) on one without it, as on a cluster whose nodes
+# share a home directory. Set CMAKE_ARGS="-DGGML_NATIVE=OFF" for a build that runs on any AVX2 CPU.
 # --no-install fails instead. Runs in the background (pid and log under <repo>/.cache/llama_server/, or
 # --run-dir); `stop` ends exactly the process group it started. stdout carries only the base_url= and
 # model= lines; everything else goes to stderr.
@@ -102,9 +104,9 @@ esac
 if ! "$PY" -c 'import llama_cpp.server.app' 2>/dev/null; then
   [ "$INSTALL" = 1 ] || { say "llama_cpp is not installed in $PY: pip install 'llama-cpp-python[server]==$LLAMA_CPP_VERSION'"; exit 1; }
   say "installing llama-cpp-python[server]==$LLAMA_CPP_VERSION into $PY's environment"
-  say "(the first install compiles llama.cpp from source: about 5 minutes on 2 cores; pip's wheel cache keeps the build)"
+  say "(it compiles llama.cpp from source for this CPU: about 5 minutes on 2 cores)"
   CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
-    "$PY" -m pip install -q "llama-cpp-python[server]==$LLAMA_CPP_VERSION" >&2
+    "$PY" -m pip install -q --no-cache-dir "llama-cpp-python[server]==$LLAMA_CPP_VERSION" >&2
 fi
 if [ -z "$MODEL" ]; then
   MODEL=$("$PY" -c 'import glob, importlib.util, os
@@ -126,7 +128,8 @@ args=(-m llama_cpp.server --model "$MODEL" --model_alias "$ALIAS" --host "$HOST"
 say "serving $MODEL as $ALIAS on http://$HOST:$PORT (context $CTX tokens, $THREADS threads)"
 if [ "$FOREGROUND" = 1 ]; then print_override; exec "$PY" "${args[@]}"; fi
 
-setsid "$PY" "${args[@]}" >"$LOG" 2>&1 </dev/null &
+# unbuffered: uvicorn's access log goes to stdout, which a file would hold back in 8 KB blocks
+PYTHONUNBUFFERED=1 setsid "$PY" "${args[@]}" >"$LOG" 2>&1 </dev/null &
 echo $! >"$PIDFILE" # setsid's child leads its own process group: stop ends exactly it
 end=$((SECONDS + WAIT_S))
 until models_json >/dev/null; do

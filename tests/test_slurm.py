@@ -6,11 +6,13 @@ fail when it is missing and the environment variable CI is set, and skip with th
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,14 +43,19 @@ def _slurm_problem() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def slurm_cluster() -> None:
+@pytest.fixture
+def slurm_cluster():
+    """The local cluster, to this test alone: its tests count the jobs that run at once on the 2-core node, so
+    pytest-xdist workers take turns (an exclusive lock on a file beside the machine's other temporary files)."""
     problem = _slurm_problem()
     if problem:
         hint = "start it with `launch/start_slurm.sh` (as root)"
         if os.environ.get("CI"):
             pytest.fail(f"the local SLURM cluster is required under CI: {problem}; {hint}")
         pytest.skip(f"no local SLURM cluster: {problem}; {hint}")
+    with open(Path(tempfile.gettempdir()) / "judgebench-tests-slurm.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def sweep(tmp: Path, *overrides: str, launcher: str = "slurm", env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
