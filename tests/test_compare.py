@@ -149,6 +149,7 @@ def _jobs(client, judge: str) -> pd.DataFrame:
 def test_per_judge_figures_are_capped_and_the_report_says_so(grid, tmp_path, monkeypatch):
     """Beyond FIGURE_JUDGES judges only the first ones (report order) get a confusion file and a scatter panel, and
     the Figures section says how many of how many; the grid's 4 judges with the cap set to 2 stand in for a big grid."""
+    assert f"first {report.FIGURE_JUDGES} judges in report order" in (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
     monkeypatch.setattr(report, "FIGURE_JUDGES", 2)
     rep = report.build(grid["client"], "grid", options=report.Options(bootstrap=0, formats=("md", "png")))
     files = {f.name for f in report.write(rep, tmp_path)}
