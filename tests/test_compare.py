@@ -531,3 +531,25 @@ def test_rewritten_runs_feed_the_content_bias_section(tmp_path):
     assert summary["view"].eq("rewritten:r1").all() and summary["share_up"].tolist() == [0.5, 0.5]
     assert (tmp_path / "out" / "figure_content_bias.png").exists() and "None found" not in md
     assert "| rewritten:r1" in md  # (its labels are the old TSV artifact: read as before)
+
+
+def test_artifact_problems_are_listed_in_run_order_whatever_thread_finishes_first(tmp_path, monkeypatch):
+    """The files of many runs are read in threads; a run that cannot be read is listed where it comes in the runs,
+    not when its thread ends: here the first runs' reads are made the slowest, so they finish last."""
+    import time
+
+    from judgebench.compare import artifacts
+
+    ids = [f"run{i}" for i in range(8)]
+    art = Artifacts(MlflowClient(f"sqlite:///{tmp_path}/mlflow.db"), uris={r: str(tmp_path / "absent" / r) for r in ids})
+    fetch = artifacts.Artifacts._fetch
+
+    def slow_first(self, run_id, name, reader):
+        time.sleep(0.05 * (len(ids) - ids.index(run_id)))
+        return fetch(self, run_id, name, reader)
+
+    monkeypatch.setattr(artifacts.Artifacts, "_fetch", slow_first)
+    jobs = pd.DataFrame({"run_id": ids, "dataset": "d", "system": [f"S{i}" for i in range(8)], "judge": "j"})
+    assert art.per_query(jobs).empty
+    assert [p.split(":")[0] for p in art.problems] == [f"run {r}" for r in ids]
+    assert all("cannot read per_query.csv" in p for p in art.problems)
