@@ -146,6 +146,24 @@ def _jobs(client, judge: str) -> pd.DataFrame:
     return pd.DataFrame([{**r.data.tags, "run_id": r.info.run_id} for r in runs])
 
 
+def test_per_judge_figures_are_capped_and_the_report_says_so(grid, tmp_path, monkeypatch):
+    """Beyond FIGURE_JUDGES judges only the first ones (report order) get a confusion file and a scatter panel, and
+    the Figures section says how many of how many; the grid's 4 judges with the cap set to 2 stand in for a big grid."""
+    assert f"first {report.FIGURE_JUDGES} judges in report order" in (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
+    monkeypatch.setattr(report, "FIGURE_JUDGES", 2)
+    rep = report.build(grid["client"], "grid", options=report.Options(bootstrap=0, formats=("md", "png")))
+    files = {f.name for f in report.write(rep, tmp_path)}
+    judges = [c for c in csv(grid, "table1_toy.csv", index_col="system").columns if c not in ("type", "human", "human_labelset")]
+    assert judges == ["simulated", "simulated_unbiased", *VIRTUAL]
+    assert {f for f in files if f.startswith("figure_confusion_")} == {"figure_confusion_simulated.png",
+                                                                        "figure_confusion_simulated_unbiased.png"}
+    # the scatter is 4 inches a panel at 120 dpi: two panels, not four
+    assert artifact_checks.png(tmp_path / "figure_scatter.png")[0] == 2 * 4 * 120
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "drawn for the first 2 of the 4 judges, in report order" in md
+    assert "(figure_confusion_simulated_unbiased.png)" in md and "figure_confusion_majority" not in md
+
+
 def test_virtual_judge_ndcg_is_recomputed_like_the_pipeline(grid):
     """A one-member 'ensemble' of the biased judge must reproduce that judge's logged per-query nDCG
     from the logged run file and labels: the recompute path is the pipeline's."""
@@ -513,3 +531,25 @@ def test_rewritten_runs_feed_the_content_bias_section(tmp_path):
     assert summary["view"].eq("rewritten:r1").all() and summary["share_up"].tolist() == [0.5, 0.5]
     assert (tmp_path / "out" / "figure_content_bias.png").exists() and "None found" not in md
     assert "| rewritten:r1" in md  # (its labels are the old TSV artifact: read as before)
+
+
+def test_artifact_problems_are_listed_in_run_order_whatever_thread_finishes_first(tmp_path, monkeypatch):
+    """The files of many runs are read in threads; a run that cannot be read is listed where it comes in the runs,
+    not when its thread ends: here the first runs' reads are made the slowest, so they finish last."""
+    import time
+
+    from judgebench.compare import artifacts
+
+    ids = [f"run{i}" for i in range(8)]
+    art = Artifacts(MlflowClient(f"sqlite:///{tmp_path}/mlflow.db"), uris={r: str(tmp_path / "absent" / r) for r in ids})
+    fetch = artifacts.Artifacts._fetch
+
+    def slow_first(self, run_id, name, reader):
+        time.sleep(0.05 * (len(ids) - ids.index(run_id)))
+        return fetch(self, run_id, name, reader)
+
+    monkeypatch.setattr(artifacts.Artifacts, "_fetch", slow_first)
+    jobs = pd.DataFrame({"run_id": ids, "dataset": "d", "system": [f"S{i}" for i in range(8)], "judge": "j"})
+    assert art.per_query(jobs).empty
+    assert [p.split(":")[0] for p in art.problems] == [f"run {r}" for r in ids]
+    assert all("cannot read per_query.csv" in p for p in art.problems)

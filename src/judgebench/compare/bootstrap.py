@@ -59,9 +59,9 @@ def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], refs: Refere
         oracle = np.array([t == "oracle" for t in table["type"]])
         queries = sorted(d["query_id"].astype(str).unique())
         idx = resample_indices(len(queries), n_resamples, seed)
-        boot = {}
+        boot, of = {}, d.groupby("judge", sort=False).indices  # each judge's rows: one pass, not a filter per judge
         for judge in [c for c in table.columns if c != "type"]:
-            values = per_query_matrix(d[d["judge"] == judge], systems, queries)
+            values = per_query_matrix(d.iloc[of.get(judge, [])], systems, queries)
             boot[judge] = _resampled_means(values, idx)
             for s, system in enumerate(systems):
                 lo, hi = percentile_interval(boot[judge][s], level)

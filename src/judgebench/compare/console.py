@@ -28,16 +28,30 @@ def _fit(text: str, width: int = WIDTH) -> str:
 
 
 def _table(frame: pd.DataFrame, index: bool = True, **kw) -> str:
-    """A plain text table; columns that would pass WIDTH are left out and named."""
+    """A plain text table; columns that would pass WIDTH are left out and named. The cells are rendered once and the
+    widest prefix of the columns that fits is found by bisection (a line only grows with each column): dropping one
+    column at a time re-rendered the table a hundred times for a hundred judges."""
     cols = list(frame.columns)
-    while cols:
-        text = render.cells(frame[cols], "plain", digits=3, **kw).to_markdown(index=index, tablefmt="simple", disable_numparse=True,
-                                                                         colalign=render._align(frame[cols], index))
-        if max(len(line) for line in text.splitlines()) <= WIDTH or len(cols) == 1:
-            dropped = [c for c in frame.columns if c not in cols]
-            return text + (f"\n(+ {len(dropped)} columns in the report: {', '.join(dropped)})" if dropped else "")
-        cols.pop()
-    return ""
+    if not cols:
+        return ""
+    texts, align = render.cells(frame, "plain", digits=3, **kw), render._align(frame, index)
+
+    def table(k: int) -> str:
+        return texts.iloc[:, :k].to_markdown(index=index, tablefmt="simple", disable_numparse=True,
+                                             colalign=align[:k + 1] if index else align[:k])
+
+    def fits(k: int) -> bool:
+        return max(len(line) for line in table(k).splitlines()) <= WIDTH
+
+    k = len(cols)
+    if not fits(k):  # the largest k that fits, or 1
+        lo, hi = 1, k - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+        k = lo
+    dropped = cols[k:]
+    return table(k) + (f"\n(+ {len(dropped)} columns in the report: {', '.join(dropped)})" if dropped else "")
 
 
 def findings(r: Report) -> list[str]:

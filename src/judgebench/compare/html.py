@@ -89,13 +89,14 @@ def write(markdown_text: str, out: Path, header: Mapping[str, str], title: str) 
     return path
 
 
-def figure_links(files: list[Path], captions: Mapping[str, str] | None = None) -> str:
-    """A Markdown "Figures" section linking each PNG by its relative name (report.md shows them beside it)."""
+def figure_links(files: list[Path], captions: Mapping[str, str] | None = None, note: str = "") -> str:
+    """A Markdown "Figures" section linking each PNG by its relative name (report.md shows them beside it);
+    ``note`` (plain text: what the figures leave out) opens it."""
     pngs = [f for f in files if f.suffix == ".png"]
     if not pngs:
         return ""
     captions = captions or {}
-    parts = ["\n## Figures\n"]
+    parts = ["\n## Figures\n", *([f"{note}\n"] if note else [])]
     for f in pngs:
         caption = captions.get(f.name, f.stem.replace("figure_", "").replace("_", " "))
         parts.append(f"### {names.markdown(caption)}\n\n![{names.markdown(caption)}]({f.name})\n")

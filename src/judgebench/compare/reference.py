@@ -41,11 +41,15 @@ class References:
     per_query: pd.DataFrame  # dataset, system, judge, query_id, value (pseudo-judges included)
     reference: str = HUMAN_JUDGED
     _means: pd.DataFrame = field(init=False, repr=False)
+    _positions: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.reference not in CHOICES:
             raise ValueError(f"reference={self.reference!r}: expected one of {', '.join(CHOICES)}")
         self._means = self.per_query.groupby(["dataset", "judge", "system"])["value"].mean()
+        # the row positions of every (dataset, judge), once: a filter of the whole frame per judge made the
+        # statistics quadratic in the judges (100 judges: seconds)
+        self._positions = self.per_query.groupby(["dataset", "judge"], sort=False).indices
 
     def name(self, judge: str) -> str:
         """The per-query 'judge' whose values are ``judge``'s reference (a human column is its own)."""
@@ -55,8 +59,8 @@ class References:
 
     def rows(self, dataset: str, judge: str) -> pd.DataFrame:
         """Per-query reference rows of ``judge`` on ``dataset`` (columns as ``per_query``)."""
-        d = self.per_query
-        return d[(d["dataset"] == dataset) & (d["judge"] == self.name(judge))]
+        at = self._positions.get((dataset, self.name(judge)))
+        return self.per_query.iloc[at] if at is not None else self.per_query.iloc[:0]
 
     def column(self, dataset: str, judge: str, systems: list[str] | pd.Index) -> pd.Series:
         """The reference means of ``judge``'s comparison, per system (nan: not scored)."""

@@ -135,7 +135,11 @@ def write(report: Report, out: Path) -> list[Path]:
         files += _write_figures(report, out)
     captions = {**figures.CAPTIONS, self_preference_report.FIGURE: self_preference_report.CAPTION,
                 budget_plan_report.FIGURE: budget_plan_report.CAPTION}
-    text = markdown.document(report) + html.figure_links(files, captions)  # report.md links its figures
+    drawn, judges = figure_judges(report)
+    note = (f"Per-judge figures (the confusion matrices, the panels of the scatter) are drawn for the first {len(drawn)} of "
+            f"the {judges} judges, in report order; every judge's numbers are in the tables above."
+            if judges > len(drawn) and "png" in fmt else "")
+    text = markdown.document(report) + html.figure_links(files, captions, note)  # report.md links its figures
     if "md" in fmt:
         files.insert(0, out / "report.md")
         files[0].write_text(text, encoding="utf-8")
@@ -160,13 +164,26 @@ def header(r: Report) -> dict[str, str]:
     }
 
 
+FIGURE_JUDGES = 12
+
+
+def figure_judges(r: Report) -> tuple[list[str], int]:
+    """(the judges that get figures of their own, how many judges there are). Per-judge figures cost ~0.1-0.2 s a
+    judge to draw; a grid of 100 judges spent most of compare's time on 100 confusion files and a 100-panel scatter
+    (400 inches wide) nobody reads: beyond FIGURE_JUDGES the first ones are drawn, and the report says so."""
+    judges = [j for j in r.judges if j not in REFERENCES]
+    return judges[:FIGURE_JUDGES], len(judges)
+
+
 def _write_figures(r: Report, out: Path) -> list[Path]:
     files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png", r.ci_means)]
+    drawn, _ = figure_judges(r)
     if len(r.judges) > 1:
-        files.append(figures.scatter(r.table1, out / "figure_scatter.png", r.refs, r.table2))
+        shown = {d: t[[c for c in t.columns if c == "type" or c in REFERENCES or c in drawn]] for d, t in r.table1.items()}
+        files.append(figures.scatter(shown, out / "figure_scatter.png", r.refs, r.table2))
         files.append(figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
     original = r.labels[r.labels["text_view"] == ORIGINAL] if len(r.labels) else r.labels
-    for judge in [j for j in r.judges if j not in REFERENCES]:
+    for judge in drawn:
         lab = original[original["judge"] == judge]
         if len(lab):
             files.append(figures.confusion(lab, judge, out / f"figure_confusion_{names.file_part(judge)}.png"))

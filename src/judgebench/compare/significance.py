@@ -86,10 +86,10 @@ def decision_agreement(per_query: pd.DataFrame, systems: dict[str, list[str]], r
     with _frozen_heap():
         for dataset, d in per_query.groupby("dataset", sort=False):
             chosen = systems.get(dataset, [])
-            for judge in dict.fromkeys(d["judge"]):
+            for judge, rows in d.groupby("judge", sort=False):  # one pass, not a filter of the dataset's rows per judge
                 if judge in REFERENCES or is_pseudo(judge):
                     continue
-                mine, theirs = _scored(d[d["judge"] == judge], chosen), _scored(refs.rows(dataset, judge), chosen)
+                mine, theirs = _scored(rows, chosen), _scored(refs.rows(dataset, judge), chosen)
                 family = [s for s in chosen if s in set(mine["system"]) and s in set(theirs["system"])]
                 cls = pd.DataFrame(columns=["system_a", "system_b", "agreement"])
                 if len(family) >= 2:

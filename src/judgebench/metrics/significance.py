@@ -37,19 +37,29 @@ def pairwise_ttests(
     if per_query.duplicated(["system", "query_id"]).any():
         raise ValueError("per_query has duplicate (system, query_id) rows")
     systems = list(dict.fromkeys(per_query["system"]))
-    vectors = {s: g.set_index("query_id")["value"].astype(float)
+    vectors = {s: (list(g["query_id"]), g["value"].to_numpy(dtype=float))
                for s, g in per_query.groupby("system", sort=False)}
-    rows = []
-    for a, b in combinations(systems, 2):
-        both = pd.concat([vectors[a].rename("a"), vectors[b].rename("b")],
-                         axis=1, join="inner")
-        if len(both) >= 2:
-            t, p = ttest_rel(both["a"], both["b"])
-        else:
-            t, p = math.nan, math.nan
-        rows.append({"system_a": a, "system_b": b,
-                     "mean_a": float(both["a"].mean()), "mean_b": float(both["b"].mean()),
-                     "t": float(t), "p": float(p)})
+    position = {s: {q: i for i, q in enumerate(qs)} for s, (qs, _) in vectors.items()}
+    # One scipy call per set of shared queries, not one per pair (a 100-judge grid has thousands of pairs,
+    # and scipy's per-call overhead was most of compare's time): the pairs that share the same queries in
+    # the same order (the usual case: all of them) are tested as the rows of one 2-d ttest_rel.
+    shared: dict[tuple, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+    pairs = list(combinations(systems, 2))
+    for k, (a, b) in enumerate(pairs):
+        qa, pb = vectors[a][0], position[b]
+        ia = [i for i, q in enumerate(qa) if q in pb]  # the inner join on query_id, in a's order
+        shared.setdefault(tuple(qa[i] for i in ia), []).append((k, vectors[a][1][ia], vectors[b][1][[pb[qa[i]] for i in ia]]))
+    t = np.full(len(pairs), np.nan)
+    p = np.full(len(pairs), np.nan)
+    mean_a, mean_b = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
+    for queries, group in shared.items():
+        ks = [k for k, _, _ in group]
+        xa, xb = np.vstack([x for _, x, _ in group]), np.vstack([y for _, _, y in group])
+        mean_a[ks], mean_b[ks] = _nanmean_rows(xa), _nanmean_rows(xb)
+        if len(queries) >= 2:
+            t[ks], p[ks] = ttest_rel(xa, xb, axis=1)
+    rows = [{"system_a": a, "system_b": b, "mean_a": float(mean_a[k]), "mean_b": float(mean_b[k]),
+             "t": float(t[k]), "p": float(p[k])} for k, (a, b) in enumerate(pairs)]
     out = pd.DataFrame(rows, columns=COLUMNS)
     if out.empty:
         return out
@@ -64,6 +74,13 @@ def pairwise_ttests(
     out["better"] = pd.Series([w if s else None for w, s in zip(winner, out["significant"])],
                               index=out.index, dtype=object)
     return out
+
+
+def _nanmean_rows(x: np.ndarray) -> np.ndarray:
+    """Each row's mean over its non-nan values (pandas' Series.mean: nan filled with 0, summed, over the count)."""
+    count = (~np.isnan(x)).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(np.isnan(x), 0.0, x).sum(axis=1) / count
 
 
 def _decision(significant: bool, better: object) -> str | None:
