@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
                     rate = n / m["seconds"]
                     rows.append({
                         "latency_ms": round(latency * 1000), "concurrency": c, "rpm_limit": rpm or "none",
+                        "server_latency_ms": round(stats["config"]["latency_s"] * 1000, 3),  # what the server applied
                         "pairs": n, "seconds": round(m["seconds"], 3), "judgments_per_s": round(rate, 1),
                         "bound_per_s": round(bound, 1), "efficiency": round(rate / bound, 3),
                         "server_requests": stats["requests"], "max_in_flight": stats["max_in_flight"],

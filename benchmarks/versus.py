@@ -252,6 +252,7 @@ def main(argv: list[str] | None = None) -> dict:
                     diag[mode] = n / judge_pairs(url, dataset, pairs, c, None, http_transport=head_t)["seconds"]
             row = {
                 "concurrency": c, "pairs": n, "transport": head_t, "layout": head_l,
+                "server_latency_ms": round(srv.stats()["config"]["latency_s"] * 1000, 3),  # what the server applied
                 "bare_client_per_s": round(head_bare, 1), "llmjudge_per_s": round(head_judge, 1),
                 "llmjudge_vs_bare": round(head_judge / head_bare, 3), "bound_per_s": round(bound, 1),
                 "bare_efficiency": round(head_bare / bound, 3), "llmjudge_efficiency": round(head_judge / bound, 3),

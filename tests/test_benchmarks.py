@@ -107,7 +107,8 @@ def test_throughput(tmp_path, monkeypatch):
                 for bound in [min(c / 0.01, cap or float("inf"))]]
     assert [(r["concurrency"], r["rpm_limit"], r["bound_per_s"]) for r in data["rows"]] == expected
     for row in data["rows"]:
-        assert row["latency_ms"] == 10 and row["pairs"] == min(40, max(10, round(row["bound_per_s"] * 0.5)))
+        # the latency the server itself applied (its own config, read back from it), not only the one asked for
+        assert row["latency_ms"] == row["server_latency_ms"] == 10 and row["pairs"] == min(40, max(10, round(row["bound_per_s"] * 0.5)))
         assert row["labels"] == row["pairs"] == row["server_requests"] and row["failed"] == 0
         assert row["max_in_flight"] <= row["concurrency"]
         assert rate_close(row["judgments_per_s"], row["pairs"], row["seconds"])
@@ -126,6 +127,7 @@ def test_versus_without_umbrela(tmp_path, monkeypatch):
     data = run_benchmark("versus", tmp_path, "--skip-umbrela", monkeypatch=monkeypatch)
     (row,) = data["ceiling"]  # --quick: 60 pairs, 10 ms latency, concurrency 8, one repeat
     assert (row["concurrency"], row["pairs"], row["bound_per_s"]) == (8, 60, 800.0)
+    assert row["server_latency_ms"] == 10  # as the server itself applied it: the bound is computed from 10 ms
     assert (row["transport"], row["layout"]) == ("aiohttp", "default")
     # LLMJudge really sent through each transport it is reported on: the SDK's aiohttp client, then its httpx one
     assert row["http_clients"] == {"aiohttp": "_InstalledAioHttpClient", "httpx": "AsyncHttpxClientWrapper"}
