@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
+import sys
 from itertools import permutations
 from pathlib import Path
 
@@ -200,7 +202,8 @@ def test_the_gpu_check_refuses_without_a_gpu():
 def test_the_gpu_check_runs_its_code_path_on_tiny_models(tmp_path):
     out = tmp_path / "check.json"
     done = subprocess.run([str(REPO / "launch" / "gpu_check.sh"), "--cpu", "--tiny", "--queries", "2", "--rankt5-depth", "6",
-                           "--prp-depth", "3", "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO)
+                           "--prp-depth", "3", "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO,
+                          env={**os.environ, "PYTHON": sys.executable})  # the interpreter running the tests, wherever its venv is
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(out.read_text())
     rows = {r["check"]: r for r in result["rows"]}
