@@ -212,13 +212,13 @@ def test_a_bad_layout_name_is_one_clear_error(tmp_path, monkeypatch):
         CallCache(tmp_path)
 
 
-@pytest.mark.parametrize("layout", ["files", "segments"])
-def test_the_group_writer_returns_only_once_stored_and_batches(tmp_path, layout):
+@pytest.mark.parametrize("layout, inline", [("files", False), ("segments", False), ("segments", True)])
+def test_the_group_writer_returns_only_once_stored_and_batches(tmp_path, layout, inline):
     keys = [_key(i, layout) for i in range(200)]
     readable_at_return = []
 
     async def main() -> int:
-        async with GroupWriter(CallCache(tmp_path, layout=layout)) as w:
+        async with GroupWriter(CallCache(tmp_path, layout=layout), inline=inline) as w:
             async def one(i: int) -> None:
                 await w.put(keys[i], _rec(i), {"backend": "openai"})
                 readable_at_return.append(CallCache(tmp_path).get(keys[i]) == _rec(i))  # another reader sees it
@@ -228,7 +228,39 @@ def test_the_group_writer_returns_only_once_stored_and_batches(tmp_path, layout)
 
     groups = asyncio.run(main())
     assert len(readable_at_return) == 200 and all(readable_at_return)
-    assert groups < 200  # answers queued while a group was written went out together
+    if inline:  # the loop writes once per iteration: the 200 handed over in one iteration go out as one group
+        assert groups == 1
+    else:
+        assert groups < 200  # answers queued while a group was written went out together
+
+
+def test_the_default_cache_is_written_by_the_loop_and_fsync_or_files_by_the_thread(tmp_path):
+    assert GroupWriter(CallCache(tmp_path / "a")).inline
+    assert not GroupWriter(CallCache(tmp_path / "b", fsync=True)).inline
+    assert not GroupWriter(CallCache(tmp_path / "c", layout="files")).inline
+
+
+def test_the_inline_group_writer_fails_every_answer_of_a_group_it_could_not_store(tmp_path):
+    c = CallCache(tmp_path, layout="segments")
+    c.segment_dir.parent.mkdir(parents=True, exist_ok=True)
+    c.segment_dir.write_text("not a directory")  # no segment can be created
+    outcomes: dict[int, str] = {}
+
+    async def main() -> None:
+        async with GroupWriter(c) as w:
+            async def one(i: int) -> None:
+                try:
+                    await w.put(_key(i, "seg"), _rec(i))
+                    outcomes[i] = "stored"
+                except CacheError as e:
+                    outcomes[i] = str(e)
+
+            await asyncio.gather(*(one(i) for i in range(5)))
+
+    asyncio.run(main())
+    assert sorted(outcomes) == list(range(5))
+    assert all("cannot write cache entry" in outcomes[i] and str(c.segment_dir) in outcomes[i] for i in range(5))
+    assert all(c.get(_key(i, "seg")) is None for i in range(5))
 
 
 def test_the_group_writer_fails_the_answers_it_could_not_store(tmp_path):
