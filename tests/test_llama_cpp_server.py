@@ -129,7 +129,7 @@ def _ask_cold(base_url: str, model: str, prompt: str) -> str:
     return _post(base_url, "/chat/completions", body)["choices"][0]["message"]["content"]
 
 
-@pytest.mark.slow  # starts a real llama.cpp server (its module fixture); CI runs it (-m slow) once llama.cpp is built
+@pytest.mark.slow  # starts a real llama.cpp server (its module fixture); CI runs it (-m slow)
 def test_script_reports_the_server_it_started(server):
     """status names the running server; it listens on 127.0.0.1 only and serves the GGUF under its stem."""
     status = _script("status", server["port"], server["run_dir"], timeout=30)
