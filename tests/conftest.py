@@ -10,6 +10,8 @@ import importlib
 import os
 import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,32 @@ def toy_grid_store(tmp_path_factory) -> Path:
                           f"cache_dir={tmp}/cache"], cwd=tmp, timeout=600)
     assert res.rc == 0, str(res)
     return tmp
+
+
+@pytest.fixture(scope="session")
+def converted_smollm2(tmp_path_factory) -> Path:
+    """The real SmolLM2 converted to a plain HF folder once per test session, shared by the xdist workers.
+
+    Reused from ``$JUDGEBENCH_CACHE_DIR`` or the checkout's ``.cache/judgebench`` when converted there; else
+    the first worker converts it (in a subprocess, so torch stays out of this process, which forks jobs) under
+    the session's temp root while the others wait on a file lock. Tests must not change the folder."""
+    import fcntl
+
+    from judgebench.llm.smollm2 import MODEL_SUBDIR, smollm2_model_dir
+
+    for root in (os.environ.get("JUDGEBENCH_CACHE_DIR"), REPO / ".cache" / "judgebench"):
+        if root and (Path(root) / MODEL_SUBDIR / "config.json").is_file():
+            return Path(root) / MODEL_SUBDIR
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-smollm2"
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / MODEL_SUBDIR / "config.json").is_file():
+            code = f"from judgebench.llm.smollm2 import smollm2_model_dir; smollm2_model_dir({str(shared)!r})"
+            subprocess.run([sys.executable, "-c", code], check=True, timeout=900)
+    path = smollm2_model_dir(shared)  # converted already: found, not converted again
+    assert path == shared / MODEL_SUBDIR and (path / "model.safetensors").is_file()
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]  # the atomic rename left no temp dir
+    return path
+

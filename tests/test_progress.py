@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -167,13 +168,25 @@ def test_loading_a_model_leaves_no_transformers_bar_behind(tmp_path, capfd):
     assert hf_logging.is_progress_bar_enabled()  # switched off only while judgebench loads
 
 
-@pytest.mark.slow  # ~20 s: dequantizes the real SmolLM2 GGUF
-def test_converting_the_smollm2_gguf_draws_no_bar_and_logs_one_line(tmp_path, capfd, caplog):
+@pytest.mark.slow  # ~25 s: dequantizes the real SmolLM2 GGUF
+def test_converting_the_smollm2_gguf_draws_no_bar_and_logs_one_line(tmp_path, capfd, caplog, monkeypatch):
+    import gguf
+
     from judgebench.llm.smollm2 import smollm2_model_dir
 
+    opened = []
+
+    class CountingReader(gguf.GGUFReader):  # how often the file's metadata is parsed
+        def __init__(self, path, *args, **kwargs):
+            opened.append(Path(path).name)
+            super().__init__(path, *args, **kwargs)
+
+    monkeypatch.setattr(gguf, "GGUFReader", CountingReader)
     with caplog.at_level("INFO", logger="judgebench"):
         target = smollm2_model_dir(tmp_path)
     assert (target / "config.json").is_file()
+    # transformers asks for a reader three times (tokenizer, config, weights); the file is parsed once
+    assert len(opened) == 1 and opened[0].endswith(".gguf"), opened
     err = capfd.readouterr().err
     assert "GGUF tensors" not in err and "it/s" not in err, err[-500:]
     assert [r.getMessage() for r in caplog.records] == [f"converting the SmolLM2 GGUF once into {target}"]

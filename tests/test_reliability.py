@@ -627,23 +627,8 @@ def test_injection_probe_with_the_simulated_judge_is_exactly_zero_and_leaks_no_k
     assert _grep(tmp_path, planted) == []
 
 
-@pytest.fixture(scope="session")
-def smollm2_dir(tmp_path_factory) -> Path:
-    """The converted SmolLM2: reused from JUDGEBENCH_CACHE_DIR or the checkout's cache when there, else converted once
-    (in a subprocess: torch stays out of this process, which forks jobs)."""
-    from judgebench.llm.smollm2 import MODEL_SUBDIR
-
-    for root in (os.environ.get("JUDGEBENCH_CACHE_DIR"), REPO / ".cache" / "judgebench"):
-        if root and (Path(root) / MODEL_SUBDIR / "config.json").is_file():
-            return Path(root) / MODEL_SUBDIR
-    cache = tmp_path_factory.mktemp("smollm2")
-    code = f"from judgebench.llm.smollm2 import smollm2_model_dir; smollm2_model_dir({str(cache)!r})"
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
-    return cache / MODEL_SUBDIR
-
-
 @pytest.mark.slow  # ~100 s: the content-bias job with the real SmolLM2 judge on the CPU
-def test_injection_probe_with_the_smollm2_judge(tmp_path, smollm2_dir):
+def test_injection_probe_with_the_smollm2_judge(tmp_path, converted_smollm2):
     """The real offline LLM judge reads the passages: the probe runs and its metrics reach MLflow."""
     planted = "sk-planted-env-smollm2-3d0a"
     files = write_dataset(tmp_path / "data", ["q01"])
@@ -659,7 +644,7 @@ def test_injection_probe_with_the_smollm2_judge(tmp_path, smollm2_dir):
             keep.append(line)
     files["pool"].write_text("".join(f"{q} Q0 {d} {i} {sc} {t}\n" for i, (q, _, d, _, sc, t) in enumerate((x.split() for x in keep), 1)))
     with FakeLLMServer() as srv:
-        args = ["+experiment=content_bias", *file_mode(files), "judge=smollm2", f"judge.model_spec.model={smollm2_dir}",
+        args = ["+experiment=content_bias", *file_mode(files), "judge=smollm2", f"judge.model_spec.model={converted_smollm2}",
                 "rewriter=openai", f"rewriter.base_url={srv.openai_base_url}", "content_bias.per_level=2",
                 "content_bias.score_with_ranker=false", "experiment_name=injection_smollm2", "progress=false",
                 f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/mlruns/artifacts",

@@ -16,7 +16,6 @@ from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logp
 from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.transformers_model import TransformersModel
 from judgebench.llm.gemma3 import gemma3_model_dir
-from judgebench.llm.smollm2 import smollm2_model_dir
 from tiny_models import controlled_logits, log_softmax, tiny_causal, tiny_controlled_causal, tiny_seq2seq
 
 PROMPTS = ["cat", "the dog is in the river and the sun is on the water", "what is music ?",
@@ -200,9 +199,9 @@ def _converted_once(tmp_path_factory, model_dir, folder: str, label: str) -> Ite
 
 
 @pytest.fixture(scope="session")
-def smollm2(tmp_path_factory) -> Iterator[TransformersModel]:
-    """SmolLM2-135M-Instruct (540 MB per converted copy)."""
-    yield from _converted_once(tmp_path_factory, smollm2_model_dir, "smollm2-135m-instruct", "SmolLM2")
+def smollm2(converted_smollm2) -> TransformersModel:
+    """SmolLM2-135M-Instruct, from the session's one conversion (conftest.py: 540 MB, shared by the workers)."""
+    return TransformersModel(converted_smollm2, batch_size=8)
 
 
 @pytest.mark.slow  # the real SmolLM2: its GGUF converted once (~20 s idle), then a 540 MB float32 model on the CPU

