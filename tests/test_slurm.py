@@ -30,12 +30,21 @@ def _slurm_problem() -> str | None:
     for tool in ("sbatch", "sinfo", "squeue", "sacct", "scancel"):
         if shutil.which(tool) is None:
             return f"`{tool}` not found"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"SLURM does not answer: {exc}"
+        states = set(state.stdout.split())
+        # the previous test's last job may still be completing (its epilog): that node is back in seconds
+        if state.returncode != 0 or "completing" not in states or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     try:
-        state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
         acct = subprocess.run(["sacct", "-n", "-X", "-S", "now"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"SLURM does not answer: {exc}"
-    states = set(state.stdout.split())
     if state.returncode != 0 or not states & {"idle", "mixed", "allocated"}:
         return f"no usable node (sinfo: {state.stdout.strip() or state.stderr.strip()})"
     if acct.returncode != 0:  # without accounting a killed job hangs the submitter forever
@@ -47,14 +56,14 @@ def _slurm_problem() -> str | None:
 def slurm_cluster():
     """The local cluster, to this test alone: its tests count the jobs that run at once on the 2-core node, so
     pytest-xdist workers take turns (an exclusive lock on a file beside the machine's other temporary files)."""
-    problem = _slurm_problem()
-    if problem:
-        hint = "start it with `launch/start_slurm.sh` (as root)"
-        if os.environ.get("CI"):
-            pytest.fail(f"the local SLURM cluster is required under CI: {problem}; {hint}")
-        pytest.skip(f"no local SLURM cluster: {problem}; {hint}")
     with open(Path(tempfile.gettempdir()) / "judgebench-tests-slurm.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        problem = _slurm_problem()  # checked with the lock held: no other test's jobs are starting or ending now
+        if problem:
+            hint = "start it with `launch/start_slurm.sh` (as root)"
+            if os.environ.get("CI"):
+                pytest.fail(f"the local SLURM cluster is required under CI: {problem}; {hint}")
+            pytest.skip(f"no local SLURM cluster: {problem}; {hint}")
         yield
 
 
