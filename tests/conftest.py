@@ -137,14 +137,27 @@ def toy_grid_store(tmp_path_factory) -> Path:
     """One toy sweep for the test modules that only read it (test_compare, test_report_html, the budget benchmark's
     smoke test): 8 systems (BM25, the six oracles, SimLLM; ``+system=``, so no ranker x perturbation duplicates to
     skip) x {human, biased and unbiased simulated} as ``run.py -m`` (forked warm, tests/cli_runner.py), experiment
-    ``grid`` in the default store ``<dir>/mlruns/mlflow.db``: 24 job runs. Readers must not change its runs."""
+    ``grid`` in the default store ``<dir>/mlruns/mlflow.db``: 24 job runs. Readers must not change its runs.
+
+    Built once per session: the first xdist worker that needs it builds it while the others wait on a file lock
+    (it took 14-24 s per worker). Only test_compare logs a compare run into it, from one worker."""
+    import fcntl
+
     import cli_runner
 
     cli_runner.warm()
-    tmp = tmp_path_factory.mktemp("toy-grid")
-    res = cli_runner.run(["-m", *TOY_GRID, "experiment_name=grid", "progress=false", f"hydra.sweep.dir={tmp}/multirun",
-                          f"cache_dir={tmp}/cache"], cwd=tmp, timeout=600)
-    assert res.rc == 0, str(res)
+    base = tmp_path_factory.getbasetemp()
+    tmp = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-toy-grid"
+    done = tmp.with_name(tmp.name + ".done")
+    with open(tmp.with_name(tmp.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(tmp, ignore_errors=True)  # what a failed build left
+            tmp.mkdir()
+            res = cli_runner.run(["-m", *TOY_GRID, "experiment_name=grid", "progress=false", f"hydra.sweep.dir={tmp}/multirun",
+                                  f"cache_dir={tmp}/cache"], cwd=tmp, timeout=600)
+            assert res.rc == 0, str(res)
+            done.touch()
     return tmp
 
 
