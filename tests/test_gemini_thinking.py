@@ -6,6 +6,7 @@ server received."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import asdict
 from pathlib import Path
 
@@ -259,6 +260,8 @@ def test_rewriter_gemini_flash_thinks_at_its_least_with_room_for_it(srv, small, 
     assert texts["d0"] == fake_rewrite(small.corpus["d0"]) and not rewriter.failed
     generation = _body(srv)["generationConfig"]
     assert generation["thinkingConfig"] == {"thinking_level": "LOW"} and generation["maxOutputTokens"] == 512 + 1024
-    prompt = REWRITE_PROMPT.replace("{text}", small.corpus["d1"])
-    assert _body(srv)["contents"][0]["parts"][0]["text"] == prompt
+    # d0 and d1 are rewritten concurrently: either may be the last request; each prompt was sent once
+    prompts = [REWRITE_PROMPT.replace("{text}", small.corpus[d]) for d in ("d0", "d1")]
+    assert _body(srv)["contents"][0]["parts"][0]["text"] in prompts
+    assert sorted(srv.stats()["prompt_sha256"]) == sorted(hashlib.sha256(p.encode()).hexdigest() for p in prompts)
     assert {rewriter.cache.get(k)["thinking_tokens"] for k in rewriter.cache.keys()} == {THOUGHTS // 4}
