@@ -4,8 +4,9 @@
 
 Each wrapped function charges its own time, less that of the wrapped calls inside it, to one stage, so the
 stages of a cell add up to its wall time. A cell's "hydra" time is what Hydra (composition, launch, callbacks)
-spent before that cell's job started (the last cell also gets what follows it). The wrappers are installed
-here only: the package carries no timing code.
+spent before that cell's job started (the last cell also gets what follows it inside the launcher). Timed calls
+outside the launcher (MLflow calls before the sweep starts or after it ends) are a cost of the grid, not of a cell:
+they go to ``outside_launch``. The wrappers are installed here only: the package carries no timing code.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ STAGES = ["hydra", "dataset load", "ranking", "judging", "evaluation", "mlflow",
 _stack: list[str] = []
 _mark = [0.0]
 cells: list[dict[str, float]] = []
-_pre: dict[str, float] = {s: 0.0 for s in STAGES}  # charged before the first cell started
+_outside: dict[str, float] = {s: 0.0 for s in STAGES}  # charged outside the launcher, or inside it before the first cell
+_in_launch = [False]
 
 
 def _charge(now: float) -> None:
     if _stack:
-        bucket = cells[-1] if cells else _pre
+        bucket = cells[-1] if cells and _in_launch[0] else _outside
         bucket[_stack[-1]] += now - _mark[0]
     _mark[0] = now
 
@@ -50,10 +52,12 @@ def _hydra_launch(fn):
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         started = time.perf_counter()
+        _in_launch[0] = True
         try:
             return fn(*a, **kw)
         finally:
             _timings["launch_s"] = time.perf_counter() - started
+            _in_launch[0] = False
 
     return wrapper
 
@@ -125,7 +129,7 @@ def main(argv: list[str]) -> int:
     total = time.perf_counter() - started
     data = {"exit_code": code, "process_s": total, "imports_s": imported - started, "launch_s": _timings.get("launch_s", 0.0),
             "validate_s": _timings.get("validate_s", 0.0),
-            "before_first_cell": _pre, "cells": cells}
+            "outside_launch": _outside, "cells": cells}
     with open(out, "w", encoding="utf-8") as f:
         json.dump(data, f)
     return code

@@ -118,6 +118,7 @@ def summarize(t: dict, wall: float) -> dict:
     return {
         "timed_cells": n, "process_s": t["process_s"], "startup_s": t["process_s"] - t["launch_s"] - t["validate_s"],
         "launch_s": t["launch_s"], "validate_s": t["validate_s"], "split_s": split, "split_sum_s": sum(split.values()),
+        "outside_launch_s": sum(t["outside_launch"].values()),
         "per_cell_s": (t["launch_s"] + t["validate_s"]) / max(1, n), "per_cell_split_s": {s: v / max(1, n) for s, v in split.items()},
         "first_tenth_split_s": {s: sum(c[s] for c in cells[:tenth]) / tenth for s in STAGES},
         "last_tenth_split_s": {s: sum(c[s] for c in cells[-tenth:]) / tenth for s in STAGES},
