@@ -179,7 +179,12 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         failed = latest_run("faults_fail")
         assert failed.info.status == "FAILED"
         assert failed.data.metrics["calls_failed"] == N and metrics_of(failed)["labelled_pairs"] == 0
-        assert failed.data.metrics["errors_5xx"] == srv.stats()["requests"] == 4 * N  # 1 try + 3 retries each
+        # 1 try + 3 retries each, and the server answered every one with a 500; under load a slow 500 can reach the
+        # client after its 1.5 s timeout, so the client counts some as timeouts (4 of 964 once, in CI)
+        stats = srv.stats()
+        assert stats["by_outcome"]["500"] == stats["requests"] == 4 * N
+        errors = failed.data.metrics
+        assert errors["errors_5xx"] + errors.get("errors_timeout", 0) == 4 * N and errors["errors_5xx"] > 0
 
 
 # =========================================================================== kill -9
