@@ -12,8 +12,6 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import ttest_rel
-from statsmodels.stats.multitest import multipletests
 
 COLUMNS = ["system_a", "system_b", "mean_a", "mean_b", "t", "p", "p_adj",
            "significant", "better"]
@@ -34,6 +32,10 @@ def pairwise_ttests(
     significant). ``correction`` is None or a statsmodels multipletests method
     ("holm", "bonferroni", ...), applied over all pairs.
     """
+    # imported here: scipy.stats and statsmodels take ~1 s to import, and a grid cell never tests pairs
+    from scipy.stats import ttest_rel
+    from statsmodels.stats.multitest import multipletests
+
     if per_query.duplicated(["system", "query_id"]).any():
         raise ValueError("per_query has duplicate (system, query_id) rows")
     systems = list(dict.fromkeys(per_query["system"]))
