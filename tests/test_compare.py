@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -35,14 +36,22 @@ VIRTUAL = ["majority", "mean_label"]  # the default panel is the majority here: 
 
 
 @pytest.fixture(scope="module")
-def grid(toy_grid_store):
-    """conftest's toy grid (8 systems x {human, biased simulated, unbiased simulated}), one compare."""
+def grid(toy_grid_store, tmp_path_factory):
+    """conftest's toy grid (8 systems x {human, biased simulated, unbiased simulated}), one compare.
+
+    The compare runs go into a copy of the store's database, this fixture's own: the shared store stays as the
+    other modules read it, and a second worker running this fixture (plain ``-n 2``) logs into its own copy.
+    The copy reads the shared artifacts (through a link) and names the shared sweep folder; compare adds its own
+    runs' artifacts there, under their new run ids."""
     tmp = toy_grid_store
-    uri = f"sqlite:///{tmp}/mlruns/mlflow.db"
-    out = tmp / "out"
+    work = tmp_path_factory.mktemp("compare")
+    shutil.copy(tmp / "mlruns" / "mlflow.db", work / "mlflow.db")
+    (work / "artifacts").symlink_to(tmp / "mlruns" / "artifacts")  # where compare looks beside a moved store
+    uri = f"sqlite:///{work}/mlflow.db"
+    out = work / "out"
     code, printed, err = run_compare("experiment=grid", f"tracking_uri={uri}", f"out={out}")
     assert code == 0, err
-    return {"tmp": tmp, "uri": uri, "out": out, "printed": printed, "client": MlflowClient(uri),
+    return {"tmp": tmp, "work": work, "uri": uri, "out": out, "printed": printed, "client": MlflowClient(uri),
             "md": (out / "report.md").read_text(encoding="utf-8")}
 
 
@@ -243,13 +252,13 @@ def test_files_figures_and_compare_run(grid):
     assert {"report.md", "report.html", "inputs.json", "table2.csv", "figure_scatter.png", "figure_confusion_majority.png",
             "table1_toy.tex"} <= logged and "figure_confusion_panel.png" not in logged
     # it names what it read: every job run of the grid, the judge summaries, the sweep
-    inputs = json.loads(Path(client.download_artifacts(run.info.run_id, "inputs.json", str(grid["tmp"]))).read_text())
+    inputs = json.loads(Path(client.download_artifacts(run.info.run_id, "inputs.json", str(grid["work"]))).read_text())
     jobs = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'job'")
     assert sorted(inputs["job_runs"]) == sorted(r.info.run_id for r in jobs) and len(jobs) == 24
     assert len(inputs["judge_summary_runs"]) == 3 and inputs["sweeps"] == [str(grid["tmp"] / "multirun")]
     assert run.data.tags["judgebench.inputs"] == "24 job_runs, 3 judge_summary_runs, 1 sweeps"
     # the same selection again supersedes it (one compare run stays); other options make another run
-    again = ("experiment=grid", f"tracking_uri={grid['uri']}", f"out={grid['tmp'] / 'again'}", "format=csv", "bootstrap=0")
+    again = ("experiment=grid", f"tracking_uri={grid['uri']}", f"out={grid['work'] / 'again'}", "format=csv", "bootstrap=0")
     code, printed, err = run_compare(*again)
     assert code == 0 and "replaces" not in printed, err
     code, printed, err = run_compare(*again)
@@ -261,7 +270,7 @@ def test_files_figures_and_compare_run(grid):
 
 
 def test_filters_missing_cells_and_options(grid):
-    out = grid["tmp"] / "filtered"
+    out = grid["work"] / "filtered"
     code, printed, err = run_compare("experiment=grid", f"tracking_uri={grid['uri']}", f"out={out}", "judges=simulated,gpt_4o",
                                      "datasets=toy,dl19", "format=csv", "bootstrap=0", "correction=holm", "alpha=0.01", "log=false")
     assert code == 0, err
@@ -294,7 +303,7 @@ def test_filters_missing_cells_and_options(grid):
     (["experiment=grid", "colour=blue"], "unexpected argument 'colour=blue'"),
 ])
 def test_user_errors_are_one_line_and_exit_2(grid, args, message):
-    code, printed, err = run_compare(*args, f"tracking_uri={grid['uri']}", "log=false", f"out={grid['tmp']}/err")
+    code, printed, err = run_compare(*args, f"tracking_uri={grid['uri']}", "log=false", f"out={grid['work']}/err")
     assert code == 2 and message in err and printed == ""
 
 

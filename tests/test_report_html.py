@@ -39,7 +39,7 @@ ARTIFACTS = REPO / "tests" / "artifacts"
 @pytest.fixture(scope="module")
 def grid(toy_grid_store, tmp_path_factory):
     """conftest's toy grid (shared with test_compare), compared here into a folder of this module's; ``log=false``
-    leaves the store as test_compare expects it (its compare runs are its own)."""
+    leaves the shared store unchanged."""
     tmp = toy_grid_store
     uri = f"sqlite:///{tmp}/mlruns/mlflow.db"
     out = tmp_path_factory.mktemp("html") / "out"
