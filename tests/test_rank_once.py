@@ -7,8 +7,6 @@ re-ranked head; one PRP prompt per ordered pair of it), not read from the code u
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -21,7 +19,6 @@ from judgebench import rankings
 from judgebench.jobs import pipeline
 from judgebench.data.datasets import load_toy
 from judgebench.data.trec_dl import load_trec_dl
-from test_slurm import SLURM_SMALL, explain, slurm_cluster  # noqa: F401  (slurm_cluster: the cluster fixture)
 from tiny_models import tiny_causal
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,7 +51,7 @@ def _cfg(tmp: Path, tiny: Path, *overrides: str):
 # The sweeps below run in fresh interpreters: a fork of this process after torch ran a model in it can hang.
 
 
-def _artifact(client: MlflowClient, run_id: str, name: str = "run.trec") -> bytes:
+def run_artifact_bytes(client: MlflowClient, run_id: str, name: str = "run.trec") -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         return Path(client.download_artifacts(run_id, name, tmp)).read_bytes()
 
@@ -66,10 +63,10 @@ def test_the_second_judge_reads_the_ranking_back(tmp_path_factory, tiny):
     assert first.metrics["ranking_computed"] == 1 and first.metrics["ranker_prompts_scored"] == expected_prompts("rg")
     assert second.metrics["ranking_computed"] == 0 and second.metrics["ranker_prompts_scored"] == 0
     client = MlflowClient(f"sqlite:///{tmp}/mlflow.db")
-    assert _artifact(client, first.run_id) == _artifact(client, second.run_id)
+    assert run_artifact_bytes(client, first.run_id) == run_artifact_bytes(client, second.run_id)
     key = client.get_run(first.run_id).data.tags["judgebench.ranking_key"]
     assert client.get_run(second.run_id).data.tags["judgebench.ranking_key"] == key
-    assert (tmp / "cache" / "rankings" / f"{key}.trec").read_bytes() == _artifact(client, first.run_id)
+    assert (tmp / "cache" / "rankings" / f"{key}.trec").read_bytes() == run_artifact_bytes(client, first.run_id)
     # the same system on another pool is another ranking (the key holds the dataset's fingerprint, not its name)
     cfg = _cfg(tmp, tiny, "judge=human")
     full, half = load_trec_dl("dl19", 2019), load_trec_dl("dl19", 2019, pool_depth=50)
@@ -98,7 +95,7 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
                                    for r in cells)
     by_key = {r.data.tags["judgebench.ranking_key"]: r.info.run_id for r in ranked}
     for r in cells:
-        assert _artifact(client, r.info.run_id) == _artifact(client, by_key[r.data.tags["judgebench.ranking_key"]])
+        assert run_artifact_bytes(client, r.info.run_id) == run_artifact_bytes(client, by_key[r.data.tags["judgebench.ranking_key"]])
         assert r.data.tags["ranker_family"] == "smollm"
     # PRP's order statistics travel with the ranking: logged by the rank job, read back from MLflow on the judging
     # machine, logged by both of its cells (there is no local store there to hold them)
@@ -114,29 +111,6 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
     # a rerun of the ranking stage finds everything done
     again = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
     assert again.rc == 0 and "2 cells - 0 ran, 2 skipped" in again.out, str(again)
-
-
-@pytest.mark.slow
-@pytest.mark.slurm
-def test_a_two_by_two_grid_on_slurm_scores_each_ranking_once(slurm_cluster, tmp_path, tiny):
-    """2 judges x 2 model rankers, 4 array tasks, 2 at a time on the test node: the two cells of one ranker
-    start together, one computes, the other waits under the ranking's lock and reads it back."""
-    cmd = [sys.executable, str(REPO / "run.py"), "-m", "hydra/launcher=slurm", "ranker=rg_smollm2,prp_smollm2",
-           "judge=human,simulated", f"++ranker.model_spec.model={tiny}", f"++ranker.rerank_depth={DEPTH}", *SLURM_SMALL,
-           "experiment_name=once", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
-           f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/multirun", "progress=false"]
-    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, explain(done)
-    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    cells = client.search_runs([client.get_experiment_by_name("once").experiment_id],
-                               filter_string="tags.`judgebench.kind` = 'job'")
-    assert len(cells) == 4 and len({r.data.tags["slurm_job_id"] for r in cells}) == 4
-    for ranker, kind in (("RG-SmolLM2", "rg"), ("PRP-SmolLM2", "prp")):
-        mine = [r for r in cells if r.data.tags["ranker"] == ranker]
-        assert sum(r.data.metrics["ranker_prompts_scored"] for r in mine) == expected_prompts(kind), ranker
-        assert sorted(r.data.metrics["ranking_computed"] for r in mine) == [0, 1], ranker
-        first, second = (_artifact(client, r.info.run_id) for r in mine)
-        assert first == second, ranker  # byte-identical run files under both judges
 
 
 def test_an_unwritable_rankings_folder_is_said_before_ranking_and_the_cell_still_finishes(tmp_path):

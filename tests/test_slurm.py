@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from test_rank_once import DEPTH, expected_prompts, run_artifact_bytes
+from tiny_models import tiny_causal
+
 REPO = Path(__file__).resolve().parents[1]
 TOY_RUN = REPO / "src" / "judgebench" / "data" / "toy" / "pool.trec"
 # Small, fast SLURM jobs on the 2-core test node: 2 run at once; USR2 10 s before the limit
@@ -286,6 +289,36 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
         assert len(finished) == 4
         resumed = [r for r in finished if r.data.tags["judge"] == "fake" and r.data.params["ranker.path"] == str(TOY_RUN)]
         assert len(resumed) == 1 and resumed[0].data.metrics["calls_cached"] > 0  # the killed job's calls were kept
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return tiny_causal(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_a_two_by_two_grid_on_slurm_scores_each_ranking_once(slurm_cluster, tmp_path, tiny):
+    """Rank once, judge many (test_rank_once.py), on SLURM: 2 judges x 2 model rankers, 4 array tasks, 2 at a time
+    on the test node: the two cells of one ranker start together, one computes, the other waits under the
+    ranking's lock and reads it back. Here, beside the other cluster tests, so that one xdist worker runs them
+    in turn instead of two workers waiting for each other's cluster lock (~45 s of an idle core)."""
+    cmd = [sys.executable, str(REPO / "run.py"), "-m", "hydra/launcher=slurm", "ranker=rg_smollm2,prp_smollm2",
+           "judge=human,simulated", f"++ranker.model_spec.model={tiny}", f"++ranker.rerank_depth={DEPTH}", *SLURM_SMALL,
+           "experiment_name=once", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
+           f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/multirun", "progress=false"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, explain(done)
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    cells = client.search_runs([client.get_experiment_by_name("once").experiment_id],
+                               filter_string="tags.`judgebench.kind` = 'job'")
+    assert len(cells) == 4 and len({r.data.tags["slurm_job_id"] for r in cells}) == 4
+    for ranker, kind in (("RG-SmolLM2", "rg"), ("PRP-SmolLM2", "prp")):
+        mine = [r for r in cells if r.data.tags["ranker"] == ranker]
+        assert sum(r.data.metrics["ranker_prompts_scored"] for r in mine) == expected_prompts(kind), ranker
+        assert sorted(r.data.metrics["ranking_computed"] for r in mine) == [0, 1], ranker
+        first, second = (run_artifact_bytes(client, r.info.run_id) for r in mine)
+        assert first == second, ranker  # byte-identical run files under both judges
 
 
 def test_a_long_cell_error_keeps_its_cause():
