@@ -102,3 +102,34 @@ def test_a_failing_conversion_restores_gguf_reader(tmp_path):
     with pytest.raises(RuntimeError, match="boom"), offline_models._one_gguf_reader():
         raise RuntimeError("boom")
     assert gguf.GGUFReader is original
+
+
+def test_the_plain_array_reader_reads_what_was_written_as_the_stock_reader_does(tmp_path):
+    import gguf
+    import numpy as np
+
+    path = tmp_path / "vocab.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("vocab")
+    writer.add_token_list(["<s>", "a", "bb", "ccc", "é"])
+    writer.add_token_scores([0.0, -1.5, -2.0, -2.5, -3.0])
+    writer.add_context_length(512)
+    weights = np.arange(12, dtype=np.float32).reshape(3, 4)
+    writer.add_tensor("w", weights)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    plain, stock = offline_models._plain_array_reader(gguf)(path), gguf.GGUFReader(path)
+    assert type(plain.data) is np.ndarray and isinstance(stock.data, np.memmap)  # the one difference
+    tokens = plain.fields["tokenizer.ggml.tokens"]
+    assert [bytes(tokens.parts[i]).decode() for i in tokens.data] == ["<s>", "a", "bb", "ccc", "é"]
+    scores = plain.fields["tokenizer.ggml.scores"]
+    assert [float(scores.parts[i][0]) for i in scores.data] == [0.0, -1.5, -2.0, -2.5, -3.0]
+    assert int(plain.fields["llama.context_length"].parts[-1][0]) == 512
+    assert plain.tensors[0].name == "w" and plain.tensors[0].data.tolist() == weights.tolist()
+    assert list(plain.fields) == list(stock.fields)
+    for name, field in plain.fields.items():
+        assert field.types == stock.fields[name].types and field.data == stock.fields[name].data, name
+        assert all(np.array_equal(x, y) for x, y in zip(field.parts, stock.fields[name].parts, strict=True)), name
