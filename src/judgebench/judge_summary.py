@@ -24,8 +24,8 @@ KIND = "judge_summary"
 
 def labels_digest(qrels: pd.DataFrame, label_set: pd.DataFrame) -> str:
     """Digest of the judge's labels and of the pairs it was asked for: same digest, same statistics."""
-    lines = sorted(f"{q}\t{d}\t{r}" for q, d, r in qrels[["query_id", "doc_id", "relevance"]].itertuples(index=False))
-    asked = sorted(f"{q}\t{d}" for q, d in label_set[["query_id", "doc_id"]].itertuples(index=False))
+    lines = sorted(f"{q}\t{d}\t{r}" for q, d, r in zip(*(qrels[c].tolist() for c in ("query_id", "doc_id", "relevance"))))
+    asked = sorted(f"{q}\t{d}" for q, d in zip(label_set["query_id"].tolist(), label_set["doc_id"].tolist()))
     return hashlib.sha256("\n".join([*lines, "--", *asked]).encode()).hexdigest()[:16]
 
 

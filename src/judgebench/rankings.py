@@ -182,7 +182,7 @@ def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str
         with job_stage(cfg, f"rank {ranker.name}"):
             run = ranker.rank(dataset, texts)
         if ranker.perturbable:
-            judged = set(zip(dataset.qrels["query_id"], dataset.qrels["doc_id"]))
+            judged = set(zip(dataset.qrels["query_id"].tolist(), dataset.qrels["doc_id"].tolist()))
             run = perturbation.apply(run, judged)
         text = trec_text(cut(run, ranker.depth), system)
         scored = int(getattr(ranker, "scored_now", 0) or 0)

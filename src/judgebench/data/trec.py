@@ -47,7 +47,7 @@ def _require_columns(df: pd.DataFrame, columns: tuple[str, ...], what: str) -> N
 
 def _require_tokens(values: pd.Series, what: str) -> None:
     """Ids with whitespace would silently shift the columns of a whitespace-separated file."""
-    bad = [v for v in values.astype(str) if not v or len(v.split()) != 1 or v != v.strip()]
+    bad = [v for v in values.astype(str).tolist() if not v or len(v.split()) != 1 or v != v.strip()]
     if bad:
         raise ValueError(f"{what} must be non-empty and without whitespace, got {bad[0]!r}")
 
@@ -155,7 +155,7 @@ def write_qrels(qrels: pd.DataFrame, path: PathLike) -> None:
     _require_columns(qrels, ("query_id", "doc_id", "relevance"), "qrels")
     _require_tokens(qrels["query_id"], "query ids")
     _require_tokens(qrels["doc_id"], "doc ids")
-    lines = (f"{q} 0 {d} {int(r)}\n" for q, d, r in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"]))
+    lines = (f"{q} 0 {d} {int(r)}\n" for q, d, r in zip(qrels["query_id"].tolist(), qrels["doc_id"].tolist(), qrels["relevance"].tolist()))
     Path(path).write_text("".join(lines), encoding="utf-8")
 
 
@@ -245,12 +245,12 @@ def write_run(run: pd.DataFrame, path: PathLike, tag: str = "judgebench") -> Non
     _require_tokens(run["query_id"], "query ids")
     _require_tokens(run["doc_id"], "doc ids")
     _require_tokens(pd.Series([tag]), "the run tag")
-    scores = [float(s) for s in run["score"]]
+    scores = [float(s) for s in run["score"].tolist()]
     if not all(math.isfinite(s) for s in scores):
         raise ValueError("run scores must be finite numbers")
     lines = (
         f"{q} Q0 {d} {int(r)} {s!r} {tag}\n"
-        for q, d, r, s in zip(run["query_id"], run["doc_id"], run["rank"], scores)
+        for q, d, r, s in zip(run["query_id"].tolist(), run["doc_id"].tolist(), run["rank"].tolist(), scores)
     )
     Path(path).write_text("".join(lines), encoding="utf-8")
 

@@ -52,10 +52,10 @@ class Perturbation:
         if self.partner == "hole" and judged is None:
             raise ConfigError(f"perturbation {self.name}: partner=hole needs the judged pairs")
         judged = set(judged or ())
-        everyone = list(dict.fromkeys(run.sort_values(["query_id", "rank"], kind="stable")["doc_id"]))
+        everyone = list(dict.fromkeys(run.sort_values(["query_id", "rank"], kind="stable")["doc_id"].tolist()))
         parts = []
         for qid, group in run.groupby("query_id", sort=False):
-            docs = list(group.sort_values("rank", kind="stable")["doc_id"])
+            docs = group.sort_values("rank", kind="stable")["doc_id"].tolist()
             n = len(docs)
             holes = [i for i in range(n - 1, -1, -1) if (qid, docs[i]) not in judged] if self.partner == "hole" else []
             for k in self.swaps:

@@ -29,7 +29,8 @@ class SimulatedLLMRanker(Ranker):
         merged = pool.merge(dataset.qrels, on=["query_id", "doc_id"], how="left")
         h = merged["relevance"].fillna(0).astype(float)
         seed = family_seed(self.family or "")
-        u = [latent_prior(seed, q, d) for q, d in zip(merged["query_id"], merged["doc_id"])]
-        e = [noise(self.seed, "ranker", q, d) for q, d in zip(merged["query_id"], merged["doc_id"])]
+        pairs = list(zip(merged["query_id"].tolist(), merged["doc_id"].tolist()))
+        u = [latent_prior(seed, q, d) for q, d in pairs]
+        e = [noise(self.seed, "ranker", q, d) for q, d in pairs]
         merged["score"] = h + self.weight * pd.Series(u) + self.noise * pd.Series(e)
         return ranking_from_scores(merged[["query_id", "doc_id", "score"]])
