@@ -32,9 +32,10 @@ from benchmarks.common import table as markdown_table
 from judgebench.compare import budget_files, budget_plan, budget_signals, tables
 from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import Artifacts
-from judgebench.compare.collect import ORIGINAL, collect_runs, select, split_views
+from judgebench.compare.collect import collect_runs, select, split_views
 from judgebench.compare.reference import References
 from judgebench.metrics import designs
+from judgebench.text_view import ORIGINAL
 
 
 def load(store: Path, experiment: str = "paper_human"):

@@ -13,6 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from judgebench.compare import dataset_identity
 from judgebench.exceptions import CompareError
+from judgebench.text_view import ORIGINAL
 from judgebench.tracking import TAG
 
 CELL = ["dataset", "system", "judge", "rewriter"]
@@ -20,7 +21,6 @@ TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_family", "r
 ID_TAGS = {"judge_hash": f"{TAG}judge_hash", "system_hash": f"{TAG}system_hash", "rewriter_hash": f"{TAG}rewriter_hash",
            "metric_version": f"{TAG}metric_version", "version": f"{TAG}version",
            **{c: f"{TAG}{c}" for c in dataset_identity.COLUMNS}}
-ORIGINAL = "original"
 UNVERSIONED = "1"  # runs logged before the metric version was stamped
 
 

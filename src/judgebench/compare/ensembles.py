@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 
 from judgebench.compare.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
-from judgebench.compare.collect import ORIGINAL
 from judgebench.compare.reference import judged_name
 from judgebench.exceptions import CompareError
 from judgebench.evaluation import evaluate
 from judgebench.metrics.agreement import LEVELS
+from judgebench.text_view import ORIGINAL
 
 Rule = Literal["majority", "mean"]
 NOT_PANEL_FAMILIES = (HUMAN, "simulated")

@@ -17,8 +17,9 @@ from mlflow.tracking import MlflowClient
 from judgebench import __version__
 from judgebench.compare import columns, compare_run, dataset_identity, figures, html, markdown, names, render, views
 from judgebench.compare.artifacts import Artifacts
-from judgebench.compare.collect import ORIGINAL, display_names, run_row, search
+from judgebench.compare.collect import display_names, run_row, search
 from judgebench.exceptions import CompareError
+from judgebench.text_view import ORIGINAL
 
 KIND = "labels"
 TABLE = ["dataset", "judge", *columns.AGREEMENT, "labelled_pairs", "failed_pairs", *columns.SHARES]

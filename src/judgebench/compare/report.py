@@ -21,7 +21,8 @@ from judgebench.compare.reference import CHOICES, References
 from judgebench.compare.report_model import FORMATS, Options, Report
 from judgebench.exceptions import CompareError
 from judgebench.content_bias import statistics as content_bias
-from judgebench.compare.collect import ORIGINAL, collect_runs, collect_summaries, missing_cells, select, split_views
+from judgebench.compare.collect import collect_runs, collect_summaries, missing_cells, select, split_views
+from judgebench.text_view import ORIGINAL
 
 __all__ = ["FORMATS", "Options", "Report", "build", "write", "header", "log_compare_run"]
 

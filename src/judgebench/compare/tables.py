@@ -14,6 +14,7 @@ import pandas as pd
 from judgebench.compare import columns
 from judgebench.compare.artifacts import HUMAN, REFERENCES
 from judgebench.compare.reference import References
+from judgebench.text_view import ORIGINAL
 
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
 TABLE2 = ["dataset", "judge", "reference", *columns.AGREEMENT, *columns.ORDERING_COLUMNS, "systems", "labelled_pairs", "failed_pairs",
@@ -87,7 +88,7 @@ def usage(summaries: pd.DataFrame, vlabels: pd.DataFrame) -> pd.DataFrame:
     """Labelled and failed pairs per (dataset, judge) on the original text: from each real judge's summary run
     (logged once per dataset, judge and text view), label counts and 0 failures for virtual judges."""
     cols = ["dataset", "judge", "labelled_pairs", "failed_pairs"]
-    real = summaries[(summaries["judge"] != HUMAN) & (summaries["text_view"] == "original")] if len(summaries) else summaries
+    real = summaries[(summaries["judge"] != HUMAN) & (summaries["text_view"] == ORIGINAL)] if len(summaries) else summaries
     u = real.reindex(columns=cols).drop_duplicates(["dataset", "judge"], keep="last")
     v = vlabels.groupby(["dataset", "judge"], sort=False).size().rename("labelled_pairs").reset_index().assign(failed_pairs=0)
     return pd.concat([u, v], ignore_index=True).reindex(columns=cols)

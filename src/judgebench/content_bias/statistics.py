@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 from scipy.stats import ttest_rel
 
-from judgebench.compare.collect import ORIGINAL
 from judgebench.metrics.agreement import LEVELS
+from judgebench.text_view import ORIGINAL
 
 DISTRIBUTION = ["dataset", "judge", "view", "human", "label", "original", "rewritten"]
 SUMMARY = ["dataset", "judge", "view", "human", "pairs", "mean_original", "mean_rewritten", "share_up", "share_down"]

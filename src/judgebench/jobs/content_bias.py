@@ -28,6 +28,7 @@ from judgebench.jobs.dry_run import plan_judging, plan_rewrites
 from judgebench.metrics.agreement import LEVELS
 from judgebench.rankers.oracle import OracleRanker
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
+from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 
@@ -69,7 +70,7 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
     inputs.add("dataset", dataset.input_files)
     judge = inputs.build("judge", cfg.judge)
     rewriter = inputs.build("rewriter", cfg.rewriter)
-    if rewriter.view == "original":
+    if rewriter.view == ORIGINAL:
         raise ConfigError("content_bias needs an LLM rewriter: rewriter=smollm2 | openai | gemini_flash")
     scorer = inputs.build("ranker", cfg.ranker) if spec.get("score_with_ranker", True) else None
     if scorer is not None and not hasattr(scorer, "score_pairs"):

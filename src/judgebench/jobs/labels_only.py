@@ -25,6 +25,7 @@ from judgebench.jobs.common import JobOutcome, config_hash, file_text, find_done
 from judgebench.jobs.dry_run import plan_judging
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 from judgebench.progress import job_stage
+from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 KIND = "labels"
@@ -71,7 +72,7 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         "judge_family": judge.family,
         "judge_model": judge.model,
         "rewriter": "none",
-        "text_view": "original",
+        "text_view": ORIGINAL,
         "git_commit": tracking.git_commit(),
         **fingerprint.tags(dataset, judge.reads_texts, tracking.TAG),
     }

@@ -23,6 +23,7 @@ from judgebench.progress import job_stage
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rewriters.report import rewrites_checked
+from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 
@@ -40,7 +41,7 @@ def _ranker_truncated(ranker: Ranker) -> dict:
 
 def reads_texts(ranker: Ranker, judge, rewriter, dataset: Dataset) -> bool:
     """Whether the cell reads passage texts: then their digest is part of its dataset identity."""
-    return bool(rewriter.view != "original" or getattr(judge, "reads_texts", True) or ranker.reads_texts(dataset))
+    return bool(rewriter.view != ORIGINAL or getattr(judge, "reads_texts", True) or ranker.reads_texts(dataset))
 
 
 def run_job(cfg: DictConfig) -> JobOutcome:
@@ -103,7 +104,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         where = f"{cfg.dataset.name} / {system} / rewriter {rewriter.name}"
         rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, float(cfg.get("max_failed_share", 1.0)), where)
         ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system,
-                                     rewriter.view != "original" or ranker.reads_texts(dataset), client, exp_id,
+                                     rewriter.view != ORIGINAL or ranker.reads_texts(dataset), client, exp_id,
                                      files=inputs.digests(cfg.cache_dir, rankings.FILE_ROLES))
         run = ranking.run
         # the ranking's own statistics (PRP's order consistency), on every cell that uses it

@@ -20,6 +20,7 @@ from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
 from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
 from judgebench.rankers.perturbation import Perturbation
+from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 SEMANTIC = ("job", "dataset", "ranker", "perturbation", "rewriter")
@@ -46,7 +47,7 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
         raise DataError(f"dataset {dataset.name}", "has no pool of candidates, so there is nothing to rank")
     inputs.add("dataset", dataset.input_files)
     rewriter = inputs.build("rewriter", cfg.rewriter)
-    reads = rewriter.view != "original" or ranker.reads_texts(dataset)
+    reads = rewriter.view != ORIGINAL or ranker.reads_texts(dataset)
     files = inputs.digests(cfg.cache_dir, rankings.FILE_ROLES)
     key = rankings.ranking_key(cfg, dataset, reads, files)
     if cfg.get("dry_run"):  # creates nothing in MLflow

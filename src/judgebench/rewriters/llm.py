@@ -17,6 +17,7 @@ from judgebench.llm.prompts import PromptTemplate
 from judgebench.llm.batch import run_batch
 from judgebench.llm.calls import Call, api_call_key, run_cached
 from judgebench.llm.models import as_spec, cached_scores, transformers_key
+from judgebench.text_view import rewritten
 
 REWRITE_PROMPT = "Please rewrite the following text:\n{text}"
 
@@ -49,7 +50,7 @@ class LLMRewriter:
 
     @property
     def view(self) -> str:
-        return f"rewritten:{self.name}"
+        return rewritten(self.name)
 
     def rewrite(self, dataset, doc_ids: Iterable[str] | None = None) -> dict[str, str]:
         """The corpus with `doc_ids` (default: the pool, or its top pool_depth) rewritten.

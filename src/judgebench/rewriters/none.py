@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from judgebench.text_view import ORIGINAL
+
 
 @dataclass
 class NoRewriter:
@@ -11,7 +13,7 @@ class NoRewriter:
 
     @property
     def view(self) -> str:
-        return "original"
+        return ORIGINAL
 
     def rewrite(self, dataset) -> dict[str, str]:
         return dataset.corpus

@@ -14,6 +14,7 @@ import logging
 import pandas as pd
 
 from judgebench.exceptions import TooManyRewriteFailures
+from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 
@@ -26,7 +27,7 @@ def _tsv(frame: pd.DataFrame) -> str:
 
 def rewrite_report(rewriter, dataset, texts: dict[str, str], docs=None) -> tuple[dict[str, str], dict[str, float]]:
     """(artifacts, metrics) of the rewritten view; nothing for the original view."""
-    if rewriter.view == "original":
+    if rewriter.view == ORIGINAL:
         return {}, {}
     docs = list(dataset.corpus) if docs is None else list(docs)
     changed = [d for d in docs if texts[d] != dataset.corpus[d]]
