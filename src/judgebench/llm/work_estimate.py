@@ -78,6 +78,10 @@ class PromptPlan:
 
 @dataclass
 class Work:
+    """A dry run's count for one component: prompts asked and found in the cache, the tokens still to run
+    through encoder and decoder, their FLOPs and GPU-hours, a fingerprint of the keys still to score (so a
+    printed estimate says which work it counted) and where the token counts and model size came from."""
+
     prompts: int = 0
     cached: int = 0
     input_tokens: int = 0
