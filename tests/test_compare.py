@@ -542,6 +542,24 @@ def test_rewritten_runs_feed_the_content_bias_section(tmp_path):
     assert "| rewritten:r1" in md  # (its labels are the old TSV artifact: read as before)
 
 
+def test_no_readable_per_query_artifact_is_an_error_not_an_empty_report(tmp_path):
+    """Runs whose per_query.csv all fail to read (artifacts moved or deleted): one line naming the first problem and
+    the count of the others, exit 2, no report written; one readable run is enough for a report (the test above)."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(uri)
+    exp = client.create_experiment("gone", artifact_location=str(tmp_path / "art"))
+    run = "q Q0 a 1 4 S\nq Q0 b 2 3 S\n"
+    for system in ("S1", "S2", "S3"):
+        _log_job(client, exp, {"dataset": "d", "system": system, "ranker_type": "llm", "judge": "human", "judge_family": "human",
+                               "rewriter": "none", "text_view": "original"}, {"labelled_pairs": 0}, {"run.trec": run})
+    code, printed, err = run_compare("experiment=gone", f"tracking_uri={uri}", f"out={tmp_path / 'out'}", "bootstrap=0", "log=false")
+    lines = [line for line in err.splitlines() if line.startswith("judgebench-compare:")]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "none of its 3 job runs has a readable per_query.csv" in lines[0], lines[0]
+    assert "cannot read per_query.csv" in lines[0] and "(and 2 more like it)" in lines[0], lines[0]
+    assert not (tmp_path / "out" / "report.md").exists() and "Table 1" not in printed
+
+
 def test_artifact_problems_are_listed_in_run_order_whatever_thread_finishes_first(tmp_path, monkeypatch):
     """The files of many runs are read in threads; a run that cannot be read is listed where it comes in the runs,
     not when its thread ends: here the first runs' reads are made the slowest, so they finish last."""

@@ -72,7 +72,9 @@ class Artifacts:
                 path = Path(self._repo(run_id).download_artifacts(name, tmp))
                 return reader(path), None
             except Exception as e:  # noqa: BLE001 - any unreadable artifact is reported the same way
-                return None, f"run {run_id}: cannot read {name} ({type(e).__name__}: {e})"
+                reason = " ".join(str(e).split())  # MLflow's download errors span lines; a problem is one line
+                reason = reason if len(reason) <= 300 else reason[:297] + "..."
+                return None, f"run {run_id}: cannot read {name} ({type(e).__name__}: {reason})"
 
     def _read_all(self, read, run_ids: list[str]) -> list:
         """``read(run_id)`` for every run, READERS at a time: its (value, problems) in ``run_ids`` order, not in

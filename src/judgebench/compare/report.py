@@ -44,6 +44,12 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     art.remember(everything)
     problems = art.problems
     per_query = art.per_query(jobs)
+    if per_query.empty:  # every cell would read "missing": a report of nothing must not look like a result
+        more = f" (and {len(problems) - 1} more like it)" if len(problems) > 1 else ""
+        raise CompareError(f"experiment {experiment!r}: none of its {len(jobs)} job runs has a readable per_query.csv, so "
+                           f"there is nothing to report; first: {problems[0] if problems else 'no rows'}{more}. Were the "
+                           "artifacts moved or deleted? Pass the store they belong to (tracking_uri=...), or rerun the grid "
+                           "with force=true")
     labels = art.labels(everything)
     types = tables.system_types(jobs)
     judges = tables.judge_order(jobs, opt.judges)
