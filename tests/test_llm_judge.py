@@ -108,7 +108,7 @@ def test_token_limiter_counts_every_token_of_a_long_prompt():
     in several acquires, all of it, not capped at one second's worth."""
     import asyncio
 
-    from judgebench.llm.api import acquire_tokens
+    from judgebench.llm.rate_limits import acquire_tokens
 
     class Recorder:
         max_rate = 10.0

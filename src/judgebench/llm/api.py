@@ -13,7 +13,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from judgebench.exceptions import BackendUnreachable, ConfigError
@@ -22,6 +21,7 @@ from judgebench.llm.concurrency import AdaptiveConcurrency
 from judgebench.llm.gemini_models import normalised, thinking_request
 from judgebench.llm.http_transport import HTTP_TRANSPORTS, openai_http_client
 from judgebench.llm.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
+from judgebench.llm.rate_limits import acquire_tokens, per_second_limiter
 from judgebench.masking import ENV_NAME, mask_url, register_secret_env
 
 
@@ -62,26 +62,6 @@ class RequestStats:
     reasks: int = 0  # answers without a parsable score asked again (each a new request)
     errors: Counter = field(default_factory=Counter)  # by kind: 429, 5xx, timeout, malformed, ...
     batches: int = 0  # batch jobs submitted (mode=batch; each of its lines counts as one request)
-
-
-def _per_second_limiter(per_minute: float) -> AsyncLimiter:
-    """A limiter that spreads a per-minute quota evenly, with at most one second's worth in a burst.
-
-    ``AsyncLimiter(n, 60)`` would let a full minute's quota through at once (a burst of n requests): APIs
-    enforce per-minute limits over shorter windows (e.g. 600 RPM as 10 per second) and answer 429 to that.
-    """
-    per_second = per_minute / 60
-    return AsyncLimiter(per_second, 1) if per_second >= 1 else AsyncLimiter(1, 1 / per_second)
-
-
-async def acquire_tokens(limiter: AsyncLimiter, tokens: int) -> None:
-    """Take ``tokens`` from a per-second limiter, one second's quota at a time: aiolimiter refuses a single
-    acquire above its capacity, and capping it there would under-count a prompt longer than TPM/60 tokens."""
-    left = max(1, int(tokens))
-    while left > 0:
-        take = min(limiter.max_rate, left)
-        await limiter.acquire(take)
-        left -= take
 
 
 class APIBackend:
@@ -206,8 +186,8 @@ class APIBackend:
         # max_concurrency is the ceiling; adaptive: an AIMD window that finds the provider's limit below it
         self._sem = self.concurrency = AdaptiveConcurrency(
             self.max_concurrency, floor=self.min_concurrency, initial=self.initial_concurrency, adaptive=self.adaptive)
-        self._rpm = _per_second_limiter(self.rpm) if self.rpm else None
-        self._tpm = _per_second_limiter(self.tpm) if self.tpm else None
+        self._rpm = per_second_limiter(self.rpm) if self.rpm else None
+        self._tpm = per_second_limiter(self.tpm) if self.tpm else None
         await self.open()
         return self
 
