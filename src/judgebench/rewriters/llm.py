@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judgebench import text_view
 from judgebench.cache.store import CallCache
 from judgebench.exceptions import ConfigError
 from judgebench.llm.prompts import PromptTemplate
 from judgebench.llm.batch import run_batch
 from judgebench.llm.calls import Call, api_call_key, run_cached
 from judgebench.llm.models import as_spec, cached_scores, transformers_key
-from judgebench.text_view import rewritten
 
 REWRITE_PROMPT = "Please rewrite the following text:\n{text}"
 
@@ -50,7 +50,7 @@ class LLMRewriter:
 
     @property
     def view(self) -> str:
-        return rewritten(self.name)
+        return text_view.rewritten(self.name)
 
     def rewrite(self, dataset, doc_ids: Iterable[str] | None = None) -> dict[str, str]:
         """The corpus with `doc_ids` (default: the pool, or its top pool_depth) rewritten.
