@@ -248,13 +248,14 @@ def close_runs_of_dead_job(job_id: str) -> list[str]:
 def start_parent_run(config: DictConfig, experiment_id: str) -> str:
     """The sweep's parent run, its id exported for the jobs (see the module docstring)."""
     from judgebench import tracking
+    from judgebench.run_tags import RunTags
 
     sweep = str(config.get("sweep_id") or config.hydra.sweep.dir)
     overrides = " ".join(_masked(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))) or "(no overrides)"
     name = f"sweep {Path(sweep).parent.name}/{Path(sweep).name}".replace("sweep /", "sweep ")
     note = f"Sweep of experiment {config.experiment_name}: {overrides}; one nested run per cell (sweep dir {sweep_dir(config)})"
     run = tracking.JobRun(tracking.MlflowClient(_SWEEP["uri"]), experiment_id, name,
-                          {f"{tracking.TAG}kind": "sweep", f"{tracking.TAG}sweep_id": sweep}, note=note[:5000], parent="")
+                          RunTags(kind="sweep", sweep_id=sweep).to_tags(), note=note[:5000], parent="")
     os.environ[tracking.PARENT_ENV] = f"{experiment_id}:{run.run_id}"
     _SWEEP["parent"] = run
     return run.run_id
@@ -263,6 +264,7 @@ def start_parent_run(config: DictConfig, experiment_id: str) -> str:
 def end_parent_run(summary: dict | None, failed: bool = False) -> None:
     """Log the sweep summary on the parent run and end it (FAILED when a cell failed or the sweep raised)."""
     from judgebench import tracking
+    from judgebench.run_tags import RunTags
 
     run, _SWEEP["parent"] = _SWEEP["parent"], None
     os.environ.pop(tracking.PARENT_ENV, None)
@@ -270,7 +272,7 @@ def end_parent_run(summary: dict | None, failed: bool = False) -> None:
         return
     try:
         if summary is not None:
-            run.set_tags({f"{tracking.TAG}cells": summary["cells"], f"{tracking.TAG}failed": summary["failed"]})
+            run.set_tags(RunTags(cells=summary["cells"], failed=summary["failed"]).to_tags())
             run.log_files({SUMMARY_FILE: json.dumps(summary, indent=1, default=str)})
         run.finish("FAILED" if failed or summary is None or summary["failed"] else "FINISHED")
     except Exception as exc:  # the sweep's own outcome matters more than its parent run

@@ -18,6 +18,7 @@ from judgebench import tracking
 from judgebench.locks import exclusive
 from judgebench.evaluation import METRIC_VERSION
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
+from judgebench.run_tags import RunTags
 
 KIND = "judge_summary"
 
@@ -51,17 +52,17 @@ def ensure(client, experiment_id: str, tags: dict[str, str], judge_qrels: pd.Dat
 
 def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, digest) -> str:
     filt = (f"tags.`{tracking.TAG}kind` = '{KIND}' and tags.`{tracking.TAG}labels_digest` = '{digest}' "
-            f"and tags.`{tracking.TAG}judge_hash` = '{tags[f'{tracking.TAG}judge_hash']}' "
+            f"and tags.`{tracking.TAG}judge_hash` = '{tags[RunTags.name('judge_hash')]}' "
             f"and tags.`{tracking.TAG}metric_version` = '{METRIC_VERSION}' and attributes.status = 'FINISHED'")
     found = client.search_runs([experiment_id], filter_string=filt, max_results=50)
     for r in found:  # the filter cannot say text_view or dataset safely (free text): check them here
-        same = ("dataset", "text_view", f"{tracking.TAG}dataset_hash")
+        same = [RunTags.name(f) for f in ("dataset", "text_view", "dataset_hash")]
         if all(r.data.tags.get(k) == tags.get(k) for k in same):
             return r.info.run_id
     note = (f"{tags['dataset']}: judge-level statistics of {tags['judge']} on the label set ({len(label_set)} pairs, text view "
             f"{tags['text_view']}): kappa, alpha, label shares; shared by every system's run of this judge")
     run = tracking.JobRun(client, experiment_id, f"judge/{tags['dataset']}/{tags['judge']}/{tags['text_view']}",
-                          {**tags, f"{tracking.TAG}kind": KIND, f"{tracking.TAG}labels_digest": digest}, note=note)
+                          {**tags, **RunTags(kind=KIND, labels_digest=digest).to_tags()}, note=note)
     try:
         run.log_metrics(statistics(judge_qrels, label_set, failed_pairs))
     except BaseException:

@@ -27,13 +27,14 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils import mlflow_tags
 
 from judgebench import artifact_store
+from judgebench.run_tags import PREFIX, RunTags
 from judgebench.masking import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
 
 log = logging.getLogger("judgebench")
 
 PARAM_MAX = 500  # longer values (prompts, path lists) go to artifacts, not params
 
-TAG = "judgebench."
+TAG = PREFIX  # every tag name is declared in run_tags.py
 EXPERIMENT_KIND, CLASSIC_ML = "mlflow.experimentKind", "custom_model_development"  # MLflow UI's experiment kinds
 
 
@@ -253,7 +254,7 @@ def terminal_status(exc: BaseException) -> str:
 
 def process_tags() -> dict[str, str]:
     """Where the run's process lives: a later run on this host can tell a dead one's RUNNING run from a live one."""
-    return {f"{TAG}host": socket.gethostname(), f"{TAG}pid": str(os.getpid())}
+    return RunTags(host=socket.gethostname(), pid=str(os.getpid())).to_tags()
 
 
 def close_dead(client: MlflowClient, experiment_id: str, filter_string: str) -> list[str]:

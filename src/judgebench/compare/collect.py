@@ -13,14 +13,12 @@ from mlflow.tracking import MlflowClient
 
 from judgebench.compare import dataset_identity
 from judgebench.exceptions import CompareError
+from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL
-from judgebench.tracking import TAG
 
 CELL = ["dataset", "system", "judge", "rewriter"]
 TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_family", "ranker_model", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view"]
-ID_TAGS = {"judge_hash": f"{TAG}judge_hash", "system_hash": f"{TAG}system_hash", "rewriter_hash": f"{TAG}rewriter_hash",
-           "metric_version": f"{TAG}metric_version", "version": f"{TAG}version",
-           **{c: f"{TAG}{c}" for c in dataset_identity.COLUMNS}}
+ID_COLUMNS = ["judge_hash", "system_hash", "rewriter_hash", "metric_version", "version", *dataset_identity.COLUMNS]  # RunTags fields
 UNVERSIONED = "1"  # runs logged before the metric version was stamped
 
 
@@ -35,23 +33,23 @@ def _experiment_id(client: MlflowClient, experiment: str) -> str:
 def search(client: MlflowClient, experiment_id: str, kind: str, sweep: str | None, limit: int | None = None) -> list:
     """FINISHED runs of a kind ("job", "judge_summary", "labels"), of one sweep when given. The sweep is
     matched here, not in the filter string: sweep ids are paths and may hold quotes."""
-    filt = f"tags.`{TAG}kind` = '{kind}' and attributes.status = 'FINISHED'"
+    filt = f"tags.`{RunTags.name('kind')}` = '{kind}' and attributes.status = 'FINISHED'"
     out, page = [], None
     while True:
         runs = client.search_runs([experiment_id], filter_string=filt, max_results=1000, page_token=page)
-        out.extend(r for r in runs if not sweep or r.data.tags.get(f"{TAG}sweep_id") == sweep)
+        out.extend(r for r in runs if not sweep or RunTags.from_tags(r.data.tags).sweep_id == sweep)
         page = runs.token
         if not page or (limit is not None and len(out) >= limit):
             return out
 
 
 def run_row(r) -> dict:
-    """One run as a row: its names (TAG_COLUMNS), identity (ID_TAGS), metrics and ids. Grid and labels-only runs
-    are read the same way, so a judge is the same column (or row) in both reports."""
-    row = {c: r.data.tags.get(c) for c in TAG_COLUMNS}
-    row.update({c: r.data.tags.get(t) for c, t in ID_TAGS.items()})
+    """One run as a row: its names (TAG_COLUMNS), identity (ID_COLUMNS), metrics and ids, read through RunTags. Grid
+    and labels-only runs are read the same way, so a judge is the same column (or row) in both reports."""
+    tags = RunTags.from_tags(r.data.tags)
+    row = {c: getattr(tags, c) for c in [*TAG_COLUMNS, *ID_COLUMNS]}
     row.update(r.data.metrics)
-    row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=r.data.tags.get(f"{TAG}sweep_id"),
+    row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=tags.sweep_id,
                artifact_uri=r.info.artifact_uri)  # compare reads the artifacts without fetching each run again
     return row
 
@@ -115,10 +113,10 @@ def collect_summaries(client: MlflowClient, experiment: str, jobs: pd.DataFrame,
     identity = dict(zip(jobs["dataset"], jobs["dataset_hash"])) if "dataset_hash" in jobs else {}
     rows = []
     for r in search(client, _experiment_id(client, experiment), "judge_summary", sweep):
-        judge_hash = r.data.tags.get(f"{TAG}judge_hash", "")
-        same_data = r.data.tags.get(f"{TAG}dataset_hash", dataset_identity.UNRECORDED) == identity.get(r.data.tags.get("dataset"))
-        if judge_hash in names and same_data:
-            rows.append({"dataset": r.data.tags.get("dataset"), "judge": names[judge_hash], "text_view": r.data.tags.get("text_view"),
+        tags = RunTags.from_tags(r.data.tags)
+        same_data = (dataset_identity.UNRECORDED if tags.dataset_hash is None else tags.dataset_hash) == identity.get(tags.dataset)
+        if (tags.judge_hash or "") in names and same_data:
+            rows.append({"dataset": tags.dataset, "judge": names[tags.judge_hash or ""], "text_view": tags.text_view,
                          "run_id": r.info.run_id, "start_time": r.info.start_time, **r.data.metrics})
     cols = ["dataset", "judge", "text_view", "run_id", "start_time", "labelled_pairs", "failed_pairs"]
     if not rows:

@@ -50,14 +50,15 @@ def config_hash(cfg: DictConfig, digests: dict[str, str]) -> str:
 
 
 def identity_tags(cfg: DictConfig) -> dict[str, str]:
-    """Hashes of the judge, the system (ranker + perturbation) and the rewriter: compare keys columns by them."""
+    """Hashes of the judge, the system (ranker + perturbation) and the rewriter, by RunTags field: compare keys
+    columns by them."""
     node = lambda key: OmegaConf.to_container(cfg[key], resolve=True) if key in cfg else None  # noqa: E731
     return {
-        f"{tracking.TAG}judge_hash": component_hash(node("judge")),
-        f"{tracking.TAG}system_hash": component_hash(node("ranker"), node("perturbation")),
-        f"{tracking.TAG}rewriter_hash": component_hash(node("rewriter")),
-        f"{tracking.TAG}metric_version": METRIC_VERSION,
-        f"{tracking.TAG}version": __version__,
+        "judge_hash": component_hash(node("judge")),
+        "system_hash": component_hash(node("ranker"), node("perturbation")),
+        "rewriter_hash": component_hash(node("rewriter")),
+        "metric_version": METRIC_VERSION,
+        "version": __version__,
     }
 
 

@@ -28,6 +28,7 @@ from judgebench.jobs.dry_run import plan_judging, plan_rewrites
 from judgebench.metrics.agreement import LEVELS
 from judgebench.rankers.oracle import OracleRanker
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
+from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
@@ -157,10 +158,10 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
     files["input_digests.json"] = inputs.artifact(cfg.cache_dir)
 
     client, exp_id = tracking.open_store(cfg)
-    tags = {f"{tracking.TAG}kind": "content_bias", f"{tracking.TAG}config_hash": config_hash(cfg, inputs.digests(cfg.cache_dir)), f"{tracking.TAG}sweep_id": sweep_id(cfg),
-            "dataset": dataset.name, "judge": judge.name, "judge_family": judge.family, "judge_model": judge.model,
-            "rewriter": rewriter.name, "text_view": rewriter.view, "ranker": scorer.name if scorer else "none", "git_commit": tracking.git_commit(),
-            **fingerprint.tags(dataset, True, tracking.TAG)}
+    tags = RunTags(kind="content_bias", config_hash=config_hash(cfg, inputs.digests(cfg.cache_dir)), sweep_id=sweep_id(cfg),
+                   dataset=dataset.name, judge=judge.name, judge_family=judge.family, judge_model=judge.model,
+                   rewriter=rewriter.name, text_view=rewriter.view, ranker=scorer.name if scorer else "none",
+                   git_commit=tracking.git_commit(), **fingerprint.tags(dataset, True, "")).to_tags()
     job = tracking.JobRun(client, exp_id, f"content_bias/{dataset.name}/{judge.name}/{rewriter.name}", tags)
     params, _ = tracking.params_from_config(config)
     job.log_params(params)

@@ -25,6 +25,7 @@ from judgebench.jobs.common import JobOutcome, config_hash, file_text, find_done
 from judgebench.jobs.dry_run import plan_judging
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 from judgebench.progress import job_stage
+from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
@@ -61,21 +62,21 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
                      f"{dataset.name} / labels")
         return JobOutcome("dry-run", KIND)
     client, exp_id = store
-    tags = {
-        f"{tracking.TAG}kind": KIND,
-        f"{tracking.TAG}config_hash": chash,
-        f"{tracking.TAG}sweep_id": sweep_id(cfg),
+    tags = RunTags(
+        kind=KIND,
+        config_hash=chash,
+        sweep_id=sweep_id(cfg),
         # the judge's configuration hash (and the versions), as on grid cells: compare names judges alike in both
-        **{k: v for k, v in identity_tags(cfg).items() if k != f"{tracking.TAG}system_hash"},  # no system here
-        "dataset": dataset.name,
-        "judge": judge.name,
-        "judge_family": judge.family,
-        "judge_model": judge.model,
-        "rewriter": "none",
-        "text_view": ORIGINAL,
-        "git_commit": tracking.git_commit(),
-        **fingerprint.tags(dataset, judge.reads_texts, tracking.TAG),
-    }
+        **{k: v for k, v in identity_tags(cfg).items() if k != "system_hash"},  # no system here
+        dataset=dataset.name,
+        judge=judge.name,
+        judge_family=judge.family,
+        judge_model=judge.model,
+        rewriter="none",
+        text_view=ORIGINAL,
+        git_commit=tracking.git_commit(),
+        **fingerprint.tags(dataset, judge.reads_texts, ""),
+    ).to_tags()
     note = f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no systems"
     job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, used, cfg, dataset)
     try:

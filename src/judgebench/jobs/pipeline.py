@@ -23,9 +23,14 @@ from judgebench.progress import job_stage
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rewriters.report import rewrites_checked
+from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
+
+# what a cell's judge-summary run carries of the cell's tags: the judge and its data, not the system
+SUMMARY_TAGS = ("dataset", "judge", "judge_family", "judge_model", "rewriter", "text_view", "git_commit", "judge_hash",
+                "metric_version", "sweep_id", "dataset_hash", "dataset_parts")
 
 
 def _ranker_truncated(ranker: Ranker) -> dict:
@@ -72,29 +77,30 @@ def run_job(cfg: DictConfig) -> JobOutcome:
     if store is None:
         return dry_run(cfg, dataset, judge, rewriter, system)
     client, exp_id = store
-    tags = {
-        f"{tracking.TAG}kind": "job",
-        f"{tracking.TAG}config_hash": chash,
-        f"{tracking.TAG}sweep_id": sweep_id(cfg),
-        **identity_tags(cfg),
-        "dataset": cfg.dataset.name,
-        "system": system,
-        "ranker": ranker.name,
-        "ranker_type": ranker.kind,
-        **({"ranker_family": ranker.family} if ranker.family else {}),
-        "ranker_model": next((str(v) for v in (OmegaConf.select(cfg, f"ranker.{k}", default=None)
-                                                for k in ("model_spec.model", "backend.model", "model")) if v), ""),
-        "perturbation": perturbation.name,
-        "judge": judge.name,
-        "judge_family": judge.family,
-        "judge_model": judge.model,
-        "rewriter": rewriter.name,
-        "text_view": rewriter.view,
-        "git_commit": tracking.git_commit(),
-        **fingerprint.tags(dataset, reads_texts(ranker, judge, rewriter, dataset), tracking.TAG),
-    }
     slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
-    tags.update({tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)})  # a SLURM job's ids
+    run_tags = RunTags(
+        kind="job",
+        config_hash=chash,
+        sweep_id=sweep_id(cfg),
+        **identity_tags(cfg),
+        dataset=cfg.dataset.name,
+        system=system,
+        ranker=ranker.name,
+        ranker_type=ranker.kind,
+        ranker_family=ranker.family or None,
+        ranker_model=next((str(v) for v in (OmegaConf.select(cfg, f"ranker.{k}", default=None)
+                                            for k in ("model_spec.model", "backend.model", "model")) if v), ""),
+        perturbation=perturbation.name,
+        judge=judge.name,
+        judge_family=judge.family,
+        judge_model=judge.model,
+        rewriter=rewriter.name,
+        text_view=rewriter.view,
+        git_commit=tracking.git_commit(),
+        **fingerprint.tags(dataset, reads_texts(ranker, judge, rewriter, dataset), ""),
+        **{tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)},  # a SLURM job's ids
+    )
+    tags = run_tags.to_tags()
     note = (f"{cfg.dataset.name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
             f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}")
     job, config, long_values = open_job_run(client, exp_id, f"{cfg.dataset.name}/{system}/{judge.name}/{rewriter.name}", tags, note, cfg, cfg, dataset)
@@ -108,7 +114,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
                                      files=inputs.digests(cfg.cache_dir, rankings.FILE_ROLES))
         run = ranking.run
         # the ranking's own statistics (PRP's order consistency), on every cell that uses it
-        job.set_tags({f"{tracking.TAG}ranking_key": ranking.key}, metrics=ranking.metrics)
+        job.set_tags(RunTags(ranking_key=ranking.key).to_tags(), metrics=ranking.metrics)
 
         label_set = dataset.label_set()
         with job_stage(cfg, f"judge {judge.name}"):
@@ -127,12 +133,10 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             "wall_time_s": time.perf_counter() - started,
         }
         job.log_metrics(metrics)
-        summary_tags = {k: tags[k] for k in ("dataset", "judge", "judge_family", "judge_model", "rewriter", "text_view", "git_commit",
-                                             f"{tracking.TAG}judge_hash", f"{tracking.TAG}metric_version", f"{tracking.TAG}sweep_id",
-                                             f"{tracking.TAG}dataset_hash", f"{tracking.TAG}dataset_parts") if k in tags}
+        summary_tags = RunTags(**{k: v for k, v in run_tags.values().items() if k in SUMMARY_TAGS}).to_tags()
         summary_id = judge_summary.ensure(client, exp_id, summary_tags, result.qrels, label_set, result.usage.calls_failed,
                                           lock_dir=Path(cfg.cache_dir) / "locks")
-        job.set_tags({f"{tracking.TAG}judge_summary": summary_id})
+        job.set_tags(RunTags(judge_summary=summary_id).to_tags())
         labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
         files = {
             "run.trec": ranking.text,  # the stored ranking's bytes: every judge's cell logs the same file

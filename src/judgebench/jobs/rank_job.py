@@ -20,6 +20,7 @@ from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
 from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
 from judgebench.rankers.perturbation import Perturbation
+from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
@@ -62,15 +63,12 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
         log.info("skip rank %s / %s: ranking %s is logged (run %s) and stored", dataset.name, system, key, done)
         return JobOutcome("skipped-done", system, run_id=done)
     preflight.check(preflight.api_backends(rewriter=rewriter, ranker=ranker))  # an API ranker answers before any work
-    tags = {
-        f"{tracking.TAG}kind": rankings.KIND,
-        f"{tracking.TAG}ranking_key": key,
-        f"{tracking.TAG}sweep_id": sweep_id(cfg),
-        "dataset": dataset.name, "system": system, "ranker": ranker.name, "ranker_type": ranker.kind,
-        **({"ranker_family": ranker.family} if ranker.family else {}),
-        "perturbation": perturbation.name, "rewriter": rewriter.name, "text_view": rewriter.view,
-        "git_commit": tracking.git_commit(), **fingerprint.tags(dataset, reads, tracking.TAG),
-    }
+    tags = RunTags(
+        kind=rankings.KIND, ranking_key=key, sweep_id=sweep_id(cfg),
+        dataset=dataset.name, system=system, ranker=ranker.name, ranker_type=ranker.kind, ranker_family=ranker.family or None,
+        perturbation=perturbation.name, rewriter=rewriter.name, text_view=rewriter.view,
+        git_commit=tracking.git_commit(), **fingerprint.tags(dataset, reads, ""),
+    ).to_tags()
     used = OmegaConf.create({k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
                              for k in SEMANTIC if k in cfg})
     note = f"{dataset.name}: ranking of system {system} ({ranker.kind} ranker {ranker.name}), computed once for every judge"
