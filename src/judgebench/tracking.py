@@ -25,6 +25,7 @@ from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.utils import mlflow_tags
+from tenacity import Retrying, retry_if_exception, retry_if_result, stop_after_attempt, wait_exponential, wait_incrementing
 
 from judgebench import artifact_store
 from judgebench.run_tags import PREFIX, RunTags
@@ -129,24 +130,26 @@ def check_sqlite_writable(tracking_uri: str, db: Path) -> None:
 
 
 def _transient(exc: BaseException) -> bool:
+    """A store error worth another try: MLflow's TEMPORARILY_UNAVAILABLE, or SQLite's "database is locked"."""
     text = str(exc).lower()
-    return getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE" or "is locked" in text
+    return isinstance(exc, MlflowException) and (getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE" or "is locked" in text)
+
+
+_sleep = time.sleep  # how the retries wait (tests count the waits instead)
 
 
 def _retry(call, attempts: int = 8):
-    """Run call(), retrying transient store errors (SQLite "database is locked" under many writers)."""
-    for attempt in range(attempts):
-        try:
-            return call()
-        except MlflowException as exc:
-            if attempt == attempts - 1 or not _transient(exc):
-                raise
-            time.sleep(min(5.0, 0.1 * 2**attempt))
+    """Run call(), retrying transient store errors (SQLite "database is locked" under many writers): at most
+    ``attempts`` tries, 0.1 s after the first failure, doubling up to 5 s; any other error, or the last one, is raised."""
+    return Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.1, max=5.0),
+                    retry=retry_if_exception(_transient), reraise=True, sleep=_sleep)(call)
 
 
 def get_or_create_experiment(client: MlflowClient, name: str, artifact_root: str | None, attempts: int = 10) -> str:
-    """Idempotent under contention: parallel jobs may race to create the same experiment."""
-    for attempt in range(attempts):
+    """Idempotent under contention: parallel jobs may race to create the same experiment. A failed creation
+    (another job created it first, or the DB was locked) is looked up again, 0.2 s later, then 0.4 s, ..."""
+
+    def find_or_create() -> str | None:
         exp = client.get_experiment_by_name(name)
         if exp is not None:
             return exp.experiment_id
@@ -157,8 +160,14 @@ def get_or_create_experiment(client: MlflowClient, name: str, artifact_root: str
             # the UI opens an experiment of this kind on its runs table, not on the GenAI traces overview
             return client.create_experiment(name, artifact_location=location, tags={EXPERIMENT_KIND: CLASSIC_ML})
         except MlflowException:
-            time.sleep(0.2 * (attempt + 1))  # another job created it first, or the DB was locked
-    raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
+            return None
+
+    found = Retrying(stop=stop_after_attempt(attempts), wait=wait_incrementing(start=0.2, increment=0.2),
+                     retry=retry_if_result(lambda found: found is None), retry_error_callback=lambda state: None,
+                     sleep=_sleep)(find_or_create)
+    if found is None:
+        raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
+    return found
 
 
 PARENT_ENV = "JUDGEBENCH_PARENT_RUN"  # "<experiment id>:<run id>" of the sweep's parent run, set by the sweep

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from tqdm.auto import tqdm
 
 from judgebench.cache.keys import is_key
@@ -73,22 +74,27 @@ def split_lines(lines: list[BatchLine], max_requests: int, max_bytes: int,
     return chunks
 
 
+_sleep = asyncio.sleep  # how the retries wait (tests count the waits instead)
+
+
 async def with_retries(backend: APIBackend, what: str, fn: Callable[[], Awaitable[T]]) -> T:
-    """A batch API request, retried on transient errors like online calls are (Retry-After, backoff). These
-    requests are not counted in stats.requests: a batch counts one request per line, what is paid for."""
-    failures = 0
-    while True:
-        try:
-            return await fn()
-        except TransientError as e:
-            failures += 1
-            backend.stats.errors[e.kind] += 1
-            if e.kind == "connection" and failures >= CONNECT_FAILS:
-                raise BackendUnreachable(f"cannot connect to {mask_url(backend.endpoint())} ({e}; {failures} attempts "
-                                         f"to {what}): is the server running and the URL right?") from None
-            if failures > backend.max_retries:
+    """A batch API request, retried on transient errors like online calls are (Retry-After, backoff; at most
+    ``max_retries`` retries; ``CONNECT_FAILS`` failures of which the last cannot connect: the server is unreachable).
+    These requests are not counted in stats.requests: a batch counts one request per line, what is paid for."""
+    async for attempt in AsyncRetrying(stop=stop_after_attempt(backend.max_retries + 1),
+                                       wait=lambda state: backend._backoff(state.outcome.exception(), state.attempt_number),
+                                       retry=retry_if_exception_type(TransientError), reraise=True, sleep=_sleep):
+        with attempt:
+            try:
+                return await fn()
+            except TransientError as e:
+                backend.stats.errors[e.kind] += 1
+                failures = attempt.retry_state.attempt_number
+                if e.kind == "connection" and failures >= CONNECT_FAILS:
+                    raise BackendUnreachable(f"cannot connect to {mask_url(backend.endpoint())} ({e}; {failures} attempts "
+                                             f"to {what}): is the server running and the URL right?") from None
                 raise
-            await asyncio.sleep(backend._backoff(e, failures))
+    raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
 
 
 def pending_calls(cache: CallCache, calls: list, parse: Callable | None, reask_unparsed: bool,
