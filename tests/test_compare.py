@@ -145,6 +145,23 @@ def test_bootstrap_intervals_contain_the_point_estimates(grid):
     assert np.allclose(taus["tau_all"], t2["tau_all"]) and np.allclose(taus["tau_oracles"], t2["tau_oracles"])
 
 
+def test_level_from_the_command_line_sets_every_interval(grid):
+    """level=0.8: the bootstrap intervals narrow as a normal's quantiles say (z 1.28 against 1.96: about 0.65 of the
+    default 95 % width, here from other resamples), and the report names the level it used."""
+    out = grid["work"] / "level"
+    code, printed, err = run_compare("experiment=grid", f"tracking_uri={grid['uri']}", f"out={out}", "format=csv,md",
+                                     "bootstrap=300", "level=0.8", "log=false")
+    assert code == 0, err
+    keys = ["dataset", "system", "judge"]
+    narrow = pd.read_csv(out / "bootstrap_means.csv").set_index(keys)
+    wide = csv(grid, "bootstrap_means.csv").set_index(keys).loc[narrow.index]
+    spread = (wide["hi"] - wide["lo"]) > 0.01
+    ratio = ((narrow["hi"] - narrow["lo"])[spread] / (wide["hi"] - wide["lo"])[spread]).median()
+    assert 0.55 < ratio < 0.75, ratio
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "80% percentile" in md and "[80% interval]" in md and "95%" not in md
+
+
 def _runs(client) -> list:
     return client.search_runs([client.get_experiment_by_name("grid").experiment_id], filter_string="tags.`judgebench.kind` = 'job'")
 
@@ -296,6 +313,7 @@ def test_filters_missing_cells_and_options(grid):
     (["experiment=nope"], "no MLflow experiment named 'nope'"),
     (["experiment=grid", "alpha=2"], "alpha='2'"),
     (["experiment=grid", "correction=bonf"], "correction='bonf'"),
+    (["experiment=grid", "level=1"], "level='1': expected a number between 0 and 1"),
     (["experiment=grid", "format=pdf"], "format: unknown ['pdf']"),
     (["experiment=grid", "panel=simulated"], "at least 2 distinct judges"),
     (["experiment=grid", "panel=simulated,gpt_4o"], "panel names judges without runs"),

@@ -302,3 +302,21 @@ def test_the_checks_see_what_they_check():
     planted = "`src/judgebench/no_such.py` `judge=no_such` `judgebench-nope` [x](no_such.md)"
     assert _path_problems(planted, "", set()) and _choice_problems(planted)
     assert _command_problems(planted) and _link_problems(ROOT / "README.md", planted)
+
+
+def _compare_usage_keys(text: str) -> set[str]:
+    """The keys of the judgebench-compare usage block (the fenced lines from ``judgebench-compare experiment=``)."""
+    block = re.search(r"```bash\n(judgebench-compare experiment=NAME.*?)```", text, re.S)
+    assert block, "docs/compare.md has no fenced usage block starting 'judgebench-compare experiment=NAME'"
+    return set(re.findall(r"(?<![\w.])([a-z][\w.]*)=", block.group(1)))
+
+
+def test_compare_usage_in_the_docs_is_the_schema_s():
+    """docs/compare.md's usage block names every option of compare's one schema (CompareArgs, which also makes
+    ``--help``), and nothing else: an option added to the schema must be documented, a documented one must exist."""
+    from judgebench.compare.cli import KEYS, USAGE
+
+    documented = _compare_usage_keys((ROOT / "docs" / "compare.md").read_text(encoding="utf-8"))
+    assert documented == KEYS, f"in the docs only: {sorted(documented - KEYS)}; in the schema only: {sorted(KEYS - documented)}"
+    assert _compare_usage_keys("```bash\njudgebench-compare experiment=NAME [level=0.95]\n```") == {"experiment", "level"}
+    assert all(f"[{k}=" in USAGE or f" {k}=" in USAGE for k in KEYS)  # --help is made from the same schema

@@ -53,7 +53,9 @@ class CompareArgs:
                                    "short summary is printed, the full report is report.md / report.html")
     alpha: float = _field(0.05, "0.05", "significance level of the paired t-tests", "a number between 0 and 1")
     correction: str = _field("none", "holm|none", "holm: judge-vs-human decisions use Holm-adjusted p (Table 3 always shows both)", "holm or none")
-    bootstrap: int = _field(1000, "1000", "resamples of the queries for the 95% percentile intervals (0: none)", "a whole number >= 0")
+    bootstrap: int = _field(1000, "1000", "resamples of the queries for the percentile intervals (0: none)", "a whole number >= 0")
+    level: float = _field(0.95, "0.95", "confidence level of every interval (bootstrap, self-preference, the human budget and its plan)",
+                          "a number between 0 and 1")
     seed: int = _field(0, "0", "bootstrap seed", "a whole number >= 0")
     panel: Optional[str] = _field(None, "j1,j2", "judges of the cross-family panel (default: one judge per non-human, non-simulated family\n"
                                   "if there are 2 or more such families, else all non-human judges)")
@@ -169,6 +171,7 @@ def options(args: dict) -> report_mod.Options:
     args["correction"] = args["correction"].lower()
     _check(args, "correction", lambda v: v in ("holm", "none"))
     _check(args, "alpha", lambda v: 0 < v < 1)
+    _check(args, "level", lambda v: 0 < v < 1)
     _check(args, "bootstrap", lambda v: v >= 0)
     _check(args, "seed", lambda v: v >= 0)
     _check(args, "resamples", lambda v: v >= 1)
@@ -183,6 +186,7 @@ def options(args: dict) -> report_mod.Options:
         correction=args["correction"],
         bootstrap=args["bootstrap"],
         seed=args["seed"],
+        level=args["level"],
         panel=_names(args, "panel"),
         formats=formats,
         reference=args["reference"],

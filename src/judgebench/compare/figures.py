@@ -73,7 +73,7 @@ def _type_legend(ax, types: list[str], loc: str = "lower right") -> None:
 
 
 @plain_text
-def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None = None) -> Path:
+def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None = None, level: float = 0.95) -> Path:
     """The paper's Figure 3: grouped bars of nDCG@10 per system under each judge, with the bootstrap interval of
     each mean as an error bar (when computed); hatching and the tick colour give the system type; missing cells:
     no bar."""
@@ -99,7 +99,7 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None =
             tick.set_color(TYPE_COLOURS.get(kind, "black"))
         ax.set_ylabel("nDCG@10 (judged only)")
         ax.set_ylim(0, 1.05)
-        interval = ", 95% bootstrap intervals" if ci is not None and len(ci) else ""
+        interval = f", {level:.0%} bootstrap intervals" if ci is not None and len(ci) else ""
         kinds = ", ".join(f"{k} {TYPE_HATCHES.get(k) or 'plain'}" for k in dict.fromkeys(table["type"]))
         ax.set_title(f"{names.plot(dataset)}: nDCG@10 per system and judge{interval}\nhatch = system type: {kinds}", fontsize="medium")
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: bars reach the top

@@ -183,7 +183,7 @@ def figure_judges(r: Report) -> tuple[list[str], int]:
 
 
 def _write_figures(r: Report, out: Path) -> list[Path]:
-    files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png", r.ci_means)]
+    files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png", r.ci_means, r.options.level)]
     drawn, _ = figure_judges(r)
     if len(r.judges) > 1:
         shown = {d: t[[c for c in t.columns if c == "type" or c in REFERENCES or c in drawn]] for d, t in r.table1.items()}
