@@ -75,9 +75,8 @@ def ensure_sqlite_parent(tracking_uri: str) -> None:
     some fail ("table ... already exists", CircularDependencyError)."""
     if not tracking_uri.startswith("sqlite:///") or tracking_uri in _READY_STORES:
         return
-    import fcntl
-
     import mlflow
+    from filelock import FileLock
 
     db = Path(tracking_uri[len("sqlite:///") :])
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -88,8 +87,7 @@ def ensure_sqlite_parent(tracking_uri: str) -> None:
         return f"{db.stat().st_ino} {mlflow.__version__}" if db.exists() else ""
 
     if not (ready.exists() and ready.read_text() == stamp()):
-        with open(db.parent / f"{db.name}.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        with FileLock(db.parent / f"{db.name}.lock", thread_local=False, fallback_to_soft=False):  # the kernel's flock
             if not (ready.exists() and ready.read_text() == stamp()):  # another job may have done it
                 _retry(lambda: MlflowClient(tracking_uri).search_experiments(max_results=1))
                 ready.write_text(stamp())
