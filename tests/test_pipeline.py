@@ -12,6 +12,7 @@ from mlflow.tracking import MlflowClient
 from judgebench.compare.cli import main as compare_main
 from judgebench.data.datasets import load_toy
 from judgebench.data.trec import read_qrels, read_run
+from judgebench import run_tags
 from judgebench.jobs.pipeline import run_job
 from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
 
@@ -112,3 +113,9 @@ def test_multirun_then_compare_reads_it_back(tmp_path):
     assert (out / "figure_ndcg_bars.png").stat().st_size > 10_000
     compare_runs = client.search_runs([exp.experiment_id], filter_string="tags.`judgebench.kind` = 'compare'")
     assert len(compare_runs) == 1
+    # every tag of ours on every run (the sweep's parent, cells, judge summaries, compare) is declared in RunTags
+    everything = client.search_runs([exp.experiment_id])
+    (sweep,) = [r for r in everything if r.data.tags.get("judgebench.kind") == "sweep"]
+    assert (sweep.data.tags["judgebench.cells"], sweep.data.tags["judgebench.failed"]) == ("12", "0")
+    undeclared = {k for r in everything for k in r.data.tags if not k.startswith("mlflow.")} - run_tags.NAMES
+    assert not undeclared, sorted(undeclared)
