@@ -106,7 +106,7 @@ def test_rank_correlations_with_a_bootstrap_over_judges():
         assert (c.loc[stat, "lo"], c.loc[stat, "hi"]) == pytest.approx(tuple(np.nanpercentile(boot, [2.5, 97.5])))
     assert d.answers["d"].startswith("On d, label agreement ")
     line = discrimination.finding_lines(d)[0]
-    assert "Humans separate 5 of 6 oracle pairs" in line
+    assert "humans separate 5 of 6 oracle pairs" in line
 
 
 def test_not_computed_without_oracles_or_with_fewer_than_three_judges():

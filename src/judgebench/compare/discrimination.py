@@ -57,24 +57,30 @@ class Discrimination:
         return bool(len(self.table))
 
 
-def applies(table1: pd.DataFrame) -> bool:
+def ranked_judges(table1: pd.DataFrame, exclude=()) -> list[str]:
+    """The judges the section ranks: Table 1's judge columns but the human references, the per-judge references
+    and ``exclude`` (the virtual judges: built from the others' labels, they are no judge of their own)."""
+    return [c for c in table1.columns if c != "type" and c not in REFERENCES and not is_pseudo(c) and c not in set(exclude)]
+
+
+def applies(table1: pd.DataFrame, exclude=()) -> bool:
     """Only with at least two oracle rankers and MIN_JUDGES judges (not the human references)."""
-    judges = [c for c in table1.columns if c != "type" and c not in REFERENCES]
-    return int((table1["type"] == "oracle").sum()) >= 2 and len(judges) >= MIN_JUDGES
+    return int((table1["type"] == "oracle").sum()) >= 2 and len(ranked_judges(table1, exclude)) >= MIN_JUDGES
 
 
 def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], table2: pd.DataFrame, refs: References, alpha: float = 0.05,
-            use_holm: bool = False, n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> Discrimination:
-    """The discrimination table, the correlations and the answer of every dataset where :func:`applies`."""
+            use_holm: bool = False, n_resamples: int = 1000, seed: int = 0, level: float = 0.95, exclude=()) -> Discrimination:
+    """The discrimination table, the correlations and the answer of every dataset where :func:`applies`; the
+    judges in ``exclude`` (virtual ones) are left out."""
     rows, corr, human, answers = [], [], {}, {}
     kappa = {(d, j): k for d, j, k in zip(table2.get("dataset", []), table2.get("judge", []), table2.get("kappa_graded", []))}
     for dataset, table in t1.items():
-        if not applies(table):
+        if not applies(table, exclude):
             continue
         oracles = [s for s in table.index if table.at[s, "type"] == "oracle"]
-        judges = [c for c in table.columns if c != "type" and c not in REFERENCES and not is_pseudo(c)]
+        judges = ranked_judges(table, exclude)
         d = per_query[(per_query["dataset"] == dataset) & per_query["system"].isin(oracles)]
-        counts = decisions(d, oracles, refs, alpha, use_holm)
+        counts = decisions(d[d["judge"].isin([*judges, *REFERENCES]) | d["judge"].map(is_pseudo)], oracles, refs, alpha, use_holm)
         taus = ordering_intervals(d, oracles, judges, refs, n_resamples, seed, level)
         frame = pd.DataFrame({"dataset": dataset, "judge": judges})
         frame["kappa_graded"] = [kappa.get((dataset, j), math.nan) for j in judges]
@@ -193,12 +199,16 @@ def answer(dataset: str, corr: pd.DataFrame, judges: int) -> str:
 
 
 def finding_lines(d: Discrimination) -> list[str]:
-    """The findings' lines: the answer per dataset and how many judges detect each number of human-separated pairs."""
+    """The findings' lines (each short enough for a terminal): per dataset, how many oracle pairs humans separate and
+    how many judges detect the most of them, then the answer with one line per rank correlation."""
     lines = []
     for dataset, sentence in d.answers.items():
         t = d.table[d.table["dataset"] == dataset]
         sig, total = d.human.get(dataset, (0, 0))
         best = int(t["agree"].max()) if len(t) else 0
-        lines.append(f"  {sentence} Humans separate {sig} of {total} oracle pairs; {int((t['agree'] == best).sum())} of {len(t)} "
-                     f"judges detect {best}.")
+        head, _, rhos = sentence.partition(": ")
+        lines.append(f"  {dataset}: humans separate {sig} of {total} oracle pairs; {int((t['agree'] == best).sum())} of {len(t)} "
+                     f"judges detect {best} of them")
+        lines.append(f"  {head}:")
+        lines += [f"    {part.rstrip('.')}" for part in rhos.split("; ")]
     return lines

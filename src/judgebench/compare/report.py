@@ -103,7 +103,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         self_preference=self_preference.analyse(per_query, t1, jobs, refs, opt.bootstrap, opt.seed, opt.level),
         order_bias=order_bias.order_table(jobs), budget_plan=planned,
         discrimination=discrimination.analyse(per_query, t1, t2, refs, opt.alpha, opt.correction == "holm", opt.bootstrap,
-                                              opt.seed, opt.level),
+                                              opt.seed, opt.level, exclude=[v.name for v in virtual]),
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
     )
