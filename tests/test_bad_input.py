@@ -135,7 +135,7 @@ def case(id: str, edit: Edit, *phrases: str, rc: int = 2, env: dict[str, str] | 
 CASES = [
     # ---- config
     case("unknown-group-option", _args("judge=gpt5"), "judge=gpt5: no such judge", "valid options:", "gpt_4o_mini", "simulated"),
-    case("unknown-dataset-name", _args("dataset=dl21"), "dataset=dl21: no such dataset", "dl19, dl20, llmjudge, toy"),
+    case("unknown-dataset-name", _args("dataset=dl21"), "dataset=dl21: no such dataset", "dl19, dl20, irds, llmjudge, toy, trec"),
     case("unknown-option-in-a-sweep", _args("-m", "judge=human,gpt5"), "judge=gpt5: no such judge"),
     case("unknown-experiment", _args("+experiment=dmeo"), "experiment=dmeo: no such experiment", "demo"),
     case("no-api-key-openai", _args("judge=gpt_4o_mini"), "needs an API key", "set OPENAI_API_KEY"),

@@ -276,7 +276,7 @@ def test_grid_scaling(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "local_judge_prefix", "overhead",
                                   "adaptive_concurrency", "cache_write", "cache_open", "versus_trees", "budget_strategies",
-                                  "grid_scaling"])
+                                  "grid_scaling", "llmjudge_oracles"])
 def test_help(name):
     import importlib
 
@@ -285,6 +285,16 @@ def test_help(name):
     with pytest.raises(SystemExit) as e:
         mod.main(["--help"])
     assert e.value.code == 0
+
+
+@pytest.mark.slow  # ~100 s: 24 cells on the real LLMJudge collection, then compare
+def test_llmjudge_oracles(tmp_path, llmjudge_dir):
+    data = run_benchmark("llmjudge_oracles", tmp_path, "--data", str(llmjudge_dir))
+    assert data["cells"] == 24 and data["human_table1"]["Perfect"] == 1.0 and data["human_table1"]["Swap[1,2]"] == 0.5959
+    # three submissions ranked by pairs agreed: each row's classes add up to the pairs humans separate plus its spurious ones
+    assert [r["judge"] for r in data["rows"]] == ["willia-umbrela1", "Olz-gpt4o", "TREMA-nuggets"]
+    assert all(r["agree"] + r["missed"] + r["reversed"] == 14 for r in data["rows"])
+    assert data["answer"].startswith("On llmjudge, label agreement")
 
 
 def test_budget_strategies(tmp_path, monkeypatch, toy_grid_store):

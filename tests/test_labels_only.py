@@ -11,6 +11,7 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import cohen_kappa_score
 
 from cli_runner import ERROR_PREFIX, REPO, file_mode, run, run_compare, warm_store, write_dataset
+from judgebench.data.corpus import available
 from judgebench.data.datasets import load_toy
 from judgebench.data.llmjudge import load_llmjudge
 
@@ -36,7 +37,10 @@ def _read(path: Path) -> pd.DataFrame:
 def test_the_dataset_is_every_human_labelled_pair(llmjudge_dir):
     ds = load_llmjudge(data_dir=str(LLMJUDGE))
     raw = _read(LLMJUDGE / "llmjudge_test_qrel_idx.txt")
-    assert not ds.has_pool and ds.pool.empty and ds.corpus == {}
+    assert ds.has_pool and not available(ds.corpus)  # a pool of judged passages, no texts
+    pairs = pd.read_csv(LLMJUDGE / "llm4eval_test_qrel_2024.txt", sep=" ", names=["query_id", "it", "doc_id"], dtype=str)
+    assert ds.pool[["query_id", "doc_id"]].values.tolist() == pairs[["query_id", "doc_id"]].values.tolist()
+    assert ds.pool["rank"].tolist() == (pairs.groupby("query_id", sort=False).cumcount() + 1).tolist()
     assert len(ds.label_set()) == len(raw) == 4423 and len(ds.queries) == raw["query_id"].nunique() == 25
     assert ds.label_set()["relevance"].value_counts().sort_index().tolist() == [2005, 1233, 808, 377]
     assert ds.queries["q49"] == "how does a bounty hunter make money"
@@ -118,10 +122,8 @@ def test_labels_only_sweep_then_compare(store, tmp_path):
 
 def test_llmjudge_refuses_what_needs_passages(store, tmp_path):
     base = _args(store, "experiment_name=refuse", "dataset=llmjudge", f"dataset.data_dir={LLMJUDGE}")
-    res = run([*base, "ranker=oracle"], cwd=tmp_path)  # a grid cell: nothing to rank
-    assert res.rc == 2 and res.error_lines == [f"{ERROR_PREFIX} dataset llmjudge: has human labels but no passages and no pool of "
-                                               "systems, so there is nothing to rank; compare judges on its labels in a labels-only "
-                                               "experiment (job=labels_only, e.g. python run.py -m +experiment=llmjudge)"], res
+    res = run([*base, "ranker=bm25", "judge=human"], cwd=tmp_path)  # a grid cell whose ranker reads passages
+    assert res.rc == 2 and len(res.error_lines) == 1 and "the LLMJudge passages (MS MARCO v2, non-commercial terms) are not distributed" in res.err, res
     res = run([*base, "job=labels_only", "judge=gpt_4o_mini"], cwd=tmp_path)  # an LLM judge needs the passages
     assert res.rc == 2 and "has no passage texts, and judge gpt_4o_mini reads passages" in res.err, res
 

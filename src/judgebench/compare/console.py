@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import budget_plan_report, human_budget_report, names, render, views
+from judgebench.compare import budget_plan_report, discrimination, human_budget_report, names, render, views
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -63,7 +63,13 @@ def findings(r: Report) -> list[str]:
         inv = inverted.get((row.dataset, row.judge), "n/a")
         lines.append(f"  {names.plain(row.dataset)} / {names.plain(row.judge)}: inversion {inv}; tau_all {render.number(row.tau_all, 3)}, "
                      f"tau_oracles {render.number(row.tau_oracles, 3)}; kappa {render.number(row.kappa_graded, 3)}")
-    return lines
+    return lines + discrimination_findings(r)
+
+
+def discrimination_findings(r: Report) -> list[str]:
+    """Whether label agreement predicts discriminative power (compare/discrimination.py), one line per dataset."""
+    d = getattr(r, "discrimination", None)
+    return [names.plain(line) for line in discrimination.finding_lines(d)] if d else []
 
 
 def _listed(items) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.compare import budget_plan_report, human_budget_report, names, render, self_preference_report, significance, views
+from judgebench.compare import (budget_plan_report, discrimination_report, human_budget_report, names, render, self_preference_report,
+                                significance, views)
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ def sections(r: Report) -> list[str]:
         lists = lists[lists["n"] > 0]
         parts.append("\nPairs that do not agree (all pairs with their class: significance_pairs.csv):\n")
         parts.append(render.markdown(lists, index=False, integers=["n"]) if len(lists) else "(none: every decision agrees)")
+
+    parts += discrimination_report.markdown(r)
 
     if len(r.bias):
         parts.append(f"\n## Table 5: ranker bias (human columns: {ref})\n")

@@ -15,6 +15,7 @@ from judgebench import __version__
 from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, figures, human_budget_report,
                                 html, latex, markdown, names, significance, tables)
 from judgebench.compare import budget_files, budget_plan_report, order_bias, self_preference, self_preference_report
+from judgebench.compare import discrimination, discrimination_report
 from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References
@@ -101,6 +102,8 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         aliases=aliases, refs=refs,
         self_preference=self_preference.analyse(per_query, t1, jobs, refs, opt.bootstrap, opt.seed, opt.level),
         order_bias=order_bias.order_table(jobs), budget_plan=planned,
+        discrimination=discrimination.analyse(per_query, t1, t2, refs, opt.alpha, opt.correction == "holm", opt.bootstrap,
+                                              opt.seed, opt.level, exclude=[v.name for v in virtual]),
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
     )
@@ -130,6 +133,7 @@ def write(report: Report, out: Path) -> list[Path]:
             if len(frame) or name in ("table2", "missing_cells"):
                 files.append(_csv(frame, out / f"{name}.csv"))
         files += [_csv(frame, out / f"{name}.csv") for name, frame in self_preference_report.csv_frames(report) if len(frame)]
+        files += [_csv(frame, out / f"{name}.csv") for name, frame in discrimination_report.csv_frames(report)]
         for name, key in (("human_budget_predictions", "predictions"), ("human_budget_measured", "measured"),
                           ("human_budget_readback", "readback")):
             if key in report.budget_plan:
@@ -141,7 +145,7 @@ def write(report: Report, out: Path) -> list[Path]:
     if "png" in fmt:
         files += _write_figures(report, out)
     captions = {**figures.CAPTIONS, self_preference_report.FIGURE: self_preference_report.CAPTION,
-                budget_plan_report.FIGURE: budget_plan_report.CAPTION}
+                budget_plan_report.FIGURE: budget_plan_report.CAPTION, discrimination_report.FIGURE: discrimination_report.CAPTION}
     drawn, judges = figure_judges(report)
     note = (f"Per-judge figures (the confusion matrices, the panels of the scatter) are drawn for the first {len(drawn)} of "
             f"the {judges} judges, in report order; every judge's numbers are in the tables above."
@@ -199,6 +203,7 @@ def _write_figures(r: Report, out: Path) -> list[Path]:
     if len(r.calibration):
         files += human_budget_report.budget_figures(r.calibration, out)
     files += self_preference_report.figures(r, out)
+    files += discrimination_report.figure(r, out)
     if "measured" in r.budget_plan:
         files += budget_plan_report.figure(r.budget_plan["measured"], out)
     return files

@@ -13,6 +13,7 @@ import pandas as pd
 
 from judgebench.compare import human_budget as budget
 from judgebench.compare import order_bias, self_preference
+from judgebench.compare.discrimination import Discrimination
 from judgebench.compare.ensembles import VirtualJudge
 from judgebench.compare.reference import HUMAN_JUDGED, References
 
@@ -88,6 +89,8 @@ class Report:
     order_bias: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=order_bias.COLUMNS))  # PRP's two orders
     # the planner's plan, predictions and measured widths, or the read-back's estimates (budget_files.build)
     budget_plan: dict = field(default_factory=dict)
+    # which judges separate the oracle rankers humans separate, beside kappa (compare/discrimination.py)
+    discrimination: Discrimination = field(default_factory=Discrimination)
 
     @property
     def judges(self) -> list[str]:

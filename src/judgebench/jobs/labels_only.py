@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from judgebench import input_digests, preflight, tracking
 from judgebench.data import fingerprint
+from judgebench.data.corpus import available
 from judgebench.data.trec import write_qrels
 from judgebench.exceptions import DataError, UserError, check_failed_share
 from judgebench.jobs.common import JobOutcome, config_hash, file_text, find_done, frame_text, identity_tags, load_dataset, open_job_run, sweep_id
@@ -48,7 +49,7 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
     inputs = input_digests.JobInputs()  # the files the dataset and the judge read: their contents are in the key
     dataset = load_dataset(cfg.dataset)
     inputs.add("dataset", dataset.input_files)
-    if get_class(cfg.judge._target_).reads_texts and not dataset.corpus:  # before instantiating: no model loads, no keys
+    if get_class(cfg.judge._target_).reads_texts and (not available(dataset.corpus) or not dataset.corpus):  # no model loads
         raise DataError(f"dataset {dataset.name}", f"has no passage texts, and judge {cfg.judge.name} reads passages; a labels-only "
                         "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
     judge = inputs.build("judge", cfg.judge)

@@ -19,10 +19,14 @@ import pandas as pd
 from judgebench.exceptions import DataError
 from judgebench.data.trec import read_judge_qrels
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
+from judgebench.judges.human import HumanJudge
 from judgebench.resolvers import file_stem
 
 log = logging.getLogger("judgebench")
 _KEYS = ["query_id", "doc_id"]
+# judge.path=human: the dataset's own human qrels, so that one judge.path sweep (+experiment=llmjudge_oracles)
+# holds the human judge beside the files; it is then the human judge (name, family, labels), no file is read.
+HUMAN_PATH = "human"
 
 
 @dataclass
@@ -40,6 +44,8 @@ class QrelsFileJudge(Judge):
         if not self.path:
             raise DataError("judge.path", "the qrels judge needs a file: judge.path=FILE (TREC qrels 'query_id 0 doc_id label')")
         self.name = self.name or file_stem(self.path)
+        if self.path == HUMAN_PATH:
+            self.name, self.family, self.model = HUMAN_PATH, "human", "qrels"
 
     @property
     def file(self) -> Path:
@@ -48,7 +54,7 @@ class QrelsFileJudge(Judge):
 
     def input_files(self) -> list[Path]:
         """Read when it judges, hashed into the resume key before (a label edited in place reruns the cell)."""
-        return [self.file]
+        return [] if self.path == HUMAN_PATH else [self.file]
 
     def read(self, dataset) -> pd.DataFrame:
         """The file's labels with dataset ids (query_id, doc_id, relevance, line, label); a query the dataset
@@ -75,6 +81,8 @@ class QrelsFileJudge(Judge):
         return labels
 
     def judge(self, pairs, dataset, texts) -> JudgeResult:
+        if self.path == HUMAN_PATH:
+            return HumanJudge().judge(pairs, dataset, texts)
         labels = self.read(dataset)
         merged = pairs[_KEYS].merge(labels, on=_KEYS, how="left")
         have = merged["relevance"].notna()

@@ -1,0 +1,125 @@
+"""Any ir_datasets collection (``dataset=irds dataset.id=<ir_datasets id>``): queries, qrels and passage texts
+through ir_datasets, the pool from a TREC run file (cut to ``pool_depth``) or a Pyserini prebuilt index (BM25).
+
+ir_datasets downloads and caches its collections itself (``IR_DATASETS_HOME``); judgebench reads them through
+its API only. Texts are read for the pool's documents only, through the collection's docs store, when the
+dataset is loaded. A collection of local files registers with ir_datasets' own local-files API
+(``ir_datasets.create_dataset`` + ``ir_datasets.registry.register``); ``local={docs, queries, qrels}`` does that
+here under ``id`` (TSV docs ``doc_id<TAB>text``, TSV queries, TREC qrels), so it runs offline and its files
+join the resume key like any input file.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from judgebench.data.datasets import Dataset
+from judgebench.data.trec import check_queries_known, read_run
+from judgebench.data.trec_files import pool_provenance
+from judgebench.exceptions import DataError
+from judgebench.files_read import opened
+
+log = logging.getLogger("judgebench")
+LOCAL_KEYS = {"docs": "docs_tsv", "queries": "queries_tsv", "qrels": "qrels_trec"}
+MAX_LABEL = 3
+
+
+def _ir_datasets(name: str):
+    try:
+        import ir_datasets
+    except ImportError as e:
+        raise DataError(f"dataset {name}", "dataset=irds needs ir_datasets: pip install 'judgebench[datasets]'") from e
+    return ir_datasets
+
+
+def register_local(name: str, dataset_id: str, local: dict) -> None:
+    """Register local files under ``dataset_id`` with ir_datasets' own API (once per process)."""
+    irds = _ir_datasets(name)
+    unknown = set(local) - set(LOCAL_KEYS)
+    if unknown:
+        raise DataError(f"dataset {name}", f"dataset.local has {', '.join(sorted(unknown))}; expected keys {', '.join(LOCAL_KEYS)}")
+    files = {LOCAL_KEYS[k]: str(Path(v).expanduser()) for k, v in local.items() if v}
+    for path in files.values():
+        if not Path(path).is_file():
+            raise DataError(path, f"dataset {name}: file not found (dataset.local)")
+        opened(path)  # their contents join the resume key
+    if dataset_id in irds.registry:
+        return
+    irds.registry.register(dataset_id, irds.create_dataset(**files))
+
+
+def _text(item) -> str:
+    method = getattr(item, "default_text", None)
+    return method() if callable(method) else item.text
+
+
+def load_irds(
+    name: str = "irds",
+    id: str | None = None,  # noqa: A002 - the config key users write: dataset.id=...
+    pool: str | None = None,
+    pool_depth: int = 100,
+    pool_is: str | None = None,
+    k1: float = 0.9,
+    b: float = 0.4,
+    prebuilt_index: str | None = None,
+    cache_dir: str | None = None,
+    local: dict | None = None,
+) -> Dataset:
+    """The judged queries of ``id``, its qrels, the pool (a run file, else a BM25 search of ``prebuilt_index``) and the
+    texts of the pool's documents."""
+    if not id:
+        raise DataError(f"dataset {name}", "dataset=irds needs dataset.id=<ir_datasets id> (e.g. msmarco-passage/trec-dl-2019/judged)")
+    if local:
+        register_local(name, id, dict(local))
+    irds = _ir_datasets(name)
+    try:
+        source = irds.load(id)
+    except KeyError as e:
+        raise DataError(f"dataset {name}", f"{id!r} is not an ir_datasets id (see ir_datasets.registry), and no dataset.local "
+                        "files were given to register it") from e
+    for part in ("queries", "qrels"):
+        if not getattr(source, f"has_{part}")():
+            raise DataError(f"dataset {name}", f"ir_datasets {id} has no {part}; expected a collection with queries and qrels")
+    try:
+        queries = {q.query_id: _text(q) for q in source.queries_iter()}
+        qrels = pd.DataFrame([(q.query_id, q.doc_id, int(q.relevance)) for q in source.qrels_iter()],
+                             columns=["query_id", "doc_id", "relevance"])
+    except Exception as e:  # ir_datasets raises plain errors for failed downloads
+        raise DataError(f"dataset {name}", f"ir_datasets could not provide {id} ({str(e)[:160]})") from e
+    outside = qrels[(qrels["relevance"] < 0) | (qrels["relevance"] > MAX_LABEL)]
+    if len(outside):
+        row = outside.iloc[0]
+        raise DataError(f"dataset {name}", f"ir_datasets {id}: query {row['query_id']} doc {row['doc_id']} has label {row['relevance']} "
+                        f"({len(outside)} such qrels); expected graded labels 0..{MAX_LABEL}")
+    judged = set(qrels["query_id"].tolist())
+    all_topics = frozenset(queries)
+    queries = {q: t for q, t in queries.items() if q in judged}
+    if pool:
+        pool_df = read_run(pool, order_by="rank")
+        check_queries_known(pool_df, all_topics, pool)
+        provenance = pool_provenance(pool, pool_depth, pool_is, k1, b)
+    elif prebuilt_index:
+        from judgebench.retrieval.search import bm25_search
+
+        pool_df = bm25_search(queries, None, prebuilt=prebuilt_index, k1=k1, b=b, depth=pool_depth,
+                              cache_dir=Path(cache_dir or ".cache/judgebench"))
+        provenance = {"ranker": "bm25", "k1": k1, "b": b, "depth": pool_depth, "index": prebuilt_index, "source": "pyserini-prebuilt"}
+    else:
+        raise DataError(f"dataset {name}", "dataset=irds needs a pool: dataset.pool=RUN (a TREC run) or dataset.prebuilt_index=NAME "
+                        "(a Pyserini prebuilt index, BM25; needs network)")
+    pool_df = pool_df[pool_df["query_id"].isin(judged) & (pool_df["rank"] <= pool_depth)].reset_index(drop=True)
+    if pool_df.empty:
+        raise DataError(pool or f"dataset {name}", "the pool has no entry for any judged query")
+    docs = list(dict.fromkeys(pool_df["doc_id"].tolist()))
+    found = source.docs_store().get_many(docs) if source.has_docs() else {}
+    missing = [d for d in docs if d not in found]
+    if missing:
+        raise DataError(pool or f"dataset {name}", f"{len(missing)} pool documents are not in ir_datasets {id}'s documents, "
+                        f"e.g. {', '.join(missing[:5])}")
+    corpus = {d: _text(found[d]) for d in docs}
+    ds = Dataset(name, queries, qrels, corpus, pool_df, {**provenance, "ir_datasets": id}, all_topics)
+    log.info("dataset %s: %s", name, ", ".join(f"{k}={v}" for k, v in ds.summary().items()))
+    return ds
