@@ -87,6 +87,7 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
     if cfg.get("dry_run"):  # offline: the servers are listed as not checked
         offline_checks.note(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))
         return _dry_run(cfg, dataset, judge, rewriter, pairs, sample)
+    preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))  # before any work
     rewritten = rewriter.rewrite(dataset, pairs["doc_id"].unique())
     original = judge.judge(pairs, dataset, dataset.corpus)
     changed = judge.judge(pairs, dataset, rewritten)
