@@ -276,7 +276,7 @@ def test_grid_scaling(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["call_economy", "batch_mode", "throughput", "versus", "local_scoring", "local_judge_prefix", "overhead",
                                   "adaptive_concurrency", "cache_write", "cache_open", "versus_trees", "budget_strategies",
-                                  "grid_scaling", "llmjudge_oracles"])
+                                  "grid_scaling", "llmjudge_oracles", "first_look"])
 def test_help(name):
     import importlib
 

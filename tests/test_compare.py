@@ -329,7 +329,7 @@ def test_empty_experiment_exits_2(tmp_path):
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     client.create_experiment("empty")
     code, _, err = run_compare("experiment=empty", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db")
-    assert code == 2 and err.strip() == "judgebench-compare: experiment 'empty' has no finished job runs"
+    assert code == 2 and err.strip() == "judgebench-compare: error: experiment 'empty' has no finished job runs"
 
 
 def test_explicit_panel(grid):

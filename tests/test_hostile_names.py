@@ -179,7 +179,7 @@ def test_a_judge_name_with_a_comma_is_selected_in_double_quotes(grid, tmp_path):
     code, printed, err = run_compare(f"experiment={grid['experiment']}", f"tracking_uri={grid['uri']}", f"out={tmp_path}",
                                      f'judges="{unicode},{maths}', "log=false")
     assert code == 2 and printed == "" and len(err.strip().splitlines()) == 1
-    assert err.startswith("judgebench-compare: judges=") and "double quotes" in err
+    assert err.startswith("judgebench-compare: error: judges=") and "double quotes" in err
 
 
 # --------------------------------------------------------------------------- each output on its own, no grid

@@ -208,7 +208,7 @@ def test_labels_only_refuses_two_identities_of_one_dataset_name(toy_store, tmp_p
     uri = f"sqlite:///{toy_store}/mlflow.db"
     code, printed, err = run_compare("experiment=twoids", f"tracking_uri={uri}", f"out={tmp_path / 'out'}", "log=false")
     assert code == 2 and printed == "" and len(err.strip().splitlines()) == 1, err
-    assert err.startswith("judgebench-compare: dataset dl19 has 2 identities in experiment 'twoids'") and "datasets=dl19@" in err
+    assert err.startswith("judgebench-compare: error: dataset dl19 has 2 identities in experiment 'twoids'") and "datasets=dl19@" in err
     client = MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("twoids").experiment_id], "tags.`judgebench.kind` = 'labels'")
     (picked,), (other,) = ([r for r in runs if (r.data.metrics["n_queries"] == 3) == small] for small in (True, False))

@@ -135,11 +135,14 @@ def test_an_openai_compatible_server_without_the_model(srv, tmp_path):
     nothing_sent(srv, model_gets=1)
 
 
-def test_a_dry_run_runs_the_preflight_too(srv, tmp_path):
+def test_a_dry_run_asks_no_server_but_refuses_a_retired_model_offline(srv, tmp_path):
+    """A dry run is offline (offline_checks.py): no model lookup, the backend listed as not checked; a retired
+    Gemini id is still refused, since that needs no request."""
     cell = ["judge=gemini_flash", f"judge.base_url={srv.base_url}", "ranker=oracle", "dry_run=true", *common(tmp_path, "dry")]
     res = cli_runner.run(cell, cwd=tmp_path, env=gemini_env())
     assert res.rc == 0 and "[dry run]" in res.out and "calls to make" in res.out, str(res)
-    nothing_sent(srv, model_gets=1)
+    assert f"[dry run] not checked: judge gemini gemini-3.8-flash at {srv.base_url} (key set" in res.out, res.out
+    nothing_sent(srv, model_gets=0)
     srv.reset()
     one_line(cli_runner.run([*cell, "judge.backend.model=gemini-2.5-pro"], cwd=tmp_path, env=gemini_env()),
              "gemini-2.5-pro", "retired", "use gemini-3.1-pro-preview instead")

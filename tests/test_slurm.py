@@ -139,8 +139,11 @@ def test_launcher_profiles_compose():
 
 
 def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
-    """Hydra's basic launcher: cells ran / skipped / failed are reported, and a rerun skips what finished."""
+    """Hydra's basic launcher: cells ran / skipped / failed are reported, and a rerun skips what finished. The second
+    run file names a query the dataset lacks, a problem of its cell alone (found when it ranks; a missing file would
+    stop the sweep before any cell, sweep_preflight.py)."""
     missing = tmp_path / "later.trec"
+    missing.write_text(TOY_RUN.read_text(encoding="utf-8") + "q_later Q0 d1 1 1.0 pool\n", encoding="utf-8")
     cells = ["ranker=runfile", "ranker.name=Pool", f"ranker.path={TOY_RUN},{missing}", "perturbation=perfect,swap_1", "judge=human"]
     first = sweep(tmp_path, *cells, launcher="local")
     assert first.returncode != 0, explain(first)  # a failed cell fails the sweep ...
@@ -151,7 +154,7 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
     assert by[(f"ranker.path={TOY_RUN}", "perturbation=swap_1")]["status"] == "skipped-duplicate"
     assert by[(f"ranker.path={missing}", "perturbation=swap_1")]["status"] == "skipped-duplicate"
     failed = by[(f"ranker.path={missing}", "perturbation=perfect")]
-    assert failed["status"] == "failed" and "file not found" in failed["error"], failed
+    assert failed["status"] == "failed" and "q_later" in failed["error"], failed
 
     shutil.copy(TOY_RUN, missing)
     second = sweep(tmp_path, *cells, launcher="local")
@@ -159,7 +162,8 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
     s = summary(tmp_path)
     assert (s["ran"], s["skipped"], s["failed"]) == (1, 3, 0)
     assert sorted(r["status"] for r in s["jobs"]) == ["finished", "skipped-done", "skipped-duplicate", "skipped-duplicate"]
-    assert sorted(r.info.status for r in runs(tmp_path)) == ["FAILED", "FINISHED", "FINISHED"]  # the failed cell's run is closed as FAILED
+    # the failed cell's run failed on its input before any work: deleted, not left FAILED (tracking.JobRun.fail)
+    assert sorted(r.info.status for r in runs(tmp_path)) == ["FINISHED", "FINISHED"]
 
 
 @pytest.mark.slow  # ~40 s: a sweep of cells in subprocesses
@@ -229,7 +233,8 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
     the rerun skips the finished cell and reruns the others, reusing the killed cell's cached LLM calls."""
     from judgebench.testing.fake_process import FakeLLMServer
 
-    later = tmp_path / "later.trec"
+    later = tmp_path / "later.trec"  # a query the dataset lacks: its cells' own problem (a missing file stops the sweep first)
+    later.write_text(TOY_RUN.read_text(encoding="utf-8") + "q_later Q0 d1 1 1.0 pool\n", encoding="utf-8")
     with FakeLLMServer(latency_s=0.2) as srv:
         env = {**os.environ, "OPENAI_API_KEY": "test-key"}
         judge = tmp_path / "conf" / "judge" / "fake.yaml"  # an OpenAI-compatible judge on the fake server
@@ -242,7 +247,7 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
             f"hydra.searchpath=[file://{tmp_path}/conf]", "ranker=runfile", "ranker.name=Pool",
             f"ranker.path={TOY_RUN},{later}", "judge=human,fake", *SLURM_SMALL,
         ]
-        # cells: #0 (pool, human) finishes; #1 (pool, fake) is slow and gets cancelled; #2, #3 (missing file) raise
+        # cells: #0 (pool, human) finishes; #1 (pool, fake) is slow and gets cancelled; #2, #3 (unknown query) raise
         proc = subprocess.Popen(
             [sys.executable, str(REPO / "run.py"), "-m", "hydra/launcher=slurm", *cells, "experiment_name=launch",
              f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/mlruns/artifacts",
@@ -268,7 +273,7 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
         assert by[0]["status"] == "finished"
         assert by[1]["status"] == "failed" and "CANCELLED" in by[1]["error"] and by[1]["job_id"] == victim
         for n in (2, 3):
-            assert by[n]["status"] == "failed" and "file not found" in by[n]["error"], by[n]
+            assert by[n]["status"] == "failed" and "q_later" in by[n]["error"], by[n]
             # the job itself ran to its end: SLURM reports COMPLETED, the result says failed
             assert [state for _, state in sacct_states(by[n]["job_id"]).values()] == ["COMPLETED"]
         assert "judgebench sweep: 4 cells - 1 ran, 0 skipped, 3 failed" in first.stdout
@@ -278,7 +283,7 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
         made_before = srv.stats()["requests"]
         assert made_before >= 5
 
-        # resume: the file now exists and the server is fast; only the unfinished cells run
+        # resume: the file is now right and the server is fast; only the unfinished cells run
         shutil.copy(TOY_RUN, later)
         srv.configure(latency_s=0.0)
         again = sweep(tmp_path, *cells, env=env)

@@ -25,7 +25,6 @@ from reference_impl import frame_rows, ndcg10_judged
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "judgebench"
-OUTPUT_NAMES = ("mlruns", "outputs", "multirun", "compare-out", ".cache")  # what a run or compare writes in its cwd
 
 
 def _sh(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -42,9 +41,20 @@ def _clean_env(venv: Path) -> dict[str, str]:
     return env
 
 
-def _outputs_in_repo() -> set[str]:
-    return {str(p.relative_to(REPO)) for name in OUTPUT_NAMES if (REPO / name).exists()
-            for p in [REPO / name, *(REPO / name).rglob("*")]}
+def _traces_in_repo(marker: str) -> list[str]:
+    """What a run or compare named ``marker`` left in the checkout's own output folders. Looked up by the marker, not
+    by comparing the folders before and after: a user working in the checkout meanwhile writes there too."""
+    import sqlite3
+
+    found = [str(p.relative_to(REPO)) for name in ("outputs", "multirun") if (REPO / name).exists()
+             for p in (REPO / name).rglob("*.yaml") if marker in p.read_text(encoding="utf-8", errors="replace")]
+    found += [f"compare-out/{marker}"] if (REPO / "compare-out" / marker).exists() else []
+    db = REPO / "mlruns" / "mlflow.db"
+    if db.is_file():
+        with sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5) as con:
+            if con.execute("SELECT count(*) FROM experiments WHERE name = ?", (marker,)).fetchone()[0]:
+                found.append(f"mlruns/mlflow.db: experiment {marker}")
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -102,21 +112,21 @@ def test_judgebench_run_and_compare_from_an_empty_directory(venv, tmp_path):
 
     work = tmp_path / "empty"
     work.mkdir()
-    before = _outputs_in_repo()
+    marker = f"wheel_{os.getpid()}_{tmp_path.name}"  # this test's experiment: its traces are found by name
     usage = subprocess.run([venv / "bin" / "judgebench", "--help"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
     assert usage.returncode == 0 and "\n  run " in usage.stdout, usage.stdout
     _sh([venv / "bin" / "judgebench", "run", "dataset=toy", "judge=simulated", "ranker=oracle", "perturbation=perfect",
-         "progress=false"], cwd=work, env=env)
-    report = _sh([venv / "bin" / "judgebench-compare", "experiment=judgebench", "format=csv", "bootstrap=0"],
+         "progress=false", f"experiment_name={marker}"], cwd=work, env=env)
+    report = _sh([venv / "bin" / "judgebench-compare", f"experiment={marker}", "format=csv", "bootstrap=0"],
                  cwd=work, env=env).stdout
 
     # outputs landed in the empty directory, none in the checkout
     assert (work / "mlruns" / "mlflow.db").is_file() and (work / ".cache" / "judgebench").is_dir()
     assert any((work / "outputs").rglob(".hydra/config.yaml"))
-    assert _outputs_in_repo() == before
+    assert _traces_in_repo(marker) == []
 
     client = MlflowClient(f"sqlite:///{work}/mlruns/mlflow.db")
-    exp = client.get_experiment_by_name("judgebench")
+    exp = client.get_experiment_by_name(marker)
     (run,) = client.search_runs([exp.experiment_id], "tags.`judgebench.kind` = 'job'")
     assert run.info.status == "FINISHED" and run.data.tags["system"] == "Perfect" and run.data.tags["dataset"] == "toy"
     assert run.data.tags["git_commit"] == "unknown"  # not the commit of the project the venv sits in
@@ -134,7 +144,7 @@ def test_judgebench_run_and_compare_from_an_empty_directory(venv, tmp_path):
 
     import pandas as pd
 
-    table1 = pd.read_csv(work / "compare-out" / "judgebench" / "table1_toy.csv", index_col="system")
+    table1 = pd.read_csv(work / "compare-out" / marker / "table1_toy.csv", index_col="system")
     assert table1.loc["Perfect", "simulated"] == pytest.approx(judge_ndcg, abs=1e-9)
     assert table1.loc["Perfect", "human"] == pytest.approx(1.0, abs=1e-9)
     assert "1 job runs" in report

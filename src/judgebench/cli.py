@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return cache_main(rest)
     if command == "compare":
-        from judgebench.compare.cli import main as compare_main
+        from judgebench.compare.entry import main as compare_main
 
         return compare_main(rest)
     if command == "models":

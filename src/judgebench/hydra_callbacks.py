@@ -288,6 +288,10 @@ class SweepCallback(Callback):
         directory = sweep_dir(config)
         for old in (directory / RECORDS).glob("*.json"):
             old.unlink(missing_ok=True)  # a rerun of the same sweep directory reports afresh
+        if config.get("dry_run"):
+            from judgebench.jobs import dry_run_total
+
+            dry_run_total.clear(directory)
         _SWEEP.update(dir=directory, printed=not self.summary, started=time.perf_counter())
         atexit.register(_print_at_exit)  # prints only when summary is on; always closes the parent run
         if self.create_experiment and not config.get("dry_run"):  # a dry run creates nothing in MLflow
@@ -311,12 +315,20 @@ class SweepCallback(Callback):
             extra["job_id"] = job_id  # submitit's "<array id>_<task>" or pid; Hydra's basic launcher has none
         overrides = list(job_return.overrides or OmegaConf.to_container(config.hydra.overrides.task))
         write_record(sweep_dir(config), config.hydra.job.num, overrides, status, error, **extra)
+        if status == "dry-run":  # its counts, for the sweep's total (jobs/dry_run_total.py)
+            from judgebench.jobs import dry_run_total
+
+            dry_run_total.save_cell(sweep_dir(config), config.hydra.job.num)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         summary = None
         if self.summary and not _SWEEP["printed"]:
             _SWEEP["printed"] = True
             summary = print_summary(sweep_dir(config))
+            if config.get("dry_run"):
+                from judgebench.jobs import dry_run_total
+
+                dry_run_total.print_total(sweep_dir(config))
             log.info("sweep done in %.1fs", time.perf_counter() - _SWEEP["started"])
         if _SWEEP["parent"] is not None:
             end_parent_run(summary or summarize(sweep_dir(config)))

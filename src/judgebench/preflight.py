@@ -14,7 +14,7 @@ the call cache is not checked (the cell sends nothing and spends nothing, so a f
 offline), while a backend with even one call to make is, and a retired model never passes then. Where the
 calls are not known before the work, the backend is always checked: an API ranker (PRP's sliding and sort
 variants ask according to earlier answers) and the content-bias job (three judgings of texts it makes).
-A dry run checks too: the lookup is free.
+A dry run does not: it is offline (no key, no request), and offline_checks.py lists what it leaves unchecked.
 """
 
 from __future__ import annotations

@@ -56,6 +56,13 @@ def _dispatch(cfg: DictConfig) -> str:
         if kind not in JOBS:
             raise UserError(f"job={kind}: expected one of {', '.join(JOBS)}")
         settings.validate(cfg)  # every typed setting, before any work
+        from judgebench import input_checks
+
+        input_checks.check_config_files(cfg)  # run files and qrels, before the heavy imports and the MLflow store
+        if cfg.get("dry_run"):
+            from judgebench import offline_checks
+
+            offline_checks.go_offline()  # no model download, no server asked (offline_checks.py)
         if kind == "content_bias":
             from judgebench.jobs.content_bias import run_content_bias
 

@@ -200,6 +200,8 @@ class JobRun:
         tags = {k: scrub(str(v)) for k, v in {**standard_tags(note, parent), **process_tags(), **tags}.items()}
         self.run = _retry(lambda: client.create_run(experiment_id, run_name=scrub(run_name), tags=tags))
         self.run_id = self.run.info.run_id
+        self._measured = False  # a metric logged: the run holds work (fail() keeps it)
+        self._stored_at_start = _answers_stored()
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         items = [Param(k, scrub(str(v))) for k, v in params.items()]
@@ -207,6 +209,7 @@ class JobRun:
             _retry(lambda: self.client.log_batch(self.run_id, params=items[i : i + 100]))
 
     def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        self._measured = True
         now = int(time.time() * 1000)
         items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if v is not None]
         for i in range(0, len(items), 500):
@@ -215,6 +218,7 @@ class JobRun:
     def set_tags(self, tags: Mapping[str, Any], metrics: Mapping[str, float] | None = None) -> None:
         """Tags (and up to 1,000 ``metrics``) in one write: each write is a transaction of its own."""
         now = int(time.time() * 1000)
+        self._measured = self._measured or bool(metrics)
         values = [Metric(k, float(v), now, 0) for k, v in (metrics or {}).items() if v is not None]
         if len(values) > 1000:
             self.log_metrics(metrics or {})
@@ -251,8 +255,27 @@ class JobRun:
 
     def fail(self, exc: BaseException) -> None:
         """End the run as the exception says: KILLED when the job was stopped (Ctrl-C, SIGTERM, a SLURM time
-        limit's requeue exit), FAILED when it broke. Never left RUNNING by an exception."""
+        limit's requeue exit), FAILED when it broke. Never left RUNNING by an exception.
+
+        A run that failed on bad input (a DataError or ConfigError) before any work (no metric logged, no model
+        answer stored by this process since it opened) is deleted instead: it holds nothing but the error, which
+        the terminal said, and MLflow keeps it in its trash (``mlflow gc`` removes it; docs/tracking.md)."""
+        from judgebench.exceptions import ConfigError, DataError
+
+        if isinstance(exc, (DataError, ConfigError)) and not self._measured and _answers_stored() == self._stored_at_start:
+            try:
+                _retry(lambda: self.client.delete_run(self.run_id))
+                return
+            except Exception as error:  # the run's status then says FAILED, as before
+                log.debug("could not delete run %s: %s", self.run_id, error)
         self.finish(terminal_status(exc))
+
+
+def _answers_stored() -> int:
+    """Model answers this process has written to the call cache so far."""
+    from judgebench.cache.store import STORED
+
+    return sum(STORED.values())
 
 
 def terminal_status(exc: BaseException) -> str:

@@ -39,4 +39,11 @@ class CoveringSweeper(BasicSweeper):
         super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
-        super().validate_batch_is_legal(covering(batch))
+        chosen = covering(batch)
+        super().validate_batch_is_legal(chosen)
+        if not getattr(self, "_preflown", False):  # once per sweep, before the launcher starts any cell
+            self._preflown = True
+            from judgebench import sweep_preflight
+
+            loader = self.hydra_context.config_loader
+            sweep_preflight.check(loader.load_sweep_config(master_config=self.config, sweep_overrides=list(o)) for o in chosen)

@@ -1,3 +1,3 @@
-from judgebench.compare.cli import main
+from judgebench.compare.entry import main
 
 raise SystemExit(main())

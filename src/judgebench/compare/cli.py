@@ -301,6 +301,6 @@ def main(argv: list[str] | None = None) -> int:
                 run_id = labels_report.log_compare_run(client, labels, files)
                 print(console.logged(run_id, args["experiment"], labels.superseded))
     except CompareError as e:
-        print(f"judgebench-compare: {scrub(str(e))}", file=sys.stderr)
+        print(f"judgebench-compare: error: {scrub(str(e))}", file=sys.stderr)
         return 2
     return 0

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names  # noqa: E402
+from judgebench.compare import fonts, names  # noqa: E402
 from judgebench.compare.artifacts import REFERENCES  # noqa: E402
 from judgebench.compare.reference import References  # noqa: E402
 from judgebench.metrics.agreement import LEVELS  # noqa: E402
@@ -49,7 +49,7 @@ def plain_text(draw):
     """Decorates a figure function: every text it creates is drawn as written (``$`` is no mathtext delimiter)."""
     @functools.wraps(draw)
     def wrapper(*args, **kwargs):
-        with plt.rc_context({"text.parse_math": False}):
+        with plt.rc_context({"text.parse_math": False, **fonts.fallback()}):  # names in any script (compare/fonts.py)
             return draw(*args, **kwargs)
     return wrapper
 

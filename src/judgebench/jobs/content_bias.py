@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import input_digests, preflight, tracking
+from judgebench import input_digests, offline_checks, preflight, tracking
 from judgebench.data import fingerprint
 from judgebench.content_bias.figures import distribution_figure, histogram_figure
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
@@ -85,9 +85,10 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
     log.info("content bias on %s: %d sampled pairs (%s per level), %d Perfect top-10 pairs, %d documents to rewrite",
              dataset.name, len(sample), sample["relevance"].value_counts().sort_index().to_dict(), len(top), pairs["doc_id"].nunique())
 
-    preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))  # before any work (dry runs too)
-    if cfg.get("dry_run"):
+    if cfg.get("dry_run"):  # offline: the servers are listed as not checked
+        offline_checks.note(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))
         return _dry_run(cfg, dataset, judge, rewriter, pairs, sample)
+    preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))  # before any work
     rewritten = rewriter.rewrite(dataset, pairs["doc_id"].unique())
     original = judge.judge(pairs, dataset, dataset.corpus)
     changed = judge.judge(pairs, dataset, rewritten)

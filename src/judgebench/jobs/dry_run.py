@@ -14,6 +14,7 @@ the store, when there is one, to skip finished cells).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def plan_rewrites(rewriter, dataset, where: str, doc_ids=None) -> tuple[dict[str
         n_in = len(prompt) // 4
         cost = backend.cost(n_in, min(n_in, backend.max_output_tokens), batch=backend.mode == "batch",
                             thinking_tokens=backend.thinking_allowance) if backend is not None else 0.0
-        calls.append((f"rewrite:{rewriter.name}:{d}:{hash(prompt)}", n_in, cost))
+        calls.append((f"rewrite:{rewriter.name}:{d}:{hashlib.sha256(prompt.encode()).hexdigest()[:16]}", n_in, cost))
     kind = "rewrites to make" if backend is not None else "local-model rewrites to run (no request)"
     in_batches = f"{len(resumed)} in saved batches (resumed, not paid again), " if resumed else ""
     prices = " at batch prices" if backend is not None and backend.mode == "batch" else ""

@@ -17,7 +17,7 @@ import time
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import input_digests, preflight, tracking
+from judgebench import input_digests, offline_checks, preflight, tracking
 from judgebench.data import fingerprint
 from judgebench.data.corpus import available
 from judgebench.data.trec import write_qrels
@@ -57,11 +57,12 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
     done, store = find_done(cfg, chash, f"{cfg.dataset.name} / {cfg.judge.name}")
     if done:
         return JobOutcome("skipped-done", KIND, run_id=done)
-    preflight.check_labels(dataset, judge)  # an API judge answers before any work (dry runs too)
-    if store is None:
+    if store is None:  # offline: the judge's server is listed as not checked
+        offline_checks.note(preflight.api_backends(judge=judge))
         plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, dataset.corpus, set(),
                      f"{dataset.name} / labels")
         return JobOutcome("dry-run", KIND)
+    preflight.check_labels(dataset, judge)  # an API judge answers before any work
     client, exp_id = store
     tags = RunTags(
         kind=KIND,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import input_digests, judge_summary, preflight, rankings, tracking
+from judgebench import input_digests, judge_summary, offline_checks, preflight, rankings, tracking
 from judgebench.data import fingerprint
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
@@ -73,9 +73,10 @@ def run_job(cfg: DictConfig) -> JobOutcome:
     done, store = find_done(cfg, chash, f"{cfg.dataset.name} / {system} / {cfg.judge.name}")
     if done:
         return JobOutcome("skipped-done", system, run_id=done)
-    preflight.check_cell(dataset, judge, rewriter, ranker)  # each API backend answers before any work (dry runs too)
-    if store is None:
+    if store is None:  # offline: no lookup, what it would have asked is listed as not checked
+        offline_checks.note(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=ranker))
         return dry_run(cfg, dataset, judge, rewriter, system)
+    preflight.check_cell(dataset, judge, rewriter, ranker)  # each API backend answers before any work
     client, exp_id = store
     slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
     run_tags = RunTags(

@@ -15,7 +15,7 @@ import time
 
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import input_digests, preflight, rankings, tracking
+from judgebench import input_digests, offline_checks, preflight, rankings, tracking
 from judgebench.data import fingerprint
 from judgebench.exceptions import DataError
 from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id, system_name
@@ -53,7 +53,7 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
     key = rankings.ranking_key(cfg, dataset, reads, files)
     if cfg.get("dry_run"):  # creates nothing in MLflow
         stored = rankings.RankingStore(cfg.cache_dir).read(key) is not None
-        preflight.check(preflight.api_backends(rewriter=rewriter, ranker=ranker))
+        offline_checks.note(preflight.api_backends(rewriter=rewriter, ranker=ranker))
         print(f"[dry run] {dataset.name} / {system}: ranking {key} " + ("stored, nothing to compute" if stored else
               f"to compute ({ranker.kind} ranker {ranker.name})"))
         return JobOutcome("dry-run", system)

@@ -13,6 +13,7 @@ directories need nothing. Each model prints its id, size and destination.
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from collections.abc import Sequence
 
@@ -75,6 +76,34 @@ def _gb(n: int) -> str:
     return f"{n} B"
 
 
+PROBE_TIMEOUT_S = 5.0
+PROXY_ENV = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+_REACHED: list[str] = []  # the endpoint, once it answered a connection in this process
+
+
+def check_reachable() -> None:
+    """One connection to the hub's host before the first hub call: offline, huggingface_hub retries a failed
+    listing five times with backoff (~30 s) before its error. Behind a proxy the connection goes through it:
+    then the hub client is left to say."""
+    import socket
+    import urllib.parse
+
+    from judgebench.llm import hub
+
+    url = hub.endpoint()
+    if url in _REACHED or any(os.environ.get(v) for v in PROXY_ENV):
+        return
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise DownloadFailed(f"cannot reach {url} ({reason}): models download needs the network (or HF_ENDPOINT set to a "
+                             "mirror that answers); nothing was fetched") from None
+    _REACHED.append(url)
+
+
 def fetch(key: str, where: list[str], list_only: bool) -> int:
     """Plan and fetch one model; print its line; return the bytes planned."""
     from judgebench.llm import hub
@@ -89,6 +118,7 @@ def fetch(key: str, where: list[str], list_only: bool) -> int:
     if not hub.is_hub_id(model):
         print(f"{model}{named}: a local path, nothing to download")
         return 0
+    check_reachable()
     try:
         plan = hub.plan_download(model, gguf or None)
         head = f"{model}{named}: {len(plan.files)} files, {_gb(plan.size)}"
