@@ -109,7 +109,9 @@ def test_inversion_flagged_for_the_biased_judge_only(grid):
     assert bool(b.loc["simulated_unbiased", "inverted"]) is False
     assert abs(b.loc["simulated_unbiased", "gap_llm"]) < 0.05
     assert "**INVERTED**" in grid["md"]
-    assert "toy / simulated: inversion YES" in grid["printed"] and "toy / simulated_unbiased: inversion no" in grid["printed"]
+    printed = grid["printed"]  # the findings: per (dataset, judge) a heading, then its sentences
+    assert "toy / simulated:\n    - INVERTS the LLM and oracle rankers" in printed
+    assert "toy / simulated_unbiased:\n    - does not invert the LLM and oracle rankers" in printed
 
 
 def test_significance_agreement_classes_on_the_grid(grid):

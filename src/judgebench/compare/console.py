@@ -8,12 +8,13 @@ names.plain: one line each, no terminal escape sequences.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import budget_plan_report, human_budget_report, names, render, views
+from judgebench.compare import budget_plan_report, findings, human_budget_report, names, render
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -54,15 +55,13 @@ def _table(frame: pd.DataFrame, index: bool = True, **kw) -> str:
     return table(k) + (f"\n(+ {len(dropped)} columns in the report: {', '.join(dropped)})" if dropped else "")
 
 
-def findings(r: Report) -> list[str]:
-    """Per dataset and judge: inversion yes/no, tau over all systems and oracles, graded kappa."""
-    b = views.bias_view(r, yes="YES") if len(r.bias) else pd.DataFrame(columns=["dataset", "judge", "inverted"])
-    inverted = {(d, j): v for d, j, v in zip(b.get("dataset", []), b.get("judge", []), b.get("inverted", []))}
+def findings_lines(r: Report) -> list[str]:
+    """The findings (findings.py) per subject, each sentence wrapped to the terminal's width."""
     lines = []
-    for row in r.table2.itertuples(index=False):
-        inv = inverted.get((row.dataset, row.judge), "n/a")
-        lines.append(f"  {names.plain(row.dataset)} / {names.plain(row.judge)}: inversion {inv}; tau_all {render.number(row.tau_all, 3)}, "
-                     f"tau_oracles {render.number(row.tau_oracles, 3)}; kappa {render.number(row.kappa_graded, 3)}")
+    for subject, items in findings.grouped(findings.findings(r)).items():
+        lines.append(f"  {names.plain(subject)}:")
+        for f in items:
+            lines += textwrap.wrap(names.plain(f.text), WIDTH - 2, initial_indent="    - ", subsequent_indent="      ")
     return lines
 
 
@@ -88,10 +87,7 @@ def summary(r: Report, out: Path, seconds: float) -> str:
     if len(r.table2):
         cols = [c for c in HEADLINE if c in r.table2.columns]
         parts += ["\nTable 2: agreement with the humans (headline columns)", _table(r.table2[["dataset", "judge", *cols]], index=False)]
-        parts += ["\nFindings:", *findings(r)]
-    sp = r.self_preference["self_preference"]
-    parts += [f"  {names.plain(x.dataset)} / {names.plain(x.judge)}: self-preference {x.self_preference:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}] "
-              f"(own family {names.plain(x.judge_family)})" for x in sp.itertuples(index=False)]
+    parts += ["\nFindings:", *findings_lines(r)]
     parts += [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first position "
               f"{x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
     if len(r.calibration):
@@ -102,7 +98,8 @@ def summary(r: Report, out: Path, seconds: float) -> str:
     if len(r.missing):
         shown = [f"{names.plain(d)} / {names.plain(s)} / judge={names.plain(j)}"
                  for d, s, j, _ in r.missing.head(2).itertuples(index=False)]
-        parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report)")
+        parts.append(f"\nmissing grid cells: {len(r.missing)}, {len(r.running)} of them still running "
+                     f"(e.g. {'; '.join(shown)}; all in the report)")
     parts += [f"problem: {names.plain(p)}" for p in r.problems]
     return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)  # a path is never cut
 

@@ -21,7 +21,7 @@ from judgebench.compare.reference import CHOICES, References
 from judgebench.compare.report_model import FORMATS, Options, Report
 from judgebench.exceptions import CompareError
 from judgebench.content_bias import statistics as content_bias
-from judgebench.compare.collect import collect_runs, collect_summaries, missing_cells, select, split_views
+from judgebench.compare.collect import collect_runs, collect_summaries, missing_cells, running_cells, select, split_views
 from judgebench.text_view import ORIGINAL
 
 __all__ = ["FORMATS", "Options", "Report", "build", "write", "header", "log_compare_run"]
@@ -88,8 +88,10 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     planned = {}
     if opt.plan or opt.human_labels:
         planned = budget_files.build(budget.cells(per_query, t1, original, refs, None, problems), original, runs, opt)
+    running = running_cells(client, experiment, everything, sweep)
+    running = running[running["judge"].isin(opt.judges or running["judge"]) & running["dataset"].isin(names or running["dataset"])]
     return Report(
-        experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, names, opt.judges),
+        experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, names, opt.judges, running), running=running,
         oracle_tests=oracle_tests, all_tests=all_tests, agreement_counts=counts, agreement_pairs=pairs,
         bias=bias.ranker_bias(t1, refs), ci_means=ci_means, ci_tau=ci_tau, labels=labels, virtual=virtual,
         rewritten_runs=len(rewritten),

@@ -88,6 +88,7 @@ class Report:
     order_bias: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=order_bias.COLUMNS))  # PRP's two orders
     # the planner's plan, predictions and measured widths, or the read-back's estimates (budget_files.build)
     budget_plan: dict = field(default_factory=dict)
+    running: pd.DataFrame = field(default_factory=pd.DataFrame)  # missing cells whose run is still RUNNING (collect.running_cells)
 
     @property
     def judges(self) -> list[str]:
