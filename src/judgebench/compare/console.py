@@ -56,13 +56,10 @@ def _table(frame: pd.DataFrame, index: bool = True, **kw) -> str:
 
 
 def findings_lines(r: Report) -> list[str]:
-    """The findings (findings.py) per subject, each sentence wrapped to the terminal's width."""
-    lines = []
-    for subject, items in findings.grouped(findings.findings(r)).items():
-        lines.append(f"  {names.plain(subject)}:")
-        for f in items:
-            lines += textwrap.wrap(names.plain(f.text), WIDTH - 2, initial_indent="    - ", subsequent_indent="      ")
-    return lines
+    """The findings (findings.py), one line per subject: each finding's brief form (the report has the sentences)."""
+    return [line for subject, items in findings.grouped(findings.findings(r)).items()
+            for line in textwrap.wrap(f"{names.plain(subject)}: " + "; ".join(names.plain(f.brief or f.text) for f in items), WIDTH,
+                                      initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)]
 
 
 def _listed(items) -> str:
@@ -98,8 +95,8 @@ def summary(r: Report, out: Path, seconds: float) -> str:
     if len(r.missing):
         shown = [f"{names.plain(d)} / {names.plain(s)} / judge={names.plain(j)}"
                  for d, s, j, _ in r.missing.head(2).itertuples(index=False)]
-        parts.append(f"\nmissing grid cells: {len(r.missing)}, {len(r.running)} of them still running "
-                     f"(e.g. {'; '.join(shown)}; all in the report)")
+        running = f"; {len(r.running)} of them still running" if len(r.running) else ""
+        parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report){running}")
     parts += [f"problem: {names.plain(p)}" for p in r.problems]
     return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)  # a path is never cut
 

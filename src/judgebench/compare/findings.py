@@ -27,13 +27,15 @@ class Finding:
     """One sentence about one (dataset, judge), or about the whole selection (both ``GRID``).
 
     ``topic`` names what it is about (inversion, oracle order, label agreement, self-preference, calibration,
-    grid); ``alert`` marks what a reader must not miss (an inversion, cells without a finished run)."""
+    grid); ``alert`` marks what a reader must not miss (an inversion, cells without a finished run); ``brief`` is
+    the few words the terminal prints (the text when empty)."""
 
     topic: str
     text: str
     dataset: str = GRID
     judge: str = GRID
     alert: bool = False
+    brief: str = ""
 
     @property
     def subject(self) -> str:
@@ -60,11 +62,14 @@ def inversion(r: Report) -> Iterable[Finding]:
                  f"under the judge, {_n(row.llm_rank_human, 1)} vs {_n(row.oracle_rank_human, 1)} under humans; LLM systems win "
                  f"{_pct(row.llm_wins_judge)} of (LLM, oracle) pairs under the judge, {_pct(row.llm_wins_human)} under humans")
         if not _ok(v):
-            yield Finding("inversion", "inversion not measured: it needs both LLM and oracle systems.", row.dataset, row.judge)
+            yield Finding("inversion", "inversion not measured: it needs both LLM and oracle systems.", row.dataset, row.judge,
+                          brief="inversion n/a")
         elif v:
-            yield Finding("inversion", f"INVERTS the LLM and oracle rankers ({ranks}).", row.dataset, row.judge, alert=True)
+            yield Finding("inversion", f"INVERTS the LLM and oracle rankers ({ranks}).", row.dataset, row.judge, alert=True,
+                          brief="INVERTED (LLM above oracles)")
         else:
-            yield Finding("inversion", f"does not invert the LLM and oracle rankers ({ranks}).", row.dataset, row.judge)
+            yield Finding("inversion", f"does not invert the LLM and oracle rankers ({ranks}).", row.dataset, row.judge,
+                          brief="not inverted")
 
 
 def _tau_interval(r: Report, dataset: str, judge: str, column: str) -> str:
@@ -94,7 +99,9 @@ def oracle_order(r: Report) -> Iterable[Finding]:
                 f"{_tau_interval(r, row.dataset, row.judge, 'tau_oracles')} against {r.options.reference}"
                 f" ({level} bootstrap interval over queries); over all systems τ = {_n(row.tau_all)}"
                 f"{_tau_interval(r, row.dataset, row.judge, 'tau_all')}.")
-        yield Finding("oracle order", text, row.dataset, row.judge)
+        brief = (f"tau_oracles {row.tau_oracles:.2f}{_tau_interval(r, row.dataset, row.judge, 'tau_oracles')}, "
+                 f"tau_all {_n(row.tau_all)}{_tau_interval(r, row.dataset, row.judge, 'tau_all')}")
+        yield Finding("oracle order", text, row.dataset, row.judge, brief=brief.replace(" (no interval: bootstrap=0)", ""))
 
 
 # Landis and Koch's words for kappa (1977), the ones the LLM-judge papers use.
@@ -115,7 +122,7 @@ def agreement(r: Report) -> Iterable[Finding]:
         on = f" over {int(pairs):,} labelled pairs" if _ok(pairs) else ""
         text = (f"label agreement with the humans is {kappa_word(k)}: Cohen's κ = {k:.2f} on the 0–3 scale, "
                 f"{_n(getattr(row, 'kappa_ge2', math.nan))} on relevant (≥ 2) or not{on} (no interval computed).")
-        yield Finding("label agreement", text, row.dataset, row.judge)
+        yield Finding("label agreement", text, row.dataset, row.judge, brief=f"kappa {k:.2f} ({kappa_word(k)})")
 
 
 def self_preference(r: Report) -> Iterable[Finding]:
@@ -129,7 +136,7 @@ def self_preference(r: Report) -> Iterable[Finding]:
             text, alert = f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by {interval}.", False
         else:
             text, alert = f"no evidence of self-preference for its family {row.judge_family} ({interval}; the interval covers 0).", False
-        yield Finding("self-preference", text, row.dataset, row.judge, alert)
+        yield Finding("self-preference", text, row.dataset, row.judge, alert, brief=f"self-preference {interval}")
 
 
 def calibration(r: Report) -> Iterable[Finding]:
@@ -145,7 +152,8 @@ def calibration(r: Report) -> Iterable[Finding]:
             text = (f"calibration: {int(k)} human-labelled queries remove the inversion ({row.estimators_at_k}); best τ there "
                     f"{_n(row.tau_best_at_k)} vs {_n(row.tau_human_only_at_k)} from the human labels alone"
                     + (f"; {adds}." if adds else "."))
-        yield Finding("calibration", text, row.dataset, row.judge)
+        yield Finding("calibration", text, row.dataset, row.judge,
+                      brief=f"calibration: no inversion from k = {int(k)}" if _ok(k) else "calibration: inversion at every k")
 
 
 def grid(r: Report) -> Iterable[Finding]:
