@@ -318,7 +318,7 @@ document.body.insertAdjacentHTML("beforeend", `<pre id="probe">${JSON.stringify(
     copy = tmp_path / "probe.html"
     copy.write_text(probe, encoding="utf-8")
     dom = headless(binary, "--dump-dom", "--window-size=1100,2000", copy.as_uri())
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout)
+    found = re.search(r'<pre id="probe">(\{.*?)</pre>', dom.stdout)  # not the script's own text
     assert found, dom.stderr[-2000:]
     result = json.loads(found.group(1).replace("&quot;", '"'))
     assert result["tables"] >= 10 and result["wide"] == 0 and result["cut"] == [], result

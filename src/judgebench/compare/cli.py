@@ -109,6 +109,7 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+PLAN_DIR, READBACK_DIR = "plan", "readback"  # under out=: the planner's files, the read-back's report
 DOTTED = {"calibration_human_labels": "calibration.human_labels"}  # the schema's name -> what the command line says
 
 
@@ -274,9 +275,11 @@ def main(argv: list[str] | None = None) -> int:
         if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
         out = Path(args["out"] or Path("compare-out") / names.file_part(args["experiment"]))
-        check_out(out, args["out"])
         if opts.human_labels:  # the read-back's plan is where the planner wrote it (out stays out of the compare key otherwise)
-            opts.plan_dir = out
+            opts.plan_dir = out / PLAN_DIR if (out / PLAN_DIR).is_dir() else out
+        if opts.plan or opts.human_labels:  # a folder of their own: the grid's report beside them stays as it was
+            out = out / (PLAN_DIR if opts.plan else READBACK_DIR)
+        check_out(out, args["out"])
         probe_tracking_server(uri)
         client = MlflowClient(uri)
         sweep = args["sweep"] or None

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import budget_plan_report, findings, human_budget_report, names, render
+from judgebench.compare import budget_plan_report, findings, human_budget_report, labelling_sheet, names, render
 from judgebench.compare.artifacts import REFERENCES
+from judgebench.text_view import ORIGINAL
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
@@ -90,6 +91,8 @@ def summary(r: Report, out: Path, seconds: float) -> str:
     if len(r.calibration):
         parts += [f"note: {names.plain(line)}" for line in human_budget_report.k_notes(r.calibration, r.options.calibration_k)]
     parts += budget_plan_report.console(r.budget_plan)
+    if "plans" in r.budget_plan:  # what the budget means in work: queries and pairs, and the assessors' sheets
+        parts += labelling_sheet.counts(r.budget_plan["plans"], r.labels[r.labels["text_view"] == ORIGINAL])
     if r.rewritten_runs:
         parts.append(f"\n{r.rewritten_runs} run(s) on rewritten text views: used in the content-bias section only")
     if len(r.missing):

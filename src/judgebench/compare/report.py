@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 from judgebench import __version__
 from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, figures, human_budget_report,
                                 html, latex, markdown, names, significance, tables)
-from judgebench.compare import budget_files, budget_plan_report, order_bias, self_preference, self_preference_report
+from judgebench.compare import budget_files, budget_plan_report, labelling_sheet, order_bias, self_preference, self_preference_report
 from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References
@@ -136,8 +136,11 @@ def write(report: Report, out: Path) -> list[Path]:
                           ("human_budget_readback", "readback")):
             if key in report.budget_plan:
                 files.append(_csv(report.budget_plan[key], out / f"{name}.csv"))
-    if "plans" in report.budget_plan:  # the plan and its templates are the planner's output, whatever format= says
-        files += budget_files.write(report.budget_plan["plans"], report.labels[report.labels["text_view"] == ORIGINAL], out)
+    if "plans" in report.budget_plan:  # the plan, its templates and the assessors' sheets, whatever format= says
+        original = report.labels[report.labels["text_view"] == ORIGINAL]
+        files += budget_files.write(report.budget_plan["plans"], original, out)
+        files += labelling_sheet.write(report.budget_plan["plans"], original, out, f"judgebench-compare experiment={report.experiment} "
+                                       f"calibration.human_labels={out / 'labels.tsv'} (and the same out= as this plan, if one was given)")
     if "tex" in fmt:
         files += latex.write(report, out)
     if "png" in fmt:
@@ -155,7 +158,23 @@ def write(report: Report, out: Path) -> list[Path]:
     if "html" in fmt:
         files.insert(0, html.write(text, out, header(report), f"judgebench compare: {report.experiment}"))
     report.files = files
+    _prune(out, files)
     return files
+
+
+MANIFEST = ".judgebench-report-files"  # what the last report wrote into its folder
+
+
+def _prune(out: Path, files: list[Path]) -> None:
+    """Remove the files an earlier report wrote here that this one did not (a table1_dl20.csv of a report that had
+    DL20), and remember this report's: the folder holds one report. Files a person put there are never touched."""
+    manifest = out / MANIFEST
+    mine = {f.name for f in files if f.parent == out}
+    before = manifest.read_text(encoding="utf-8").splitlines() if manifest.is_file() else []
+    for name in before:
+        if name and name not in mine and "/" not in name and not name.startswith("."):
+            (out / name).unlink(missing_ok=True)
+    manifest.write_text("".join(f"{n}\n" for n in sorted(mine)), encoding="utf-8")
 
 
 def header(r: Report) -> dict[str, str]:
