@@ -39,7 +39,8 @@ table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.86em; font-vari
         display: block; max-width: 100%; overflow-x: auto; }
 th, td { border: 1px solid #ccc; padding: 2px 7px; } tr:nth-child(even) td { background: #fafafa; }
 th { background: #f0f3f7; white-space: normal; overflow-wrap: break-word; vertical-align: bottom; font-size: 0.95em; }
-td[style*="right"] { white-space: nowrap; }
+td[style*="right"] { overflow-wrap: normal; }  /* a number never breaks; "0.875 [0.853, 0.898]" may, at its spaces */
+td[style*="left"] { overflow-wrap: anywhere; }  /* a long name breaks where the table would pass the page */
 section.findings { background: #fffbea; border: 1px solid #e6d28a; border-radius: 4px; padding: 2px 16px 10px; margin: 0.8em 0; }
 section.findings h2 { margin-top: 0.5em; border: none; } section.findings ul { margin: 0.2em 0 0.6em; }
 section.findings p { margin: 0.6em 0 0.1em; }
