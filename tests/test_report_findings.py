@@ -75,6 +75,11 @@ def test_findings_say_inversion_tau_with_interval_kappa_and_self_preference():
     assert "is moderate: Cohen's κ = 0.45" in text["label agreement"] and "over 1,133 labelled pairs" in text["label agreement"]
     assert text["self-preference"].startswith("favours its own family's (gemma) rankers by +0.050 [+0.010, +0.090]")
     assert [f.alert for f in found] == [False, True, False, False, True]
+    calibrated = pd.DataFrame([{"dataset": "d", "judge": "j", "k_no_inversion": 10.0, "estimators_at_k": "ppi", "tau_best_at_k": 0.8,
+                                "tau_human_only_at_k": 0.6, "judge_adds": True}])
+    (c,) = [f for f in findings.findings(_report(calibration_summary=calibrated)) if f.topic == "calibration"]
+    assert c.text == ("calibration: 10 human-labelled queries remove the inversion (ppi); best τ there 0.80 vs 0.60 from the "
+                      "human labels alone; the judge adds to the human labels there.")
 
 
 def test_a_finding_appended_to_the_producers_reaches_every_output(monkeypatch):

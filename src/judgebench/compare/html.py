@@ -40,7 +40,6 @@ table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.86em; font-vari
 th, td { border: 1px solid #ccc; padding: 2px 7px; } tr:nth-child(even) td { background: #fafafa; }
 th { background: #f0f3f7; white-space: normal; overflow-wrap: break-word; vertical-align: bottom; font-size: 0.95em; }
 td[style*="right"] { overflow-wrap: normal; }  /* a number never breaks; "0.875 [0.853, 0.898]" may, at its spaces */
-td[style*="left"] { overflow-wrap: anywhere; }  /* a long name breaks where the table would pass the page */
 section.findings { background: #fffbea; border: 1px solid #e6d28a; border-radius: 4px; padding: 2px 16px 10px; margin: 0.8em 0; }
 section.findings h2 { margin-top: 0.5em; border: none; } section.findings ul { margin: 0.2em 0 0.6em; }
 section.findings p { margin: 0.6em 0 0.1em; }
@@ -135,11 +134,12 @@ def _contents(toc: list[tuple[int, str, str]], skip: str) -> str:
     return f'<nav class="toc"><h2 id="contents">Contents</h2><ul>{items}</ul></nav>'
 
 
-_TH = re.compile(r"(<th[^>]*>)(.*?)(</th>)", re.S)
+_TH = re.compile(r"(<t[hd](?:\s[^>]*)?>)(.*?)(</t[hd]>)", re.S)  # a cell, not <thead>/<tbody>
 
 
 def _breakable_headers(body: str) -> str:
-    """A long column name (kappa_query_median) may break after each underscore: the header wraps, not the table."""
+    """A long column name (kappa_query_median) or judge name (simulated_unbiased) may break after each underscore:
+    the header or cell wraps, the table fits the page. (Cells hold escaped text: an underscore is never markup.)"""
     return _TH.sub(lambda m: m.group(1) + m.group(2).replace("_", "_<wbr>") + m.group(3), body)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -65,7 +66,8 @@ def load_texts(dataset: str) -> Texts:
         return Texts(note=f"dataset {dataset!r} is not one of judgebench's dataset configs: no query or passage texts here")
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            ds = instantiate(compose("config", overrides=[f"dataset={dataset}"]).dataset)
+            cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or str(Path.cwd() / ".cache" / "judgebench")  # as run's default, no Hydra run
+            ds = instantiate(compose("config", overrides=[f"dataset={dataset}", f"cache_dir={cache}"]).dataset)
     except Exception as e:  # noqa: BLE001 (the sheet is still written, with ids, and the note says why)
         return Texts(note=f"dataset {dataset!r} could not be loaded here ({type(e).__name__}: {e}): ids only")
     if not available(ds.corpus):
@@ -151,7 +153,7 @@ def counts(plans: list, labels: pd.DataFrame) -> list[str]:
         pairs = plan_pairs(p, labels)
         n = pairs["query_id"].nunique()
         lines.append(f"sheet {names.plain(p.dataset)}/{names.plain(p.judge)}: budget {p.budget} = {n} queries, {len(pairs)} pairs "
-                     f"to label (~{len(pairs) / max(n, 1):.0f} a query) -> {sheet_name(p.dataset, p.judge, 'tsv')} (.html to read)")
+                     f"(~{len(pairs) / max(n, 1):.0f} a query) -> {sheet_name(p.dataset, p.judge, 'html')}, .tsv")
     return lines
 
 
