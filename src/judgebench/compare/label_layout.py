@@ -63,7 +63,7 @@ def place(ax, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], fo
                 break
         (dx, dy), ha, va, box, dist = best
         ann.remove()  # drawn again where it goes, with a leader line when it is away from its point
-        leader = {"arrowstyle": "-", "lw": 0.4, "color": "0.45", "shrinkA": 0, "shrinkB": 2} if dist > _DISTANCES[1] else None
+        leader = {"arrowstyle": "-", "lw": 0.5, "color": "0.4", "shrinkA": 1, "shrinkB": 3} if dist >= _DISTANCES[1] else None
         ann = ax.annotate(texts[n], (xs[n], ys[n]), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
                           ha=ha, va=va, arrowprops=leader)
         ann.set_in_layout(False)  # tight_layout must not move the axes under labels placed for them
