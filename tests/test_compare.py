@@ -110,7 +110,7 @@ def test_inversion_flagged_for_the_biased_judge_only(grid):
     assert abs(b.loc["simulated_unbiased", "gap_llm"]) < 0.05
     assert "**INVERTED**" in grid["md"]
     printed = grid["printed"]  # the findings: per (dataset, judge) one line of their brief forms
-    assert "toy / simulated: INVERTED (LLM above oracles); tau_oracles 1.00 [" in printed
+    assert "toy / simulated: INVERTED (LLM above oracles); tau_oracles 0.97 [" in printed
     assert "toy / simulated_unbiased: not inverted; tau_oracles" in printed
 
 
