@@ -113,3 +113,14 @@ def test_point_labels_do_not_overlap(seed):
     overlaps = [(i, j) for i, j in itertools.combinations(range(len(boxes)), 2) if boxes[i].overlaps(boxes[j])]
     plt.close(fig)
     assert len(anns) == 9 and overlaps == []
+
+
+def test_the_discrimination_answer_is_a_finding_of_its_dataset():
+    """compare/discrimination.py's per-dataset answer (read by attribute from the report) opens the report too."""
+    table = pd.DataFrame({"dataset": ["d", "d", "d"], "judge": ["a", "b", "c"], "agree": [9, 9, 4]})
+    d = SimpleNamespace(answers={"d": "label agreement predicts it: rho 0.8 [0.5, 1.0]"}, table=table, human={"d": (12, 15)})
+    (f,) = findings.discrimination(SimpleNamespace(discrimination=d))
+    assert (f.dataset, f.judge, f.subject) == ("d", "", "d")
+    assert f.text == ("humans separate 12 of 15 oracle pairs; 2 of 3 judges detect 9 of them. label agreement predicts it: "
+                      "rho 0.8 [0.5, 1.0]")
+    assert list(findings.discrimination(SimpleNamespace())) == []  # a report without that analysis

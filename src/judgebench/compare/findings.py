@@ -168,8 +168,25 @@ def grid(r: Report) -> Iterable[Finding]:
         yield Finding("grid", f"all {total} grid cells have a finished run.")
 
 
+def discrimination(r: Report) -> Iterable[Finding]:
+    """Per dataset, whether label agreement predicts discriminative power, where the report holds that analysis
+    (``r.discrimination``: compare/discrimination.py's answers, table and human pair counts; read by attribute, so
+    this module needs no import of it)."""
+    d = getattr(r, "discrimination", None)
+    if not d:
+        return
+    for dataset, sentence in d.answers.items():
+        t = d.table[d.table["dataset"] == dataset]
+        sig, total = d.human.get(dataset, (0, 0))
+        best = int(t["agree"].max()) if len(t) else 0
+        head = (f"humans separate {sig} of {total} oracle pairs; {int((t['agree'] == best).sum())} of {len(t)} judges detect "
+                f"{best} of them. ")
+        yield Finding("discrimination", head + sentence, dataset, brief=head + sentence.partition(": ")[0])
+
+
 # The analyses whose results open the report, in the order they are shown. Append one to add a finding.
-PRODUCERS: list[Callable[[Report], Iterable[Finding]]] = [grid, inversion, oracle_order, agreement, self_preference, calibration]
+PRODUCERS: list[Callable[[Report], Iterable[Finding]]] = [grid, inversion, oracle_order, agreement, self_preference, calibration,
+                                                        discrimination]
 
 
 def findings(r: Report) -> list[Finding]:
