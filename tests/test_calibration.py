@@ -498,13 +498,14 @@ def test_plan_and_read_back_through_compare(grid, tmp_path):
     res = run([*base, "plan=budget", "budget=4", "strategy=stratified", "signal=judges", "resamples=20"], cwd=grid["tmp"],
               module="judgebench.compare")
     assert res.rc == 0 and "plan toy/perfect: stratified, budget 4" in res.out, res
-    plan = pd.read_csv(tmp_path / "human_budget_plan.tsv", sep="\t", dtype={"query_id": str})
+    assert "sheet toy/perfect: budget 4 = 4 queries, " in res.out, res  # what the budget means in work
+    plan = pd.read_csv(tmp_path / "plan" / "human_budget_plan.tsv", sep="\t", dtype={"query_id": str})  # the plan's own folder
     assert set(plan["signal"]) == {"judges"} and set(plan["allocation"]) == {"neyman"}  # strata from the judges' spread
     assert {"simulated", "perfect"} <= set(plan["judge"]) and (plan.groupby("judge")["selected"].sum() == 4).all()  # + virtual judges
     human = {(str(q), str(d)): int(r) for q, d, r in load_toy().qrels[["query_id", "doc_id", "relevance"]].itertuples(index=False)}
     pairs = set()
     for judge in ("simulated", "perfect"):
-        lines = (tmp_path / f"human_budget_qrels_toy_{judge}.txt").read_text().splitlines()
+        lines = (tmp_path / "plan" / f"human_budget_qrels_toy_{judge}.txt").read_text().splitlines()
         chosen = set(plan.loc[(plan["judge"] == judge) & (plan["selected"] == 1), "query_id"])
         assert lines and {ln.split("\t")[0] for ln in lines} == chosen and all(ln.endswith("\t") for ln in lines)
         pairs |= {tuple(ln.split("\t")[0:3:2]) for ln in lines}
@@ -512,8 +513,19 @@ def test_plan_and_read_back_through_compare(grid, tmp_path):
     labels.write_text("".join(f"{q} 0 {d} {human[(q, d)]}\n" for q, d in sorted(pairs)))
     res = run([*base, f"calibration.human_labels={labels}"], cwd=grid["tmp"], module="judgebench.compare")
     assert res.rc == 0 and "read back toy/perfect from 4 labelled queries" in res.out, res
-    back = pd.read_csv(tmp_path / "human_budget_readback.csv")
+    back = pd.read_csv(tmp_path / "readback" / "human_budget_readback.csv")
     perfect = back[(back["judge"] == "perfect") & (back["target"] == "mean")].set_index("system")
-    t1 = pd.read_csv(tmp_path / "table1_toy.csv", index_col=0)
+    t1 = pd.read_csv(tmp_path / "readback" / "table1_toy.csv", index_col=0)
     assert np.allclose(perfect["estimate"], t1.loc[perfect.index, "human_labelset"], atol=1e-12)
     assert np.allclose(perfect["high"] - perfect["low"], 0, atol=1e-12)
+    # the assessor's sheet of the same plan, filled with the same labels, reads back to the same estimates
+    sheet = (tmp_path / "plan" / "labelling_sheet_toy_perfect.tsv").read_text(encoding="utf-8").splitlines()
+    filled = [ln if ln.startswith(("#", "query_id")) else "\t".join([*ln.split("\t")[:2], str(human[tuple(ln.split("\t")[:2])]),
+                                                                        *ln.split("\t")[3:]]) for ln in sheet]
+    (tmp_path / "labels.tsv").write_text("\n".join(filled) + "\n", encoding="utf-8")
+    res = run([*base, f"calibration.human_labels={tmp_path / 'labels.tsv'}"], cwd=grid["tmp"], module="judgebench.compare")
+    assert res.rc == 0 and "read back toy/perfect from 4 labelled queries" in res.out, res
+    again = pd.read_csv(tmp_path / "readback" / "human_budget_readback.csv")
+    both = again[again["judge"] == "perfect"].reset_index(drop=True)
+    assert both[["system", "other", "estimate", "low", "high"]].equals(back[back["judge"] == "perfect"].reset_index(drop=True)[
+        ["system", "other", "estimate", "low", "high"]])

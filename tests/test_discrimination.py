@@ -105,8 +105,10 @@ def test_rank_correlations_with_a_bootstrap_over_judges():
         boot = [spearmanr(kk[i], ss[i]).statistic if np.ptp(kk[i]) and np.ptp(ss[i]) else math.nan for i in idx]
         assert (c.loc[stat, "lo"], c.loc[stat, "hi"]) == pytest.approx(tuple(np.nanpercentile(boot, [2.5, 97.5])))
     assert d.answers["d"].startswith("On d, label agreement ")
-    line = discrimination.finding_lines(d)[0]
-    assert "humans separate 5 of 6 oracle pairs" in line
+    from types import SimpleNamespace
+    from judgebench.compare import findings
+    (found,) = findings.discrimination(SimpleNamespace(discrimination=d))
+    assert "humans separate 5 of 6 oracle pairs" in found.text and found.text.endswith(d.answers["d"])
 
 
 def test_not_computed_without_oracles_or_with_fewer_than_three_judges():

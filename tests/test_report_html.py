@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import io
 import json
 import os
@@ -271,3 +272,53 @@ def _moved_store_and_server(grid, tmp_path: Path, store: Path) -> None:
     client = MlflowClient(f"sqlite:///{copy}/mlflow.db")
     got = Path(client.download_artifacts(cell["info"]["run_id"], "per_query.csv", str(tmp_path)))
     assert got.read_bytes() == http_bytes and str(copy) in str(copy / "artifacts")
+
+
+# --------------------------------------------------------------------------- what the page opens on, and how wide it is
+
+
+def test_report_html_opens_on_title_findings_and_contents(grid):
+    """The page reads top down: the title, the findings panel, the contents (a link to every table and figure),
+    then the metadata and Table 1. Long column names may break after an underscore; no header is nowrap."""
+    page = (grid["out"] / "report.html").read_text(encoding="utf-8")
+    body = page[page.index("<body>"):]
+    where = {k: body.find(s) for k, s in (("title", "<h1>"), ("findings", '<section class="findings">'),
+                                           ("contents", '<nav class="toc">'), ("header", '<dl class="header">'),
+                                           ("table1", 'id="table-1-mean-ndcg-10'))}
+    assert all(v >= 0 for v in where.values()), where
+    assert where["title"] < where["findings"] < where["contents"] < where["header"] < where["table1"], where
+    panel = html.unescape(body[where["findings"]:body.index("</section>")])
+    assert "toy / simulated" in panel and "INVERTS the LLM and oracle rankers" in panel
+    assert re.search(r"Kendall.s τ = \d\.\d\d \[\d\.\d\d, \d\.\d\d\] against human_judged", panel) and "Cohen's κ = " in panel
+    assert "all 24 grid cells have a finished run" in panel
+    toc = body[where["contents"]:body.index("</nav>")]
+    anchors = re.findall(r'href="#([^"]+)"', toc)
+    ids = set(re.findall(r'<h[23] id="([^"]+)"', body))
+    assert len(anchors) >= 15 and set(anchors) <= ids  # every link lands on a heading
+    for heading in ("table-1-", "table-2-", "table-5-", "table-6-", "figures", "label-confusion-per-judge"):
+        assert any(a.startswith(heading) for a in anchors), heading
+    style = page[page.index("<style>"):page.index("</style>")]
+    assert not re.search(r"th[^{}]*\{[^}]*nowrap", style)
+    assert "kappa_<wbr>query_<wbr>median" in body
+    # the per-judge confusion matrices share one paragraph: the page lays it out as a grid
+    assert re.search(r"<p>(<img [^>]*>\s*){2,}</p>", body) and "p:has(> img + img) { display: grid" in style
+
+
+def test_report_html_tables_fit_the_page_in_chromium(grid, tmp_path):
+    """Measured in the browser at 1100 px: no table is wider than its box and no header's text is cut. The page
+    forbids scripts (its CSP), so a copy without the policy runs the measuring script and writes its answer into
+    the DOM that --dump-dom prints."""
+    binary = chromium()
+    page = (grid["out"] / "report.html").read_text(encoding="utf-8")
+    probe = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace("</body>", """<script>
+const wide = [...document.querySelectorAll("table")].filter(t => t.scrollWidth > t.clientWidth + 1).length;
+const cut = [...document.querySelectorAll("th")].filter(h => h.scrollWidth > h.clientWidth + 1).map(h => h.textContent);
+document.body.insertAdjacentHTML("beforeend", `<pre id="probe">${JSON.stringify({tables: document.querySelectorAll("table").length, wide, cut})}</pre>`);
+</script></body>""")
+    copy = tmp_path / "probe.html"
+    copy.write_text(probe, encoding="utf-8")
+    dom = headless(binary, "--dump-dom", "--window-size=1100,2000", copy.as_uri())
+    found = re.search(r'<pre id="probe">(\{.*?)</pre>', dom.stdout)  # not the script's own text
+    assert found, dom.stderr[-2000:]
+    result = json.loads(found.group(1).replace("&quot;", '"'))
+    assert result["tables"] >= 10 and result["wide"] == 0 and result["cut"] == [], result

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare import labelling_sheet, names
 from judgebench.compare.budget_plan import Plan, estimate
 from judgebench.compare.human_budget import LEVELS, Cell
 from judgebench.evaluation import evaluate
@@ -165,7 +165,8 @@ def build(cells: list[Cell], labels: pd.DataFrame, runs, opt) -> dict:
         if opt.plan_dir is None:
             raise CompareError("calibration.human_labels: no folder to read the plan from (Options.plan_dir)")
         plan = read_plan(Path(opt.plan_dir) / PLAN_FILE)
-        qrels = read_labels(Path(opt.human_labels), plan)
+        path = Path(opt.human_labels)  # a filled assessor's sheet (labelling_sheet.py) or a TREC qrels file
+        qrels = labelling_sheet.read(path, plan, LEVELS) if labelling_sheet.is_sheet(path) else read_labels(path, plan)
         return {"readback": readback(cells, plan, qrels, runs, opt.level)}
     plans, preds, meas = [], [], []
     for cell in cells:

@@ -75,8 +75,9 @@ class CompareArgs:
                                 "numbers of human-labelled queries to sample (whole numbers >= 2, or all; default "
                                 + ",".join(human_budget.DEFAULT_K) + ")")
     resamples: int = _field(200, "200", "random samples of queries per k (default 200; seeded by seed)", "a whole number >= 1")
-    plan: Optional[str] = _field(None, "budget", "plan=budget: write human_budget_plan.tsv, the queries to label, and a qrels template of\n"
-                                 "their pairs; print predicted interval widths and the k needed per system pair (docs/compare.md)",
+    plan: Optional[str] = _field(None, "budget", "plan=budget: write into OUT/plan human_budget_plan.tsv, the queries to label, a qrels\n"
+                                 "template of their pairs and the assessors' sheets (query and passage texts); print predicted\n"
+                                 "interval widths and the k needed per system pair (docs/compare.md)",
                                  "budget")
     budget: Optional[int] = _field(None, "K", "human-labelled queries the plan may spend (with plan=budget; whole number >= 2)",
                                    "a whole number >= 2")
@@ -87,9 +88,9 @@ class CompareArgs:
     allocation: str = _field("neyman", "neyman|proportional", "stratified: queries per stratum by Neyman allocation or proportional",
                              "neyman or proportional")
     pairs: Optional[str] = _field(None, "A:B,C:D", "system pairs the plan reports (default: every pair)")
-    calibration_human_labels: Optional[str] = _field(None, "FILE", "TREC qrels of the plan's queries labelled by humans: the report\n"
-                                                     "gives the corrected estimates from them alone, with the plan's\n"
-                                                     "probabilities (the plan is read from out=)")
+    calibration_human_labels: Optional[str] = _field(None, "FILE", "TREC qrels or a filled sheet of the plan's queries labelled by humans:\n"
+                                                     "the report (in OUT/readback) gives the corrected estimates from them\n"
+                                                     "alone, with the plan's probabilities (the plan is read from OUT/plan)")
 
 
 def _usage() -> str:
@@ -111,6 +112,7 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+PLAN_DIR, READBACK_DIR = "plan", "readback"  # under out=: the planner's files, the read-back's report
 DOTTED = {"calibration_human_labels": "calibration.human_labels"}  # the schema's name -> what the command line says
 
 
@@ -278,9 +280,11 @@ def main(argv: list[str] | None = None) -> int:
         if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
             raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
         out = Path(args["out"] or Path("compare-out") / names.file_part(args["experiment"]))
-        check_out(out, args["out"])
         if opts.human_labels:  # the read-back's plan is where the planner wrote it (out stays out of the compare key otherwise)
-            opts.plan_dir = out
+            opts.plan_dir = out / PLAN_DIR if (out / PLAN_DIR).is_dir() else out
+        if opts.plan or opts.human_labels:  # a folder of their own: the grid's report beside them stays as it was
+            out = out / (PLAN_DIR if opts.plan else READBACK_DIR)
+        check_out(out, args["out"])
         probe_tracking_server(uri)
         client = MlflowClient(uri)
         sweep = args["sweep"] or None

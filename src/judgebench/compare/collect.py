@@ -147,13 +147,32 @@ def split_views(jobs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return jobs[original].reset_index(drop=True), jobs[~original].reset_index(drop=True)
 
 
-def missing_cells(jobs: pd.DataFrame, datasets: list[str] | None = None, judges: list[str] | None = None) -> pd.DataFrame:
+def missing_cells(jobs: pd.DataFrame, datasets: list[str] | None = None, judges: list[str] | None = None,
+                  running: pd.DataFrame | None = None) -> pd.DataFrame:
     """Grid cells without a finished run: the product of every dataset, system, judge and rewriter seen
-    (or requested) minus the cells present. Reported, never silently dropped."""
-    ds = list(dict.fromkeys([*(datasets or []), *jobs["dataset"]]))
-    systems = list(dict.fromkeys(jobs["system"]))
-    js = list(dict.fromkeys([*(judges or []), *jobs["judge"]]))
-    rewriters = list(dict.fromkeys(jobs["rewriter"]))
+    (or requested) minus the cells present. Reported, never silently dropped. The cells of ``running`` (runs
+    not finished yet, running_cells) widen the product: a system whose every cell still runs is a missing
+    system, not an absent one."""
+    seen = jobs if running is None or running.empty else pd.concat([jobs[CELL], running[CELL]], ignore_index=True)
+    ds = list(dict.fromkeys([*(datasets or []), *seen["dataset"]]))
+    systems = list(dict.fromkeys(seen["system"]))
+    js = list(dict.fromkeys([*(judges or []), *seen["judge"]]))
+    rewriters = list(dict.fromkeys(seen["rewriter"]))
     have = set(zip(jobs["dataset"], jobs["system"], jobs["judge"], jobs["rewriter"]))
     rows = [c for c in itertools.product(ds, systems, js, rewriters) if c not in have]
     return pd.DataFrame(rows, columns=CELL)
+
+
+def running_cells(client: MlflowClient, experiment: str, jobs: pd.DataFrame, sweep: str | None = None) -> pd.DataFrame:
+    """The cells (CELL columns) of the job runs still RUNNING in the experiment (of ``sweep`` when given) that have
+    no finished run in ``jobs``: compare of a sweep under way says how many cells it still waits for. A cell whose
+    process died leaves its run RUNNING too; it is counted here until it is rerun."""
+    filt = f"tags.`{TAG}kind` = 'job' and attributes.status = 'RUNNING'"
+    runs = [r for r in client.search_runs([_experiment_id(client, experiment)], filter_string=filt, max_results=5000)
+            if not sweep or r.data.tags.get(f"{TAG}sweep_id") == sweep]
+    rows = [(r.data.tags.get("dataset"), r.data.tags.get("system"), r.data.tags.get("judge"), r.data.tags.get("rewriter") or "none")
+            for r in runs]
+    frame = pd.DataFrame(rows, columns=CELL).dropna().drop_duplicates()
+    have = set(zip(jobs["dataset"], jobs["system"], jobs["judge"], jobs["rewriter"]))
+    keep = pd.Series([c not in have for c in frame.itertuples(index=False, name=None)], index=frame.index, dtype=bool)
+    return frame[keep].reset_index(drop=True)

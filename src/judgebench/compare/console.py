@@ -8,13 +8,15 @@ names.plain: one line each, no terminal escape sequences.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import budget_plan_report, discrimination, human_budget_report, names, render, views
+from judgebench.compare import budget_plan_report, findings, human_budget_report, labelling_sheet, names, render
 from judgebench.compare.artifacts import REFERENCES
+from judgebench.text_view import ORIGINAL
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
@@ -54,22 +56,11 @@ def _table(frame: pd.DataFrame, index: bool = True, **kw) -> str:
     return table(k) + (f"\n(+ {len(dropped)} columns in the report: {', '.join(dropped)})" if dropped else "")
 
 
-def findings(r: Report) -> list[str]:
-    """Per dataset and judge: inversion yes/no, tau over all systems and oracles, graded kappa."""
-    b = views.bias_view(r, yes="YES") if len(r.bias) else pd.DataFrame(columns=["dataset", "judge", "inverted"])
-    inverted = {(d, j): v for d, j, v in zip(b.get("dataset", []), b.get("judge", []), b.get("inverted", []))}
-    lines = []
-    for row in r.table2.itertuples(index=False):
-        inv = inverted.get((row.dataset, row.judge), "n/a")
-        lines.append(f"  {names.plain(row.dataset)} / {names.plain(row.judge)}: inversion {inv}; tau_all {render.number(row.tau_all, 3)}, "
-                     f"tau_oracles {render.number(row.tau_oracles, 3)}; kappa {render.number(row.kappa_graded, 3)}")
-    return lines + discrimination_findings(r)
-
-
-def discrimination_findings(r: Report) -> list[str]:
-    """Whether label agreement predicts discriminative power (compare/discrimination.py), one line per dataset."""
-    d = getattr(r, "discrimination", None)
-    return [names.plain(line) for line in discrimination.finding_lines(d)] if d else []
+def findings_lines(r: Report) -> list[str]:
+    """The findings (findings.py), one line per subject: each finding's brief form (the report has the sentences)."""
+    return [line for subject, items in findings.grouped(findings.findings(r)).items()
+            for line in textwrap.wrap(f"{names.plain(subject)}: " + "; ".join(names.plain(f.brief or f.text) for f in items), WIDTH,
+                                      initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)]
 
 
 def _listed(items) -> str:
@@ -94,21 +85,21 @@ def summary(r: Report, out: Path, seconds: float) -> str:
     if len(r.table2):
         cols = [c for c in HEADLINE if c in r.table2.columns]
         parts += ["\nTable 2: agreement with the humans (headline columns)", _table(r.table2[["dataset", "judge", *cols]], index=False)]
-        parts += ["\nFindings:", *findings(r)]
-    sp = r.self_preference["self_preference"]
-    parts += [f"  {names.plain(x.dataset)} / {names.plain(x.judge)}: self-preference {x.self_preference:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}] "
-              f"(own family {names.plain(x.judge_family)})" for x in sp.itertuples(index=False)]
+    parts += ["\nFindings:", *findings_lines(r)]
     parts += [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first position "
               f"{x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
     if len(r.calibration):
         parts += [f"note: {names.plain(line)}" for line in human_budget_report.k_notes(r.calibration, r.options.calibration_k)]
     parts += budget_plan_report.console(r.budget_plan)
+    if "plans" in r.budget_plan:  # what the budget means in work: queries and pairs, and the assessors' sheets
+        parts += labelling_sheet.counts(r.budget_plan["plans"], r.labels[r.labels["text_view"] == ORIGINAL])
     if r.rewritten_runs:
         parts.append(f"\n{r.rewritten_runs} run(s) on rewritten text views: used in the content-bias section only")
     if len(r.missing):
         shown = [f"{names.plain(d)} / {names.plain(s)} / judge={names.plain(j)}"
                  for d, s, j, _ in r.missing.head(2).itertuples(index=False)]
-        parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report)")
+        running = f"; {len(r.running)} of them still running" if len(r.running) else ""
+        parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report){running}")
     parts += [f"problem: {names.plain(p)}" for p in r.problems]
     return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)  # a path is never cut
 

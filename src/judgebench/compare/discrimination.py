@@ -196,19 +196,3 @@ def answer(dataset: str, corr: pd.DataFrame, judges: int) -> str:
     verdict = ("predicts" if len(support) == len(rows) else "partly predicts" if support else "does not reliably predict")
     return (f"On {dataset}, label agreement {verdict} discriminative power across {judges} judges: "
             + "; ".join(_rho_text(r) for r in rows) + ".")
-
-
-def finding_lines(d: Discrimination) -> list[str]:
-    """The findings' lines (each short enough for a terminal): per dataset, how many oracle pairs humans separate and
-    how many judges detect the most of them, then the answer with one line per rank correlation."""
-    lines = []
-    for dataset, sentence in d.answers.items():
-        t = d.table[d.table["dataset"] == dataset]
-        sig, total = d.human.get(dataset, (0, 0))
-        best = int(t["agree"].max()) if len(t) else 0
-        head, _, rhos = sentence.partition(": ")
-        lines.append(f"  {dataset}: humans separate {sig} of {total} oracle pairs; {int((t['agree'] == best).sum())} of {len(t)} "
-                     f"judges detect {best} of them")
-        lines.append(f"  {head}:")
-        lines += [f"    {part.rstrip('.')}" for part in rhos.split("; ")]
-    return lines

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import fonts, names  # noqa: E402
+from judgebench.compare import fonts, label_layout, names  # noqa: E402
 from judgebench.compare.artifacts import REFERENCES  # noqa: E402
 from judgebench.compare.reference import References  # noqa: E402
 from judgebench.metrics.agreement import LEVELS  # noqa: E402
@@ -145,12 +145,11 @@ def _title_stats(t2: pd.DataFrame | None, dataset: str, judge: str) -> str:
 
 
 def _label_points(ax, xs: pd.Series, ys: pd.Series, systems: pd.Index) -> None:
-    """One label per point; points within 0.005 of each other share one label ("A, B") instead of overprinting."""
+    """One label per point, placed where it overlaps no other label, marker or the legend (label_layout); points
+    within 0.005 of each other share one label ("A, B")."""
     frame = pd.DataFrame({"x": xs.to_numpy(dtype=float), "y": ys.to_numpy(dtype=float), "name": _names(systems)}).dropna()
-    groups = frame.groupby([(frame["x"] / 0.005).round(), (frame["y"] / 0.005).round()], sort=False)
-    for n, (_, g) in enumerate(groups):
-        ax.annotate(", ".join(g["name"]), (g["x"].mean(), g["y"].mean()), xytext=(4, 4 if n % 2 == 0 else -9),
-                    textcoords="offset points", fontsize=6.5)
+    groups = [g for _, g in frame.groupby([(frame["x"] / 0.005).round(), (frame["y"] / 0.005).round()], sort=False)]
+    label_layout.place(ax, [g["x"].mean() for g in groups], [g["y"].mean() for g in groups], [", ".join(g["name"]) for g in groups])
 
 
 @plain_text
@@ -161,13 +160,14 @@ def scatter(t1: dict[str, pd.DataFrame], path: Path, refs: References, t2: pd.Da
     ``t2`` has them."""
     judges = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c not in ("type", *REFERENCES)))
     fig, axes = plt.subplots(len(t1), max(1, len(judges)), figsize=(4.0 * max(1, len(judges)), 4.0 * len(t1)), squeeze=False)
+    labels = []
     for row, (dataset, table) in zip(axes, t1.items()):
         for ax, judge in zip(row, judges):
             if judge in table:
                 human = refs.column(dataset, judge, table.index)
                 for kind, g in table.groupby("type", sort=False):
                     ax.scatter(human[g.index], g[judge], color=TYPE_COLOURS.get(kind, "tab:gray"), marker=TYPE_MARKERS.get(kind, "o"), s=30)
-                _label_points(ax, human, table[judge], table.index)
+                labels.append((ax, human, table[judge], table.index))
             ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
             ax.set_xlim(0, 1.02)
             ax.set_ylim(0, 1.02)
@@ -176,6 +176,9 @@ def scatter(t1: dict[str, pd.DataFrame], path: Path, refs: References, t2: pd.Da
             ax.set_title(f"{names.plot(dataset)}: {names.plot(judge)}{_title_stats(t2, dataset, judge)}", fontsize="medium")
             _type_legend(ax, list(dict.fromkeys(table["type"])))
             ax.grid(alpha=0.3)
+    fig.tight_layout()  # labels are placed in the final layout's coordinates
+    for args in labels:
+        _label_points(*args)
     return _save(fig, path)
 
 
@@ -208,18 +211,22 @@ def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: st
     labels that agree poorly, and the reverse. Judges without both numbers are left out."""
     datasets = list(dict.fromkeys(t2["dataset"]))
     fig, axes = plt.subplots(1, max(1, len(datasets)), figsize=(5.2 * max(1, len(datasets)), 4.4), squeeze=False)
+    points = []
     for ax, dataset in zip(axes[0], datasets):
         d = t2[(t2["dataset"] == dataset) & t2[kappa].notna() & t2[tau].notna()]
         colours = judge_colours(list(t2["judge"]))
         ax.scatter(d[kappa], d[tau], s=34, color=[colours[j] for j in d["judge"]], edgecolor="black", linewidth=0.4)
-        for (x, y), g in d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False):  # one label per point
-            ax.annotate(", ".join(_names(g["judge"])), (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
+        points.append((ax, [(x, y, ", ".join(_names(g["judge"])))  # one label per point
+                            for (x, y), g in d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False)]))
         ax.set_xlim(min(0.0, float(d[kappa].min()) - 0.05) if len(d) else 0.0, 1.0)
         ax.set_ylim(min(0.0, float(d[tau].min()) - 0.05) if len(d) else 0.0, 1.05)
         ax.set_xlabel(f"Cohen's kappa ({kappa})")
         ax.set_ylabel(f"Kendall's tau ({tau})")
         ax.set_title(f"{names.plot(dataset)}: labels vs system ordering ({len(d)} judges)", fontsize="medium")
         ax.grid(alpha=0.3)
+    fig.tight_layout()  # labels are placed in the final layout's coordinates
+    for ax, p in points:
+        label_layout.place(ax, [x for x, _, _ in p], [y for _, y, _ in p], [t for _, _, t in p], fontsize=8)
     return _save(fig, path)
 
 

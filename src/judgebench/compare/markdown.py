@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.compare import (budget_plan_report, discrimination_report, human_budget_report, names, render, self_preference_report,
-                                significance, views)
+from judgebench.compare import (budget_plan_report, discrimination_report, findings, human_budget_report, names, render,
+                                self_preference_report, significance, views)
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:
@@ -40,6 +40,18 @@ def document(r: Report) -> str:
     return "\n".join(sections(r)) + "\n"
 
 
+FINDINGS_TITLE = "Findings"
+
+
+def findings_section(found: list[findings.Finding]) -> list[str]:
+    """The findings as Markdown: one bullet list per (dataset, judge), the selection-wide ones first; an alert in bold."""
+    parts = [f"\n## {FINDINGS_TITLE}\n"]
+    for subject, items in findings.grouped(found).items():
+        parts.append(f"\n**{names.markdown(subject)}**\n")
+        parts += [f"- {'**' + names.markdown(f.text) + '**' if f.alert else names.markdown(f.text)}" for f in items]
+    return parts
+
+
 def sections(r: Report) -> list[str]:
     """The report as Markdown blocks, in reading order."""
     o = r.options
@@ -49,6 +61,7 @@ def sections(r: Report) -> list[str]:
     md = names.markdown
     head = [
         report_title(r.experiment, r.sweep),
+        *findings_section(findings.findings(r)),  # what the report found opens it (report.html: the panel)
         "",
         f"{len(r.jobs)} job runs; datasets: {listed(r.table1)}; judges: {listed(real) or 'none'}"
         f"{'; virtual judges: ' + listed(v.name for v in r.virtual) if r.virtual else ''}. "
@@ -129,12 +142,13 @@ def sections(r: Report) -> list[str]:
                      "content-bias figures skipped.")
 
     if len(r.missing):
-        parts.append(f"\n## Missing grid cells ({len(r.missing)}, no finished run)\n")
+        running = set(r.running.itertuples(index=False, name=None)) if len(r.running) else set()
+        parts.append(f"\n## Missing grid cells ({len(r.missing)}, no finished run; {len(running)} of them still running)\n")
         show_rw = r.missing["rewriter"].nunique() > 1 or (r.missing["rewriter"] != "none").any()
         parts += [f"- {md(d)} / {md(s)} / judge={md(j)}" + (f" / rewriter={md(w)}" if show_rw else "")
-                  for d, s, j, w in r.missing.itertuples(index=False)]
+                  + (" (running)" if (d, s, j, w) in running else "") for d, s, j, w in r.missing.itertuples(index=False)]
     else:
-        parts.append("\nNo missing grid cells.")
+        parts.append(f"\nNo missing grid cells: all {len(r.jobs) + r.rewritten_runs} cells have a finished run.")
     if r.problems:
         parts.append("\n## Problems reading runs\n")
         parts += [f"- {md(p)}" for p in r.problems]

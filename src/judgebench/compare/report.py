@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 from judgebench import __version__
 from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, figures, human_budget_report,
                                 html, latex, markdown, names, significance, tables)
-from judgebench.compare import budget_files, budget_plan_report, order_bias, self_preference, self_preference_report
+from judgebench.compare import budget_files, budget_plan_report, labelling_sheet, order_bias, self_preference, self_preference_report
 from judgebench.compare import discrimination, discrimination_report
 from judgebench.compare import human_budget as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
@@ -22,7 +22,7 @@ from judgebench.compare.reference import CHOICES, References
 from judgebench.compare.report_model import FORMATS, Options, Report
 from judgebench.exceptions import CompareError
 from judgebench.content_bias import statistics as content_bias
-from judgebench.compare.collect import collect_runs, collect_summaries, missing_cells, select, split_views
+from judgebench.compare.collect import collect_runs, collect_summaries, missing_cells, running_cells, select, split_views
 from judgebench.text_view import ORIGINAL
 
 __all__ = ["FORMATS", "Options", "Report", "build", "write", "header", "log_compare_run"]
@@ -89,8 +89,10 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     planned = {}
     if opt.plan or opt.human_labels:
         planned = budget_files.build(budget.cells(per_query, t1, original, refs, None, problems), original, runs, opt)
+    running = running_cells(client, experiment, everything, sweep)
+    running = running[running["judge"].isin(opt.judges or running["judge"]) & running["dataset"].isin(names or running["dataset"])]
     return Report(
-        experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, names, opt.judges),
+        experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, names, opt.judges, running), running=running,
         oracle_tests=oracle_tests, all_tests=all_tests, agreement_counts=counts, agreement_pairs=pairs,
         bias=bias.ranker_bias(t1, refs), ci_means=ci_means, ci_tau=ci_tau, labels=labels, virtual=virtual,
         rewritten_runs=len(rewritten),
@@ -138,8 +140,11 @@ def write(report: Report, out: Path) -> list[Path]:
                           ("human_budget_readback", "readback")):
             if key in report.budget_plan:
                 files.append(_csv(report.budget_plan[key], out / f"{name}.csv"))
-    if "plans" in report.budget_plan:  # the plan and its templates are the planner's output, whatever format= says
-        files += budget_files.write(report.budget_plan["plans"], report.labels[report.labels["text_view"] == ORIGINAL], out)
+    if "plans" in report.budget_plan:  # the plan, its templates and the assessors' sheets, whatever format= says
+        original = report.labels[report.labels["text_view"] == ORIGINAL]
+        files += budget_files.write(report.budget_plan["plans"], original, out)
+        files += labelling_sheet.write(report.budget_plan["plans"], original, out, f"judgebench-compare experiment={report.experiment} "
+                                       f"calibration.human_labels={out / 'labels.tsv'} (and the same out= as this plan, if one was given)")
     if "tex" in fmt:
         files += latex.write(report, out)
     if "png" in fmt:
@@ -157,7 +162,23 @@ def write(report: Report, out: Path) -> list[Path]:
     if "html" in fmt:
         files.insert(0, html.write(text, out, header(report), f"judgebench compare: {report.experiment}"))
     report.files = files
+    _prune(out, files)
     return files
+
+
+MANIFEST = ".judgebench-report-files"  # what the last report wrote into its folder
+
+
+def _prune(out: Path, files: list[Path]) -> None:
+    """Remove the files an earlier report wrote here that this one did not (a table1_dl20.csv of a report that had
+    DL20), and remember this report's: the folder holds one report. Files a person put there are never touched."""
+    manifest = out / MANIFEST
+    mine = {f.name for f in files if f.parent == out}
+    before = manifest.read_text(encoding="utf-8").splitlines() if manifest.is_file() else []
+    for name in before:
+        if name and name not in mine and "/" not in name and not name.startswith("."):
+            (out / name).unlink(missing_ok=True)
+    manifest.write_text("".join(f"{n}\n" for n in sorted(mine)), encoding="utf-8")
 
 
 def header(r: Report) -> dict[str, str]:

@@ -91,6 +91,7 @@ class Report:
     budget_plan: dict = field(default_factory=dict)
     # which judges separate the oracle rankers humans separate, beside kappa (compare/discrimination.py)
     discrimination: Discrimination = field(default_factory=Discrimination)
+    running: pd.DataFrame = field(default_factory=pd.DataFrame)  # missing cells whose run is still RUNNING (collect.running_cells)
 
     @property
     def judges(self) -> list[str]:

@@ -1,0 +1,204 @@
+"""What a compare report found, as sentences: the first thing report.html, report.md and the terminal show.
+
+One list of ``Finding`` records, built once from the Report by the functions in ``PRODUCERS`` (in order), and
+rendered by every output: ``console.summary`` (plain lines), ``markdown.sections`` ("## Findings") and
+``html`` (the panel above the contents). An analysis that wants its result up front appends one function
+``(Report) -> Iterable[Finding]`` to ``PRODUCERS`` (docs/architecture.md, "Add a finding"). A record's text is
+plain: names in it are raw and each renderer escapes the whole sentence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from judgebench.compare.report_model import Report
+
+GRID = ""  # dataset and judge of a finding about the whole selection (missing or running cells)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One sentence about one (dataset, judge), or about the whole selection (both ``GRID``).
+
+    ``topic`` names what it is about (inversion, oracle order, label agreement, self-preference, calibration,
+    grid); ``alert`` marks what a reader must not miss (an inversion, cells without a finished run); ``brief`` is
+    the few words the terminal prints (the text when empty)."""
+
+    topic: str
+    text: str
+    dataset: str = GRID
+    judge: str = GRID
+    alert: bool = False
+    brief: str = ""
+
+    @property
+    def subject(self) -> str:
+        return f"{self.dataset} / {self.judge}" if self.judge else (self.dataset or "this selection")
+
+
+def _ok(*values) -> bool:
+    return all(v is not None and not (isinstance(v, float) and math.isnan(v)) for v in values)
+
+
+def _n(v: float, digits: int = 2) -> str:
+    return f"{v:.{digits}f}" if _ok(v) else "missing"
+
+
+def _pct(v: float) -> str:
+    return f"{v:.0%}" if _ok(v) else "missing"
+
+
+def inversion(r: Report) -> Iterable[Finding]:
+    """Does the judge put the LLM rankers above the oracles that humans put above them (Table 5)."""
+    for row in r.bias.itertuples(index=False):
+        v = row.inverted
+        ranks = (f"mean rank of the LLM systems {_n(row.llm_rank_judge, 1)} vs the oracles {_n(row.oracle_rank_judge, 1)} "
+                 f"under the judge, {_n(row.llm_rank_human, 1)} vs {_n(row.oracle_rank_human, 1)} under humans; LLM systems win "
+                 f"{_pct(row.llm_wins_judge)} of (LLM, oracle) pairs under the judge, {_pct(row.llm_wins_human)} under humans")
+        if not _ok(v):
+            yield Finding("inversion", "inversion not measured: it needs both LLM and oracle systems.", row.dataset, row.judge,
+                          brief="inversion n/a")
+        elif v:
+            yield Finding("inversion", f"INVERTS the LLM and oracle rankers ({ranks}).", row.dataset, row.judge, alert=True,
+                          brief="INVERTED (LLM above oracles)")
+        else:
+            yield Finding("inversion", f"does not invert the LLM and oracle rankers ({ranks}).", row.dataset, row.judge,
+                          brief="not inverted")
+
+
+def _tau_interval(r: Report, dataset: str, judge: str, column: str) -> str:
+    c = r.ci_tau
+    if not len(c):
+        return " (no interval: bootstrap=0)"
+    row = c[(c["dataset"] == dataset) & (c["judge"] == judge)]
+    if row.empty or not _ok(row[f"{column}_lo"].iloc[0], row[f"{column}_hi"].iloc[0]):
+        return " (no interval)"
+    return f" [{row[f'{column}_lo'].iloc[0]:.2f}, {row[f'{column}_hi'].iloc[0]:.2f}]"
+
+
+def oracle_order(r: Report) -> Iterable[Finding]:
+    """Can the judge order the oracle rankers (graded perturbations of the human ranking) as humans do: tau with its
+    bootstrap interval over queries, and over all systems."""
+    level = f"{r.options.level:.0%}"
+    for row in r.table2.itertuples(index=False):
+        if "tau_oracles" not in r.table2.columns or not _ok(row.tau_oracles):
+            continue
+        lo = r.ci_tau.loc[(r.ci_tau["dataset"] == row.dataset) & (r.ci_tau["judge"] == row.judge), "tau_oracles_lo"] \
+            if len(r.ci_tau) else pd.Series(dtype=float)
+        verdict = ""
+        if len(lo) and _ok(lo.iloc[0]):
+            verdict = "orders the oracle rankers better than chance" if lo.iloc[0] > 0 else \
+                "cannot be told from chance at ordering the oracle rankers"
+        text = (f"{verdict or 'orders the oracle rankers'}: Kendall's τ = {row.tau_oracles:.2f}"
+                f"{_tau_interval(r, row.dataset, row.judge, 'tau_oracles')} against {r.options.reference}"
+                f" ({level} bootstrap interval over queries); over all systems τ = {_n(row.tau_all)}"
+                f"{_tau_interval(r, row.dataset, row.judge, 'tau_all')}.")
+        brief = (f"tau_oracles {row.tau_oracles:.2f}{_tau_interval(r, row.dataset, row.judge, 'tau_oracles')}, "
+                 f"tau_all {_n(row.tau_all)}{_tau_interval(r, row.dataset, row.judge, 'tau_all')}")
+        yield Finding("oracle order", text, row.dataset, row.judge, brief=brief.replace(" (no interval: bootstrap=0)", ""))
+
+
+# Landis and Koch's words for kappa (1977), the ones the LLM-judge papers use.
+KAPPA_WORDS = ((0.8, "almost perfect"), (0.6, "substantial"), (0.4, "moderate"), (0.2, "fair"), (0.0, "slight"))
+
+
+def kappa_word(kappa: float) -> str:
+    return next((w for cut, w in KAPPA_WORDS if kappa > cut), "poor")
+
+
+def agreement(r: Report) -> Iterable[Finding]:
+    """Label agreement with the humans on the label set: graded kappa (and >= 2 binary), pairs labelled."""
+    for row in r.table2.itertuples(index=False):
+        k = getattr(row, "kappa_graded", math.nan)
+        if not _ok(k):
+            continue
+        pairs = getattr(row, "labelled_pairs", math.nan)
+        on = f" over {int(pairs):,} labelled pairs" if _ok(pairs) else ""
+        text = (f"label agreement with the humans is {kappa_word(k)}: Cohen's κ = {k:.2f} on the 0–3 scale, "
+                f"{_n(getattr(row, 'kappa_ge2', math.nan))} on relevant (≥ 2) or not{on} (no interval computed).")
+        yield Finding("label agreement", text, row.dataset, row.judge, brief=f"kappa {k:.2f} ({kappa_word(k)})")
+
+
+def self_preference(r: Report) -> Iterable[Finding]:
+    """Where a judge shares a family with rankers: does it favour them, with the interval."""
+    for row in r.self_preference["self_preference"].itertuples(index=False):
+        value, lo, hi = row.self_preference, row.lo, row.hi
+        interval = f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10" if _ok(lo, hi) else f"{value:+.3f} nDCG@10 (no interval)"
+        if _ok(lo) and lo > 0:
+            text, alert = f"favours its own family's ({row.judge_family}) rankers by {interval}.", True
+        elif _ok(hi) and hi < 0:
+            text, alert = f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by {interval}.", False
+        else:
+            text, alert = f"no evidence of self-preference for its family {row.judge_family} ({interval}; the interval covers 0).", False
+        yield Finding("self-preference", text, row.dataset, row.judge, alert, brief=f"self-preference {interval}")
+
+
+def calibration(r: Report) -> Iterable[Finding]:
+    """Where calibration= was asked: how many human-labelled queries remove the inversion, and whether the judge adds
+    anything over those human labels alone."""
+    for row in r.calibration_summary.itertuples(index=False) if len(r.calibration_summary) else ():
+        k = row.k_no_inversion
+        if not _ok(k):
+            text = "calibration: none of the human budgets tried removes the inversion."
+        else:
+            adds = {True: "the judge adds to the human labels there", False: "the judge adds nothing over those human labels alone",
+                    None: ""}.get(row.judge_adds if isinstance(row.judge_adds, bool) else None, "")
+            text = (f"calibration: {int(k)} human-labelled queries remove the inversion ({row.estimators_at_k}); best τ there "
+                    f"{_n(row.tau_best_at_k)} vs {_n(row.tau_human_only_at_k)} from the human labels alone"
+                    + (f"; {adds}." if adds else "."))
+        yield Finding("calibration", text, row.dataset, row.judge,
+                      brief=f"calibration: no inversion from k = {int(k)}" if _ok(k) else "calibration: inversion at every k")
+
+
+def grid(r: Report) -> Iterable[Finding]:
+    """Whether the selection is complete: cells without a finished run, those still running counted."""
+    missing, running = len(r.missing), len(r.running)
+    total = len(r.jobs) + r.rewritten_runs + missing
+    if missing:
+        still = f"{running} still running, " if running else ""
+        yield Finding("grid", f"{missing} of {total} grid cells have no finished run yet ({still}{missing - running} not started "
+                              "or failed): the numbers below are of the finished cells only.", alert=True)
+    else:
+        yield Finding("grid", f"all {total} grid cells have a finished run.")
+
+
+def discrimination(r: Report) -> Iterable[Finding]:
+    """Per dataset, whether label agreement predicts discriminative power, where the report holds that analysis
+    (``r.discrimination``: compare/discrimination.py's answers, table and human pair counts; read by attribute, so
+    this module needs no import of it)."""
+    d = getattr(r, "discrimination", None)
+    if not d:
+        return
+    for dataset, sentence in d.answers.items():
+        t = d.table[d.table["dataset"] == dataset]
+        sig, total = d.human.get(dataset, (0, 0))
+        best = int(t["agree"].max()) if len(t) else 0
+        head = (f"humans separate {sig} of {total} oracle pairs; {int((t['agree'] == best).sum())} of {len(t)} judges detect "
+                f"{best} of them. ")
+        yield Finding("discrimination", head + sentence, dataset, brief=head + sentence.partition(": ")[0])
+
+
+# The analyses whose results open the report, in the order they are shown. Append one to add a finding.
+PRODUCERS: list[Callable[[Report], Iterable[Finding]]] = [grid, inversion, oracle_order, agreement, self_preference, calibration,
+                                                        discrimination]
+
+
+def findings(r: Report) -> list[Finding]:
+    """Every producer's findings, the selection-wide ones first, then per (dataset, judge) in report order."""
+    found = [f for produce in PRODUCERS for f in produce(r)]
+    order = {(d, j): n for n, (d, j) in enumerate(dict.fromkeys(zip(r.table2.get("dataset", []), r.table2.get("judge", []))))}
+    return sorted(found, key=lambda f: (f.judge != GRID, order.get((f.dataset, f.judge), len(order))))
+
+
+def grouped(found: list[Finding]) -> dict[str, list[Finding]]:
+    """{subject: its findings} in order: what each renderer shows under one heading per (dataset, judge)."""
+    out: dict[str, list[Finding]] = {}
+    for f in found:
+        out.setdefault(f.subject, []).append(f)
+    return out

@@ -1,0 +1,126 @@
+"""The findings that open every report (compare/findings.py), the cells a running sweep still waits for, and the
+scatter panels' label placement (compare/label_layout.py)."""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+from judgebench.compare import collect, console, findings, label_layout, markdown  # noqa: E402
+from judgebench.tracking import TAG  # noqa: E402
+
+
+def _cells(rows):
+    return pd.DataFrame(rows, columns=collect.CELL)
+
+
+def test_a_running_sweep_counts_its_running_cells_as_missing(tmp_path):
+    """Three cells: one finished, two RUNNING (one of a system with no finished cell at all). Before, the product of
+    the finished cells' names had no room for the unseen system: "No missing grid cells"."""
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    exp = client.create_experiment("e", artifact_location=str(tmp_path / "artifacts"))
+    for system, judge, status in (("BM25", "simulated", "FINISHED"), ("BM25", "human", "RUNNING"), ("SimLLM", "simulated", "RUNNING")):
+        run = client.create_run(exp, tags={f"{TAG}kind": "job", "dataset": "toy", "system": system, "judge": judge, "rewriter": "none"})
+        if status == "FINISHED":
+            client.set_terminated(run.info.run_id, "FINISHED")
+    other = client.create_run(exp, tags={f"{TAG}kind": "judge_summary", "dataset": "toy", "system": "x", "judge": "y"})  # not a job
+    assert other.info.status == "RUNNING"
+    jobs = _cells([("toy", "BM25", "simulated", "none")])
+    running = collect.running_cells(client, "e", jobs)
+    assert sorted(running.itertuples(index=False, name=None)) == [("toy", "BM25", "human", "none"), ("toy", "SimLLM", "simulated", "none")]
+    missing = collect.missing_cells(jobs, running=running)
+    # systems {BM25, SimLLM} x judges {simulated, human}, less the finished one: 3 cells, 2 of them running
+    assert sorted(missing.itertuples(index=False, name=None)) == sorted(
+        set(itertools.product(["toy"], ["BM25", "SimLLM"], ["simulated", "human"], ["none"])) - {("toy", "BM25", "simulated", "none")})
+    assert collect.missing_cells(jobs).empty  # what compare said before: nothing missing
+    report = SimpleNamespace(missing=missing, running=running, jobs=jobs, rewritten_runs=0)
+    (line,) = findings.grid(report)
+    assert line.alert and line.text.startswith("3 of 4 grid cells have no finished run yet (2 still running, 1 not started or failed)")
+
+
+def _report(**kw) -> SimpleNamespace:
+    """The parts of a Report the findings read, with one (dataset, judge) row."""
+    t2 = pd.DataFrame([{"dataset": "d", "judge": "j", "tau_all": 0.5, "tau_oracles": 0.8, "kappa_graded": 0.45, "kappa_ge2": 0.6,
+                        "labelled_pairs": 1133}])
+    bias = pd.DataFrame([{"dataset": "d", "judge": "j", "inverted": True, "llm_rank_judge": 1.0, "oracle_rank_judge": 4.0,
+                          "llm_rank_human": 7.0, "oracle_rank_human": 3.5, "llm_wins_judge": 0.9, "llm_wins_human": 0.1}])
+    ci = pd.DataFrame([{"dataset": "d", "judge": "j", "tau_all_lo": 0.2, "tau_all_hi": 0.7, "tau_oracles_lo": -0.1, "tau_oracles_hi": 1.0}])
+    sp = pd.DataFrame([{"dataset": "d", "judge": "j", "judge_family": "gemma", "self_preference": 0.05, "lo": 0.01, "hi": 0.09}])
+    base = dict(table2=t2, bias=bias, ci_tau=ci, options=SimpleNamespace(level=0.95, reference="human_judged"),
+                self_preference={"self_preference": sp}, calibration_summary=pd.DataFrame(), missing=_cells([]),
+                running=_cells([]), jobs=_cells([("d", "s", "j", "none")] * 20), rewritten_runs=0)
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_findings_say_inversion_tau_with_interval_kappa_and_self_preference():
+    found = findings.findings(_report())
+    assert [f.topic for f in found] == ["grid", "inversion", "oracle order", "label agreement", "self-preference"]
+    text = {f.topic: f.text for f in found}
+    assert text["grid"] == "all 20 grid cells have a finished run."
+    assert text["inversion"].startswith("INVERTS the LLM and oracle rankers (mean rank of the LLM systems 1.0 vs the oracles 4.0")
+    assert "LLM systems win 90% of (LLM, oracle) pairs under the judge, 10% under humans" in text["inversion"]
+    # the interval covers 0: the judge cannot be told from chance at ordering the oracles, whatever its point tau
+    assert text["oracle order"].startswith("cannot be told from chance at ordering the oracle rankers: Kendall's τ = 0.80 [-0.10, 1.00]")
+    assert "over all systems τ = 0.50 [0.20, 0.70]" in text["oracle order"]
+    assert "is moderate: Cohen's κ = 0.45" in text["label agreement"] and "over 1,133 labelled pairs" in text["label agreement"]
+    assert text["self-preference"].startswith("favours its own family's (gemma) rankers by +0.050 [+0.010, +0.090]")
+    assert [f.alert for f in found] == [False, True, False, False, True]
+    calibrated = pd.DataFrame([{"dataset": "d", "judge": "j", "k_no_inversion": 10.0, "estimators_at_k": "ppi", "tau_best_at_k": 0.8,
+                                "tau_human_only_at_k": 0.6, "judge_adds": True}])
+    (c,) = [f for f in findings.findings(_report(calibration_summary=calibrated)) if f.topic == "calibration"]
+    assert c.text == ("calibration: 10 human-labelled queries remove the inversion (ppi); best τ there 0.80 vs 0.60 from the "
+                      "human labels alone; the judge adds to the human labels there.")
+
+
+def test_a_finding_appended_to_the_producers_reaches_every_output(monkeypatch):
+    """What another analysis does to open the report with its result: one function appended to PRODUCERS."""
+    def discrimination(r):
+        yield findings.Finding("discrimination", "tells relevant from non-relevant passages: AUC 0.81 [0.78, 0.84].", "d", "j",
+                               brief="AUC 0.81")
+
+    monkeypatch.setattr(findings, "PRODUCERS", [*findings.PRODUCERS, discrimination])
+    r = _report()
+    found = findings.findings(r)
+    assert found[-1].topic == "discrimination" and found[-1].subject == "d / j"
+    md = "\n".join(markdown.findings_section(found))
+    assert md.index("**d / j**") < md.index("- tells relevant from non-relevant passages: AUC 0.81 \\[0.78, 0.84\\].")
+    assert console.findings_lines(r)[-1].endswith("AUC 0.81")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_point_labels_do_not_overlap(seed):
+    """A dense cluster of points (the Swap[..] oracles near the top right): no two label boxes intersect."""
+    rng = np.random.default_rng(seed)
+    xs, ys = 0.85 + 0.1 * rng.random(9), 0.85 + 0.1 * rng.random(9)
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.scatter(xs, ys)
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.02)
+    fig.tight_layout()
+    anns = label_layout.place(ax, xs, ys, [f"Swap[{i},{i + 1}]" for i in range(9)])
+    fig.canvas.draw()
+    boxes = [Text.get_window_extent(a) for a in anns]  # the text, not its leader line
+    overlaps = [(i, j) for i, j in itertools.combinations(range(len(boxes)), 2) if boxes[i].overlaps(boxes[j])]
+    plt.close(fig)
+    assert len(anns) == 9 and overlaps == []
+
+
+def test_the_discrimination_answer_is_a_finding_of_its_dataset():
+    """compare/discrimination.py's per-dataset answer (read by attribute from the report) opens the report too."""
+    table = pd.DataFrame({"dataset": ["d", "d", "d"], "judge": ["a", "b", "c"], "agree": [9, 9, 4]})
+    d = SimpleNamespace(answers={"d": "label agreement predicts it: rho 0.8 [0.5, 1.0]"}, table=table, human={"d": (12, 15)})
+    (f,) = findings.discrimination(SimpleNamespace(discrimination=d))
+    assert (f.dataset, f.judge, f.subject) == ("d", "", "d")
+    assert f.text == ("humans separate 12 of 15 oracle pairs; 2 of 3 judges detect 9 of them. label agreement predicts it: "
+                      "rho 0.8 [0.5, 1.0]")
+    assert list(findings.discrimination(SimpleNamespace())) == []  # a report without that analysis
