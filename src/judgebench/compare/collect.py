@@ -167,11 +167,10 @@ def running_cells(client: MlflowClient, experiment: str, jobs: pd.DataFrame, swe
     """The cells (CELL columns) of the job runs still RUNNING in the experiment (of ``sweep`` when given) that have
     no finished run in ``jobs``: compare of a sweep under way says how many cells it still waits for. A cell whose
     process died leaves its run RUNNING too; it is counted here until it is rerun."""
-    filt = f"tags.`{TAG}kind` = 'job' and attributes.status = 'RUNNING'"
-    runs = [r for r in client.search_runs([_experiment_id(client, experiment)], filter_string=filt, max_results=5000)
-            if not sweep or r.data.tags.get(f"{TAG}sweep_id") == sweep]
-    rows = [(r.data.tags.get("dataset"), r.data.tags.get("system"), r.data.tags.get("judge"), r.data.tags.get("rewriter") or "none")
-            for r in runs]
+    filt = f"tags.`{RunTags.name('kind')}` = 'job' and attributes.status = 'RUNNING'"
+    tags = [RunTags.from_tags(r.data.tags)
+            for r in client.search_runs([_experiment_id(client, experiment)], filter_string=filt, max_results=5000)]
+    rows = [(t.dataset, t.system, t.judge, t.rewriter or "none") for t in tags if not sweep or t.sweep_id == sweep]
     frame = pd.DataFrame(rows, columns=CELL).dropna().drop_duplicates()
     have = set(zip(jobs["dataset"], jobs["system"], jobs["judge"], jobs["rewriter"]))
     keep = pd.Series([c not in have for c in frame.itertuples(index=False, name=None)], index=frame.index, dtype=bool)
