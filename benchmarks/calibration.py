@@ -128,21 +128,11 @@ def design_rows(rng, base, n, setting, P, D) -> list[dict]:
                 ratio.append(float(pw.mean() / w.mean(axis=0).mean()) if len(w) else np.nan)
                 sd_ratio.append(float(np.sqrt(d.predicted_var(y, f)).mean() / e.point.std(axis=0, ddof=1).mean()))
             name = f"{strategy}{'/' + allocation if allocation else ''} [{sig}]" if sig != "none" else strategy
-            few = k < designs.MIN_LABELS if hasattr(designs, "MIN_LABELS") else False
+            few = designs.warning(k, n) is not None
             rows.append(row(f"planner {name}: coverage", setting, n, k, LEVEL, cov, "0.93-0.97", lambda m, _: covers(m), few))
             rows.append(row(f"planner {name}: predicted/measured width", setting, n, k, 1.0, ratio, "+-10%", within(0.10), few))
             rows.append(row(f"planner {name}: predicted/measured sd", setting, n, k, 1.0, sd_ratio, "+-10%", within(0.10), few))
     return rows
-
-
-def claimed_power(d, y, f, k) -> np.ndarray:
-    """The planner's power claim for the rows of (y, f) at k (budget_plan.power, else the old normal power)."""
-    if hasattr(budget_plan, "power"):
-        return budget_plan.power(d, y, f, k, ALPHA)
-    from statsmodels.stats.power import normal_power
-
-    se = np.sqrt(d.predicted_var(y, f) + y.var(axis=1, ddof=1) / y.shape[1])
-    return normal_power(np.abs(y.mean(axis=1)), 1, ALPHA, sigma=se)
 
 
 def power_rows(rng, base, n, setting, P, D) -> list[dict]:
@@ -157,7 +147,7 @@ def power_rows(rng, base, n, setting, P, D) -> list[dict]:
                 yb = y0[2] + 0.08 + 0.15 * rng.standard_normal(n)
                 y, f = (yb - y0[2])[None], (yb - BIAS - 0.05 * rng.standard_normal(n) - f0[2])[None]
                 d = budget_plan.build(strategy, signal("systems", y0, f0), k, "neyman")
-                claim.append(float(claimed_power(d, y, f, k)[0]))
+                claim.append(float(budget_plan.power(d, y, f, k, ALPHA)[0]))
                 mask = d.draw(D, int(rng.integers(2**31)))
                 e, dfree = d.estimate(y, f, mask)
                 tcrit = stats.t.ppf(1 - ALPHA / 2, dfree)
@@ -165,7 +155,7 @@ def power_rows(rng, base, n, setting, P, D) -> list[dict]:
                     hit.append(float((np.abs(e.point) / np.sqrt(e.var_test) > tcrit).mean()))
             c = float(np.mean(claim))
             rows.append(row(f"planner {strategy}: power (claimed vs simulated)", setting, n, k, c, hit, "+-0.05",
-                            lambda m, nominal: abs(m - nominal) <= 0.05, k < getattr(designs, "MIN_LABELS", 0)))
+                            lambda m, nominal: abs(m - nominal) <= 0.05, designs.warning(k, n) is not None))
     return rows
 
 
