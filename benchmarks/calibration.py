@@ -110,11 +110,12 @@ def design_rows(rng, base, n, setting, P, D) -> list[dict]:
     """Coverage and predicted/measured width of every planner design at k = 8 and 20 labels (uniform at k = n too)."""
     rows = []
     for k in sorted({min(8, n), min(20, n)}):
+        spread: dict[str, float] = {}
         for strategy, allocation, sig in [("uniform", "", "none"), ("stratified", "neyman", "error"),
                                           ("stratified", "proportional", "error"), ("active", "", "error"),
                                           ("active", "", "spread"), ("active", "", "systems"),
                                           ("stratified", "neyman", "systems")]:
-            cov, ratio, sd_ratio = [], [], []
+            cov, ratio, sd_ratio, sd = [], [], [], []
             for p in range(P):
                 y, f = targets(*population(rng, base, n, setting))
                 u = signal(sig, y[:3], f[:3]) if sig != "none" else np.ones(n)
@@ -127,11 +128,17 @@ def design_rows(rng, base, n, setting, P, D) -> list[dict]:
                 pw = budget_plan.predicted_width(d, y, f, k, LEVEL)
                 ratio.append(float(pw.mean() / w.mean(axis=0).mean()) if len(w) else np.nan)
                 sd_ratio.append(float(np.sqrt(d.predicted_var(y, f)).mean() / e.point.std(axis=0, ddof=1).mean()))
+                sd.append(float(e.point.std(axis=0, ddof=1).mean()))
             name = f"{strategy}{'/' + allocation if allocation else ''} [{sig}]" if sig != "none" else strategy
             few = designs.warning(k, n) is not None
             rows.append(row(f"planner {name}: coverage", setting, n, k, LEVEL, cov, "0.93-0.97", lambda m, _: covers(m), few))
             rows.append(row(f"planner {name}: predicted/measured width", setting, n, k, 1.0, ratio, "+-10%", within(0.10), few))
             rows.append(row(f"planner {name}: predicted/measured sd", setting, n, k, 1.0, sd_ratio, "+-10%", within(0.10), few))
+            spread[name] = float(np.mean(sd))
+        for name, value in spread.items():  # which design wins: its estimates' sd over uniform's (the same k)
+            if name != "uniform":
+                rows.append(row(f"planner {name}: sd / uniform's sd", setting, n, k, 1.0, [value / spread["uniform"]] * 2,
+                                "report (< 1 beats uniform)", lambda m, _: True))
     return rows
 
 

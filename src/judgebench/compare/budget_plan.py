@@ -29,7 +29,9 @@ from judgebench.metrics import designs
 
 UNREACHABLE = "not reachable with this judge"
 FIGURE_K = (5, 10, 15, 20, 30)
-PREDICTION = ["dataset", "judge", "strategy", "k", "target", "system", "other", "estimate_pilot", "predicted_width", "k_needed"]
+POWER = 0.8  # the power k_needed is asked for
+PREDICTION = ["dataset", "judge", "strategy", "k", "target", "system", "other", "estimate_pilot", "predicted_width", "k_needed",
+              "alpha", "power", "warning"]
 MEASURED = ["dataset", "judge", "strategy", "k", "labels_mean", "predicted_width", "measured_width", "coverage", "samples"]
 
 
@@ -160,11 +162,12 @@ def predictions(cell: Cell, plan: Plan, pairs: list[tuple[int, int]], alpha: flo
     (pairs) the k needed under the plan's strategy."""
     y, f, names = _targets(cell, pairs)
     width = predicted_width(plan.design, y, f, plan.budget, level)
-    needed = [""] * len(cell.systems) + k_needed(cell, plan.strategy, pairs, alpha, u=plan.u, allocation=plan.allocation)
+    needed = [""] * len(cell.systems) + k_needed(cell, plan.strategy, pairs, alpha, POWER, u=plan.u, allocation=plan.allocation)
+    warn = designs.warning(plan.budget, len(cell.queries)) or ""
     return pd.DataFrame([{"dataset": cell.dataset, "judge": cell.judge, "strategy": plan.strategy, "k": plan.budget,
                           "target": t, "system": s, "other": o, "estimate_pilot": float(v), "predicted_width": float(w),
-                          "k_needed": kn} for (t, s, o), v, w, kn in zip(names, y.mean(axis=1), width, needed)],
-                        columns=PREDICTION)
+                          "k_needed": kn, "alpha": alpha, "power": POWER, "warning": warn}
+                         for (t, s, o), v, w, kn in zip(names, y.mean(axis=1), width, needed)], columns=PREDICTION)
 
 
 def estimate(design, y: np.ndarray, f: np.ndarray, mask: np.ndarray, level: float):
