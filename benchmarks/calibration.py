@@ -16,8 +16,9 @@ Every cell runs P populations x D draws of the sampling design (or of the test's
 error is the standard deviation of the P per-population figures over sqrt(P) (draws inside a population are not
 independent). Targets: nominal-95 % intervals cover 0.93-0.97 (at >= 20 queries and, for the planner, at
 k >= 8 labels); tests' size <= 0.06 at alpha 0.05; predicted widths within 10 % of the measured; claimed power
-within 0.05 of the simulated. A row that misses its target is ``flagged`` when judgebench warns about that
-setting where it reports it (designs.warning: fewer than MIN_LABELS labels); otherwise it is a defect.
+within 0.05 of the simulated; a row meets its target when a value within 2 Monte-Carlo standard errors of the
+measured one does. A row is ``flagged`` when judgebench warns about its setting where it reports it
+(designs.warning: fewer than MIN_LABELS labels or MIN_QUERIES queries); an unflagged row that misses is a defect.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def row(statistic, setting, n, k, nominal, per_pop, target, meets, flagged=False
     per_pop = per_pop[np.isfinite(per_pop)]
     measured = float(per_pop.mean()) if len(per_pop) else float("nan")
     se = float(per_pop.std(ddof=1) / np.sqrt(len(per_pop))) if len(per_pop) > 1 else float("nan")
-    ok = bool(meets(measured, nominal)) if measured == measured else False
+    # the verdict allows for the simulation's own error: met when a value within 2 MC s.e. of the measured one is
+    ok = measured == measured and any(bool(meets(measured + z * (se if se == se else 0.0), nominal)) for z in (-2, -1, 0, 1, 2))
     return {"statistic": statistic, "setting": setting, "n_queries": n, "k": k, "nominal": round(float(nominal), 4),
             "measured": round(measured, 4), "mc_se": round(se, 4), "target": target, "meets": ok, "flagged": bool(flagged)}
 
@@ -107,9 +109,10 @@ def within(rel):
 
 
 def design_rows(rng, base, n, setting, P, D) -> list[dict]:
-    """Coverage and predicted/measured width of every planner design at k = 8 and 20 labels (uniform at k = n too)."""
+    """Coverage and predicted/measured width and sd of every planner design at k = 8 and 20 labels (8 of the toy's 12),
+    and each design's sd against uniform's: which design wins."""
     rows = []
-    for k in sorted({min(8, n), min(20, n)}):
+    for k in sorted({8, min(20, n - 4)}):  # some queries always unlabelled: with all labelled there is no error
         spread: dict[str, float] = {}
         for strategy, allocation, sig in [("uniform", "", "none"), ("stratified", "neyman", "error"),
                                           ("stratified", "proportional", "error"), ("active", "", "error"),
@@ -167,11 +170,11 @@ def power_rows(rng, base, n, setting, P, D) -> list[dict]:
 
 
 def estimator_rows(rng, base, n, setting, P, D) -> list[dict]:
-    """PPI and cross-fitted PPI++ under uniform sampling of k = min(20, n) labels; Table 6's percentile bootstrap
+    """PPI and cross-fitted PPI++ under uniform sampling of k = min(20, n - 4) labels; Table 6's percentile bootstrap
     of a judge's mean nDCG@10 (coverage of the pool mean); Table 3/4's paired t-tests with Holm over the 3 pairs
     under a null of equal systems (family-wise size); self-preference's bootstrap-t coverage and sign-flip size
     (and power with a planted 0.05 effect)."""
-    k = min(20, n)
+    k = min(20, n - 4)  # some queries unlabelled: with all labelled the interval is exact
     rows, cov_ppi, cov_pp, cov_boot, size_holm, cov_t, size_sf, power_sf = [], [], [], [], [], [], [], []
     truth_pool = (base - BIAS).mean(axis=1)
     test = SignFlipTest(samples=2000)

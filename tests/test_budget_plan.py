@@ -206,3 +206,22 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
         budget_files.build([cell], lab, None, Options(plan=True, budget=6, signal="entropy", resamples=20))
     with pytest.raises(CompareError, match="signal=judges: toy has one judge"):
         budget_files.build([cell], lab, None, Options(plan=True, budget=6, signal="judges", resamples=20))
+
+
+def test_the_plan_report_prints_the_alpha_and_power_in_force(toy_cell):
+    from judgebench.compare import budget_plan_report
+    from judgebench.compare.report_model import Options
+
+    cell, lab = toy_cell["cell"], toy_cell["labels"]
+    built = budget_files.build([cell], lab, None, Options(plan=True, budget=6, alpha=0.1, resamples=20))
+    lines = budget_plan_report.console(built)
+    assert "  k needed for power 0.8 at alpha 0.1 (two-sided t-test)" in lines
+    # the toy's 12 queries and 6 labels are below what benchmarks/calibration.py finds on target: said where reported
+    assert any(ln.startswith("  warning: 6 human labels (fewer than 10) and 12 queries (fewer than 20)") for ln in lines)
+    text = "\n".join(budget_plan_report.markdown(built, 0.95))
+    assert "(alpha 0.1, power 0.8, two-sided t-test" in text and "**warning: 6 human labels" in text
+    assert built["predictions"]["strategy"].iloc[0] == "uniform"  # the default: active did not beat it
+    # and k needed follows alpha: a laxer alpha never needs more labels
+    pairs = budget_plan.pairs_of(cell, None)
+    lax, strict = budget_plan.k_needed(cell, "uniform", pairs, 0.1), budget_plan.k_needed(cell, "uniform", pairs, 0.01)
+    assert all(a <= b for a, b in zip(lax, strict) if isinstance(a, int) and isinstance(b, int))

@@ -30,6 +30,9 @@ from judgebench.metrics import designs
 UNREACHABLE = "not reachable with this judge"
 FIGURE_K = (5, 10, 15, 20, 30)
 POWER = 0.8  # the power k_needed is asked for
+NOT_BETTER = ("note: in benchmarks/calibration.py (DL19/DL20-grounded simulations) the {strategy} design on the planner's "
+              "label-free signals did not beat uniform (its estimates' sd 0.86-1.19 times uniform's at 8 and 20 labels); "
+              "uniform is the default")
 PREDICTION = ["dataset", "judge", "strategy", "k", "target", "system", "other", "estimate_pilot", "predicted_width", "k_needed",
               "alpha", "power", "warning"]
 MEASURED = ["dataset", "judge", "strategy", "k", "labels_mean", "predicted_width", "measured_width", "coverage", "samples"]

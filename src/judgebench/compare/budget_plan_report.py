@@ -13,6 +13,7 @@ import pandas as pd  # noqa: E402
 
 from judgebench.compare import names, render  # noqa: E402
 from judgebench.compare.budget_files import PLAN_FILE, template_name  # noqa: E402
+from judgebench.compare.budget_plan import NOT_BETTER  # noqa: E402
 from judgebench.compare.figures import _save, plain_text  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES, STRATEGIES, warning  # noqa: E402
 
@@ -40,6 +41,8 @@ def console(plan: dict) -> list[str]:
             lines.append(f"  k needed for power {g['power'].iloc[0]:g} at alpha {g['alpha'].iloc[0]:g} (two-sided t-test)")
             if g["warning"].iloc[0]:
                 lines.append(f"  {g['warning'].iloc[0]}")
+            if g["strategy"].iloc[0] != "uniform":
+                lines.append(f"  {NOT_BETTER.format(strategy=g['strategy'].iloc[0])}")
             for x in g[g["target"] == "mean"].itertuples():
                 lines.append(f"  mean {names.plain(x.system)[:40]:<40} width {x.predicted_width:.3f}")
             for x in g[g["target"] == "difference"].itertuples():
@@ -75,6 +78,7 @@ def markdown(plan: dict, level: float) -> list[str]:
                      f"the two apart (alpha {_first(plan, 'alpha')}, power {_first(plan, 'power')}, two-sided t-test at the "
                      "design's degrees of freedom; docs/protocol.md). The figure draws the predicted widths of the "
                      f"pair differences per strategy (lines) over the widths measured on resamples of each design (points): {FIGURE}.\n")
+        parts += [f"\n{NOT_BETTER.format(strategy=st)}.\n" for st in dict.fromkeys(plan["predictions"]["strategy"]) if st != "uniform"]
         parts += [f"\n**{w}** ({', '.join(sorted(set(names.markdown(f'{d} / {j}') for d, j in zip(g['dataset'], g['judge']))))})\n"
                   for w, g in plan["predictions"].groupby("warning", sort=False) if w]
         for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
