@@ -1,26 +1,31 @@
-"""Which queries humans label: sampling designs for the PPI difference estimator, each unbiased by construction.
+"""Which queries humans label: sampling designs for the PPI difference estimator (uniform and stratified unbiased
+by construction, active nearly so).
 
 A design is a frozen object (the way ir_measures defines measures) built from a per-query signal ``u`` (n,)
-(an estimate of |human - judge| made from the judge's own values, no human label) and a budget k; it draws
+(the predicted spread of human - judge, made from the judge's own values, no human label) and a budget k; it draws
 samples (masks (R, n)), estimates means from them (shapes as in :mod:`judgebench.metrics.ppi`: ``y``, ``f``
 (m, n)) and predicts the variance of its estimate from a pilot (y, f on all n queries):
 
 - ``uniform``: simple random sampling of k of the n queries (today's experiment); PPI's estimate
   mean(f) + mean_k(y - f), variance (1 - k/n) s_d^2 / k (Cochran, *Sampling Techniques*, 1977, ch. 2).
-- ``stratified``: the queries sorted by ``u`` and cut into H strata of near-equal size; n_h queries
-  drawn at random in stratum h, n_h proportional to N_h (``proportional``) or to N_h S_h (``neyman``,
-  S_h from a pilot, else the stratum's mean ``u``), each n_h >= 2. Estimate sum_h W_h [mean_h(f) +
-  mean_{n_h}(y - f)], W_h = N_h / n; variance sum_h W_h^2 (1 - n_h/N_h) s_{d,h}^2 / n_h (Cochran ch. 5),
-  k - H degrees of freedom (the survey convention; Satterthwaite's, on 2 queries a stratum, falls to about
-  1 and blows the interval up). Inclusion probability n_h / N_h.
+- ``stratified``: the queries sorted by ``u`` and cut into H strata of near-equal size (PER_STRATUM labels a
+  stratum on average); n_h queries drawn at random in stratum h, n_h proportional to N_h (``proportional``) or
+  to N_h S_h (``neyman``, S_h from a pilot, else the root mean square of the stratum's ``u``), each n_h >= 3.
+  Estimate sum_h W_h [mean_h(f) + mean_{n_h}(y - f)], W_h = N_h / n; variance sum_h W_h^2 (1 - n_h/N_h)
+  s_{d,h}^2 / n_h (Cochran ch. 5) with Satterthwaite's degrees of freedom (on 2 labels a stratum, k - H df
+  covered 0.82 at k = 8). Inclusion probability n_h / N_h.
 - ``active``: Poisson sampling, query i labelled independently with probability pi_i = (1 - mix) pi*_i +
   mix k/n, pi* proportional to u and capped at 1 so that sum pi = k (expected budget k): the active
   inference of Zrnic & Candès, "Active Statistical Inference", ICML 2024, with their mixing towards
-  uniform. Estimate mean(f) + (1/n) sum_i [c_i + xi_i (d_i - c_i) / pi_i], d = y - f, c_i the mean d of
-  the *other* sampled queries: c_i does not depend on xi_i, so the estimate is exactly unbiased for any
-  centring, and the centring removes the judge's mean bias from the variance (without it a judge
-  that is off by a constant inflates the Horvitz-Thompson variance). Variance ((k - 1)/k)(1/n^2)
-  sum_sampled (1 - pi_i) / pi_i^2 (d_i - c_i)^2, which under equal pi is uniform's formula exactly.
+  uniform. Estimate mean(f) + c, c the Hajek (1/pi-weighted, self-normalised) mean of d = y - f over the
+  sampled queries, pi rescaled to the realised size k; centring on c removes the judge's mean bias from the
+  variance. Variance (k/(k - 1)) (1/n^2) sum_sampled (1 - pi_i)/pi_i^2 (d_i - c)^2, the ratio's linearised
+  variance (it includes the centring), which under equal pi is uniform's formula exactly. The ratio is biased
+  O(1/k); the unweighted leave-one-out centring it replaces was exactly unbiased, but with a signal correlated
+  with the judge's bias its variance was 25 % too small (benchmarks/calibration.py).
+
+The signal u is read as the predicted spread of human - judge about the judge's bias, query by query: that,
+not the size of |human - judge|, is what the variance after centring depends on.
 """
 
 from __future__ import annotations
@@ -265,7 +270,7 @@ def proportional_pi(u: np.ndarray, k: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Active:
-    """Poisson sampling with pi from the signal (Zrnic & Candès 2024), leave-one-out centred estimate."""
+    """Poisson sampling with pi from the signal (Zrnic & Candès 2024), Hajek-centred estimate."""
 
     pi: np.ndarray = field(repr=False)
     name: str = "active"
