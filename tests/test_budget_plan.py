@@ -221,6 +221,7 @@ def test_the_plan_report_prints_the_alpha_and_power_in_force(toy_cell):
     text = "\n".join(budget_plan_report.markdown(built, 0.95))
     assert "(alpha 0.1, power 0.8, two-sided t-test" in text and "**warning: 6 human labels" in text
     assert built["predictions"]["strategy"].iloc[0] == "uniform"  # the default: active did not beat it
+    assert set(built["measured"]["flagged"]) == {"yes"}  # every k of the toy's 12 queries is flagged
     # and k needed follows alpha: a laxer alpha never needs more labels
     pairs = budget_plan.pairs_of(cell, None)
     lax, strict = budget_plan.k_needed(cell, "uniform", pairs, 0.1), budget_plan.k_needed(cell, "uniform", pairs, 0.01)

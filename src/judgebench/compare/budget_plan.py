@@ -35,7 +35,8 @@ NOT_BETTER = ("note: in benchmarks/calibration.py (DL19/DL20-grounded simulation
               "uniform is the default")
 PREDICTION = ["dataset", "judge", "strategy", "k", "target", "system", "other", "estimate_pilot", "predicted_width", "k_needed",
               "alpha", "power", "warning"]
-MEASURED = ["dataset", "judge", "strategy", "k", "labels_mean", "predicted_width", "measured_width", "coverage", "samples"]
+MEASURED = ["dataset", "judge", "strategy", "k", "labels_mean", "predicted_width", "measured_width", "coverage", "samples",
+            "flagged"]  # flagged: under designs.MIN_LABELS labels or MIN_QUERIES queries, off target in the calibration
 
 
 def systems_disagreement(cell: Cell) -> np.ndarray:
@@ -200,5 +201,6 @@ def measured(cell: Cell, pairs: list[tuple[int, int]], ks=FIGURE_K, resamples: i
                          "labels_mean": float(mask.sum(axis=1).mean()),
                          "predicted_width": float(predicted_width(d, y, f, k, level).mean()),
                          "measured_width": float((2 * half[finite]).mean()) if finite.any() else float("inf"),
-                         "coverage": float((np.abs(e.point - truth) <= half + 1e-12).mean()), "samples": len(mask)})
+                         "coverage": float((np.abs(e.point - truth) <= half + 1e-12).mean()), "samples": len(mask),
+                         "flagged": "yes" if designs.warning(k, n) else ""})
     return pd.DataFrame(rows, columns=MEASURED)

@@ -92,7 +92,8 @@ def markdown(plan: dict, level: float) -> list[str]:
                                           index=False, digits=3),
                       "", render.markdown(_pairs_view(g), index=False, digits=3)]
         m = plan["measured"]
-        parts += ["\nMeasured on resamples (pair differences, mean over pairs):\n",
+        parts += ["\nMeasured on resamples (pair differences, mean over pairs; flagged: under 10 labels or 20 queries, where "
+                  "benchmarks/calibration.py finds the intervals and power claims off target):\n",
                   render.markdown(m, index=False,
                                   integers=["k", "samples"], digits=3)]
     if "readback" in plan:
