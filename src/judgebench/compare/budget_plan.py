@@ -31,7 +31,8 @@ UNREACHABLE = "not reachable with this judge"
 FIGURE_K = (5, 10, 15, 20, 30)
 POWER = 0.8  # the power k_needed is asked for
 NOT_BETTER = ("note: in benchmarks/calibration.py (DL19/DL20-grounded simulations) the {strategy} design on the planner's "
-              "label-free signals did not beat uniform (its estimates' sd 0.86-1.19 times uniform's at 8 and 20 labels); "
+              "label-free signals did not beat uniform (active's estimates' sd 0.93-1.18 times uniform's, Neyman-stratified's "
+              "0.82-1.16, at 8 and 20 labels); "
               "uniform is the default")
 PREDICTION = ["dataset", "judge", "strategy", "k", "target", "system", "other", "estimate_pilot", "predicted_width", "k_needed",
               "alpha", "power", "warning"]
