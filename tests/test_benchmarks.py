@@ -326,3 +326,20 @@ def test_budget_strategies(tmp_path, monkeypatch, toy_grid_store):
     with pytest.raises(CompareError, match="signal=entropy: judge simulated on toy logged no label probabilities"):
         importlib.import_module("benchmarks.budget_strategies").main(["--quick", "--out", str(tmp_path / "x"), "--store", str(store),
                                                                       "--experiment", "grid", "--signals", "entropy"])
+
+
+@pytest.mark.slow  # ~20 s idle (more on a loaded machine): 2 cells of the calibration grid at 12 queries
+def test_calibration(tmp_path):
+    data = run_benchmark("calibration", tmp_path, "--populations", "3", "--draws", "2", "--sizes", "12")
+    rows = data["rows"]
+    assert data["replications"] == 6 and {r["n_queries"] for r in rows} == {12}
+    assert all(set(r) == {"statistic", "setting", "n_queries", "k", "nominal", "measured", "mc_se", "target", "meets",
+                          "flagged"} for r in rows)
+    families = {r["statistic"].split(":")[0].split(" [")[0] for r in rows}
+    for family in ("planner uniform", "planner stratified/neyman", "planner stratified/proportional", "planner active",
+                   "planner uniform", "PPI (uniform k labels)", "PPI++ cross-fitted", "Table 6 bootstrap mean nDCG@10",
+                   "Table 3/4 paired t + Holm", "self-preference bootstrap-t", "self-preference sign-flip"):
+        assert family in families, family
+    # 12 queries is under designs.MIN_QUERIES: every row of the toy size is flagged, as the report warns there
+    assert all(r["flagged"] for r in rows if not r["target"].startswith("report") and r["statistic"].startswith(("planner", "Table 6",
+                                                                                                    "self-preference boot")))

@@ -81,17 +81,18 @@ def test_labels_is_the_judges_mean_label_per_query():
     # the designs on it: active with no mixing is pi = k u / sum u; stratified cuts along u
     a = budget_plan.build("active", u, 2)
     np.testing.assert_allclose(designs.Active.build(u, 2, mix=0.0).pi, 2 * u / u.sum())
-    np.testing.assert_allclose(a.pi, 0.7 * 2 * u / u.sum() + 0.3 * 2 / 3)
+    np.testing.assert_allclose(a.pi, 0.5 * 2 * u / u.sum() + 0.5 * 2 / 3)
     with pytest.raises(CompareError, match="signal='x': expected one of systems, judges, entropy, labels"):
         budget_signals.signal("x", cell)
 
 
 def test_allocation_reaches_the_stratified_design():
-    u = np.array([0.1, 0.1, 0.1, 0.1, 1.0, 1.0, 1.0, 1.0])
-    # k = 5: two strata of 4 (low, high signal), each keeps 2; the fifth query goes to the stratum furthest below
-    # its share: proportional 2.5, 2.5 (a tie: the first), neyman N_h S_h = 0.4, 4.0 -> 0.45, 4.55 (the second)
-    assert budget_plan.build("stratified", u, 5, "proportional").alloc.tolist() == [3, 2]
-    assert budget_plan.build("stratified", u, 5, "neyman").alloc.tolist() == [2, 3]
+    u = np.array([0.1] * 8 + [1.0] * 8)
+    # k = 9: two strata of 8 (low, high signal; 9 // 4 = 2), each keeps 3; the other 3 go one at a time to the
+    # stratum furthest below its share: proportional 4.5, 4.5 (ties: the first) -> 5, 4; neyman N_h S_h = 0.8, 8.0
+    # -> 0.82, 8.18: all three to the second
+    assert budget_plan.build("stratified", u, 9, "proportional").alloc.tolist() == [5, 4]
+    assert budget_plan.build("stratified", u, 9, "neyman").alloc.tolist() == [3, 6]
 
 
 def test_signal_and_allocation_through_the_schema():

@@ -76,7 +76,20 @@ def test_self_preference_and_interaction_known_answers():
     assert gaps[("x", "x")] == pytest.approx(0.2) and gaps[("x", "oracle")] == pytest.approx(-0.1)
     assert gaps[("y", "y")] == pytest.approx(0.2) and len(gaps) == 6
     lines = self_preference.findings(result, _hand_made()[2])
-    assert lines[0].startswith("d / jx (family x) favours its own family's rankers by +0.200 [")
+    # 3 queries: the exact sign-flip p is at least 2/8, so no direction is claimed however the interval falls
+    assert lines[0].startswith("d / jx (family x): no evidence that it favours its own family (+0.200 [")
+    assert "Holm-adjusted over 2 statements p = 0.5" in lines[0]
+
+
+def test_holm_adjusts_the_self_preference_sentences():
+    got = self_preference.holm(pd.Series([0.01, 0.04, 0.03, np.nan]))
+    # by hand: sorted 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 -> 0.06 (monotone); nan stays out
+    np.testing.assert_allclose(got[:3], [0.03, 0.06, 0.06])
+    assert np.isnan(got[3])
+    row = pd.Series({"dataset": "d", "judge": "j", "judge_family": "x", "self_preference": 0.1, "lo": 0.02, "hi": 0.18,
+                     "p_value": 0.03, "p_holm": 0.06})
+    assert "not significant after Holm's adjustment at alpha 0.05" in self_preference.finding(row, 3)
+    assert " favours its own family's rankers by " in self_preference.finding(row.replace(0.06, 0.03), 3)
 
 
 def test_without_a_shared_family_one_line_says_so():

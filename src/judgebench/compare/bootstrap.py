@@ -21,7 +21,7 @@ from judgebench.compare.reference import References
 from judgebench.compare.tables import judge_columns
 from judgebench.metrics import tau_b
 
-MEANS = ["dataset", "judge", "system", "mean", "lo", "hi"]
+MEANS = ["dataset", "judge", "system", "mean", "lo", "hi", "queries"]
 TAUS = ["dataset", "judge", "reference", "tau_all", "tau_all_lo", "tau_all_hi", "tau_oracles", "tau_oracles_lo", "tau_oracles_hi"]
 
 
@@ -66,7 +66,7 @@ def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], refs: Refere
             for s, system in enumerate(systems):
                 lo, hi = percentile_interval(boot[judge][s], level)
                 mean_rows.append({"dataset": dataset, "judge": judge, "system": system, "mean": table.at[system, judge],
-                                  "lo": lo, "hi": hi})
+                                  "lo": lo, "hi": hi, "queries": len(queries)})
         for judge in judge_columns(table):
             row = {"dataset": dataset, "judge": judge, "reference": refs.reference}
             human = refs.column(dataset, judge, systems).to_numpy()

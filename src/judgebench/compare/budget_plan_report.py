@@ -13,8 +13,9 @@ import pandas as pd  # noqa: E402
 
 from judgebench.compare import names, render  # noqa: E402
 from judgebench.compare.budget_files import PLAN_FILE, template_name  # noqa: E402
+from judgebench.compare.budget_plan import NOT_BETTER  # noqa: E402
 from judgebench.compare.figures import _save, plain_text  # noqa: E402
-from judgebench.metrics.designs import STRATEGIES  # noqa: E402
+from judgebench.metrics.designs import MIN_QUERIES, STRATEGIES, warning  # noqa: E402
 
 FIGURE = "figure_budget_plan.png"
 CAPTION = "Interval width of the system differences against the budget: planner's prediction (line), resampling (points)"
@@ -37,6 +38,11 @@ def console(plan: dict) -> list[str]:
             r = rows[(rows["dataset"] == d) & (rows["judge"] == j)]
             lines.append(f"plan {names.plain(d)}/{names.plain(j)}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
                          f"signal {r['signal'].iloc[0]}, {int(r['selected'].sum())} queries selected of {len(r)} -> {template_name(d, j)}")
+            lines.append(f"  k needed for power {g['power'].iloc[0]:g} at alpha {g['alpha'].iloc[0]:g} (two-sided t-test)")
+            if g["warning"].iloc[0]:
+                lines.append(f"  {g['warning'].iloc[0]}")
+            if g["strategy"].iloc[0] != "uniform":
+                lines.append(f"  {NOT_BETTER.format(strategy=g['strategy'].iloc[0])}")
             for x in g[g["target"] == "mean"].itertuples():
                 lines.append(f"  mean {names.plain(x.system)[:40]:<40} width {x.predicted_width:.3f}")
             for x in g[g["target"] == "difference"].itertuples():
@@ -47,9 +53,17 @@ def console(plan: dict) -> list[str]:
             means = g[g["target"] == "mean"].sort_values("rank")
             lines.append(f"read back {names.plain(d)}/{names.plain(j)} from {int(g['labelled_queries'].iloc[0])} labelled queries "
                          f"({g['strategy'].iloc[0]}):")
+            lines += [f"  {w}" for w in [_readback_warning(plan, d, j, g)] if w]
             lines += [f"  {x.rank:>2} {names.plain(x.system)[:40]:<40} {x.estimate:.3f} [{x.low:.3f}, {x.high:.3f}]"
                       for x in means.itertuples()]
     return lines
+
+
+def _readback_warning(plan: dict, dataset: str, judge: str, g: pd.DataFrame) -> str | None:
+    """designs.warning for a read-back: its labelled queries of the plan's queries (the plan's rows when known)."""
+    rows = plan.get("plan")
+    n = int(((rows["dataset"] == dataset) & (rows["judge"] == judge)).sum()) if rows is not None else MIN_QUERIES
+    return warning(int(g["labelled_queries"].iloc[0]), n)
 
 
 def markdown(plan: dict, level: float) -> list[str]:
@@ -61,8 +75,12 @@ def markdown(plan: dict, level: float) -> list[str]:
         parts.append("The queries to send to assessors (selected = 1) with their inclusion probability, and what the budget "
                      f"buys: the predicted width of each {level:.0%} interval about the all-query mean, from the variances of "
                      "human - judge on the judge's human reference used as a pilot, and per system pair the k needed to tell "
-                     "the two apart (alpha 0.05, power 0.8; docs/protocol.md). The figure draws the predicted widths of the "
+                     f"the two apart (alpha {_first(plan, 'alpha')}, power {_first(plan, 'power')}, two-sided t-test at the "
+                     "design's degrees of freedom; docs/protocol.md). The figure draws the predicted widths of the "
                      f"pair differences per strategy (lines) over the widths measured on resamples of each design (points): {FIGURE}.\n")
+        parts += [f"\n{NOT_BETTER.format(strategy=st)}.\n" for st in dict.fromkeys(plan["predictions"]["strategy"]) if st != "uniform"]
+        parts += [f"\n**{w}** ({', '.join(sorted(set(names.markdown(f'{d} / {j}') for d, j in zip(g['dataset'], g['judge']))))})\n"
+                  for w, g in plan["predictions"].groupby("warning", sort=False) if w]
         for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
             rows = plan["plan"]
             r = rows[(rows["dataset"] == d) & (rows["judge"] == j) & (rows["selected"] == 1)]
@@ -74,7 +92,8 @@ def markdown(plan: dict, level: float) -> list[str]:
                                           index=False, digits=3),
                       "", render.markdown(_pairs_view(g), index=False, digits=3)]
         m = plan["measured"]
-        parts += ["\nMeasured on resamples (pair differences, mean over pairs):\n",
+        parts += ["\nMeasured on resamples (pair differences, mean over pairs; flagged: under 10 labels or 20 queries, where "
+                  "benchmarks/calibration.py finds the intervals and power claims off target):\n",
                   render.markdown(m, index=False,
                                   integers=["k", "samples"], digits=3)]
     if "readback" in plan:
@@ -82,10 +101,16 @@ def markdown(plan: dict, level: float) -> list[str]:
         parts.append("From the returned labels alone, with the plan's design and inclusion probabilities "
                      f"({level:.0%} intervals about the all-query mean).\n")
         for (d, j), g in plan["readback"].groupby(["dataset", "judge"], sort=False):
+            w = _readback_warning(plan, d, j, g)
             parts += [f"\n### {names.markdown(f'{d} / {j}')} ({int(g['labelled_queries'].iloc[0])} labelled queries)\n",
+                      *([f"**{w}**\n"] if w else []),
                       render.markdown(g[g["target"] == "mean"].sort_values("rank")[["rank", "system", "estimate", "low", "high"]],
                                       index=False, integers=["rank"], digits=3)]
     return parts
+
+
+def _first(plan: dict, column: str) -> str:
+    return f"{plan['predictions'][column].iloc[0]:g}" if len(plan["predictions"]) else ""
 
 
 @plain_text

@@ -1,5 +1,7 @@
-"""The planner's per-query signal u, an estimate of |human - judge| made without human labels: the ``active``
-design samples in proportion to it and ``stratified`` cuts its strata along it (metrics/designs.py).
+"""The planner's per-query signal u, a predictor made without human labels of how far human - judge spreads about
+the judge's bias on the query (after centring, that spread, not the size of |human - judge|, is what a design's
+variance depends on): the ``active`` design samples in proportion to it and ``stratified`` cuts its strata along
+it (metrics/designs.py). None of these beat uniform sampling in benchmarks/calibration.py, hence the default.
 
 - ``systems``: the spread (sd) of the systems' nDCG@10 under the judge on the query: where systems disagree,
   the judge's errors can move the order.

@@ -81,8 +81,8 @@ class CompareArgs:
                                  "budget")
     budget: Optional[int] = _field(None, "K", "human-labelled queries the plan may spend (with plan=budget; whole number >= 2)",
                                    "a whole number >= 2")
-    strategy: str = _field("active", "|".join(designs.STRATEGIES), "which queries the plan draws: uniform, stratified or active "
-                           "(default active)", "one of " + ", ".join(designs.STRATEGIES))
+    strategy: str = _field("uniform", "|".join(designs.STRATEGIES), "which queries the plan draws: uniform, stratified or active "
+                           "(default uniform: active did not beat it in benchmarks/calibration.py)", "one of " + ", ".join(designs.STRATEGIES))
     signal: str = _field("systems", "|".join(budget_signals.SIGNALS), "what active/stratified draw on (default systems): the systems'\n"
                          "spread, the judges' spread, the judge's label entropy, or its mean label", "one of " + ", ".join(budget_signals.SIGNALS))
     allocation: str = _field("neyman", "neyman|proportional", "stratified: queries per stratum by Neyman allocation or proportional",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from judgebench.compare import (budget_plan_report, discrimination_report, findings, human_budget_report, names, render,
                                 self_preference_report, significance, views)
 from judgebench.compare.artifacts import REFERENCES
+from judgebench.metrics.designs import MIN_QUERIES
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
@@ -122,6 +123,7 @@ def sections(r: Report) -> list[str]:
     if len(r.ci_means):
         for dataset, c in views.confidence_tables(r).items():
             parts += [f"\n### {md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]\n", render.markdown(c)]
+            parts += [f"\n**{md(w)}**" for w in [few_queries_warning(r.ci_means, dataset)] if w]
         if len(r.ci_tau):
             parts += [f"\n### Kendall's tau against {ref} [interval]\n", render.markdown(views.tau_intervals(r), index=False)]
     else:
@@ -153,3 +155,14 @@ def sections(r: Report) -> list[str]:
         parts.append("\n## Problems reading runs\n")
         parts += [f"- {md(p)}" for p in r.problems]
     return parts
+
+
+def few_queries_warning(frame, dataset: str) -> str | None:
+    """The warning beside an interval over fewer than designs.MIN_QUERIES queries: benchmarks/calibration.py
+    measures Table 6's percentile intervals and the bootstrap-t below their 95 % there (flagged rows)."""
+    rows = frame[frame["dataset"] == dataset] if "queries" in frame else frame.iloc[:0]
+    n = int(rows["queries"].max()) if len(rows) else MIN_QUERIES
+    if n < MIN_QUERIES:
+        return (f"warning: {dataset} has {n} queries (fewer than {MIN_QUERIES}): its intervals cover less than their "
+                "nominal level in benchmarks/calibration.py (flagged rows there); read them as rough")
+    return None

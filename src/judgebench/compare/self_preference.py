@@ -86,9 +86,10 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
             mine, theirs = np.array([gaps[j][s] for s in own]), np.array([gaps[j][s] for s in other])
             contrast = SelfPreference()(mine, theirs)
             stats = _with_interval(contrast, idx, level, test)
+            on = np.isfinite(contrast)  # the statistic's own queries: both gaps defined
             self_rows.append({"dataset": dataset, "judge": j, "judge_family": fam_of_judge[j], "reference": refs.reference,
                               "own_systems": ", ".join(own), "other_systems": ", ".join(other),
-                              "gap_own": float(np.nanmean(family_mean(mine))), "gap_other": float(np.nanmean(family_mean(theirs))),
+                              "gap_own": _mean(family_mean(mine)[on]), "gap_other": _mean(family_mean(theirs)[on]),
                               "self_preference": stats.pop("_point"), **stats})
         for a, b in itertools.combinations(judges, 2):
             fa, fb = fam_of_judge[a], fam_of_judge[b]
@@ -107,35 +108,58 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
                 gap_rows.append({"dataset": dataset, "judge_family": jf, "ranker_family": rf, "judges": ", ".join(members),
                                  "systems": ", ".join(of[rf]),
                                  "mean_gap": float(np.nanmean(values)) if np.isfinite(values).any() else math.nan})
-    return {"self_preference": pd.DataFrame(self_rows, columns=SELF), "interaction": pd.DataFrame(pair_rows, columns=INTERACTION),
+    own = pd.DataFrame(self_rows, columns=SELF)
+    own["p_holm"] = holm(own["p_value"])
+    return {"self_preference": own, "interaction": pd.DataFrame(pair_rows, columns=INTERACTION),
             "gaps": pd.DataFrame(gap_rows, columns=GAPS)}
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x)) if len(x) else math.nan
+
+
+def holm(p: pd.Series) -> np.ndarray:
+    """Holm's adjusted p values over every judge x dataset statement (statsmodels' multipletests; nan stays nan)."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = p.to_numpy(float)
+    out = np.full(len(p), np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = multipletests(p[ok], method="holm")[1]
+    return out
 
 
 def empty() -> dict[str, pd.DataFrame]:
     """The frames of a report with nothing to analyse."""
-    return {"self_preference": pd.DataFrame(columns=SELF), "interaction": pd.DataFrame(columns=INTERACTION),
+    return {"self_preference": pd.DataFrame(columns=[*SELF, "p_holm"]), "interaction": pd.DataFrame(columns=INTERACTION),
             "gaps": pd.DataFrame(columns=GAPS)}
 
 
-def finding(row: pd.Series) -> str:
-    """One sentence per judge: favours (or disfavours) its own family by X [lo, hi], or no evidence."""
+def finding(row: pd.Series, statements: int = 1, alpha: float = 0.05) -> str:
+    """One sentence per judge: favours (or disfavours) its own family by X [lo, hi], or no evidence. A direction is
+    claimed only where the sign-flip p, Holm-adjusted over the ``statements`` judge x dataset rows, is below alpha
+    (and the interval excludes 0)."""
     value, lo, hi = row["self_preference"], row["lo"], row["hi"]
+    p_holm = row.get("p_holm", row["p_value"])
     head = f"{row['dataset']} / {row['judge']} (family {row['judge_family']})"
-    interval = f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10, p = {row['p_value']:.3g}"
+    adjusted = f", Holm-adjusted over {statements} statements p = {p_holm:.3g}" if statements > 1 else ""
+    interval = f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10, p = {row['p_value']:.3g}{adjusted}"
     if not (lo == lo and hi == hi):
         return f"{head}: self-preference {value:+.3f} (no interval)"
-    if lo > 0:
+    if lo > 0 and p_holm < alpha:
         return f"{head} favours its own family's rankers by {interval}."
-    if hi < 0:
+    if hi < 0 and p_holm < alpha:
         return f"{head} rates its own family's rankers below the other LLM rankers, by {interval}."
-    return f"{head}: no evidence that it favours its own family ({interval}; the interval covers 0)."
+    why = "the interval covers 0" if lo <= 0 <= hi else f"not significant after Holm's adjustment at alpha {alpha:g}"
+    return f"{head}: no evidence that it favours its own family ({interval}; {why})."
 
 
 def findings(result: dict[str, pd.DataFrame], jobs: pd.DataFrame) -> list[str]:
     """The report's sentences: one per judge that shares a family with a ranker, else one line saying none does."""
     rows = result["self_preference"]
     if len(rows):
-        return [finding(r) for _, r in rows.iterrows()]
+        return [finding(r, len(rows)) for _, r in rows.iterrows()]
     judges = judge_families(jobs)
     rankers = sorted(set(system_families(jobs).values()))
     shown = ", ".join(f"{j} ({f})" for j, f in judges.items()) or "none"

@@ -19,6 +19,7 @@ import pandas as pd  # noqa: E402
 from judgebench.compare import names, render  # noqa: E402
 from judgebench.compare.figures import _names, _save, plain_text  # noqa: E402
 from judgebench.compare.self_preference import findings  # noqa: E402
+from judgebench.metrics.designs import MIN_QUERIES  # noqa: E402
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
@@ -40,6 +41,10 @@ def markdown(r: Report) -> list[str]:
              "p: sign-flip test over queries (docs/protocol.md).\n"]
     parts += [f"- {names.markdown(line)}" for line in findings(r.self_preference, r.jobs)]
     sp, inter = r.self_preference["self_preference"], r.self_preference["interaction"]
+    short = sp[sp["queries"].astype(float) < MIN_QUERIES] if len(sp) else sp
+    parts += [f"\n**warning: {names.markdown(d)} has {int(q)} queries (fewer than {MIN_QUERIES}): the bootstrap-t covers less than "
+              "its nominal level there in benchmarks/calibration.py (flagged rows); read it as rough**"
+              for d, q in short.groupby("dataset")["queries"].max().items()] if len(short) else []
     if len(sp):
         parts += ["", render.markdown(sp[SELF_SHOWN], index=False, integers=["queries"], digits=4)]
     if len(inter):

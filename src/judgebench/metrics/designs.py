@@ -1,26 +1,31 @@
-"""Which queries humans label: sampling designs for the PPI difference estimator, each unbiased by construction.
+"""Which queries humans label: sampling designs for the PPI difference estimator (uniform and stratified unbiased
+by construction, active nearly so).
 
 A design is a frozen object (the way ir_measures defines measures) built from a per-query signal ``u`` (n,)
-(an estimate of |human - judge| made from the judge's own values, no human label) and a budget k; it draws
+(the predicted spread of human - judge, made from the judge's own values, no human label) and a budget k; it draws
 samples (masks (R, n)), estimates means from them (shapes as in :mod:`judgebench.metrics.ppi`: ``y``, ``f``
 (m, n)) and predicts the variance of its estimate from a pilot (y, f on all n queries):
 
 - ``uniform``: simple random sampling of k of the n queries (today's experiment); PPI's estimate
   mean(f) + mean_k(y - f), variance (1 - k/n) s_d^2 / k (Cochran, *Sampling Techniques*, 1977, ch. 2).
-- ``stratified``: the queries sorted by ``u`` and cut into H strata of near-equal size; n_h queries
-  drawn at random in stratum h, n_h proportional to N_h (``proportional``) or to N_h S_h (``neyman``,
-  S_h from a pilot, else the stratum's mean ``u``), each n_h >= 2. Estimate sum_h W_h [mean_h(f) +
-  mean_{n_h}(y - f)], W_h = N_h / n; variance sum_h W_h^2 (1 - n_h/N_h) s_{d,h}^2 / n_h (Cochran ch. 5),
-  k - H degrees of freedom (the survey convention; Satterthwaite's, on 2 queries a stratum, falls to about
-  1 and blows the interval up). Inclusion probability n_h / N_h.
+- ``stratified``: the queries sorted by ``u`` and cut into H strata of near-equal size (PER_STRATUM labels a
+  stratum on average); n_h queries drawn at random in stratum h, n_h proportional to N_h (``proportional``) or
+  to N_h S_h (``neyman``, S_h from a pilot, else the root mean square of the stratum's ``u``), each n_h >= 3.
+  Estimate sum_h W_h [mean_h(f) + mean_{n_h}(y - f)], W_h = N_h / n; variance sum_h W_h^2 (1 - n_h/N_h)
+  s_{d,h}^2 / n_h (Cochran ch. 5) with Satterthwaite's degrees of freedom (on 2 labels a stratum, k - H df
+  covered 0.82 at k = 8). Inclusion probability n_h / N_h.
 - ``active``: Poisson sampling, query i labelled independently with probability pi_i = (1 - mix) pi*_i +
   mix k/n, pi* proportional to u and capped at 1 so that sum pi = k (expected budget k): the active
   inference of Zrnic & Candès, "Active Statistical Inference", ICML 2024, with their mixing towards
-  uniform. Estimate mean(f) + (1/n) sum_i [c_i + xi_i (d_i - c_i) / pi_i], d = y - f, c_i the mean d of
-  the *other* sampled queries: c_i does not depend on xi_i, so the estimate is exactly unbiased for any
-  centring, and the centring removes the judge's mean bias from the variance (without it a judge
-  that is off by a constant inflates the Horvitz-Thompson variance). Variance ((k - 1)/k)(1/n^2)
-  sum_sampled (1 - pi_i) / pi_i^2 (d_i - c_i)^2, which under equal pi is uniform's formula exactly.
+  uniform. Estimate mean(f) + c, c the Hajek (1/pi-weighted, self-normalised) mean of d = y - f over the
+  sampled queries, pi rescaled to the realised size k; centring on c removes the judge's mean bias from the
+  variance. Variance (k/(k - 1)) (1/n^2) sum_sampled (1 - pi_i)/pi_i^2 (d_i - c)^2, the ratio's linearised
+  variance (it includes the centring), which under equal pi is uniform's formula exactly. The ratio is biased
+  O(1/k); the unweighted leave-one-out centring it replaces was exactly unbiased, but with a signal correlated
+  with the judge's bias its variance was 25 % too small (benchmarks/calibration.py).
+
+The signal u is read as the predicted spread of human - judge about the judge's bias, query by query: that,
+not the size of |human - judge|, is what the variance after centring depends on.
 """
 
 from __future__ import annotations
@@ -29,9 +34,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from judgebench.exceptions import CompareError
 from judgebench.metrics.ppi import PPI, Estimate
 
 STRATEGIES = ("uniform", "stratified", "active")
+PER_STRATUM = 4  # labels a stratum gets on average: with 2, k - H degrees of freedom covered 0.82 at k = 8
+LEAST_PER_STRATUM = 3  # the fewest a stratum is allocated (Neyman's 2 left Satterthwaite's df near 1)
+MIN_LABELS = 10  # below this many labels benchmarks/calibration.py finds intervals or power claims off target
+MIN_QUERIES = 20  # and below this many queries (the toy set's 12) the same
+
+
+def warning(k: float, n: int) -> str | None:
+    """The warning compare and the planner print beside a figure resting on k labels of n queries, None when
+    both are enough (benchmarks/calibration.py flags the rows below them)."""
+    short = [f"{k:g} human labels (fewer than {MIN_LABELS})"] if k < MIN_LABELS else []
+    short += [f"{n} queries (fewer than {MIN_QUERIES})"] if n < MIN_QUERIES else []
+    if short:
+        return (f"warning: {' and '.join(short)}: intervals and power claims on so few miss their targets in "
+                "benchmarks/calibration.py (flagged rows there); read them as rough")
+    return None
 
 
 def _weighted_var(y: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -69,16 +90,20 @@ class Uniform:
         e = PPI()(y, f, mask)
         return e, np.broadcast_to(mask.sum(axis=1, keepdims=True) - 1.0, e.point.shape)
 
+    def predicted_df(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """(m,) the degrees of freedom its interval will have: k - 1."""
+        return np.full(len(y), max(min(self.k, self.n) - 1, 1.0))
+
     def predicted_var(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
         k = min(self.k, self.n)
         return (1 - k / self.n) * (y - f).var(axis=1, ddof=1) / k
 
 
 def allocate(k: int, sizes: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Whole numbers n_h summing to k, 2 <= n_h <= N_h (1 where N_h is 1), as close to k w_h / sum w as
-    the bounds allow (largest remainders)."""
+    """Whole numbers n_h summing to k, LEAST_PER_STRATUM <= n_h <= N_h (N_h where smaller), as close to
+    k w_h / sum w as the bounds allow (largest remainders)."""
     sizes = np.asarray(sizes, dtype=int)
-    low = np.minimum(2, sizes)
+    low = np.minimum(LEAST_PER_STRATUM, sizes)
     if k <= low.sum():
         return low
     if k >= sizes.sum():
@@ -94,6 +119,41 @@ def allocate(k: int, sizes: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return out
 
 
+def _strata_var(d: np.ndarray, mask: np.ndarray, strata: np.ndarray, H: int) -> np.ndarray:
+    """(R, m) sum_h W_h^2 (1 - n_h/N_h) s_{d,h}^2 / n_h over the strata (a stratum of 1 label adds 0), and its
+    Satterthwaite degrees of freedom (sum_h v_h)^2 / sum_h v_h^2 / (n_h - 1), at least 1."""
+    n, var, denom = mask.shape[1], 0.0, 0.0
+    for h in range(H):
+        inside = strata == h
+        size = inside.sum()
+        m = (mask & inside).astype(float)
+        nh = m.sum(axis=1, keepdims=True)
+        mean_d = (m @ d.T) / np.maximum(nh, 1)
+        s2 = np.maximum((m @ (d * d).T - nh * mean_d**2) / np.maximum(nh - 1, 1), 0.0)
+        v = (size / n) ** 2 * (1 - nh / size) * s2 / np.maximum(nh, 1)
+        var, denom = var + v, denom + np.where(nh > 1, v**2 / np.maximum(nh - 1, 1), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(denom > 0, var**2 / denom, mask.sum(axis=1, keepdims=True) - H)
+    return var, np.maximum(df, 1.0)
+
+
+def _collapse(strata: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The strata relabelled 0..G-1 after merging each stratum of fewer than 2 labels into a neighbour (strata
+    are ordered by the signal, so a neighbour is the most alike), until every group has 2 or more."""
+    groups = [[h] for h in range(len(counts))]
+    while len(groups) > 1:
+        have = [sum(int(counts[h]) for h in g) for g in groups]
+        low = [i for i, c in enumerate(have) if c < 2]
+        if not low:
+            break
+        i = low[0]
+        j = i + 1 if i + 1 < len(groups) and (i == 0 or have[i + 1] <= have[i - 1]) else i - 1
+        a, b = sorted((i, j))
+        groups[a:b + 1] = [groups[a] + groups[b]]
+    label = {h: g for g, members in enumerate(groups) for h in members}
+    return np.array([label[h] for h in strata])
+
+
 @dataclass(frozen=True)
 class Stratified:
     """H strata of queries by the signal (sorted, cut into near-equal groups), SRS of n_h in each."""
@@ -105,11 +165,12 @@ class Stratified:
     @classmethod
     def build(cls, u: np.ndarray, k: int, strata: int = 4, allocation: str = "neyman",
               pilot_sd: np.ndarray | None = None) -> "Stratified":
-        """H = min(strata, k // 2, n // 2) strata (each can give n_h >= 2); Neyman's S_h from ``pilot_sd``
-        (H,) if given, else the stratum's mean signal (the predicted |human - judge|)."""
+        """H = min(strata, k // PER_STRATUM, n // PER_STRATUM) strata (each gets PER_STRATUM labels on average,
+        at least 2); Neyman's S_h from ``pilot_sd`` (H,) if given, else the root mean square of the stratum's
+        signal (the signal predicts the spread of human - judge about the judge's bias, query by query)."""
         u = np.asarray(u, dtype=float)
         n = len(u)
-        h = max(1, min(strata, k // 2, n // 2))
+        h = max(1, min(strata, k // PER_STRATUM, n // PER_STRATUM))
         groups = np.array_split(np.argsort(u, kind="stable"), h)
         s = np.empty(n, dtype=int)
         for i, g in enumerate(groups):
@@ -118,7 +179,7 @@ class Stratified:
         if allocation == "proportional":
             w = sizes.astype(float)
         elif allocation == "neyman":
-            sd = np.asarray(pilot_sd, float) if pilot_sd is not None else np.array([u[g].mean() for g in groups])
+            sd = np.asarray(pilot_sd, float) if pilot_sd is not None else np.array([np.sqrt(np.mean(u[g] ** 2)) for g in groups])
             w = sizes * sd
         else:
             raise ValueError(f"allocation={allocation!r}: expected proportional or neyman")
@@ -143,26 +204,40 @@ class Stratified:
         return mask
 
     def estimate(self, y: np.ndarray, f: np.ndarray, mask: np.ndarray) -> tuple[Estimate, np.ndarray]:
-        """Per-stratum PPI, weighted by W_h; n_h is read from the mask (a subset of a plan works too)."""
+        """Per-stratum PPI, weighted by W_h; n_h is read from the mask (a subset of a plan works too). A stratum
+        with 1 labelled query is collapsed with its neighbour for the variance (collapsed strata, Cochran 5A.12);
+        one with none is a user error naming it."""
         n = mask.shape[1]
         d = y - f
-        point, var = 0.0, 0.0
+        H = len(self.sizes)
+        counts = np.stack([(mask & (self.strata == h)).sum(axis=1) for h in range(H)], axis=1)  # (R, H)
+        empty = np.flatnonzero((counts == 0).any(axis=0))
+        if len(empty):
+            h = int(empty[0])
+            raise CompareError(f"stratum {h} of the plan ({int(self.sizes[h])} queries): no labelled query in it; "
+                               "expected at least 1 (2 for its own variance): label one of its queries or write the plan again")
+        point = 0.0
         for h, size in enumerate(self.sizes):
             inside = self.strata == h
-            m = mask & inside
-            nh = m.sum(axis=1, keepdims=True).astype(float)
-            if (nh < 1).any():
-                raise ValueError(f"stratum {h}: a sample has no labelled query in it (needs 1, 2 for a variance)")
-            wgt = m.astype(float)
-            mean_d = (wgt @ d.T) / nh
-            s2 = np.maximum((wgt @ (d * d).T - nh * mean_d**2) / np.maximum(nh - 1, 1), 0.0)
-            W = size / n
-            point = point + W * (f[:, inside].mean(axis=1) + mean_d)
-            var = var + W**2 * (1 - nh / size) * s2 / nh
-        k = mask.sum(axis=1, keepdims=True).astype(float)
-        df = np.broadcast_to(np.maximum(k - len(self.sizes), 1.0), point.shape)
+            m = (mask & inside).astype(float)
+            point = point + size / n * (f[:, inside].mean(axis=1) + (m @ d.T) / counts[:, [h]])
+        var, df = _strata_var(d, mask, self.strata, H)
+        for r in np.flatnonzero((counts < 2).any(axis=1)):
+            merged = _collapse(self.strata, counts[r])
+            v, dr = _strata_var(d, mask[r:r + 1], merged, int(merged.max()) + 1)
+            var[r], df[r] = v[0], dr[0]
         w = mask / self.pi
         return Estimate(point, var, _weighted_var(y, mask, w) / n), df
+
+    def predicted_df(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """(m,) Satterthwaite's degrees of freedom with the pilot's stratum variances at the allocation."""
+        d, n, var, denom = y - f, len(self.strata), 0.0, 0.0
+        for h, (size, nh) in enumerate(zip(self.sizes, self.alloc)):
+            s2 = d[:, self.strata == h].var(axis=1, ddof=1) if size > 1 else np.zeros(len(d))
+            v = (size / n) ** 2 * (1 - nh / size) * s2 / nh
+            var, denom = var + v, denom + (v**2 / (nh - 1) if nh > 1 else 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.maximum(np.where(denom > 0, var**2 / denom, self.alloc.sum() - len(self.alloc)), 1.0)
 
     def predicted_var(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
         d, n, out = y - f, len(self.strata), 0.0
@@ -195,13 +270,13 @@ def proportional_pi(u: np.ndarray, k: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Active:
-    """Poisson sampling with pi from the signal (Zrnic & Candès 2024), leave-one-out centred estimate."""
+    """Poisson sampling with pi from the signal (Zrnic & Candès 2024), Hajek-centred estimate."""
 
     pi: np.ndarray = field(repr=False)
     name: str = "active"
 
     @classmethod
-    def build(cls, u: np.ndarray, k: int, mix: float = 0.3) -> "Active":
+    def build(cls, u: np.ndarray, k: int, mix: float = 0.5) -> "Active":
         n = len(u)
         return cls((1 - mix) * proportional_pi(u, k) + mix * min(k, n) / n)
 
@@ -210,18 +285,33 @@ class Active:
         return rng.random((n_samples, len(self.pi))) < self.pi
 
     def estimate(self, y: np.ndarray, f: np.ndarray, mask: np.ndarray) -> tuple[Estimate, np.ndarray]:
+        """Hajek: mean(f) + the 1/pi-weighted mean of d over the sampled queries; its linearised variance
+        (module docstring). A sample of under 2 queries has an infinite variance (an interval that covers)."""
         n = mask.shape[1]
         d = y - f
-        k = mask.sum(axis=1).astype(float)[:, None, None]  # (R, 1, 1)
-        xi = mask[:, None, :]
-        total = (mask.astype(float) @ d.T)[:, :, None]  # (R, m, 1)
-        others = k - xi  # sampled queries other than i
-        c = np.where(others > 0, (total - xi * d) / np.maximum(others, 1), 0.0)  # mean d of the other sampled queries
-        inv = np.where(mask, 1.0 / self.pi, 0.0)[:, None, :]
-        point = f.mean(axis=1) + (c + xi * (d - c) * inv).sum(axis=2) / n
-        kk = np.maximum(k[..., 0], 1)
-        var = (kk - 1) / kk * ((1 - self.pi) * inv**2 * xi * (d - c) ** 2).sum(axis=2) / n**2
-        return Estimate(point, var, _weighted_var(y, mask, mask / self.pi) / n), np.broadcast_to(np.maximum(kk - 1, 1), point.shape)
+        k = mask.sum(axis=1, keepdims=True).astype(float)
+        pi = np.minimum(self.pi * k / self.pi.sum(), 1.0)  # (R, n): given the realised size k
+        w = np.where(mask, 1.0 / np.maximum(pi, 1e-300), 0.0)  # (R, n)
+        total = w.sum(axis=1, keepdims=True)  # (R, 1): the estimate of n
+        c = (w @ d.T) / np.maximum(total, 1e-300)  # (R, m): the Hajek mean of d
+        point = f.mean(axis=1) + c
+        resid2 = (w[:, None, :] ** 2 * (1 - pi[:, None, :]) * mask[:, None, :]
+                  * (d[None] - c[..., None]) ** 2).sum(axis=2)  # (R, m)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = np.where(k >= 2, k / np.maximum(k - 1, 1) * resid2 / n**2, np.inf)
+        return Estimate(point, var, _weighted_var(y, mask, w) / n), np.broadcast_to(np.maximum(k - 1, 1), point.shape)
+
+    def predicted_df(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """(m,) the expected sample size less 1."""
+        return np.full(len(y), max(float(self.pi.sum()) - 1, 1.0))
+
+    def size_pmf(self) -> np.ndarray:
+        """(n + 1,) the distribution of the number of labelled queries (Poisson-binomial, by convolution): the
+        interval's df and variance follow the realised size, so the planner averages its widths and power over it."""
+        pmf = np.array([1.0])
+        for p in self.pi:
+            pmf = np.convolve(pmf, [1 - p, p])
+        return pmf
 
     def predicted_var(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
         d = y - f
