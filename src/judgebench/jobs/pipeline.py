@@ -108,7 +108,8 @@ def run_job(cfg: DictConfig) -> JobOutcome:
                                      files=inputs.digests(cfg.cache_dir, rankings.FILE_ROLES))
         run = ranking.run
         # the ranking's own statistics (PRP's order consistency), on every cell that uses it
-        job.set_tags({f"{tracking.TAG}ranking_key": ranking.key}, metrics=ranking.metrics)
+        job.set_tags({f"{tracking.TAG}ranking_key": ranking.key, f"{tracking.TAG}{rankings.DIGEST_TAG}": ranking.sha256},
+                     metrics=ranking.metrics)
 
         label_set = dataset.label_set()
         with job_stage(cfg, f"judge {judge.name}"):

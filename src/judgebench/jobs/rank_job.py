@@ -77,7 +77,9 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
     job, _, long_values = open_job_run(client, exp_id, f"rank/{dataset.name}/{system}", tags, note, used, cfg, dataset)
     try:
         texts = rewriter.rewrite(dataset)
-        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system, reads, client, exp_id, files=files)
+        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system, reads, client, exp_id, files=files,
+                                     recompute=bool(cfg.force))
+        job.set_tags({f"{tracking.TAG}{rankings.DIGEST_TAG}": ranking.sha256})
         metrics = {"ranking_computed": int(ranking.computed), "ranker_prompts_scored": ranking.scored,
                    "n_queries": int(ranking.run["query_id"].nunique()), "wall_time_s": time.perf_counter() - started,
                    **ranking.metrics}
