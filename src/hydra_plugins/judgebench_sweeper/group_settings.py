@@ -25,7 +25,16 @@ from omegaconf import DictConfig, OmegaConf
 from judgebench.sweep_settings import deferred, setting_key
 
 log = logging.getLogger(__name__)
-_ABSENT = object()
+
+
+def has_key(config: DictConfig, key: str) -> bool:
+    """Whether the dotted ``key`` exists in ``config``, a mandatory ``???`` value included (select() says no)."""
+    node = config
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or part not in node.keys():
+            return False
+        node = node._get_node(part)
+    return True
 
 
 def _choice(config: DictConfig, group: str) -> str:
@@ -49,7 +58,7 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
         return has[base]
 
     def holds(cell: list[str], key: str) -> bool:
-        return OmegaConf.select(config_of(cell), key, default=_ABSENT) is not _ABSENT
+        return has_key(config_of(cell), key)
 
     for key in keys:
         group = key.partition(".")[0]

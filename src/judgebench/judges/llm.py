@@ -154,6 +154,12 @@ class LLMJudge(Judge):
                 failed.append((c.query_id, c.doc_id, rec["text"], "unparsable", "no parsable score in the answer"))
                 continue
             rows.append((c.query_id, c.doc_id, label, rec["text"]))
+        unused = stats.unused_tokens  # paid answers that gave no record (cut off at max_output_tokens): spent all the same
+        if unused:
+            usage.input_tokens += unused["input"]
+            usage.output_tokens += unused["output"]
+            usage.thinking_tokens += unused["thinking"]
+            usage.cost_usd += self.backend.cost(unused["input"], unused["output"], thinking_tokens=unused["thinking"])
         errors["unparsable_final"] = sum(1 for f in failed if f[3] == "unparsable")
         usage.errors = {k: v for k, v in errors.items() if v}
         usage.calls_failed = len(failed)
