@@ -117,3 +117,22 @@ def test_an_empty_stored_ranking_names_the_stored_file(tmp_path):
     store.path("k").write_bytes(b"\xff\xfe")
     with pytest.raises(rankings.StoredRankingError, match="does not match its digest"):
         store.read("k")
+
+
+def test_a_rank_job_killed_with_sigkill_is_marked_killed_by_the_rerun(store, tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    assert cli_runner.run(_args(store, tmp_path, "job=rank"), cwd=tmp_path).rc == 0
+    done = _cells(store, tmp_path, ranking=True)[0]
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid is free now: the process a SIGKILL left behind
+    client = MlflowClient(f"sqlite:///{store}/mlflow.db")
+    killed = client.create_run(done.info.experiment_id, tags={
+        "judgebench.kind": "ranking", "judgebench.ranking_key": done.data.tags["judgebench.ranking_key"],
+        "judgebench.host": socket.gethostname(), "judgebench.pid": str(dead.pid)})
+    again = cli_runner.run(_args(store, tmp_path, "job=rank"), cwd=tmp_path)
+    assert again.rc == 0, str(again)
+    assert client.get_run(killed.info.run_id).info.status == "KILLED"
+    assert client.get_run(done.info.run_id).info.status == "FINISHED"

@@ -57,6 +57,8 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
               f"to compute ({ranker.kind} ranker {ranker.name})"))
         return JobOutcome("dry-run", system)
     client, exp_id = tracking.open_store(cfg)
+    # a rank job of this ranking killed with SIGKILL on this host could not end its run: KILLED, as grid cells are
+    tracking.close_dead(client, exp_id, f"tags.`{tracking.TAG}kind` = '{rankings.KIND}' and tags.`{tracking.TAG}ranking_key` = '{key}'")
     done = None if cfg.force else _finished(client, exp_id, key)
     if done and rankings.RankingStore(cfg.cache_dir).read(key) is not None:
         log.info("skip rank %s / %s: ranking %s is logged (run %s) and stored", dataset.name, system, key, done)
