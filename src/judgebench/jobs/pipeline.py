@@ -150,6 +150,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         job.log_files(files)
         check_failed_share(result.usage.calls_failed, len(label_set), float(cfg.get("max_failed_share", 1.0)),
                            f"{cfg.dataset.name} / {system} / {judge.name}",
+                           getattr(judge, "refused_key", lambda _: None)(result) or  # a refused key: name its variable
                            "its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true "
                            "also re-asks answers that gave no score")
         job.finish("FINISHED")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,6 +101,19 @@ class LLMJudge(Judge):
         digest = hashlib.sha256("\n".join(sorted(c.key for c in calls)).encode()).hexdigest()[:32]
         return exclusive(Path(self.cache_dir) / "locks", f"label-set-{digest}",
                          f"judge {self.name}: another job is judging this label set; waiting for it")
+
+    def refused_key(self, result: JudgeResult) -> str | None:
+        """When every failed pair was the server refusing the key (401, 403, Gemini's 400 "API key not valid"), what to
+        fix, naming the key's variable (never its value); None otherwise."""
+        failed = result.failed
+        if failed.empty:
+            return None
+        refused = failed["error"].isin(["401", "403"]) | ((failed["error"] == "400") & failed["message"].str.contains("API key"))
+        if not refused.all():
+            return None
+        env = next((n for n in self.backend.key_envs if os.environ.get(n)), None) or " or ".join(self.backend.key_envs)
+        return (f"the server refused the API key in {env} on every one of them ({', '.join(sorted(set(failed['error'])))}): "
+                f"set a valid key in {' or '.join(self.backend.key_envs)} and rerun")
 
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         calls = self.render(pairs, dataset, texts)
