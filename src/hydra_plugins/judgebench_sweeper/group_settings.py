@@ -52,7 +52,9 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
     has: dict[tuple, DictConfig] = {}
 
     def config_of(cell: list[str]) -> DictConfig:
-        base = tuple(o for o in cell if not setting_key(o))  # what decides the components and their keys
+        # what decides the components and their keys: the group choices (a value setting such as a seed sweep
+        # does not), so a 1,000-cell grid composes one config per distinct choice, not per cell
+        base = tuple(o for o in cell if "." not in o.partition("=")[0])
         if base not in has:
             has[base] = compose(list(base))
         return has[base]
