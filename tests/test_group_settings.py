@@ -59,6 +59,8 @@ def test_the_documented_gpu_recipe_of_the_circularity_grid_sets_the_device_where
     (["judge=gemini_pro,gemini_flash", "judge.backend.max_retries=2"], "judge.backend.max_retries", 2, {"gemini_pro", "gemini_flash"}),
     (["judge=human,gemini_flash", "judge.backend.max_retries=7"], "judge.backend.max_retries", 7, {"gemini_flash"}),
     (["judge=simulated,human", "judge.noise=0.5"], "judge.noise", 0.5, {"simulated"}),
+    # one judge's own server beside the human judge (the case: ++ would have added it to human too)
+    (["judge=human,gemini_flash", "judge.base_url=http://127.0.0.1:9"], "judge.base_url", "http://127.0.0.1:9", {"gemini_flash"}),
 ])
 def test_a_setting_beside_a_list_of_judges_goes_to_the_judges_that_have_it(argv, key, value, holders):
     cells, configs = _sweep(argv)
