@@ -11,6 +11,12 @@ there, so every judge scores the same bytes. A cell that finds another job compu
 (``locks.exclusive``), as label sets do. ``job=rank`` (``jobs/rank_job.py``) computes and logs rankings alone,
 so a cluster can rank on its GPU partition and judge on CPU nodes; a store that lacks a ranking another
 machine logged to MLflow gets it from that run's artifact.
+
+A stored ranking is trusted only as far as its digest: the SHA-256 of its exact bytes is written into
+``<key>.json`` (and tagged on the rank run as ``ranking_sha256``) and every read, from the store or from an
+MLflow artifact, checks it. A file edited, cut short or with garbage appended would otherwise be scored as
+if it were the ranking (silently, and a rerun would skip it as done); it is instead one line naming the
+stored file and saying ``force=true`` recomputes it.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from judgebench import __version__
 from judgebench.data.fingerprint import fingerprint
 from judgebench.data.trec import read_run, write_run
 from judgebench.evaluation import cut
+from judgebench.exceptions import DataError
 from judgebench.identity import component_hash
 from judgebench.locks import exclusive
 from judgebench.progress import job_stage
@@ -39,6 +46,27 @@ from judgebench.progress import job_stage
 log = logging.getLogger("judgebench")
 RANK_VERSION = "1"  # bump when a change to the ranking code changes a ranking: stored ones are then recomputed
 KIND = "ranking"  # the MLflow run kind of job=rank
+DIGEST_TAG = "ranking_sha256"  # the rank run's (and each cell's) tag: the digest of the ranking it logged
+RECOMPUTE = "rerun with force=true to compute it again (it is then overwritten)"
+
+
+class StoredRankingError(DataError):
+    """A stored ranking that fails its digest check (edited, truncated, undecodable, stored without one)."""
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def checked_text(data: bytes, expected: str | None, where: str) -> str:
+    """The text of stored ranking bytes whose SHA-256 is ``expected``; else :class:`StoredRankingError`."""
+    if not expected:
+        raise StoredRankingError(where, f"stored without a digest (by an older judgebench), so it cannot be checked; {RECOMPUTE}")
+    found = hashlib.sha256(data).hexdigest()
+    if found != expected:
+        raise StoredRankingError(where, f"does not match its digest (sha256 {found[:12]}..., stored {expected[:12]}...): "
+                                        f"it was edited, cut short or damaged since it was stored; {RECOMPUTE}")
+    return data.decode("utf-8")
 
 
 @dataclass
@@ -51,6 +79,10 @@ class Ranking:
     computed: bool  # ranked by this job (False: read back)
     scored: int = 0  # prompts a model ranker scored in this job (0 when read back or cached)
     metrics: dict = field(default_factory=dict)  # the ranker's statistics of this ranking (stored with it)
+
+    @property
+    def sha256(self) -> str:
+        return digest(self.text)
 
 
 FILE_ROLES = ("ranker", "rewriter")  # components whose input files (a run file, a prompt) decide a ranking
@@ -91,26 +123,33 @@ class RankingStore:
             log.warning("%s: %s; the ranking is computed and used (and logged), but other cells will compute it again", what, e)
 
     def read(self, key: str) -> str | None:
+        """The stored ranking, checked against the digest in ``<key>.json``; None when not stored.
+        Raises :class:`StoredRankingError` when the check fails."""
         try:
-            return self.path(key).read_text(encoding="utf-8")
+            data = self.path(key).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as e:  # an unreadable store: the ranking is computed again, not a lost cell
             log.warning("ranking %s cannot be read from %s (%s); it is computed again", key, self.root, e)
             return None
+        return checked_text(data, self._meta(key).get("sha256"), str(self.path(key)))
 
-    def metrics(self, key: str) -> dict:
-        """The ranker's statistics stored beside the ranking (``<key>.json``'s "metrics"; {} when none or unreadable)."""
+    def _meta(self, key: str) -> dict:
         try:
             meta = json.loads((self.root / f"{key}.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        found = meta.get("metrics") if isinstance(meta, dict) else None
+        return meta if isinstance(meta, dict) else {}
+
+    def metrics(self, key: str) -> dict:
+        """The ranker's statistics stored beside the ranking (``<key>.json``'s "metrics"; {} when none or unreadable)."""
+        found = self._meta(key).get("metrics")
         return {str(k): float(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
     def write(self, key: str, text: str, meta: dict) -> None:
         """Atomically (a temp file renamed into place): a reader never sees half a ranking. An unwritable store
-        is a warning, not a lost cell: the ranking is still used, only not shared."""
+        is a warning, not a lost cell: the ranking is still used, only not shared. The digest goes into the JSON."""
+        meta = {**meta, "sha256": digest(text)}
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             for name, content in ((f"{key}.json", json.dumps(meta, indent=1, sort_keys=True)), (f"{key}.trec", text)):
@@ -128,12 +167,16 @@ def trec_text(run: pd.DataFrame, system: str) -> str:
         return path.read_text(encoding="utf-8")
 
 
-def parse(text: str) -> pd.DataFrame:
-    """The run of a stored TREC text, in its rank order (a perturbed oracle's scores need not follow its ranks)."""
+def parse(text: str, source: str = "ranking") -> pd.DataFrame:
+    """The run of a stored TREC text, in its rank order (a perturbed oracle's scores need not follow its ranks).
+    A problem names ``source`` (the stored file), not the temp file it is parsed from."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.trec"
         path.write_text(text, encoding="utf-8")
-        return read_run(path, order_by="rank")
+        try:
+            return read_run(path, order_by="rank")
+        except DataError as e:
+            raise StoredRankingError(source, f"{e.message}; {RECOMPUTE}", e.line) from None
 
 
 JOB_METRICS = frozenset({"ranking_computed", "ranker_prompts_scored", "n_queries", "wall_time_s"})  # a rank job's own
@@ -141,7 +184,7 @@ JOB_METRICS = frozenset({"ranking_computed", "ranker_prompts_scored", "n_queries
 
 def from_mlflow(client, experiment_id: str, key: str) -> tuple[str, dict] | None:
     """(run.trec, the ranker's statistics) of a FINISHED ``job=rank`` run with this key, when this store lacks it
-    (another machine ranked)."""
+    (another machine ranked); the artifact is checked against the run's ``ranking_sha256`` tag."""
     if client is None:
         return None
     from judgebench.tracking import TAG
@@ -150,33 +193,60 @@ def from_mlflow(client, experiment_id: str, key: str) -> tuple[str, dict] | None
     for r in client.search_runs([experiment_id], filter_string=filt, max_results=5):
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                text = Path(client.download_artifacts(r.info.run_id, "run.trec", tmp)).read_text(encoding="utf-8")
-                return text, {k: v for k, v in r.data.metrics.items() if k not in JOB_METRICS}
+                data = Path(client.download_artifacts(r.info.run_id, "run.trec", tmp)).read_bytes()
             except Exception as e:  # noqa: BLE001 - an unreadable artifact: rank instead
                 log.warning("ranking %s: run %s has no readable run.trec (%s)", key, r.info.run_id, e)
+                continue
+        where = f"run.trec of MLflow run {r.info.run_id} (job=rank, ranking {key})"
+        text = checked_text(data, r.data.tags.get(f"{TAG}{DIGEST_TAG}"), where)
+        return text, {k: v for k, v in r.data.metrics.items() if k not in JOB_METRICS}
     return None
 
 
-def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str, reads_texts: bool,
-              client=None, experiment_id: str | None = None, files: dict[str, str] | None = None) -> Ranking:
-    """The cell's ranking: read back when stored (here, or in a ``job=rank`` run of the experiment), else
-    computed under the ranking's lock (a job already computing it is waited for), stored, and read back.
-    ``files``: digests of the ranker's and rewriter's input files (see :func:`ranking_key`)."""
-    key = ranking_key(cfg, dataset, reads_texts, files)
-    store = RankingStore(cfg.cache_dir)
-    text = store.read(key)
-    if text is None and client is not None:
-        found = from_mlflow(client, experiment_id, key)
-        if found is not None:
-            text = found[0]
-            store.write(key, text, {"system": system, "dataset": dataset.name, "source": "mlflow", "metrics": found[1]})
-    if text is not None:
-        log.info("%s / %s: ranking %s read back (computed once for every judge)", dataset.name, system, key)
-        return Ranking(key, parse(text), text, computed=False, metrics=store.metrics(key))
-    with exclusive(store.locks, f"ranking-{key}", f"{dataset.name} / {system}: another job is computing this ranking; waiting for it"):
+def _stored(store: RankingStore, key: str, client, experiment_id, system: str, dataset, repair: bool) -> tuple[str, str] | None:
+    """(text, where it was read) of the stored ranking (this store, else an MLflow rank run's artifact), checked
+    against its digest; None when none is stored. A failed check raises, unless ``repair`` (force=true): then
+    it is logged and the ranking is computed again."""
+    try:
         text = store.read(key)
         if text is not None:
-            return Ranking(key, parse(text), text, computed=False, metrics=store.metrics(key))
+            return text, str(store.path(key))
+        found = from_mlflow(client, experiment_id, key) if client is not None else None
+    except StoredRankingError as e:
+        if not repair:
+            raise
+        log.warning("%s; force=true: computing it again", e)
+        return None
+    if found is None:
+        return None
+    store.write(key, found[0], {"system": system, "dataset": dataset.name, "source": "mlflow", "metrics": found[1]})
+    return found[0], str(store.path(key))
+
+
+def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str, reads_texts: bool,
+              client=None, experiment_id: str | None = None, files: dict[str, str] | None = None,
+              recompute: bool = False) -> Ranking:
+    """The cell's ranking: read back when stored (here, or in a ``job=rank`` run of the experiment), else
+    computed under the ranking's lock (a job already computing it is waited for), stored, and read back.
+    ``files``: digests of the ranker's and rewriter's input files (see :func:`ranking_key`). ``recompute``
+    (``job=rank force=true``): computed again, never read back. A stored ranking that fails its digest check
+    stops the cell with one line, or with ``force=true`` is computed again."""
+    key = ranking_key(cfg, dataset, reads_texts, files)
+    store = RankingStore(cfg.cache_dir)
+    repair = bool(cfg.get("force"))
+    found = None
+    if not recompute:
+        try:
+            found = _stored(store, key, client, experiment_id, system, dataset, repair=False)
+        except StoredRankingError:
+            found = None  # checked again under the lock: a writer may have been between its two files
+    if found is not None:
+        log.info("%s / %s: ranking %s read back (computed once for every judge)", dataset.name, system, key)
+        return Ranking(key, parse(found[0], found[1]), found[0], computed=False, metrics=store.metrics(key))
+    with exclusive(store.locks, f"ranking-{key}", f"{dataset.name} / {system}: another job is computing this ranking; waiting for it"):
+        found = None if recompute else _stored(store, key, client, experiment_id, system, dataset, repair)
+        if found is not None:
+            return Ranking(key, parse(found[0], found[1]), found[0], computed=False, metrics=store.metrics(key))
         store.warn_unless_writable(f"{dataset.name} / {system}")
         started = time.perf_counter()
         with job_stage(cfg, f"rank {ranker.name}"):
@@ -190,4 +260,4 @@ def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str
         store.write(key, text, {"system": system, "dataset": dataset.name, "ranker": ranker.name, "scored": scored,
                                 "seconds": round(time.perf_counter() - started, 3), "judgebench": __version__,
                                 "metrics": metrics})
-    return Ranking(key, parse(text), text, computed=True, scored=scored, metrics=metrics)
+    return Ranking(key, parse(text, str(store.path(key))), text, computed=True, scored=scored, metrics=metrics)

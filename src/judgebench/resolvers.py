@@ -5,11 +5,17 @@ sweeps give columns ``a`` and ``b`` in every table and tag, without a ``judge.na
 
 ``${model_memory_gb:32}`` (``conf/hydra/launcher/slurm_gpu.yaml``'s ``mem_gb``): the host memory a cell's local
 models need, resolved against each cell's own config by the launcher (one job array per distinct value).
+
+``${unique_token:}`` (``conf/config.yaml``'s ``hydra.run.dir`` and ``hydra.sweep.dir``): a short random token that
+makes two runs or sweeps started in the same second two folders and two sweep ids (the id is the folder). It is
+cached like Hydra's ``${now:}``: once per composed config, and Hydra copies the sweep config's resolver cache into
+every cell's, so all cells of one sweep share it.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -42,7 +48,12 @@ def model_memory_gb(default: float, *, _root_) -> int:
     return int(math.ceil(max(values) if values else float(default)))
 
 
+def unique_token() -> str:
+    return secrets.token_hex(3)
+
+
 def register() -> None:
+    OmegaConf.register_new_resolver("unique_token", unique_token, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("judge_stem", file_stem, replace=True)
     OmegaConf.register_new_resolver("trec_dl_file", trec_dl_file, replace=True)
     OmegaConf.register_new_resolver("model_memory_gb", model_memory_gb, replace=True)

@@ -35,6 +35,7 @@ class RunTags:
     config_hash: str | None = _own("the resume key (jobs/common.py config_hash)")
     sweep_id: str | None = _own("the sweep's folder; 'adhoc' outside Hydra")
     ranking_key: str | None = _own("the stored ranking a cell used (rankings.py)")
+    ranking_sha256: str | None = _own("SHA-256 of the stored ranking's bytes, checked on every read (rankings.py)")
     judge_summary: str | None = _own("the run id of the cell's judge-summary run")
     labels_digest: str | None = _own("the judge summary's labels, hashed (judge_summary.py)")
     # identity: compare keys columns by these, and refuses to mix versions

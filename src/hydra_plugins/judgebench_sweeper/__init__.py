@@ -16,6 +16,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from hydra_plugins.judgebench_sweeper import group_settings
 from hydra_plugins.judgebench_sweeper.config_memo import MemoConfigRepository
 
 
@@ -37,6 +38,17 @@ class CoveringSweeper(BasicSweeper):
         if repository is not None and not isinstance(repository, MemoConfigRepository):
             loader.repository = MemoConfigRepository.wrapping(repository)
         super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+
+    def split_arguments(self, overrides, max_batch_size):  # type: ignore[override]
+        """Hydra's cells, each component setting kept where the cell's component has it (group_settings.py)."""
+        from judgebench.errors import PREFIX, CellError
+
+        chunks = BasicSweeper.split_arguments(overrides, max_batch_size)
+        compose = lambda cell: self.hydra_context.config_loader.load_sweep_config(self.config, cell)  # noqa: E731
+        try:
+            return group_settings.applied(chunks, compose)
+        except ValueError as e:
+            raise CellError(PREFIX + str(e)) from None
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         chosen = covering(batch)

@@ -19,8 +19,9 @@ import pandas as pd
 from judgebench.compare import labelling_sheet, names
 from judgebench.compare.budget_plan import Plan, estimate
 from judgebench.compare.human_budget import LEVELS, Cell
+from judgebench.data import trec
 from judgebench.evaluation import evaluate
-from judgebench.exceptions import CompareError
+from judgebench.exceptions import CompareError, DataError
 from judgebench.metrics import designs
 
 PLAN_FILE = "human_budget_plan.tsv"
@@ -40,14 +41,30 @@ def write(plans: list[Plan], labels: pd.DataFrame, out: Path) -> list[Path]:
     pd.concat([p.rows() for p in plans], ignore_index=True).to_csv(path, sep="\t", index=False, float_format="%.17g")
     files = [path]
     for p in plans:
-        chosen = {q for q, s in zip(p.queries, p.selected) if s}
-        lab = labels[(labels["dataset"] == p.dataset) & (labels["judge"] == p.judge)]
-        lab = lab[lab["query_id"].astype(str).isin(chosen)].drop_duplicates(["query_id", "doc_id"])
-        lab = lab.sort_values(["query_id", "doc_id"], key=lambda c: c.astype(str))
+        lab = _template_pairs(labels, p.dataset, p.judge, {q for q, s in zip(p.queries, p.selected) if s})
         t = out / template_name(p.dataset, p.judge)
         t.write_text("".join(f"{q}\t0\t{d}\t\n" for q, d in zip(lab["query_id"], lab["doc_id"])), encoding="utf-8")
         files.append(t)
     return files
+
+
+def _template_pairs(labels: pd.DataFrame, dataset: str, judge: str, chosen: set[str]) -> pd.DataFrame:
+    """The pairs a plan's template asks for: those the judge labelled on the selected queries, in file order."""
+    lab = labels[(labels["dataset"] == dataset) & (labels["judge"] == judge)]
+    lab = lab[lab["query_id"].astype(str).isin(chosen)].drop_duplicates(["query_id", "doc_id"])
+    return lab.sort_values(["query_id", "doc_id"], key=lambda c: c.astype(str))
+
+
+def templates(plan: pd.DataFrame, labels: pd.DataFrame) -> dict[str, dict[str, set[str]]]:
+    """Per selected query, the documents each template holding it asks for ({query: {template name: docs}}),
+    rebuilt from the plan and the judges' labels exactly as :func:`write` wrote them."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for (dataset, judge), rows in plan.groupby(["dataset", "judge"], sort=False):
+        chosen = set(rows.loc[rows["selected"] == 1, "query_id"].astype(str))
+        lab = _template_pairs(labels, dataset, judge, chosen)
+        for q, d in zip(lab["query_id"].astype(str), lab["doc_id"].astype(str)):
+            out.setdefault(q, {}).setdefault(template_name(dataset, judge), set()).add(d)
+    return out
 
 
 def read_plan(path: Path) -> pd.DataFrame:
@@ -60,27 +77,33 @@ def read_plan(path: Path) -> pd.DataFrame:
     return plan
 
 
-def read_labels(path: Path, plan: pd.DataFrame) -> pd.DataFrame:
-    """TREC qrels ``query_id iteration doc_id label`` (label a whole number 0..3); every query must be one the plan
-    selected. Any other line is an error naming the file, the line and what was expected."""
+def read_labels(path: Path, plan: pd.DataFrame, template: dict[str, dict[str, set[str]]] | None = None) -> pd.DataFrame:
+    """TREC qrels ``query_id iteration doc_id label`` (label one ASCII digit 0..3), read by the package's one
+    qrels reader (``data/trec.qrels_fields``: strict UTF-8, a spreadsheet's byte-order mark skipped). Every query
+    must be one the plan selected; with ``template`` (:func:`templates`), every pair one the template asked for,
+    and a query either labelled whole or left out (its lines all deleted): a partial query would be scored as if
+    complete. Anything else is an error naming the file, the line and what was expected."""
     if not path.is_file():
         raise CompareError(f"calibration.human_labels={path}: no such file")
     chosen = set(plan.loc[plan["selected"] == 1, "query_id"].astype(str))
+    labels = tuple(str(v) for v in range(LEVELS))
     rows = []
-    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        parts = line.split()
-        if not parts or line.lstrip().startswith("#"):
-            continue
-        if len(parts) != 4:
-            raise CompareError(f"{path}, line {no}: {line.strip()!r}: expected 4 columns 'query_id 0 doc_id label'"
-                               + (" (the label is empty: fill in 0-3)" if len(parts) == 3 else ""))
-        q, _, d, label = parts
-        if not label.isdigit() or int(label) >= LEVELS:
-            raise CompareError(f"{path}, line {no}: label {label!r}: expected a whole number 0 to {LEVELS - 1}")
-        if q not in chosen:
-            raise CompareError(f"{path}, line {no}: query {q!r} is not one the plan selected ({PLAN_FILE}); "
-                               "label only the plan's queries")
-        rows.append((q, d, int(label), no))
+    try:
+        for no, parts in trec.qrels_fields(path):
+            if parts[0].startswith("#"):
+                continue
+            if len(parts) != 4:
+                raise CompareError(f"{path}, line {no}: {' '.join(parts)!r}: expected 4 columns 'query_id 0 doc_id label'"
+                                   + (" (the label is empty: fill in 0-3)" if len(parts) == 3 else ""))
+            q, _, d, label = parts
+            if label not in labels:  # ASCII only: str.isdigit() and int() also take '²' and '٣'
+                raise CompareError(f"{path}, line {no}: label {label!r}: expected a whole number 0 to {LEVELS - 1}")
+            if q not in chosen:
+                raise CompareError(f"{path}, line {no}: query {q!r} is not one the plan selected ({PLAN_FILE}); "
+                                   "label only the plan's queries")
+            rows.append((q, d, int(label), no))
+    except DataError as e:  # unreadable: not UTF-8, not a file
+        raise CompareError(f"calibration.human_labels: {e}") from None
     if not rows:
         raise CompareError(f"{path}: no labels in it (expected lines 'query_id 0 doc_id label')")
     out = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "line"])
@@ -88,7 +111,33 @@ def read_labels(path: Path, plan: pd.DataFrame) -> pd.DataFrame:
     if len(dup):
         r = dup.iloc[0]
         raise CompareError(f"{path}, line {r['line']}: pair ({r['query_id']}, {r['doc_id']}) labelled twice")
+    if template is not None:
+        check_template(path, out, template)
     return out.drop(columns="line")
+
+
+def check_template(path: Path, out: pd.DataFrame, template: dict[str, dict[str, set[str]]]) -> None:
+    """Labels read back (with their ``line``) hold only pairs a template asked for, and each labelled query whole:
+    another document would enter the ideal DCG, and a partial query would be scored as if complete."""
+    for q, d, no in zip(out["query_id"], out["doc_id"], out["line"]):
+        if not any(d in docs for docs in template.get(q, {}).values()):
+            raise CompareError(f"{path}, line {no}: pair ({q}, {d}) is not one the template asked for "
+                               f"({', '.join(sorted(template.get(q, {}))) or 'no template holds query ' + q}); "
+                               "label only the template's pairs (another document would enter the ideal DCG)")
+    _whole_queries(path, out, template)
+
+
+def _whole_queries(path: Path, out: pd.DataFrame, template: dict[str, dict[str, set[str]]]) -> None:
+    """Each labelled query holds every pair of (at least) one template that asks for it."""
+    for q, got in out.groupby("query_id", sort=False):
+        done = set(got["doc_id"])
+        name, docs = min(template[q].items(), key=lambda kv: (len(kv[1] - done), kv[0]))
+        missing = sorted(docs - done)
+        if missing:
+            raise CompareError(
+                f"{path}, line {int(got['line'].min())}: query {q!r} has {len(docs) - len(missing)} of the {len(docs)} pairs "
+                f"of {name} labelled ({missing[0]} and {len(missing) - 1} more missing): expected every pair of the query "
+                "labelled, or all its lines deleted to leave it out (a partial query would be scored as if complete)")
 
 
 def design_of(rows: pd.DataFrame):
@@ -165,8 +214,13 @@ def build(cells: list[Cell], labels: pd.DataFrame, runs, opt) -> dict:
         if opt.plan_dir is None:
             raise CompareError("calibration.human_labels: no folder to read the plan from (Options.plan_dir)")
         plan = read_plan(Path(opt.plan_dir) / PLAN_FILE)
-        path = Path(opt.human_labels)  # a filled assessor's sheet (labelling_sheet.py) or a TREC qrels file
-        qrels = labelling_sheet.read(path, plan, LEVELS) if labelling_sheet.is_sheet(path) else read_labels(path, plan)
+        path, template = Path(opt.human_labels), templates(plan, labels)
+        if labelling_sheet.is_sheet(path):  # a filled assessor's sheet (labelling_sheet.py): the same template rules
+            rows = labelling_sheet.read(path, plan, LEVELS, lines=True)
+            check_template(path, rows, template)
+            qrels = rows.drop(columns="line")
+        else:  # a TREC qrels file
+            qrels = read_labels(path, plan, template)
         return {"readback": readback(cells, plan, qrels, runs, opt.level)}
     plans, preds, meas = [], [], []
     for cell in cells:

@@ -26,6 +26,10 @@ def parse(requested: list[str] | None) -> tuple[list[str] | None, dict[str, str]
     names, picks = [], {}
     for item in requested:
         name, _, prefix = item.partition("@")
+        if name in picks or (prefix and name in names):  # two picks of one name: one report holds one identity each
+            raise CompareError(f"datasets={','.join(requested)}: {name} is named twice ({item} and an earlier "
+                               f"{name}{'@' + picks[name] if name in picks else ''}); one report holds one identity per "
+                               f"dataset name: pick one ({name}@<hash prefix>), and compare the other in a report of its own")
         names.append(name)
         if prefix:
             picks[name] = prefix

@@ -167,8 +167,10 @@ def is_sheet(path: Path) -> bool:
     return first.split("\t")[:3] == COLUMNS[:3]
 
 
-def read(path: Path, plan: pd.DataFrame, levels: int = 4) -> pd.DataFrame:
-    """A filled sheet as qrels (query_id, doc_id, relevance) of the plan's selected queries."""
+def read(path: Path, plan: pd.DataFrame, levels: int = 4, lines: bool = False) -> pd.DataFrame:
+    """A filled sheet as qrels (query_id, doc_id, relevance) of the plan's selected queries (with each row's sheet
+    ``line`` when ``lines``, for the read-back's template checks). Labels are ASCII digits: ``str.isdigit()`` and
+    ``int()`` would also take '²' and '٣'."""
     chosen = set(plan.loc[plan["selected"] == 1, "query_id"].astype(str))
     text = path.read_text(encoding="utf-8-sig")
     rows, header, by_query = [], None, {}
@@ -184,7 +186,7 @@ def read(path: Path, plan: pd.DataFrame, levels: int = 4) -> pd.DataFrame:
         q, d, label = q.strip(), d.strip(), label.strip()
         if q not in chosen:
             raise CompareError(f"{path}, line {no}: query {q!r} is not one the plan selected; label only the sheet's rows")
-        if label and (not label.isdigit() or int(label) >= levels):
+        if label and label not in {str(v) for v in range(levels)}:
             raise CompareError(f"{path}, line {no}: label {label!r}: expected a whole number 0 to {levels - 1} (or empty: not labelled)")
         by_query.setdefault(q, []).append((no, label))
         if label:
@@ -200,4 +202,4 @@ def read(path: Path, plan: pd.DataFrame, levels: int = 4) -> pd.DataFrame:
     dup = out[out.duplicated(["query_id", "doc_id"], keep="first")]
     if len(dup):
         raise CompareError(f"{path}, line {dup['line'].iloc[0]}: pair ({dup['query_id'].iloc[0]}, {dup['doc_id'].iloc[0]}) labelled twice")
-    return out.drop(columns="line")
+    return out if lines else out.drop(columns="line")

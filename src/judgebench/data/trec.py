@@ -11,7 +11,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,22 @@ def _require_tokens(values: pd.Series, what: str) -> None:
 
 # --------------------------------------------------------------------------- qrels
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def qrels_fields(path: PathLike) -> Iterator[tuple[int, list[str]]]:
+    """(1-based line number, whitespace-split fields) of each non-blank line of a qrels file. The one reader of
+    every qrels file the package reads (the human qrels, a judge's labels, the assessors' labels of a budget
+    plan): strict UTF-8, a byte-order mark skipped (as spreadsheets save files), gzip read transparently."""
+    for n, line in _lines(_read_text(path)):
+        yield n, line.split()
+
+
+def integer_label(text: str) -> int | None:
+    """A label written as an ASCII integer (``3``, ``-1``, ``+2``); None otherwise: ``int()`` would also take
+    ``1_0`` and non-ASCII digits such as ``٣``."""
+    return int(text) if _INTEGER.fullmatch(text) else None
+
 
 def read_qrels(path: PathLike, max_label: int = 3) -> pd.DataFrame:
     """TREC qrels ``query_id iteration doc_id relevance`` (iteration, e.g. Q0 or 0, is ignored).
@@ -62,15 +78,13 @@ def read_qrels(path: PathLike, max_label: int = 3) -> pd.DataFrame:
     guessed at. A (query, doc) judged twice is an error even with the same label.
     """
     seen: dict[tuple[str, str], tuple[int, int]] = {}  # (qid, docid) -> (line, label)
-    for n, line in _lines(_read_text(path)):
-        fields = line.split()
+    for n, fields in qrels_fields(path):
         if len(fields) != 4:
             raise DataError(path, f"expected 4 fields {_QRELS_FORMAT}, got {len(fields)}", n)
         qid, _, docid, label_s = fields
-        try:
-            label = int(label_s)
-        except ValueError:
-            raise DataError(path, f"expected an integer relevance label, got {label_s!r}", n) from None
+        label = integer_label(label_s)
+        if label is None:
+            raise DataError(path, f"expected an integer relevance label, got {label_s!r}", n)
         if not 0 <= label <= max_label:
             raise DataError(path, f"expected a relevance label in 0..{max_label}, got {label}", n)
         if (qid, docid) in seen:
@@ -94,7 +108,6 @@ def read_qrels(path: PathLike, max_label: int = 3) -> pd.DataFrame:
 
 
 OUT_OF_RANGE = ("error", "clip")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 DUPLICATES = ("error", "last")
 
 
@@ -111,14 +124,13 @@ def read_judge_qrels(path: PathLike, out_of_range: str = "error", duplicates: st
     if duplicates not in DUPLICATES:
         raise DataError(path, f"duplicates={duplicates!r}: expected one of {', '.join(DUPLICATES)}")
     rows: dict[tuple[str, str], tuple[int, int, int]] = {}  # (qid, docid) -> (line, label as written, label)
-    for n, line in _lines(_read_text(path)):
-        fields = line.split()
+    for n, fields in qrels_fields(path):
         if len(fields) != 4:
             raise DataError(path, f"expected 4 fields {_QRELS_FORMAT}, got {len(fields)}", n)
         qid, _, docid, label_s = fields
-        if not _INTEGER.fullmatch(label_s):  # int() would also take "1_0" and non-ASCII digits
+        written = integer_label(label_s)
+        if written is None:
             raise DataError(path, f"query {qid} doc {docid}: expected an integer relevance label, got {label_s!r}", n)
-        written = int(label_s)
         label = min(max(written, 0), max_label)
         if label != written and out_of_range == "error":
             raise DataError(

@@ -115,7 +115,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
                                      files=inputs.digests(cfg.cache_dir, rankings.FILE_ROLES))
         run = ranking.run
         # the ranking's own statistics (PRP's order consistency), on every cell that uses it
-        job.set_tags(RunTags(ranking_key=ranking.key).to_tags(), metrics=ranking.metrics)
+        job.set_tags(RunTags(ranking_key=ranking.key, ranking_sha256=ranking.sha256).to_tags(), metrics=ranking.metrics)
 
         label_set = dataset.label_set()
         with job_stage(cfg, f"judge {judge.name}"):
@@ -154,6 +154,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         job.log_files(files)
         check_failed_share(result.usage.calls_failed, len(label_set), float(cfg.get("max_failed_share", 1.0)),
                            f"{cfg.dataset.name} / {system} / {judge.name}",
+                           getattr(judge, "refused_key", lambda _: None)(result) or  # a refused key: name its variable
                            "its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true "
                            "also re-asks answers that gave no score")
         job.finish("FINISHED")

@@ -58,6 +58,8 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
               f"to compute ({ranker.kind} ranker {ranker.name})"))
         return JobOutcome("dry-run", system)
     client, exp_id = tracking.open_store(cfg)
+    # a rank job of this ranking killed with SIGKILL on this host could not end its run: KILLED, as grid cells are
+    tracking.close_dead(client, exp_id, f"tags.`{tracking.TAG}kind` = '{rankings.KIND}' and tags.`{tracking.TAG}ranking_key` = '{key}'")
     done = None if cfg.force else _finished(client, exp_id, key)
     if done and rankings.RankingStore(cfg.cache_dir).read(key) is not None:
         log.info("skip rank %s / %s: ranking %s is logged (run %s) and stored", dataset.name, system, key, done)
@@ -75,7 +77,9 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
     job, _, long_values = open_job_run(client, exp_id, f"rank/{dataset.name}/{system}", tags, note, used, cfg, dataset)
     try:
         texts = rewriter.rewrite(dataset)
-        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system, reads, client, exp_id, files=files)
+        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system, reads, client, exp_id, files=files,
+                                     recompute=bool(cfg.force))
+        job.set_tags(RunTags(ranking_sha256=ranking.sha256).to_tags())
         metrics = {"ranking_computed": int(ranking.computed), "ranker_prompts_scored": ranking.scored,
                    "n_queries": int(ranking.run["query_id"].nunique()), "wall_time_s": time.perf_counter() - started,
                    **ranking.metrics}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +102,19 @@ class LLMJudge(Judge):
         return exclusive(Path(self.cache_dir) / "locks", f"label-set-{digest}",
                          f"judge {self.name}: another job is judging this label set; waiting for it")
 
+    def refused_key(self, result: JudgeResult) -> str | None:
+        """When every failed pair was the server refusing the key (401, 403, Gemini's 400 "API key not valid"), what to
+        fix, naming the key's variable (never its value); None otherwise."""
+        failed = result.failed
+        if failed.empty:
+            return None
+        refused = failed["error"].isin(["401", "403"]) | ((failed["error"] == "400") & failed["message"].str.contains("API key"))
+        if not refused.all():
+            return None
+        env = next((n for n in self.backend.key_envs if os.environ.get(n)), None) or " or ".join(self.backend.key_envs)
+        return (f"the server refused the API key in {env} on every one of them ({', '.join(sorted(set(failed['error'])))}): "
+                f"set a valid key in {' or '.join(self.backend.key_envs)} and rerun")
+
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         calls = self.render(pairs, dataset, texts)
         usage = JudgeUsage()
@@ -154,6 +168,12 @@ class LLMJudge(Judge):
                 failed.append((c.query_id, c.doc_id, rec["text"], "unparsable", "no parsable score in the answer"))
                 continue
             rows.append((c.query_id, c.doc_id, label, rec["text"]))
+        unused = stats.unused_tokens  # paid answers that gave no record (cut off at max_output_tokens): spent all the same
+        if unused:
+            usage.input_tokens += unused["input"]
+            usage.output_tokens += unused["output"]
+            usage.thinking_tokens += unused["thinking"]
+            usage.cost_usd += self.backend.cost(unused["input"], unused["output"], thinking_tokens=unused["thinking"])
         errors["unparsable_final"] = sum(1 for f in failed if f[3] == "unparsable")
         usage.errors = {k: v for k, v in errors.items() if v}
         usage.calls_failed = len(failed)

@@ -62,6 +62,12 @@ class RequestStats:
     reasks: int = 0  # answers without a parsable score asked again (each a new request)
     errors: Counter = field(default_factory=Counter)  # by kind: 429, 5xx, timeout, malformed, ...
     batches: int = 0  # batch jobs submitted (mode=batch; each of its lines counts as one request)
+    # tokens of paid answers that became no record (cut off at max_output_tokens; the re-asked answers of a call
+    # that then failed): spent all the same, so the job's tokens and cost count them
+    unused_tokens: Counter = field(default_factory=Counter)  # "input", "output", "thinking"
+
+    def spent_unused(self, n_in: int, n_out: int, n_think: int) -> None:
+        self.unused_tokens.update({"input": n_in, "output": n_out, "thinking": n_think})
 
 
 class APIBackend:
@@ -175,11 +181,13 @@ class APIBackend:
         """(answer text, input tokens, answer tokens, thinking tokens) of one request."""
         raise NotImplementedError
 
-    def _cut_off(self, thinking_tokens: int) -> PermanentError:
-        """An answer left empty because max_output_tokens ran out (thinking ate it): asking again gives the same."""
+    def _cut_off(self, thinking_tokens: int, input_tokens: int = 0, output_tokens: int = 0) -> PermanentError:
+        """An answer left empty because max_output_tokens ran out (thinking ate it): asking again gives the same.
+        It was paid for: its tokens travel with the error and are counted (RequestStats.unused_tokens)."""
         fix = "raise max_output_tokens" + (" or thinking_reserve, or lower thinking" if self.thinking_config else "")
         return PermanentError("max_tokens", f"the answer was cut off at max_output_tokens={self.request_max_output_tokens} "
-                                            f"({thinking_tokens} of them spent thinking): {fix}")
+                                            f"({thinking_tokens} of them spent thinking): {fix}",
+                              tokens=(input_tokens, output_tokens, thinking_tokens))
 
     # -- limits and retries, shared ------------------------------------------------------------
     async def __aenter__(self) -> APIBackend:
@@ -251,6 +259,7 @@ class APIBackend:
                     return await self._send(prompt, system)
             except (TransientError, PermanentError) as e:
                 self.stats.errors[e.kind] += 1
+                self.stats.spent_unused(*getattr(e, "tokens", (0, 0, 0)))
                 if e.kind == "connection" and self.stats.ok == 0:
                     self._connect_failures += 1
                     if self._connect_failures >= CONNECT_FAILS:
@@ -319,9 +328,10 @@ class OpenAIBackend(APIBackend):
         n_think = getattr(details, "reasoning_tokens", 0) or 0  # part of completion_tokens
         n_out = max(0, (getattr(usage, "completion_tokens", 0) or 0) - n_think)
         text = resp.choices[0].message.content or ""
+        n_in = getattr(usage, "prompt_tokens", 0) or 0
         if not text.strip() and resp.choices[0].finish_reason == "length":
-            raise self._cut_off(n_think)
-        return text, getattr(usage, "prompt_tokens", 0) or 0, n_out, n_think
+            raise self._cut_off(n_think, n_in, n_out)
+        return text, n_in, n_out, n_think
 
 
 class GeminiBackend(APIBackend):
@@ -369,7 +379,7 @@ class GeminiBackend(APIBackend):
                                                                   config=self.request_config(system))
         text, n_in, n_out, n_think = gemini_answer(resp)
         if not text.strip() and _finish_reason(resp) == "MAX_TOKENS":
-            raise self._cut_off(n_think)
+            raise self._cut_off(n_think, n_in, n_out)
         return text, n_in, n_out, n_think
 
 

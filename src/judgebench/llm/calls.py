@@ -124,7 +124,11 @@ async def _ask(backend: APIBackend, c: Call, system, parse, parse_attempts) -> d
     for attempt in range(max(1, parse_attempts if parse else 1)):
         if attempt:
             backend.stats.reasks += 1
-        done = await backend.complete(c.prompt, system)
+        try:
+            done = await backend.complete(c.prompt, system)
+        except CallFailed:
+            backend.stats.spent_unused(n_in, n_out, n_think)  # the earlier, unparsable answers were paid for
+            raise
         n_in, n_out, attempts = n_in + done.input_tokens, n_out + done.output_tokens, attempts + done.attempts
         n_think += done.thinking_tokens
         if parse is None:

@@ -24,11 +24,13 @@ class TransientError(Exception):
 
 
 class PermanentError(Exception):
-    """Retrying cannot help (bad request, auth, unknown model)."""
+    """Retrying cannot help (bad request, auth, unknown model). ``tokens``: (input, answer, thinking) tokens of a
+    paid answer that is unusable (cut off at max_output_tokens): its spend is counted all the same."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, tokens: tuple[int, int, int] = (0, 0, 0)):
         super().__init__(f"{kind}: {message}")
         self.kind = kind
+        self.tokens = tokens
 
 
 def retry_after(headers) -> float | None:

@@ -336,6 +336,10 @@ class FakeLLMApp:
             return _google_error(403, "Method doesn't allow unregistered callers (callers without established "
                                  "identity). Please use API Key or other form of API consumer identity to call "
                                  "this API.", "PERMISSION_DENIED")
+        if (request.headers.get("x-goog-api-key", "").strip() or request.query.get("key", "")) in config.reject_keys:
+            self.by_outcome[outcome] -= 1
+            self.by_outcome["unauthorized"] += 1
+            return _google_error(400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT")
         if outcome == "bad_request":
             return _google_error(400, "Invalid JSON payload received.", "INVALID_ARGUMENT")
         model = request.match_info["model"]

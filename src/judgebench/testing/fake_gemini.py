@@ -68,6 +68,9 @@ def model_lookup(model: str, api_version: str, headers, query, config) -> tuple[
         return "gemini", 403, _google(403, "Method doesn't allow unregistered callers (callers without established "
                                            "identity). Please use API Key or other form of API consumer identity to "
                                            "call this API.", "PERMISSION_DENIED")
+    given = headers.get("x-goog-api-key", "").strip() or query.get("key", "")
+    if given in config.reject_keys:  # what Gemini answers a wrong key, on the lookup as on every request
+        return "gemini", 400, _google(400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT")
     resource = None if missing else model_resource(model, config.models)
     if resource is None:
         return "gemini", 404, _google(404, not_found_message(model, api_version), "NOT_FOUND")
