@@ -62,15 +62,19 @@ def test_experiment_config_lists_the_33_submissions_with_the_clip_policy(llmjudg
 def test_labels_only_sweep_then_compare(store, tmp_path):
     paths = ",".join(f"submissions/{p}.txt" for p in PICK)
     common = ["job=labels_only", "dataset=llmjudge", f"dataset.data_dir={LLMJUDGE}", "judge=qrels", f"judge.root={LLMJUDGE}"]
-    # without the clip policy the RMITIR file stops at its first 5, naming file and line; the other cell runs
+    # without the clip policy the RMITIR file stops at its first 5, naming file and line, in the sweep's one
+    # preflight (sweep_preflight.py): no cell is started
     res = run(["-m", *_args(store, "experiment_name=lj", *common, f"judge.path={paths}")], cwd=tmp_path)
     assert res.rc == 2 and f"{LLMJUDGE}/submissions/RMITIR-llama70B.txt:2449: query q0 doc p3021: label 5 is outside 0..3" in res.err, res
+    assert "no cell was started" in res.err, res
+    res = run(["-m", *_args(store, "experiment_name=lj", *common, f"judge.path=submissions/{PICK[0]}.txt")], cwd=tmp_path)
+    assert res.rc == 0, res  # its labels are all 0-3: the error policy runs it
     res = run(["-m", *_args(store, "experiment_name=lj", *common, f"judge.path={paths}", "judge.out_of_range=clip")], cwd=tmp_path)
     assert res.rc == 0, res
     client = MlflowClient(f"sqlite:///{store}/mlflow.db")
     exp = client.get_experiment_by_name("lj").experiment_id
     runs = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'labels' and attributes.status = 'FINISHED'")
-    # willia-umbrela1 ran in both sweeps: another policy is another config, so another run
+    # willia-umbrela1 ran under both policies: another policy is another config, so another run
     assert sorted(r.data.tags["judge"] for r in runs) == sorted([*PICK, "willia-umbrela1"])
     error_policy = next(r for r in runs if r.data.params["judge.out_of_range"] == "error")
     runs = [r for r in runs if r.data.params["judge.out_of_range"] == "clip"]

@@ -34,7 +34,7 @@ def test_the_quick_demo_shows_an_inversion_and_writes_its_report(tmp_path):
     out = tmp_path / "compare-out"
     code, stdout, err = run_compare(f"tracking_uri={uri}", "experiment=quick", f"out={out}", "bootstrap=50", "log=false")
     assert code == 0, err
-    assert "toy / simulated: inversion YES" in stdout, stdout
+    assert "toy / simulated: INVERTED (LLM above oracles)" in stdout, stdout
     assert (out / "report.html").is_file()
     with open(out / "ranker_bias.csv", newline="", encoding="utf-8") as f:
         bias = {row["judge"]: row for row in csv.DictReader(f)}

@@ -149,7 +149,8 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
     assert first.returncode != 0, explain(first)  # a failed cell fails the sweep ...
     assert "judgebench sweep: 4 cells - 1 ran, 2 skipped, 1 failed" in first.stdout, explain(first)  # ... reported at exit
     s = summary(tmp_path)
-    by = {(r["overrides"][2], r["overrides"][3]): r for r in s["jobs"]}
+    # keyed by the two swept settings, wherever the sweep lists them (a component's own settings move, sweep_settings.py)
+    by = {tuple(next(o for o in r["overrides"] if o.startswith(k)) for k in ("ranker.path=", "perturbation=")): r for r in s["jobs"]}
     assert by[(f"ranker.path={TOY_RUN}", "perturbation=perfect")]["status"] == "finished"
     assert by[(f"ranker.path={TOY_RUN}", "perturbation=swap_1")]["status"] == "skipped-duplicate"
     assert by[(f"ranker.path={missing}", "perturbation=swap_1")]["status"] == "skipped-duplicate"

@@ -59,7 +59,8 @@ def check_config_files(cfg: DictConfig) -> None:
             from judgebench.data.trec import read_run
 
             read_run(path, order_by=_value(ranker, "order_by"))
-    if _target(judge).endswith("QrelsFileJudge") and isinstance(_value(judge, "path"), str):
+    # judge.path=human names the dataset's own human qrels (judges/qrels_file.py): no file to read
+    if _target(judge).endswith("QrelsFileJudge") and isinstance(_value(judge, "path"), str) and _value(judge, "path") != "human":
         path = Path(_value(judge, "path")).expanduser()
         root = _value(judge, "root")
         path = path if path.is_absolute() or not root else Path(str(root)).expanduser() / path
