@@ -10,7 +10,7 @@ so resume keys, ranking keys and run tags are what they were.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from judgebench import input_digests
@@ -75,7 +75,7 @@ class JobCell:
     settings: CellSettings
     ranking: RankSettings
     cache_dir: str | None
-    digests: dict[str, str] = field(default_factory=dict)
+    digests: dict[str, str]  # of the files in ``inputs``: with ``identity.config``, the resume key
 
     @property
     def lock_dir(self) -> Path:

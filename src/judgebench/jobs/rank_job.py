@@ -77,8 +77,8 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
     job, _, long_values = open_job_run(client, exp_id, f"rank/{dataset.name}/{system}", tags, note, used, cfg.get("cache_dir"), dataset)
     try:
         texts = rewriter.rewrite(dataset)
-        ranking = rankings.rank_once(rankings.RankSettings.from_config(cfg), dataset, ranker, perturbation, texts, system, reads, client, exp_id, files=files,
-                                     recompute=bool(cfg.force))
+        ranking = rankings.rank_once(rankings.RankSettings.from_config(cfg), dataset, ranker, perturbation, texts, system, reads,
+                                     client, exp_id, files=files, recompute=bool(cfg.force))
         job.set_tags(RunTags(ranking_sha256=ranking.sha256).to_tags())
         metrics = {"ranking_computed": int(ranking.computed), "ranker_prompts_scored": ranking.scored,
                    "n_queries": int(ranking.run["query_id"].nunique()), "wall_time_s": time.perf_counter() - started,
