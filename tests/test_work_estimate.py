@@ -109,20 +109,22 @@ def test_without_a_config_the_size_comes_from_params_b():
 
 
 def test_a_grid_dry_run_sums_each_local_models_work_once(t5, ds, tmp_path, capsys):
+    from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
     from judgebench.jobs import dry_run
 
     dry_run._GPU_PLANNED.clear()
 
-    def cfg(model, peak):
-        return OmegaConf.create({"ranker": {"_target_": "judgebench.rankers.rankt5.RankT5Ranker", "name": "RankT5", "progress": False,
-                                            "model_spec": {"model": str(model), "device": "cpu"}, "cache_dir": str(tmp_path)},
-                                 "gpu_estimate": {"gpu": "G", "peak_tflops": peak, "utilisation": 1.0}})
+    def cfg(model, peak):  # (the ranker, the GPU its hours are estimated on), as a cell resolves them
+        ranker = instantiate(OmegaConf.create({"_target_": "judgebench.rankers.rankt5.RankT5Ranker", "name": "RankT5", "progress": False,
+                                               "model_spec": {"model": str(model), "device": "cpu"}, "cache_dir": str(tmp_path)}))
+        return ranker, {"gpu": "G", "peak_tflops": peak, "utilisation": 1.0}
 
     other = tiny_seq2seq(tmp_path, name="other-t5", seed=1)
     for model in (t5, t5, other):  # the second cell (same ranker, another judge) adds nothing
-        dry_run.plan_ranking(cfg(model, 1e-12), ds, ds.corpus, "tiny / RankT5")
+        ranker, gpu = cfg(model, 1e-12)
+        dry_run.plan_ranking(ranker, ds, ds.corpus, "tiny / RankT5", gpu)
     lines = capsys.readouterr().out.splitlines()
     hours = [float(re.search(r", ~([0-9.e+-]+) GPU-hours on G", x).group(1)) for x in lines]
     totals = [float(re.search(r"grid so far: ~([0-9.]+) GPU-hours", x).group(1)) for x in lines]
@@ -130,7 +132,8 @@ def test_a_grid_dry_run_sums_each_local_models_work_once(t5, ds, tmp_path, capsy
     assert "by its tokenizer; " in lines[0] and "params from its config" in lines[0] and "OVER slurm_gpu's timeout_min=240 min" in lines[0]
     assert totals[1] == totals[0] == pytest.approx(hours[0], rel=0.01)
     assert totals[2] == pytest.approx(hours[0] + hours[2], rel=0.01)
-    dry_run.plan_ranking(cfg(t5, 1e6), ds, ds.corpus, "tiny / RankT5")
+    ranker, gpu = cfg(t5, 1e6)
+    dry_run.plan_ranking(ranker, ds, ds.corpus, "tiny / RankT5", gpu)
     assert "OVER" not in capsys.readouterr().out
 
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import IO
 
 from tqdm import tqdm
@@ -196,10 +197,25 @@ def counter(desc: str, total: int, unit: str = "items", *, enabled: bool = True,
     return part
 
 
+@dataclass(frozen=True)
+class StageSettings:
+    """How a job's stages show their progress: its config's `progress` (false: silent) and
+    `progress_interval_s`, read once so that a stage receives these two values, not the config."""
+
+    enabled: bool = True
+    interval_s: float = DEFAULT_INTERVAL_S
+
+    @classmethod
+    def from_config(cls, cfg) -> StageSettings:
+        return cls(bool(cfg.get("progress", True)), float(cfg.get("progress_interval_s", DEFAULT_INTERVAL_S)))
+
+    def stage(self, desc: str):
+        return stage(desc, enabled=self.enabled, interval_s=self.interval_s)
+
+
 def job_stage(cfg, desc: str):
-    """`stage()` with a job config's settings: `progress` (false: silent) and `progress_interval_s`."""
-    return stage(desc, enabled=bool(cfg.get("progress", True)),
-                 interval_s=float(cfg.get("progress_interval_s", DEFAULT_INTERVAL_S)))
+    """`stage()` with a job config's settings (see :class:`StageSettings`)."""
+    return StageSettings.from_config(cfg).stage(desc)
 
 
 @contextmanager

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from judgebench import __version__
 from judgebench.data.fingerprint import fingerprint
@@ -41,7 +41,7 @@ from judgebench.evaluation import cut
 from judgebench.exceptions import DataError
 from judgebench.identity import component_hash
 from judgebench.locks import exclusive
-from judgebench.progress import job_stage
+from judgebench.progress import StageSettings
 
 log = logging.getLogger("judgebench")
 RANK_VERSION = "1"  # bump when a change to the ranking code changes a ranking: stored ones are then recomputed
@@ -88,11 +88,16 @@ class Ranking:
 FILE_ROLES = ("ranker", "rewriter")  # components whose input files (a run file, a prompt) decide a ranking
 
 
-def ranking_key(cfg: DictConfig, dataset, reads_texts: bool, files: dict[str, str] | None = None) -> str:
-    """What decides a ranking: dataset identity, system and rewriter config hashes, the digests of the files
+def _plain(node):
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def ranking_key(components, dataset, reads_texts: bool, files: dict[str, str] | None = None) -> str:
+    """What decides a ranking: dataset identity, system and rewriter config hashes (``components``: a job's
+    config, or its resolved ``ranker``, ``perturbation`` and ``rewriter`` nodes), the digests of the files
     the ranker and rewriter read (``files``: a runfile ranker's run edited in place is another ranking), the
     ranking code's version."""
-    node = lambda key: OmegaConf.to_container(cfg[key], resolve=True) if key in cfg else None  # noqa: E731
+    node = lambda key: _plain(components[key]) if key in components else None  # noqa: E731
     fp = fingerprint(dataset)
     tree = {"dataset": fp.hash, "texts": fp.texts if reads_texts else None,
             "system": component_hash(node("ranker"), node("perturbation")), "rewriter": component_hash(node("rewriter")),
@@ -223,7 +228,24 @@ def _stored(store: RankingStore, key: str, client, experiment_id, system: str, d
     return found[0], str(store.path(key))
 
 
-def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str, reads_texts: bool,
+@dataclass(frozen=True)
+class RankSettings:
+    """What :func:`rank_once` reads of a job's config, read once: the components that decide the ranking key
+    (the resolved ``ranker``, ``perturbation`` and ``rewriter`` nodes), the cache directory holding the
+    rankings, ``force`` and how its stage shows progress."""
+
+    components: dict
+    cache_dir: str
+    force: bool = False
+    stages: StageSettings = StageSettings()
+
+    @classmethod
+    def from_config(cls, cfg) -> RankSettings:
+        parts = {k: _plain(cfg[k]) for k in ("ranker", "perturbation", "rewriter") if k in cfg}
+        return cls(parts, str(cfg["cache_dir"]), bool(cfg.get("force")), StageSettings.from_config(cfg))
+
+
+def rank_once(settings: RankSettings, dataset, ranker, perturbation, texts, system: str, reads_texts: bool,
               client=None, experiment_id: str | None = None, files: dict[str, str] | None = None,
               recompute: bool = False) -> Ranking:
     """The cell's ranking: read back when stored (here, or in a ``job=rank`` run of the experiment), else
@@ -231,9 +253,9 @@ def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str
     ``files``: digests of the ranker's and rewriter's input files (see :func:`ranking_key`). ``recompute``
     (``job=rank force=true``): computed again, never read back. A stored ranking that fails its digest check
     stops the cell with one line, or with ``force=true`` is computed again."""
-    key = ranking_key(cfg, dataset, reads_texts, files)
-    store = RankingStore(cfg.cache_dir)
-    repair = bool(cfg.get("force"))
+    key = ranking_key(settings.components, dataset, reads_texts, files)
+    store = RankingStore(settings.cache_dir)
+    repair = settings.force
     found = None
     if not recompute:
         try:
@@ -249,7 +271,7 @@ def rank_once(cfg: DictConfig, dataset, ranker, perturbation, texts, system: str
             return Ranking(key, parse(found[0], found[1]), found[0], computed=False, metrics=store.metrics(key))
         store.warn_unless_writable(f"{dataset.name} / {system}")
         started = time.perf_counter()
-        with job_stage(cfg, f"rank {ranker.name}"):
+        with settings.stages.stage(f"rank {ranker.name}"):
             run = ranker.rank(dataset, texts)
         if ranker.perturbable:
             judged = set(zip(dataset.qrels["query_id"].tolist(), dataset.qrels["doc_id"].tolist()))

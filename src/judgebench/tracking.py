@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -359,33 +360,50 @@ def find_finished(client: MlflowClient, experiment_id: str, config_hash: str) ->
     return runs[0].info.run_id if runs else None
 
 
-def open_store(cfg) -> tuple[MlflowClient, str]:
+@dataclass(frozen=True)
+class StoreSettings:
+    """Where a job logs (``tracking_uri``, ``experiment_name``, ``artifact_root``) and whether a finished run of
+    its config is rerun (``force``): read once from the job's config, so the store never sees the rest of it."""
+
+    tracking_uri: str
+    experiment_name: str
+    artifact_root: str | None = None
+    force: bool = False
+
+    @classmethod
+    def from_config(cls, cfg) -> StoreSettings:
+        root = cfg.get("artifact_root")
+        return cls(str(cfg["tracking_uri"]), str(cfg["experiment_name"]), None if root is None else str(root),
+                   bool(cfg.get("force")))
+
+
+def open_store(store: StoreSettings) -> tuple[MlflowClient, str]:
     """The client and experiment id a job logs to (the store and the experiment created when missing)."""
-    ensure_sqlite_parent(cfg.tracking_uri)
-    client = MlflowClient(cfg.tracking_uri)
-    return client, get_or_create_experiment(client, cfg.experiment_name, cfg.get("artifact_root"))
+    ensure_sqlite_parent(store.tracking_uri)
+    client = MlflowClient(store.tracking_uri)
+    return client, get_or_create_experiment(client, store.experiment_name, store.artifact_root)
 
 
-def find_done_readonly(cfg, config_hash: str, what: str) -> str | None:
+def find_done_readonly(store: StoreSettings, config_hash: str, what: str) -> str | None:
     """A dry run's resume check: the FINISHED run with this config hash, looked up without creating anything
     (no store, no experiment, no run; a dead job's runs are left for the real run to close)."""
-    uri = str(cfg.tracking_uri)
-    if cfg.get("force") or (uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file()):
+    uri = store.tracking_uri
+    if store.force or (uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file()):
         return None
     client = MlflowClient(uri)
-    exp = client.get_experiment_by_name(cfg.experiment_name)
+    exp = client.get_experiment_by_name(store.experiment_name)
     done = find_finished(client, exp.experiment_id, config_hash) if exp is not None else None
     if done:
         print(f"[dry run] skip {what}: finished run {done} has this config (nothing to do)")
     return done
 
 
-def resume(cfg, config_hash: str, what: str) -> tuple[MlflowClient, str, str | None]:
+def resume(store: StoreSettings, config_hash: str, what: str) -> tuple[MlflowClient, str, str | None]:
     """(client, experiment id, the id of a FINISHED run with this config hash unless force=true): a job with
     one is skipped as done."""
-    client, exp_id = open_store(cfg)
+    client, exp_id = open_store(store)
     close_dead(client, exp_id, f"tags.`{TAG}config_hash` = '{config_hash}'")
-    done = None if cfg.force else find_finished(client, exp_id, config_hash)
+    done = None if store.force else find_finished(client, exp_id, config_hash)
     if done:
         log.info("skip %s: finished run %s has this config (force=true reruns)", what, done)
     return client, exp_id, done

@@ -34,25 +34,31 @@ class JobOutcome:
     metrics: dict | None = None
 
 
-def config_hash(cfg: DictConfig, digests: dict[str, str]) -> str:
+def resolved(config) -> dict:
+    """A config as plain resolved data (a DictConfig is converted; a resolved tree is returned as is)."""
+    return OmegaConf.to_container(config, resolve=True) if OmegaConf.is_config(config) else config
+
+
+def config_hash(config, digests: dict[str, str]) -> str:
     """The resume key: the cell's semantic config, the contents of the input files its components read
     (``digests``, see input_digests.py), the metric version and the answer-parsing version (a finished run of
-    an older evaluation core or parser is recomputed, not reused)."""
+    an older evaluation core or parser is recomputed, not reused). ``config``: a DictConfig or its resolved tree,
+    which give the same key."""
     def strip(node):
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}
         return node
 
-    tree = strip(OmegaConf.to_container(cfg, resolve=True))
+    tree = strip(resolved(config))
     tree["input_digests"] = dict(digests)  # file contents, not only paths: an edited qrels reruns its cell
     tree = {"config": tree, "metric_version": METRIC_VERSION, "parse_version": PARSE_VERSION}
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def identity_tags(cfg: DictConfig) -> dict[str, str]:
+def identity_tags(config) -> dict[str, str]:
     """Hashes of the judge, the system (ranker + perturbation) and the rewriter, by RunTags field: compare keys
-    columns by them."""
-    node = lambda key: OmegaConf.to_container(cfg[key], resolve=True) if key in cfg else None  # noqa: E731
+    columns by them. ``config``: a DictConfig or its resolved tree."""
+    node = lambda key: resolved(config[key]) if key in config else None  # noqa: E731
     return {
         "judge_hash": component_hash(node("judge")),
         "system_hash": component_hash(node("ranker"), node("perturbation")),
@@ -73,7 +79,7 @@ def system_name(ranker: Ranker, perturbation: Perturbation) -> str:
 _DATASETS: dict[str, tuple[Dataset, tuple]] = {}  # resolved dataset config -> (dataset, its files' stamps)
 
 
-def load_dataset(cfg: DictConfig) -> Dataset:
+def load_dataset(cfg: DictConfig | dict) -> Dataset:
     """Loaded once per process (every job of a local multirun shares it) and again when one of the files its
     loader read changed since; ``dataset.input_files`` lists those files (their digests join the resume key)."""
     key = OmegaConf.to_yaml(cfg, resolve=True)
@@ -89,18 +95,20 @@ def load_dataset(cfg: DictConfig) -> Dataset:
     return dataset
 
 
-def find_done(cfg: DictConfig, chash: str, what: str) -> tuple[str | None, tuple | None]:
+def find_done(store: tracking.StoreSettings, dry_run: bool, chash: str, what: str) -> tuple[str | None, tuple | None]:
     """(the id of the job's finished run, or None; the store to log in as (client, experiment id)). A dry run
     reads the store if there is one and creates nothing in MLflow: its store is None."""
-    if cfg.get("dry_run"):
-        return tracking.find_done_readonly(cfg, chash, what), None
-    client, exp_id, done = tracking.resume(cfg, chash, what)
+    if dry_run:
+        return tracking.find_done_readonly(store, chash, what), None
+    client, exp_id, done = tracking.resume(store, chash, what)
     return done, (client, exp_id)
 
 
-def sweep_id(cfg: DictConfig) -> str:
-    if cfg.get("sweep_id"):
-        return str(cfg.sweep_id)
+def sweep_id(configured) -> str:
+    """The sweep a job belongs to: ``configured`` (its config's ``sweep_id``) when set, else the Hydra sweep's
+    (or single run's) directory."""
+    if configured:
+        return str(configured)
     try:
         from hydra.core.hydra_config import HydraConfig
 
@@ -125,12 +133,12 @@ def file_text(writer, frame: pd.DataFrame, **kw) -> str:
         return path.read_text(encoding="utf-8")
 
 
-def log_dataset_input(job: tracking.JobRun, cfg: DictConfig, dataset: Dataset) -> None:
+def log_dataset_input(job: tracking.JobRun, cache_dir: str | None, dataset: Dataset) -> None:
     """The dataset as the run's dataset input: the label set's schema and size, a digest of every input file
     its loader read, and where it comes from (its qrels file; the directory of the bundled toy files)."""
     inputs = input_digests.JobInputs()
     inputs.add("dataset", dataset.input_files)
-    digests = inputs.digests(cfg.get("cache_dir"))
+    digests = inputs.digests(cache_dir)
     digest = hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
     files = list(dataset.input_files)
     qrels = [p for p in files if "qrel" in p.name.lower()] or files
@@ -145,17 +153,17 @@ def log_dataset_input(job: tracking.JobRun, cfg: DictConfig, dataset: Dataset) -
         log.warning("%s: the dataset input was not logged (%s: %s)", dataset.name, type(exc).__name__, exc)
 
 
-def open_job_run(client, exp_id: str, name: str, tags: dict, note: str, logged: DictConfig, cfg: DictConfig,
+def open_job_run(client, exp_id: str, name: str, tags: dict, note: str, logged, cache_dir: str | None,
                  dataset: Dataset) -> tuple[tracking.JobRun, dict, dict]:
-    """Start a job's MLflow run and log what every job logs first: ``logged`` (the config it uses) as
-    params and the dataset input. Returns the run, ``logged`` as a container and the param values too
+    """Start a job's MLflow run and log what every job logs first: ``logged`` (the config it uses, a DictConfig
+    or its resolved tree) as params and the dataset input. Returns the run, ``logged`` as a container and the param values too
     long for MLflow (the job logs them as files). A failure here ends the run FAILED."""
     job = tracking.JobRun(client, exp_id, name, tags, note=note)
     try:
-        config = OmegaConf.to_container(logged, resolve=True)
+        config = resolved(logged)
         params, long_values = tracking.params_from_config(config)
         job.log_params(params)
-        log_dataset_input(job, cfg, dataset)
+        log_dataset_input(job, cache_dir, dataset)
     except BaseException as exc:
         job.fail(exc)
         raise

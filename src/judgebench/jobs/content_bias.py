@@ -158,8 +158,8 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
     files["summary.json"] = json.dumps(metrics, indent=2, default=float)
     files["input_digests.json"] = inputs.artifact(cfg.cache_dir)
 
-    client, exp_id = tracking.open_store(cfg)
-    tags = RunTags(kind="content_bias", config_hash=config_hash(cfg, inputs.digests(cfg.cache_dir)), sweep_id=sweep_id(cfg),
+    client, exp_id = tracking.open_store(tracking.StoreSettings.from_config(cfg))
+    tags = RunTags(kind="content_bias", config_hash=config_hash(cfg, inputs.digests(cfg.cache_dir)), sweep_id=sweep_id(cfg.get("sweep_id")),
                    dataset=dataset.name, judge=judge.name, judge_family=judge.family, judge_model=judge.model,
                    rewriter=rewriter.name, text_view=rewriter.view, ranker=scorer.name if scorer else "none",
                    git_commit=tracking.git_commit(), **fingerprint.tags(dataset, True, "")).to_tags()

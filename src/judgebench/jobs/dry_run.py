@@ -65,7 +65,7 @@ def plan_rewrites(rewriter, dataset, where: str, doc_ids=None) -> tuple[dict[str
     return texts, set(todo)
 
 
-def _time_limit_min(cfg) -> tuple[float, str]:
+def _time_limit_min() -> tuple[float, str]:
     """The cell time limit a GPU-hour estimate is held against: this sweep's launcher's, else slurm_gpu's default."""
     try:
         from hydra.core.hydra_config import HydraConfig
@@ -80,18 +80,19 @@ def _time_limit_min(cfg) -> tuple[float, str]:
     return float(OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "slurm_gpu.yaml")["timeout_min"]), "slurm_gpu's timeout_min"
 
 
-def plan_local(component, plan, where: str, cfg) -> None:
-    """Print a local model's work for ``plan`` (prompts, tokens, FLOPs, GPU-hours) and the grid's total so far."""
+def plan_local(component, plan, where: str, gpu_estimate) -> None:
+    """Print a local model's work for ``plan`` (prompts, tokens, FLOPs, GPU-hours) and the grid's total so far;
+    ``gpu_estimate``: the config's GPU the hours are estimated on (None: the default one)."""
     from judgebench.llm import work_estimate as we
 
     spec = component.spec
     source = we.model_source(spec, component.cache_dir)
     size = we.model_size(spec, source)
-    throughput = we.GPUThroughput.from_config(cfg.get("gpu_estimate"))
+    throughput = we.GPUThroughput.from_config(gpu_estimate)
     seq2seq = size.seq2seq if size is not None else we.looks_seq2seq(spec)
     work = we.estimate(plan, size, we.TokenCounter(source), spec.max_input_tokens, seq2seq, component.cache, throughput)
     notes = [plan.note] if plan.note else []
-    limit, name = _time_limit_min(cfg)
+    limit, name = _time_limit_min()
     if work.gpu_hours * 60 > limit:
         notes.append(f"OVER {name}={limit:g} min: set hydra.launcher.timeout_min={math.ceil(work.gpu_hours * 60 * 1.25)} "
                      "(or lower ranker.rerank_depth)")
@@ -100,19 +101,18 @@ def plan_local(component, plan, where: str, cfg) -> None:
           f"grid so far: ~{sum(_GPU_PLANNED.values()):.2f} GPU-hours of local models")
 
 
-def plan_ranking(cfg, dataset, texts: dict[str, str], where: str) -> None:
+def plan_ranking(ranker, dataset, texts: dict[str, str], where: str, gpu_estimate) -> None:
     """A local model ranker's work (other rankers call no model: nothing to print)."""
-    from hydra.utils import instantiate
-
-    ranker = instantiate(cfg.ranker)
     if getattr(ranker, "spec", None) is not None and hasattr(ranker, "planned_prompts") and getattr(ranker, "backend", None) is None:
-        plan_local(ranker, ranker.planned_prompts(dataset, texts), f"{where} / ranker", cfg)
+        plan_local(ranker, ranker.planned_prompts(dataset, texts), f"{where} / ranker", gpu_estimate)
 
 
-def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pending: set[str], where: str, cfg=None) -> None:
-    """Print what judging `pairs` on `texts` would cost; pairs whose document awaits its rewrite count as to make."""
-    if hasattr(judge, "planned_prompts") and cfg is not None:
-        plan_local(judge, judge.planned_prompts(pairs, dataset, texts), f"{where} / judge", cfg)
+def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pending: set[str], where: str,
+                 local: bool = False, gpu_estimate=None) -> None:
+    """Print what judging `pairs` on `texts` would cost; pairs whose document awaits its rewrite count as to make.
+    ``local``: a local model judge's work is estimated too (on ``gpu_estimate``, see :func:`plan_local`)."""
+    if hasattr(judge, "planned_prompts") and local:
+        plan_local(judge, judge.planned_prompts(pairs, dataset, texts), f"{where} / judge", gpu_estimate)
         return
     if not hasattr(judge, "plan"):
         print(f"[dry run] {where} / {judge.name}: no calls (judge makes no LLM calls)")
@@ -133,10 +133,10 @@ def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pen
           f"{' at batch prices' if judge.backend.mode == 'batch' else ''}); {_remember(calls)}")
 
 
-def dry_run(cfg, dataset, judge, rewriter, system: str):
-    """A grid cell's dry run: its rewrites, then its judging of the label set."""
-    where = f"{cfg.dataset.name} / {system}"
+def dry_run(ranker, dataset, judge, rewriter, system: str, where: str, gpu_estimate=None):
+    """A grid cell's dry run (``where``: how its lines name it): its rewrites, its ranking, then its judging of
+    the label set."""
     texts, pending = plan_rewrites(rewriter, dataset, where)
-    plan_ranking(cfg, dataset, texts, where)
-    plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, texts, pending, where, cfg)
+    plan_ranking(ranker, dataset, texts, where, gpu_estimate)
+    plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, texts, pending, where, True, gpu_estimate)
     return JobOutcome("dry-run", system)

@@ -54,7 +54,8 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
                         "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
     judge = inputs.build("judge", cfg.judge)
     chash = config_hash(used, inputs.digests(cfg.cache_dir))
-    done, store = find_done(cfg, chash, f"{cfg.dataset.name} / {cfg.judge.name}")
+    done, store = find_done(tracking.StoreSettings.from_config(cfg), bool(cfg.get("dry_run")), chash,
+                            f"{cfg.dataset.name} / {cfg.judge.name}")
     if done:
         return JobOutcome("skipped-done", KIND, run_id=done)
     if store is None:  # offline: the judge's server is listed as not checked
@@ -67,7 +68,7 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
     tags = RunTags(
         kind=KIND,
         config_hash=chash,
-        sweep_id=sweep_id(cfg),
+        sweep_id=sweep_id(cfg.get("sweep_id")),
         # the judge's configuration hash (and the versions), as on grid cells: compare names judges alike in both
         **{k: v for k, v in identity_tags(cfg).items() if k != "system_hash"},  # no system here
         dataset=dataset.name,
@@ -80,7 +81,8 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         **fingerprint.tags(dataset, judge.reads_texts, ""),
     ).to_tags()
     note = f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no systems"
-    job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, used, cfg, dataset)
+    job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, used,
+                                            cfg.get("cache_dir"), dataset)
     try:
         label_set = dataset.label_set()
         with job_stage(cfg, f"judge {judge.name}"):

@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import time
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -16,12 +15,10 @@ from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, METRIC_VERSION, evaluate, means, references
 from judgebench.exceptions import DataError, check_failed_share
-from judgebench.jobs.common import (JobOutcome, config_hash, file_text, find_done, frame_text, identity_tags, load_dataset,
-                                    open_job_run, sweep_id, system_name)
+from judgebench.jobs.cell import JobCell, resolve_cell, resolve_system
+from judgebench.jobs.common import JobOutcome, file_text, find_done, frame_text, open_job_run
 from judgebench.jobs.dry_run import dry_run
-from judgebench.progress import job_stage
 from judgebench.rankers.base import Ranker
-from judgebench.rankers.perturbation import Perturbation
 from judgebench.rewriters.report import rewrites_checked
 from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL
@@ -49,48 +46,53 @@ def reads_texts(ranker: Ranker, judge, rewriter, dataset: Dataset) -> bool:
     return bool(rewriter.view != ORIGINAL or getattr(judge, "reads_texts", True) or ranker.reads_texts(dataset))
 
 
-def run_job(cfg: DictConfig) -> JobOutcome:
-    started = time.perf_counter()
-    inputs = input_digests.JobInputs()  # the files each component opens: their contents are in the resume key
-    ranker: Ranker = inputs.build("ranker", cfg.ranker)
-    perturbation = Perturbation(**OmegaConf.to_container(cfg.perturbation, resolve=True))
-    system = system_name(ranker, perturbation)
-    if not perturbation.is_identity and not ranker.perturbable:
-        log.info("skip %s x %s: perturbations apply to oracle rankers (set ranker.perturbable=true)", ranker.name, perturbation.name)
-        return JobOutcome("skipped-duplicate", system)
-
-    dataset = load_dataset(cfg.dataset)  # cheap, as is building the judge and rewriter: the key needs their files
-    inputs.add("dataset", dataset.input_files)
+def _usable(dataset: Dataset) -> None:
     if not dataset.has_pool:
         raise DataError(
             f"dataset {dataset.name}",
             "has human labels but no passages and no pool of systems, so there is nothing to rank; compare "
             "judges on its labels in a labels-only experiment (job=labels_only, e.g. python run.py -m +experiment=llmjudge)",
         )
-    judge = inputs.build("judge", cfg.judge)
-    rewriter = inputs.build("rewriter", cfg.rewriter)
-    chash = config_hash(cfg, inputs.digests(cfg.cache_dir))
-    done, store = find_done(cfg, chash, f"{cfg.dataset.name} / {system} / {cfg.judge.name}")
+
+
+def run_job(cfg: DictConfig) -> JobOutcome:
+    started = time.perf_counter()
+    tree = OmegaConf.to_container(cfg, resolve=True)  # the config, resolved once: nothing below reads cfg
+    inputs = input_digests.JobInputs()  # the files each component opens: their contents are in the resume key
+    system = resolve_system(tree, inputs)
+    if system.duplicate:
+        log.info("skip %s x %s: perturbations apply to oracle rankers (set ranker.perturbable=true)",
+                 system.ranker.name, system.perturbation.name)
+        return JobOutcome("skipped-duplicate", system.name)
+    return run_cell(resolve_cell(tree, inputs, system, _usable), started)
+
+
+def run_cell(cell: JobCell, started: float) -> JobOutcome:
+    """The cell's stages, each given the parts of ``cell`` it needs."""
+    ranker, perturbation, system = cell.system.ranker, cell.system.perturbation, cell.system.name
+    dataset, judge, rewriter, settings = cell.dataset, cell.judge, cell.rewriter, cell.settings
+    name = cell.identity.dataset_name
+    chash = cell.config_hash
+    done, store = find_done(settings.store, settings.dry_run, chash, f"{name} / {system} / {judge.name}")
     if done:
         return JobOutcome("skipped-done", system, run_id=done)
     if store is None:  # offline: no lookup, what it would have asked is listed as not checked
         offline_checks.note(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=ranker))
-        return dry_run(cfg, dataset, judge, rewriter, system)
+        return dry_run(ranker, dataset, judge, rewriter, system, cell.where, settings.gpu_estimate)
     preflight.check_cell(dataset, judge, rewriter, ranker)  # each API backend answers before any work
     client, exp_id = store
     slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
     run_tags = RunTags(
         kind="job",
         config_hash=chash,
-        sweep_id=sweep_id(cfg),
-        **identity_tags(cfg),
-        dataset=cfg.dataset.name,
+        sweep_id=cell.identity.sweep_id,
+        **cell.identity.hashes,
+        dataset=name,
         system=system,
         ranker=ranker.name,
         ranker_type=ranker.kind,
         ranker_family=ranker.family or None,
-        ranker_model=next((str(v) for v in (OmegaConf.select(cfg, f"ranker.{k}", default=None)
-                                            for k in ("model_spec.model", "backend.model", "model")) if v), ""),
+        ranker_model=cell.identity.ranker_model,
         perturbation=perturbation.name,
         judge=judge.name,
         judge_family=judge.family,
@@ -102,23 +104,24 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         **{tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)},  # a SLURM job's ids
     )
     tags = run_tags.to_tags()
-    note = (f"{cfg.dataset.name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
+    note = (f"{name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
             f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}")
-    job, config, long_values = open_job_run(client, exp_id, f"{cfg.dataset.name}/{system}/{judge.name}/{rewriter.name}", tags, note, cfg, cfg, dataset)
+    job, config, long_values = open_job_run(client, exp_id, f"{name}/{system}/{judge.name}/{rewriter.name}", tags, note,
+                                            cell.identity.config, cell.cache_dir, dataset)
     try:
-        with job_stage(cfg, f"rewrite {rewriter.name}"):
+        with settings.stages.stage(f"rewrite {rewriter.name}"):
             texts = rewriter.rewrite(dataset)
-        where = f"{cfg.dataset.name} / {system} / rewriter {rewriter.name}"
-        rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, float(cfg.get("max_failed_share", 1.0)), where)
-        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system,
+        where = f"{name} / {system} / rewriter {rewriter.name}"
+        rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, settings.max_failed_share, where)
+        ranking = rankings.rank_once(cell.ranking, dataset, ranker, perturbation, texts, system,
                                      rewriter.view != ORIGINAL or ranker.reads_texts(dataset), client, exp_id,
-                                     files=inputs.digests(cfg.cache_dir, rankings.FILE_ROLES))
+                                     files=cell.inputs.digests(cell.cache_dir, rankings.FILE_ROLES))
         run = ranking.run
         # the ranking's own statistics (PRP's order consistency), on every cell that uses it
         job.set_tags(RunTags(ranking_key=ranking.key, ranking_sha256=ranking.sha256).to_tags(), metrics=ranking.metrics)
 
         label_set = dataset.label_set()
-        with job_stage(cfg, f"judge {judge.name}"):
+        with settings.stages.stage(f"judge {judge.name}"):
             result = judge.judge(label_set[["query_id", "doc_id"]], dataset, texts)
         qrels = {**references(dataset.qrels, label_set, judged=result.qrels), "judge": result.qrels}
         scores = evaluate(run, qrels, dataset.judged_queries())
@@ -136,7 +139,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         job.log_metrics(metrics)
         summary_tags = RunTags(**{k: v for k, v in run_tags.values().items() if k in SUMMARY_TAGS}).to_tags()
         summary_id = judge_summary.ensure(client, exp_id, summary_tags, result.qrels, label_set, result.usage.calls_failed,
-                                          lock_dir=Path(cfg.cache_dir) / "locks")
+                                          lock_dir=cell.lock_dir)
         job.set_tags(RunTags(judge_summary=summary_id).to_tags())
         labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
         files = {
@@ -147,13 +150,13 @@ def run_job(cfg: DictConfig) -> JobOutcome:
             "per_query.csv": frame_text(per_query),
             "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
-            "input_digests.json": inputs.artifact(cfg.cache_dir),
+            "input_digests.json": cell.inputs.artifact(cell.cache_dir),
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         files.update(rewrite_files)
         job.log_files(files)
-        check_failed_share(result.usage.calls_failed, len(label_set), float(cfg.get("max_failed_share", 1.0)),
-                           f"{cfg.dataset.name} / {system} / {judge.name}",
+        check_failed_share(result.usage.calls_failed, len(label_set), settings.max_failed_share,
+                           f"{name} / {system} / {judge.name}",
                            getattr(judge, "refused_key", lambda _: None)(result) or  # a refused key: name its variable
                            "its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true "
                            "also re-asks answers that gave no score")
@@ -163,7 +166,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
         raise
     log.info(
         "%s | %-12s | judge=%-12s nDCG@10 human=%.4f human_labelset=%.4f human_judged=%.4f judge=%.4f (%.1fs)",
-        cfg.dataset.name, system, judge.name, metrics[f"ndcg10_{HUMAN}"], metrics[f"ndcg10_{HUMAN_LABELSET}"],
+        name, system, judge.name, metrics[f"ndcg10_{HUMAN}"], metrics[f"ndcg10_{HUMAN_LABELSET}"],
         metrics[f"ndcg10_{HUMAN_JUDGED}"], metrics["ndcg10_judge"], metrics["wall_time_s"],
     )
     return JobOutcome("finished", system, run_id=job.run_id, metrics=metrics)

@@ -57,7 +57,7 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
         print(f"[dry run] {dataset.name} / {system}: ranking {key} " + ("stored, nothing to compute" if stored else
               f"to compute ({ranker.kind} ranker {ranker.name})"))
         return JobOutcome("dry-run", system)
-    client, exp_id = tracking.open_store(cfg)
+    client, exp_id = tracking.open_store(tracking.StoreSettings.from_config(cfg))
     # a rank job of this ranking killed with SIGKILL on this host could not end its run: KILLED, as grid cells are
     tracking.close_dead(client, exp_id, f"tags.`{tracking.TAG}kind` = '{rankings.KIND}' and tags.`{tracking.TAG}ranking_key` = '{key}'")
     done = None if cfg.force else _finished(client, exp_id, key)
@@ -66,7 +66,7 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
         return JobOutcome("skipped-done", system, run_id=done)
     preflight.check(preflight.api_backends(rewriter=rewriter, ranker=ranker))  # an API ranker answers before any work
     tags = RunTags(
-        kind=rankings.KIND, ranking_key=key, sweep_id=sweep_id(cfg),
+        kind=rankings.KIND, ranking_key=key, sweep_id=sweep_id(cfg.get("sweep_id")),
         dataset=dataset.name, system=system, ranker=ranker.name, ranker_type=ranker.kind, ranker_family=ranker.family or None,
         perturbation=perturbation.name, rewriter=rewriter.name, text_view=rewriter.view,
         git_commit=tracking.git_commit(), **fingerprint.tags(dataset, reads, ""),
@@ -74,11 +74,11 @@ def run_rank(cfg: DictConfig) -> JobOutcome:
     used = OmegaConf.create({k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
                              for k in SEMANTIC if k in cfg})
     note = f"{dataset.name}: ranking of system {system} ({ranker.kind} ranker {ranker.name}), computed once for every judge"
-    job, _, long_values = open_job_run(client, exp_id, f"rank/{dataset.name}/{system}", tags, note, used, cfg, dataset)
+    job, _, long_values = open_job_run(client, exp_id, f"rank/{dataset.name}/{system}", tags, note, used, cfg.get("cache_dir"), dataset)
     try:
         texts = rewriter.rewrite(dataset)
-        ranking = rankings.rank_once(cfg, dataset, ranker, perturbation, texts, system, reads, client, exp_id, files=files,
-                                     recompute=bool(cfg.force))
+        ranking = rankings.rank_once(rankings.RankSettings.from_config(cfg), dataset, ranker, perturbation, texts, system, reads,
+                                     client, exp_id, files=files, recompute=bool(cfg.force))
         job.set_tags(RunTags(ranking_sha256=ranking.sha256).to_tags())
         metrics = {"ranking_computed": int(ranking.computed), "ranker_prompts_scored": ranking.scored,
                    "n_queries": int(ranking.run["query_id"].nunique()), "wall_time_s": time.perf_counter() - started,
