@@ -92,6 +92,7 @@ class Report:
     # which judges separate the oracle rankers humans separate, beside kappa (compare/discrimination.py)
     discrimination: Discrimination = field(default_factory=Discrimination)
     running: pd.DataFrame = field(default_factory=pd.DataFrame)  # missing cells whose run is still RUNNING (collect.running_cells)
+    results: dict = field(default_factory=dict)  # {section name: what its compute returned} (compare/section.py)
 
     @property
     def judges(self) -> list[str]:
