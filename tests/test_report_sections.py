@@ -10,6 +10,7 @@ and review the diff.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
 from judgebench.compare import report, sections
+from judgebench.compare.sections import label_entropy
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "report_golden"
 OPTIONS = {"bootstrap": 200, "seed": 0, "formats": ("md", "csv", "tex")}
@@ -48,3 +50,24 @@ def test_the_report_matches_its_golden_copy(rendered):
     assert sorted(rendered) == sorted(golden)
     for name, text in golden.items():
         assert rendered[name] == text, f"{name} differs from tests/data/report_golden/{name}"
+
+
+def test_label_entropy_known_answers():
+    """Judge grades 0,0,1,1 (two equally likely: 1 bit) against human grades 0,1,2,3 (four: 2 bits); a judge that
+    gives one grade has 0 bits; the rewritten view is left out."""
+    labels = pd.DataFrame({
+        "dataset": ["d"] * 9, "judge": ["a"] * 4 + ["b"] * 4 + ["a"],
+        "relevance": [0, 0, 1, 1, 2, 2, 2, 2, 3], "human": [0, 1, 2, 3, 0, 0, 1, 1, 3],
+        "text_view": ["original"] * 8 + ["rewritten:x"], "query_id": list("qqqqqqqqq"), "doc_id": list("123412345")})
+    table = label_entropy.label_entropy(labels).set_index("judge")
+    assert table.loc["a", "pairs"] == 4 and table.loc["b", "pairs"] == 4
+    assert table.loc["a", "judge_bits"] == pytest.approx(1.0) and table.loc["a", "human_bits"] == pytest.approx(2.0)
+    assert table.loc["b", "judge_bits"] == pytest.approx(0.0) and table.loc["b", "human_bits"] == pytest.approx(1.0)
+    assert table.loc["a", "difference"] == pytest.approx(-1.0)
+    p = [3 / 8, 1 / 8, 4 / 8]  # an uneven distribution, by the formula
+    assert label_entropy.bits(pd.Series([0, 0, 0, 1, 2, 2, 2, 2])) == pytest.approx(-sum(x * math.log2(x) for x in p))
+
+
+def test_label_entropy_is_one_section_in_the_list(rendered):
+    assert [s.name for s in sections.SECTIONS].index("label_entropy") == [s.name for s in sections.SECTIONS].index("table2") + 1
+    assert "## Label entropy per judge" in rendered["report.md"] and "label_entropy.csv" in rendered

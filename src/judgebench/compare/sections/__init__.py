@@ -16,6 +16,7 @@ from judgebench.compare.section import LatexTable, Section
 from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias
 from judgebench.compare.sections.grid_state import ContentBias, GridState
 from judgebench.compare.sections.header import Header
+from judgebench.compare.sections.label_entropy import LabelEntropy
 from judgebench.compare.sections.significance_tests import DecisionAgreement, OracleTests
 from judgebench.compare.sections.table1 import Table1
 from judgebench.compare.sections.table2 import Table2
@@ -28,6 +29,7 @@ SECTIONS: list[Section] = [
     Header(),
     Table1(),
     Table2(),
+    LabelEntropy(),
     OracleTests(),
     DecisionAgreement(),
     Discrimination(),
