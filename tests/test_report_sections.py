@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+from types import SimpleNamespace
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import report, sections
+from judgebench.compare import findings, report, sections
 from judgebench.compare.sections import label_entropy
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "report_golden"
@@ -71,3 +72,15 @@ def test_label_entropy_known_answers():
 def test_label_entropy_is_one_section_in_the_list(rendered):
     assert [s.name for s in sections.SECTIONS].index("label_entropy") == [s.name for s in sections.SECTIONS].index("table2") + 1
     assert "## Label entropy per judge" in rendered["report.md"] and "label_entropy.csv" in rendered
+
+
+def test_label_entropy_finding_for_a_collapsed_judge_only():
+    """Judge b (0 bits against the humans' 1) has less than COLLAPSED of their entropy: one finding; judge a (1 bit
+    against 2: exactly half) has none. The section's producer is in findings.PRODUCERS, after the listed ones."""
+    table = pd.DataFrame([["d", "a", 4, 1.0, 2.0, -1.0], ["d", "b", 4, 0.0, 1.0, -1.0]], columns=label_entropy.COLUMNS)
+    section = next(s for s in sections.SECTIONS if s.name == "label_entropy")
+    found = list(section.findings(SimpleNamespace(results={"label_entropy": table})))
+    assert [(f.dataset, f.judge, f.topic) for f in found] == [("d", "b", "label entropy")]
+    assert "0.00 bits against the humans' 1.00" in found[0].text
+    producers = [getattr(p, "__self__", None) for p in findings.PRODUCERS]
+    assert all(p is None for p in producers[:producers.index(section)])  # after every producer findings.py lists

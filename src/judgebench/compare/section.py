@@ -2,7 +2,7 @@
 
 A report is an ordered list of ``Section`` objects (``compare/sections/__init__.py``, ``SECTIONS``). Each section says,
 for one analysis, every place it appears: its Markdown blocks (report.md, and report.html, which is rendered from
-report.md), its LaTeX tables, its CSV files, its figures and its terminal lines. Adding an analysis is one new module
+report.md), its LaTeX tables, its CSV files, its figures, its terminal lines and its findings. Adding an analysis is one new module
 under ``compare/sections/`` and one line in ``SECTIONS``; ``report.write`` walks the list once per format.
 
 A section that needs numbers ``report.build`` does not already gather computes them in ``compute`` (called once, after
@@ -13,11 +13,13 @@ build, with the finished Report); its result is kept in ``Report.results[name]``
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 if TYPE_CHECKING:
+    from judgebench.compare.findings import Finding
     from judgebench.compare.report_model import Report
 
 LatexTable = tuple[str, pd.DataFrame, str, dict]  # (file stem, frame, caption, render.latex options)
@@ -58,4 +60,9 @@ class Section:
 
     def console(self, r: Report) -> list[str]:
         """Lines for the terminal summary (names already through names.plain)."""
+        return []
+
+    def findings(self, r: Report) -> Iterable[Finding]:
+        """Sentences for the findings that open every output (compare/findings.py; a section that overrides this is
+        appended to ``findings.PRODUCERS`` by ``compare/sections``, after the producers listed there)."""
         return []

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from judgebench.compare import figures as figure_files
+from judgebench.compare import findings
 from judgebench.compare.section import LatexTable, Section
 from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias
 from judgebench.compare.sections.grid_state import ContentBias, GridState
@@ -41,6 +42,8 @@ SECTIONS: list[Section] = [
     ContentBias(),
     GridState(),
 ]
+# The sections that have findings of their own join the producers, after those findings.py lists.
+findings.PRODUCERS.extend(s.findings for s in SECTIONS if type(s).findings is not Section.findings)
 
 
 def compute(r: Report, sections: list[Section] | None = None) -> None:

@@ -4,18 +4,21 @@ the collapse shows here before it shows in the orderings. (Added as one module a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import pandas as pd
 from scipy.stats import entropy
 
 from judgebench.compare import names, render
+from judgebench.compare.findings import Finding
 from judgebench.compare.section import LatexTable, Section
 from judgebench.text_view import ORIGINAL
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
 
+COLLAPSED = 0.5  # a judge with less than this share of the humans' entropy gets a finding (a rule of thumb, not a test)
 COLUMNS = ["dataset", "judge", "pairs", "judge_bits", "human_bits", "difference"]
 
 
@@ -70,3 +73,11 @@ class LabelEntropy(Section):
         return ["  label entropy, judge vs human (bits): " + "; ".join(
             f"{names.plain(x.dataset)} / {names.plain(x.judge)} {x.judge_bits:.2f} vs {x.human_bits:.2f}"
             for x in table.itertuples(index=False))]
+
+    def findings(self, r: Report) -> Iterable[Finding]:
+        table = self.result(r)
+        for x in table.itertuples(index=False) if table is not None else ():
+            if x.human_bits > 0 and x.judge_bits < COLLAPSED * x.human_bits:
+                yield Finding("label entropy", f"gives most pairs the same grade: its labels carry {x.judge_bits:.2f} bits "
+                              f"against the humans' {x.human_bits:.2f} on the same {x.pairs} pairs.", x.dataset, x.judge,
+                              brief=f"label entropy {x.judge_bits:.2f} vs humans' {x.human_bits:.2f} bits")
