@@ -12,11 +12,13 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, human_budget_report, html,
-                                latex, names, sections, significance, tables)
-from judgebench.compare import budget_files, labelling_sheet, order_bias, self_preference, self_preference_report
+from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, html, latex, names, order_bias,
+                                sections, self_preference, self_preference_report, significance, tables)
+from judgebench.compare.budget import experiment_report as human_budget_report
+from judgebench.compare.budget import files as budget_files
+from judgebench.compare.budget import labelling_sheet
 from judgebench.compare import discrimination, discrimination_report
-from judgebench.compare import human_budget as budget
+from judgebench.compare.budget import experiment as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References
 from judgebench.compare.report_model import FORMATS, Options, Report

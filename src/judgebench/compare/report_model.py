@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgebench.compare import human_budget as budget
+from judgebench.compare.budget import experiment as budget
 from judgebench.compare import order_bias, self_preference
 from judgebench.compare.discrimination import Discrimination
 from judgebench.compare.ensembles import VirtualJudge
@@ -37,12 +37,12 @@ class Options:
     # the pairs the judge labelled), human_labelset (of the whole label set) or human (all qrels: the paper's).
     reference: str = HUMAN_JUDGED
     allow_mixed_versions: bool = False
-    # The human-budget experiment (human_budget.py): estimators beside judge_only (none: off), k values, samples per k.
+    # The human-budget experiment (budget/experiment.py): estimators beside judge_only (none: off), k values, samples per k.
     calibration: tuple[str, ...] = ()
     calibration_k: tuple[str, ...] = budget.DEFAULT_K
     resamples: int = 200
-    # The planner (budget_plan.py): plan=budget writes a labelling plan of ``budget`` queries; the read-back
-    # (budget_files.py) reads ``human_labels`` with the plan in ``plan_dir``.
+    # The planner (budget/plan.py): plan=budget writes a labelling plan of ``budget`` queries; the read-back
+    # (budget/files.py) reads ``human_labels`` with the plan in ``plan_dir``.
     plan: bool = False
     budget: int | None = None
     strategy: str = "uniform"  # active did not beat it in benchmarks/calibration.py

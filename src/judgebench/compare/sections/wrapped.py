@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import budget_plan_report, discrimination_report, human_budget_report, labelling_sheet, names
+from judgebench.compare import discrimination_report, names
+from judgebench.compare.budget import plan_report as budget_plan_report
+from judgebench.compare.budget import experiment_report as human_budget_report
+from judgebench.compare.budget import labelling_sheet
 from judgebench.compare import self_preference_report
 from judgebench.compare.section import LatexTable, Section
 from judgebench.text_view import ORIGINAL
@@ -61,7 +64,7 @@ class SelfPreference(Section):
 
 
 class Calibration(Section):
-    """The human-budget experiment (compare/human_budget.py): calibration=... on the command line."""
+    """The human-budget experiment (compare/budget/experiment.py): calibration=... on the command line."""
 
     name = "calibration"
 
@@ -84,7 +87,7 @@ class Calibration(Section):
 
 
 class BudgetPlan(Section):
-    """The planner's plan and predictions, or the read-back of the assessors' labels (compare/budget_files.py). Its
+    """The planner's plan and predictions, or the read-back of the assessors' labels (compare/budget/files.py). Its
     plan files and labelling sheets are written by report.write whatever format= says."""
 
     name = "budget_plan"

@@ -24,7 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from judgebench.compare.artifacts import per_query_matrix
-from judgebench.compare.corrections import LabelLevel, Linear, residual_estimate
+from judgebench.compare.budget.corrections import LabelLevel, Linear, residual_estimate
 from judgebench.compare.reference import References
 from judgebench.compare.tables import judge_columns
 from judgebench.evaluation import class_weights
