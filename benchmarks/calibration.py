@@ -35,7 +35,7 @@ from scipy import stats
 
 from benchmarks.common import parser, table, write_json
 from judgebench.compare.budget import plan as budget_plan
-from judgebench.compare.bootstrap import percentile_interval, resample_indices
+from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices
 from judgebench.data.trec import read_qrels, read_run
 from judgebench.data.trec_dl import SHIPPED
 from judgebench.metrics import designs, ppi

@@ -18,7 +18,7 @@ import itertools
 import artifact_checks
 
 from cli_runner import run, warm_store
-from judgebench.compare import bias
+from judgebench.compare.analyses import bias
 from judgebench.compare.budget import experiment_report as human_budget_report
 from judgebench.compare.budget import experiment as calibration
 from judgebench.compare.reference import References

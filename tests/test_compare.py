@@ -15,7 +15,13 @@ from mlflow.tracking import MlflowClient
 from scipy.stats import kendalltau
 
 from judgebench import tracking
-from judgebench.compare import bias, bootstrap, ensembles, figures, markdown, report, sections, significance, tables
+from judgebench.compare import report, sections, tables
+from judgebench.compare.analyses import bias
+from judgebench.compare.analyses import bootstrap
+from judgebench.compare.analyses import ensembles
+from judgebench.compare.renderers import figures
+from judgebench.compare.renderers import markdown
+from judgebench.compare.analyses import significance
 from judgebench.compare.sections import table2 as table2_section
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.collect import missing_cells

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import findings, names, render, sections
+from judgebench.compare import findings, names, sections
+from judgebench.compare.renderers import render
 from judgebench.compare.artifacts import REFERENCES
 
 if TYPE_CHECKING:

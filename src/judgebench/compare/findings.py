@@ -170,7 +170,7 @@ def grid(r: Report) -> Iterable[Finding]:
 
 def discrimination(r: Report) -> Iterable[Finding]:
     """Per dataset, whether label agreement predicts discriminative power, where the report holds that analysis
-    (``r.discrimination``: compare/discrimination.py's answers, table and human pair counts; read by attribute, so
+    (``r.discrimination``: compare/analyses/discrimination.py's answers, table and human pair counts; read by attribute, so
     this module needs no import of it)."""
     d = getattr(r, "discrimination", None)
     if not d:

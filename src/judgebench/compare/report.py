@@ -12,12 +12,21 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, html, latex, names, order_bias,
-                                sections, self_preference, self_preference_report, significance, tables)
+from judgebench.compare import columns, compare_run, dataset_identity, names, sections, tables
+from judgebench.compare.analyses import bias
+from judgebench.compare.analyses import bootstrap
+from judgebench.compare.analyses import ensembles
+from judgebench.compare.renderers import html
+from judgebench.compare.renderers import latex
+from judgebench.compare.analyses import order_bias
+from judgebench.compare.analyses import self_preference
+from judgebench.compare.renderers import self_preference_report
+from judgebench.compare.analyses import significance
 from judgebench.compare.budget import experiment_report as human_budget_report
 from judgebench.compare.budget import files as budget_files
 from judgebench.compare.budget import labelling_sheet
-from judgebench.compare import discrimination, discrimination_report
+from judgebench.compare.analyses import discrimination
+from judgebench.compare.renderers import discrimination_report
 from judgebench.compare.budget import experiment as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References

@@ -35,7 +35,8 @@ class Section:
         return None
 
     def result(self, r: Report) -> Any:
-        return r.results.get(self.name)
+        """What ``compute`` returned for this report (None when it computed nothing, or for a report built by hand)."""
+        return getattr(r, "results", {}).get(self.name)
 
     def markdown(self, r: Report) -> list[str]:
         """Markdown blocks, joined by newlines into report.md (and report.html)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import figures as figure_files
+from judgebench.compare.renderers import figures as figure_files
 from judgebench.compare import findings
 from judgebench.compare.section import LatexTable, Section
 from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names, render, views
-from judgebench.compare.markdown import few_queries_warning
+from judgebench.compare import names
+from judgebench.compare.renderers import render
+from judgebench.compare.renderers import views
+from judgebench.compare.renderers.markdown import few_queries_warning
 from judgebench.compare.section import LatexTable, Section
 
 if TYPE_CHECKING:

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import figures, names, render
+from judgebench.compare import names
+from judgebench.compare.renderers import figures
+from judgebench.compare.renderers import render
 from judgebench.compare.section import LatexTable, Section
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from judgebench.compare import findings, names
 from judgebench.compare.artifacts import REFERENCES
-from judgebench.compare.markdown import REFERENCE_TEXT, findings_section, listed, report_title
+from judgebench.compare.renderers.markdown import REFERENCE_TEXT, findings_section, listed, report_title
 from judgebench.compare.section import Section
 
 if TYPE_CHECKING:

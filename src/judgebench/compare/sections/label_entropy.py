@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from scipy.stats import entropy
 
-from judgebench.compare import names, render
+from judgebench.compare import names
+from judgebench.compare.renderers import render
 from judgebench.compare.findings import Finding
 from judgebench.compare.section import LatexTable, Section
 from judgebench.text_view import ORIGINAL

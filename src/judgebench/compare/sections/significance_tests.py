@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names, render, significance
+from judgebench.compare import names
+from judgebench.compare.renderers import render
+from judgebench.compare.analyses import significance
 from judgebench.compare.section import LatexTable, Section
 
 if TYPE_CHECKING:

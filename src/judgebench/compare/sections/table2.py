@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import figures, names, render, views
+from judgebench.compare import names
+from judgebench.compare.renderers import figures
+from judgebench.compare.renderers import render
+from judgebench.compare.renderers import views
 from judgebench.compare.artifacts import REFERENCES
 from judgebench.compare.section import LatexTable, Section
 from judgebench.text_view import ORIGINAL

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import discrimination_report, names
+from judgebench.compare import names
+from judgebench.compare.renderers import discrimination_report
 from judgebench.compare.budget import plan_report as budget_plan_report
 from judgebench.compare.budget import experiment_report as human_budget_report
 from judgebench.compare.budget import labelling_sheet
-from judgebench.compare import self_preference_report
+from judgebench.compare.renderers import self_preference_report
 from judgebench.compare.section import LatexTable, Section
 from judgebench.text_view import ORIGINAL
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class Discrimination(Section):
-    """Which judges separate the oracle rankers humans separate (compare/discrimination.py)."""
+    """Which judges separate the oracle rankers humans separate (compare/analyses/discrimination.py)."""
 
     name = "discrimination"
 

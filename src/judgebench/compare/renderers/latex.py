@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgebench.compare import render
+from judgebench.compare.renderers import render
 from judgebench.compare.section import LatexTable
 
 
