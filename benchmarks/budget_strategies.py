@@ -9,7 +9,7 @@ against the resampling code's estimate for the same sample.
 
 --store: a folder holding the grid's mlruns/ (``python run.py -m +experiment=paper_human`` run there);
 without it the paper_human grid is run into a temporary folder first (about 1.5 min idle, 4 min on 2 loaded
-cores). --signals: the planner's signals the active and stratified designs are built on (compare/budget_signals.py;
+cores). --signals: the planner's signals the active and stratified designs are built on (compare/budget/signals.py;
 judges and entropy need 2 judges or logged probabilities, which paper_human lacks). The read-back runs on the
 first dataset. --quick: ks 4 6 and 30 resamples (the tests' size, on a toy store).
 """
@@ -29,8 +29,11 @@ from scipy import stats
 
 from benchmarks.common import REPO, parser, write_json
 from benchmarks.common import table as markdown_table
-from judgebench.compare import budget_files, budget_plan, budget_signals, tables
-from judgebench.compare import human_budget as budget
+from judgebench.compare import tables
+from judgebench.compare.budget import files as budget_files
+from judgebench.compare.budget import plan as budget_plan
+from judgebench.compare.budget import signals as budget_signals
+from judgebench.compare.budget import experiment as budget
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.collect import collect_runs, select, split_views
 from judgebench.compare.reference import References

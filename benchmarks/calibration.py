@@ -34,8 +34,8 @@ import pandas as pd
 from scipy import stats
 
 from benchmarks.common import parser, table, write_json
-from judgebench.compare import budget_plan
-from judgebench.compare.bootstrap import percentile_interval, resample_indices
+from judgebench.compare.budget import plan as budget_plan
+from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices
 from judgebench.data.trec import read_qrels, read_run
 from judgebench.data.trec_dl import SHIPPED
 from judgebench.metrics import designs, ppi

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         table1 = pd.read_csv(out / "table1_llmjudge.csv", index_col=0)
         judges = pd.read_csv(out / "discrimination.csv")
         corr = pd.read_csv(out / "discrimination_correlations.csv")
-    from judgebench.compare.discrimination import answer as one_sentence
+    from judgebench.compare.analyses.discrimination import answer as one_sentence
 
     answer = one_sentence("llmjudge", corr, len(judges))
     cells = len(table1) * (len(judges) + 1)

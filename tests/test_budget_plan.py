@@ -9,8 +9,10 @@ import pytest
 from scipy import stats
 from statsmodels.stats.power import normal_power  # noqa: F401  (k needed is checked against the formula below)
 
-from judgebench.compare import budget_files, budget_plan, tables
-from judgebench.compare import human_budget as budget
+from judgebench.compare import tables
+from judgebench.compare.budget import files as budget_files
+from judgebench.compare.budget import plan as budget_plan
+from judgebench.compare.budget import experiment as budget
 from judgebench.compare.reference import References, judged_name
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import HUMAN_JUDGED, HUMAN_LABELSET, evaluate, restrict
@@ -198,7 +200,7 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
     np.testing.assert_allclose(plan.u, mean + 1e-3 * mean.mean())
     np.testing.assert_allclose(plan.design.pi, 0.5 * budget_plan.designs.proportional_pi(plan.u, 6) + 0.5 * 6 / len(mean))
     assert set(built["plan"]["signal"]) == {"labels"}
-    from judgebench.compare import budget_plan_report
+    from judgebench.compare.budget import plan_report as budget_plan_report
 
     assert budget_plan_report.console(built)[0].startswith("plan toy/sim: active, budget 6, signal labels, ")
     assert any("### toy / sim: active, budget 6, signal labels" in part for part in budget_plan_report.markdown(built, 0.95))
@@ -209,7 +211,7 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
 
 
 def test_the_plan_report_prints_the_alpha_and_power_in_force(toy_cell):
-    from judgebench.compare import budget_plan_report
+    from judgebench.compare.budget import plan_report as budget_plan_report
     from judgebench.compare.report_model import Options
 
     cell, lab = toy_cell["cell"], toy_cell["labels"]

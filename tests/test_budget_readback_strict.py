@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from judgebench.compare import budget_files, budget_plan
+from judgebench.compare.budget import files as budget_files
+from judgebench.compare.budget import plan as budget_plan
 from judgebench.data import trec
 from judgebench.exceptions import CompareError, DataError
 from test_budget_plan import _label, toy_cell  # noqa: F401  (the fixture: one toy cell, its judge and human labels)

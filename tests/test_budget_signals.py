@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from judgebench.compare import budget_plan, budget_signals
-from judgebench.compare.human_budget import Cell
+from judgebench.compare.budget import plan as budget_plan
+from judgebench.compare.budget import signals as budget_signals
+from judgebench.compare.budget.experiment import Cell
 from judgebench.exceptions import CompareError
 from judgebench.metrics import designs
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judgebench.compare import budget_plan
+from judgebench.compare.budget import plan as budget_plan
 from judgebench.exceptions import CompareError
 from judgebench.metrics.designs import Active, Stratified, Uniform, design
 

@@ -18,12 +18,13 @@ import itertools
 import artifact_checks
 
 from cli_runner import run, warm_store
-from judgebench.compare import bias, human_budget_report
-from judgebench.compare import human_budget as calibration
+from judgebench.compare.analyses import bias
+from judgebench.compare.budget import experiment_report as human_budget_report
+from judgebench.compare.budget import experiment as calibration
 from judgebench.compare.reference import References
 from judgebench.compare.report import Options
 from table_refs import refs_of
-from judgebench.compare.corrections import LabelLevel, Linear, expected_gains, ols, residual_estimate
+from judgebench.compare.budget.corrections import LabelLevel, Linear, expected_gains, ols, residual_estimate
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import class_weights, evaluate, ndcg_from_class_gains
 from judgebench.metrics.ppi import PPI, HumanOnly, JudgeOnly, PPIPlusPlus

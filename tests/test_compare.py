@@ -15,7 +15,14 @@ from mlflow.tracking import MlflowClient
 from scipy.stats import kendalltau
 
 from judgebench import tracking
-from judgebench.compare import bias, bootstrap, ensembles, figures, markdown, report, significance, tables
+from judgebench.compare import report, sections, tables
+from judgebench.compare.analyses import bias
+from judgebench.compare.analyses import bootstrap
+from judgebench.compare.analyses import ensembles
+from judgebench.compare.renderers import figures
+from judgebench.compare.renderers import markdown
+from judgebench.compare.analyses import significance
+from judgebench.compare.sections import table2 as table2_section
 from judgebench.compare.artifacts import Artifacts
 from judgebench.compare.collect import missing_cells
 from judgebench.compare.reference import References
@@ -178,7 +185,7 @@ def test_per_judge_figures_are_capped_and_the_report_says_so(grid, tmp_path, mon
     """Beyond FIGURE_JUDGES judges only the first ones (report order) get a confusion file and a scatter panel, and
     the Figures section says how many of how many; the grid's 4 judges with the cap set to 2 stand in for a big grid."""
     assert f"first {report.FIGURE_JUDGES} judges in report order" in (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
-    monkeypatch.setattr(report, "FIGURE_JUDGES", 2)
+    monkeypatch.setattr(table2_section, "FIGURE_JUDGES", 2)
     rep = report.build(grid["client"], "grid", options=report.Options(bootstrap=0, formats=("md", "png")))
     files = {f.name for f in report.write(rep, tmp_path)}
     judges = [c for c in csv(grid, "table1_toy.csv", index_col="system").columns if c not in ("type", "human", "human_labelset")]
@@ -351,7 +358,7 @@ def test_explicit_panel(grid):
     for (_, system), run in art.runs(jobs).items():
         expected = ndcg10_judged(frame_rows(run, "query_id", "doc_id", "rank"), qrels, queries)
         assert t.loc[system, "majority"] == pytest.approx(sum(expected.values()) / 12, abs=1e-12), system
-    assert "panel = majority here" in markdown.document(rep)
+    assert "panel = majority here" in sections.markdown(rep)
 
 
 # --------------------------------------------------------------------------- known answers, hand-made tables

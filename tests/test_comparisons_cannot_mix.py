@@ -18,7 +18,8 @@ from mlflow.tracking import MlflowClient
 
 import cli_runner
 from judgebench.jobs import pipeline
-from judgebench.compare import dataset_identity, report as report_mod, significance
+from judgebench.compare import dataset_identity, report as report_mod
+from judgebench.compare.analyses import significance
 from judgebench.compare.reference import References
 from judgebench.data import fingerprint
 from judgebench.data.datasets import from_files

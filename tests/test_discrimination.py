@@ -1,4 +1,4 @@
-"""compare/discrimination.py on a small synthetic frame: every count, tau and rho recomputed independently
+"""compare/analyses/discrimination.py on a small synthetic frame: every count, tau and rho recomputed independently
 (scipy's t-test, Kendall and Spearman, numpy's resampling), never through the module under test."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau, spearmanr, ttest_rel
 
-from judgebench.compare import discrimination
+from judgebench.compare.analyses import discrimination
 from judgebench.compare.reference import References
 
 SYSTEMS = ["Perfect", "Swap[3]", "Swap[2]", "Swap[1]"]

@@ -1,10 +1,11 @@
-"""The figures' font fallback (compare/fonts.py): a CJK-capable font, when one is installed, follows DejaVu Sans."""
+"""The figures' font fallback (compare/renderers/fonts.py): a CJK-capable font, when one is installed, follows DejaVu Sans."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from judgebench.compare import figures, fonts
+from judgebench.compare.renderers import figures
+from judgebench.compare.renderers import fonts
 
 
 def test_the_first_known_cjk_font_installed_follows_dejavu():

@@ -21,7 +21,10 @@ from mlflow.tracking import MlflowClient
 
 import cli_runner
 from cli_runner import run_compare
-from judgebench.compare import cli, figures, html as report_html, names, render
+from judgebench.compare import cli, names
+from judgebench.compare.renderers import figures
+from judgebench.compare.renderers import html as report_html
+from judgebench.compare.renderers import render
 from judgebench.exceptions import CompareError
 from test_report_html import Elements, chromium, headless
 

@@ -1,4 +1,4 @@
-"""The assessor's sheet (compare/labelling_sheet.py): written for a small plan on toy, filled from the held-back human
+"""The assessor's sheet (compare/budget/labelling_sheet.py): written for a small plan on toy, filled from the held-back human
 qrels, read back through compare's read-back: the same estimates as the qrels template filled the same way."""
 
 from __future__ import annotations
@@ -9,7 +9,10 @@ import io
 import numpy as np
 import pytest
 
-from judgebench.compare import budget_files, budget_plan, labelling_sheet, report
+from judgebench.compare import report
+from judgebench.compare.budget import files as budget_files
+from judgebench.compare.budget import plan as budget_plan
+from judgebench.compare.budget import labelling_sheet
 from judgebench.data.datasets import load_toy
 from judgebench.exceptions import CompareError
 from test_budget_plan import _label, toy_cell  # noqa: F401  (the module's fixture: a toy cell with a simulated judge)

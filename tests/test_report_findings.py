@@ -1,5 +1,5 @@
 """The findings that open every report (compare/findings.py), the cells a running sweep still waits for, and the
-scatter panels' label placement (compare/label_layout.py)."""
+scatter panels' label placement (compare/renderers/label_layout.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ import pytest  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
-from judgebench.compare import collect, console, findings, label_layout, markdown  # noqa: E402
+from judgebench.compare import collect, console, findings
+from judgebench.compare.renderers import label_layout
+from judgebench.compare.renderers import markdown
 from judgebench.tracking import TAG  # noqa: E402
 
 
@@ -116,7 +118,7 @@ def test_point_labels_do_not_overlap(seed):
 
 
 def test_the_discrimination_answer_is_a_finding_of_its_dataset():
-    """compare/discrimination.py's per-dataset answer (read by attribute from the report) opens the report too."""
+    """compare/analyses/discrimination.py's per-dataset answer (read by attribute from the report) opens the report too."""
     table = pd.DataFrame({"dataset": ["d", "d", "d"], "judge": ["a", "b", "c"], "agree": [9, 9, 4]})
     d = SimpleNamespace(answers={"d": "label agreement predicts it: rho 0.8 [0.5, 1.0]"}, table=table, human={"d": (12, 15)})
     (f,) = findings.discrimination(SimpleNamespace(discrimination=d))

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from judgebench.compare import order_bias, self_preference
+from judgebench.compare.analyses import order_bias
+from judgebench.compare.analyses import self_preference
 from judgebench.compare.reference import References, judged_name
 from judgebench.metrics.self_preference import SignFlipTest
 from judgebench.rankers.prp import order_statistics

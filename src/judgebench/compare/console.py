@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import budget_plan_report, findings, human_budget_report, labelling_sheet, names, render
+from judgebench.compare import findings, names, sections
+from judgebench.compare.renderers import render
 from judgebench.compare.artifacts import REFERENCES
-from judgebench.text_view import ORIGINAL
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
@@ -86,21 +86,7 @@ def summary(r: Report, out: Path, seconds: float) -> str:
         cols = [c for c in HEADLINE if c in r.table2.columns]
         parts += ["\nTable 2: agreement with the humans (headline columns)", _table(r.table2[["dataset", "judge", *cols]], index=False)]
     parts += ["\nFindings:", *findings_lines(r)]
-    parts += [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first position "
-              f"{x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
-    if len(r.calibration):
-        parts += [f"note: {names.plain(line)}" for line in human_budget_report.k_notes(r.calibration, r.options.calibration_k)]
-    parts += budget_plan_report.console(r.budget_plan)
-    if "plans" in r.budget_plan:  # what the budget means in work: queries and pairs, and the assessors' sheets
-        parts += labelling_sheet.counts(r.budget_plan["plans"], r.labels[r.labels["text_view"] == ORIGINAL])
-    if r.rewritten_runs:
-        parts.append(f"\n{r.rewritten_runs} run(s) on rewritten text views: used in the content-bias section only")
-    if len(r.missing):
-        shown = [f"{names.plain(d)} / {names.plain(s)} / judge={names.plain(j)}"
-                 for d, s, j, _ in r.missing.head(2).itertuples(index=False)]
-        running = f"; {len(r.running)} of them still running" if len(r.running) else ""
-        parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report){running}")
-    parts += [f"problem: {names.plain(p)}" for p in r.problems]
+    parts += sections.console(r)  # each section's lines, in report order
     return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)  # a path is never cut
 
 

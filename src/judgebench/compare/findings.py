@@ -1,7 +1,7 @@
 """What a compare report found, as sentences: the first thing report.html, report.md and the terminal show.
 
 One list of ``Finding`` records, built once from the Report by the functions in ``PRODUCERS`` (in order), and
-rendered by every output: ``console.summary`` (plain lines), ``markdown.sections`` ("## Findings") and
+rendered by every output: ``console.summary`` (plain lines), the report's header section (compare/sections/header.py: "## Findings") and
 ``html`` (the panel above the contents). An analysis that wants its result up front appends one function
 ``(Report) -> Iterable[Finding]`` to ``PRODUCERS`` (docs/architecture.md, "Add a finding"). A record's text is
 plain: names in it are raw and each renderer escapes the whole sentence.
@@ -170,7 +170,7 @@ def grid(r: Report) -> Iterable[Finding]:
 
 def discrimination(r: Report) -> Iterable[Finding]:
     """Per dataset, whether label agreement predicts discriminative power, where the report holds that analysis
-    (``r.discrimination``: compare/discrimination.py's answers, table and human pair counts; read by attribute, so
+    (``r.discrimination``: compare/analyses/discrimination.py's answers, table and human pair counts; read by attribute, so
     this module needs no import of it)."""
     d = getattr(r, "discrimination", None)
     if not d:

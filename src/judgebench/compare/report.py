@@ -12,20 +12,32 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import (bias, bootstrap, columns, compare_run, dataset_identity, ensembles, figures, human_budget_report,
-                                html, latex, markdown, names, significance, tables)
-from judgebench.compare import budget_files, budget_plan_report, labelling_sheet, order_bias, self_preference, self_preference_report
-from judgebench.compare import discrimination, discrimination_report
-from judgebench.compare import human_budget as budget
+from judgebench.compare import columns, compare_run, dataset_identity, names, sections, tables
+from judgebench.compare.analyses import bias
+from judgebench.compare.analyses import bootstrap
+from judgebench.compare.analyses import ensembles
+from judgebench.compare.renderers import html
+from judgebench.compare.renderers import latex
+from judgebench.compare.analyses import order_bias
+from judgebench.compare.analyses import self_preference
+from judgebench.compare.renderers import self_preference_report
+from judgebench.compare.analyses import significance
+from judgebench.compare.budget import experiment_report as human_budget_report
+from judgebench.compare.budget import files as budget_files
+from judgebench.compare.budget import labelling_sheet
+from judgebench.compare.analyses import discrimination
+from judgebench.compare.renderers import discrimination_report
+from judgebench.compare.budget import experiment as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References
 from judgebench.compare.report_model import FORMATS, Options, Report
+from judgebench.compare.sections.table2 import FIGURE_JUDGES, figure_judges
 from judgebench.exceptions import CompareError
 from judgebench.content_bias import statistics as content_bias
 from judgebench.compare.collect import collect_runs, collect_summaries, missing_cells, running_cells, select, split_views
 from judgebench.text_view import ORIGINAL
 
-__all__ = ["FORMATS", "Options", "Report", "build", "write", "header", "log_compare_run"]
+__all__ = ["FIGURE_JUDGES", "FORMATS", "Options", "Report", "build", "figure_judges", "write", "header", "log_compare_run"]
 
 
 def build(client: MlflowClient, experiment: str, sweep: str | None = None, options: Options | None = None) -> Report:
@@ -91,7 +103,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         planned = budget_files.build(budget.cells(per_query, t1, original, refs, None, problems), original, runs, opt)
     running = running_cells(client, experiment, everything, sweep)
     running = running[running["judge"].isin(opt.judges or running["judge"]) & running["dataset"].isin(names or running["dataset"])]
-    return Report(
+    report = Report(
         experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, names, opt.judges, running), running=running,
         oracle_tests=oracle_tests, all_tests=all_tests, agreement_counts=counts, agreement_pairs=pairs,
         bias=bias.ranker_bias(t1, refs), ci_means=ci_means, ci_tau=ci_tau, labels=labels, virtual=virtual,
@@ -109,6 +121,8 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
     )
+    sections.compute(report)
+    return report
 
 
 # --------------------------------------------------------------------------- files
@@ -120,42 +134,26 @@ def _csv(frame: pd.DataFrame, path: Path, index: bool = False) -> Path:
 
 
 def write(report: Report, out: Path) -> list[Path]:
-    """Write the formats asked for; returns the files written."""
+    """Write the formats asked for, each section's part of each (compare/sections); returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
     fmt = set(report.options.formats)
     files: list[Path] = []
     if "csv" in fmt:
-        files += [_csv(t, out / f"table1_{names.file_part(d)}.csv", index=True) for d, t in report.table1.items()]
-        for name, frame in (("table2", report.table2), ("ttests_oracles", report.oracle_tests), ("ttests_all", report.all_tests),
-                            ("significance_agreement", report.agreement_counts), ("significance_pairs", report.agreement_pairs),
-                            ("ranker_bias", report.bias), ("bootstrap_means", report.ci_means), ("bootstrap_tau", report.ci_tau),
-                            ("content_bias_distribution", report.content_distribution),
-                            ("content_bias_summary", report.content_summary), ("missing_cells", report.missing),
-                            ("calibration", report.calibration), ("calibration_summary", report.calibration_summary)):
-            if len(frame) or name in ("table2", "missing_cells"):
-                files.append(_csv(frame, out / f"{name}.csv"))
-        files += [_csv(frame, out / f"{name}.csv") for name, frame in self_preference_report.csv_frames(report) if len(frame)]
-        files += [_csv(frame, out / f"{name}.csv") for name, frame in discrimination_report.csv_frames(report)]
-        for name, key in (("human_budget_predictions", "predictions"), ("human_budget_measured", "measured"),
-                          ("human_budget_readback", "readback")):
-            if key in report.budget_plan:
-                files.append(_csv(report.budget_plan[key], out / f"{name}.csv"))
+        files += [_csv(frame, out / f"{name}.csv", index=index) for name, frame, index in sections.csv(report)]
     if "plans" in report.budget_plan:  # the plan, its templates and the assessors' sheets, whatever format= says
         original = report.labels[report.labels["text_view"] == ORIGINAL]
         files += budget_files.write(report.budget_plan["plans"], original, out)
         files += labelling_sheet.write(report.budget_plan["plans"], original, out, f"judgebench-compare experiment={report.experiment} "
                                        f"calibration.human_labels={out / 'labels.tsv'} (and the same out= as this plan, if one was given)")
     if "tex" in fmt:
-        files += latex.write(report, out)
+        files += latex.write(sections.latex(report), out)
     if "png" in fmt:
-        files += _write_figures(report, out)
-    captions = {**figures.CAPTIONS, self_preference_report.FIGURE: self_preference_report.CAPTION,
-                budget_plan_report.FIGURE: budget_plan_report.CAPTION, discrimination_report.FIGURE: discrimination_report.CAPTION}
+        files += sections.figures(report, out)
     drawn, judges = figure_judges(report)
     note = (f"Per-judge figures (the confusion matrices, the panels of the scatter) are drawn for the first {len(drawn)} of "
             f"the {judges} judges, in report order; every judge's numbers are in the tables above."
             if judges > len(drawn) and "png" in fmt else "")
-    text = markdown.document(report) + html.figure_links(files, captions, note)  # report.md links its figures
+    text = sections.markdown(report) + html.figure_links(files, sections.captions(), note)  # report.md links its figures
     if "md" in fmt:
         files.insert(0, out / "report.md")
         files[0].write_text(text, encoding="utf-8")
@@ -194,40 +192,6 @@ def header(r: Report) -> dict[str, str]:
         "runs read": f"{len(r.read.get('job_runs', []))} job runs, {len(r.read.get('judge_summary_runs', []))} judge summaries",
         "versions": "; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()) + f"; report by judgebench {__version__}",
     }
-
-
-FIGURE_JUDGES = 12
-
-
-def figure_judges(r: Report) -> tuple[list[str], int]:
-    """(the judges that get figures of their own, how many judges there are). Per-judge figures cost ~0.1-0.2 s a
-    judge to draw; a grid of 100 judges spent most of compare's time on 100 confusion files and a 100-panel scatter
-    (400 inches wide) nobody reads: beyond FIGURE_JUDGES the first ones are drawn, and the report says so."""
-    judges = [j for j in r.judges if j not in REFERENCES]
-    return judges[:FIGURE_JUDGES], len(judges)
-
-
-def _write_figures(r: Report, out: Path) -> list[Path]:
-    files = [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png", r.ci_means, r.options.level)]
-    drawn, _ = figure_judges(r)
-    if len(r.judges) > 1:
-        shown = {d: t[[c for c in t.columns if c == "type" or c in REFERENCES or c in drawn]] for d, t in r.table1.items()}
-        files.append(figures.scatter(shown, out / "figure_scatter.png", r.refs, r.table2))
-        files.append(figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
-    original = r.labels[r.labels["text_view"] == ORIGINAL] if len(r.labels) else r.labels
-    for judge in drawn:
-        lab = original[original["judge"] == judge]
-        if len(lab):
-            files.append(figures.confusion(lab, judge, out / f"figure_confusion_{names.file_part(judge)}.png"))
-    if len(r.content_distribution):
-        files.append(figures.content_bias(r.content_distribution, out / "figure_content_bias.png"))
-    if len(r.calibration):
-        files += human_budget_report.budget_figures(r.calibration, out)
-    files += self_preference_report.figures(r, out)
-    files += discrimination_report.figure(r, out)
-    if "measured" in r.budget_plan:
-        files += budget_plan_report.figure(r.budget_plan["measured"], out)
-    return files
 
 
 # --------------------------------------------------------------------------- MLflow

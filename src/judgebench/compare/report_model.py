@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgebench.compare import human_budget as budget
-from judgebench.compare import order_bias, self_preference
-from judgebench.compare.discrimination import Discrimination
-from judgebench.compare.ensembles import VirtualJudge
+from judgebench.compare.analyses import order_bias
+from judgebench.compare.analyses import self_preference
+from judgebench.compare.analyses.discrimination import Discrimination
+from judgebench.compare.analyses.ensembles import VirtualJudge
 from judgebench.compare.reference import HUMAN_JUDGED, References
 
 FORMATS = ("md", "csv", "tex", "png", "html")
+DEFAULT_K = ("5", "10", "20", "all")  # the human-budget experiment's k values (budget/experiment.py), by default
 
 
 @dataclass
@@ -37,12 +38,12 @@ class Options:
     # the pairs the judge labelled), human_labelset (of the whole label set) or human (all qrels: the paper's).
     reference: str = HUMAN_JUDGED
     allow_mixed_versions: bool = False
-    # The human-budget experiment (human_budget.py): estimators beside judge_only (none: off), k values, samples per k.
+    # The human-budget experiment (budget/experiment.py): estimators beside judge_only (none: off), k values, samples per k.
     calibration: tuple[str, ...] = ()
-    calibration_k: tuple[str, ...] = budget.DEFAULT_K
+    calibration_k: tuple[str, ...] = DEFAULT_K
     resamples: int = 200
-    # The planner (budget_plan.py): plan=budget writes a labelling plan of ``budget`` queries; the read-back
-    # (budget_files.py) reads ``human_labels`` with the plan in ``plan_dir``.
+    # The planner (budget/plan.py): plan=budget writes a labelling plan of ``budget`` queries; the read-back
+    # (budget/files.py) reads ``human_labels`` with the plan in ``plan_dir``.
     plan: bool = False
     budget: int | None = None
     strategy: str = "uniform"  # active did not beat it in benchmarks/calibration.py
@@ -84,14 +85,15 @@ class Report:
     refs: References | None = None  # each judge's human reference (the figures read it)
     read: dict[str, list[str]] = field(default_factory=dict)  # run ids and sweep ids this report was built from
     superseded: list[str] = field(default_factory=list)  # earlier compare runs of this selection, replaced by the logged one
-    # does a judge favour its own family's rankers (compare/self_preference.py): self_preference, interaction, gaps frames
+    # does a judge favour its own family's rankers (compare/analyses/self_preference.py): self_preference, interaction, gaps frames
     self_preference: dict[str, pd.DataFrame] = field(default_factory=self_preference.empty)
     order_bias: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=order_bias.COLUMNS))  # PRP's two orders
     # the planner's plan, predictions and measured widths, or the read-back's estimates (budget_files.build)
     budget_plan: dict = field(default_factory=dict)
-    # which judges separate the oracle rankers humans separate, beside kappa (compare/discrimination.py)
+    # which judges separate the oracle rankers humans separate, beside kappa (compare/analyses/discrimination.py)
     discrimination: Discrimination = field(default_factory=Discrimination)
     running: pd.DataFrame = field(default_factory=pd.DataFrame)  # missing cells whose run is still RUNNING (collect.running_cells)
+    results: dict = field(default_factory=dict)  # {section name: what its compute returned} (compare/section.py)
 
     @property
     def judges(self) -> list[str]:

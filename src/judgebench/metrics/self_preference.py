@@ -100,7 +100,7 @@ class SignFlipTest:
 class StudentizedBootstrap:
     """Paired bootstrap-t interval of the mean per-query contrast, over resamples of the queries.
 
-    ``idx`` (B, n) are the compare bootstrap's draws (compare/bootstrap.py: queries sorted, one generator per
+    ``idx`` (B, n) are the compare bootstrap's draws (compare/analyses/bootstrap.py: queries sorted, one generator per
     dataset, the same resamples for every judge). Each resample b gives t_b = (mean_b - mean) / se_b, se the
     standard error s / sqrt(n); the interval is [mean - t_(1+level)/2 * se, mean - t_(1-level)/2 * se]. Why not the
     percentile interval of the means, as for Table 6: over a dozen queries (the toy set) it is too narrow (its

@@ -6,10 +6,10 @@ from slightly worse ones (or the reverse). With oracle rankers (Perfect, Swap[k]
 this module ranks the judges by discriminative power:
 
 1. on the oracle pairs that humans separate significantly (the paired t-tests of Tables 3/4, with the
-   report's alpha and correction, compare/significance.py): how many the judge also separates in the same
+   report's alpha and correction, compare/analyses/significance.py): how many the judge also separates in the same
    direction (``agree``), misses, reverses; and how many pairs it separates that humans do not (``spurious``);
 2. the oracles-only Kendall tau and tau_AP between the judge's and its human reference's orderings, with
-   percentile bootstrap intervals over queries (the resampling contract of compare/bootstrap.py);
+   percentile bootstrap intervals over queries (the resampling contract of compare/analyses/bootstrap.py);
 
 beside graded kappa (Table 2). Across judges, Spearman's rho of kappa with pairs agreed and with tau, each
 with a percentile bootstrap interval over judges, answers in one sentence whether label agreement predicts
@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from judgebench.compare import significance
+from judgebench.compare.analyses import significance
 from judgebench.compare.artifacts import REFERENCES, per_query_matrix
-from judgebench.compare.bootstrap import percentile_interval, resample_indices
+from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices
 from judgebench.compare.reference import References, is_pseudo
 from judgebench.metrics import tau_b
 from judgebench.metrics.correlation import tau_ap
@@ -124,7 +124,7 @@ def _means(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
 def ordering_intervals(per_query: pd.DataFrame, oracles: list[str], judges: list[str], refs: References, n_resamples: int,
                        seed: int, level: float) -> pd.DataFrame:
     """Oracles-only tau-b and tau_AP of each judge against its reference, with percentile intervals over the same
-    query resamples for every judge (compare/bootstrap.py's contract: queries in string order, one rng per dataset)."""
+    query resamples for every judge (compare/analyses/bootstrap.py's contract: queries in string order, one rng per dataset)."""
     dataset = per_query["dataset"].iloc[0] if len(per_query) else ""
     queries = sorted(per_query["query_id"].astype(str).unique())
     idx = resample_indices(len(queries), max(n_resamples, 1), seed)

@@ -18,8 +18,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names, render  # noqa: E402
-from judgebench.compare.figures import _save, plain_text  # noqa: E402
+from judgebench.compare import names
+from judgebench.compare.renderers import render
+from judgebench.compare.renderers.figures import _save, plain_text  # noqa: E402
 
 INVERSION_OK = 0.05
 COVERAGE_OK = 0.90

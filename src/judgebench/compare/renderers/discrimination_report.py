@@ -1,4 +1,4 @@
-"""The discrimination section of a compare report (compare/discrimination.py computes it): a Markdown table of the
+"""The discrimination section of a compare report (compare/analyses/discrimination.py computes it): a Markdown table of the
 judges ranked by discriminative power beside kappa, the rank correlations, the one-sentence answer, a CSV, and a
 figure (judges ranked, oracles-only tau with its interval beside kappa). report.html renders the Markdown."""
 
@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names, render
-from judgebench.compare.discrimination import STATISTICS, Discrimination
+from judgebench.compare import names
+from judgebench.compare.renderers import render
+from judgebench.compare.analyses.discrimination import STATISTICS, Discrimination
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
@@ -73,7 +74,7 @@ def figure(r: Report, out: Path) -> list[Path]:
     d = r.discrimination
     if not d:
         return []
-    from judgebench.compare.figures import _save, plain_text, plt
+    from judgebench.compare.renderers.figures import _save, plain_text, plt
 
     @plain_text
     def draw() -> Path:

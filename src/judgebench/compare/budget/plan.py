@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from judgebench.compare import budget_signals
-from judgebench.compare.human_budget import Cell
+from judgebench.compare.budget import signals as budget_signals
+from judgebench.compare.budget.experiment import Cell
 from judgebench.exceptions import CompareError
 from judgebench.metrics import designs
 

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judgebench.compare import labelling_sheet, names
-from judgebench.compare.budget_plan import Plan, estimate
-from judgebench.compare.human_budget import LEVELS, Cell
+from judgebench.compare import names
+from judgebench.compare.budget import labelling_sheet
+from judgebench.compare.budget.plan import Plan, estimate
+from judgebench.compare.budget.experiment import LEVELS, Cell
 from judgebench.data import trec
 from judgebench.evaluation import evaluate
 from judgebench.exceptions import CompareError, DataError
@@ -208,7 +209,8 @@ def readback(cells: list[Cell], plan: pd.DataFrame, qrels: pd.DataFrame, runs, l
 def build(cells: list[Cell], labels: pd.DataFrame, runs, opt) -> dict:
     """What the report holds for plan=budget (plans, their rows, predictions, measured widths) or for
     calibration.human_labels= (the plan read and the read-back's estimates)."""
-    from judgebench.compare import budget_plan, budget_signals
+    from judgebench.compare.budget import plan as budget_plan
+    from judgebench.compare.budget import signals as budget_signals
 
     if opt.human_labels:
         if opt.plan_dir is None:

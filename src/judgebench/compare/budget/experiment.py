@@ -24,8 +24,9 @@ import pandas as pd
 from scipy import stats
 
 from judgebench.compare.artifacts import per_query_matrix
-from judgebench.compare.corrections import LabelLevel, Linear, residual_estimate
+from judgebench.compare.budget.corrections import LabelLevel, Linear, residual_estimate
 from judgebench.compare.reference import References
+from judgebench.compare.report_model import DEFAULT_K  # noqa: F401  (the k values calibration_k= defaults to)
 from judgebench.compare.tables import judge_columns
 from judgebench.evaluation import class_weights
 from judgebench.metrics import tau_b
@@ -34,7 +35,6 @@ from judgebench.metrics.ppi import BASELINES, Estimate
 
 ESTIMATORS = {e.name: e for e in (*BASELINES, Linear(), LabelLevel())}
 NAMES = tuple(n for n in ESTIMATORS if n != "judge_only")  # what calibration= may name; judge_only always runs
-DEFAULT_K = ("5", "10", "20", "all")
 LEVELS = 4
 COLUMNS = ["dataset", "judge", "reference", "estimator", "k", "queries", "samples", "labels_spent", "tau", "tau_sd",
            "inversion_rate", "mae", "coverage", "width", "agree", "missed", "spurious", "reversed"]

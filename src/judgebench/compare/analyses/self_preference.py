@@ -4,7 +4,7 @@ For each judge J and each ranker family F, the gap of each system s of F on each
 J's human reference, through :class:`References`), then the statistics of
 :mod:`judgebench.metrics.self_preference`: J's self-preference (own family vs the other families' LLM systems)
 and, for two judges of two families with rankers of both, their 2 x 2 interaction; each with a 95 % paired
-bootstrap interval over queries (compare/bootstrap.py's draws: queries sorted, a fresh generator per dataset,
+bootstrap interval over queries (compare/analyses/bootstrap.py's draws: queries sorted, a fresh generator per dataset,
 the same resamples for every judge) and a sign-flip test (the interval is the studentized one: see metrics.self_preference.StudentizedBootstrap).
 Families are data: ``judge_family`` and
 ``ranker_family`` tags of the job runs; a judge matches the systems whose family is its own, by equal text.
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from judgebench.compare.artifacts import REFERENCES, per_query_matrix
-from judgebench.compare.bootstrap import resample_indices
+from judgebench.compare.analyses.bootstrap import resample_indices
 from judgebench.compare.reference import References
 from judgebench.compare.tables import judge_columns
 from judgebench.metrics.self_preference import (FamilyInteraction, SelfPreference, SignFlipTest, StudentizedBootstrap,

@@ -1,6 +1,6 @@
 """The self-preference and PRP order-bias section of the compare report: words, tables, heatmap, metrics.
 
-The numbers come from compare/self_preference.py and compare/order_bias.py; this module only presents them
+The numbers come from compare/analyses/self_preference.py and compare/analyses/order_bias.py; this module only presents them
 (report.md / report.html, LaTeX, the judge-family x ranker-family heatmap, the compare run's MLflow metrics).
 """
 
@@ -16,9 +16,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names, render  # noqa: E402
-from judgebench.compare.figures import _names, _save, plain_text  # noqa: E402
-from judgebench.compare.self_preference import findings  # noqa: E402
+from judgebench.compare import names
+from judgebench.compare.renderers import render
+from judgebench.compare.renderers.figures import _names, _save, plain_text  # noqa: E402
+from judgebench.compare.analyses.self_preference import findings  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES  # noqa: E402
 
 if TYPE_CHECKING:

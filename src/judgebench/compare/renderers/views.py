@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import columns, render
+from judgebench.compare import columns
+from judgebench.compare.renderers import render
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report

@@ -11,10 +11,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names, render  # noqa: E402
-from judgebench.compare.budget_files import PLAN_FILE, template_name  # noqa: E402
-from judgebench.compare.budget_plan import NOT_BETTER  # noqa: E402
-from judgebench.compare.figures import _save, plain_text  # noqa: E402
+from judgebench.compare import names
+from judgebench.compare.renderers import render
+from judgebench.compare.budget.files import PLAN_FILE, template_name  # noqa: E402
+from judgebench.compare.budget.plan import NOT_BETTER  # noqa: E402
+from judgebench.compare.renderers.figures import _save, plain_text  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES, STRATEGIES, warning  # noqa: E402
 
 FIGURE = "figure_budget_plan.png"

@@ -16,7 +16,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import fonts, label_layout, names  # noqa: E402
+from judgebench.compare import names
+from judgebench.compare.renderers import fonts
+from judgebench.compare.renderers import label_layout
 from judgebench.compare.artifacts import REFERENCES  # noqa: E402
 from judgebench.compare.reference import References  # noqa: E402
 from judgebench.metrics.agreement import LEVELS  # noqa: E402
@@ -49,7 +51,7 @@ def plain_text(draw):
     """Decorates a figure function: every text it creates is drawn as written (``$`` is no mathtext delimiter)."""
     @functools.wraps(draw)
     def wrapper(*args, **kwargs):
-        with plt.rc_context({"text.parse_math": False, **fonts.fallback()}):  # names in any script (compare/fonts.py)
+        with plt.rc_context({"text.parse_math": False, **fonts.fallback()}):  # names in any script (compare/renderers/fonts.py)
             return draw(*args, **kwargs)
     return wrapper
 

@@ -23,7 +23,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.human_budget import Cell
+from judgebench.compare.budget.experiment import Cell
 from judgebench.exceptions import CompareError
 
 SIGNALS = ("systems", "judges", "entropy", "labels")

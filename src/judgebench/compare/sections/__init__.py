@@ -1,0 +1,79 @@
+"""The compare report as an ordered list of sections (compare/section.py): ``SECTIONS`` is the reading order of
+report.md and report.html, of the Figures section and of the terminal lines after the findings.
+
+Adding an analysis: one module in this package with a ``Section`` subclass, and one line in ``SECTIONS``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgebench.compare.renderers import figures as figure_files
+from judgebench.compare import findings
+from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias
+from judgebench.compare.sections.grid_state import ContentBias, GridState
+from judgebench.compare.sections.header import Header
+from judgebench.compare.sections.label_entropy import LabelEntropy
+from judgebench.compare.sections.significance_tests import DecisionAgreement, OracleTests
+from judgebench.compare.sections.table1 import Table1
+from judgebench.compare.sections.table2 import Table2
+from judgebench.compare.sections.wrapped import BudgetPlan, Calibration, Discrimination, SelfPreference
+
+if TYPE_CHECKING:
+    from judgebench.compare.report_model import Report
+
+SECTIONS: list[Section] = [
+    Header(),
+    Table1(),
+    Table2(),
+    LabelEntropy(),
+    OracleTests(),
+    DecisionAgreement(),
+    Discrimination(),
+    RankerBias(),
+    SelfPreference(),
+    ConfidenceIntervals(),
+    Calibration(),
+    BudgetPlan(),
+    ContentBias(),
+    GridState(),
+]
+# The sections that have findings of their own join the producers, after those findings.py lists.
+findings.PRODUCERS.extend(s.findings for s in SECTIONS if type(s).findings is not Section.findings)
+
+
+def compute(r: Report, sections: list[Section] | None = None) -> None:
+    """Each section's own numbers into ``r.results`` (after report.build gathered the shared ones)."""
+    for s in sections or SECTIONS:
+        result = s.compute(r)
+        if result is not None:
+            r.results[s.name] = result
+
+
+def markdown(r: Report) -> str:
+    """The whole report as one Markdown text (report.md, and report.html's source), the figures' links aside."""
+    return "\n".join(block for s in SECTIONS for block in s.markdown(r)) + "\n"
+
+
+def latex(r: Report) -> list[LatexTable]:
+    return [t for s in SECTIONS for t in s.latex(r)]
+
+
+def csv(r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+    return [f for s in SECTIONS for f in s.csv(r)]
+
+
+def figures(r: Report, out: Path) -> list[Path]:
+    return [p for s in SECTIONS for p in s.figures(r, out)]
+
+
+def captions() -> dict[str, str]:
+    return {**figure_files.CAPTIONS, **{k: v for s in SECTIONS for k, v in s.captions().items()}}
+
+
+def console(r: Report) -> list[str]:
+    return [line for s in SECTIONS for line in s.console(r)]

@@ -1,0 +1,68 @@
+"""Table 5 (ranker bias: do LLM rankers rise above the oracles under the judge only) and Table 6 (bootstrap intervals
+over queries for every mean and for tau)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgebench.compare import names
+from judgebench.compare.renderers import render
+from judgebench.compare.renderers import views
+from judgebench.compare.renderers.markdown import few_queries_warning
+from judgebench.compare.section import LatexTable, Section
+
+if TYPE_CHECKING:
+    from judgebench.compare.report_model import Report
+
+
+class RankerBias(Section):
+    """Table 5."""
+
+    name = "ranker_bias"
+
+    def markdown(self, r: Report) -> list[str]:
+        if not len(r.bias):
+            return []
+        return [f"\n## Table 5: ranker bias (human columns: {r.options.reference})\n",
+                "Mean rank of the LLM and oracle groups (1 = best) under the judge and under humans; inverted = the "
+                "order of the two groups flips, or an LLM system rises above every oracle under the judge only. llm_wins = share of (LLM, oracle) pairs the LLM system wins; "
+                "llm_above_oracles = LLM systems above every oracle; gap = judge minus human nDCG@10, mean per system type.\n",
+                render.markdown(views.bias_view(r, yes="INVERTED"), index=False, digits=3, strong={"inverted": "INVERTED"})]
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        return [("ranker_bias", views.bias_view(r), "Ranker bias per judge.", {"index": False, "digits": 3})] if len(r.bias) else []
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [("ranker_bias", r.bias, False)] if len(r.bias) else []
+
+
+class ConfidenceIntervals(Section):
+    """Table 6."""
+
+    name = "confidence_intervals"
+
+    def markdown(self, r: Report) -> list[str]:
+        o, md = r.options, names.markdown
+        parts = ["\n## Table 6: bootstrap confidence intervals over queries"]
+        if not len(r.ci_means):
+            return parts + ["\nbootstrap=0: no intervals computed."]
+        for dataset, c in views.confidence_tables(r).items():
+            parts += [f"\n### {md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]\n", render.markdown(c)]
+            parts += [f"\n**{md(w)}**" for w in [few_queries_warning(r.ci_means, dataset)] if w]
+        if len(r.ci_tau):
+            parts += [f"\n### Kendall's tau against {o.reference} [interval]\n", render.markdown(views.tau_intervals(r), index=False)]
+        return parts
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        if not len(r.ci_means):
+            return []
+        out: list[LatexTable] = [(f"confidence_{names.file_part(d)}", c, f"Mean nDCG@10 with {r.options.level:.0%} bootstrap "
+                                  f"intervals on {d}.", {}) for d, c in views.confidence_tables(r).items()]
+        if len(r.ci_tau):
+            out.append(("tau_intervals", views.tau_intervals(r), "Kendall's tau with bootstrap intervals.", {"index": False}))
+        return out
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in (("bootstrap_means", r.ci_means), ("bootstrap_tau", r.ci_tau)) if len(f)]

@@ -1,0 +1,71 @@
+"""Tables 3 and 4: paired t-tests between the oracle rankers, and each judge's pairwise significance decisions
+against its human reference (agree / missed / spurious / reversed, with the pairs)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgebench.compare import names
+from judgebench.compare.renderers import render
+from judgebench.compare.analyses import significance
+from judgebench.compare.section import LatexTable, Section
+
+if TYPE_CHECKING:
+    from judgebench.compare.report_model import Report
+
+
+class OracleTests(Section):
+    """Table 3."""
+
+    name = "oracle_tests"
+
+    def markdown(self, r: Report) -> list[str]:
+        if not len(r.oracle_tests):
+            return []
+        alpha = r.options.alpha
+        parts = [f"\n## Table 3: paired t-tests between oracle rankers (p raw / p Holm, * = significant at alpha {alpha})"]
+        for dataset, m in significance.oracle_matrix(r.oracle_tests, alpha, r.judges).items():
+            parts += [f"\n### {names.markdown(dataset)}\n", render.markdown(m)]
+        return parts
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        if not len(r.oracle_tests):
+            return []
+        return [(f"ttests_oracles_{names.file_part(d)}", m, f"Paired t-tests between oracle rankers on {d} (p raw / p Holm, * significant).",
+                 {}) for d, m in significance.oracle_matrix(r.oracle_tests, r.options.alpha, r.judges).items()]
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in (("ttests_oracles", r.oracle_tests), ("ttests_all", r.all_tests)) if len(f)]
+
+
+class DecisionAgreement(Section):
+    """Table 4."""
+
+    name = "decision_agreement"
+
+    def markdown(self, r: Report) -> list[str]:
+        if not len(r.agreement_counts):
+            return []
+        o = r.options
+        parts = [f"\n## Table 4: pairwise significance decisions, judge vs {o.reference} (alpha {o.alpha}, correction {o.correction})\n",
+                 "The family of each judge is the pairs of the systems that it and its reference both scored (`family`); "
+                 "Holm corrects both sides over that family. Pairs of the dataset's other systems are `dropped` (counted, "
+                 "listed in significance_pairs.csv).\n",
+                 render.markdown(r.agreement_counts, index=False, integers=list(significance.COUNTS[3:]))]
+        lists = significance.pair_lists(r.agreement_pairs)
+        lists = lists[lists["n"] > 0]
+        parts.append("\nPairs that do not agree (all pairs with their class: significance_pairs.csv):\n")
+        parts.append(render.markdown(lists, index=False, integers=["n"]) if len(lists) else "(none: every decision agrees)")
+        return parts
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        if not len(r.agreement_counts):
+            return []
+        return [("significance_agreement", r.agreement_counts, "Pairwise significance decisions, judge vs human.",
+                 {"index": False, "integers": list(significance.COUNTS[3:])})]
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in (("significance_agreement", r.agreement_counts),
+                                           ("significance_pairs", r.agreement_pairs)) if len(f)]

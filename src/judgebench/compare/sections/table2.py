@@ -1,0 +1,69 @@
+"""Table 2: each judge's agreement with the human qrels (labels and orderings), with the figures drawn per judge:
+human vs judge nDCG (scatter), kappa against tau, and a confusion matrix per judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgebench.compare import names
+from judgebench.compare.renderers import figures
+from judgebench.compare.renderers import render
+from judgebench.compare.renderers import views
+from judgebench.compare.artifacts import REFERENCES
+from judgebench.compare.section import LatexTable, Section
+from judgebench.text_view import ORIGINAL
+
+if TYPE_CHECKING:
+    from judgebench.compare.report_model import Report
+
+FIGURE_JUDGES = 12
+
+
+def figure_judges(r: Report) -> tuple[list[str], int]:
+    """(the judges that get figures of their own, how many judges there are). Per-judge figures cost ~0.1-0.2 s a
+    judge to draw; a grid of 100 judges spent most of compare's time on 100 confusion files and a 100-panel scatter
+    (400 inches wide) nobody reads: beyond FIGURE_JUDGES the first ones are drawn, and the report says so."""
+    judges = [j for j in r.judges if j not in REFERENCES]
+    return judges[:FIGURE_JUDGES], len(judges)
+
+
+class Table2(Section):
+    name = "table2"
+
+    def markdown(self, r: Report) -> list[str]:
+        parts = [f"\n## Table 2: agreement with the human qrels per judge (labels: on the label set; orderings: against "
+                 f"{r.options.reference})\n"]
+        if len(r.table2):
+            for _, title, frame, integers in views.table2_blocks(r.table2):
+                parts += [f"\n### {title}\n", render.markdown(frame, index=False, integers=[c for c in integers if c != "reference"])]
+        else:
+            parts.append("(no judge other than human)")
+        return parts
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        out = []
+        for suffix, title, frame, integers in views.table2_blocks(r.table2) if len(r.table2) else ():
+            against = f" (human reference: {r.options.reference})" if "reference" in integers else ""
+            out.append((f"table2{suffix}", frame, f"Per judge: {title}{against}.",
+                        {"index": False, "integers": [c for c in integers if c != "reference"]}))
+        return out
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [("table2", r.table2, False)]  # written even when empty: the file says "no judge"
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        files = []
+        drawn, _ = figure_judges(r)
+        if len(r.judges) > 1:
+            shown = {d: t[[c for c in t.columns if c == "type" or c in REFERENCES or c in drawn]] for d, t in r.table1.items()}
+            files.append(figures.scatter(shown, out / "figure_scatter.png", r.refs, r.table2))
+            files.append(figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
+        original = r.labels[r.labels["text_view"] == ORIGINAL] if len(r.labels) else r.labels
+        for judge in drawn:
+            lab = original[original["judge"] == judge]
+            if len(lab):
+                files.append(figures.confusion(lab, judge, out / f"figure_confusion_{names.file_part(judge)}.png"))
+        return files

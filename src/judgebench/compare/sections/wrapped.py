@@ -1,0 +1,114 @@
+"""The analyses that already had a renderer module of their own (discrimination, self-preference, the human-budget
+experiment, the budget planner), each as a Section that delegates to it: their numbers and views stay where they are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgebench.compare import names
+from judgebench.compare.renderers import discrimination_report
+from judgebench.compare.budget import plan_report as budget_plan_report
+from judgebench.compare.budget import experiment_report as human_budget_report
+from judgebench.compare.budget import labelling_sheet
+from judgebench.compare.renderers import self_preference_report
+from judgebench.compare.section import LatexTable, Section
+from judgebench.text_view import ORIGINAL
+
+if TYPE_CHECKING:
+    from judgebench.compare.report_model import Report
+
+
+class Discrimination(Section):
+    """Which judges separate the oracle rankers humans separate (compare/analyses/discrimination.py)."""
+
+    name = "discrimination"
+
+    def markdown(self, r: Report) -> list[str]:
+        return discrimination_report.markdown(r)
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in discrimination_report.csv_frames(r)]
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        return discrimination_report.figure(r, out)
+
+    def captions(self) -> dict[str, str]:
+        return {discrimination_report.FIGURE: discrimination_report.CAPTION}
+
+
+class SelfPreference(Section):
+    """Does a judge favour its own family's rankers; with the PRP rankers' order bias (one table, terminal lines)."""
+
+    name = "self_preference"
+
+    def markdown(self, r: Report) -> list[str]:
+        return self_preference_report.markdown(r)
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        return self_preference_report.latex_tables(r)
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in self_preference_report.csv_frames(r) if len(f)]
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        return self_preference_report.figures(r, out)
+
+    def captions(self) -> dict[str, str]:
+        return {self_preference_report.FIGURE: self_preference_report.CAPTION}
+
+    def console(self, r: Report) -> list[str]:
+        return [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first "
+                f"position {x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
+
+
+class Calibration(Section):
+    """The human-budget experiment (compare/budget/experiment.py): calibration=... on the command line."""
+
+    name = "calibration"
+
+    def markdown(self, r: Report) -> list[str]:
+        return human_budget_report.markdown(r.calibration, r.calibration_summary, r.options) if len(r.calibration) else []
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        return human_budget_report.latex_tables(r.calibration) if len(r.calibration) else []
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in (("calibration", r.calibration), ("calibration_summary", r.calibration_summary)) if len(f)]
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        return human_budget_report.budget_figures(r.calibration, out) if len(r.calibration) else []
+
+    def console(self, r: Report) -> list[str]:
+        if not len(r.calibration):
+            return []
+        return [f"note: {names.plain(line)}" for line in human_budget_report.k_notes(r.calibration, r.options.calibration_k)]
+
+
+class BudgetPlan(Section):
+    """The planner's plan and predictions, or the read-back of the assessors' labels (compare/budget/files.py). Its
+    plan files and labelling sheets are written by report.write whatever format= says."""
+
+    name = "budget_plan"
+
+    def markdown(self, r: Report) -> list[str]:
+        return budget_plan_report.markdown(r.budget_plan, r.options.level)
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(name, r.budget_plan[key], False) for name, key in (
+            ("human_budget_predictions", "predictions"), ("human_budget_measured", "measured"),
+            ("human_budget_readback", "readback")) if key in r.budget_plan]
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        return budget_plan_report.figure(r.budget_plan["measured"], out) if "measured" in r.budget_plan else []
+
+    def captions(self) -> dict[str, str]:
+        return {budget_plan_report.FIGURE: budget_plan_report.CAPTION}
+
+    def console(self, r: Report) -> list[str]:
+        lines = budget_plan_report.console(r.budget_plan)
+        if "plans" in r.budget_plan:  # what the budget means in work: queries and pairs, and the assessors' sheets
+            lines += labelling_sheet.counts(r.budget_plan["plans"], r.labels[r.labels["text_view"] == ORIGINAL])
+        return lines

@@ -1,0 +1,86 @@
+"""The report as a list of sections (compare/sections): its text outputs are pinned to a committed golden copy, and
+the per-judge label-entropy section (the demonstration analysis) is checked against entropies computed by hand.
+
+The golden copy (tests/data/report_golden/) is report.md, every CSV and every .tex of the toy grid's report
+(bootstrap 200, seed 0); the judgebench version in the text is replaced by ``VERSION``. It was first written by the
+code before the sections existed, so it also shows that moving the tables onto sections changed no byte. After a
+deliberate change to the report, rewrite it with ``JUDGEBENCH_WRITE_GOLDEN=1 pytest tests/test_report_sections.py``
+and review the diff.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from types import SimpleNamespace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from judgebench import __version__
+from judgebench.compare import findings, report, sections
+from judgebench.compare.sections import label_entropy
+
+GOLDEN = Path(__file__).resolve().parent / "data" / "report_golden"
+OPTIONS = {"bootstrap": 200, "seed": 0, "formats": ("md", "csv", "tex")}
+
+
+def render_text_outputs(store: Path, out: Path) -> dict[str, str]:
+    """{file name: text} of the toy grid's report written into ``out`` (what the golden copy holds)."""
+    client = MlflowClient(f"sqlite:///{store}/mlruns/mlflow.db")
+    rep = report.build(client, "grid", options=report.Options(**OPTIONS))
+    files = report.write(rep, out)
+    return {f.name: f.read_text(encoding="utf-8").replace(__version__, "VERSION") for f in files}
+
+
+@pytest.fixture(scope="module")
+def rendered(toy_grid_store, tmp_path_factory):
+    out = tmp_path_factory.mktemp("sections")
+    return render_text_outputs(toy_grid_store, out)
+
+
+def test_the_report_matches_its_golden_copy(rendered):
+    if os.environ.get("JUDGEBENCH_WRITE_GOLDEN"):
+        for old in GOLDEN.glob("*"):
+            old.unlink()
+        for name, text in rendered.items():
+            (GOLDEN / name).write_text(text, encoding="utf-8")
+    golden = {p.name: p.read_text(encoding="utf-8") for p in GOLDEN.iterdir()}
+    assert sorted(rendered) == sorted(golden)
+    for name, text in golden.items():
+        assert rendered[name] == text, f"{name} differs from tests/data/report_golden/{name}"
+
+
+def test_label_entropy_known_answers():
+    """Judge grades 0,0,1,1 (two equally likely: 1 bit) against human grades 0,1,2,3 (four: 2 bits); a judge that
+    gives one grade has 0 bits; the rewritten view is left out."""
+    labels = pd.DataFrame({
+        "dataset": ["d"] * 9, "judge": ["a"] * 4 + ["b"] * 4 + ["a"],
+        "relevance": [0, 0, 1, 1, 2, 2, 2, 2, 3], "human": [0, 1, 2, 3, 0, 0, 1, 1, 3],
+        "text_view": ["original"] * 8 + ["rewritten:x"], "query_id": list("qqqqqqqqq"), "doc_id": list("123412345")})
+    table = label_entropy.label_entropy(labels).set_index("judge")
+    assert table.loc["a", "pairs"] == 4 and table.loc["b", "pairs"] == 4
+    assert table.loc["a", "judge_bits"] == pytest.approx(1.0) and table.loc["a", "human_bits"] == pytest.approx(2.0)
+    assert table.loc["b", "judge_bits"] == pytest.approx(0.0) and table.loc["b", "human_bits"] == pytest.approx(1.0)
+    assert table.loc["a", "difference"] == pytest.approx(-1.0)
+    p = [3 / 8, 1 / 8, 4 / 8]  # an uneven distribution, by the formula
+    assert label_entropy.bits(pd.Series([0, 0, 0, 1, 2, 2, 2, 2])) == pytest.approx(-sum(x * math.log2(x) for x in p))
+
+
+def test_label_entropy_is_one_section_in_the_list(rendered):
+    assert [s.name for s in sections.SECTIONS].index("label_entropy") == [s.name for s in sections.SECTIONS].index("table2") + 1
+    assert "## Label entropy per judge" in rendered["report.md"] and "label_entropy.csv" in rendered
+
+
+def test_label_entropy_finding_for_a_collapsed_judge_only():
+    """Judge b (0 bits against the humans' 1) has less than COLLAPSED of their entropy: one finding; judge a (1 bit
+    against 2: exactly half) has none. The section's producer is in findings.PRODUCERS, after the listed ones."""
+    table = pd.DataFrame([["d", "a", 4, 1.0, 2.0, -1.0], ["d", "b", 4, 0.0, 1.0, -1.0]], columns=label_entropy.COLUMNS)
+    section = next(s for s in sections.SECTIONS if s.name == "label_entropy")
+    found = list(section.findings(SimpleNamespace(results={"label_entropy": table})))
+    assert [(f.dataset, f.judge, f.topic) for f in found] == [("d", "b", "label entropy")]
+    assert "0.00 bits against the humans' 1.00" in found[0].text
+    producers = [getattr(p, "__self__", None) for p in findings.PRODUCERS]
+    assert all(p is None for p in producers[:producers.index(section)])  # after every producer findings.py lists
