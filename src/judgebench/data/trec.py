@@ -71,6 +71,20 @@ def integer_label(text: str) -> int | None:
     return int(text) if _INTEGER.fullmatch(text) else None
 
 
+def _judgments(path: PathLike, name_pair: bool):
+    """(line, query id, doc id, integer label) of each qrels line: four fields and an ASCII integer label, or a
+    DataError naming the line (and the pair, with ``name_pair``)."""
+    for n, fields in qrels_fields(path):
+        if len(fields) != 4:
+            raise DataError(path, f"expected 4 fields {_QRELS_FORMAT}, got {len(fields)}", n)
+        qid, _, docid, label_s = fields
+        label = integer_label(label_s)
+        if label is None:
+            where = f"query {qid} doc {docid}: " if name_pair else ""
+            raise DataError(path, f"{where}expected an integer relevance label, got {label_s!r}", n)
+        yield n, qid, docid, label
+
+
 def read_qrels(path: PathLike, max_label: int = 3) -> pd.DataFrame:
     """TREC qrels ``query_id iteration doc_id relevance`` (iteration, e.g. Q0 or 0, is ignored).
 
@@ -78,13 +92,7 @@ def read_qrels(path: PathLike, max_label: int = 3) -> pd.DataFrame:
     guessed at. A (query, doc) judged twice is an error even with the same label.
     """
     seen: dict[tuple[str, str], tuple[int, int]] = {}  # (qid, docid) -> (line, label)
-    for n, fields in qrels_fields(path):
-        if len(fields) != 4:
-            raise DataError(path, f"expected 4 fields {_QRELS_FORMAT}, got {len(fields)}", n)
-        qid, _, docid, label_s = fields
-        label = integer_label(label_s)
-        if label is None:
-            raise DataError(path, f"expected an integer relevance label, got {label_s!r}", n)
+    for n, qid, docid, label in _judgments(path, name_pair=False):
         if not 0 <= label <= max_label:
             raise DataError(path, f"expected a relevance label in 0..{max_label}, got {label}", n)
         if (qid, docid) in seen:
@@ -124,13 +132,7 @@ def read_judge_qrels(path: PathLike, out_of_range: str = "error", duplicates: st
     if duplicates not in DUPLICATES:
         raise DataError(path, f"duplicates={duplicates!r}: expected one of {', '.join(DUPLICATES)}")
     rows: dict[tuple[str, str], tuple[int, int, int]] = {}  # (qid, docid) -> (line, label as written, label)
-    for n, fields in qrels_fields(path):
-        if len(fields) != 4:
-            raise DataError(path, f"expected 4 fields {_QRELS_FORMAT}, got {len(fields)}", n)
-        qid, _, docid, label_s = fields
-        written = integer_label(label_s)
-        if written is None:
-            raise DataError(path, f"query {qid} doc {docid}: expected an integer relevance label, got {label_s!r}", n)
+    for n, qid, docid, written in _judgments(path, name_pair=True):
         label = min(max(written, 0), max_label)
         if label != written and out_of_range == "error":
             raise DataError(
