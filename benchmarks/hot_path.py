@@ -234,6 +234,9 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     if args.quick:
         args.queries, args.rankt5_depth, args.prp_depth, args.repeats = 1, 12, 4, 1
+    import torch
+
+    torch.set_num_threads(1)  # a tiny model: more threads only spin beside the Python being measured
     ds = dataset(args.quick, args.queries)
     texts = list(ds.corpus.values()) + list(ds.queries.values())
     clock, rows = ForwardClock(), []

@@ -18,7 +18,7 @@ from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_label_distribution
 from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import load_prompt
-from judgebench.llm.models import as_spec, cached_scores, transformers_key
+from judgebench.llm.models import as_spec, cached_scores, score_chunk, transformers_key
 
 log = logging.getLogger("judgebench")
 
@@ -52,7 +52,7 @@ class TransformersJudge(Judge):
             items.append((key, (dataset.queries[q], texts[d])))
         records, scored = cached_scores(
             self.cache, items, self._score, meta=self.spec.cache_meta(),
-            chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"judging ({self.name})",
+            chunk=score_chunk(self.spec), progress=self.progress, desc=f"judging ({self.name})",
         )
         rows = []
         for (q, d), key in zip(zip(pairs["query_id"], pairs["doc_id"]), keys):
@@ -81,10 +81,8 @@ class TransformersJudge(Judge):
 
     def _score(self, payloads: list[tuple[str, str]]) -> list[dict]:
         model = self.load_model()
-        rendered = [
-            model.render(self.template.text, {"query": q, "passage": p}, "passage", forced_prefix=UMBRELA_PREFIX, system=self.system)
-            for q, p in payloads
-        ]
+        rendered = model.render_many(self.template.text, [{"query": q, "passage": p} for q, p in payloads], "passage",
+                                     forced_prefix=UMBRELA_PREFIX, system=self.system)
         # every passage of a query shares the instructions and the query: scored once from their key/value cache
         prefixes = [text_before(self.template.text, {"query": q, "passage": p}, "passage") for q, p in payloads]
         labels, expected, probs = umbrela_label_distribution(model, [r[0] for r in rendered], self.system, prefixes)

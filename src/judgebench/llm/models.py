@@ -90,6 +90,15 @@ def transformers_key(spec: ModelSpec, method: str, prompt_version: str, prompt: 
                     params=params, **spec.runtime())
 
 
+SCORE_CHUNK = 256  # prompts scored (and written to the cache) together: a killed job loses at most this many
+
+
+def score_chunk(spec: ModelSpec) -> int:
+    """Prompts per scoring call of :func:`cached_scores`: large enough that its fixed costs (one cache write, one
+    tokenizer call, the progress update) are spread thin, and never fewer than four batches."""
+    return max(SCORE_CHUNK, spec.batch_size * 4)
+
+
 def cached_scores(
     cache: CallCache,
     items: Sequence[tuple[str, Any]],

@@ -155,12 +155,13 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
             chunk = members[start:start + model.batch_size]
             t0 = time.perf_counter()
             tails = [encoded[i][p:] for i in chunk]
-            b, width = len(tails), max(len(t) for t in tails)
-            ids = torch.full((b, width), model.tokenizer.pad_token_id, dtype=torch.long)
-            mask = torch.zeros((b, width), dtype=torch.long)
-            for r, tail in enumerate(tails):  # RIGHT padding: a row's pads come after its last real token
-                ids[r, : len(tail)], mask[r, : len(tail)] = torch.tensor(tail, dtype=torch.long), 1
-            last = torch.tensor([len(t) - 1 for t in tails])
+            lengths = np.fromiter((len(t) for t in tails), dtype=np.int64, count=len(tails))
+            b, width = len(tails), int(lengths.max())
+            real = np.arange(width) < lengths[:, None]  # RIGHT padding: a row's pads come after its last real token
+            ids_np = np.full((b, width), model.tokenizer.pad_token_id, dtype=np.int64)
+            ids_np[real] = np.fromiter((t for tail in tails for t in tail), dtype=np.int64, count=int(lengths.sum()))
+            ids, mask = torch.from_numpy(ids_np), torch.from_numpy(real.astype(np.int64))
+            last = torch.from_numpy(lengths - 1)
             cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],
                                  config=model.model.config)
             kw: dict[str, Any] = {

@@ -245,6 +245,20 @@ class TransformersModel:
         self.truncated += 1
         return fill(template, {**fields, truncate_field: cut}), True
 
+    def render_many(self, template: str, fields: list[dict[str, Any]], truncate_field: str, *, forced_prefix: str = "",
+                    system: str | None = None) -> list[tuple[str, bool]]:
+        """:meth:`render` for many field sets, the fit checked in one tokenizer call (:mod:`judgebench.llm.encoding`)."""
+        from judgebench.llm.encoding import render_many
+
+        return render_many(self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system)
+
+    def encode_many(self, prompts: list[str], forced_prefix: str = "", system: str | None = None
+                    ) -> list[tuple[list[int], list[int] | None]]:
+        """:meth:`encode` of every prompt, tokenised in bulk (:mod:`judgebench.llm.encoding`)."""
+        from judgebench.llm.encoding import encode_many
+
+        return encode_many(self, prompts, forced_prefix, system)
+
     # ----- scoring --------------------------------------------------------------------------------
     def _chunks(self, encoded: list[tuple[list[int], list[int] | None]]) -> list[list[int]]:
         """Batches of input positions, similar lengths together; over-long prompts are an error, never cut here."""
@@ -260,13 +274,14 @@ class TransformersModel:
         """Pad to a tensor: LEFT for causal models (the next-token position is the last column of every row)."""
         import torch
 
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for r, row in enumerate(rows):
-            sl = slice(width - len(row), width) if self.kind == "causal" else slice(0, len(row))
-            ids[r, sl], mask[r, sl] = torch.tensor(row, dtype=torch.long), 1
-        return ids, mask
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        width = int(lengths.max())
+        cols = np.arange(width)
+        # a row's real tokens: the last len(row) columns (left padding) or the first len(row)
+        mask = cols >= (width - lengths)[:, None] if self.kind == "causal" else cols < lengths[:, None]
+        ids = np.full((len(rows), width), self.tokenizer.pad_token_id, dtype=np.int64)
+        ids[mask] = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
+        return torch.from_numpy(ids), torch.from_numpy(mask.astype(np.int64))
 
     def _count(self, n: int, mask: Any, t0: float) -> None:
         self.usage.prompts += n
@@ -285,7 +300,7 @@ class TransformersModel:
 
         from judgebench.llm import prefix_cache
 
-        encoded = [self.encode(p, forced_prefix, system) for p in prompts]
+        encoded = self.encode_many(prompts, forced_prefix, system)
         out = np.empty((len(prompts), 0), dtype=np.float64)
         lengths = [0] * len(prompts)
         if prefixes is not None and self.kind == "causal":
@@ -327,7 +342,7 @@ class TransformersModel:
 
         cand = torch.tensor([self.token_id(c) for c in candidates], dtype=torch.long, device=self.device)
         res = self._last_logits(prompts, forced_prefix, system,
-                                lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand), prefixes,
+                                lambda lg: lg.index_select(1, cand) - torch.logsumexp(lg, dim=-1, keepdim=True), prefixes,
                                 "log-probabilities")
         return res.reshape(len(prompts), len(candidates))
 
@@ -351,7 +366,7 @@ class TransformersModel:
                                    pad_token_id=self.tokenizer.pad_token_id,
                                    eos_token_id=cfg.eos_token_id if cfg.eos_token_id is not None else self.tokenizer.eos_token_id,
                                    decoder_start_token_id=getattr(self.model.config, "decoder_start_token_id", None))
-        encoded = [self.encode(p, "", system) for p in prompts]
+        encoded = self.encode_many(prompts, "", system)
         out = [""] * len(prompts)
         for chunk in self._chunks(encoded):
             t0 = time.perf_counter()

@@ -70,12 +70,12 @@ class PointwiseRanker(ModelRanker):
 
     def score_pairs(self, pairs, dataset, texts) -> list[float]:
         """Cached scores for (query_id, doc_id) pairs on the given text view (also used by content bias)."""
-        from judgebench.llm.models import cached_scores
+        from judgebench.llm.models import cached_scores, score_chunk
 
         items = [(self.key(dataset.queries[q], texts[d]), (dataset.queries[q], texts[d])) for q, d in pairs]
         records, self.scored_now = cached_scores(
             self.cache, items, self.score_batch, meta=self.spec.cache_meta(),
-            chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"{self.method} ({self.name})",
+            chunk=score_chunk(self.spec), progress=self.progress, desc=f"{self.method} ({self.name})",
         )
         return [records[k]["score"] for k, _ in items]
 
