@@ -18,6 +18,7 @@ covers prefix + tail, and each row's logits are read at its own last real token.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import OrderedDict
 from typing import Any
@@ -159,7 +160,7 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
             b, width = len(tails), int(lengths.max())
             real = np.arange(width) < lengths[:, None]  # RIGHT padding: a row's pads come after its last real token
             ids_np = np.full((b, width), model.tokenizer.pad_token_id, dtype=np.int64)
-            ids_np[real] = np.fromiter((t for tail in tails for t in tail), dtype=np.int64, count=int(lengths.sum()))
+            ids_np[real] = np.fromiter(itertools.chain.from_iterable(tails), dtype=np.int64, count=int(lengths.sum()))
             ids, mask = torch.from_numpy(ids_np), torch.from_numpy(real.astype(np.int64))
             last = torch.from_numpy(lengths - 1)
             cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],

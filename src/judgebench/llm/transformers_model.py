@@ -15,6 +15,7 @@ model, its dtype and device (:class:`~judgebench.exceptions.NonFiniteScores`), n
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -280,7 +281,7 @@ class TransformersModel:
         # a row's real tokens: the last len(row) columns (left padding) or the first len(row)
         mask = cols >= (width - lengths)[:, None] if self.kind == "causal" else cols < lengths[:, None]
         ids = np.full((len(rows), width), self.tokenizer.pad_token_id, dtype=np.int64)
-        ids[mask] = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
+        ids[mask] = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
         return torch.from_numpy(ids), torch.from_numpy(mask.astype(np.int64))
 
     def _count(self, n: int, mask: Any, t0: float) -> None:
