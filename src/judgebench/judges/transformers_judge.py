@@ -65,6 +65,8 @@ class TransformersJudge(Judge):
                         self.name, usage.truncated, len(keys), self.spec.max_input_tokens or "the model's limit")
         if self._model is not None:
             usage.input_tokens = self._model.usage.input_tokens
+            if scored:
+                log.info("judge %s: %s", self.name, self._model.batching_summary())
         return JudgeResult(labels=pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "raw"]), usage=usage)
 
     def planned_prompts(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]):

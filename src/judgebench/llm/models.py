@@ -33,6 +33,8 @@ class ModelSpec:
     device: str = "cpu"
     dtype: str = "auto"
     batch_size: int = 8
+    # padded tokens per forward (llm/batching.py); None: from the GPU's free memory, batch_size rows on the CPU
+    batch_tokens: int | None = None
     max_input_tokens: int | None = None
     use_chat_template: bool | None = None
     # Host RAM (GB) a cell with this model needs on a GPU node: slurm_gpu's mem_gb (resolver model_memory_gb).
@@ -71,7 +73,7 @@ class ModelSpec:
             raise FileNotFoundError(f"model {source}: no such file or directory (expected a model directory or a hub name)")
         return TransformersModel(
             source, gguf_file=self.gguf_file, kind=self.kind, device=self.device, dtype=self.dtype,
-            batch_size=self.batch_size, max_input_tokens=self.max_input_tokens,
+            batch_size=self.batch_size, max_input_tokens=self.max_input_tokens, batch_tokens=self.batch_tokens,
             use_chat_template=self.use_chat_template, progress=progress,
         )
 

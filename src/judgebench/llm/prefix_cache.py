@@ -129,6 +129,7 @@ def _prefix_kv(model: TransformersModel, ids: tuple[int, ...]) -> list[tuple[Any
     cache = result.cache if "cache" in _forward_params(model) else result.past_key_values
     memo[ids] = [(layer.keys, layer.values) for layer in cache.layers]
     model.usage.input_tokens += len(run)
+    model.usage.padded_tokens += len(run)
     model.usage.prefix_tokens += len(run)
     model.usage.batches += 1
     model.usage.seconds += time.perf_counter() - t0
@@ -150,10 +151,10 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
     out: dict[int, np.ndarray] = {}
     for prefix, members in groups.items():
         kv = _prefix_kv(model, prefix)
-        members = sorted(members, key=lambda i: len(encoded[i]))
         p = len(prefix)
-        for start in range(0, len(members), model.batch_size):
-            chunk = members[start:start + model.batch_size]
+        # a batch's budget counts each row's context (prefix + tail): the prefix's keys and values are per row
+        for part in model._batches([len(encoded[i]) for i in members]):
+            chunk = [members[j] for j in part]
             t0 = time.perf_counter()
             tails = [encoded[i][p:] for i in chunk]
             lengths = np.fromiter((len(t) for t in tails), dtype=np.int64, count=len(tails))
@@ -185,6 +186,7 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
                 out[i] = vals[r]
             model.usage.prompts += b
             model.usage.input_tokens += int(mask.sum())
+            model.usage.padded_tokens += int(mask.numel())
             model.usage.batches += 1
             model.usage.seconds += time.perf_counter() - t0
     return out

@@ -50,9 +50,17 @@ class ModelUsage:
     prefix_shared: int = 0
     prefix_fallbacks: int = 0
     prefix_tokens: int = 0
+    padded_tokens: int = 0  # tokens the forwards computed, padding included (input_tokens are the real ones)
+
+    @property
+    def padding_waste(self) -> float:
+        """Share of the computed tokens that were padding."""
+        from judgebench.llm.batching import padding_waste
+
+        return padding_waste(self.input_tokens, self.padded_tokens)
 
     def as_metrics(self) -> dict[str, float]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "padding_waste": self.padding_waste}
 
 
 def acquire_weights(name: str, gguf_file: str | None, kind: Kind, device: str, dtype: str, user: Any = None) -> LoadedModel:
@@ -80,11 +88,13 @@ class TransformersModel:
     path, then ``model`` may be omitted).  ``use_chat_template=None`` uses the tokenizer's template when
     it has one.  ``max_input_tokens`` bounds the encoded prompt (template and forced prefix included):
     longer prompts are an error, use :meth:`render` with ``truncate_field`` to shorten the document.
+    ``batch_tokens`` bounds a forward's padded tokens (:mod:`judgebench.llm.batching`; default: from the GPU's
+    free memory, none on the CPU); ``batch_size`` is the rows of a batch where no token budget applies.
     """
 
     def __init__(self, model: str | Path | None = None, *, gguf_file: str | Path | None = None, kind: Kind = "auto",
                  device: str = "cpu", dtype: str = "auto", batch_size: int = 8, max_input_tokens: int | None = None,
-                 use_chat_template: bool | None = None, progress: bool = False):
+                 use_chat_template: bool | None = None, progress: bool = False, batch_tokens: int | None = None):
         if gguf_file is not None and model is None:
             model, gguf_file = Path(gguf_file).parent, Path(gguf_file).name
         if model is None:
@@ -97,6 +107,10 @@ class TransformersModel:
         self.tokenizer = self._loaded.tokenizer
         self.device = self.model.get_input_embeddings().weight.device  # where inputs go (the first GPU of a split model)
         self.batch_size = max(1, int(batch_size))
+        from judgebench.llm.batching import auto_batch_tokens
+
+        # a token budget per forward (llm/batching.py): the one given, else on a GPU what its free memory holds
+        self.batch_tokens = int(batch_tokens) if batch_tokens else auto_batch_tokens(self.model, self.device)
         self.max_input_tokens = max_input_tokens or self._default_max_tokens()
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if use_chat_template and not has_template:
@@ -267,9 +281,21 @@ class TransformersModel:
             if len(ids) > self.max_input_tokens:
                 raise ValueError(f"prompt {i} is {len(ids)} tokens, over max_input_tokens={self.max_input_tokens}; "
                                  "shorten the document with TransformersModel.render(..., truncate_field=...)")
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
-        chunks = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        return chunks  # progress is counted per prompt by the caller (judgebench.progress), not per batch
+        return self._batches([len(ids) for ids, _ in encoded])  # progress is counted per prompt by the caller
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Positions by batch, shortest first: a token budget when one applies, else ``batch_size`` rows."""
+        from judgebench.llm.batching import MAX_ROWS, batches
+
+        if self.batch_tokens:
+            return batches(lengths, MAX_ROWS, self.batch_tokens)
+        return batches(lengths, self.batch_size, None)
+
+    def batching_summary(self) -> str:
+        """One line for the logs: prompts, forwards, the budget and the padding share of what was computed."""
+        from judgebench.llm.batching import summary
+
+        return summary(self.usage, self.batch_tokens, self.batch_size)
 
     def _pad(self, rows: list[list[int]]) -> tuple[Any, Any]:
         """Pad to a tensor: LEFT for causal models (the next-token position is the last column of every row)."""
@@ -287,6 +313,7 @@ class TransformersModel:
     def _count(self, n: int, mask: Any, t0: float) -> None:
         self.usage.prompts += n
         self.usage.input_tokens += int(mask.sum())
+        self.usage.padded_tokens += int(mask.numel())
         self.usage.batches += 1
         self.usage.seconds += time.perf_counter() - t0
 

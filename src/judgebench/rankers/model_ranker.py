@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import pandas as pd
 from judgebench.cache import CallCache
 from judgebench.llm.models import as_spec
 from judgebench.rankers.base import Ranker, ranking_from_scores
+
+log = logging.getLogger("judgebench")
 
 
 @dataclass
@@ -77,6 +80,8 @@ class PointwiseRanker(ModelRanker):
             self.cache, items, self.score_batch, meta=self.spec.cache_meta(),
             chunk=score_chunk(self.spec), progress=self.progress, desc=f"{self.method} ({self.name})",
         )
+        if self.scored_now:
+            log.info("ranker %s: %s", self.name, self.load_model().batching_summary())
         return [records[k]["score"] for k, _ in items]
 
     prompt: str = "{query} {passage}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import logging
 import math
 import re
 from collections import Counter
@@ -35,6 +36,7 @@ PRP_PROMPT = (
     'Passage A: "{doc1}"\n\nPassage B: "{doc2}"\n\nOutput Passage A or Passage B:'
 )
 PRP_VERSION = "prp@1"
+log = logging.getLogger("judgebench")
 ANSWER = re.compile(r"passage\s*([AB])\b", re.IGNORECASE)
 
 
@@ -116,6 +118,8 @@ class PRPRanker(ModelRanker):
                     chunk=score_chunk(self.spec), progress=self.progress, desc=f"prp ({self.name})",
                 )
                 self.scored_now += now
+                if now:
+                    log.info("ranker %s: %s", self.name, self.load_model().batching_summary())
                 for k, _, _ in missing:
                     rec = records[k]
                     self._prefs[k] = "A" if rec["lp_a"] > rec["lp_b"] else "B" if rec["lp_b"] > rec["lp_a"] else None
