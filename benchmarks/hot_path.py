@@ -17,7 +17,10 @@ model's fast tokenizer in ONE batch call, per prompt (best of 3). ``ratio`` = us
 ``padding_waste``: the share of the tokens the forwards computed that were padding (counted from the
 tensors the model received). Targets (issue 46): ratio <= 1.5 and padding waste <= 10 %.
 
-    python -m benchmarks.hot_path [--quick] [--queries 4] [--repeats 3] [--batch-size N]
+Batches are built as on a GPU, by a token budget (``--batch-tokens``, default 16384; 0 for the CPU's default of
+``batch_size`` rows): per-batch costs (padding, tensor creation) are spread as they are there.
+
+    python -m benchmarks.hot_path [--quick] [--queries 4] [--repeats 3] [--batch-tokens 16384] [--batch-size N]
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ class ForwardClock:
         self.seconds = 0.0
         self.computed = 0
         self.real = 0
+        self.calls = 0
 
     def reset(self) -> None:
-        self.seconds, self.computed, self.real = 0.0, 0, 0
+        self.seconds, self.computed, self.real, self.calls = 0.0, 0, 0, 0
 
     def wrap(self, net: Any) -> None:
         if getattr(net, "_hot_path_clock", None) is self:
@@ -59,6 +63,7 @@ class ForwardClock:
             if ids is not None:
                 self.computed += int(ids.numel())
                 self.real += int(mask[:, -ids.shape[1]:].sum()) if mask is not None else int(ids.numel())
+            self.calls += 1
             t0 = time.perf_counter()
             out = inner(*args, **kw)
             self.seconds += time.perf_counter() - t0
@@ -162,6 +167,8 @@ def run_path(path: str, model_dir: str, ds, args, clock: ForwardClock, tmp: Path
     spec = {"model": model_dir, "device": "cpu", "dtype": "float32", "max_input_tokens": 4096 if path == "judge" else 512}
     if args.batch_size:
         spec["batch_size"] = args.batch_size
+    if args.batch_tokens:
+        spec["batch_tokens"] = args.batch_tokens
     label_set = ds.label_set()[["query_id", "doc_id"]] if path == "judge" else None
 
     def make(cache: Path):
@@ -190,7 +197,8 @@ def run_path(path: str, model_dir: str, ds, args, clock: ForwardClock, tmp: Path
         t0 = time.perf_counter()
         n = go(obj)
         wall = time.perf_counter() - t0
-        row = {"prompts": n, "wall_s": wall, "model_s": clock.seconds, "computed": clock.computed, "real": clock.real}
+        row = {"prompts": n, "wall_s": wall, "model_s": clock.seconds, "computed": clock.computed, "real": clock.real,
+               "forwards": clock.calls}
         if best is None or wall - clock.seconds < best["wall_s"] - best["model_s"]:
             best = row
     lm = warm.load_model()
@@ -220,7 +228,7 @@ def run_path(path: str, model_dir: str, ds, args, clock: ForwardClock, tmp: Path
             "tokens_per_prompt": round(sum(map(len, tokens)) / max(1, len(tokens)), 1),
             "model_ms_per_prompt": round(1e3 * best["model_s"] / max(1, best["prompts"]), 3),
             "wall_s": round(best["wall_s"], 3), "batches_tokens_computed": best["computed"], "tokens_real": best["real"],
-            "batch_size": lm.batch_size}
+            "batch_size": lm.batch_size, "batch_tokens": lm.batch_tokens, "forwards": best["forwards"]}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -230,6 +238,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--prp-depth", type=int, default=12, help="PRP all pairs over this much of each pool (n(n-1) prompts a query)")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per path, each on an empty cache (best kept)")
     ap.add_argument("--batch-size", type=int, default=None, help="model_spec.batch_size (default: the spec's default)")
+    ap.add_argument("--batch-tokens", type=int, default=16384,
+                    help="model_spec.batch_tokens (default 16384, batches as a GPU's token budget makes them; 0: the CPU's rows)")
     ap.add_argument("--paths", nargs="+", default=["rankt5", "prp", "judge"])
     args = ap.parse_args(argv)
     if args.quick:
@@ -254,7 +264,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     REGISTRY.release_all()
     md = table(rows, ["path", "prompts", "tokens_per_prompt", "us_per_prompt", "tokenize_us_per_prompt", "ratio",
-                      "padding_waste", "model_ms_per_prompt", "batch_size", "meets_target"],
+                      "padding_waste", "model_ms_per_prompt", "forwards", "batch_tokens", "meets_target"],
                "Per-prompt work outside the model vs one batch call of the fast tokenizer (CPU)")
     out = {"settings": {k: v for k, v in vars(args).items() if k != "out"} | {"dataset": ds.name},
            "targets": {"ratio": RATIO_TARGET, "padding_waste": WASTE_TARGET},

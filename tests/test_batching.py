@@ -40,6 +40,11 @@ def test_batches_respect_the_budget_and_sort_by_length():
     assert padding_waste(real, padded) < 0.10  # sorted batches of similar lengths waste little
     assert batches([10, 5, 10, 5], 2, None) == [[1, 3], [0, 2]]  # row count only; ties keep input order
     assert batches([5000, 3], 8, 100) == [[1], [0]]  # a row over the budget goes alone
+    capped = batches(lengths, 512, 10**9, 0.05)  # a budget that never binds: the padding share splits them
+    for b in capped:
+        sub = [lengths[i] for i in b]
+        assert padding_waste(sum(sub), len(sub) * max(sub)) <= 0.05
+    assert sum(map(len, capped)) == 300 and len(capped) < 40
 
 
 def test_bytes_per_token_grows_with_the_model():

@@ -17,22 +17,31 @@ from __future__ import annotations
 from typing import Any
 
 MAX_ROWS = 512  # rows of one forward under a token budget (beyond this, larger batches do not run faster)
+MAX_WASTE = 0.08  # under a token budget, the padding share a batch may reach before the next row starts a new one
 ACTIVATION_SHARE = 0.5  # of the GPU memory free after loading, what one forward's activations may take
 MIN_TOKENS, MAX_TOKENS = 2048, 262_144  # the auto budget's bounds
 SAFETY = 2.0  # the per-token estimate below counts one layer's live tensors once; allocator slack on top
 
 
-def batches(lengths: list[int], max_rows: int, max_tokens: int | None) -> list[list[int]]:
+def batches(lengths: list[int], max_rows: int, max_tokens: int | None, max_waste: float | None = None) -> list[list[int]]:
     """Positions grouped into batches, shortest first: each batch at most ``max_rows`` rows and, with a
     budget, at most ``max_tokens`` padded tokens (rows x its longest row); a longer row than the budget
-    goes alone. Deterministic: equal lengths keep their input order."""
+    goes alone. With ``max_waste``, a row that would make more than that share of the batch padding starts
+    the next batch. Deterministic: equal lengths keep their input order."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     out: list[list[int]] = []
+    real = 0  # real tokens of the open batch
     for i in order:
-        if out and len(out[-1]) < max_rows and (max_tokens is None or (len(out[-1]) + 1) * lengths[i] <= max_tokens):
+        n, rows = lengths[i], len(out[-1]) + 1 if out else 1
+        fits = bool(out) and rows <= max_rows and (max_tokens is None or rows * n <= max_tokens)
+        if fits and max_waste is not None:
+            fits = padding_waste(real + n, rows * n) <= max_waste
+        if fits:
             out[-1].append(i)
+            real += n
         else:
             out.append([i])
+            real = n
     return out
 
 

@@ -152,8 +152,8 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
     for prefix, members in groups.items():
         kv = _prefix_kv(model, prefix)
         p = len(prefix)
-        # a batch's budget counts each row's context (prefix + tail): the prefix's keys and values are per row
-        for part in model._batches([len(encoded[i]) for i in members]):
+        # batched by the tails' lengths (what is computed and padded); the prefix is attended, not computed
+        for part in model._batches([len(encoded[i]) - p for i in members]):
             chunk = [members[j] for j in part]
             t0 = time.perf_counter()
             tails = [encoded[i][p:] for i in chunk]

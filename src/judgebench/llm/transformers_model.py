@@ -285,10 +285,10 @@ class TransformersModel:
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:
         """Positions by batch, shortest first: a token budget when one applies, else ``batch_size`` rows."""
-        from judgebench.llm.batching import MAX_ROWS, batches
+        from judgebench.llm.batching import MAX_ROWS, MAX_WASTE, batches
 
         if self.batch_tokens:
-            return batches(lengths, MAX_ROWS, self.batch_tokens)
+            return batches(lengths, MAX_ROWS, self.batch_tokens, MAX_WASTE)
         return batches(lengths, self.batch_size, None)
 
     def batching_summary(self) -> str:
