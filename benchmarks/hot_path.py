@@ -36,8 +36,6 @@ from judgebench.progress import library_bars_off
 
 RATIO_TARGET = 1.5
 WASTE_TARGET = 0.10
-QWEN_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
 class ForwardClock:
@@ -114,20 +112,12 @@ def t5_model(path: Path, texts: list[str]) -> str:
 def causal_model(path: Path, texts: list[str]) -> str:
     """A 1-layer random Llama with a 32k byte-level BPE tokenizer trained on ``texts`` and a Qwen-like chat template."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=32000, special_tokens=special, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator([*texts, *["##final score: 0 1 2 3"] * 200], trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|endoftext|>", eos_token="<|im_end|>",
-                                   additional_special_tokens=special[1:])
-    fast.chat_template = QWEN_TEMPLATE
-    fast.save_pretrained(path)
+    from benchmarks.standin_models import train_causal_tokenizer
+
+    train_causal_tokenizer(texts, path, 32000)
+    fast = AutoTokenizer.from_pretrained(path)
     cfg = LlamaConfig(vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
                       num_key_value_heads=1, max_position_embeddings=4096, pad_token_id=fast.pad_token_id,
                       eos_token_id=fast.eos_token_id, tie_word_embeddings=False)

@@ -30,6 +30,9 @@ class TransformersJudge(Judge):
     system: str | None = None
     cache_dir: str = ".cache/judgebench"
     progress: bool = True
+    # score each query's passages from one key/value cache of the text before them (llm/prefix_cache.py); False
+    # runs every prompt whole (the same labels: the GPU check compares the two paths' speed and labels)
+    share_prefix: bool = True
     _model: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -86,7 +89,8 @@ class TransformersJudge(Judge):
         rendered = model.render_many(self.template.text, [{"query": q, "passage": p} for q, p in payloads], "passage",
                                      forced_prefix=UMBRELA_PREFIX, system=self.system)
         # every passage of a query shares the instructions and the query: scored once from their key/value cache
-        prefixes = [text_before(self.template.text, {"query": q, "passage": p}, "passage") for q, p in payloads]
+        prefixes = ([text_before(self.template.text, {"query": q, "passage": p}, "passage") for q, p in payloads]
+                    if self.share_prefix else None)
         labels, expected, probs = umbrela_label_distribution(model, [r[0] for r in rendered], self.system, prefixes)
         return [
             {"label": int(lab), "expected": round(float(e), 6), "probs": [round(float(x), 6) for x in pr], "truncated": bool(r[1])}
