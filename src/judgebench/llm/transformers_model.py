@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from judgebench.exceptions import ConfigError, NonFiniteScores
-from judgebench.llm import hub
+from judgebench.llm import batching, encoding, hub
 from judgebench.llm.model_loading import load_weights, resolve_device, resolve_dtype, resolve_kind
 from judgebench.llm.model_registry import REGISTRY, LoadedModel
 from judgebench.llm.prompts import fill
@@ -55,9 +55,7 @@ class ModelUsage:
     @property
     def padding_waste(self) -> float:
         """Share of the computed tokens that were padding."""
-        from judgebench.llm.batching import padding_waste
-
-        return padding_waste(self.input_tokens, self.padded_tokens)
+        return batching.padding_waste(self.input_tokens, self.padded_tokens)
 
     def as_metrics(self) -> dict[str, float]:
         return {**self.__dict__, "padding_waste": self.padding_waste}
@@ -107,10 +105,8 @@ class TransformersModel:
         self.tokenizer = self._loaded.tokenizer
         self.device = self.model.get_input_embeddings().weight.device  # where inputs go (the first GPU of a split model)
         self.batch_size = max(1, int(batch_size))
-        from judgebench.llm.batching import auto_batch_tokens
-
         # a token budget per forward (llm/batching.py): the one given, else on a GPU what its free memory holds
-        self.batch_tokens = int(batch_tokens) if batch_tokens else auto_batch_tokens(self.model, self.device)
+        self.batch_tokens = int(batch_tokens) if batch_tokens else batching.auto_batch_tokens(self.model, self.device)
         self.max_input_tokens = max_input_tokens or self._default_max_tokens()
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if use_chat_template and not has_template:
@@ -263,16 +259,12 @@ class TransformersModel:
     def render_many(self, template: str, fields: list[dict[str, Any]], truncate_field: str, *, forced_prefix: str = "",
                     system: str | None = None) -> list[tuple[str, bool]]:
         """:meth:`render` for many field sets, the fit checked in one tokenizer call (:mod:`judgebench.llm.encoding`)."""
-        from judgebench.llm.encoding import render_many
-
-        return render_many(self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system)
+        return encoding.render_many(self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system)
 
     def encode_many(self, prompts: list[str], forced_prefix: str = "", system: str | None = None
                     ) -> list[tuple[list[int], list[int] | None]]:
         """:meth:`encode` of every prompt, tokenised in bulk (:mod:`judgebench.llm.encoding`)."""
-        from judgebench.llm.encoding import encode_many
-
-        return encode_many(self, prompts, forced_prefix, system)
+        return encoding.encode_many(self, prompts, forced_prefix, system)
 
     # ----- scoring --------------------------------------------------------------------------------
     def _chunks(self, encoded: list[tuple[list[int], list[int] | None]]) -> list[list[int]]:
@@ -285,17 +277,13 @@ class TransformersModel:
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:
         """Positions by batch, shortest first: a token budget when one applies, else ``batch_size`` rows."""
-        from judgebench.llm.batching import MAX_ROWS, MAX_WASTE, batches
-
         if self.batch_tokens:
-            return batches(lengths, MAX_ROWS, self.batch_tokens, MAX_WASTE)
-        return batches(lengths, self.batch_size, None)
+            return batching.batches(lengths, batching.MAX_ROWS, self.batch_tokens, batching.MAX_WASTE)
+        return batching.batches(lengths, self.batch_size, None)
 
     def batching_summary(self) -> str:
         """One line for the logs: prompts, forwards, the budget and the padding share of what was computed."""
-        from judgebench.llm.batching import summary
-
-        return summary(self.usage, self.batch_tokens, self.batch_size)
+        return batching.summary(self.usage, self.batch_tokens, self.batch_size)
 
     def _pad(self, rows: list[list[int]]) -> tuple[Any, Any]:
         """Pad to a tensor: LEFT for causal models (the next-token position is the last column of every row)."""
