@@ -20,7 +20,7 @@ tensors the model received). Targets (issue 46): ratio <= 1.5 and padding waste 
 Batches are built as on a GPU, by a token budget (``--batch-tokens``, default 16384; 0 for the CPU's default of
 ``batch_size`` rows): per-batch costs (padding, tensor creation) are spread as they are there.
 
-    python -m benchmarks.hot_path [--quick] [--queries 4] [--repeats 3] [--batch-tokens 16384] [--batch-size N]
+    python -m benchmarks.hot_path [--quick] [--queries 10] [--repeats 3] [--batch-tokens 16384] [--batch-size N]
 """
 
 from __future__ import annotations
@@ -223,9 +223,9 @@ def run_path(path: str, model_dir: str, ds, args, clock: ForwardClock, tmp: Path
 
 def main(argv: list[str] | None = None) -> dict:
     ap = parser(__doc__.split("\n\n")[0])
-    ap.add_argument("--queries", type=int, default=4, help="DL19 queries (their pools and label set)")
+    ap.add_argument("--queries", type=int, default=10, help="DL19 queries (their pools and label set)")
     ap.add_argument("--rankt5-depth", type=int, default=100)
-    ap.add_argument("--prp-depth", type=int, default=12, help="PRP all pairs over this much of each pool (n(n-1) prompts a query)")
+    ap.add_argument("--prp-depth", type=int, default=20, help="PRP all pairs over this much of each pool (n(n-1) prompts a query)")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per path, each on an empty cache (best kept)")
     ap.add_argument("--batch-size", type=int, default=None, help="model_spec.batch_size (default: the spec's default)")
     ap.add_argument("--batch-tokens", type=int, default=16384,
