@@ -24,7 +24,7 @@ from judgebench.llm.prompts import fill
 
 TransformersModel = Any  # the model that calls (this module is a layer below it and does not import it)
 CONTENT_MARK = "\x00judgebench-content\x00"
-MEMO_SIZE = 16384  # texts whose ids are kept per model (a scoring chunk's prompts, with room to spare)
+MEMO_SIZE = 2048  # texts whose ids are kept per model: a scoring chunk (256 prompts) and its passages, with room (~40 MB at most)
 
 
 def _frame(model: TransformersModel, system: str | None) -> tuple[str, str] | None:
