@@ -18,7 +18,7 @@ from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_label_distribution
 from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import load_prompt
-from judgebench.llm.models import as_spec, cached_scores, score_chunk, transformers_key
+from judgebench.llm.models import as_spec, cached_scores, score_chunk, transformers_key_maker
 
 log = logging.getLogger("judgebench")
 
@@ -47,10 +47,10 @@ class TransformersJudge(Judge):
 
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         keys, items = [], []
+        key_of = self.key_maker()
         for q, d in zip(pairs["query_id"], pairs["doc_id"]):
             # the template text is the prompt; truncation (if any) happens inside scoring and is recorded
-            prompt = self.template.render(query=dataset.queries[q], passage=texts[d])
-            key = transformers_key(self.spec, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
+            key = key_of(self.template.render(query=dataset.queries[q], passage=texts[d]))
             keys.append(key)
             items.append((key, (dataset.queries[q], texts[d])))
         records, scored = cached_scores(
@@ -72,15 +72,18 @@ class TransformersJudge(Judge):
                 log.info("judge %s: %s", self.name, self._model.batching_summary())
         return JudgeResult(labels=pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "raw"]), usage=usage)
 
+    def key_maker(self):
+        """prompt -> cache key (the model, the template's version, the forced prefix, the system prompt)."""
+        return transformers_key_maker(self.spec, "umbrela-digits", self.template.version, prefix=UMBRELA_PREFIX, system=self.system)
+
     def planned_prompts(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]):
         """What judging ``pairs`` would score, for the dry run's estimate (:mod:`judgebench.llm.work_estimate`)."""
         from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
 
         def prompts():
+            key_of = self.key_maker()
             for q, d in zip(pairs["query_id"], pairs["doc_id"]):
-                prompt = self.template.render(query=dataset.queries[q], passage=texts[d])
-                key = transformers_key(self.spec, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
-                yield key, dataset.queries[q], (texts[d],)
+                yield key_of(self.template.render(query=dataset.queries[q], passage=texts[d])), dataset.queries[q], (texts[d],)
 
         return PromptPlan(prompts(), self.template.render(query=FIELD_MARK, passage=FIELD_MARK), UMBRELA_PREFIX)
 

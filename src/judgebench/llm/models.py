@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgebench.cache.keys import call_key
+from judgebench.cache.keys import key_maker
 from judgebench.cache.store import CallCache
 from judgebench.progress import counter
 
@@ -88,8 +88,14 @@ def transformers_key(spec: ModelSpec, method: str, prompt_version: str, prompt: 
     """A local model's score key: the model id, what was asked, and the dtype and device type it runs in.
 
     Keys made before dtype and device were part of them stay readable in the cache; they no longer match."""
-    return call_key(backend="transformers", model=spec.model_id, method=method, prompt_version=prompt_version, prompt=prompt,
-                    params=params, **spec.runtime())
+    return transformers_key_maker(spec, method, prompt_version, **params)(prompt)
+
+
+def transformers_key_maker(spec: ModelSpec, method: str, prompt_version: str, **params: Any) -> Callable[[str], str]:
+    """``f(prompt) == transformers_key(spec, method, prompt_version, prompt, **params)``: the parts every prompt
+    of a job shares are dumped and hashed once (:func:`judgebench.cache.keys.key_maker`)."""
+    return key_maker("prompt", backend="transformers", model=spec.model_id, method=method, prompt_version=prompt_version,
+                     params=params, **spec.runtime())
 
 
 SCORE_CHUNK = 256  # prompts scored (and written to the cache) together: a killed job loses at most this many
@@ -118,11 +124,12 @@ def cached_scores(
     records: dict[str, dict] = {}
     todo: list[tuple[str, Any]] = []
     seen: set[str] = set()
+    found = cache.get_many(key for key, _ in items)  # one pass over the index for the whole job
     for key, payload in items:
         if key in seen:
             continue
         seen.add(key)
-        rec = cache.get(key)
+        rec = found.get(key)
         if rec is None:
             todo.append((key, payload))
         else:

@@ -28,7 +28,7 @@ from judgebench.exceptions import ConfigError
 from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import PromptTemplate
 from judgebench.llm.calls import Call, api_call_key, run_cached
-from judgebench.llm.models import cached_scores, score_chunk, transformers_key
+from judgebench.llm.models import cached_scores, score_chunk, transformers_key_maker
 from judgebench.rankers.model_ranker import ModelRanker
 
 PRP_PROMPT = (
@@ -79,6 +79,7 @@ class PRPRanker(ModelRanker):
         self.failed = 0
         self._prefs: dict[str, str | None] = {}
         self._pairs: dict[tuple, tuple[str | None, str | None]] = {}  # (query, x, y), x < y: answers with x first, y first
+        self._local_key = None  # prompt -> key of a local model's score (made at first use; settings are fixed by then)
 
     # -- asking -----------------------------------------------------------------------------------
     def _prompt(self, query: str, doc1: str, doc2: str) -> str:
@@ -87,7 +88,10 @@ class PRPRanker(ModelRanker):
     def _key(self, prompt: str) -> str:
         if self.backend is not None:
             return api_call_key(self.backend, PRP_VERSION, prompt, None)
-        return transformers_key(self.spec, "prp", PRP_VERSION, prompt, candidates=list(self.candidates), prefix=self.forced_prefix)
+        if self._local_key is None:
+            self._local_key = transformers_key_maker(self.spec, "prp", PRP_VERSION, candidates=list(self.candidates),
+                                                     prefix=self.forced_prefix)
+        return self._local_key(prompt)
 
     def ask(self, triples: list[tuple[str, str, str]]) -> list[str | None]:
         """Preferences ("A", "B" or None) for (query, doc1, doc2) triples, batched and cached."""
