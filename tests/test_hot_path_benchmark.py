@@ -36,6 +36,8 @@ def test_hot_path_quick(tmp_path):
             assert field in r
         assert r["us_per_prompt"] > 0 and r["tokenize_us_per_prompt"] > 0
         assert abs(r["ratio"] - r["us_per_prompt"] / r["tokenize_us_per_prompt"]) <= 0.01 + 1e-3 * r["ratio"]
+        assert r["cpu_us_per_prompt"] > 0 and r["tokenize_cpu_us_per_prompt"] > 0
+        assert abs(r["cpu_ratio"] - r["cpu_us_per_prompt"] / r["tokenize_cpu_us_per_prompt"]) <= 0.01 + 1e-3 * r["cpu_ratio"]
         assert 0 < r["tokens_real"] <= r["batches_tokens_computed"]
         assert abs(r["padding_waste"] - (1 - r["tokens_real"] / r["batches_tokens_computed"])) < 1e-4
         assert r["meets_target"] == (r["ratio"] <= data["targets"]["ratio"] and r["padding_waste"] <= data["targets"]["padding_waste"])
