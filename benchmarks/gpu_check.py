@@ -1,4 +1,5 @@
-"""The device check of the local-model code path: RankT5 and PRP on FLAN-T5 over a few DL19 queries, on one GPU.
+"""The device check of the local-model code path: RankT5 and PRP on FLAN-T5 over a few DL19 queries, then the
+UMBRELA judge on a Qwen2.5-7B-shaped decoder (benchmarks/gpu_check_judge.py), on one GPU.
 
 Run it through ``launch/gpu_check.sh`` (which says what it needs). For each check it loads the model through
 judgebench's own loading path (device_map, the dtype asked, the model registry), ranks the queries' pools
@@ -49,6 +50,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--rankt5-model", help=f"hub id or directory (default {RANKT5_MODELS[0]} when cached, else a stand-in)")
     ap.add_argument("--prp-model", help=f"hub id or directory (default: the first cached of {', '.join(PRP_MODELS)}, else a flan-t5-xxl stand-in)")
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--judge-pairs", type=int, help="DL19 label-set pairs for the judge check (default 1024; --tiny: 24)")
+    ap.add_argument("--judge-batch-tokens", type=int, nargs="+",
+                    help="token budgets of the judge check, 0 = the default from free memory (default 16384 65536 0; --tiny: 512 4096)")
+    ap.add_argument("--skip-judge", action="store_true", help="leave out the decoder-judge check")
     ap.add_argument("--data-dir", help="TREC DL files with passages/ (default JUDGEBENCH_TREC_DL_DIR, ../shared/data/trec-dl, shared/data/trec-dl)")
     ap.add_argument("--peak-tflops", type=float, default=H200_BF16_PEAK_TFLOPS, help="the GPU's dense peak, for the utilisation printed")
     ap.add_argument("--out", type=Path, help="also write the results as JSON here")
@@ -184,11 +189,24 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['prompts']} prompts in {r['score_s']} s = {r['prompts_per_s']} prompts/s, load {r['load_s']} s, "
                   f"peak {r['peak_gib']} GiB ({r['peak_is']}), {r['tflops']} TFLOP/s{util}, nDCG@10 {ndcg}", flush=True)
         REGISTRY.release_all()
+        judge = None
+        if not args.skip_judge:
+            from benchmarks.gpu_check_judge import judge_check
+
+            args.judge_pairs = args.judge_pairs or (24 if args.tiny else 1024)
+            args.judge_batch_tokens = args.judge_batch_tokens or ([512, 4096] if args.tiny else [16384, 65536, 0])
+            try:
+                judge = judge_check(ds, args, device, dtype, Path(tmp) / "judge")
+            except Exception as exc:  # noqa: BLE001 - report the check and go on
+                failed += 1
+                print(f"  judge: FAILED {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", flush=True)
+            REGISTRY.release_all()
         held = torch.cuda.memory_allocated() / 2**30 if device == "cuda" else None
     print(f"gpu_check: after releasing every model: {len(REGISTRY)} loaded"
           + (f", {held:.3f} GiB still allocated on the GPU" if held is not None else ""), flush=True)
     if args.out:
-        args.out.write_text(json.dumps({"device": gpu_name, "rows": rows, "failed": failed, "gpu_gib_after_release": held}))
+        args.out.write_text(json.dumps({"device": gpu_name, "rows": rows, "judge": judge, "failed": failed,
+                                        "gpu_gib_after_release": held}))
     return 1 if failed else 0
 
 

@@ -76,3 +76,58 @@ def build_t5(shape: str, path: Path, texts: list[str], device: str, dtype: str, 
     if device.startswith("cuda"):
         torch.cuda.empty_cache()
     return path
+
+
+# Decoder judges: the default `judge=transformers` model is Qwen2.5-7B-Instruct (its config.json); `tiny` for the CPU.
+CAUSAL_SHAPES = {
+    "qwen2.5-7b": dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+                       num_key_value_heads=4, vocab_size=152064, max_position_embeddings=32768, rope_theta=1e6,
+                       tie_word_embeddings=False),
+    "tiny": dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                 vocab_size=None, max_position_embeddings=4096, tie_word_embeddings=False),
+}
+QWEN_CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def train_causal_tokenizer(texts: Iterable[str], path: Path, vocab_size: int) -> None:
+    """A Qwen-like fast tokenizer (byte-level BPE, ChatML template, <|endoftext|> as pad) trained on ``texts``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([*texts, *["##final score: 0 1 2 3"] * 200], trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|endoftext|>", eos_token="<|im_end|>",
+                                   additional_special_tokens=special[1:])
+    fast.chat_template = QWEN_CHAT_TEMPLATE
+    fast.save_pretrained(path)
+
+
+def build_causal(shape: str, path: Path, texts: list[str], device: str, dtype: str, seed: int = 0) -> Path:
+    """Save a random-weight Qwen2 decoder of ``shape`` (see CAUSAL_SHAPES) and its trained tokenizer into ``path``."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    path = Path(path)
+    train_causal_tokenizer(texts, path, 2000 if shape == "tiny" else 32000)
+    tok = AutoTokenizer.from_pretrained(path)
+    dims = dict(CAUSAL_SHAPES[shape])
+    dims["vocab_size"] = max(dims["vocab_size"] or 0, len(tok))  # the real vocabulary's size: the LM head's cost
+    config = Qwen2Config(pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **dims)
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = Qwen2ForCausalLM._from_config(config, dtype={"bfloat16": torch.bfloat16, "float16": torch.float16,
+                                                             "float32": torch.float32}[dtype])
+    from judgebench.progress import library_bars_off
+
+    with library_bars_off():
+        model.save_pretrained(path)
+    del model
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return path

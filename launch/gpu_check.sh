@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The GPU check of the local-model path: RankT5-base and PRP (all pairs) on FLAN-T5 over a few DL19 queries
 # in bfloat16 on one GPU; prints prompts/s, peak GPU memory, the FLOP rate reached and nDCG@10 per check, and
-# the GPU memory still allocated once every model is released. Takes 2-5 minutes on one H100/H200.
+# the GPU memory still allocated once every model is released; then the UMBRELA judge (TransformersJudge) on a
+# random-weight Qwen2.5-7B-shaped decoder over 1,024 DL19 label-set pairs at token budgets 16384, 65536 and the
+# default (from free memory), shared vs unshared prefix side by side: prompts/s, TFLOP/s and its share of a
+# matmul ceiling measured first, peak memory, padding, equal labels (--skip-judge leaves it out).
+# Takes 4-8 minutes on one H100/H200.
 #
 #   launch/gpu_check.sh [--queries 5] [--prp-model google/flan-t5-xxl] [--out result.json]
 #   launch/gpu_check.sh --cpu --tiny          # the same code path on tiny models, on any machine (a test runs it)

@@ -218,6 +218,19 @@ def test_the_gpu_check_runs_its_code_path_on_tiny_models(tmp_path):
         assert r["ndcg10"] == pytest.approx(ndcg10(r["run"], toy.qrels), abs=1e-4)
         assert f"  {r['check']}: random standin-tiny [stand-in" in done.stdout
     assert "gpu_check: after releasing every model: 0 loaded" in done.stdout
+    # the decoder-judge check: TransformersJudge on the first 24 label-set pairs, budgets 512 and 4096, both paths
+    judge = result["judge"]
+    n_pairs = min(24, len(toy.label_set()))
+    assert judge["pairs"] == n_pairs and judge["shape"] == "tiny" and judge["ceiling_tflops"] > 0
+    assert [(r["batch_tokens"], r["path"]) for r in judge["rows"]] == [(512, "unshared"), (512, "shared"), (4096, "unshared"), (4096, "shared")]
+    for r in judge["rows"]:
+        assert r["prompts"] == n_pairs and r["prompts_per_s"] > 0 and 0 <= r["padding_waste"] < 1
+        assert r["share_of_ceiling"] == pytest.approx(r["tflops"] / judge["ceiling_tflops"], rel=0.02, abs=1e-3)
+    unshared, shared = judge["rows"][0], judge["rows"][1]
+    assert shared["tokens_per_prompt"] < unshared["tokens_per_prompt"]  # the prefix is run once per query
+    assert unshared["forwards"] > judge["rows"][2]["forwards"]  # a larger budget: fewer, larger forwards
+    assert set(judge["equal_labels"]) == {"512", "4096"} and all(0 <= v <= 1 for v in judge["equal_labels"].values())
+    assert "judge [budget 4096]: shared/unshared speed" in done.stdout
 
 
 def ndcg10(run: list, qrels: pd.DataFrame) -> float:

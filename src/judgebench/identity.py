@@ -23,7 +23,7 @@ OPERATIONAL = frozenset({
     "cache_dir", "progress", "max_concurrency", "min_concurrency", "initial_concurrency", "adaptive",
     "requests_per_minute", "tokens_per_minute", "max_retries",
     "timeout_s", "backoff_base_s", "backoff_max_s", "price_input_per_mtok", "price_output_per_mtok",
-    "device", "batch_size", "base_url", "api_key_env", "memory_gb", "params_b",
+    "device", "batch_size", "batch_tokens", "base_url", "api_key_env", "memory_gb", "params_b",
     "mode", "batch",  # online or batch API: the same prompt gets the same answer (and cache entry) either way
 })
 

@@ -86,7 +86,7 @@ BACKEND = {
     "thinking_reserve": integer(0),
 }
 MODEL_SPEC = {
-    "batch_size": integer(1), "max_input_tokens": integer(1, nullable=True),
+    "batch_size": integer(1), "batch_tokens": integer(1, nullable=True), "max_input_tokens": integer(1, nullable=True),
     "memory_gb": number(0, above=True, nullable=True), "params_b": number(0, above=True, nullable=True),
     "dtype": Rule("auto, float32, bfloat16 or float16", lambda v: v in ("auto", "float32", "bfloat16", "float16")),
     "device": Rule("auto, cpu, cuda, cuda:N or mps", lambda v: isinstance(v, str) and (v in ("auto", "cpu", "cuda", "mps") or (

@@ -316,7 +316,7 @@ CELL_GROUPS = ("dataset", "ranker", "perturbation", "judge", "rewriter", "simula
 CELL_KEYS = ("job", "max_failed_share")
 # Leaves that say how a component runs, not what it computes (class paths, caches, rate limits,
 # devices, prices), and the dataset's file paths (the dataset input holds their digest and source).
-HOW = {"_target_", "cache_dir", "progress", "device", "dtype", "batch_size", "max_concurrency", "min_concurrency",
+HOW = {"_target_", "cache_dir", "progress", "device", "dtype", "batch_size", "batch_tokens", "max_concurrency", "min_concurrency",
        "initial_concurrency", "adaptive", "requests_per_minute",
        "tokens_per_minute", "max_retries", "timeout_s", "backoff_base_s", "backoff_max_s", "api_key_env",
        "price_input_per_mtok", "price_output_per_mtok",

@@ -18,8 +18,12 @@ from judgebench.exceptions import CacheError
 PROBE_SUFFIX = ".tmp"
 
 
-def probe_dir(directory: str | os.PathLike[str], what: str, os_module=os) -> None:
-    """Create ``directory`` if needed and write a probe file in it; CacheError naming it (and ``what`` it holds)."""
+def probe_dir(directory: str | os.PathLike[str], what: str, os_module=os, sync: bool = True) -> None:
+    """Create ``directory`` if needed and write a probe file in it; CacheError naming it (and ``what`` it holds).
+
+    ``sync=False`` leaves out the fsync, for folders whose own writes are not fsync'd either: a full disk or a
+    read-only mount fails the ``open``/``write`` (local file systems reserve space at ``write``; NFS reports at
+    ``close``), and an fsync just after creating the folder costs a journal commit (2-50 ms on a busy disk)."""
     path = Path(directory)
     tmp = path / f".probe.{os.getpid()}.{secrets.token_hex(6)}{PROBE_SUFFIX}"
     try:
@@ -27,7 +31,8 @@ def probe_dir(directory: str | os.PathLike[str], what: str, os_module=os) -> Non
         fd = os_module.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
             os_module.write(fd, b"{}")
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as e:
@@ -43,9 +48,9 @@ def check_call_cache(cache, keys=(), os_module=os) -> None:
     """Every folder the call cache will write the answers to ``keys`` into: its root and, in the segments layout,
     ``segments/`` (probe files: they catch a full disk and a read-only mount too), in the files layout each
     existing shard folder of those keys (checked with ``access``, not hundreds of probe files)."""
-    probe_dir(cache.root, "call answers", os_module)
+    probe_dir(cache.root, "call answers", os_module, sync=cache.fsync)
     if cache.layout == "segments":
-        probe_dir(cache.segment_dir, "call answers in segment files", os_module)
+        probe_dir(cache.segment_dir, "call answers in segment files", os_module, sync=cache.fsync)
         return
     for shard in sorted({cache.root / k[:2] for k in keys if isinstance(k, str)}):
         if shard.is_dir() and not os_module.access(shard, os.W_OK | os.X_OK):

@@ -32,13 +32,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from judgebench.cache import segments as seg
 from judgebench.cache.view import SegmentIndex
 # call_key, _canon and _checksum are re-exported: callers and tools build keys and envelopes from here
 from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon, checksum as _checksum
-from judgebench.cache.keys import envelope_bytes, validate as _validate
+from judgebench.cache.keys import envelopes, is_key, validate as _validate
 from judgebench.exceptions import CacheError
 
 __all__ = ["CallCache", "CacheStats", "call_key", "STORED", "STALE_TEMP_S", "LAYOUTS"]
@@ -207,6 +207,48 @@ class CallCache:
         self.hits += 1
         return payload["record"]
 
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict]:
+        """The present records of ``keys``, as :meth:`get` would give each (hits, misses, corrupt entries counted),
+        in one pass: the segments rescanned at most once for all misses, entry files looked for only in the shard
+        folders that exist (one ``listdir`` of the root, not an ``open`` per missing key)."""
+        wanted = list(dict.fromkeys(keys))
+        for key in wanted:
+            if not is_key(key):
+                self.path_for(key)  # raises, naming the key
+        try:
+            found = {k: hit for k in wanted if (hit := self.segments.locate(k)) is not None}
+            if len(found) < len(wanted) and time.monotonic() - self.segments.refreshed_at >= REFRESH_S:
+                self.segments.refresh()
+                found.update((k, hit) for k in wanted if k not in found and (hit := self.segments.locate(k)) is not None)
+        except OSError as e:
+            raise CacheError(f"cannot read cache segments in {self.segment_dir}: {_oserr(e)}") from None
+        try:
+            shards = {n for n in os.listdir(self.root) if len(n) == 2}
+        except OSError as e:
+            raise CacheError(f"cannot read cache root {self.root}: {_oserr(e)}") from None
+        out: dict[str, dict] = {}
+        for key in wanted:
+            corrupt, payload = None, None
+            try:
+                if key in found:
+                    try:
+                        payload = self._load_segment(key, *found[key])
+                    except _Corrupt as c:
+                        corrupt = c
+                if payload is None and key[:2] in shards:
+                    payload = self._load(key)
+                if payload is None and corrupt is not None:
+                    raise corrupt
+            except _Corrupt as c:
+                self._report_corrupt(c.path, c.reason)
+                payload = None
+            if payload is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+                out[key] = payload["record"]
+        return out
+
     def get_meta(self, key: str) -> dict | None:
         """The key parts stored with the entry (no hit/miss counting)."""
         try:
@@ -229,14 +271,14 @@ class CallCache:
         self.put_many([(key, record, meta)])
 
     def put_many(self, items: list[tuple[str, dict, dict | None]]) -> None:
-        """Store several records as one group (one segment ``write``; one directory fsync per shard)."""
-        bodies = []
-        for key, record, meta in items:
+        """Store several records as one group (one segment ``write``; one directory fsync per shard), stamped
+        with one ``written_at``; each meta object's text is made once (:func:`judgebench.cache.keys.envelopes`)."""
+        for key, record, _ in items:
             if not isinstance(record, dict):
                 raise TypeError("record must be a dict")
-            self.path_for(key)  # validates the key
-            bodies.append((key, envelope_bytes(key, record, meta, time.time())[1]))
-        self.write_group(bodies)
+            if not is_key(key):
+                self.path_for(key)  # raises, naming the key
+        self.write_group(list(zip((k for k, _, _ in items), envelopes(items, time.time()))))
 
     def write_group(self, items: list[tuple[str, bytes]]) -> None:
         """Store (key, envelope bytes) in order. On failure the CacheError's ``stored_before`` says how many were

@@ -18,7 +18,7 @@ from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_label_distribution
 from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import load_prompt
-from judgebench.llm.models import as_spec, cached_scores, transformers_key
+from judgebench.llm.models import as_spec, cached_scores, score_chunk, transformers_key_maker
 
 log = logging.getLogger("judgebench")
 
@@ -30,6 +30,9 @@ class TransformersJudge(Judge):
     system: str | None = None
     cache_dir: str = ".cache/judgebench"
     progress: bool = True
+    # score each query's passages from one key/value cache of the text before them (llm/prefix_cache.py); False
+    # runs every prompt whole (the same labels: the GPU check compares the two paths' speed and labels)
+    share_prefix: bool = True
     _model: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -44,15 +47,15 @@ class TransformersJudge(Judge):
 
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         keys, items = [], []
+        key_of = self.key_maker()
         for q, d in zip(pairs["query_id"], pairs["doc_id"]):
             # the template text is the prompt; truncation (if any) happens inside scoring and is recorded
-            prompt = self.template.render(query=dataset.queries[q], passage=texts[d])
-            key = transformers_key(self.spec, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
+            key = key_of(self.template.render(query=dataset.queries[q], passage=texts[d]))
             keys.append(key)
             items.append((key, (dataset.queries[q], texts[d])))
         records, scored = cached_scores(
             self.cache, items, self._score, meta=self.spec.cache_meta(),
-            chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"judging ({self.name})",
+            chunk=score_chunk(self.spec), progress=self.progress, desc=f"judging ({self.name})",
         )
         rows = []
         for (q, d), key in zip(zip(pairs["query_id"], pairs["doc_id"]), keys):
@@ -65,28 +68,32 @@ class TransformersJudge(Judge):
                         self.name, usage.truncated, len(keys), self.spec.max_input_tokens or "the model's limit")
         if self._model is not None:
             usage.input_tokens = self._model.usage.input_tokens
+            if scored:
+                log.info("judge %s: %s", self.name, self._model.batching_summary())
         return JudgeResult(labels=pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "raw"]), usage=usage)
+
+    def key_maker(self):
+        """prompt -> cache key (the model, the template's version, the forced prefix, the system prompt)."""
+        return transformers_key_maker(self.spec, "umbrela-digits", self.template.version, prefix=UMBRELA_PREFIX, system=self.system)
 
     def planned_prompts(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]):
         """What judging ``pairs`` would score, for the dry run's estimate (:mod:`judgebench.llm.work_estimate`)."""
         from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
 
         def prompts():
+            key_of = self.key_maker()
             for q, d in zip(pairs["query_id"], pairs["doc_id"]):
-                prompt = self.template.render(query=dataset.queries[q], passage=texts[d])
-                key = transformers_key(self.spec, "umbrela-digits", self.template.version, prompt, prefix=UMBRELA_PREFIX, system=self.system)
-                yield key, dataset.queries[q], (texts[d],)
+                yield key_of(self.template.render(query=dataset.queries[q], passage=texts[d])), dataset.queries[q], (texts[d],)
 
         return PromptPlan(prompts(), self.template.render(query=FIELD_MARK, passage=FIELD_MARK), UMBRELA_PREFIX)
 
     def _score(self, payloads: list[tuple[str, str]]) -> list[dict]:
         model = self.load_model()
-        rendered = [
-            model.render(self.template.text, {"query": q, "passage": p}, "passage", forced_prefix=UMBRELA_PREFIX, system=self.system)
-            for q, p in payloads
-        ]
+        rendered = model.render_many(self.template.text, [{"query": q, "passage": p} for q, p in payloads], "passage",
+                                     forced_prefix=UMBRELA_PREFIX, system=self.system)
         # every passage of a query shares the instructions and the query: scored once from their key/value cache
-        prefixes = [text_before(self.template.text, {"query": q, "passage": p}, "passage") for q, p in payloads]
+        prefixes = ([text_before(self.template.text, {"query": q, "passage": p}, "passage") for q, p in payloads]
+                    if self.share_prefix else None)
         labels, expected, probs = umbrela_label_distribution(model, [r[0] for r in rendered], self.system, prefixes)
         return [
             {"label": int(lab), "expected": round(float(e), 6), "probs": [round(float(x), 6) for x in pr], "truncated": bool(r[1])}

@@ -25,14 +25,31 @@ def umbrela_digit_logprobs(model: TransformersModel, prompts: list[str], system:
     return model.next_token_logprobs(prompts, list(GRADES), forced_prefix=UMBRELA_PREFIX, system=system, prefixes=prefixes)
 
 
+TIE_NATS = 1e-3  # grades whose log-probabilities are this close to the best one's are tied
+
+
+def grades_from_logprobs(lp: np.ndarray) -> np.ndarray:
+    """The label of each row of (n, 4) digit log-probabilities: the most probable grade, where grades within
+    :data:`TIE_NATS` of the best are tied and the LOWEST tied grade wins (the conservative reading).
+
+    Why a tolerance: the log-probabilities come from float32 logits, and a batch's composition (its padding,
+    the kernels its shape picks, a shared prefix or not) moves them by ~1e-6 on a CPU and ~1e-2 in bf16. A
+    plain argmax turns such a move into a different label for a near-tie; with the tolerance a near-tie has
+    one label whatever the batch (exact ties were already the lowest grade: numpy's argmax takes the first)."""
+    if lp.size == 0:
+        return np.empty(0, dtype=int)
+    return np.argmax(lp >= lp.max(axis=1, keepdims=True) - TIE_NATS, axis=1)
+
+
 def umbrela_label_distribution(model: TransformersModel, prompts: list[str], system: str | None = None,
                                prefixes: list[str | None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(labels = argmax grade, expected grade, probs (n, 4) renormalised over the four digits)."""
+    """(labels: :func:`grades_from_logprobs`, expected grade, probs (n, 4) renormalised over the four digits)."""
     lp = umbrela_digit_logprobs(model, prompts, system, prefixes)
     if lp.size == 0:
         return np.empty(0, dtype=int), np.empty(0), np.empty((0, len(GRADES)))
+    labels = grades_from_logprobs(lp)
     lp = lp - lp.max(axis=1, keepdims=True)
     probs = np.exp(lp)
     probs /= probs.sum(axis=1, keepdims=True)
     grades = np.arange(len(GRADES), dtype=float)
-    return probs.argmax(axis=1), probs @ grades, probs
+    return labels, probs @ grades, probs

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgebench.cache.keys import call_key
+from judgebench.cache.keys import key_maker
 from judgebench.cache.store import CallCache
 from judgebench.progress import counter
 
@@ -33,6 +33,8 @@ class ModelSpec:
     device: str = "cpu"
     dtype: str = "auto"
     batch_size: int = 8
+    # padded tokens per forward (llm/batching.py); None: from the GPU's free memory, batch_size rows on the CPU
+    batch_tokens: int | None = None
     max_input_tokens: int | None = None
     use_chat_template: bool | None = None
     # Host RAM (GB) a cell with this model needs on a GPU node: slurm_gpu's mem_gb (resolver model_memory_gb).
@@ -71,7 +73,7 @@ class ModelSpec:
             raise FileNotFoundError(f"model {source}: no such file or directory (expected a model directory or a hub name)")
         return TransformersModel(
             source, gguf_file=self.gguf_file, kind=self.kind, device=self.device, dtype=self.dtype,
-            batch_size=self.batch_size, max_input_tokens=self.max_input_tokens,
+            batch_size=self.batch_size, max_input_tokens=self.max_input_tokens, batch_tokens=self.batch_tokens,
             use_chat_template=self.use_chat_template, progress=progress,
         )
 
@@ -86,8 +88,23 @@ def transformers_key(spec: ModelSpec, method: str, prompt_version: str, prompt: 
     """A local model's score key: the model id, what was asked, and the dtype and device type it runs in.
 
     Keys made before dtype and device were part of them stay readable in the cache; they no longer match."""
-    return call_key(backend="transformers", model=spec.model_id, method=method, prompt_version=prompt_version, prompt=prompt,
-                    params=params, **spec.runtime())
+    return transformers_key_maker(spec, method, prompt_version, **params)(prompt)
+
+
+def transformers_key_maker(spec: ModelSpec, method: str, prompt_version: str, **params: Any) -> Callable[[str], str]:
+    """``f(prompt) == transformers_key(spec, method, prompt_version, prompt, **params)``: the parts every prompt
+    of a job shares are dumped and hashed once (:func:`judgebench.cache.keys.key_maker`)."""
+    return key_maker("prompt", backend="transformers", model=spec.model_id, method=method, prompt_version=prompt_version,
+                     params=params, **spec.runtime())
+
+
+SCORE_CHUNK = 256  # prompts scored (and written to the cache) together: a killed job loses at most this many
+
+
+def score_chunk(spec: ModelSpec) -> int:
+    """Prompts per scoring call of :func:`cached_scores`: large enough that its fixed costs (one cache write, one
+    tokenizer call, the progress update) are spread thin, and never fewer than four batches."""
+    return max(SCORE_CHUNK, spec.batch_size * 4)
 
 
 def cached_scores(
@@ -107,11 +124,12 @@ def cached_scores(
     records: dict[str, dict] = {}
     todo: list[tuple[str, Any]] = []
     seen: set[str] = set()
+    found = cache.get_many(key for key, _ in items)  # one pass over the index for the whole job
     for key, payload in items:
         if key in seen:
             continue
         seen.add(key)
-        rec = cache.get(key)
+        rec = found.get(key)
         if rec is None:
             todo.append((key, payload))
         else:

@@ -18,6 +18,7 @@ covers prefix + tail, and each row's logits are read at its own last real token.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import OrderedDict
 from typing import Any
@@ -128,6 +129,7 @@ def _prefix_kv(model: TransformersModel, ids: tuple[int, ...]) -> list[tuple[Any
     cache = result.cache if "cache" in _forward_params(model) else result.past_key_values
     memo[ids] = [(layer.keys, layer.values) for layer in cache.layers]
     model.usage.input_tokens += len(run)
+    model.usage.padded_tokens += len(run)
     model.usage.prefix_tokens += len(run)
     model.usage.batches += 1
     model.usage.seconds += time.perf_counter() - t0
@@ -149,18 +151,19 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
     out: dict[int, np.ndarray] = {}
     for prefix, members in groups.items():
         kv = _prefix_kv(model, prefix)
-        members = sorted(members, key=lambda i: len(encoded[i]))
         p = len(prefix)
-        for start in range(0, len(members), model.batch_size):
-            chunk = members[start:start + model.batch_size]
+        # batched by the tails' lengths (what is computed and padded); the prefix is attended, not computed
+        for part in model._batches([len(encoded[i]) - p for i in members]):
+            chunk = [members[j] for j in part]
             t0 = time.perf_counter()
             tails = [encoded[i][p:] for i in chunk]
-            b, width = len(tails), max(len(t) for t in tails)
-            ids = torch.full((b, width), model.tokenizer.pad_token_id, dtype=torch.long)
-            mask = torch.zeros((b, width), dtype=torch.long)
-            for r, tail in enumerate(tails):  # RIGHT padding: a row's pads come after its last real token
-                ids[r, : len(tail)], mask[r, : len(tail)] = torch.tensor(tail, dtype=torch.long), 1
-            last = torch.tensor([len(t) - 1 for t in tails])
+            lengths = np.fromiter((len(t) for t in tails), dtype=np.int64, count=len(tails))
+            b, width = len(tails), int(lengths.max())
+            real = np.arange(width) < lengths[:, None]  # RIGHT padding: a row's pads come after its last real token
+            ids_np = np.full((b, width), model.tokenizer.pad_token_id, dtype=np.int64)
+            ids_np[real] = np.fromiter(itertools.chain.from_iterable(tails), dtype=np.int64, count=int(lengths.sum()))
+            ids, mask = torch.from_numpy(ids_np), torch.from_numpy(real.astype(np.int64))
+            last = torch.from_numpy(lengths - 1)
             cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],
                                  config=model.model.config)
             kw: dict[str, Any] = {
@@ -183,6 +186,7 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
                 out[i] = vals[r]
             model.usage.prompts += b
             model.usage.input_tokens += int(mask.sum())
+            model.usage.padded_tokens += int(mask.numel())
             model.usage.batches += 1
             model.usage.seconds += time.perf_counter() - t0
     return out

@@ -7,6 +7,7 @@ hold any other braces (JSON examples, code) without breaking one path and not an
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping
@@ -40,8 +41,13 @@ def fill(template: str, values: Mapping[str, str]) -> str:
     filled in one pass, so a value that itself holds ``{query}`` is never substituted again."""
     if not values:
         return template
-    pattern = re.compile("|".join(re.escape("{" + name + "}") for name in values))
-    return pattern.sub(lambda m: str(values[m.group(0)[1:-1]]), template)
+    return _fields_pattern(tuple(values)).sub(lambda m: str(values[m.group(0)[1:-1]]), template)
+
+
+@functools.lru_cache(maxsize=64)
+def _fields_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """The pattern of ``{name}`` for these names (filling is per prompt: one pattern, not one per call)."""
+    return re.compile("|".join(re.escape("{" + name + "}") for name in names))
 
 
 def load_prompt(name_or_path: str, fields: tuple[str, ...] = ("query", "passage")) -> PromptTemplate:

@@ -15,6 +15,7 @@ model, its dtype and device (:class:`~judgebench.exceptions.NonFiniteScores`), n
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from judgebench.exceptions import ConfigError, NonFiniteScores
-from judgebench.llm import hub
+from judgebench.llm import batching, encoding, hub
 from judgebench.llm.model_loading import load_weights, resolve_device, resolve_dtype, resolve_kind
 from judgebench.llm.model_registry import REGISTRY, LoadedModel
 from judgebench.llm.prompts import fill
@@ -49,9 +50,15 @@ class ModelUsage:
     prefix_shared: int = 0
     prefix_fallbacks: int = 0
     prefix_tokens: int = 0
+    padded_tokens: int = 0  # tokens the forwards computed, padding included (input_tokens are the real ones)
+
+    @property
+    def padding_waste(self) -> float:
+        """Share of the computed tokens that were padding."""
+        return batching.padding_waste(self.input_tokens, self.padded_tokens)
 
     def as_metrics(self) -> dict[str, float]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "padding_waste": self.padding_waste}
 
 
 def acquire_weights(name: str, gguf_file: str | None, kind: Kind, device: str, dtype: str, user: Any = None) -> LoadedModel:
@@ -79,11 +86,13 @@ class TransformersModel:
     path, then ``model`` may be omitted).  ``use_chat_template=None`` uses the tokenizer's template when
     it has one.  ``max_input_tokens`` bounds the encoded prompt (template and forced prefix included):
     longer prompts are an error, use :meth:`render` with ``truncate_field`` to shorten the document.
+    ``batch_tokens`` bounds a forward's padded tokens (:mod:`judgebench.llm.batching`; default: from the GPU's
+    free memory, none on the CPU); ``batch_size`` is the rows of a batch where no token budget applies.
     """
 
     def __init__(self, model: str | Path | None = None, *, gguf_file: str | Path | None = None, kind: Kind = "auto",
                  device: str = "cpu", dtype: str = "auto", batch_size: int = 8, max_input_tokens: int | None = None,
-                 use_chat_template: bool | None = None, progress: bool = False):
+                 use_chat_template: bool | None = None, progress: bool = False, batch_tokens: int | None = None):
         if gguf_file is not None and model is None:
             model, gguf_file = Path(gguf_file).parent, Path(gguf_file).name
         if model is None:
@@ -96,6 +105,8 @@ class TransformersModel:
         self.tokenizer = self._loaded.tokenizer
         self.device = self.model.get_input_embeddings().weight.device  # where inputs go (the first GPU of a split model)
         self.batch_size = max(1, int(batch_size))
+        # a token budget per forward (llm/batching.py): the one given, else on a GPU what its free memory holds
+        self.batch_tokens = int(batch_tokens) if batch_tokens else batching.auto_batch_tokens(self.model, self.device)
         self.max_input_tokens = max_input_tokens or self._default_max_tokens()
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if use_chat_template and not has_template:
@@ -245,6 +256,16 @@ class TransformersModel:
         self.truncated += 1
         return fill(template, {**fields, truncate_field: cut}), True
 
+    def render_many(self, template: str, fields: list[dict[str, Any]], truncate_field: str, *, forced_prefix: str = "",
+                    system: str | None = None) -> list[tuple[str, bool]]:
+        """:meth:`render` for many field sets, the fit checked in one tokenizer call (:mod:`judgebench.llm.encoding`)."""
+        return encoding.render_many(self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system)
+
+    def encode_many(self, prompts: list[str], forced_prefix: str = "", system: str | None = None
+                    ) -> list[tuple[list[int], list[int] | None]]:
+        """:meth:`encode` of every prompt, tokenised in bulk (:mod:`judgebench.llm.encoding`)."""
+        return encoding.encode_many(self, prompts, forced_prefix, system)
+
     # ----- scoring --------------------------------------------------------------------------------
     def _chunks(self, encoded: list[tuple[list[int], list[int] | None]]) -> list[list[int]]:
         """Batches of input positions, similar lengths together; over-long prompts are an error, never cut here."""
@@ -252,25 +273,35 @@ class TransformersModel:
             if len(ids) > self.max_input_tokens:
                 raise ValueError(f"prompt {i} is {len(ids)} tokens, over max_input_tokens={self.max_input_tokens}; "
                                  "shorten the document with TransformersModel.render(..., truncate_field=...)")
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
-        chunks = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        return chunks  # progress is counted per prompt by the caller (judgebench.progress), not per batch
+        return self._batches([len(ids) for ids, _ in encoded])  # progress is counted per prompt by the caller
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Positions by batch, shortest first: a token budget when one applies, else ``batch_size`` rows."""
+        if self.batch_tokens:
+            return batching.batches(lengths, batching.MAX_ROWS, self.batch_tokens, batching.MAX_WASTE)
+        return batching.batches(lengths, self.batch_size, None)
+
+    def batching_summary(self) -> str:
+        """One line for the logs: prompts, forwards, the budget and the padding share of what was computed."""
+        return batching.summary(self.usage, self.batch_tokens, self.batch_size)
 
     def _pad(self, rows: list[list[int]]) -> tuple[Any, Any]:
         """Pad to a tensor: LEFT for causal models (the next-token position is the last column of every row)."""
         import torch
 
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for r, row in enumerate(rows):
-            sl = slice(width - len(row), width) if self.kind == "causal" else slice(0, len(row))
-            ids[r, sl], mask[r, sl] = torch.tensor(row, dtype=torch.long), 1
-        return ids, mask
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        width = int(lengths.max())
+        cols = np.arange(width)
+        # a row's real tokens: the last len(row) columns (left padding) or the first len(row)
+        mask = cols >= (width - lengths)[:, None] if self.kind == "causal" else cols < lengths[:, None]
+        ids = np.full((len(rows), width), self.tokenizer.pad_token_id, dtype=np.int64)
+        ids[mask] = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+        return torch.from_numpy(ids), torch.from_numpy(mask.astype(np.int64))
 
     def _count(self, n: int, mask: Any, t0: float) -> None:
         self.usage.prompts += n
         self.usage.input_tokens += int(mask.sum())
+        self.usage.padded_tokens += int(mask.numel())
         self.usage.batches += 1
         self.usage.seconds += time.perf_counter() - t0
 
@@ -285,7 +316,7 @@ class TransformersModel:
 
         from judgebench.llm import prefix_cache
 
-        encoded = [self.encode(p, forced_prefix, system) for p in prompts]
+        encoded = self.encode_many(prompts, forced_prefix, system)
         out = np.empty((len(prompts), 0), dtype=np.float64)
         lengths = [0] * len(prompts)
         if prefixes is not None and self.kind == "causal":
@@ -327,7 +358,7 @@ class TransformersModel:
 
         cand = torch.tensor([self.token_id(c) for c in candidates], dtype=torch.long, device=self.device)
         res = self._last_logits(prompts, forced_prefix, system,
-                                lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand), prefixes,
+                                lambda lg: lg.index_select(1, cand) - torch.logsumexp(lg, dim=-1, keepdim=True), prefixes,
                                 "log-probabilities")
         return res.reshape(len(prompts), len(candidates))
 
@@ -351,7 +382,7 @@ class TransformersModel:
                                    pad_token_id=self.tokenizer.pad_token_id,
                                    eos_token_id=cfg.eos_token_id if cfg.eos_token_id is not None else self.tokenizer.eos_token_id,
                                    decoder_start_token_id=getattr(self.model.config, "decoder_start_token_id", None))
-        encoded = [self.encode(p, "", system) for p in prompts]
+        encoded = self.encode_many(prompts, "", system)
         out = [""] * len(prompts)
         for chunk in self._chunks(encoded):
             t0 = time.perf_counter()

@@ -16,7 +16,9 @@ How (each printed line says which sources it used):
   encoder-decoder, the encoder is taken as 40 %: 38-44 % in T5, FLAN-T5 and UL2). Attention's
   length-squared term and a causal model's shared prefixes (:mod:`judgebench.llm.prefix_cache`) are left
   out: under 5 % at these lengths, and an upper bound for causal models;
-- GPU-hours: FLOPs / (peak dense TFLOP/s x utilisation), the config's ``gpu_estimate``.
+- GPU-hours: FLOPs / the rate measured for the model's shape on the GPU named in ``gpu_estimate.gpu``
+  (:mod:`judgebench.llm.measured_rates`), else / (peak dense TFLOP/s x utilisation), the config's
+  ``gpu_estimate``; the printed line says which.
 """
 
 from __future__ import annotations
@@ -51,6 +53,17 @@ class GPUThroughput:
 
     def describe(self) -> str:
         return f"{self.gpu} at {self.peak_tflops:g} TFLOP/s x {self.utilisation:.2f} utilisation"
+
+    def rate_for(self, size: ModelSize | None) -> tuple[float, str]:
+        """(FLOP/s, what it is): the rate measured for this model's shape on this GPU
+        (:mod:`judgebench.llm.measured_rates`), else peak x utilisation, marked as assumed."""
+        from judgebench.llm.measured_rates import find
+
+        rate = find(size.total, size.seq2seq, self.gpu) if size is not None else None
+        if rate is not None:
+            return rate.tflops * 1e12, (f"{self.gpu} at the {rate.tflops:g} TFLOP/s measured for the {rate.shape} shape "
+                                        f"({rate.source})")
+        return self.flops_per_s, f"{self.describe()} (assumed: no rate measured for this shape on this GPU)"
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,7 @@ class Work:
     decoder_tokens: int = 0
     flops: float = 0.0
     gpu_hours: float = 0.0
+    rate: str = ""  # the throughput the GPU-hours assume, and whether it was measured
     fingerprint: str = ""
     sources: list[str] = field(default_factory=list)
 
@@ -229,14 +243,15 @@ def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, ma
     if size is not None:
         scored = work.decoder_tokens if seq2seq else work.to_score
         work.flops = 2 * (size.encoder * work.input_tokens + size.decoder * work.decoder_tokens + size.head * scored)
-        work.gpu_hours = work.flops / throughput.flops_per_s / 3600
+        per_s, work.rate = throughput.rate_for(size)
+        work.gpu_hours = work.flops / per_s / 3600
     work.sources = [counter.source, size.source if size is not None else "size unknown (set model_spec.params_b)"]
     return work
 
 
 def describe(work: Work, size: ModelSize | None, throughput: GPUThroughput, note: str = "") -> str:
     params = f"{size.total / 1e9:.2f}B params from {size.source}" if size is not None else work.sources[1]
-    cost = (f"~{work.flops:.2e} FLOPs, ~{work.gpu_hours:.3g} GPU-hours on {throughput.describe()}" if size is not None
+    cost = (f"~{work.flops:.2e} FLOPs, ~{work.gpu_hours:.3g} GPU-hours on {work.rate or throughput.describe()}" if size is not None
             else "FLOPs and GPU-hours unknown")
     extra = f"; {note}" if note else ""
     return (f"{work.prompts:,} prompts, {work.cached:,} cached, {work.to_score:,} to score (~{work.input_tokens / 1e6:.2f}M input tokens by "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import pandas as pd
 from judgebench.cache import CallCache
 from judgebench.llm.models import as_spec
 from judgebench.rankers.base import Ranker, ranking_from_scores
+
+log = logging.getLogger("judgebench")
 
 
 @dataclass
@@ -70,13 +73,16 @@ class PointwiseRanker(ModelRanker):
 
     def score_pairs(self, pairs, dataset, texts) -> list[float]:
         """Cached scores for (query_id, doc_id) pairs on the given text view (also used by content bias)."""
-        from judgebench.llm.models import cached_scores
+        from judgebench.llm.models import cached_scores, score_chunk
 
-        items = [(self.key(dataset.queries[q], texts[d]), (dataset.queries[q], texts[d])) for q, d in pairs]
+        key_of = self.key_maker()
+        items = [(key_of(dataset.queries[q], texts[d]), (dataset.queries[q], texts[d])) for q, d in pairs]
         records, self.scored_now = cached_scores(
             self.cache, items, self.score_batch, meta=self.spec.cache_meta(),
-            chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"{self.method} ({self.name})",
+            chunk=score_chunk(self.spec), progress=self.progress, desc=f"{self.method} ({self.name})",
         )
+        if self.scored_now:
+            log.info("ranker %s: %s", self.name, self.load_model().batching_summary())
         return [records[k]["score"] for k, _ in items]
 
     prompt: str = "{query} {passage}"
@@ -93,15 +99,20 @@ class PointwiseRanker(ModelRanker):
 
         head, _ = self.head_and_tail(dataset)
         pairs = list(zip(head["query_id"], head["doc_id"]))
-        prompts = ((self.key(dataset.queries[q], texts[d]), dataset.queries[q], (texts[d],)) for q, d in pairs)
+        key_of = self.key_maker()
+        prompts = ((key_of(dataset.queries[q], texts[d]), dataset.queries[q], (texts[d],)) for q, d in pairs)
         return PromptPlan(prompts, fill(self.prompt, {"query": FIELD_MARK, "passage": FIELD_MARK}))
 
     def key(self, query: str, passage: str) -> str:
-        from judgebench.llm.models import transformers_key
+        return self.key_maker()(query, passage)
+
+    def key_maker(self):
+        """(query, passage) -> cache key; what every prompt shares (model, method, settings) is hashed once."""
+        from judgebench.llm.models import transformers_key_maker
         from judgebench.llm.prompts import fill
 
-        prompt = fill(self.prompt, {"query": query, "passage": passage})
-        return transformers_key(self.spec, self.method, self.prompt_version, prompt, **self.key_params())
+        make = transformers_key_maker(self.spec, self.method, self.prompt_version, **self.key_params())
+        return lambda query, passage: make(fill(self.prompt, {"query": query, "passage": passage}))
 
     def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
         raise NotImplementedError

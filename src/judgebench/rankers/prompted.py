@@ -22,8 +22,10 @@ class PromptedRanker(PointwiseRanker):
 
     def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
         model = self.load_model()
-        prompts = [model.render(self.prompt, {"query": q, "passage": p}, "passage")[0] for q, p in payloads]
-        prefixes = [text_before(self.prompt, {"query": q, "passage": p}, "passage") for q, p in payloads]
+        fields = [{"query": q, "passage": p} for q, p in payloads]
+        prompts = [r[0] for r in model.render_many(self.prompt, fields, "passage")]
+        # an encoder reads the whole prompt: only a causal model shares prefixes
+        prefixes = [text_before(self.prompt, f, "passage") if model.kind == "causal" else None for f in fields]
         return self.score_prompts(model, prompts, prefixes)
 
     def score_prompts(self, model: Any, prompts: list[str], prefixes: list[str | None]) -> list[dict]:

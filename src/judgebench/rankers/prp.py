@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import logging
 import math
 import re
 from collections import Counter
@@ -27,7 +28,7 @@ from judgebench.exceptions import ConfigError
 from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import PromptTemplate
 from judgebench.llm.calls import Call, api_call_key, run_cached
-from judgebench.llm.models import cached_scores, transformers_key
+from judgebench.llm.models import cached_scores, score_chunk, transformers_key_maker
 from judgebench.rankers.model_ranker import ModelRanker
 
 PRP_PROMPT = (
@@ -35,6 +36,7 @@ PRP_PROMPT = (
     'Passage A: "{doc1}"\n\nPassage B: "{doc2}"\n\nOutput Passage A or Passage B:'
 )
 PRP_VERSION = "prp@1"
+log = logging.getLogger("judgebench")
 ANSWER = re.compile(r"passage\s*([AB])\b", re.IGNORECASE)
 
 
@@ -77,6 +79,7 @@ class PRPRanker(ModelRanker):
         self.failed = 0
         self._prefs: dict[str, str | None] = {}
         self._pairs: dict[tuple, tuple[str | None, str | None]] = {}  # (query, x, y), x < y: answers with x first, y first
+        self._local_key = None  # prompt -> key of a local model's score (made at first use; settings are fixed by then)
 
     # -- asking -----------------------------------------------------------------------------------
     def _prompt(self, query: str, doc1: str, doc2: str) -> str:
@@ -85,7 +88,10 @@ class PRPRanker(ModelRanker):
     def _key(self, prompt: str) -> str:
         if self.backend is not None:
             return api_call_key(self.backend, PRP_VERSION, prompt, None)
-        return transformers_key(self.spec, "prp", PRP_VERSION, prompt, candidates=list(self.candidates), prefix=self.forced_prefix)
+        if self._local_key is None:
+            self._local_key = transformers_key_maker(self.spec, "prp", PRP_VERSION, candidates=list(self.candidates),
+                                                     prefix=self.forced_prefix)
+        return self._local_key(prompt)
 
     def ask(self, triples: list[tuple[str, str, str]]) -> list[str | None]:
         """Preferences ("A", "B" or None) for (query, doc1, doc2) triples, batched and cached."""
@@ -113,9 +119,11 @@ class PRPRanker(ModelRanker):
                 records, now = cached_scores(
                     self.cache, [(k, t) for k, t, _ in missing], self._score_local,
                     meta=self.spec.cache_meta(),
-                    chunk=max(8, self.spec.batch_size * 4), progress=self.progress, desc=f"prp ({self.name})",
+                    chunk=score_chunk(self.spec), progress=self.progress, desc=f"prp ({self.name})",
                 )
                 self.scored_now += now
+                if now:
+                    log.info("ranker %s: %s", self.name, self.load_model().batching_summary())
                 for k, _, _ in missing:
                     rec = records[k]
                     self._prefs[k] = "A" if rec["lp_a"] > rec["lp_b"] else "B" if rec["lp_b"] > rec["lp_a"] else None
@@ -123,30 +131,46 @@ class PRPRanker(ModelRanker):
 
     def _score_local(self, triples: list[tuple[str, str, str]]) -> list[dict]:
         model = self.load_model()
-        fitted = [self._fit(model, q, a, b) for q, a, b in triples]
+        fitted = self._fit_many(model, triples)
         # Every prompt of a query shares the instruction and the query; the n-1 prompts of a query that put
         # the same passage first share it too: score each from the key/value cache of what they share.
-        firsts = Counter((f["query"], f["doc1"]) for _, f in fitted)
-        prefixes = [text_before(self.prompt, f, "doc2" if firsts[(f["query"], f["doc1"])] > 1 else "doc1") for _, f in fitted]
+        prefixes: list[str | None] = [None] * len(fitted)
+        if model.kind == "causal":  # an encoder reads the whole prompt: nothing to share
+            firsts = Counter((f["query"], f["doc1"]) for _, f in fitted)
+            prefixes = [text_before(self.prompt, f, "doc2" if firsts[(f["query"], f["doc1"])] > 1 else "doc1") for _, f in fitted]
         lp = model.next_token_logprobs([p for p, _ in fitted], list(self.candidates), forced_prefix=self.forced_prefix,
                                        prefixes=prefixes)
         return [{"lp_a": float(x), "lp_b": float(y)} for x, y in lp]
 
     def _fit(self, model, query: str, doc1: str, doc2: str) -> tuple[str, dict[str, str]]:
         """Give both passages the same token budget (never cutting the query) so the prompt fits: (prompt, fields)."""
-        empty = model.render(self.prompt, {"query": query, "doc1": "", "doc2": ""}, "doc1", forced_prefix=self.forced_prefix)[0]
-        budget = model.max_input_tokens - len(model.encode(empty, self.forced_prefix)[0]) - 4
-        per_doc = max(1, budget // 2)
+        return self._fit_many(model, [(query, doc1, doc2)])[0]
 
-        def cut(text: str) -> str:
-            ids = model.tokenizer.encode(text, add_special_tokens=False)
-            if len(ids) <= per_doc:
+    def _fit_many(self, model, triples: list[tuple[str, str, str]]) -> list[tuple[str, dict[str, str]]]:
+        """:meth:`_fit` of many triples: each query's budget found once, each passage tokenised once (in bulk)."""
+        from judgebench.llm.encoding import ids_many
+
+        per_doc: dict[str, int] = {}
+        for query in dict.fromkeys(q for q, _, _ in triples):
+            empty = model.render(self.prompt, {"query": query, "doc1": "", "doc2": ""}, "doc1", forced_prefix=self.forced_prefix)[0]
+            budget = model.max_input_tokens - len(model.encode(empty, self.forced_prefix)[0]) - 4
+            per_doc[query] = max(1, budget // 2)
+        docs = list(dict.fromkeys(d for _, a, b in triples for d in (a, b)))
+        doc_ids = dict(zip(docs, ids_many(model, docs, False)))
+        cuts: dict[tuple[str, int], str] = {}
+
+        def cut(text: str, limit: int) -> str:
+            ids = doc_ids[text]
+            if len(ids) <= limit:
                 return text
             model.truncated += 1
-            return model.tokenizer.decode(ids[:per_doc])
+            if (text, limit) not in cuts:
+                cuts[(text, limit)] = model.tokenizer.decode(ids[:limit])
+            return cuts[(text, limit)]
 
-        fields = {"query": query, "doc1": cut(doc1), "doc2": cut(doc2)}
-        return model.render(self.prompt, fields, "doc2", forced_prefix=self.forced_prefix)[0], fields
+        fields = [{"query": q, "doc1": cut(a, per_doc[q]), "doc2": cut(b, per_doc[q])} for q, a, b in triples]
+        rendered = model.render_many(self.prompt, fields, "doc2", forced_prefix=self.forced_prefix)
+        return [(r[0], f) for r, f in zip(rendered, fields)]
 
     def planned_prompts(self, dataset, texts):
         """What ranking would score, for the dry run's estimate: every ordered pair (all pairs), else an upper
