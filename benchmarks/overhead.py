@@ -30,14 +30,15 @@ from benchmarks.common import REPO, parser, table, write_json
 
 SYSTEMS = ["bm25"] + [f"oracle_{p}" for p in PERTURBATIONS] + ["rankgpt_gpt35", "rankvicuna_7b"] + [f"simllm_{i}" for i in range(1, 6)]
 
-# direct callees of pipeline.run_job, by (module path fragment, function name) -> phase
+# direct callees of pipeline.run_job and of run_cell (the stages run_job hands its resolved cell to), by (module
+# path fragment, function name) -> phase
 PHASES = [
     ("metrics", [("judgebench/metrics/", ""), ("judgebench/evaluation.py", "")]),  # evaluation: the nDCG of every qrels
     ("MLflow (store, runs, params, metrics, artifacts)", [("judgebench/tracking.py", ""), ("mlflow/", ""), ("judgebench/jobs/common.py", "file_text"), ("judgebench/jobs/common.py", "frame_text")]),
     ("judging", [("judgebench/judges/", "judge")]),
     ("ranking (+ perturbation, cut)", [("judgebench/rankers/", "")]),
     ("dataset load", [("judgebench/jobs/common.py", "load_dataset"), ("judgebench/data/", "")]),
-    ("config (instantiate, hash, to_container, yaml)", [("hydra/", ""), ("omegaconf/", ""), ("judgebench/jobs/common.py", "config_hash")]),
+    ("config (instantiate, hash, to_container, yaml)", [("hydra/", ""), ("omegaconf/", ""), ("judgebench/jobs/common.py", "config_hash"), ("judgebench/jobs/cell.py", "")]),
 ]
 
 
@@ -100,10 +101,13 @@ def split_profile(path: Path) -> dict:
     compose, composes = cum("hydra/_internal/config_loader_impl.py", "load_sweep_config")
     run_job_keys = [k for k in stats if k[0].endswith("judgebench/jobs/pipeline.py") and k[2] == "run_job"]
     job_total = sum(stats[k][3] for k in run_job_keys)
+    run_cell_keys = [k for k in stats if k[0].endswith("judgebench/jobs/pipeline.py") and k[2] == "run_cell"]
     phases = {name: 0.0 for name, _ in PHASES}
     callees: dict[str, float] = {}
     for key, (_, _, _, _, callers) in stats.items():
-        edge = sum(callers[k][3] for k in run_job_keys if k in callers)
+        if key in run_cell_keys:  # not a phase: its own callees are
+            continue
+        edge = sum(callers[k][3] for k in run_job_keys + run_cell_keys if k in callers)
         if not edge:
             continue
         label = f"{Path(key[0]).parent.name}/{Path(key[0]).name}:{key[2]}"

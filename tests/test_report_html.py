@@ -123,12 +123,12 @@ def test_report_html_renders_every_table_and_figure(grid):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "report.png"
     shot.unlink(missing_ok=True)
-    done = headless(binary, f"--screenshot={shot}", "--window-size=1400,2600", "--hide-scrollbars", page.as_uri())
+    done = headless(binary, f"--screenshot={shot}", "--window-size=1400,4000", "--hide-scrollbars", page.as_uri())
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
     drawn = rendered_report(shot)
-    assert drawn["size"] == (1400, 2600)
-    # what only the report draws: text and, in the first 2600 px, tables: their 1 px #ccc rules cross >= 20 pixel
-    # rows (an error page, e.g. Chromium's "file not found", has text and no such rules: checked below, on a real one)
+    assert drawn["size"] == (1400, 4000)
+    # what only the report draws: text and, in the first 4000 px (below the findings and contents), tables: their
+    # 1 px #ccc rules cross >= 20 pixel rows (an error page, e.g. Chromium's "file not found", has text and no such rules: checked below, on a real one)
     assert drawn["dark"] > 0.02, drawn
     assert drawn["table_rules"] >= 20, drawn
     print(f"screenshot of report.html: {shot} {drawn}")
@@ -137,7 +137,7 @@ def test_report_html_renders_every_table_and_figure(grid):
     error_page.write_text("<html><body><h1>Internal Server Error</h1><pre>" + "Traceback (most recent call last):\n"
                           + "  File \"report.py\", line 1, in build\n" * 40 + "KeyError: 'table1'</pre></body></html>")
     error_shot = out.parent / "error.png"
-    done = headless(binary, f"--screenshot={error_shot}", "--window-size=1400,2600", "--hide-scrollbars", error_page.as_uri())
+    done = headless(binary, f"--screenshot={error_shot}", "--window-size=1400,4000", "--hide-scrollbars", error_page.as_uri())
     assert done.returncode == 0 and error_shot.is_file(), done.stderr[-2000:]
     error = rendered_report(error_shot)
     assert error["dark"] > 0.002 and error["table_rules"] < 20, error

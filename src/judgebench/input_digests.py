@@ -86,7 +86,10 @@ class JobInputs:
     def build(self, role: str, node: Any) -> Any:
         """``hydra.utils.instantiate(node)``, recording the files it opens and the ones it declares."""
         from hydra.utils import instantiate
+        from omegaconf import DictConfig, OmegaConf
 
+        if isinstance(node, dict) and not isinstance(node, DictConfig):  # a resolved tree's part (jobs/cell.py):
+            node = OmegaConf.create({role: node})[role]  # as a node under its role, errors name `judge.backend`
         with recording() as opened:
             component = instantiate(node)
         self.add(role, [*opened, *declared(component)])
