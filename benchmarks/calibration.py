@@ -3,7 +3,7 @@ planner promises: measured coverage, size, width and power against their nominal
 
     python -m benchmarks.calibration [--quick] [--out DIR] [--populations P] [--draws D] [--sizes 12 43 54]
 
---quick: 25 populations x 8 draws (200 replications a cell, about 4 min on 2 loaded cores); the full run 100 x 20
+--quick: 25 populations x 8 draws (200 replications a cell, about 6 min on 2 loaded cores); the full run 100 x 20
 (2,000). Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC DL files.
 
 The generator is grounded in the human labels shipped with judgebench (TREC DL19 and DL20 qrels and the shipped
@@ -14,6 +14,10 @@ pool. Each replication resamples n queries from the pool (n = 12, the toy set's 
 - ``offset``: bias 0.1, sd 0.05 on every query;
 - ``growing``: bias 0.1, sd_q = 0.25 u_q with u_q uniform on (0, 1): noise that grows with the judge's own error
   (the issue's case: a signal that knows |human - judge| is correlated with the judge's bias and its spread).
+
+Table 6's tau interval and Table 3/4's decision agreement need more than 3 systems: ``many_systems`` makes ten
+around the pool's BM25 (query-level correlation) with a judge that reverses 5 adjacent pairs, and compare's own
+``bootstrap`` and ``decision_agreement`` run on P x D independent query samples (agreement rows are descriptive).
 
 Every cell runs P populations x D draws of the sampling design (or of the test's data); the Monte-Carlo standard
 error is the standard deviation of the P per-population figures over sqrt(P) (draws inside a population are not
