@@ -3,7 +3,7 @@ planner promises: measured coverage, size, width and power against their nominal
 
     python -m benchmarks.calibration [--quick] [--out DIR] [--populations P] [--draws D] [--sizes 12 43 54]
 
---quick: 25 populations x 8 draws (200 replications a cell, about 4 min on 2 loaded cores); the full run 100 x 20
+--quick: 25 populations x 8 draws (200 replications a cell, about 6 min on 2 loaded cores); the full run 100 x 20
 (2,000). Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC DL files.
 
 The generator is grounded in the human labels shipped with judgebench (TREC DL19 and DL20 qrels and the shipped
@@ -14,6 +14,10 @@ pool. Each replication resamples n queries from the pool (n = 12, the toy set's 
 - ``offset``: bias 0.1, sd 0.05 on every query;
 - ``growing``: bias 0.1, sd_q = 0.25 u_q with u_q uniform on (0, 1): noise that grows with the judge's own error
   (the issue's case: a signal that knows |human - judge| is correlated with the judge's bias and its spread).
+
+Table 6's tau interval and Table 3/4's decision agreement need more than 3 systems: ``many_systems`` makes ten
+around the pool's BM25 (query-level correlation) with a judge that reverses 5 adjacent pairs, and compare's own
+``bootstrap`` and ``decision_agreement`` run on P x D independent query samples (agreement rows are descriptive).
 
 Every cell runs P populations x D draws of the sampling design (or of the test's data); the Monte-Carlo standard
 error is the standard deviation of the P per-population figures over sqrt(P) (draws inside a population are not
@@ -35,10 +39,12 @@ from scipy import stats
 
 from benchmarks.common import parser, table, write_json
 from judgebench.compare.budget import plan as budget_plan
-from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices
+from judgebench.compare.analyses.bootstrap import bootstrap, percentile_interval, resample_indices
+from judgebench.compare.analyses.significance import decision_agreement
+from judgebench.compare.reference import HUMAN, References
 from judgebench.data.trec import read_qrels, read_run
 from judgebench.data.trec_dl import SHIPPED
-from judgebench.metrics import designs, ppi
+from judgebench.metrics import designs, ppi, tau_b
 from judgebench.metrics.self_preference import SignFlipTest, StudentizedBootstrap
 from judgebench.metrics.significance import pairwise_ttests
 
@@ -221,6 +227,51 @@ def estimator_rows(rng, base, n, setting, P, D) -> list[dict]:
     return rows
 
 
+def many_systems(base: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Ten systems for the ordering statistics, grounded in the pool: system s on query q scores
+    bm25_q + delta_s + e_sq, delta_s evenly spaced from 0 to the pool's RankGPT - BM25 gap (query-level
+    correlation through bm25_q), e_sq normal with the sd of the pool's RankGPT - RankVicuna differences / sqrt 2.
+    The judge is 0.1 low plus 1.5 steps lower on every odd system, so it reverses the 5 adjacent pairs (0-1, 2-3,
+    ...): the population tau of its mean ordering with the humans' is (45 - 2 * 5) / 45 = 0.778, exactly (no
+    clipping: means are delta_s + E bm25 and the noise has mean 0). Returns (delta, judge bias, e's sd)."""
+    delta = np.linspace(0, base[1].mean() - base[0].mean(), 10)
+    bias = BIAS + 1.5 * (delta[1] - delta[0]) * (np.arange(10) % 2)
+    return delta, bias, float((base[1] - base[2]).std() / np.sqrt(2))
+
+
+def ordering_rows(rng, base, n, setting, R, resamples=500) -> list[dict]:
+    """Table 6's tau interval and Table 3/4's decision agreement, each by compare's own code on R replications of
+    n queries: ``compare.bootstrap.bootstrap`` (percentile interval of tau_all, paired resamples) and
+    ``compare.significance.decision_agreement`` (paired t + Holm on both sides). Estimand of the tau row: tau_b
+    between the judge's and the humans' mean nDCG@10 orderings on the population of queries (0.778 here)."""
+    delta, bias, sd = many_systems(base)
+    truth = float(tau_b(delta - bias, delta)[0])
+    systems = [f"s{i}" for i in range(10)]
+    hit, agree, reverse = [], [], []
+    for _ in range(R):
+        q = base[0, rng.integers(0, base.shape[1], n)]
+        y = q[None] + delta[:, None] + sd * rng.standard_normal((10, n))
+        noise = np.full(n, 0.05) if setting == "offset" else 0.25 * rng.random(n)
+        f = y - bias[:, None] - noise * rng.standard_normal((10, n))
+        frames = [pd.DataFrame({"dataset": "d", "system": np.repeat(systems, n), "judge": name,
+                                "query_id": np.tile([f"q{i:03d}" for i in range(n)], 10), "value": v.ravel()})
+                  for name, v in ((HUMAN, y), ("judge", f))]
+        per_query = pd.concat(frames, ignore_index=True)
+        refs = References(per_query, reference=HUMAN)
+        t1 = {"d": pd.DataFrame({"type": "LLM", HUMAN: y.mean(axis=1), "judge": f.mean(axis=1)}, index=systems)}
+        _, taus = bootstrap(per_query, t1, refs, n_resamples=resamples, seed=int(rng.integers(2**31)))
+        hit.append(float(taus.at[0, "tau_all_lo"] <= truth <= taus.at[0, "tau_all_hi"]))
+        counts, _ = decision_agreement(per_query, {"d": systems}, refs, ALPHA, use_holm=True)
+        agree.append(counts.at[0, "agree"] / counts.at[0, "family"])
+        reverse.append(counts.at[0, "reversed"] / counts.at[0, "family"])
+    return [row("Table 6 bootstrap tau (10 systems): coverage", setting, n, n, LEVEL, hit, "0.93-0.97",
+                lambda m, _: covers(m), n < designs.MIN_QUERIES),
+            row("Table 3/4 t + Holm: judge-human decision agreement", setting, n, n, float("nan"), agree,
+                "descriptive", lambda m, _: True),
+            row("Table 3/4 t + Holm: reversed pairs", setting, n, n, float("nan"), reverse, "descriptive",
+                lambda m, _: True)]
+
+
 def run(P: int, D: int, seed: int = 0, sizes=tuple(SIZES)) -> list[dict]:
     pools = {name: pool(name) for name in set(SIZES.values())}
     rows = []
@@ -231,6 +282,7 @@ def run(P: int, D: int, seed: int = 0, sizes=tuple(SIZES)) -> list[dict]:
             rows += design_rows(rng, base, n, setting, P, D)
             rows += power_rows(rng, base, n, setting, P, D)
             rows += estimator_rows(rng, base, n, setting, P, D)
+            rows += ordering_rows(rng, base, n, setting, P * D)
     return rows
 
 

@@ -338,8 +338,23 @@ def test_calibration(tmp_path):
     families = {r["statistic"].split(":")[0].split(" [")[0] for r in rows}
     for family in ("planner uniform", "planner stratified/neyman", "planner stratified/proportional", "planner active",
                    "planner uniform", "PPI (uniform k labels)", "PPI++ cross-fitted", "Table 6 bootstrap mean nDCG@10",
-                   "Table 3/4 paired t + Holm", "self-preference bootstrap-t", "self-preference sign-flip"):
+                   "Table 3/4 paired t + Holm", "self-preference bootstrap-t", "self-preference sign-flip",
+                   "Table 6 bootstrap tau (10 systems)", "Table 3/4 t + Holm"):
         assert family in families, family
     # 12 queries is under designs.MIN_QUERIES: every row of the toy size is flagged, as the report warns there
     assert all(r["flagged"] for r in rows if not r["target"].startswith("report") and r["statistic"].startswith(("planner", "Table 6",
                                                                                                     "self-preference boot")))
+
+
+def test_calibration_tau_estimand():
+    """The tau family's estimand: the judge reverses exactly the 5 adjacent pairs (0-1, 2-3, ...) of the ten grounded
+    systems' population means, so tau_b = (45 - 10) / 45, checked with scipy's Kendall's tau."""
+    import numpy as np
+    from scipy.stats import kendalltau
+
+    calibration = importlib.import_module("benchmarks.calibration")
+    delta, bias, sd = calibration.many_systems(calibration.pool("dl19"))
+    judge = delta - bias
+    assert sum(judge[i] < judge[i + 1] for i in range(9)) == 4  # the 5 even-odd steps reversed
+    assert kendalltau(judge, delta).statistic == pytest.approx(35 / 45)
+    assert np.all(np.diff(delta) > 0) and sd > 0
