@@ -10,7 +10,7 @@ import pandas as pd
 from judgebench.compare import names
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers import views
-from judgebench.compare.renderers.markdown import few_queries_warning
+from judgebench.compare.renderers.markdown import TAU_INTERVAL_NOTE, few_queries_warning
 from judgebench.compare.section import LatexTable, Section
 
 if TYPE_CHECKING:
@@ -52,7 +52,8 @@ class ConfidenceIntervals(Section):
             parts += [f"\n### {md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]\n", render.markdown(c)]
             parts += [f"\n**{md(w)}**" for w in [few_queries_warning(r.ci_means, dataset)] if w]
         if len(r.ci_tau):
-            parts += [f"\n### Kendall's tau against {o.reference} [interval]\n", render.markdown(views.tau_intervals(r), index=False)]
+            parts += [f"\n### Kendall's tau against {o.reference} [interval]\n", render.markdown(views.tau_intervals(r), index=False),
+                      f"\n*{TAU_INTERVAL_NOTE}*"]
         return parts
 
     def latex(self, r: Report) -> list[LatexTable]:
