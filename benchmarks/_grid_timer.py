@@ -71,7 +71,7 @@ def install() -> None:
 
     import judgebench.run as jrun
     from judgebench import judge_summary, rankings, tracking
-    from judgebench.jobs import pipeline
+    from judgebench.jobs import cell as cell_module, pipeline
     from judgebench.judges.qrels_file import QrelsFileJudge
     from judgebench.judges.simulated import SimulatedJudge
 
@@ -96,7 +96,7 @@ def install() -> None:
 
     Sweeper.validate_batch_is_legal = validate_batch_is_legal
     jrun._dispatch = timed("rest of cell", jrun._dispatch, new_cell=True)
-    pipeline.load_dataset = timed("dataset load", pipeline.load_dataset)
+    cell_module.load_dataset = timed("dataset load", cell_module.load_dataset)  # the cell loads it (jobs/cell.py)
     rankings.rank_once = timed("ranking", rankings.rank_once)
     for cls in (SimulatedJudge, QrelsFileJudge):
         cls.judge = timed("judging", cls.judge)
