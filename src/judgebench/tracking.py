@@ -29,6 +29,7 @@ from mlflow.utils import mlflow_tags
 from tenacity import Retrying, retry_if_exception, retry_if_result, stop_after_attempt, wait_exponential, wait_incrementing
 
 from judgebench import artifact_store
+from judgebench.sqlite_store import check_sqlite_writable
 from judgebench.run_tags import PREFIX, RunTags
 from judgebench.masking import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
 
@@ -93,39 +94,6 @@ def ensure_sqlite_parent(tracking_uri: str) -> None:
                 _retry(lambda: MlflowClient(tracking_uri).search_experiments(max_results=1))
                 ready.write_text(stamp())
     _READY_STORES.add(tracking_uri)
-
-
-def check_sqlite_writable(tracking_uri: str, db: Path) -> None:
-    """One line up front (ConfigError) when a job could not log to the SQLite store: the database file takes no
-    write lock (read-only file or mount) or its folder takes no new file (SQLite writes its journal there).
-    Without this, MLflow's writes fail later, after retries, as sqlite3.OperationalError tracebacks."""
-    import secrets
-    import sqlite3
-
-    from judgebench.exceptions import ConfigError
-
-    hint = "point tracking_uri at a writable store (a copy of this one: cp the .db file into a writable folder)"
-    probe = db.parent / f".{db.name}.probe.{os.getpid()}.{secrets.token_hex(4)}"
-    try:
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise ConfigError(f"tracking_uri={tracking_uri}: the MLflow store's folder {db.parent} is not writable "
-                          f"([Errno {e.errno}] {e.strerror}); {hint}") from None
-    if not db.exists():
-        return
-    con = None
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=10)
-        con.execute("BEGIN IMMEDIATE")  # a write lock, nothing written
-        con.rollback()
-    except sqlite3.OperationalError as e:
-        if "locked" in str(e) or "busy" in str(e):  # another job is writing: writable
-            return
-        raise ConfigError(f"tracking_uri={tracking_uri}: the MLflow store {db} cannot be written ({e}); {hint}") from None
-    finally:
-        if con is not None:
-            con.close()
 
 
 def _transient(exc: BaseException) -> bool:
