@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from judgebench.compare import tables
 from judgebench.compare.analyses import ensembles
 from judgebench.compare.artifacts import Artifacts
-from judgebench.compare.reference import References
+from judgebench.compare.reference import ROLES, References
 from reference_impl import frame_rows, ndcg10_judged
 
 JUDGES = ("simulated", "simulated_unbiased")
@@ -48,6 +48,7 @@ def _values(rows: pd.DataFrame, system: str) -> dict[str, float]:
 def test_no_judge_is_named_after_a_reference_the_role_column_says(toy):
     pq = toy["per_query"]
     assert not pq["judge"].str.contains(r"[\[\]]").any()
+    assert set(pq["role"]) == set(ROLES) == {"judge", "human_judged", "human_labelset", "human"}
     pairs = set(zip(pq["judge"], pq["role"]))
     assert pairs == {("human", "human"), ("human_labelset", "human_labelset"),
                      *((j, "judge") for j in JUDGES), *((j, "human_judged") for j in JUDGES)}
