@@ -41,7 +41,7 @@ from benchmarks.common import parser, table, write_json
 from judgebench.compare.budget import plan as budget_plan
 from judgebench.compare.analyses.bootstrap import bootstrap, percentile_interval, resample_indices
 from judgebench.compare.analyses.significance import decision_agreement
-from judgebench.compare.reference import HUMAN, References
+from judgebench.compare.reference import HUMAN, OWN, References
 from judgebench.data.trec import read_qrels, read_run
 from judgebench.data.trec_dl import SHIPPED
 from judgebench.metrics import designs, ppi, tau_b
@@ -253,9 +253,9 @@ def ordering_rows(rng, base, n, setting, R, resamples=500) -> list[dict]:
         y = q[None] + delta[:, None] + sd * rng.standard_normal((10, n))
         noise = np.full(n, 0.05) if setting == "offset" else 0.25 * rng.random(n)
         f = y - bias[:, None] - noise * rng.standard_normal((10, n))
-        frames = [pd.DataFrame({"dataset": "d", "system": np.repeat(systems, n), "judge": name,
+        frames = [pd.DataFrame({"dataset": "d", "system": np.repeat(systems, n), "judge": name, "role": role,
                                 "query_id": np.tile([f"q{i:03d}" for i in range(n)], 10), "value": v.ravel()})
-                  for name, v in ((HUMAN, y), ("judge", f))]
+                  for name, role, v in ((HUMAN, HUMAN, y), ("judge", OWN, f))]
         per_query = pd.concat(frames, ignore_index=True)
         refs = References(per_query, reference=HUMAN)
         t1 = {"d": pd.DataFrame({"type": "LLM", HUMAN: y.mean(axis=1), "judge": f.mean(axis=1)}, index=systems)}

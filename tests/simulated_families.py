@@ -15,7 +15,7 @@ from functools import lru_cache
 import pandas as pd
 
 from judgebench.compare import tables
-from judgebench.compare.reference import References, judged_name
+from judgebench.compare.reference import OWN, References
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import HUMAN_JUDGED, HUMAN_LABELSET, evaluate, restrict
 from judgebench.judges.simulated import SimulatedJudge
@@ -64,15 +64,15 @@ def grid(tag: str, judge_priors: dict[str, str], reported: dict[str, str] | None
             ranker = SimulatedLLMRanker(name=f"Sim{letter}{k}", family=fam(letter), weight=ranker_weight, noise=0.3,
                                         seed=_seed(tag, letter, k))
             scores = _per_query(ranker.rank(ds, ds.corpus), qrels, queries, pipeline)
-            rows.append(scores[["query_id", HUMAN_LABELSET]].rename(columns={HUMAN_LABELSET: "value"}).assign(judge=HUMAN_LABELSET))
+            rows.append(scores[["query_id", HUMAN_LABELSET]].rename(columns={HUMAN_LABELSET: "value"}).assign(judge=HUMAN_LABELSET, role=HUMAN_LABELSET))
             for name in judge_priors:
-                rows.append(scores[["query_id", name]].rename(columns={name: "value"}).assign(judge=name))
+                rows.append(scores[["query_id", name]].rename(columns={name: "value"}).assign(judge=name, role=OWN))
                 rows.append(scores[["query_id", HUMAN_LABELSET]].rename(columns={HUMAN_LABELSET: "value"})
-                            .assign(judge=judged_name(name)))
+                            .assign(judge=name, role=HUMAN_JUDGED))
                 jobs.append({"dataset": "toy", "system": ranker.name, "ranker_type": "llm", "ranker_family": fam(letter),
                              "judge": name, "judge_family": fam(reported[name]), "start_time": len(jobs)})
             rows[-1 - 2 * len(judge_priors):] = [r.assign(dataset="toy", system=ranker.name) for r in rows[-1 - 2 * len(judge_priors):]]
-    per_query = pd.concat(rows, ignore_index=True)[["dataset", "system", "judge", "query_id", "value"]]
+    per_query = pd.concat(rows, ignore_index=True)[["dataset", "system", "judge", "role", "query_id", "value"]]
     jobs = pd.DataFrame(jobs)
     t1 = tables.table1(per_query, tables.system_types(jobs), [HUMAN_LABELSET, *judge_priors], ["toy"])
     return per_query, t1, jobs, References(per_query, HUMAN_JUDGED)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from judgebench.compare.reference import References, judged_name
+from judgebench.compare.reference import HUMAN_JUDGED, OWN, References
+from judgebench.evaluation import REFERENCES
 
 
 def refs_of(t1: dict[str, pd.DataFrame], reference: str = "human_labelset", judged: dict[str, str] | None = None) -> References:
@@ -13,8 +14,9 @@ def refs_of(t1: dict[str, pd.DataFrame], reference: str = "human_labelset", judg
     rows = []
     for dataset, table in t1.items():
         for column in [c for c in table.columns if c != "type"]:
-            names = [column] + [judged_name(j) for j, c in (judged or {}).items() if c == column]
-            for name in names:
-                rows += [{"dataset": dataset, "system": s, "judge": name, "query_id": "q", "value": v}
+            keys = [(column, column if column in REFERENCES else OWN)]
+            keys += [(j, HUMAN_JUDGED) for j, c in (judged or {}).items() if c == column]
+            for name, role in keys:
+                rows += [{"dataset": dataset, "system": s, "judge": name, "role": role, "query_id": "q", "value": v}
                          for s, v in table[column].items() if v == v]
-    return References(pd.DataFrame(rows, columns=["dataset", "system", "judge", "query_id", "value"]), reference)
+    return References(pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"]), reference)

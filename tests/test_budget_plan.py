@@ -13,7 +13,7 @@ from judgebench.compare import tables
 from judgebench.compare.budget import files as budget_files
 from judgebench.compare.budget import plan as budget_plan
 from judgebench.compare.budget import experiment as budget
-from judgebench.compare.reference import References, judged_name
+from judgebench.compare.reference import References
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import HUMAN_JUDGED, HUMAN_LABELSET, evaluate, restrict
 from judgebench.exceptions import CompareError
@@ -35,10 +35,11 @@ def toy_cell():
         run = r.rank(ds, ds.corpus)
         runs[("toy", r.name)] = run
         v = evaluate(run, {HUMAN_LABELSET: human, "sim": jq}, queries)
-        for name, col in ((HUMAN_LABELSET, HUMAN_LABELSET), ("sim", "sim"), (judged_name("sim"), HUMAN_LABELSET)):
-            rows += [("toy", r.name, name, q, x) for q, x in zip(v["query_id"], v[col])]
+        for name, role, col in ((HUMAN_LABELSET, HUMAN_LABELSET, HUMAN_LABELSET), ("sim", "judge", "sim"),
+                                ("sim", HUMAN_JUDGED, HUMAN_LABELSET)):
+            rows += [("toy", r.name, name, role, q, x) for q, x in zip(v["query_id"], v[col])]
         jobs.append({"dataset": "toy", "system": r.name, "ranker_type": "llm" if w else "oracle", "judge": "sim", "start_time": i})
-    pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "query_id", "value"])
+    pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"])
     t1 = tables.table1(pq, tables.system_types(pd.DataFrame(jobs)), [HUMAN_LABELSET, "sim"], ["toy"])
     lab = jq.merge(human.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"]).assign(dataset="toy", judge="sim")
     (cell,) = budget.cells(pq, t1, lab, References(pq, HUMAN_JUDGED), None, [])
@@ -97,8 +98,8 @@ def test_plan_labelled_from_the_held_back_qrels_reads_back_exactly(toy_cell, str
     strata = rows["stratum"].to_numpy()
     pi = rows["inclusion_probability"].to_numpy()
     for s in cell.systems:
-        hv = pq[(pq.system == s) & (pq.judge == judged_name("sim"))].set_index("query_id")["value"].loc[cell.queries].to_numpy()
-        fv = pq[(pq.system == s) & (pq.judge == "sim")].set_index("query_id")["value"].loc[cell.queries].to_numpy()
+        hv = pq[(pq.system == s) & (pq.judge == "sim") & (pq.role == HUMAN_JUDGED)].set_index("query_id")["value"].loc[cell.queries].to_numpy()
+        fv = pq[(pq.system == s) & (pq.judge == "sim") & (pq.role == "judge")].set_index("query_id")["value"].loc[cell.queries].to_numpy()
         point, h = _by_hand(strategy, hv, fv, plan.selected, pi, strata)
         assert means.loc[s, "estimate"] == pytest.approx(point, abs=1e-12)
         assert means.loc[s, "high"] - means.loc[s, "estimate"] == pytest.approx(h, abs=1e-12)

@@ -360,9 +360,9 @@ def test_cells_use_the_chosen_reference():
     rows = []
     for s, t in (("A", 0.5), ("B", 0.3)):
         for q in ("q1", "q2", "q3"):
-            rows += [("d", s, "human", q, t), ("d", s, "human_labelset", q, t + 0.1), ("d", s, "j", q, t + 0.2),
-                     ("d", s, "human_judged[j]", q, t + 0.05)]
-    pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "query_id", "value"])
+            rows += [("d", s, "human", "human", q, t), ("d", s, "human_labelset", "human_labelset", q, t + 0.1),
+                     ("d", s, "j", "judge", q, t + 0.2), ("d", s, "j", "human_judged", q, t + 0.05)]
+    pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"])
     t1 = {"d": pd.DataFrame({"type": ["oracle", "llm"], "human": [0.5, 0.3], "human_labelset": [0.6, 0.4], "j": [0.7, 0.5]},
                             index=["A", "B"])}
     labels = pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"])
@@ -462,8 +462,9 @@ def test_cross_fitted_ppi_plus_plus_covers_at_nominal_rate_on_synthetic_data(slo
 
 
 def _one_judge(systems: list[str], queries: list[str]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    rows = [("d", s, judge, q, v) for s in systems for q in queries for judge, v in (("human_labelset", 0.5), ("j", 0.6))]
-    pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "query_id", "value"])
+    rows = [("d", s, judge, role, q, v) for s in systems for q in queries
+            for judge, role, v in (("human_labelset", "human_labelset", 0.5), ("j", "judge", 0.6))]
+    pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"])
     t1 = {"d": pd.DataFrame({"type": "oracle", "human_labelset": 0.5, "j": 0.6}, index=systems)}
     return pq, t1
 

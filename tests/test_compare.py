@@ -23,7 +23,7 @@ from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import markdown
 from judgebench.compare.analyses import significance
 from judgebench.compare.sections import table2 as table2_section
-from judgebench.compare.artifacts import Artifacts
+from judgebench.compare.artifacts import REFERENCES, Artifacts
 from judgebench.compare.collect import missing_cells
 from judgebench.compare.reference import References
 from judgebench.content_bias import statistics as content_bias
@@ -210,9 +210,10 @@ def test_virtual_judge_ndcg_is_recomputed_like_the_pipeline(grid):
     queries = {"toy": [f"q{i:02d}" for i in range(1, 13)]}
     recomputed = ensembles.virtual_per_query(runs, ensembles.virtual_labels(labels, one), queries)
     everything = art.per_query(jobs)
-    for mine, theirs in (("simulated", "copy"), ("human_judged[simulated]", "human_judged[copy]")):  # its reference too
-        logged = everything[everything["judge"] == mine]
-        merged = logged.merge(recomputed[recomputed["judge"] == theirs], on=["dataset", "system", "query_id"],
+    for role in ("judge", "human_judged"):  # its reference too
+        logged = everything[(everything["judge"] == "simulated") & (everything["role"] == role)]
+        mine = recomputed[(recomputed["judge"] == "copy") & (recomputed["role"] == role)]
+        merged = logged.merge(mine, on=["dataset", "system", "query_id"],
                               suffixes=("_logged", "_recomputed"))
         assert len(merged) == len(logged) == 8 * 12 and not art.problems
         assert np.allclose(merged["value_logged"], merged["value_recomputed"])
@@ -419,7 +420,9 @@ def _pq(values: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
     rows = []
     for judge, systems in values.items():
         for system, v in systems.items():
-            rows += [{"dataset": "d", "system": system, "judge": judge, "query_id": f"q{i:02d}", "value": x} for i, x in enumerate(v)]
+            role = judge if judge in REFERENCES else "judge"  # a human reference's rows carry its name as their role
+            rows += [{"dataset": "d", "system": system, "judge": judge, "role": role, "query_id": f"q{i:02d}", "value": x}
+                     for i, x in enumerate(v)]
     return pd.DataFrame(rows)
 
 

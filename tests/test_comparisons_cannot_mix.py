@@ -217,8 +217,8 @@ def test_the_label_correction_against_all_qrels_is_refused():
 # --------------------------------------------------------------------------- 5. one significance family
 
 
-def _pq(judge: str, values: dict[str, np.ndarray]) -> list[dict]:
-    return [{"dataset": "d", "system": s, "judge": judge, "query_id": f"q{i:02d}", "value": x}
+def _pq(judge: str, values: dict[str, np.ndarray], role: str = "judge") -> list[dict]:
+    return [{"dataset": "d", "system": s, "judge": judge, "role": role, "query_id": f"q{i:02d}", "value": x}
             for s, v in values.items() for i, x in enumerate(v)]
 
 
@@ -230,7 +230,7 @@ def test_holm_runs_over_the_pairs_both_sides_scored():
     human = {"A": base + 0.02 + rng.normal(0, 0.025, 12), "B": base, "C": base + rng.normal(0, 0.05, 12),
              "D": base + rng.normal(0, 0.05, 12)}
     judged = {s: v for s, v in human.items() if s != "D"}  # the judge has no cell for D: the same values otherwise
-    pq = pd.DataFrame(_pq("human_labelset", human) + _pq("j", judged) + _pq("human_judged[j]", judged))
+    pq = pd.DataFrame(_pq("human_labelset", human, "human_labelset") + _pq("j", judged) + _pq("j", judged, "human_judged"))
     raw = pairwise_ttests(pd.DataFrame(_pq("h", human))[["system", "query_id", "value"]]).set_index(["system_a", "system_b"])
     p_ab = raw.at[("A", "B"), "p"]
     assert 0.05 / 6 < p_ab < 0.05 / 3 and p_ab == raw["p"].min()  # the construction holds
@@ -246,7 +246,8 @@ def test_holm_runs_over_the_pairs_both_sides_scored():
         cls = pairs.set_index(["system_a", "system_b"])["agreement"]
         assert cls[("A", "D")] == cls[("B", "D")] == cls[("C", "D")] == "dropped"
     tests = significance.ttests(pq, {"d": list("ABCD")})
-    assert "human_judged[j]" not in set(tests["judge"])  # the per-judge references are not a judge of Table 3
+    assert list(dict.fromkeys(tests["judge"])) == ["human_labelset", "j"]  # the per-judge references are no judge of Table 3
+    assert len(tests[tests["judge"] == "j"]) == 3  # j's tests are its own 3 pairs, not doubled by its human_judged rows
     # Holm over the judge's 3 pairs, by hand: sorted p times 3, 2, 1, running maximum, capped at 1
     j = tests[tests["judge"] == "j"].sort_values("p")
     by_hand = np.minimum(np.maximum.accumulate(j["p"].to_numpy() * np.array([3, 2, 1])), 1.0)

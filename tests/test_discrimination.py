@@ -34,8 +34,9 @@ def _values() -> dict[str, np.ndarray]:
 
 
 def _frame(values: dict[str, np.ndarray]) -> pd.DataFrame:
-    rows = [("d", s, j, q, float(v[i, k])) for j, v in values.items() for i, s in enumerate(SYSTEMS) for k, q in enumerate(QUERIES)]
-    return pd.DataFrame(rows, columns=["dataset", "system", "judge", "query_id", "value"])
+    rows = [("d", s, j, j if j in ("human", "human_labelset") else "judge", q, float(v[i, k]))
+            for j, v in values.items() for i, s in enumerate(SYSTEMS) for k, q in enumerate(QUERIES)]
+    return pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"])
 
 
 def _decision(x: np.ndarray, y: np.ndarray):

@@ -15,7 +15,7 @@ import pytest
 
 from judgebench.compare.analyses import order_bias
 from judgebench.compare.analyses import self_preference
-from judgebench.compare.reference import References, judged_name
+from judgebench.compare.reference import References
 from judgebench.metrics.self_preference import SignFlipTest
 from judgebench.rankers.prp import order_statistics
 from simulated_families import grid
@@ -36,12 +36,14 @@ def _hand_made(reference_rows: bool = True):
     for judge, systems in GAPS.items():
         for system, gaps in systems.items():
             for i, g in enumerate(gaps):
-                rows.append({"dataset": "d", "system": system, "judge": judge, "query_id": f"q{i}", "value": REF + g})
-                rows.append({"dataset": "d", "system": system, "judge": judged_name(judge), "query_id": f"q{i}", "value": REF})
+                rows.append({"dataset": "d", "system": system, "judge": judge, "role": "judge", "query_id": f"q{i}",
+                             "value": REF + g})
+                rows.append({"dataset": "d", "system": system, "judge": judge, "role": "human_judged", "query_id": f"q{i}",
+                             "value": REF})
     per_query = pd.DataFrame(rows)
     t1 = {"d": pd.DataFrame({"type": [TYPES[s] for s in ("O", "S1", "S2")], "human": REF, "human_labelset": REF,
-                             "jx": [per_query[(per_query.judge == "jx") & (per_query.system == s)].value.mean() for s in ("O", "S1", "S2")],
-                             "jy": [per_query[(per_query.judge == "jy") & (per_query.system == s)].value.mean() for s in ("O", "S1", "S2")]},
+                             "jx": [per_query[(per_query.judge == "jx") & (per_query.role == "judge") & (per_query.system == s)].value.mean() for s in ("O", "S1", "S2")],
+                             "jy": [per_query[(per_query.judge == "jy") & (per_query.role == "judge") & (per_query.system == s)].value.mean() for s in ("O", "S1", "S2")]},
                             index=pd.Index(["O", "S1", "S2"], name="system"))}
     jobs = pd.DataFrame([{"dataset": "d", "system": s, "ranker_family": FAMILIES[s], "judge": j, "judge_family": j[1:]}
                          for s in FAMILIES for j in GAPS])

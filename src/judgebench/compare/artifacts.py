@@ -19,17 +19,17 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench.data.trec import read_run
-from judgebench.compare.reference import judged_name
+from judgebench.compare.reference import OWN, ROLE
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, REFERENCES
 
 __all__ = ["HUMAN", "HUMAN_LABELSET", "REFERENCES", "Artifacts", "per_query_matrix"]
-PER_QUERY = ["dataset", "system", "judge", "query_id", "value"]
+PER_QUERY = ["dataset", "system", "judge", ROLE, "query_id", "value"]  # role: what a row is (compare/reference.py)
 READERS = 4  # threads reading artifacts: enough to hide the waiting, few enough for a shared tracking server
 LABELS = ["dataset", "judge", "text_view", "query_id", "doc_id", "relevance", "human"]
 
 
 def per_query_matrix(rows: pd.DataFrame, systems: list[str], queries: list[str]) -> np.ndarray:
-    """(systems, queries) values of PER_QUERY rows of one judge, nan where absent."""
+    """(systems, queries) values of PER_QUERY rows of one judge and role, nan where absent."""
     if rows.empty:
         return np.full((len(systems), len(queries)), np.nan)
     wide = rows.pivot_table(index="system", columns="query_id", values="value", aggfunc="first", dropna=False)
@@ -99,9 +99,10 @@ class Artifacts:
         return value, [problem] if problem else []
 
     def per_query(self, jobs: pd.DataFrame) -> pd.DataFrame:
-        """Rows (dataset, system, judge, query_id, value); the rows of the two human references come from
-        every job's reference columns (a human-judge run adds nothing else: its labels are the reference), and
-        each judge's human_judged values are the rows of the pseudo-judge ``human_judged[<judge>]``."""
+        """Rows (dataset, system, judge, role, query_id, value); the rows of the two human references (judge and
+        role: the reference's name) come from every job's reference columns (a human-judge run adds nothing else:
+        its labels are the reference), each judge's own values have role "judge" and its human_judged values
+        role "human_judged" (compare/reference.py)."""
         def read(run_id: str):
             value, problem = self._fetch(run_id, "per_query.csv", lambda p: pd.read_csv(p, dtype={"query_id": str}))
             return value, [problem] if problem else []
@@ -112,25 +113,26 @@ class Artifacts:
             self.problems.extend(problems)
             if pq is None:
                 continue
-            pieces = [(ref, f"ndcg10_{ref}") for ref in REFERENCES]
+            pieces = [(ref, ref, f"ndcg10_{ref}") for ref in REFERENCES]
             if job.judge != HUMAN:
                 own = f"ndcg10_{HUMAN_JUDGED}"
                 if own not in pq.columns:  # a run of metric version < 3: no per-judge reference was logged
                     self.problems.append(f"run {job.run_id} ({job.dataset} / {job.system} / {job.judge}): no "
                                          f"{own} column (logged before metric version 3); its human_labelset values stand in")
                     own = f"ndcg10_{HUMAN_LABELSET}"
-                pieces += [(job.judge, "ndcg10_judge"), (judged_name(job.judge), own)]
+                pieces += [(job.judge, OWN, "ndcg10_judge"), (job.judge, HUMAN_JUDGED, own)]
             queries, n = pq["query_id"].tolist(), len(pq)
-            for judge, column in pieces:
+            for judge, role, column in pieces:
                 out["dataset"] += [job.dataset] * n
                 out["system"] += [job.system] * n
                 out["judge"] += [judge] * n
+                out[ROLE] += [role] * n
                 out["query_id"] += queries
                 out["value"] += pq[column].tolist()
         if not out["value"]:
             return pd.DataFrame(columns=PER_QUERY)
         frame = pd.DataFrame(out, columns=PER_QUERY).astype({"query_id": str, "value": float})
-        return frame.drop_duplicates(["dataset", "system", "judge", "query_id"], keep="last").reset_index(drop=True)
+        return frame.drop_duplicates(["dataset", "system", "judge", ROLE, "query_id"], keep="last").reset_index(drop=True)
 
     def labels(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Judge labels per (dataset, judge, text view): judging does not depend on the ranker, so one run each."""

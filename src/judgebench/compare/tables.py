@@ -13,7 +13,7 @@ import pandas as pd
 
 from judgebench.compare import columns
 from judgebench.compare.artifacts import HUMAN, REFERENCES
-from judgebench.compare.reference import References
+from judgebench.compare.reference import References, own_rows
 from judgebench.text_view import ORIGINAL
 
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
@@ -46,8 +46,9 @@ def means(per_query: pd.DataFrame) -> pd.DataFrame:
 
 
 def table1(per_query: pd.DataFrame, types: pd.Series, judges: list[str], datasets: list[str]) -> dict[str, pd.DataFrame]:
-    """Per dataset: a frame indexed by system with columns type, human, <judges>; nan = missing cell."""
-    m = means(per_query)
+    """Per dataset: a frame indexed by system with columns type, human, <judges>; nan = missing cell (the per-judge
+    references are no column: compare/reference.py)."""
+    m = means(own_rows(per_query))
     out = {}
     for dataset in datasets:
         d = m[m["dataset"] == dataset].pivot(index="system", columns="judge", values="value")

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from judgebench.compare.artifacts import per_query_matrix
-from judgebench.compare.reference import References
+from judgebench.compare.reference import References, own_rows
 from judgebench.compare.tables import judge_columns
 from judgebench.metrics import tau_b
 
@@ -59,9 +59,10 @@ def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], refs: Refere
         oracle = np.array([t == "oracle" for t in table["type"]])
         queries = sorted(d["query_id"].astype(str).unique())
         idx = resample_indices(len(queries), n_resamples, seed)
-        boot, of = {}, d.groupby("judge", sort=False).indices  # each judge's rows: one pass, not a filter per judge
+        own = own_rows(d)
+        boot, of = {}, own.groupby("judge", sort=False).indices  # each judge's rows: one pass, not a filter per judge
         for judge in [c for c in table.columns if c != "type"]:
-            values = per_query_matrix(d.iloc[of.get(judge, [])], systems, queries)
+            values = per_query_matrix(own.iloc[of.get(judge, [])], systems, queries)
             boot[judge] = _resampled_means(values, idx)
             for s, system in enumerate(systems):
                 lo, hi = percentile_interval(boot[judge][s], level)

@@ -30,7 +30,7 @@ from scipy.stats import spearmanr
 from judgebench.compare.analyses import significance
 from judgebench.compare.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices
-from judgebench.compare.reference import References, is_pseudo
+from judgebench.compare.reference import References, own_rows
 from judgebench.metrics import tau_b
 from judgebench.metrics.correlation import tau_ap
 
@@ -58,9 +58,9 @@ class Discrimination:
 
 
 def ranked_judges(table1: pd.DataFrame, exclude=()) -> list[str]:
-    """The judges the section ranks: Table 1's judge columns but the human references, the per-judge references
-    and ``exclude`` (the virtual judges: built from the others' labels, they are no judge of their own)."""
-    return [c for c in table1.columns if c != "type" and c not in REFERENCES and not is_pseudo(c) and c not in set(exclude)]
+    """The judges the section ranks: Table 1's judge columns but the human references and ``exclude`` (the virtual
+    judges: built from the others' labels, they are no judge of their own)."""
+    return [c for c in table1.columns if c != "type" and c not in REFERENCES and c not in set(exclude)]
 
 
 def applies(table1: pd.DataFrame, exclude=()) -> bool:
@@ -80,7 +80,7 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], table2: pd.Dat
         oracles = [s for s in table.index if table.at[s, "type"] == "oracle"]
         judges = ranked_judges(table, exclude)
         d = per_query[(per_query["dataset"] == dataset) & per_query["system"].isin(oracles)]
-        counts = decisions(d[d["judge"].isin([*judges, *REFERENCES]) | d["judge"].map(is_pseudo)], oracles, refs, alpha, use_holm)
+        counts = decisions(d[d["judge"].isin([*judges, *REFERENCES])], oracles, refs, alpha, use_holm)
         taus = ordering_intervals(d, oracles, judges, refs, n_resamples, seed, level)
         frame = pd.DataFrame({"dataset": dataset, "judge": judges})
         frame["kappa_graded"] = [kappa.get((dataset, j), math.nan) for j in judges]
@@ -128,10 +128,11 @@ def ordering_intervals(per_query: pd.DataFrame, oracles: list[str], judges: list
     dataset = per_query["dataset"].iloc[0] if len(per_query) else ""
     queries = sorted(per_query["query_id"].astype(str).unique())
     idx = resample_indices(len(queries), max(n_resamples, 1), seed)
-    of = per_query.groupby("judge", sort=False).indices
+    own = own_rows(per_query)
+    of = own.groupby("judge", sort=False).indices
     rows = []
     for judge in judges:
-        mine = per_query_matrix(per_query.iloc[of.get(judge, [])], oracles, queries)
+        mine = per_query_matrix(own.iloc[of.get(judge, [])], oracles, queries)
         theirs = per_query_matrix(refs.rows(dataset, judge).pipe(lambda f: f[f["system"].isin(oracles)]), oracles, queries)
         j, h = np.nanmean(mine, axis=1), np.nanmean(theirs, axis=1)
         keep = ~np.isnan(j) & ~np.isnan(h)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from judgebench.compare.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
-from judgebench.compare.reference import judged_name
+from judgebench.compare.reference import HUMAN_JUDGED, OWN, ROLE
 from judgebench.exceptions import CompareError
 from judgebench.evaluation import evaluate
 from judgebench.metrics.agreement import LEVELS
@@ -133,7 +133,7 @@ def virtual_per_query(runs: dict[tuple[str, str], pd.DataFrame], vlabels: pd.Dat
                       queries: dict[str, list[str]]) -> pd.DataFrame:
     """Per-query nDCG@10 of every logged run against each virtual judge's qrels, over the dataset's
     evaluated ``queries`` (the same protocol and query set as the pipeline's judges), and against the human
-    labels of the pairs it labelled (its human_judged reference, pseudo-judge ``human_judged[<name>]``)."""
+    labels of the pairs it labelled (its human_judged reference: rows of role "human_judged", as a real judge's)."""
     frames = []
     for (dataset, judge), lab in vlabels.groupby(["dataset", "judge"], sort=False):
         qrels = {"value": lab[["query_id", "doc_id", "relevance"]],
@@ -141,7 +141,7 @@ def virtual_per_query(runs: dict[tuple[str, str], pd.DataFrame], vlabels: pd.Dat
         for (d, system), run in runs.items():
             if d == dataset:
                 pq = evaluate(run, qrels, queries[dataset])
-                frames.append(pq.assign(dataset=dataset, system=system, judge=judge)[PER_QUERY])
+                frames.append(pq.assign(dataset=dataset, system=system, judge=judge, **{ROLE: OWN})[PER_QUERY])
                 frames.append(pq.drop(columns="value").rename(columns={"human": "value"})
-                              .assign(dataset=dataset, system=system, judge=judged_name(judge))[PER_QUERY])
+                              .assign(dataset=dataset, system=system, judge=judge, **{ROLE: HUMAN_JUDGED})[PER_QUERY])
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PER_QUERY)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from judgebench.compare.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.analyses.bootstrap import resample_indices
-from judgebench.compare.reference import References
+from judgebench.compare.reference import OWN, ROLE, References
 from judgebench.compare.tables import judge_columns
 from judgebench.metrics.self_preference import (FamilyInteraction, SelfPreference, SignFlipTest, StudentizedBootstrap,
                                                 family_mean)
@@ -50,7 +50,7 @@ def judge_families(jobs: pd.DataFrame) -> dict[str, str]:
 def gap_matrix(per_query: pd.DataFrame, refs: References, dataset: str, judge: str, systems: list[str],
                queries: list[str]) -> np.ndarray:
     """(systems, queries) judge nDCG@10 minus the judge's reference, nan where either is missing."""
-    d = per_query[(per_query["dataset"] == dataset) & (per_query["judge"] == judge)]
+    d = per_query[(per_query["dataset"] == dataset) & (per_query["judge"] == judge) & (per_query[ROLE] == OWN)]
     return per_query_matrix(d, systems, queries) - per_query_matrix(refs.rows(dataset, judge), systems, queries)
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from judgebench.compare.artifacts import REFERENCES
-from judgebench.compare.reference import References, is_pseudo
+from judgebench.compare.reference import References, own_rows
 from judgebench.metrics import classify_decisions, pairwise_ttests
 
 
@@ -37,9 +37,7 @@ def ttests(per_query: pd.DataFrame, systems: dict[str, list[str]], alpha: float 
     Holm-adjusted p over the pairs of the systems that judge scored."""
     with _frozen_heap():
         rows = []
-        for (dataset, judge), g in per_query.groupby(["dataset", "judge"], sort=False):
-            if is_pseudo(judge):
-                continue
+        for (dataset, judge), g in own_rows(per_query).groupby(["dataset", "judge"], sort=False):
             tests = _tests(g, systems.get(dataset, []), alpha)
             if len(tests):
                 rows.append(tests.assign(dataset=dataset, judge=judge))
@@ -84,10 +82,10 @@ def decision_agreement(per_query: pd.DataFrame, systems: dict[str, list[str]], r
     and listed with agreement "dropped", never silently left out."""
     counts, pairs = [], []
     with _frozen_heap():
-        for dataset, d in per_query.groupby("dataset", sort=False):
+        for dataset, d in own_rows(per_query).groupby("dataset", sort=False):
             chosen = systems.get(dataset, [])
             for judge, rows in d.groupby("judge", sort=False):  # one pass, not a filter of the dataset's rows per judge
-                if judge in REFERENCES or is_pseudo(judge):
+                if judge in REFERENCES:
                     continue
                 mine, theirs = _scored(rows, chosen), _scored(refs.rows(dataset, judge), chosen)
                 family = [s for s in chosen if s in set(mine["system"]) and s in set(theirs["system"])]

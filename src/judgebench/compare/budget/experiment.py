@@ -25,7 +25,7 @@ from scipy import stats
 
 from judgebench.compare.artifacts import per_query_matrix
 from judgebench.compare.budget.corrections import LabelLevel, Linear, residual_estimate
-from judgebench.compare.reference import References
+from judgebench.compare.reference import References, own_rows
 from judgebench.compare.report_model import DEFAULT_K  # noqa: F401  (the k values calibration_k= defaults to)
 from judgebench.compare.tables import judge_columns
 from judgebench.evaluation import class_weights
@@ -64,7 +64,7 @@ def cells(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], labels: pd.DataF
     ``runs`` only for the label estimator."""
     out = []
     for dataset, table in t1.items():
-        d = per_query[per_query["dataset"] == dataset]
+        d = own_rows(per_query[per_query["dataset"] == dataset])
         for judge in judge_columns(table):
             human = refs.rows(dataset, judge)
             queries = sorted(human["query_id"].astype(str).unique())
