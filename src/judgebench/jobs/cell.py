@@ -5,7 +5,9 @@ receive: the system (ranker, perturbation, its name), the dataset, the judge, th
 identity (its resolved semantic config, hashes, sweep id), its paths and its settings (dry run, force, the
 failed-call limit, the store, progress). No stage after it reads the config: a new setting is one field here.
 The tree is ``OmegaConf.to_container(cfg, resolve=True)``, the same data the resume key has always hashed,
-so resume keys, ranking keys and run tags are what they were.
+so resume keys, ranking keys and run tags are what they were. The jobs of other shapes (``job=rank``,
+``job=labels_only``, content bias) resolve theirs at their own door from the same parts (:class:`CellSystem`,
+:class:`CellSettings`, :func:`semantic_part`) into a sibling cell of their own.
 """
 
 from __future__ import annotations
