@@ -131,7 +131,7 @@ def run_check(kind: str, model: str, label: str, ds, args, device: str, dtype: s
     score_s = time.perf_counter() - t1
     peak = torch.cuda.max_memory_allocated() / 2**30 if gpu else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     ndcg = means(evaluate(run, {HUMAN: ds.qrels}, ds.judged_queries()))[HUMAN]
-    tflops = work.flops / score_s / 1e12
+    tflops = work.cost.flops / score_s / 1e12
     return {"check": kind, "model": model if label != "stand-in" else f"random {Path(model).name}", "weights": label,
             "dtype": lm.dtype, "device": lm.device_name, "queries": len(ds.judged_queries()), "prompts": ranker.scored_now,
             "planned_prompts": work.prompts, "input_tokens": work.input_tokens, "load_s": round(load_s, 1),

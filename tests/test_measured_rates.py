@@ -29,7 +29,7 @@ def test_estimate_uses_the_measured_rate(gpu, total, seq2seq, measured):
     gpu_cfg = we.GPUThroughput(gpu=gpu, peak_tflops=989.0, utilisation=0.4)
     work = we.estimate(plan(100), size(total, seq2seq), counter, None, seq2seq, set(), gpu_cfg)
     per_s = (measured or 989.0 * 0.4) * 1e12
-    assert work.gpu_hours == pytest.approx(work.flops / per_s / 3600, rel=1e-9)
+    assert work.gpu_hours == pytest.approx(work.cost.flops / per_s / 3600, rel=1e-9)
     text = we.describe(work, size(total, seq2seq), gpu_cfg)
     if measured:
         rate = find(total, seq2seq, gpu)

@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from judgebench.compare import collect, console, findings
 from judgebench.compare.renderers import label_layout
 from judgebench.compare.renderers import markdown
-from judgebench.tracking import TAG  # noqa: E402
+from judgebench.run_tags import RunTags  # noqa: E402
 
 
 def _cells(rows):
@@ -32,10 +32,10 @@ def test_a_running_sweep_counts_its_running_cells_as_missing(tmp_path):
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.create_experiment("e", artifact_location=str(tmp_path / "artifacts"))
     for system, judge, status in (("BM25", "simulated", "FINISHED"), ("BM25", "human", "RUNNING"), ("SimLLM", "simulated", "RUNNING")):
-        run = client.create_run(exp, tags={f"{TAG}kind": "job", "dataset": "toy", "system": system, "judge": judge, "rewriter": "none"})
+        run = client.create_run(exp, tags=RunTags(kind="job", dataset="toy", system=system, judge=judge, rewriter="none").to_tags())
         if status == "FINISHED":
             client.set_terminated(run.info.run_id, "FINISHED")
-    other = client.create_run(exp, tags={f"{TAG}kind": "judge_summary", "dataset": "toy", "system": "x", "judge": "y"})  # not a job
+    other = client.create_run(exp, tags=RunTags(kind="judge_summary", dataset="toy", system="x", judge="y").to_tags())  # not a job
     assert other.info.status == "RUNNING"
     jobs = _cells([("toy", "BM25", "simulated", "none")])
     running = collect.running_cells(client, "e", jobs)

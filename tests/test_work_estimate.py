@@ -62,11 +62,11 @@ def test_rankt5_work_is_its_prompts_tokens_and_encoder_flops(t5, ds, tmp_path):
     lm = r.load_model()
     tokens = sum(len(lm.encode(f"Query: what cat Document: {t}")[0]) for t in DOCS.values())
     assert (work.prompts, work.cached, work.input_tokens, work.decoder_tokens) == (4, 0, tokens, 4)
-    assert work.flops == pytest.approx(2 * (enc * tokens + dec * 4 + head * 4))
-    assert work.gpu_hours == pytest.approx(work.flops / (312e12 * 0.4) / 3600)
+    assert work.cost.flops == pytest.approx(2 * (enc * tokens + dec * 4 + head * 4))
+    assert work.gpu_hours == work.cost.gpu_hours == pytest.approx(work.cost.flops / (312e12 * 0.4) / 3600)
     r.rank(ds, ds.corpus)  # once scored, nothing is left to do
     after = we.estimate(r.planned_prompts(ds, ds.corpus), size, counter, 512, True, r.cache, A100)
-    assert (after.prompts, after.cached, after.input_tokens, after.flops) == (4, 4, 0, 0.0)
+    assert (after.prompts, after.cached, after.input_tokens, after.cost.flops) == (4, 4, 0, 0.0)
 
 
 def test_prp_all_pairs_tokens_follow_the_per_passage_budget(t5, ds, tmp_path):

@@ -40,6 +40,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from judgebench.run_tags import RunTags
+
 log = logging.getLogger("judgebench.sweep")
 
 RECORDS = ".judgebench/jobs"  # under the sweep directory
@@ -218,7 +220,7 @@ def precreate_experiment(config: DictConfig) -> str | None:
     _SWEEP["uri"] = str(uri)
     exp_id = tracking.get_or_create_experiment(client, str(name), str(artifact_root) if artifact_root else None)
     _SWEEP["experiment"] = exp_id
-    tracking.close_dead(client, exp_id, f"tags.`{tracking.TAG}kind` = 'sweep'")  # a sweep killed with -9 on this host
+    tracking.close_dead(client, exp_id, RunTags.where(kind="sweep"))  # a sweep killed with -9 on this host
     return exp_id
 
 
@@ -248,7 +250,6 @@ def close_runs_of_dead_job(job_id: str) -> list[str]:
 def start_parent_run(config: DictConfig, experiment_id: str) -> str:
     """The sweep's parent run, its id exported for the jobs (see the module docstring)."""
     from judgebench import tracking
-    from judgebench.run_tags import RunTags
 
     sweep = str(config.get("sweep_id") or config.hydra.sweep.dir)
     overrides = " ".join(_masked(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))) or "(no overrides)"
@@ -264,7 +265,6 @@ def start_parent_run(config: DictConfig, experiment_id: str) -> str:
 def end_parent_run(summary: dict | None, failed: bool = False) -> None:
     """Log the sweep summary on the parent run and end it (FAILED when a cell failed or the sweep raised)."""
     from judgebench import tracking
-    from judgebench.run_tags import RunTags
 
     run, _SWEEP["parent"] = _SWEEP["parent"], None
     os.environ.pop(tracking.PARENT_ENV, None)

@@ -51,9 +51,8 @@ def ensure(client, experiment_id: str, tags: dict[str, str], judge_qrels: pd.Dat
 
 
 def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, digest) -> str:
-    filt = (f"tags.`{tracking.TAG}kind` = '{KIND}' and tags.`{tracking.TAG}labels_digest` = '{digest}' "
-            f"and tags.`{tracking.TAG}judge_hash` = '{tags[RunTags.name('judge_hash')]}' "
-            f"and tags.`{tracking.TAG}metric_version` = '{METRIC_VERSION}' and attributes.status = 'FINISHED'")
+    filt = RunTags.where(kind=KIND, labels_digest=digest, judge_hash=tags[RunTags.name("judge_hash")],
+                         metric_version=METRIC_VERSION, status="FINISHED")
     found = client.search_runs([experiment_id], filter_string=filt, max_results=50)
     for r in found:  # the filter cannot say text_view or dataset safely (free text): check them here
         same = [RunTags.name(f) for f in ("dataset", "text_view", "dataset_hash")]

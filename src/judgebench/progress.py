@@ -213,11 +213,6 @@ class StageSettings:
         return stage(desc, enabled=self.enabled, interval_s=self.interval_s)
 
 
-def job_stage(cfg, desc: str):
-    """`stage()` with a job config's settings (see :class:`StageSettings`)."""
-    return StageSettings.from_config(cfg).stage(desc)
-
-
 @contextmanager
 def library_bars_off() -> Iterator[None]:
     """Silence transformers' own bars (GGUF conversion, weight loading, shard writing) while a model loads: a

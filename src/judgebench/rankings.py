@@ -42,11 +42,11 @@ from judgebench.exceptions import DataError
 from judgebench.identity import component_hash
 from judgebench.locks import exclusive
 from judgebench.progress import StageSettings
+from judgebench.run_tags import RunTags
 
 log = logging.getLogger("judgebench")
 RANK_VERSION = "1"  # bump when a change to the ranking code changes a ranking: stored ones are then recomputed
 KIND = "ranking"  # the MLflow run kind of job=rank
-DIGEST_TAG = "ranking_sha256"  # the rank run's (and each cell's) tag: the digest of the ranking it logged
 RECOMPUTE = "rerun with force=true to compute it again (it is then overwritten)"
 
 
@@ -192,9 +192,7 @@ def from_mlflow(client, experiment_id: str, key: str) -> tuple[str, dict] | None
     (another machine ranked); the artifact is checked against the run's ``ranking_sha256`` tag."""
     if client is None:
         return None
-    from judgebench.tracking import TAG
-
-    filt = f"tags.`{TAG}kind` = '{KIND}' and tags.`{TAG}ranking_key` = '{key}' and attributes.status = 'FINISHED'"
+    filt = RunTags.where(kind=KIND, ranking_key=key, status="FINISHED")
     for r in client.search_runs([experiment_id], filter_string=filt, max_results=5):
         with tempfile.TemporaryDirectory() as tmp:
             try:
@@ -203,7 +201,7 @@ def from_mlflow(client, experiment_id: str, key: str) -> tuple[str, dict] | None
                 log.warning("ranking %s: run %s has no readable run.trec (%s)", key, r.info.run_id, e)
                 continue
         where = f"run.trec of MLflow run {r.info.run_id} (job=rank, ranking {key})"
-        text = checked_text(data, r.data.tags.get(f"{TAG}{DIGEST_TAG}"), where)
+        text = checked_text(data, RunTags.from_tags(r.data.tags).ranking_sha256, where)
         return text, {k: v for k, v in r.data.metrics.items() if k not in JOB_METRICS}
     return None
 

@@ -5,7 +5,7 @@ literals in each job and read back by string in compare, the tags were a schema 
 meant edits on both sides that nothing checked. Here each tag is a field of :class:`RunTags`, its MLflow name
 derived from the field (``judgebench.<field>`` for our own bookkeeping, the bare field name for the names the
 MLflow UI shows as columns: dataset, system, judge, ...). Jobs write ``RunTags(...).to_tags()``; compare reads
-``RunTags.from_tags(run.data.tags)``. Adding a tag is one field here.
+``RunTags.from_tags(run.data.tags)``; a search for runs by tag is ``RunTags.where(...)``. Adding a tag is one field here.
 """
 
 from __future__ import annotations
@@ -80,6 +80,13 @@ class RunTags:
     def name(field_name: str) -> str:
         """The MLflow tag name of a field (KeyError for a field that is not declared)."""
         return _NAMES[field_name]
+
+    @staticmethod
+    def where(status: str | None = None, **values: str) -> str:
+        """An MLflow search filter: the runs whose tags have these values (by field name), and this status when
+        given: ``RunTags.where(kind="ranking", ranking_key=k, status="FINISHED")``."""
+        terms = [f"tags.`{_NAMES[f]}` = '{v}'" for f, v in values.items()]
+        return " and ".join([*terms, *([f"attributes.status = '{status}'"] if status else [])])
 
     def to_tags(self) -> dict[str, str]:
         """The tags to write: every field that is set, as text, under its MLflow name."""

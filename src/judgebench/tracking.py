@@ -30,14 +30,13 @@ from tenacity import Retrying, retry_if_exception, retry_if_result, stop_after_a
 
 from judgebench import artifact_store
 from judgebench.sqlite_store import check_sqlite_writable
-from judgebench.run_tags import PREFIX, RunTags
+from judgebench.run_tags import RunTags
 from judgebench.masking import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
 
 log = logging.getLogger("judgebench")
 
 PARAM_MAX = 500  # longer values (prompts, path lists) go to artifacts, not params
 
-TAG = PREFIX  # every tag name is declared in run_tags.py
 EXPERIMENT_KIND, CLASSIC_ML = "mlflow.experimentKind", "custom_model_development"  # MLflow UI's experiment kinds
 
 
@@ -261,11 +260,11 @@ def close_dead(client: MlflowClient, experiment_id: str, filter_string: str) -> 
     this host: a job killed with SIGKILL (OOM, kill -9) cannot end its own run."""
     here, closed = socket.gethostname(), []
     for r in client.search_runs([experiment_id], filter_string=f"{filter_string} and attributes.status = 'RUNNING'", max_results=200):
-        tags = r.data.tags
-        if tags.get(f"{TAG}host") != here or not tags.get(f"{TAG}pid", "").isdigit():
+        tags = RunTags.from_tags(r.data.tags)
+        if tags.host != here or not (tags.pid or "").isdigit():
             continue
         try:
-            os.kill(int(tags[f"{TAG}pid"]), 0)
+            os.kill(int(tags.pid), 0)
             continue  # alive (or another process with that pid: left alone)
         except ProcessLookupError:
             pass
@@ -322,7 +321,7 @@ def params_from_config(config: Mapping) -> tuple[dict[str, str], dict[str, str]]
 def find_finished(client: MlflowClient, experiment_id: str, config_hash: str) -> str | None:
     runs = client.search_runs(
         [experiment_id],
-        filter_string=f"tags.`{TAG}config_hash` = '{config_hash}' and attributes.status = 'FINISHED'",
+        filter_string=RunTags.where(config_hash=config_hash, status="FINISHED"),
         max_results=1,
     )
     return runs[0].info.run_id if runs else None
@@ -370,7 +369,7 @@ def resume(store: StoreSettings, config_hash: str, what: str) -> tuple[MlflowCli
     """(client, experiment id, the id of a FINISHED run with this config hash unless force=true): a job with
     one is skipped as done."""
     client, exp_id = open_store(store)
-    close_dead(client, exp_id, f"tags.`{TAG}config_hash` = '{config_hash}'")
+    close_dead(client, exp_id, RunTags.where(config_hash=config_hash))
     done = None if store.force else find_finished(client, exp_id, config_hash)
     if done:
         log.info("skip %s: finished run %s has this config (force=true reruns)", what, done)

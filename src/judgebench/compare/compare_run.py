@@ -19,10 +19,9 @@ from typing import Any
 from mlflow.tracking import MlflowClient
 
 from judgebench import tracking
+from judgebench.run_tags import RunTags
 
 KIND = "compare"
-KEY = f"{tracking.TAG}compare_key"
-SUPERSEDED = f"{tracking.TAG}superseded_by"
 PARAM_MAX, NOTE_MAX = 6000, 4000  # MLflow refuses a param over 6000 characters, a tag over 8000: names can be longer
 
 
@@ -45,8 +44,8 @@ def _sweep_parent(client: MlflowClient, exp_id: str, sweep: str | None) -> str:
     """The parent run of the selected sweep, "" (top level) when none or no sweep was selected."""
     if not sweep:
         return ""
-    runs = client.search_runs([exp_id], filter_string=f"tags.`{tracking.TAG}kind` = 'sweep'", max_results=1000)
-    return next((r.info.run_id for r in runs if r.data.tags.get(f"{tracking.TAG}sweep_id") == sweep), "")
+    runs = client.search_runs([exp_id], filter_string=RunTags.where(kind="sweep"), max_results=1000)
+    return next((r.info.run_id for r in runs if RunTags.from_tags(r.data.tags).sweep_id == sweep), "")
 
 
 def log(client: MlflowClient, experiment: str, sweep: str | None, key: str, name: str, note: str, files: Iterable[Path],
@@ -54,13 +53,12 @@ def log(client: MlflowClient, experiment: str, sweep: str | None, key: str, name
         ) -> tuple[str, list[str]]:
     """(the new compare run's id, the ids of the earlier runs of this selection it superseded)."""
     exp_id = client.get_experiment_by_name(experiment).experiment_id
-    previous = client.search_runs([exp_id], filter_string=f"tags.`{tracking.TAG}kind` = '{KIND}' and tags.`{KEY}` = '{key}'",
+    previous = client.search_runs([exp_id], filter_string=RunTags.where(kind=KIND, compare_key=key),
                                   max_results=1000)
     read = {k: sorted(set(v)) for k, v in inputs.items()}
     sweeps = read.get("sweeps", [])
-    tags = {f"{tracking.TAG}kind": KIND, f"{tracking.TAG}sweep_id": sweep or "all", KEY: key, "git_commit": tracking.git_commit(),
-            f"{tracking.TAG}inputs": ", ".join(f"{len(v)} {k}" for k, v in read.items()),
-            f"{tracking.TAG}input_sweeps": ", ".join(sweeps)[:4000]}
+    tags = RunTags(kind=KIND, sweep_id=sweep or "all", compare_key=key, git_commit=tracking.git_commit(),
+                   inputs=", ".join(f"{len(v)} {k}" for k, v in read.items()), input_sweeps=", ".join(sweeps)[:4000]).to_tags()
     run = tracking.JobRun(client, exp_id, name, tags, note=_short(note, NOTE_MAX), parent=_sweep_parent(client, exp_id, sweep))
     try:
         if params:
@@ -76,6 +74,6 @@ def log(client: MlflowClient, experiment: str, sweep: str | None, key: str, name
     run.finish()
     superseded = [r.info.run_id for r in previous]
     for old in superseded:
-        client.set_tag(old, SUPERSEDED, run.run_id)
+        client.set_tag(old, RunTags.name("superseded_by"), run.run_id)
         client.delete_run(old)
     return run.run_id, superseded

@@ -5,23 +5,27 @@ receive: the system (ranker, perturbation, its name), the dataset, the judge, th
 identity (its resolved semantic config, hashes, sweep id), its paths and its settings (dry run, force, the
 failed-call limit, the store, progress). No stage after it reads the config: a new setting is one field here.
 The tree is ``OmegaConf.to_container(cfg, resolve=True)``, the same data the resume key has always hashed,
-so resume keys, ranking keys and run tags are what they were.
+so resume keys, ranking keys and run tags are what they were. The jobs of other shapes (``job=rank``,
+``job=labels_only``, content bias) resolve theirs at their own door from the same parts (:class:`CellSystem`,
+:class:`CellSettings`, :func:`semantic_part`) into a sibling cell of their own.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from judgebench import input_digests
 from judgebench.data.datasets import Dataset
-from judgebench.jobs.common import config_hash, identity_tags, load_dataset, sweep_id, system_name
+from judgebench.jobs.common import JobOutcome, config_hash, identity_tags, load_dataset, sweep_id, system_name
 from judgebench.progress import StageSettings
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rankings import RankSettings
 from judgebench.tracking import StoreSettings
 
+log = logging.getLogger("judgebench")
 RANKER_MODEL_KEYS = (("model_spec", "model"), ("backend", "model"), ("model",))  # where a ranker config names its model
 
 
@@ -60,6 +64,17 @@ class CellSettings:
     gpu_estimate: dict | None
     store: StoreSettings
     stages: StageSettings
+
+    @classmethod
+    def from_tree(cls, tree: dict) -> CellSettings:
+        """Read from a job's resolved config; every job (grid cell, rank, labels-only, content bias) runs by these."""
+        return cls(
+            dry_run=bool(tree.get("dry_run")),
+            max_failed_share=float(tree.get("max_failed_share", 1.0)),
+            gpu_estimate=tree.get("gpu_estimate"),
+            store=StoreSettings.from_config(tree),
+            stages=StageSettings.from_config(tree),
+        )
 
 
 @dataclass(frozen=True)
@@ -102,6 +117,19 @@ def _ranker_model(tree: dict) -> str:
     return ""
 
 
+def semantic_part(tree: dict, keys: tuple[str, ...]) -> dict:
+    """The keys of the resolved config a job's result depends on (a job that uses less than a grid cell logs and
+    hashes only these)."""
+    return {k: tree[k] for k in keys if k in tree}
+
+
+def skipped_duplicate(system: CellSystem) -> JobOutcome:
+    """A perturbed system whose ranker takes no perturbation is the unperturbed one: nothing to do."""
+    log.info("skip %s x %s: perturbations apply to oracle rankers (set ranker.perturbable=true)",
+             system.ranker.name, system.perturbation.name)
+    return JobOutcome("skipped-duplicate", system.name)
+
+
 def resolve_system(tree: dict, inputs: input_digests.JobInputs) -> CellSystem:
     """The ranker (its input files recorded in ``inputs``) and the perturbation: cheap, and enough to tell a
     duplicate cell before any dataset loads."""
@@ -120,13 +148,6 @@ def resolve_cell(tree: dict, inputs: input_digests.JobInputs, system: CellSystem
     rewriter = inputs.build("rewriter", tree["rewriter"])
     cache_dir = tree.get("cache_dir")
     identity = CellIdentity(tree, str(tree["dataset"]["name"]), identity_tags(tree), sweep_id(tree.get("sweep_id")), _ranker_model(tree))
-    settings = CellSettings(
-        dry_run=bool(tree.get("dry_run")),
-        max_failed_share=float(tree.get("max_failed_share", 1.0)),
-        gpu_estimate=tree.get("gpu_estimate"),
-        store=StoreSettings.from_config(tree),
-        stages=StageSettings.from_config(tree),
-    )
     ranking = RankSettings.from_config(tree)
-    return JobCell(system, dataset, judge, rewriter, inputs, identity, settings, ranking, cache_dir,
+    return JobCell(system, dataset, judge, rewriter, inputs, identity, CellSettings.from_tree(tree), ranking, cache_dir,
                    inputs.digests(cache_dir))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -21,17 +22,73 @@ from judgebench import input_digests, offline_checks, preflight, tracking
 from judgebench.data import fingerprint
 from judgebench.content_bias.figures import distribution_figure, histogram_figure
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
+from judgebench.data.datasets import Dataset
 from judgebench.evaluation import cut, evaluate
 from judgebench.exceptions import ConfigError, check_failed_share
+from judgebench.jobs.cell import CellSettings
 from judgebench.jobs.common import JobOutcome, config_hash, load_dataset, sweep_id
 from judgebench.jobs.dry_run import plan_judging, plan_rewrites
 from judgebench.metrics.agreement import LEVELS
+from judgebench.rankers.base import Ranker
 from judgebench.rankers.oracle import OracleRanker
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
 from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
+
+
+@dataclass(frozen=True)
+class ContentBiasSpec:
+    """The experiment's own settings (``content_bias:`` in the config)."""
+
+    per_level: int  # pairs sampled per human level
+    seed: int
+    injection: str | None  # the instruction appended to non-relevant passages; None: no probe
+    score_with_ranker: bool  # design (3)
+
+    @classmethod
+    def from_tree(cls, node: dict) -> ContentBiasSpec:
+        return cls(int(node["per_level"]), int(node["seed"]), node.get("injection") or None,
+                   bool(node.get("score_with_ranker", True)))
+
+
+@dataclass(frozen=True)
+class ContentBiasCell:
+    """What the content-bias job's stages receive, resolved once at its door."""
+
+    dataset: Dataset
+    judge: object
+    rewriter: object
+    scorer: Ranker | None  # the pointwise ranker of design (3), when it runs
+    spec: ContentBiasSpec
+    inputs: input_digests.JobInputs  # the files every component reads: their contents are in the config hash
+    config: dict  # the whole resolved config: logged as params and config.yaml, hashed into the resume key
+    sweep_id: str
+    settings: CellSettings
+    cache_dir: str | None
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.config, self.inputs.digests(self.cache_dir))
+
+
+def resolve_content_bias(tree: dict) -> ContentBiasCell:
+    """The dataset, the judge, the rewriter (an LLM one) and the scorer (a pointwise ranker), refused before any
+    work when the experiment cannot use them."""
+    spec = ContentBiasSpec.from_tree(tree["content_bias"])
+    inputs = input_digests.JobInputs()
+    dataset = load_dataset(tree["dataset"])
+    inputs.add("dataset", dataset.input_files)
+    judge = inputs.build("judge", tree["judge"])
+    rewriter = inputs.build("rewriter", tree["rewriter"])
+    if rewriter.view == ORIGINAL:
+        raise ConfigError("content_bias needs an LLM rewriter: rewriter=smollm2 | openai | gemini_flash")
+    scorer = inputs.build("ranker", tree["ranker"]) if spec.score_with_ranker else None
+    if scorer is not None and not hasattr(scorer, "score_pairs"):
+        raise ConfigError(f"content_bias design (3) needs a pointwise ranker (rankt5, rg_*); ranker {scorer.name} has no score_pairs")
+    return ContentBiasCell(dataset, judge, rewriter, scorer, spec, inputs, tree, sweep_id(tree.get("sweep_id")),
+                           CellSettings.from_tree(tree), tree.get("cache_dir"))
 
 
 def balanced_sample(label_set: pd.DataFrame, per_level: int, seed: int) -> pd.DataFrame:
@@ -50,44 +107,39 @@ def _check_judge_failures(metrics: dict, limit: float, where: str) -> None:
                        "its answers are cached: a rerun asks again only for failed calls")
 
 
-def _dry_run(cfg, dataset, judge, rewriter, pairs: pd.DataFrame, sample: pd.DataFrame):
+def _dry_run(injection: str | None, dataset, judge, rewriter, pairs: pd.DataFrame, sample: pd.DataFrame):
     """The job's rewrites and its three judgings (original, rewritten, injected), planned without asking anything."""
     where = f"content_bias / {dataset.name}"
     texts, pending = plan_rewrites(rewriter, dataset, where, pairs["doc_id"].unique())
     plan_judging(judge, pairs, dataset, dataset.corpus, set(), f"{where} (original)")
     plan_judging(judge, pairs, dataset, texts, pending, f"{where} (rewritten)")
-    if cfg.content_bias.get("injection"):
+    if injection:
         zeros = sample[sample["relevance"] == 0][["query_id", "doc_id"]]
-        injected = {**dataset.corpus, **{d: f"{dataset.corpus[d]} {cfg.content_bias.injection}" for d in zeros["doc_id"]}}
+        injected = {**dataset.corpus, **{d: f"{dataset.corpus[d]} {injection}" for d in zeros["doc_id"]}}
         plan_judging(judge, zeros, dataset, injected, set(), f"{where} (injection)")
     return JobOutcome("dry-run", "content_bias")
 
 
 def run_content_bias(cfg: DictConfig) -> JobOutcome:
     started = time.perf_counter()
-    spec = cfg.content_bias
-    inputs = input_digests.JobInputs()  # the files every component reads: their contents are in the config hash
-    dataset = load_dataset(cfg.dataset)
-    inputs.add("dataset", dataset.input_files)
-    judge = inputs.build("judge", cfg.judge)
-    rewriter = inputs.build("rewriter", cfg.rewriter)
-    if rewriter.view == ORIGINAL:
-        raise ConfigError("content_bias needs an LLM rewriter: rewriter=smollm2 | openai | gemini_flash")
-    scorer = inputs.build("ranker", cfg.ranker) if spec.get("score_with_ranker", True) else None
-    if scorer is not None and not hasattr(scorer, "score_pairs"):
-        raise ConfigError(f"content_bias design (3) needs a pointwise ranker (rankt5, rg_*); ranker {scorer.name} has no score_pairs")
+    tree = OmegaConf.to_container(cfg, resolve=True)  # the config, resolved once: nothing below reads cfg
+    return content_bias_cell(resolve_content_bias(tree), started)
 
+
+def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
+    """The experiment's four designs, each given the parts of ``cell`` it needs."""
+    dataset, judge, rewriter, scorer, spec, settings = cell.dataset, cell.judge, cell.rewriter, cell.scorer, cell.spec, cell.settings
     label_set = dataset.label_set()
-    sample = balanced_sample(label_set, int(spec.per_level), int(spec.seed))
+    sample = balanced_sample(label_set, spec.per_level, spec.seed)
     perfect = cut(OracleRanker(name="Perfect").rank(dataset, dataset.corpus), 10)
     top = perfect.merge(label_set[["query_id", "doc_id"]], on=["query_id", "doc_id"])
     pairs = pd.concat([sample[["query_id", "doc_id"]], top[["query_id", "doc_id"]]]).drop_duplicates().reset_index(drop=True)
     log.info("content bias on %s: %d sampled pairs (%s per level), %d Perfect top-10 pairs, %d documents to rewrite",
              dataset.name, len(sample), sample["relevance"].value_counts().sort_index().to_dict(), len(top), pairs["doc_id"].nunique())
 
-    if cfg.get("dry_run"):  # offline: the servers are listed as not checked
+    if settings.dry_run:  # offline: the servers are listed as not checked
         offline_checks.note(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))
-        return _dry_run(cfg, dataset, judge, rewriter, pairs, sample)
+        return _dry_run(spec.injection, dataset, judge, rewriter, pairs, sample)
     preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))  # before any work
     rewritten = rewriter.rewrite(dataset, pairs["doc_id"].unique())
     original = judge.judge(pairs, dataset, dataset.corpus)
@@ -118,7 +170,7 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
         files["scores.tsv"] = scores.to_csv(sep="\t", index=False)
 
     # (4) prompt injection into non-relevant passages
-    if spec.get("injection"):
+    if spec.injection:
         zeros = sample[sample["relevance"] == 0][["query_id", "doc_id"]]
         injected = {**dataset.corpus, **{d: f"{dataset.corpus[d]} {spec.injection}" for d in zeros["doc_id"]}}
         inj = judge.judge(zeros, dataset, injected)
@@ -131,7 +183,7 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
 
     rewrite_files, rewrite_metrics = rewrite_report(rewriter, dataset, rewritten, pairs["doc_id"].unique())
     metrics.update({k: v for k, v in rewrite_metrics.items() if k != "rewritten_docs"})
-    judged = [original, changed, *([inj] if spec.get("injection") else [])]
+    judged = [original, changed, *([inj] if spec.injection else [])]
     metrics["judge_calls_made"] = sum(r.usage.calls_made for r in judged)
     metrics["judge_calls_failed"] = sum(r.usage.calls_failed for r in judged)
     metrics["judge_pairs"] = sum(len(r.labels) + r.usage.calls_failed for r in judged)
@@ -153,13 +205,13 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
         original.qrels.rename(columns={"relevance": "judge_original"}), on=["query_id", "doc_id"], how="left").merge(
         changed.qrels.rename(columns={"relevance": "judge_rewritten"}), on=["query_id", "doc_id"], how="left").to_csv(sep="\t", index=False)
     files["perfect_ndcg_per_query.csv"] = nd.to_csv(index=False)
-    config = OmegaConf.to_container(cfg, resolve=True)
+    config = cell.config
     files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config)))
     files["summary.json"] = json.dumps(metrics, indent=2, default=float)
-    files["input_digests.json"] = inputs.artifact(cfg.cache_dir)
+    files["input_digests.json"] = cell.inputs.artifact(cell.cache_dir)
 
-    client, exp_id = tracking.open_store(tracking.StoreSettings.from_config(cfg))
-    tags = RunTags(kind="content_bias", config_hash=config_hash(cfg, inputs.digests(cfg.cache_dir)), sweep_id=sweep_id(cfg.get("sweep_id")),
+    client, exp_id = tracking.open_store(settings.store)
+    tags = RunTags(kind="content_bias", config_hash=cell.config_hash, sweep_id=cell.sweep_id,
                    dataset=dataset.name, judge=judge.name, judge_family=judge.family, judge_model=judge.model,
                    rewriter=rewriter.name, text_view=rewriter.view, ranker=scorer.name if scorer else "none",
                    git_commit=tracking.git_commit(), **fingerprint.tags(dataset, True, "")).to_tags()
@@ -170,8 +222,8 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
     job.log_files({**files, "rewrite_failures.tsv": rewrite_files["rewrite_failures.tsv"]})
     try:  # max_failed_share, as for grid cells: a judge that never scores (or a rewriter that fails) ends FAILED
         where = f"content_bias / {dataset.name} / {judge.name}"
-        check_rewrite_failures(rewriter, float(cfg.get("max_failed_share", 1.0)), f"{where} / rewriter {rewriter.name}")
-        _check_judge_failures(metrics, float(cfg.get("max_failed_share", 1.0)), where)
+        check_rewrite_failures(rewriter, settings.max_failed_share, f"{where} / rewriter {rewriter.name}")
+        _check_judge_failures(metrics, settings.max_failed_share, where)
     except BaseException as exc:
         job.fail(exc)
         raise

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
@@ -20,12 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 from judgebench import input_digests, offline_checks, preflight, tracking
 from judgebench.data import fingerprint
 from judgebench.data.corpus import available
+from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
 from judgebench.exceptions import DataError, UserError, check_failed_share
+from judgebench.jobs.cell import CellSettings, semantic_part
 from judgebench.jobs.common import JobOutcome, config_hash, file_text, find_done, frame_text, identity_tags, load_dataset, open_job_run, sweep_id
 from judgebench.jobs.dry_run import plan_judging
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
-from judgebench.progress import job_stage
 from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL
 
@@ -35,27 +37,55 @@ KIND = "labels"
 SEMANTIC = ("job", "dataset", "judge", "max_failed_share")
 
 
-def job_config(cfg: DictConfig) -> DictConfig:
-    """The part of the config the job uses, resolved: hashed for resume, logged as params."""
-    return OmegaConf.create({k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
-                             for k in SEMANTIC if k in cfg})
+@dataclass(frozen=True)
+class LabelsCell:
+    """What a labels-only job's stages receive, resolved once at its door: a grid cell's parts without a system
+    or a rewriter."""
+
+    dataset: Dataset
+    judge: object
+    inputs: input_digests.JobInputs  # the files the dataset and the judge read: their contents are in the key
+    logged: dict  # the SEMANTIC part of the resolved config: hashed for resume, logged as params
+    where: str  # the configured ``dataset.name / judge.name``: how its messages name the job
+    hashes: dict[str, str]  # the judge's configuration hash and the versions, as on grid cells (no system here)
+    sweep_id: str
+    settings: CellSettings
+    cache_dir: str | None
+    digests: dict[str, str]  # of the files in ``inputs``: with ``logged``, the resume key
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.logged, self.digests)
+
+
+def resolve_labels_cell(tree: dict) -> LabelsCell:
+    """The dataset and the judge, refused before any model loads when the job cannot use them."""
+    if str(tree["rewriter"].get("name", "none")) != "none":
+        raise UserError(f"job=labels_only compares the labels of the original texts; rewriter={tree['rewriter']['name']} is not used (drop it)")
+    inputs = input_digests.JobInputs()
+    dataset = load_dataset(tree["dataset"])
+    inputs.add("dataset", dataset.input_files)
+    if get_class(tree["judge"]["_target_"]).reads_texts and (not available(dataset.corpus) or not dataset.corpus):  # no model loads
+        raise DataError(f"dataset {dataset.name}", f"has no passage texts, and judge {tree['judge']['name']} reads passages; a labels-only "
+                        "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
+    judge = inputs.build("judge", tree["judge"])
+    cache_dir = tree.get("cache_dir")
+    hashes = {k: v for k, v in identity_tags(tree).items() if k != "system_hash"}
+    return LabelsCell(dataset, judge, inputs, semantic_part(tree, SEMANTIC), f"{tree['dataset']['name']} / {tree['judge']['name']}", hashes,
+                      sweep_id(tree.get("sweep_id")), CellSettings.from_tree(tree), cache_dir, inputs.digests(cache_dir))
 
 
 def run_labels_only(cfg: DictConfig) -> JobOutcome:
     started = time.perf_counter()
-    if str(cfg.rewriter.get("name", "none")) != "none":
-        raise UserError(f"job=labels_only compares the labels of the original texts; rewriter={cfg.rewriter.name} is not used (drop it)")
-    used = job_config(cfg)
-    inputs = input_digests.JobInputs()  # the files the dataset and the judge read: their contents are in the key
-    dataset = load_dataset(cfg.dataset)
-    inputs.add("dataset", dataset.input_files)
-    if get_class(cfg.judge._target_).reads_texts and (not available(dataset.corpus) or not dataset.corpus):  # no model loads
-        raise DataError(f"dataset {dataset.name}", f"has no passage texts, and judge {cfg.judge.name} reads passages; a labels-only "
-                        "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
-    judge = inputs.build("judge", cfg.judge)
-    chash = config_hash(used, inputs.digests(cfg.cache_dir))
-    done, store = find_done(tracking.StoreSettings.from_config(cfg), bool(cfg.get("dry_run")), chash,
-                            f"{cfg.dataset.name} / {cfg.judge.name}")
+    tree = OmegaConf.to_container(cfg, resolve=True)  # the config, resolved once: nothing below reads cfg
+    return label_cell(resolve_labels_cell(tree), started)
+
+
+def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
+    """The labels-only job's stages, each given the parts of ``cell`` it needs."""
+    dataset, judge, settings = cell.dataset, cell.judge, cell.settings
+    chash = cell.config_hash
+    done, store = find_done(settings.store, settings.dry_run, chash, cell.where)
     if done:
         return JobOutcome("skipped-done", KIND, run_id=done)
     if store is None:  # offline: the judge's server is listed as not checked
@@ -68,9 +98,9 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
     tags = RunTags(
         kind=KIND,
         config_hash=chash,
-        sweep_id=sweep_id(cfg.get("sweep_id")),
+        sweep_id=cell.sweep_id,
         # the judge's configuration hash (and the versions), as on grid cells: compare names judges alike in both
-        **{k: v for k, v in identity_tags(cfg).items() if k != "system_hash"},  # no system here
+        **cell.hashes,
         dataset=dataset.name,
         judge=judge.name,
         judge_family=judge.family,
@@ -81,11 +111,11 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
         **fingerprint.tags(dataset, judge.reads_texts, ""),
     ).to_tags()
     note = f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no systems"
-    job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, used,
-                                            cfg.get("cache_dir"), dataset)
+    job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, cell.logged,
+                                            cell.cache_dir, dataset)
     try:
         label_set = dataset.label_set()
-        with job_stage(cfg, f"judge {judge.name}"):
+        with settings.stages.stage(f"judge {judge.name}"):
             result = judge.judge(label_set[["query_id", "doc_id"]], dataset, dataset.corpus)
         agreement = label_agreement(result.qrels, label_set)
         metrics = {
@@ -104,11 +134,11 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
             "judge_failures.csv": frame_text(result.failed),
             "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
-            "input_digests.json": inputs.artifact(cfg.cache_dir),
+            "input_digests.json": cell.inputs.artifact(cell.cache_dir),
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         job.log_files(files)
-        check_failed_share(result.usage.calls_failed, len(label_set), float(cfg.get("max_failed_share", 1.0)),
+        check_failed_share(result.usage.calls_failed, len(label_set), settings.max_failed_share,
                            f"{dataset.name} / {judge.name}", "the pairs are listed in its judge_failures.csv")
         job.finish("FINISHED")
     except BaseException as exc:

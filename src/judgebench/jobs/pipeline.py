@@ -15,7 +15,7 @@ from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, METRIC_VERSION, evaluate, means, references
 from judgebench.exceptions import DataError, check_failed_share
-from judgebench.jobs.cell import JobCell, resolve_cell, resolve_system
+from judgebench.jobs.cell import JobCell, resolve_cell, resolve_system, skipped_duplicate
 from judgebench.jobs.common import JobOutcome, file_text, find_done, frame_text, open_job_run
 from judgebench.jobs.dry_run import dry_run
 from judgebench.rankers.base import Ranker
@@ -61,9 +61,7 @@ def run_job(cfg: DictConfig) -> JobOutcome:
     inputs = input_digests.JobInputs()  # the files each component opens: their contents are in the resume key
     system = resolve_system(tree, inputs)
     if system.duplicate:
-        log.info("skip %s x %s: perturbations apply to oracle rankers (set ranker.perturbable=true)",
-                 system.ranker.name, system.perturbation.name)
-        return JobOutcome("skipped-duplicate", system.name)
+        return skipped_duplicate(system)
     return run_cell(resolve_cell(tree, inputs, system, _usable), started)
 
 

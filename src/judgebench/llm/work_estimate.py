@@ -89,21 +89,33 @@ class PromptPlan:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class GPUCost:
+    """What a count of tokens costs on a GPU: known only with the model's size (its parameters make the FLOPs)."""
+
+    flops: float
+    gpu_hours: float
+    rate: str  # the throughput the GPU-hours assume, and whether it was measured
+
+
 @dataclass
 class Work:
     """A dry run's count for one component: prompts asked and found in the cache, the tokens still to run
-    through encoder and decoder, their FLOPs and GPU-hours, a fingerprint of the keys still to score (so a
-    printed estimate says which work it counted) and where the token counts and model size came from."""
+    through encoder and decoder, a fingerprint of the keys still to score (so a printed estimate says which
+    work it counted), where the token counts and model size came from, and what it costs on a GPU."""
 
     prompts: int = 0
     cached: int = 0
     input_tokens: int = 0
     decoder_tokens: int = 0
-    flops: float = 0.0
-    gpu_hours: float = 0.0
-    rate: str = ""  # the throughput the GPU-hours assume, and whether it was measured
     fingerprint: str = ""
     sources: list[str] = field(default_factory=list)
+    cost: GPUCost | None = None  # None: the model's size is unknown, so are its FLOPs
+
+    @property
+    def gpu_hours(self) -> float:
+        """The GPU-hours, 0 when they are unknown (a grid's total counts what it can)."""
+        return self.cost.gpu_hours if self.cost is not None else 0.0
 
     @property
     def to_score(self) -> int:
@@ -242,17 +254,17 @@ def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, ma
     work.fingerprint = digest.hexdigest()
     if size is not None:
         scored = work.decoder_tokens if seq2seq else work.to_score
-        work.flops = 2 * (size.encoder * work.input_tokens + size.decoder * work.decoder_tokens + size.head * scored)
-        per_s, work.rate = throughput.rate_for(size)
-        work.gpu_hours = work.flops / per_s / 3600
+        flops = 2 * (size.encoder * work.input_tokens + size.decoder * work.decoder_tokens + size.head * scored)
+        per_s, rate = throughput.rate_for(size)
+        work.cost = GPUCost(flops, flops / per_s / 3600, rate)
     work.sources = [counter.source, size.source if size is not None else "size unknown (set model_spec.params_b)"]
     return work
 
 
 def describe(work: Work, size: ModelSize | None, throughput: GPUThroughput, note: str = "") -> str:
     params = f"{size.total / 1e9:.2f}B params from {size.source}" if size is not None else work.sources[1]
-    cost = (f"~{work.flops:.2e} FLOPs, ~{work.gpu_hours:.3g} GPU-hours on {work.rate or throughput.describe()}" if size is not None
-            else "FLOPs and GPU-hours unknown")
+    cost = (f"~{work.cost.flops:.2e} FLOPs, ~{work.cost.gpu_hours:.3g} GPU-hours on {work.cost.rate or throughput.describe()}"
+            if work.cost is not None else "FLOPs and GPU-hours unknown")
     extra = f"; {note}" if note else ""
     return (f"{work.prompts:,} prompts, {work.cached:,} cached, {work.to_score:,} to score (~{work.input_tokens / 1e6:.2f}M input tokens by "
             f"{work.sources[0]}; {params}): {cost}{extra}")
