@@ -47,11 +47,13 @@ findings.PRODUCERS.extend(s.findings for s in SECTIONS if type(s).findings is no
 
 
 def compute(r: Report, sections: list[Section] | None = None) -> None:
-    """Each section's own numbers into ``r.results`` (after report.build gathered the shared ones)."""
+    """Each section's own numbers into ``r.results``, in list order (after report.build gathered the shared inputs).
+    Two sections giving one name is a programming error: the second would hide the first's result."""
     for s in sections or SECTIONS:
-        result = s.compute(r)
-        if result is not None:
-            r.results[s.name] = result
+        for name, value in s.compute(r).items():
+            if name in r.results:
+                raise ValueError(f"section {s.name!r} gives the result {name!r} that another section gave")
+            r.results[name] = value
 
 
 def markdown(r: Report) -> str:
