@@ -12,7 +12,6 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from judgebench import __version__
 from judgebench.compare import columns, compare_run, dataset_identity, names, sections, tables
 from judgebench.compare.analyses import ensembles
 from judgebench.compare.renderers import html
@@ -23,6 +22,7 @@ from judgebench.compare.budget import labelling_sheet
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References
 from judgebench.compare.report_model import FORMATS, Options, Report
+from judgebench.compare.sections.header import box as header
 from judgebench.compare.sections.table2 import FIGURE_JUDGES, figure_judges
 from judgebench.exceptions import CompareError
 from judgebench.compare.collect import collect_runs, collect_summaries, missing_cells, running_cells, select, split_views
@@ -144,21 +144,6 @@ def _prune(out: Path, files: list[Path]) -> None:
         if name and name not in mine and "/" not in name and not name.startswith("."):
             (out / name).unlink(missing_ok=True)
     manifest.write_text("".join(f"{n}\n" for n in sorted(mine)), encoding="utf-8")
-
-
-def header(r: Report) -> dict[str, str]:
-    """The few lines a reader of report.html needs first."""
-    real = [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
-    virtual = [v.name for v in r.virtual] + [f"{a} = {b} here" for a, b in r.aliases.items()]
-    return {
-        "experiment": r.experiment,
-        "selection": f"sweep {r.sweep}" if r.sweep else f"latest finished run of every cell ({len(set(r.read.get('sweeps', [])))} sweeps)",
-        "datasets": ", ".join(dataset_identity.describe(r.jobs).get(d, d) for d in r.table1),
-        "judges": ", ".join(real) + (f" (virtual: {', '.join(virtual)})" if virtual else ""),
-        "reference": r.options.reference,
-        "runs read": f"{len(r.read.get('job_runs', []))} job runs, {len(r.read.get('judge_summary_runs', []))} judge summaries",
-        "versions": "; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()) + f"; report by judgebench {__version__}",
-    }
 
 
 # --------------------------------------------------------------------------- MLflow

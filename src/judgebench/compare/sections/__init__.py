@@ -77,5 +77,15 @@ def captions() -> dict[str, str]:
     return {**figure_files.CAPTIONS, **{k: v for s in SECTIONS for k, v in s.captions().items()}}
 
 
-def console(r: Report) -> list[str]:
-    return [line for s in SECTIONS for line in s.console(r)]
+FINDINGS_AFTER = "table2"  # the terminal shows the headline tables first, then what they found, then the other sections
+
+
+def console(r: Report, findings_lines: list[str]) -> list[str]:
+    """The terminal summary's lines: each section's in list order, with ``findings_lines`` (console.findings_lines: the
+    findings in their brief form) after the section named FINDINGS_AFTER."""
+    lines: list[str] = []
+    for s in SECTIONS:
+        lines += s.console(r)
+        if s.name == FINDINGS_AFTER:
+            lines += ["\nFindings:", *findings_lines]
+    return lines
