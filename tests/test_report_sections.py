@@ -84,3 +84,54 @@ def test_label_entropy_finding_for_a_collapsed_judge_only():
     assert "0.00 bits against the humans' 1.00" in found[0].text
     producers = [getattr(p, "__self__", None) for p in findings.PRODUCERS]
     assert all(p is None for p in producers[:producers.index(section)])  # after every producer findings.py lists
+
+
+ANALYSES = {"oracle_tests", "all_tests", "agreement_counts", "agreement_pairs", "discrimination", "bias", "self_preference",
+            "order_bias", "ci_means", "ci_tau", "calibration", "calibration_summary", "budget_plan", "content_distribution",
+            "content_summary", "label_entropy"}
+
+
+@pytest.fixture(scope="module")
+def built(toy_grid_store):
+    client = MlflowClient(f"sqlite:///{toy_grid_store}/mlruns/mlflow.db")
+    return report.build(client, "grid", options=report.Options(**OPTIONS))
+
+
+def test_every_analysis_is_computed_by_its_section_not_by_build(built):
+    """report.build gathers the shared inputs only: every analysis result is in ``results`` (put there by its section's
+    compute), read as an attribute of the Report, and none of them is a field of the Report."""
+    from dataclasses import fields
+
+    from scipy.stats import ttest_rel
+
+    assert set(built.results) == ANALYSES
+    assert all(getattr(built, name) is built.results[name] for name in ANALYSES)
+    assert not ANALYSES & {f.name for f in fields(report.Report)}
+    # and the numbers are the analyses' own: Table 3's first test, recomputed by hand from the shared per-query frame
+    row = built.oracle_tests.iloc[0]
+    pq = built.per_query[(built.per_query["dataset"] == row.dataset) & (built.per_query["judge"] == row.judge)]
+    pq = pq[pq["role"] == "judge"] if "role" in pq else pq  # the judge's own values, not its human reference's
+    wide = pq.pivot(index="query_id", columns="system", values="value")[[row.system_a, row.system_b]].dropna()
+    t, p = ttest_rel(wide[row.system_a], wide[row.system_b])
+    assert (row.t, row.p) == pytest.approx((t, p), rel=1e-12)
+    assert list(built.ci_tau["judge"]) == list(built.table2["judge"])  # the bootstrap ran (bootstrap=200): one row a judge
+
+
+class _Answer(sections.Section):
+    name = "answer"
+
+    def compute(self, r):
+        return {"answer": len(r.jobs) * 2}
+
+
+def test_a_section_in_the_list_computes_a_result_the_report_reads_by_name():
+    """What adding an analysis needs: a section whose compute gives a named result; the Report reads it as an
+    attribute with no field for it. Two sections giving one name is refused; an unknown name says what there is."""
+    r = report.Report("e", None, report.Options(), pd.DataFrame({"x": [1, 2, 3]}), {}, pd.DataFrame(), pd.DataFrame())
+    sections.compute(r, [_Answer()])
+    assert r.answer == 6 and r.results == {"answer": 6} and _Answer().result(r) == 6
+    with pytest.raises(ValueError, match="section 'answer' gives the result 'answer' that another section gave"):
+        sections.compute(r, [_Answer()])
+    with pytest.raises(AttributeError, match="no field or section result 'bias' \\(results: answer\\)"):
+        r.bias
+    assert getattr(r, "discrimination", None) is None  # what findings.discrimination relies on for a report without it

@@ -12,48 +12,18 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from judgebench.compare import findings, names, sections
 from judgebench.compare.renderers import render
-from judgebench.compare.artifacts import REFERENCES
+from judgebench.compare.sections.header import plain_title
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
 
-WIDTH = 120
-HEADLINE = ["kappa_graded", "kappa_ge2", "tau_all", "tau_oracles", "tau_ap"]
+WIDTH = render.WIDTH
 
 
 def _fit(text: str, width: int = WIDTH) -> str:
     return "\n".join(line if len(line) <= width else line[: width - 3] + "..." for line in text.splitlines())
-
-
-def _table(frame: pd.DataFrame, index: bool = True, **kw) -> str:
-    """A plain text table; columns that would pass WIDTH are left out and named. The cells are rendered once and the
-    widest prefix of the columns that fits is found by bisection (a line only grows with each column): dropping one
-    column at a time re-rendered the table a hundred times for a hundred judges."""
-    cols = list(frame.columns)
-    if not cols:
-        return ""
-    texts, align = render.cells(frame, "plain", digits=3, **kw), render._align(frame, index)
-
-    def table(k: int) -> str:
-        return texts.iloc[:, :k].to_markdown(index=index, tablefmt="simple", disable_numparse=True,
-                                             colalign=align[:k + 1] if index else align[:k])
-
-    def fits(k: int) -> bool:
-        return max(len(line) for line in table(k).splitlines()) <= WIDTH
-
-    k = len(cols)
-    if not fits(k):  # the largest k that fits, or 1
-        lo, hi = 1, k - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-        k = lo
-    dropped = cols[k:]
-    return table(k) + (f"\n(+ {len(dropped)} columns in the report: {', '.join(dropped)})" if dropped else "")
 
 
 def findings_lines(r: Report) -> list[str]:
@@ -63,30 +33,8 @@ def findings_lines(r: Report) -> list[str]:
                                       initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)]
 
 
-def _listed(items) -> str:
-    return ", ".join(names.plain(i) for i in items)
-
-
-def _title(experiment: str, sweep: str | None) -> str:
-    return f"judgebench compare: experiment {names.plain(repr(experiment))}" + (f", sweep {names.plain(repr(sweep))}" if sweep else "")
-
-
 def summary(r: Report, out: Path, seconds: float) -> str:
-    real = [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
-    virtual = [v.name for v in r.virtual] + [f"{a} = {b} here" for a, b in r.aliases.items()]
-    parts = [
-        _title(r.experiment, r.sweep) + f": {len(r.jobs)} job runs, datasets {_listed(r.table1)}",
-        f"judges: {_listed(real) or 'none'}" + (f"; virtual: {_listed(virtual)}" if virtual
-                                                   else "; No ensembles or panel (fewer than 2 non-human judges)"),
-        f"reference: {r.options.reference}; bootstrap={r.options.bootstrap}; alpha={r.options.alpha}, correction={r.options.correction}",
-    ]
-    for dataset, t in r.table1.items():
-        parts += [f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", _table(t)]
-    if len(r.table2):
-        cols = [c for c in HEADLINE if c in r.table2.columns]
-        parts += ["\nTable 2: agreement with the humans (headline columns)", _table(r.table2[["dataset", "judge", *cols]], index=False)]
-    parts += ["\nFindings:", *findings_lines(r)]
-    parts += sections.console(r)  # each section's lines, in report order
+    parts = sections.console(r, findings_lines(r))  # each section's lines in report order, the findings after Table 2
     return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)  # a path is never cut
 
 
@@ -108,10 +56,10 @@ def labels_summary(r, out: Path, seconds: float) -> str:
     """The labels-only report: one row per judge with the headline agreement columns."""
     judges = list(dict.fromkeys(r.table["judge"]))
     cols = [c for c in ("kappa_graded", "kappa_ge2", "alpha_ordinal", "labelled_pairs", "failed_pairs") if c in r.table.columns]
-    parts = [_title(r.experiment, None) + ", labels-only runs" + (f", sweep {names.plain(repr(r.sweep))}" if r.sweep else "")
+    parts = [plain_title(r.experiment, None) + ", labels-only runs" + (f", sweep {names.plain(repr(r.sweep))}" if r.sweep else "")
              + f": {len(r.runs)} runs, {len(judges)} judges",
              "\nTable 2: agreement with the human labels (headline columns)",
-             _table(r.table[["dataset", "judge", *cols]], index=False, integers=["labelled_pairs", "failed_pairs"])]
+             render.plain(r.table[["dataset", "judge", *cols]], index=False, integers=["labelled_pairs", "failed_pairs"])]
     parts.append("\nlabels-only runs: nDCG, tau and Tables 3-6 need systems, so they are not reported")
     if len(r.missing):
         parts.append(f"missing (dataset, judge) runs: {len(r.missing)}")

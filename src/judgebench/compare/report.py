@@ -1,7 +1,8 @@
 """Build the whole compare report from MLflow, render it (Markdown, CSV, LaTeX, PNG) and log it as a run.
 
-``build`` gathers numbers only; ``markdown`` and ``write`` only present them, so a test can check
-a number without parsing text.
+``build`` gathers the inputs every section shares (the job runs, the per-query frame, the labels, Tables 1 and 2,
+the human references) and lets each section compute its own analysis (``sections.compute``); ``write`` only presents
+them, so a test can check a number without parsing text.
 """
 
 from __future__ import annotations
@@ -11,29 +12,19 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from judgebench import __version__
 from judgebench.compare import columns, compare_run, dataset_identity, names, sections, tables
-from judgebench.compare.analyses import bias
-from judgebench.compare.analyses import bootstrap
 from judgebench.compare.analyses import ensembles
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers import latex
-from judgebench.compare.analyses import order_bias
-from judgebench.compare.analyses import self_preference
 from judgebench.compare.renderers import self_preference_report
-from judgebench.compare.analyses import significance
-from judgebench.compare.budget import experiment_report as human_budget_report
 from judgebench.compare.budget import files as budget_files
 from judgebench.compare.budget import labelling_sheet
-from judgebench.compare.analyses import discrimination
-from judgebench.compare.renderers import discrimination_report
-from judgebench.compare.budget import experiment as budget
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References
 from judgebench.compare.report_model import FORMATS, Options, Report
+from judgebench.compare.sections.header import box as header
 from judgebench.compare.sections.table2 import FIGURE_JUDGES, figure_judges
 from judgebench.exceptions import CompareError
-from judgebench.content_bias import statistics as content_bias
 from judgebench.compare.collect import collect_runs, collect_summaries, missing_cells, running_cells, select, split_views
 from judgebench.text_view import ORIGINAL
 
@@ -85,43 +76,19 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     refs = References(per_query, opt.reference)
     t2 = tables.table2(t1, original, tables.usage(summaries, vlabels), refs)
 
-    oracles = {d: list(t.index[t["type"] == "oracle"]) for d, t in t1.items()}
-    everyone = {d: list(t.index) for d, t in t1.items()}
-    oracle_tests = significance.ttests(per_query, oracles, opt.alpha)
-    all_tests = significance.ttests(per_query, everyone, opt.alpha)
-    counts, pairs = significance.decision_agreement(per_query, everyone, refs, opt.alpha, use_holm=opt.correction == "holm")
-    ci_means, ci_tau = (bootstrap.bootstrap(per_query, t1, refs, opt.bootstrap, opt.seed, opt.level) if opt.bootstrap > 0
-                        else (pd.DataFrame(columns=bootstrap.MEANS), pd.DataFrame(columns=bootstrap.TAUS)))
-    rewritten_labels = labels[labels["judge"].isin(set(rewritten["judge"]))]
-    calib = pd.DataFrame(columns=budget.COLUMNS)
-    if opt.calibration:
-        cells = budget.cells(per_query, t1, original, refs, runs, problems)
-        calib = budget.experiment(cells, list(opt.calibration), list(opt.calibration_k), opt.resamples, opt.seed,
-                                       opt.alpha, opt.level, opt.reference)
-    planned = {}
-    if opt.plan or opt.human_labels:
-        planned = budget_files.build(budget.cells(per_query, t1, original, refs, None, problems), original, runs, opt)
     running = running_cells(client, experiment, everything, sweep)
     running = running[running["judge"].isin(opt.judges or running["judge"]) & running["dataset"].isin(names or running["dataset"])]
     report = Report(
         experiment, sweep, opt, jobs, t1, t2, missing_cells(everything, names, opt.judges, running), running=running,
-        oracle_tests=oracle_tests, all_tests=all_tests, agreement_counts=counts, agreement_pairs=pairs,
-        bias=bias.ranker_bias(t1, refs), ci_means=ci_means, ci_tau=ci_tau, labels=labels, virtual=virtual,
-        rewritten_runs=len(rewritten),
-        content_distribution=content_bias.distribution(rewritten_labels), content_summary=content_bias.summary(rewritten_labels),
-        problems=problems, summaries=summaries,
+        per_query=per_query, labels=labels, runs=runs, rewritten=rewritten, virtual=virtual, problems=problems,
+        summaries=summaries,
         versions={"metric_version": sorted(everything["metric_version"].unique()),
                   "judgebench": sorted(everything["version"].fillna("unknown").unique())},
-        calibration=calib, calibration_summary=human_budget_report.summary(calib) if len(calib) else pd.DataFrame(),
         aliases=aliases, refs=refs,
-        self_preference=self_preference.analyse(per_query, t1, jobs, refs, opt.bootstrap, opt.seed, opt.level),
-        order_bias=order_bias.order_table(jobs), budget_plan=planned,
-        discrimination=discrimination.analyse(per_query, t1, t2, refs, opt.alpha, opt.correction == "holm", opt.bootstrap,
-                                              opt.seed, opt.level, exclude=[v.name for v in virtual]),
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
     )
-    sections.compute(report)
+    sections.compute(report)  # every analysis, each in its section (compare/sections)
     return report
 
 
@@ -177,21 +144,6 @@ def _prune(out: Path, files: list[Path]) -> None:
         if name and name not in mine and "/" not in name and not name.startswith("."):
             (out / name).unlink(missing_ok=True)
     manifest.write_text("".join(f"{n}\n" for n in sorted(mine)), encoding="utf-8")
-
-
-def header(r: Report) -> dict[str, str]:
-    """The few lines a reader of report.html needs first."""
-    real = [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
-    virtual = [v.name for v in r.virtual] + [f"{a} = {b} here" for a, b in r.aliases.items()]
-    return {
-        "experiment": r.experiment,
-        "selection": f"sweep {r.sweep}" if r.sweep else f"latest finished run of every cell ({len(set(r.read.get('sweeps', [])))} sweeps)",
-        "datasets": ", ".join(dataset_identity.describe(r.jobs).get(d, d) for d in r.table1),
-        "judges": ", ".join(real) + (f" (virtual: {', '.join(virtual)})" if virtual else ""),
-        "reference": r.options.reference,
-        "runs read": f"{len(r.read.get('job_runs', []))} job runs, {len(r.read.get('judge_summary_runs', []))} judge summaries",
-        "versions": "; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()) + f"; report by judgebench {__version__}",
-    }
 
 
 # --------------------------------------------------------------------------- MLflow

@@ -1,4 +1,4 @@
-"""What a compare report is: the options a user sets and the numbers ``report.build`` gathers.
+"""What a compare report is: the options a user sets, the inputs ``report.build`` gathers and the sections' results.
 
 Its own module so that the renderers (markdown, latex, views, console) read a Report without importing the
 module that builds and writes it.
@@ -11,9 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgebench.compare.analyses import order_bias
-from judgebench.compare.analyses import self_preference
-from judgebench.compare.analyses.discrimination import Discrimination
 from judgebench.compare.analyses.ensembles import VirtualJudge
 from judgebench.compare.reference import HUMAN_JUDGED, References
 
@@ -56,6 +53,13 @@ class Options:
 
 @dataclass
 class Report:
+    """The shared inputs ``report.build`` collects once, and each section's own results (``results``).
+
+    An analysis's numbers are not fields here: its section computes them (``Section.compute``, called by
+    ``sections.compute``) and they land in ``results`` under the names the section gives them; ``report.bias``,
+    ``report.ci_tau`` and the like read ``results`` (``__getattr__``), so a renderer or a finding reads a result
+    as an attribute and a new analysis adds no field."""
+
     experiment: str
     sweep: str | None
     options: Options
@@ -63,37 +67,32 @@ class Report:
     table1: dict[str, pd.DataFrame]
     table2: pd.DataFrame
     missing: pd.DataFrame
-    oracle_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
-    all_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
-    agreement_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
-    agreement_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
-    bias: pd.DataFrame = field(default_factory=pd.DataFrame)
-    ci_means: pd.DataFrame = field(default_factory=pd.DataFrame)
-    ci_tau: pd.DataFrame = field(default_factory=pd.DataFrame)
+    per_query: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per (dataset, system, judge, query), virtual judges too
     labels: pd.DataFrame = field(default_factory=pd.DataFrame)
+    runs: pd.DataFrame | None = None  # the systems' run files, read where virtual judges or the budget need them
+    rewritten: pd.DataFrame = field(default_factory=pd.DataFrame)  # the job runs on rewritten text views (content bias)
     virtual: list[VirtualJudge] = field(default_factory=list)
-    rewritten_runs: int = 0
-    content_distribution: pd.DataFrame = field(default_factory=pd.DataFrame)
-    content_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     problems: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
     versions: dict[str, list[str]] = field(default_factory=dict)  # metric and package versions of the runs read
-    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per (dataset, judge, estimator, k)
-    calibration_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     aliases: dict[str, str] = field(default_factory=dict)  # virtual judge -> the identical one reported ("panel": "majority")
     refs: References | None = None  # each judge's human reference (the figures read it)
     read: dict[str, list[str]] = field(default_factory=dict)  # run ids and sweep ids this report was built from
     superseded: list[str] = field(default_factory=list)  # earlier compare runs of this selection, replaced by the logged one
-    # does a judge favour its own family's rankers (compare/analyses/self_preference.py): self_preference, interaction, gaps frames
-    self_preference: dict[str, pd.DataFrame] = field(default_factory=self_preference.empty)
-    order_bias: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=order_bias.COLUMNS))  # PRP's two orders
-    # the planner's plan, predictions and measured widths, or the read-back's estimates (budget_files.build)
-    budget_plan: dict = field(default_factory=dict)
-    # which judges separate the oracle rankers humans separate, beside kappa (compare/analyses/discrimination.py)
-    discrimination: Discrimination = field(default_factory=Discrimination)
     running: pd.DataFrame = field(default_factory=pd.DataFrame)  # missing cells whose run is still RUNNING (collect.running_cells)
-    results: dict = field(default_factory=dict)  # {section name: what its compute returned} (compare/section.py)
+    results: dict = field(default_factory=dict)  # {result name: value}, from each section's compute (compare/section.py)
+
+    def __getattr__(self, name: str):
+        """A section's result by its name (``report.bias``); only called for a name that is not a field."""
+        results = self.__dict__.get("results", {})
+        if name in results:
+            return results[name]
+        raise AttributeError(f"Report has no field or section result {name!r} (results: {', '.join(results) or 'none'})")
+
+    @property
+    def rewritten_runs(self) -> int:
+        return len(self.rewritten)
 
     @property
     def judges(self) -> list[str]:

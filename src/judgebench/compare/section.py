@@ -5,15 +5,18 @@ for one analysis, every place it appears: its Markdown blocks (report.md, and re
 report.md), its LaTeX tables, its CSV files, its figures, its terminal lines and its findings. Adding an analysis is one new module
 under ``compare/sections/`` and one line in ``SECTIONS``; ``report.write`` walks the list once per format.
 
-A section that needs numbers ``report.build`` does not already gather computes them in ``compute`` (called once, after
-build, with the finished Report); its result is kept in ``Report.results[name]`` and handed to its renderers through
-``result``. The sections moved from the former flat renderers read the Report's own fields and compute nothing.
+``report.build`` gathers only the shared inputs (the collected job runs, the per-query frame, the labels, Tables 1
+and 2, the human references, the run files, the problems met); every analysis is computed by its section's
+``compute``, called once per report by ``sections.compute`` in ``SECTIONS`` order. ``compute`` returns its results
+by name (``{"bias": frame}``); they are kept in ``Report.results`` and read back as attributes of the Report
+(``report.bias``, for the renderers and findings that read them) or with ``self.result(report)``. A new analysis
+adds a section, not a field of the Report.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -30,13 +33,16 @@ class Section:
 
     name: str = ""
 
-    def compute(self, r: Report) -> Any:
-        """The section's own numbers from the collected runs (the Report), or None when it reads the Report's fields."""
-        return None
+    def compute(self, r: Report) -> Mapping[str, Any]:
+        """The section's own numbers from the shared inputs (the Report ``report.build`` made), by result name: each
+        name becomes readable as ``r.<name>`` (names are unique across the report). Nothing, for a section that only
+        presents the shared inputs."""
+        return {}
 
-    def result(self, r: Report) -> Any:
-        """What ``compute`` returned for this report (None when it computed nothing, or for a report built by hand)."""
-        return getattr(r, "results", {}).get(self.name)
+    def result(self, r: Report, name: str | None = None) -> Any:
+        """The result ``name`` (default: the section's own name) that ``compute`` gave for this report (None when it
+        gave none, or for a report built by hand without it)."""
+        return getattr(r, "results", {}).get(name or self.name)
 
     def markdown(self, r: Report) -> list[str]:
         """Markdown blocks, joined by newlines into report.md (and report.html)."""

@@ -17,6 +17,7 @@ from judgebench.compare import names
 
 Style = Literal["md", "tex", "plain"]
 MISSING = "missing"
+WIDTH = 120  # the terminal lines' width (compare/console.py)
 _ESCAPE = {"md": names.markdown, "tex": names.latex, "plain": names.plain}
 
 
@@ -77,3 +78,30 @@ def latex(df: pd.DataFrame, caption: str, label: str, index: bool = True, **kw) 
     align = "".join(a[0] for a in _align(df, False))
     return cells(df, "tex", **kw).to_latex(index=False, escape=False, caption=escape(caption, "tex"), label=label,
                                            column_format=align, position="t")
+
+
+def plain(frame: pd.DataFrame, index: bool = True, width: int = WIDTH, **kw) -> str:
+    """A plain text table for the terminal; columns that would pass ``width`` are left out and named. The cells are
+    rendered once and the widest prefix of the columns that fits is found by bisection (a line only grows with each
+    column): dropping one column at a time re-rendered the table a hundred times for a hundred judges."""
+    cols = list(frame.columns)
+    if not cols:
+        return ""
+    texts, align = cells(frame, "plain", digits=3, **kw), _align(frame, index)
+
+    def table(k: int) -> str:
+        return texts.iloc[:, :k].to_markdown(index=index, tablefmt="simple", disable_numparse=True,
+                                             colalign=align[:k + 1] if index else align[:k])
+
+    def fits(k: int) -> bool:
+        return max(len(line) for line in table(k).splitlines()) <= width
+
+    k = len(cols)
+    if not fits(k):  # the largest k that fits, or 1
+        lo, hi = 1, k - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+        k = lo
+    dropped = cols[k:]
+    return table(k) + (f"\n(+ {len(dropped)} columns in the report: {', '.join(dropped)})" if dropped else "")

@@ -47,11 +47,13 @@ findings.PRODUCERS.extend(s.findings for s in SECTIONS if type(s).findings is no
 
 
 def compute(r: Report, sections: list[Section] | None = None) -> None:
-    """Each section's own numbers into ``r.results`` (after report.build gathered the shared ones)."""
+    """Each section's own numbers into ``r.results``, in list order (after report.build gathered the shared inputs).
+    Two sections giving one name is a programming error: the second would hide the first's result."""
     for s in sections or SECTIONS:
-        result = s.compute(r)
-        if result is not None:
-            r.results[s.name] = result
+        for name, value in s.compute(r).items():
+            if name in r.results:
+                raise ValueError(f"section {s.name!r} gives the result {name!r} that another section gave")
+            r.results[name] = value
 
 
 def markdown(r: Report) -> str:
@@ -75,5 +77,15 @@ def captions() -> dict[str, str]:
     return {**figure_files.CAPTIONS, **{k: v for s in SECTIONS for k, v in s.captions().items()}}
 
 
-def console(r: Report) -> list[str]:
-    return [line for s in SECTIONS for line in s.console(r)]
+FINDINGS_AFTER = "table2"  # the terminal shows the headline tables first, then what they found, then the other sections
+
+
+def console(r: Report, findings_lines: list[str]) -> list[str]:
+    """The terminal summary's lines: each section's in list order, with ``findings_lines`` (console.findings_lines: the
+    findings in their brief form) after the section named FINDINGS_AFTER."""
+    lines: list[str] = []
+    for s in SECTIONS:
+        lines += s.console(r)
+        if s.name == FINDINGS_AFTER:
+            lines += ["\nFindings:", *findings_lines]
+    return lines

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from judgebench.compare import names
+from judgebench.compare.analyses import bias, bootstrap
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers import views
 from judgebench.compare.renderers.markdown import TAU_INTERVAL_NOTE, few_queries_warning
@@ -21,6 +22,9 @@ class RankerBias(Section):
     """Table 5."""
 
     name = "ranker_bias"
+
+    def compute(self, r: Report) -> dict[str, pd.DataFrame]:
+        return {"bias": bias.ranker_bias(r.table1, r.refs)}
 
     def markdown(self, r: Report) -> list[str]:
         if not len(r.bias):
@@ -42,6 +46,13 @@ class ConfidenceIntervals(Section):
     """Table 6."""
 
     name = "confidence_intervals"
+
+    def compute(self, r: Report) -> dict[str, pd.DataFrame]:
+        """Read by Table 1's bars and the findings too (``r.ci_means``, ``r.ci_tau``)."""
+        o = r.options
+        ci_means, ci_tau = (bootstrap.bootstrap(r.per_query, r.table1, r.refs, o.bootstrap, o.seed, o.level) if o.bootstrap > 0
+                            else (pd.DataFrame(columns=bootstrap.MEANS), pd.DataFrame(columns=bootstrap.TAUS)))
+        return {"ci_means": ci_means, "ci_tau": ci_tau}
 
     def markdown(self, r: Report) -> list[str]:
         o, md = r.options, names.markdown

@@ -12,6 +12,7 @@ from judgebench.compare import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import render
 from judgebench.compare.section import LatexTable, Section
+from judgebench.content_bias import statistics as content_bias
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
@@ -19,6 +20,12 @@ if TYPE_CHECKING:
 
 class ContentBias(Section):
     name = "content_bias"
+
+    def compute(self, r: Report) -> dict[str, pd.DataFrame]:
+        """Every label of the judges that have a run on a rewritten view (their original labels too: the comparison)."""
+        rewritten_labels = r.labels[r.labels["judge"].isin(set(r.rewritten["judge"]))]
+        return {"content_distribution": content_bias.distribution(rewritten_labels),
+                "content_summary": content_bias.summary(rewritten_labels)}
 
     def markdown(self, r: Report) -> list[str]:
         parts = ["\n## Content bias (original vs rewritten text)\n"]

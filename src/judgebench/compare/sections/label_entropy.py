@@ -44,8 +44,8 @@ def label_entropy(labels: pd.DataFrame) -> pd.DataFrame:
 class LabelEntropy(Section):
     name = "label_entropy"
 
-    def compute(self, r: Report) -> pd.DataFrame:
-        return label_entropy(r.labels)
+    def compute(self, r: Report) -> dict[str, pd.DataFrame]:
+        return {self.name: label_entropy(r.labels)}
 
     def markdown(self, r: Report) -> list[str]:
         table = self.result(r)

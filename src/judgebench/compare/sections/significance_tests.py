@@ -16,10 +16,20 @@ if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
 
 
+def _everyone(r: Report) -> dict[str, list[str]]:
+    """{dataset: every system of Table 1}: the family both tables test over."""
+    return {d: list(t.index) for d, t in r.table1.items()}
+
+
 class OracleTests(Section):
     """Table 3."""
 
     name = "oracle_tests"
+
+    def compute(self, r: Report) -> dict[str, pd.DataFrame]:
+        oracles = {d: list(t.index[t["type"] == "oracle"]) for d, t in r.table1.items()}
+        return {"oracle_tests": significance.ttests(r.per_query, oracles, r.options.alpha),
+                "all_tests": significance.ttests(r.per_query, _everyone(r), r.options.alpha)}
 
     def markdown(self, r: Report) -> list[str]:
         if not len(r.oracle_tests):
@@ -44,6 +54,11 @@ class DecisionAgreement(Section):
     """Table 4."""
 
     name = "decision_agreement"
+
+    def compute(self, r: Report) -> dict[str, pd.DataFrame]:
+        o = r.options
+        counts, pairs = significance.decision_agreement(r.per_query, _everyone(r), r.refs, o.alpha, use_holm=o.correction == "holm")
+        return {"agreement_counts": counts, "agreement_pairs": pairs}
 
     def markdown(self, r: Report) -> list[str]:
         if not len(r.agreement_counts):

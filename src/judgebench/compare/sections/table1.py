@@ -53,3 +53,7 @@ class Table1(Section):
 
     def figures(self, r: Report, out: Path) -> list[Path]:
         return [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png", r.ci_means, r.options.level)]
+
+    def console(self, r: Report) -> list[str]:
+        return [line for dataset, t in r.table1.items()
+                for line in (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", render.plain(t))]

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
 
 FIGURE_JUDGES = 12
+HEADLINE = ["kappa_graded", "kappa_ge2", "tau_all", "tau_oracles", "tau_ap"]  # the columns the terminal shows
 
 
 def figure_judges(r: Report) -> tuple[list[str], int]:
@@ -67,3 +68,9 @@ class Table2(Section):
             if len(lab):
                 files.append(figures.confusion(lab, judge, out / f"figure_confusion_{names.file_part(judge)}.png"))
         return files
+
+    def console(self, r: Report) -> list[str]:
+        if not len(r.table2):
+            return []
+        cols = [c for c in HEADLINE if c in r.table2.columns]
+        return ["\nTable 2: agreement with the humans (headline columns)", render.plain(r.table2[["dataset", "judge", *cols]], index=False)]

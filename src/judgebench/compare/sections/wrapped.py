@@ -1,5 +1,6 @@
 """The analyses that already had a renderer module of their own (discrimination, self-preference, the human-budget
-experiment, the budget planner), each as a Section that delegates to it: their numbers and views stay where they are."""
+experiment, the budget planner), each as a Section: ``compute`` calls the analysis, the outputs delegate to its
+renderer module, whose views stay where they are."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from judgebench.compare import names
+from judgebench.compare.analyses import discrimination, order_bias, self_preference
 from judgebench.compare.renderers import discrimination_report
+from judgebench.compare.budget import experiment as budget
+from judgebench.compare.budget import files as budget_files
 from judgebench.compare.budget import plan_report as budget_plan_report
 from judgebench.compare.budget import experiment_report as human_budget_report
 from judgebench.compare.budget import labelling_sheet
@@ -25,6 +29,11 @@ class Discrimination(Section):
     """Which judges separate the oracle rankers humans separate (compare/analyses/discrimination.py)."""
 
     name = "discrimination"
+
+    def compute(self, r: Report) -> dict:
+        o = r.options
+        return {"discrimination": discrimination.analyse(r.per_query, r.table1, r.table2, r.refs, o.alpha, o.correction == "holm",
+                                                         o.bootstrap, o.seed, o.level, exclude=[v.name for v in r.virtual])}
 
     def markdown(self, r: Report) -> list[str]:
         return discrimination_report.markdown(r)
@@ -43,6 +52,11 @@ class SelfPreference(Section):
     """Does a judge favour its own family's rankers; with the PRP rankers' order bias (one table, terminal lines)."""
 
     name = "self_preference"
+
+    def compute(self, r: Report) -> dict:
+        o = r.options
+        return {"self_preference": self_preference.analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level),
+                "order_bias": order_bias.order_table(r.jobs)}
 
     def markdown(self, r: Report) -> list[str]:
         return self_preference_report.markdown(r)
@@ -69,6 +83,16 @@ class Calibration(Section):
 
     name = "calibration"
 
+    def compute(self, r: Report) -> dict[str, pd.DataFrame]:
+        """One row per (dataset, judge, estimator, k), and the summary the findings read; empty without calibration=."""
+        o, calib = r.options, pd.DataFrame(columns=budget.COLUMNS)
+        if o.calibration:
+            original = r.labels[r.labels["text_view"] == ORIGINAL]
+            cells = budget.cells(r.per_query, r.table1, original, r.refs, r.runs, r.problems)
+            calib = budget.experiment(cells, list(o.calibration), list(o.calibration_k), o.resamples, o.seed,
+                                      o.alpha, o.level, o.reference)
+        return {"calibration": calib, "calibration_summary": human_budget_report.summary(calib) if len(calib) else pd.DataFrame()}
+
     def markdown(self, r: Report) -> list[str]:
         return human_budget_report.markdown(r.calibration, r.calibration_summary, r.options) if len(r.calibration) else []
 
@@ -92,6 +116,14 @@ class BudgetPlan(Section):
     plan files and labelling sheets are written by report.write whatever format= says."""
 
     name = "budget_plan"
+
+    def compute(self, r: Report) -> dict[str, dict]:
+        """The planner's plan, predictions and measured widths, or the read-back's estimates ({} when neither is asked)."""
+        o, planned = r.options, {}
+        if o.plan or o.human_labels:
+            original = r.labels[r.labels["text_view"] == ORIGINAL]
+            planned = budget_files.build(budget.cells(r.per_query, r.table1, original, r.refs, None, r.problems), original, r.runs, o)
+        return {"budget_plan": planned}
 
     def markdown(self, r: Report) -> list[str]:
         return budget_plan_report.markdown(r.budget_plan, r.options.level)
