@@ -17,8 +17,6 @@ from judgebench.compare.analyses import ensembles
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers import latex
 from judgebench.compare.renderers import self_preference_report
-from judgebench.compare.budget import files as budget_files
-from judgebench.compare.budget import labelling_sheet
 from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.reference import CHOICES, References
 from judgebench.compare.report_model import FORMATS, Options, Report
@@ -107,11 +105,7 @@ def write(report: Report, out: Path) -> list[Path]:
     files: list[Path] = []
     if "csv" in fmt:
         files += [_csv(frame, out / f"{name}.csv", index=index) for name, frame, index in sections.csv(report)]
-    if "plans" in report.budget_plan:  # the plan, its templates and the assessors' sheets, whatever format= says
-        original = report.labels[report.labels["text_view"] == ORIGINAL]
-        files += budget_files.write(report.budget_plan["plans"], original, out)
-        files += labelling_sheet.write(report.budget_plan["plans"], original, out, f"judgebench-compare experiment={report.experiment} "
-                                       f"calibration.human_labels={out / 'labels.tsv'} (and the same out= as this plan, if one was given)")
+    files += sections.files(report, out)  # written whatever format= says (the planner's plan, templates, sheets)
     if "tex" in fmt:
         files += latex.write(sections.latex(report), out)
     if "png" in fmt:

@@ -57,6 +57,11 @@ class Section:
         listed here anyway (a section decides)."""
         return []
 
+    def files(self, r: Report, out: Path) -> list[Path]:
+        """Files of the section's own that are written whatever ``format=`` says (the planner's plan, templates and
+        sheets); returns their paths."""
+        return []
+
     def figures(self, r: Report, out: Path) -> list[Path]:
         """Draw the section's figures into ``out``; returns their paths (report.md links them in this order)."""
         return []

@@ -69,6 +69,10 @@ def csv(r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
     return [f for s in SECTIONS for f in s.csv(r)]
 
 
+def files(r: Report, out: Path) -> list[Path]:
+    return [p for s in SECTIONS for p in s.files(r, out)]
+
+
 def figures(r: Report, out: Path) -> list[Path]:
     return [p for s in SECTIONS for p in s.figures(r, out)]
 

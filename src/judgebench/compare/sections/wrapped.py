@@ -113,7 +113,7 @@ class Calibration(Section):
 
 class BudgetPlan(Section):
     """The planner's plan and predictions, or the read-back of the assessors' labels (compare/budget/files.py). Its
-    plan files and labelling sheets are written by report.write whatever format= says."""
+    plan files and labelling sheets are its ``files``, written whatever format= says."""
 
     name = "budget_plan"
 
@@ -138,6 +138,15 @@ class BudgetPlan(Section):
 
     def captions(self) -> dict[str, str]:
         return {budget_plan_report.FIGURE: budget_plan_report.CAPTION}
+
+    def files(self, r: Report, out: Path) -> list[Path]:
+        """The plan, its qrels templates and the assessors' sheets, whatever format= says."""
+        if "plans" not in r.budget_plan:
+            return []
+        original = r.labels[r.labels["text_view"] == ORIGINAL]
+        return (budget_files.write(r.budget_plan["plans"], original, out)
+                + labelling_sheet.write(r.budget_plan["plans"], original, out, f"judgebench-compare experiment={r.experiment} "
+                                        f"calibration.human_labels={out / 'labels.tsv'} (and the same out= as this plan, if one was given)"))
 
     def console(self, r: Report) -> list[str]:
         lines = budget_plan_report.console(r.budget_plan)
