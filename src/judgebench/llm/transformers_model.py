@@ -51,6 +51,8 @@ class ModelUsage:
     prefix_fallbacks: int = 0
     prefix_tokens: int = 0
     padded_tokens: int = 0  # tokens the forwards computed, padding included (input_tokens are the real ones)
+    prefix_kv_bytes: int = 0  # the most key/value bytes one forward of tails on a shared prefix read (prefix_cache)
+    prefix_copy_batches: int = 0  # such forwards that held a copy of the prefix per row (the model's fallback)
 
     @property
     def padding_waste(self) -> float:
