@@ -222,13 +222,18 @@ def test_the_gpu_check_runs_its_code_path_on_tiny_models(tmp_path):
     judge = result["judge"]
     n_pairs = min(24, len(toy.label_set()))
     assert judge["pairs"] == n_pairs and judge["shape"] == "tiny" and judge["ceiling_tflops"] > 0
-    assert [(r["batch_tokens"], r["path"]) for r in judge["rows"]] == [(512, "unshared"), (512, "shared"), (4096, "unshared"), (4096, "shared")]
+    assert [(r["batch_tokens"], r["path"]) for r in judge["rows"]] == [
+        (512, "unshared"), (512, "shared"), (512, "shared-copy"), (4096, "unshared"), (4096, "shared")]
     for r in judge["rows"]:
         assert r["prompts"] == n_pairs and r["prompts_per_s"] > 0 and 0 <= r["padding_waste"] < 1
         assert r["share_of_ceiling"] == pytest.approx(r["tflops"] / judge["ceiling_tflops"], rel=0.02, abs=1e-3)
     unshared, shared = judge["rows"][0], judge["rows"][1]
     assert shared["tokens_per_prompt"] < unshared["tokens_per_prompt"]  # the prefix is run once per query
-    assert unshared["forwards"] > judge["rows"][2]["forwards"]  # a larger budget: fewer, larger forwards
+    assert unshared["forwards"] > judge["rows"][3]["forwards"]  # a larger budget: fewer, larger forwards
+    # the tails attend one copy of the prefix; the fallback's per-row cache reads more keys/values a forward
+    copied = judge["rows"][2]
+    assert shared["prefix_copy_batches"] == 0 < copied["prefix_copy_batches"] and unshared["prefix_kv_mib"] == 0
+    assert 0 < shared["prefix_kv_mib"] < copied["prefix_kv_mib"] and copied["prompts"] == n_pairs
     assert set(judge["equal_labels"]) == {"512", "4096"} and all(0 <= v <= 1 for v in judge["equal_labels"].values())
     assert "judge [budget 4096]: shared/unshared speed" in done.stdout
 
