@@ -80,6 +80,23 @@ def test_prp_all_pairs_tokens_follow_the_per_passage_budget(t5, ds, tmp_path):
     assert work.decoder_tokens == 12 * len(lm.encode("x", "Passage")[1])  # start token + the forced "Passage"
 
 
+def test_prp_reuses_the_prompt_it_filled_for_the_key_only_where_no_passage_is_cut(t5, tmp_path):
+    """ask() fills each prompt for its cache key; _fit_many takes it as it is where both passages fit, and fills
+    the cut passages into a new one where they do not: the same prompts as filling them all again."""
+    from judgebench.llm.prompts import fill
+    from judgebench.rankers.prp import PRP_PROMPT
+
+    r = PRPRanker(name="PRP", model_spec={"model": str(t5), "device": "cpu", "max_input_tokens": 48}, cache_dir=str(tmp_path), progress=False)
+    lm = r.load_model()
+    triples = [("what cat", DOCS[a], DOCS[b]) for a, b in permutations(DOCS, 2)]
+    given = [fill(PRP_PROMPT, {"query": q, "doc1": a, "doc2": b}) for q, a, b in triples]
+    fresh = r._fit_many(lm, triples)
+    reused = r._fit_many(lm, triples, given)
+    assert reused == fresh
+    cut = [p != g for (p, _), g in zip(fresh, given)]
+    assert any(cut) and not all(cut)  # some prompts had a passage cut, some kept the prompt as filled
+
+
 @pytest.mark.parametrize("variant, n, top_k", [("sort", 8, 3), ("sort", 6, 6), ("sliding", 7, 10), ("sort", 2, 1)])
 def test_the_comparison_bound_holds_for_sliding_and_sort(variant, n, top_k, tmp_path):
     class Counting(PRPRanker):
