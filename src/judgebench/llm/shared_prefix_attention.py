@@ -9,10 +9,12 @@ from a keyword argument, and the two parts are merged by their log-sum-exp (casc
 
     softmax over [prefix; tail] = out_prefix * exp(lse_prefix - lse) + out_tail * exp(lse_tail - lse)
 
-The prefix part is one batched matmul per key/value head of every row's queries, folded into the rows of the
-matrix, against the single copy of the prefix's keys: nothing of the prefix is repeated per row.  Tails are
-right-padded, so the causal mask alone keeps a real token from attending a pad; every prefix token is real and
-attended by every query.  Scores and the merge are in float32, as eager attention's softmax.
+The prefix part is one attention call over the single copy of the prefix's keys, with every row's queries of a
+key/value head folded into the rows of one long query sequence: nothing of the prefix is repeated per row.  Tails
+are right-padded, so the causal mask alone keeps a real token from attending a pad; every prefix token is real and
+attended by every query.  Each part runs in torch's fused attention kernel that also returns the log-sum-exp (CPU
+flash; CUDA flash or memory-efficient), once it has matched a by-hand float32 computation on a random problem,
+else by hand; the merge is in float32.
 
 Supported where the model routes attention through transformers' attention interface, passes its keyword
 arguments on to it and takes ``position_ids`` (Llama, Qwen2, Mistral, GPT-2, ... in transformers 5).  Checked at
@@ -73,22 +75,84 @@ def shared_prefix_attention(module: Any, query: Any, key: Any, value: Any, atten
     shared.called.append(layer)
     shared.tail_bytes += (key.numel() + value.numel()) * key.element_size()
     g, scale = hq // hkv, scaling if scaling is not None else d ** -0.5
-    q = query.reshape(b, hkv, g, t, d)
     # prefix: every row's queries of a key/value head as the rows of one matrix, against the one copy of the keys
-    qf = q.permute(1, 0, 2, 3, 4).reshape(hkv, b * g * t, d)
-    sp = torch.bmm(qf, kp[0].transpose(1, 2)).float() * scale  # (hkv, b*g*t, p)
-    lse_p = torch.logsumexp(sp, dim=-1, keepdim=True)
-    op = torch.bmm(torch.exp(sp - lse_p).to(vp.dtype), vp[0])  # (hkv, b*g*t, d)
-    op = op.view(hkv, b, g, t, d).permute(1, 0, 2, 3, 4)
-    lse_p = lse_p.view(hkv, b, g, t, 1).permute(1, 0, 2, 3, 4)
+    qf = query.reshape(b, hkv, g, t, d).permute(1, 0, 2, 3, 4).reshape(1, hkv, b * g * t, d)
+    op, lse_p = _attend(qf, kp, vp, scale, causal=False)
+    op = op.view(hkv, b, g, t, d).permute(1, 0, 2, 3, 4).reshape(b, hq, t, d)
+    lse_p = lse_p.view(hkv, b, g, t).permute(1, 0, 2, 3).reshape(b, hq, t)
     # tail: causal over the row's own keys (right padding: a real token never sees a pad)
-    st = torch.matmul(q, key.unsqueeze(2).transpose(-1, -2)).float() * scale  # (b, hkv, g, t, t)
-    st = st.masked_fill(torch.ones(t, t, dtype=torch.bool, device=st.device).triu(1), float("-inf"))
-    lse_t = torch.logsumexp(st, dim=-1, keepdim=True)
-    ot = torch.matmul(torch.exp(st - lse_t).to(value.dtype), value.unsqueeze(2))  # (b, hkv, g, t, d)
+    kt, vt = (x[:, :, None].expand(b, hkv, g, t, d).reshape(b, hq, t, d) for x in (key, value))
+    ot, lse_t = _attend(query, kt, vt, scale, causal=True)
     lse = torch.logaddexp(lse_p, lse_t)
-    out = op.float() * torch.exp(lse_p - lse) + ot.float() * torch.exp(lse_t - lse)
-    return out.to(query.dtype).reshape(b, hq, t, d).transpose(1, 2).contiguous(), None
+    out = op.float() * torch.exp(lse_p - lse)[..., None] + ot.float() * torch.exp(lse_t - lse)[..., None]
+    return out.to(query.dtype).transpose(1, 2).contiguous(), None
+
+
+def _attend_by_hand(q: Any, k: Any, v: Any, scale: float, causal: bool) -> tuple[Any, Any]:
+    """(softmax(q k^T * scale) v, log-sum-exp of the scores): float32 scores, as eager attention's softmax."""
+    import torch
+
+    s = torch.matmul(q, k.transpose(-1, -2)).float() * scale
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    return torch.matmul(torch.exp(s - lse[..., None]).to(v.dtype), v), lse
+
+
+def _fused_kernel(device: str, dtype: Any) -> Any:
+    """torch's fused attention that also returns the log-sum-exp, for this device and dtype, or None: the CPU flash
+    kernel, on CUDA the flash kernel (half types) or the memory-efficient one.  Private ops of torch, so each is
+    used only once it has matched :func:`_attend_by_hand` on a random problem here (per device and dtype)."""
+    import torch
+
+    known: dict = _FUSED
+    if (device, dtype) in known:
+        return known[device, dtype]
+    aten = torch.ops.aten
+    kernels = []
+    if device == "cpu" and hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu"):
+        kernels.append(lambda q, k, v, scale, causal: aten._scaled_dot_product_flash_attention_for_cpu(
+            q, k, v, 0.0, causal, scale=scale)[:2])
+    if device == "cuda":
+        if dtype in (torch.float16, torch.bfloat16) and hasattr(aten, "_scaled_dot_product_flash_attention"):
+            kernels.append(lambda q, k, v, scale, causal: aten._scaled_dot_product_flash_attention(
+                q, k, v, 0.0, causal, False, scale=scale)[:2])
+        if hasattr(aten, "_scaled_dot_product_efficient_attention"):
+            def efficient(q, k, v, scale, causal):
+                out, lse = aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, causal, scale=scale)[:2]
+                return out, lse[..., : q.shape[-2]]  # its log-sum-exp rows are padded to a multiple of 32
+            kernels.append(efficient)
+    known[device, dtype] = None
+    gen = torch.Generator(device=device).manual_seed(0)
+    q, k, v = (torch.randn(2, 3, n, 64, generator=gen, device=device).to(dtype) for n in (37, 37, 37))
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    for kernel in kernels:
+        try:
+            ok = all(torch.allclose(a.float(), b.float(), atol=tol, rtol=tol)
+                     for causal in (False, True)
+                     for a, b in zip(kernel(q, k, v, 0.125, causal), _attend_by_hand(q, k, v, 0.125, causal)))
+        except (RuntimeError, TypeError, NotImplementedError, ValueError):
+            ok = False
+        if ok:
+            known[device, dtype] = kernel
+            break
+    return known[device, dtype]
+
+
+_FUSED: dict = {}  # (device type, dtype) -> the fused kernel that passed its check, or None
+
+
+def _attend(q: Any, k: Any, v: Any, scale: float, causal: bool) -> tuple[Any, Any]:
+    """(attention output in q's dtype, float32 log-sum-exp of each query's scores): fused where torch has a
+    kernel for it (checked once), by hand otherwise."""
+    kernel = _fused_kernel(q.device.type, q.dtype)
+    if kernel is not None:
+        try:
+            out, lse = kernel(q.contiguous(), k.contiguous(), v.contiguous(), scale, causal)
+            return out, lse.float()
+        except (RuntimeError, NotImplementedError):  # a shape the kernel does not take (e.g. its head size)
+            pass
+    return _attend_by_hand(q, k, v, scale, causal)
 
 
 def _register() -> None:
