@@ -1,12 +1,15 @@
 """The decoder-judge part of the GPU check (``launch/gpu_check.sh``): ``TransformersJudge`` end to end on DL19
 label-set pairs with a random-weight stand-in of the default ``judge=transformers`` model's shape (Qwen2.5-7B),
-at several token budgets (0: the default, from the GPU's free memory), with and without the shared prefix, side by side.
+at several token budgets (0: the default, from the GPU's free memory), with and without the shared prefix, side by side;
+at the first budget also the shared prefix as the fallback runs it (``shared-copy``: a ``DynamicCache`` that holds the
+prefix's keys/values once per row) beside the default (``shared``: the tails attend one copy of them).
 
 First a plain matmul loop measures the chip's practical ceiling (bf16 8192^3 on a GPU); every judge run is
 warmed up (its first pairs, on a separate cache) before it is timed. Per (budget, path): prompts/s, TFLOP/s
 (2 x the non-embedding parameters x the tokens the model ran, a shared prefix counted once, plus the output
-layer once per prompt), its share of the measured ceiling, the peak memory, the padding share, and per budget
-the share of pairs whose label is the same on both paths.
+layer once per prompt), its share of the measured ceiling, the peak memory, the padding share, the largest key/value
+bytes one forward of tails read on a shared prefix (``prefix_kv_mib``) and the forwards that copied the prefix per
+row, and per budget the share of pairs whose label is the same on the unshared and shared paths.
 """
 
 from __future__ import annotations
@@ -54,18 +57,29 @@ def _judge(model_dir: str, device: str, dtype: str, budget: int, share: bool, ca
                              progress=False, share_prefix=share)
 
 
+def _loaded(judge, copy: bool):
+    """The judge's model; ``copy``: its shared prefix forced onto the per-row cache (the fallback path)."""
+    lm = judge.load_model()
+    if copy:
+        lm.__dict__["_shared_attention"] = False
+    return lm
+
+
 def run_one(model_dir: str, ds, pairs: pd.DataFrame, device: str, dtype: str, budget: int, share: bool, tmp: Path,
-            ceiling: float) -> tuple[dict, list[int]]:
+            ceiling: float, copy: bool = False) -> tuple[dict, list[int]]:
     """Warm up, then time one judge run on an empty cache; (row, labels in pair order)."""
     import torch
 
     from judgebench.llm import work_estimate as we
 
     gpu = device.startswith("cuda")
-    tag = f"{budget or 'auto'}-{'shared' if share else 'unshared'}"
-    _judge(model_dir, device, dtype, budget, share, tmp / f"warm-{tag}").judge(pairs.head(WARMUP_PAIRS), ds, ds.corpus)
+    path = ("shared-copy" if copy else "shared") if share else "unshared"
+    tag = f"{budget or 'auto'}-{path}"
+    warm = _judge(model_dir, device, dtype, budget, share, tmp / f"warm-{tag}")
+    _loaded(warm, copy)
+    warm.judge(pairs.head(WARMUP_PAIRS), ds, ds.corpus)
     judge = _judge(model_dir, device, dtype, budget, share, tmp / f"run-{tag}")
-    lm = judge.load_model()
+    lm = _loaded(judge, copy)
     if gpu:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -80,12 +94,13 @@ def run_one(model_dir: str, ds, pairs: pd.DataFrame, device: str, dtype: str, bu
     tflops = flops / seconds / 1e12
     peak = torch.cuda.max_memory_allocated() / 2**30 if gpu else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     labels = result.labels.set_index(["query_id", "doc_id"])["relevance"]
-    row = {"check": "judge", "path": "shared" if share else "unshared", "batch_tokens": lm.batch_tokens,
+    row = {"check": "judge", "path": path, "batch_tokens": lm.batch_tokens,
            "prompts": int(u.prompts), "forwards": int(u.batches), "tokens_per_prompt": round(u.input_tokens / max(1, u.prompts), 1),
            "padding_waste": round(u.padding_waste, 4), "seconds": round(seconds, 3),
            "prompts_per_s": round(u.prompts / seconds, 1), "tflops": float(f"{tflops:.3g}"),
            "share_of_ceiling": round(tflops / ceiling, 3), "peak_gib": round(peak, 2),
-           "peak_is": "GPU max_memory_allocated" if gpu else "process max RSS", "params_b": float(f"{size.total / 1e9:.3g}")}
+           "peak_is": "GPU max_memory_allocated" if gpu else "process max RSS", "params_b": float(f"{size.total / 1e9:.3g}"),
+           "prefix_kv_mib": round(u.prefix_kv_bytes / 2**20, 3), "prefix_copy_batches": int(u.prefix_copy_batches)}
     return row, [int(labels[(q, d)]) for q, d in zip(pairs["query_id"], pairs["doc_id"])]
 
 
@@ -103,18 +118,19 @@ def judge_check(ds, args: Any, device: str, dtype: str, tmp: Path) -> dict:
           "(prompts/s and memory are real, labels are noise)", flush=True)
     pairs = label_pairs(ds, args.judge_pairs)
     rows, agreement = [], {}
-    for budget in args.judge_batch_tokens:
-        labels = {}
-        for share in (False, True):
-            row, labels[share] = run_one(model_dir, ds, pairs, device, dtype, budget, share, tmp, ceiling)
+    for n, budget in enumerate(args.judge_batch_tokens):
+        labels, runs = {}, [(False, False), (True, False)] + ([(True, True)] if n == 0 else [])
+        for share, copy in runs:
+            row, labels[share, copy] = run_one(model_dir, ds, pairs, device, dtype, budget, share, tmp, ceiling, copy)
             rows.append(row)
-            print(f"  judge [{row['path']:>8}, budget {budget} tokens]: {row['prompts']} prompts in {row['forwards']} forwards, "
+            print(f"  judge [{row['path']:>11}, budget {budget} tokens]: {row['prompts']} prompts in {row['forwards']} forwards, "
                   f"{row['prompts_per_s']} prompts/s, {row['tflops']} TFLOP/s ({row['share_of_ceiling']:.0%} of the ceiling), "
-                  f"{row['tokens_per_prompt']} tokens run/prompt, padding {row['padding_waste']:.1%}, peak {row['peak_gib']} GiB",
+                  f"{row['tokens_per_prompt']} tokens run/prompt, padding {row['padding_waste']:.1%}, peak {row['peak_gib']} GiB, "
+                  f"prefix keys/values {row['prefix_kv_mib']} MiB a forward at most ({row['prefix_copy_batches']} copied per row)",
                   flush=True)
-        same = sum(a == b for a, b in zip(labels[False], labels[True])) / max(1, len(pairs))
+        same = sum(a == b for a, b in zip(labels[False, False], labels[True, False])) / max(1, len(pairs))
         agreement[str(budget or "auto")] = round(same, 4)
-        unshared, shared = rows[-2], rows[-1]
+        unshared, shared = rows[-len(runs)], rows[-len(runs) + 1]
         print(f"  judge [budget {budget}]: shared/unshared speed {shared['prompts_per_s'] / unshared['prompts_per_s']:.2f}x "
               f"(token ratio {unshared['tokens_per_prompt'] / shared['tokens_per_prompt']:.2f}x), "
               f"equal labels {same:.1%}", flush=True)

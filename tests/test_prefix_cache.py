@@ -36,7 +36,8 @@ LABEL_SET = [(q, d) for q in QUERIES for d in PASSAGES]  # every pair: 2 queries
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tiny-prefix")
-    return {arch: tiny_causal(root, arch=arch) for arch in ("llama", "gpt2")}  # gpt2: absolute positions
+    # gpt2: absolute positions; mistral: a sliding window, which the one-copy attention refuses (the fallback runs)
+    return {arch: tiny_causal(root, arch=arch) for arch in ("llama", "gpt2", "mistral")}
 
 
 @functools.cache
@@ -59,19 +60,31 @@ def plain_logprobs(path: Path, prompt: str, tokens: list[str]) -> tuple[np.ndarr
     return torch.log_softmax(logits, -1)[tok.convert_tokens_to_ids(tokens)].numpy(), ids
 
 
-@pytest.mark.parametrize("arch", ["llama", "gpt2"])
-def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch):
-    path = tiny[arch]
+def umbrela_prompts(pairs: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
     template = load_prompt("umbrela_bing").text
-    prompts = [fill(template, {"query": QUERIES[q], "passage": PASSAGES[d]}) for q, d in LABEL_SET]
-    prefixes = [text_before(template, {"query": QUERIES[q], "passage": PASSAGES[d]}, "passage") for q, d in LABEL_SET]
+    fields = [{"query": QUERIES[q], "passage": PASSAGES[d]} for q, d in pairs]
+    return [fill(template, f) for f in fields], [text_before(template, f, "passage") for f in fields]
+
+
+@pytest.mark.parametrize("one_copy", [True, False], ids=["one-copy", "copied-per-row"])
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "mistral"])
+def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch, one_copy):
+    path = tiny[arch]
+    prompts, prefixes = umbrela_prompts(LABEL_SET)
     model = TransformersModel(path, batch_size=4)  # one batch per query: 4 passages of 1, 5, 12 and 30 words
+    if not one_copy:
+        model.__dict__["_shared_attention"] = False  # as if the model's attention could not be swapped
     got = umbrela_digit_logprobs(model, prompts, prefixes=prefixes)
 
     want, ids = zip(*(plain_logprobs(path, p, ["0", "1", "2", "3"]) for p in prompts))
     assert np.abs(got - np.array(want)).max() <= 1e-4
     assert np.ptp(got[:, 0]) > 1e-2  # the pairs really score differently
     assert model.usage.prefix_shared == len(LABEL_SET) and model.usage.prefix_fallbacks == 0
+    swapped = one_copy and arch != "mistral"
+    assert model.__dict__["_shared_attention"] is swapped
+    assert model.usage.prefix_copy_batches == (0 if swapped else 2)
+    if one_copy and arch == "mistral":
+        assert "sliding window" in model.__dict__["_shared_attention_why"]
     # tokens run: per query what its prefix does not share with the previous query's (the instruction), then
     # every prompt's own tail
     expected_tokens, previous = 0, []
@@ -119,3 +132,30 @@ def test_the_judge_scores_from_the_shared_prefix_with_the_labels_of_a_plain_forw
         assert label == int(probs.argmax())
     usage = judge.load_model().usage
     assert usage.prefix_shared == len(LABEL_SET) and usage.prefix_fallbacks == 0 and result.usage.calls_made == 8
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_the_tails_attend_one_copy_of_the_prefix_not_one_per_row(tiny, arch):
+    """The key/value bytes one forward of 4 tails reads: the prefix once plus the tails, against the per-row
+    cache's 4 x (prefix + tail); counted from the config and the token ids, and the log-probs agree to fp32."""
+    from transformers import AutoConfig
+
+    path = tiny[arch]
+    prompts, prefixes = umbrela_prompts([("q1", d) for d in PASSAGES])
+    ids = [plain_logprobs(path, p, ["0"])[1] for p in prompts]
+    p = next(k for k in range(min(map(len, ids))) if len({r[k] for r in ids}) > 1)  # the passages differ from their first token
+    width, b = max(map(len, ids)) - p, len(ids)
+    cfg = AutoConfig.from_pretrained(path)
+    per_token = cfg.num_hidden_layers * 2 * getattr(cfg, "num_key_value_heads", cfg.num_attention_heads) * (
+        cfg.hidden_size // cfg.num_attention_heads) * 4  # keys and values of every layer, float32
+    got, usage = {}, {}
+    for one_copy in (True, False):
+        model = TransformersModel(path, batch_size=b)
+        if not one_copy:
+            model.__dict__["_shared_attention"] = False
+        got[one_copy] = umbrela_digit_logprobs(model, prompts, prefixes=prefixes)
+        usage[one_copy] = model.usage
+    assert usage[True].prefix_kv_bytes == per_token * (p + b * width)
+    assert usage[False].prefix_kv_bytes == per_token * b * (p + width)
+    assert usage[False].prefix_kv_bytes - usage[True].prefix_kv_bytes == per_token * (b - 1) * p > 0
+    assert np.abs(got[True] - got[False]).max() <= 1e-5

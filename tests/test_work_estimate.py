@@ -80,6 +80,23 @@ def test_prp_all_pairs_tokens_follow_the_per_passage_budget(t5, ds, tmp_path):
     assert work.decoder_tokens == 12 * len(lm.encode("x", "Passage")[1])  # start token + the forced "Passage"
 
 
+def test_prp_reuses_the_prompt_it_filled_for_the_key_only_where_no_passage_is_cut(t5, tmp_path):
+    """ask() fills each prompt for its cache key; _fit_many takes it as it is where both passages fit, and fills
+    the cut passages into a new one where they do not: the same prompts as filling them all again."""
+    from judgebench.llm.prompts import fill
+    from judgebench.rankers.prp import PRP_PROMPT
+
+    r = PRPRanker(name="PRP", model_spec={"model": str(t5), "device": "cpu", "max_input_tokens": 48}, cache_dir=str(tmp_path), progress=False)
+    lm = r.load_model()
+    triples = [("what cat", DOCS[a], DOCS[b]) for a, b in permutations(DOCS, 2)]
+    given = [fill(PRP_PROMPT, {"query": q, "doc1": a, "doc2": b}) for q, a, b in triples]
+    fresh = r._fit_many(lm, triples)
+    reused = r._fit_many(lm, triples, given)
+    assert reused == fresh
+    cut = [p != g for (p, _), g in zip(fresh, given)]
+    assert any(cut) and not all(cut)  # some prompts had a passage cut, some kept the prompt as filled
+
+
 @pytest.mark.parametrize("variant, n, top_k", [("sort", 8, 3), ("sort", 6, 6), ("sliding", 7, 10), ("sort", 2, 1)])
 def test_the_comparison_bound_holds_for_sliding_and_sort(variant, n, top_k, tmp_path):
     class Counting(PRPRanker):
@@ -222,13 +239,18 @@ def test_the_gpu_check_runs_its_code_path_on_tiny_models(tmp_path):
     judge = result["judge"]
     n_pairs = min(24, len(toy.label_set()))
     assert judge["pairs"] == n_pairs and judge["shape"] == "tiny" and judge["ceiling_tflops"] > 0
-    assert [(r["batch_tokens"], r["path"]) for r in judge["rows"]] == [(512, "unshared"), (512, "shared"), (4096, "unshared"), (4096, "shared")]
+    assert [(r["batch_tokens"], r["path"]) for r in judge["rows"]] == [
+        (512, "unshared"), (512, "shared"), (512, "shared-copy"), (4096, "unshared"), (4096, "shared")]
     for r in judge["rows"]:
         assert r["prompts"] == n_pairs and r["prompts_per_s"] > 0 and 0 <= r["padding_waste"] < 1
         assert r["share_of_ceiling"] == pytest.approx(r["tflops"] / judge["ceiling_tflops"], rel=0.02, abs=1e-3)
     unshared, shared = judge["rows"][0], judge["rows"][1]
     assert shared["tokens_per_prompt"] < unshared["tokens_per_prompt"]  # the prefix is run once per query
-    assert unshared["forwards"] > judge["rows"][2]["forwards"]  # a larger budget: fewer, larger forwards
+    assert unshared["forwards"] > judge["rows"][3]["forwards"]  # a larger budget: fewer, larger forwards
+    # the tails attend one copy of the prefix; the fallback's per-row cache reads more keys/values a forward
+    copied = judge["rows"][2]
+    assert shared["prefix_copy_batches"] == 0 < copied["prefix_copy_batches"] and unshared["prefix_kv_mib"] == 0
+    assert 0 < shared["prefix_kv_mib"] < copied["prefix_kv_mib"] and copied["prompts"] == n_pairs
     assert set(judge["equal_labels"]) == {"512", "4096"} and all(0 <= v <= 1 for v in judge["equal_labels"].values())
     assert "judge [budget 4096]: shared/unshared speed" in done.stdout
 

@@ -81,10 +81,11 @@ def tiny_causal(tmp_path: Path, vocab_extra: list[str] | tuple[str, ...] = (), s
     """A random 2-layer causal LM with a chat template; weights large enough that padding bugs show.
 
     ``arch="gpt2"`` has learned ABSOLUTE positions, so left padding without explicit position ids changes
-    its logits (Llama's RoPE is shift-invariant and would hide that bug).
+    its logits (Llama's RoPE is shift-invariant and would hide that bug).  ``arch="mistral"``: Llama's shape with
+    a sliding window (longer than any test prompt, so it changes no logit) that the shared prefix's attention refuses.
     """
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
 
     path = Path(tmp_path) / (name or f"tiny-{arch}")
     vocab = _vocab(CAUSAL_SPECIAL, vocab_extra)
@@ -94,9 +95,10 @@ def tiny_causal(tmp_path: Path, vocab_extra: list[str] | tuple[str, ...] = (), s
         cfg, cls = GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=2, n_head=2, n_positions=512,
                               initializer_range=0.5, **ids), GPT2LMHeadModel
     else:
-        cfg, cls = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512,
-                               initializer_range=0.5, tie_word_embeddings=False, **ids), LlamaForCausalLM
+        shape = dict(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     num_key_value_heads=1, max_position_embeddings=512, initializer_range=0.5, tie_word_embeddings=False, **ids)
+        cfg, cls = ((MistralConfig(sliding_window=400, **shape), MistralForCausalLM) if arch == "mistral"
+                    else (LlamaConfig(**shape), LlamaForCausalLM))
     torch.manual_seed(seed)
     cls(cfg).save_pretrained(path)
     return path

@@ -108,10 +108,13 @@ def encode_many(model: TransformersModel, prompts: list[str], forced_prefix: str
 
 
 def render_many(model: TransformersModel, template: str, fields: list[dict[str, Any]], truncate_field: str, *,
-                forced_prefix: str = "", system: str | None = None) -> list[tuple[str, bool]]:
+                forced_prefix: str = "", system: str | None = None, prompts: list[str | None] | None = None
+                ) -> list[tuple[str, bool]]:
     """:meth:`TransformersModel.render` of many field sets: the prompts that fit are checked in one tokenizer
-    call; only those over ``max_input_tokens`` take the one-by-one shortening path."""
-    prompts = [fill(template, f) for f in fields]
+    call; only those over ``max_input_tokens`` take the one-by-one shortening path.  ``prompts[i]``, where given,
+    is ``fill(template, fields[i])`` made already by the caller (not filled twice)."""
+    given = prompts if prompts is not None else [None] * len(fields)
+    prompts = [p if p is not None else fill(template, f) for p, f in zip(given, fields)]
     encoded = encode_many(model, prompts, forced_prefix if model.kind == "causal" else "", system)
     out = []
     for prompt, f, (ids, _) in zip(prompts, fields, encoded):

@@ -12,8 +12,10 @@ ids of the full prompt (a tokenizer can merge across the boundary).  Otherwise t
 ordinary unshared path and ``usage.prefix_fallbacks`` counts it.  Causal models only: an encoder is
 bidirectional, so its prefix states depend on what follows.
 
-Batches of tails are right-padded: position ids continue from the prefix length, the attention mask
-covers prefix + tail, and each row's logits are read at its own last real token.
+Batches of tails are right-padded: position ids continue from the prefix length, and each row's logits are read at
+its own last real token.  The tails attend ONE copy of the prefix's keys and values
+(:mod:`judgebench.llm.shared_prefix_attention`); a model whose attention cannot be swapped falls back to a
+``DynamicCache`` of the prefix expanded to the batch, whose update copies it per row (``usage.prefix_copy_batches``).
 """
 
 from __future__ import annotations
@@ -72,6 +74,47 @@ def prefix_lengths(model: TransformersModel, prompts: list[str], prefixes: list[
             model.usage.prefix_fallbacks += 1
         out.append(n)
     return out
+
+
+def _tails_logits(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any, mask: Any, keep: Any) -> Any:
+    """Logits of a right-padded batch of tails on top of the prefix ``kv``: attended as ONE copy
+    (:mod:`judgebench.llm.shared_prefix_attention`) where the model allows it, else from a ``DynamicCache`` whose
+    update concatenates [prefix; tail] per row.  The first batch of a model finds out which; ``model.usage``
+    keeps the largest key/value bytes one forward read and how many forwards copied the prefix per row."""
+    import torch
+    from transformers import DynamicCache
+
+    from judgebench.llm import shared_prefix_attention as spa
+
+    b, width = ids.shape
+    p = kv[0][0].shape[2]
+    kw: dict[str, Any] = {"input_ids": ids.to(model.device),
+                          "attention_mask": torch.cat([torch.ones((b, p), dtype=torch.long), mask], dim=1).to(model.device)}
+    if model._has_pos:
+        kw["position_ids"] = (p + torch.arange(width)).expand(b, -1).to(model.device)
+    if model._has_keep:
+        kw["logits_to_keep"] = keep.to(model.device)
+    state = model.__dict__.get("_shared_attention")  # None: not tried yet on this model
+    if model._has_pos and state is not False:
+        try:
+            logits, read = spa.run_tails(model.model, kv, kw)
+        except (spa.Unsupported, TypeError) as e:
+            if state:  # it worked on an earlier batch: this is a real error, not a missing feature
+                raise
+            model.__dict__["_shared_attention"], model.__dict__["_shared_attention_why"] = False, str(e)
+        else:
+            model.__dict__["_shared_attention"] = True
+            model.usage.prefix_kv_bytes = max(model.usage.prefix_kv_bytes, read.kv_bytes)
+            return logits
+    cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],
+                         config=model.model.config)
+    kw.update({_cache_arg(model): cache, "use_cache": True})
+    with torch.inference_mode():
+        logits = model.model(**kw).logits
+    held = sum(k.untyped_storage().nbytes() + v.untyped_storage().nbytes() for k, v in ((x.keys, x.values) for x in cache.layers))
+    model.usage.prefix_kv_bytes = max(model.usage.prefix_kv_bytes, held)
+    model.usage.prefix_copy_batches += 1
+    return logits
 
 
 def _forward_params(model: TransformersModel) -> Any:
@@ -142,7 +185,6 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
                        ) -> dict[int, np.ndarray]:
     """``pick(next-token float32 logits)`` for every prompt with a shared prefix (lengths[i] > 0), by index."""
     import torch
-    from transformers import DynamicCache
 
     groups: dict[tuple[int, ...], list[int]] = {}
     for i, n in enumerate(lengths):
@@ -164,22 +206,10 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
             ids_np[real] = np.fromiter(itertools.chain.from_iterable(tails), dtype=np.int64, count=int(lengths.sum()))
             ids, mask = torch.from_numpy(ids_np), torch.from_numpy(real.astype(np.int64))
             last = torch.from_numpy(lengths - 1)
-            cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],
-                                 config=model.model.config)
-            kw: dict[str, Any] = {
-                "input_ids": ids.to(model.device), _cache_arg(model): cache, "use_cache": True,
-                "attention_mask": torch.cat([torch.ones((b, p), dtype=torch.long), mask], dim=1).to(model.device),
-            }
-            if model._has_pos:
-                kw["position_ids"] = (p + torch.arange(width)).expand(b, -1).to(model.device)
             keep = torch.unique(last)  # the positions some row ends at: logits for those columns only
-            if model._has_keep:
-                kw["logits_to_keep"] = keep.to(model.device)
-                col = torch.searchsorted(keep, last)
-            else:
-                col = last
+            col = torch.searchsorted(keep, last) if model._has_keep else last
+            logits = _tails_logits(model, kv, ids, mask, keep)
             with torch.inference_mode():
-                logits = model.model(**kw).logits
                 rows = logits[torch.arange(b), col.to(logits.device)].float()
                 vals = pick(rows).cpu().numpy()
             for r, i in enumerate(chunk):
@@ -190,3 +220,44 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
             model.usage.batches += 1
             model.usage.seconds += time.perf_counter() - t0
     return out
+
+
+def _tails_logits(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any, mask: Any, keep: Any) -> Any:
+    """Logits of a right-padded batch of tails on top of the prefix ``kv``: attended as ONE copy
+    (:mod:`judgebench.llm.shared_prefix_attention`) where the model allows it, else from a ``DynamicCache`` whose
+    update concatenates [prefix; tail] per row.  The first batch of a model finds out which; ``model.usage``
+    keeps the largest key/value bytes one forward read and how many forwards copied the prefix per row."""
+    import torch
+    from transformers import DynamicCache
+
+    from judgebench.llm import shared_prefix_attention as spa
+
+    b, width = ids.shape
+    p = kv[0][0].shape[2]
+    kw: dict[str, Any] = {"input_ids": ids.to(model.device),
+                          "attention_mask": torch.cat([torch.ones((b, p), dtype=torch.long), mask], dim=1).to(model.device)}
+    if model._has_pos:
+        kw["position_ids"] = (p + torch.arange(width)).expand(b, -1).to(model.device)
+    if model._has_keep:
+        kw["logits_to_keep"] = keep.to(model.device)
+    state = model.__dict__.get("_shared_attention")  # None: not tried yet on this model
+    if model._has_pos and state is not False:
+        try:
+            logits, read = spa.run_tails(model.model, kv, kw)
+        except (spa.Unsupported, TypeError) as e:
+            if state:  # it worked on an earlier batch: this is a real error, not a missing feature
+                raise
+            model.__dict__["_shared_attention"], model.__dict__["_shared_attention_why"] = False, str(e)
+        else:
+            model.__dict__["_shared_attention"] = True
+            model.usage.prefix_kv_bytes = max(model.usage.prefix_kv_bytes, read.kv_bytes)
+            return logits
+    cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],
+                         config=model.model.config)
+    kw.update({_cache_arg(model): cache, "use_cache": True})
+    with torch.inference_mode():
+        logits = model.model(**kw).logits
+    held = sum(k.untyped_storage().nbytes() + v.untyped_storage().nbytes() for k, v in ((x.keys, x.values) for x in cache.layers))
+    model.usage.prefix_kv_bytes = max(model.usage.prefix_kv_bytes, held)
+    model.usage.prefix_copy_batches += 1
+    return logits

@@ -26,7 +26,7 @@ import pandas as pd
 
 from judgebench.exceptions import ConfigError
 from judgebench.llm.prefix_cache import text_before
-from judgebench.llm.prompts import PromptTemplate
+from judgebench.llm.prompts import fill
 from judgebench.llm.calls import Call, api_call_key, run_cached
 from judgebench.llm.models import cached_scores, score_chunk, transformers_key_maker
 from judgebench.rankers.model_ranker import ModelRanker
@@ -83,7 +83,7 @@ class PRPRanker(ModelRanker):
 
     # -- asking -----------------------------------------------------------------------------------
     def _prompt(self, query: str, doc1: str, doc2: str) -> str:
-        return PromptTemplate("prp", self.prompt, ("query", "doc1", "doc2")).render(query=query, doc1=doc1, doc2=doc2)
+        return fill(self.prompt, {"query": query, "doc1": doc1, "doc2": doc2})  # PromptTemplate.render, without one per prompt
 
     def _key(self, prompt: str) -> str:
         if self.backend is not None:
@@ -117,7 +117,7 @@ class PRPRanker(ModelRanker):
                         self.failed += 1
             else:
                 records, now = cached_scores(
-                    self.cache, [(k, t) for k, t, _ in missing], self._score_local,
+                    self.cache, [(k, (*t, p)) for k, t, p in missing], self._score_local,
                     meta=self.spec.cache_meta(),
                     chunk=score_chunk(self.spec), progress=self.progress, desc=f"prp ({self.name})",
                 )
@@ -129,9 +129,10 @@ class PRPRanker(ModelRanker):
                     self._prefs[k] = "A" if rec["lp_a"] > rec["lp_b"] else "B" if rec["lp_b"] > rec["lp_a"] else None
         return [self._prefs[k] for k in keys]
 
-    def _score_local(self, triples: list[tuple[str, str, str]]) -> list[dict]:
+    def _score_local(self, asked: list[tuple[str, str, str, str]]) -> list[dict]:
+        """Log-probs of "A" and "B" for (query, doc1, doc2, the prompt :meth:`ask` filled for its key) items."""
         model = self.load_model()
-        fitted = self._fit_many(model, triples)
+        fitted = self._fit_many(model, [a[:3] for a in asked], [a[3] for a in asked])
         # Every prompt of a query shares the instruction and the query; the n-1 prompts of a query that put
         # the same passage first share it too: score each from the key/value cache of what they share.
         prefixes: list[str | None] = [None] * len(fitted)
@@ -146,9 +147,11 @@ class PRPRanker(ModelRanker):
         """Give both passages the same token budget (never cutting the query) so the prompt fits: (prompt, fields)."""
         return self._fit_many(model, [(query, doc1, doc2)])[0]
 
-    def _fit_many(self, model, triples: list[tuple[str, str, str]]) -> list[tuple[str, dict[str, str]]]:
-        """:meth:`_fit` of many triples: each query's budget found once, each passage tokenised once (in bulk)."""
-        from judgebench.llm.encoding import ids_many
+    def _fit_many(self, model, triples: list[tuple[str, str, str]], prompts: list[str] | None = None
+                  ) -> list[tuple[str, dict[str, str]]]:
+        """:meth:`_fit` of many triples: each query's budget found once, each passage tokenised once (in bulk).
+        ``prompts``: the triples' prompts as filled already (:meth:`ask`), reused where no passage is cut."""
+        from judgebench.llm.encoding import ids_many, render_many
 
         per_doc: dict[str, int] = {}
         for query in dict.fromkeys(q for q, _, _ in triples):
@@ -169,7 +172,9 @@ class PRPRanker(ModelRanker):
             return cuts[(text, limit)]
 
         fields = [{"query": q, "doc1": cut(a, per_doc[q]), "doc2": cut(b, per_doc[q])} for q, a, b in triples]
-        rendered = model.render_many(self.prompt, fields, "doc2", forced_prefix=self.forced_prefix)
+        if prompts is not None:  # a prompt whose passages are both uncut is the one already filled
+            prompts = [p if f["doc1"] is a and f["doc2"] is b else None for p, f, (_, a, b) in zip(prompts, fields, triples)]
+        rendered = render_many(model, self.prompt, fields, "doc2", forced_prefix=self.forced_prefix, prompts=prompts)
         return [(r[0], f) for r, f in zip(rendered, fields)]
 
     def planned_prompts(self, dataset, texts):
