@@ -194,6 +194,7 @@ def test_local_judge_prefix(tmp_path, trec_dl_dir):
         assert targets["share_of_token_bound_at_least_0.85"] == (share >= 0.85)
 
 
+@pytest.mark.slow  # ~16 s: one grid cell under the profiler
 def test_overhead(tmp_path, monkeypatch):
     data = run_benchmark("overhead", tmp_path, monkeypatch=monkeypatch)
     profile, (row,) = data["profile"], data["rows"]  # --quick: one cell (toy, oracle swap_1, human judge), profiled

@@ -204,3 +204,26 @@ def test_rankt5_refuses_a_causal_model(models, ds, tmp_path):
     r = RankT5Ranker(name="RankT5", model_spec=spec(models["controlled"]), cache_dir=str(tmp_path), progress=False)
     with pytest.raises(ValueError, match="needs an encoder-decoder"):
         r.rank(ds, ds.corpus)
+
+
+@pytest.mark.parametrize("kind", ["RG", "RankT5"])
+def test_pointwise_scoring_takes_the_prompt_filled_for_the_key_and_does_not_fill_it_again(models, ds, tmp_path, monkeypatch, kind):
+    """score_pairs fills each prompt once, for its cache key, and hands it to scoring: the same records as scoring
+    from (query, passage) alone, the same keys as key_maker's, and no second fill."""
+    from judgebench.llm import encoding
+    from judgebench.llm.prompts import fill
+
+    cls, path = (RGRanker, models["controlled"]) if kind == "RG" else (RankT5Ranker, models["t5"])
+    r = cls(name=kind, model_spec=spec(path), cache_dir=str(tmp_path), progress=False)
+    pairs = [("what cat", text) for text in DOCS.values()]
+    plain = r.score_batch(pairs)
+    filled = [fill(r.prompt, {"query": q, "passage": p}) for q, p in pairs]
+    calls = []
+    monkeypatch.setattr(encoding, "fill", lambda *a: calls.append(a) or fill(*a))
+    given = r.score_batch([(q, p, f) for (q, p), f in zip(pairs, filled)])
+    assert given == plain and len(given) == len(DOCS)
+    assert calls == []  # every prompt came filled
+    r.score_batch(pairs)
+    assert len(calls) == len(DOCS)  # the spy sees the fills when none is given
+    key_of, make = r.key_maker(), r.prompt_key_maker()
+    assert [key_of(q, p) for q, p in pairs] == [make(f) for f in filled]

@@ -159,3 +159,23 @@ def test_the_tails_attend_one_copy_of_the_prefix_not_one_per_row(tiny, arch):
     assert usage[False].prefix_kv_bytes == per_token * b * (p + width)
     assert usage[False].prefix_kv_bytes - usage[True].prefix_kv_bytes == per_token * (b - 1) * p > 0
     assert np.abs(got[True] - got[False]).max() <= 1e-5
+
+
+def test_the_judge_scores_the_prompt_it_filled_for_the_key_with_the_same_records(tiny, tmp_path, monkeypatch):
+    """judge() fills each prompt once (its cache key) and hands it to scoring with the pair: the records equal
+    scoring from (query, passage) alone, and scoring fills nothing again; the shared prefix is one per query."""
+    from judgebench.llm import encoding, prefix_cache
+
+    judge = TransformersJudge(name="tiny", family="open", model="tiny", cache_dir=str(tmp_path), progress=False,
+                              model_spec={"model": str(tiny["gpt2"]), "batch_size": 3})
+    pairs = [(QUERIES[q], PASSAGES[d]) for q, d in LABEL_SET]
+    plain = judge._score(pairs)
+    fills, befores = [], []
+    monkeypatch.setattr(encoding, "fill", lambda *a: fills.append(a) or fill(*a))
+    real_before = prefix_cache.text_before
+    monkeypatch.setattr("judgebench.judges.transformers_judge.text_before",
+                        lambda *a: befores.append(a) or real_before(*a))
+    given = judge._score([(q, p, judge.template.render(query=q, passage=p)) for q, p in pairs])
+    assert given == plain
+    assert fills == []
+    assert len(befores) == len({q for q, _ in pairs})  # what precedes the passage: once a query

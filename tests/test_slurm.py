@@ -183,6 +183,7 @@ def test_local_parallel_sweep_reports_cells_run_in_subprocesses(tmp_path):
 # the local SLURM cluster
 
 
+@pytest.mark.slow  # ~18 s: a 4-cell sweep through the local SLURM cluster's sbatch array
 def test_slurm_sweep_logs_every_cell_with_its_job_id(slurm_cluster, tmp_path):
     cells = ["ranker=oracle", "perturbation=perfect,swap_1", "judge=human,simulated", *SLURM_SMALL]
     started = time.perf_counter()

@@ -102,6 +102,7 @@ def test_the_wheel_carries_the_config_groups_and_the_data(wheel):
     assert "hydra_plugins/judgebench_launcher/__init__.py" in names
 
 
+@pytest.mark.slow  # ~12 s: a grid and its compare run by the installed wheel's commands
 def test_judgebench_run_and_compare_from_an_empty_directory(venv, tmp_path):
     env = _clean_env(venv)
     where = _sh([venv / "bin" / "python", "-c", "import judgebench, judgebench.config_dir as r; print(judgebench.__file__); print(r.CONF_DIR)"],

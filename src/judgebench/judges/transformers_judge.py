@@ -50,9 +50,10 @@ class TransformersJudge(Judge):
         key_of = self.key_maker()
         for q, d in zip(pairs["query_id"], pairs["doc_id"]):
             # the template text is the prompt; truncation (if any) happens inside scoring and is recorded
-            key = key_of(self.template.render(query=dataset.queries[q], passage=texts[d]))
+            prompt = self.template.render(query=dataset.queries[q], passage=texts[d])
+            key = key_of(prompt)
             keys.append(key)
-            items.append((key, (dataset.queries[q], texts[d])))
+            items.append((key, (dataset.queries[q], texts[d], prompt)))  # the prompt is not filled again to score
         records, scored = cached_scores(
             self.cache, items, self._score, meta=self.spec.cache_meta(),
             chunk=score_chunk(self.spec), progress=self.progress, desc=f"judging ({self.name})",
@@ -87,13 +88,18 @@ class TransformersJudge(Judge):
 
         return PromptPlan(prompts(), self.template.render(query=FIELD_MARK, passage=FIELD_MARK), UMBRELA_PREFIX)
 
-    def _score(self, payloads: list[tuple[str, str]]) -> list[dict]:
+    def _score(self, payloads: list[tuple[str, ...]]) -> list[dict]:
+        """Records for (query, passage[, the prompt filled for the key]) payloads."""
         model = self.load_model()
-        rendered = model.render_many(self.template.text, [{"query": q, "passage": p} for q, p in payloads], "passage",
-                                     forced_prefix=UMBRELA_PREFIX, system=self.system)
+        fields = [{"query": p[0], "passage": p[1]} for p in payloads]
+        rendered = model.render_many(self.template.text, fields, "passage", forced_prefix=UMBRELA_PREFIX, system=self.system,
+                                     prompts=[p[2] if len(p) > 2 else None for p in payloads])
         # every passage of a query shares the instructions and the query: scored once from their key/value cache
-        prefixes = ([text_before(self.template.text, {"query": q, "passage": p}, "passage") for q, p in payloads]
-                    if self.share_prefix else None)
+        prefixes = None
+        if self.share_prefix:
+            before: dict[str, str] = {}  # what precedes the passage depends on the query alone: filled once a query
+            prefixes = [before.get(f["query"]) or before.setdefault(f["query"], text_before(self.template.text, f, "passage"))
+                        for f in fields]
         labels, expected, probs = umbrela_label_distribution(model, [r[0] for r in rendered], self.system, prefixes)
         return [
             {"label": int(lab), "expected": round(float(e), 6), "probs": [round(float(x), 6) for x in pr], "truncated": bool(r[1])}

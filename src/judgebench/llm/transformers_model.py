@@ -259,9 +259,9 @@ class TransformersModel:
         return fill(template, {**fields, truncate_field: cut}), True
 
     def render_many(self, template: str, fields: list[dict[str, Any]], truncate_field: str, *, forced_prefix: str = "",
-                    system: str | None = None) -> list[tuple[str, bool]]:
-        """:meth:`render` for many field sets, the fit checked in one tokenizer call (:mod:`judgebench.llm.encoding`)."""
-        return encoding.render_many(self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system)
+                    system: str | None = None, prompts: list[str | None] | None = None) -> list[tuple[str, bool]]:
+        """:meth:`render` of many field sets in one tokenizer call (:mod:`judgebench.llm.encoding`); ``prompts``: filled already."""
+        return encoding.render_many(self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system, prompts=prompts)
 
     def encode_many(self, prompts: list[str], forced_prefix: str = "", system: str | None = None
                     ) -> list[tuple[list[int], list[int] | None]]:

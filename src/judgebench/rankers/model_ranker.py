@@ -74,9 +74,12 @@ class PointwiseRanker(ModelRanker):
     def score_pairs(self, pairs, dataset, texts) -> list[float]:
         """Cached scores for (query_id, doc_id) pairs on the given text view (also used by content bias)."""
         from judgebench.llm.models import cached_scores, score_chunk
+        from judgebench.llm.prompts import fill
 
-        key_of = self.key_maker()
-        items = [(key_of(dataset.queries[q], texts[d]), (dataset.queries[q], texts[d])) for q, d in pairs]
+        key_of, items = self.prompt_key_maker(), []
+        for q, d in pairs:  # the prompt filled for the key travels with the payload: scoring does not fill it again
+            prompt = fill(self.prompt, {"query": dataset.queries[q], "passage": texts[d]})
+            items.append((key_of(prompt), (dataset.queries[q], texts[d], prompt)))
         records, self.scored_now = cached_scores(
             self.cache, items, self.score_batch, meta=self.spec.cache_meta(),
             chunk=score_chunk(self.spec), progress=self.progress, desc=f"{self.method} ({self.name})",
@@ -108,11 +111,17 @@ class PointwiseRanker(ModelRanker):
 
     def key_maker(self):
         """(query, passage) -> cache key; what every prompt shares (model, method, settings) is hashed once."""
-        from judgebench.llm.models import transformers_key_maker
         from judgebench.llm.prompts import fill
 
-        make = transformers_key_maker(self.spec, self.method, self.prompt_version, **self.key_params())
+        make = self.prompt_key_maker()
         return lambda query, passage: make(fill(self.prompt, {"query": query, "passage": passage}))
 
-    def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
+    def prompt_key_maker(self):
+        """filled prompt -> cache key (what :meth:`key_maker` applies after filling)."""
+        from judgebench.llm.models import transformers_key_maker
+
+        return transformers_key_maker(self.spec, self.method, self.prompt_version, **self.key_params())
+
+    def score_batch(self, payloads: list[tuple[str, ...]]) -> list[dict]:
+        """Records for (query, passage[, the prompt filled from them]) payloads."""
         raise NotImplementedError

@@ -20,12 +20,20 @@ class PromptedRanker(PointwiseRanker):
     template's system turn and ``Passage:``).
     """
 
-    def score_batch(self, payloads: list[tuple[str, str]]) -> list[dict]:
+    def score_batch(self, payloads: list[tuple[str, ...]]) -> list[dict]:
+        """(query, passage[, prompt]) payloads; a prompt given (filled for the cache key) is not filled again."""
         model = self.load_model()
-        fields = [{"query": q, "passage": p} for q, p in payloads]
-        prompts = [r[0] for r in model.render_many(self.prompt, fields, "passage")]
-        # an encoder reads the whole prompt: only a causal model shares prefixes
-        prefixes = [text_before(self.prompt, f, "passage") if model.kind == "causal" else None for f in fields]
+        fields = [{"query": p[0], "passage": p[1]} for p in payloads]
+        given = [p[2] if len(p) > 2 else None for p in payloads]
+        prompts = [r[0] for r in model.render_many(self.prompt, fields, "passage", prompts=given)]
+        # an encoder reads the whole prompt: only a causal model shares prefixes (one per query: what precedes the passage)
+        prefixes: list[str | None] = [None] * len(fields)
+        if model.kind == "causal":
+            before: dict[str, str] = {}
+            for i, f in enumerate(fields):
+                if f["query"] not in before:
+                    before[f["query"]] = text_before(self.prompt, f, "passage")
+                prefixes[i] = before[f["query"]]
         return self.score_prompts(model, prompts, prefixes)
 
     def score_prompts(self, model: Any, prompts: list[str], prefixes: list[str | None]) -> list[dict]:
