@@ -197,11 +197,19 @@ def test_a_run_file_outside_the_pool_is_refused_restricted_or_kept(tmp_path, cap
         RunFileRanker(name="mine", path=str(path)).rank(ds, None)
     assert str(err.value).startswith(f"{path}: 2 of 12 documents (1 query) are outside dataset dl19's pool")
     assert "ranker.outside_pool=restrict" in str(err.value) and "dataset.pool_depth" in str(err.value)
-    kept = RunFileRanker(name="mine", path=str(path), outside_pool="restrict").rank(ds, None)
+    restricting = RunFileRanker(name="mine", path=str(path), outside_pool="restrict")
+    kept = restricting.rank(ds, None)
     assert kept["doc_id"].tolist() == [docs[0], *docs[3:]] and kept["rank"].tolist() == list(range(1, 11))
+    assert restricting.ranking_metrics() == {"outside_pool_dropped": 2, "outside_pool_of": 12}
+    keeping = RunFileRanker(name="mine", path=str(path), outside_pool="keep")
     with caplog.at_level(logging.WARNING, logger="judgebench"):
-        everything = RunFileRanker(name="mine", path=str(path), outside_pool="keep").rank(ds, None)
+        everything = keeping.rank(ds, None)
     assert everything["doc_id"].tolist() == docs and "outside_pool=keep" in caplog.text
+    assert keeping.ranking_metrics() == {"outside_pool_kept": 2, "outside_pool_of": 12}
+    inside = tmp_path / "inside.trec"
+    inside.write_text("".join(f"{q} Q0 {d} {i} {100 - i} mine\n" for i, d in enumerate(pool["doc_id"].iloc[:10], 1)))
+    plain = RunFileRanker(name="mine", path=str(inside), outside_pool="keep")
+    assert len(plain.rank(ds, None)) == 10 and plain.ranking_metrics() == {}
     with pytest.raises(Exception, match="outside_pool='wide'"):
         RunFileRanker(name="mine", path=str(path), outside_pool="wide")
 

@@ -83,7 +83,8 @@ def test_label_entropy_finding_for_a_collapsed_judge_only():
     assert [(f.dataset, f.judge, f.topic) for f in found] == [("d", "b", "label entropy")]
     assert "0.00 bits against the humans' 1.00" in found[0].text
     producers = [getattr(p, "__self__", None) for p in findings.PRODUCERS]
-    assert all(p is None for p in producers[:producers.index(section)])  # after every producer findings.py lists
+    first = next(i for i, p in enumerate(producers) if p is not None)  # the sections' producers follow findings.py's
+    assert all(p is not None for p in producers[first:]) and section in producers[first:]
 
 
 ANALYSES = {"oracle_tests", "all_tests", "agreement_counts", "agreement_pairs", "discrimination", "bias", "self_preference",
@@ -135,3 +136,24 @@ def test_a_section_in_the_list_computes_a_result_the_report_reads_by_name():
     with pytest.raises(AttributeError, match="no field or section result 'bias' \\(results: answer\\)"):
         r.bias
     assert getattr(r, "discrimination", None) is None  # what findings.discrimination relies on for a report without it
+
+
+def test_table1_marks_a_run_file_that_kept_documents_outside_the_pool():
+    """A run file ranked with ranker.outside_pool=keep logs how many documents it kept outside the pool (its ranking's
+    statistics, as columns of compare's job rows); Table 1 notes that system under its dataset's table, in the
+    terminal and as an alert finding; a system that kept none, or another dataset, gets nothing."""
+    from judgebench.compare.report_model import Options
+    from judgebench.compare.sections.table1 import Table1
+
+    jobs = pd.DataFrame({"dataset": ["dl19", "dl19", "dl19", "dl20"], "system": ["mine", "mine", "bm25", "mine"],
+                         "judge": ["human", "j", "human", "human"], "outside_pool_kept": [2.0, 2.0, None, 0.0],
+                         "outside_pool_of": [12.0, 12.0, None, 10.0]})
+    table = pd.DataFrame({"type": ["run", "run"], "human": [0.5, 0.4], "j": [0.3, 0.35]}, index=["mine", "bm25"])
+    r = SimpleNamespace(jobs=jobs, table1={"dl19": table, "dl20": table}, options=Options(), virtual=[], judges=["j"],
+                        aliases={})
+    md = "\n".join(Table1().markdown(r))
+    assert md.count("outside the judged pool") == 1 and "mine keeps 2 of 12 documents outside the judged pool" in md
+    assert sum("outside the judged pool" in line for line in Table1().console(r)) == 1
+    (f,) = Table1().findings(r)
+    assert f.alert and f.dataset == "dl19" and f.text.startswith("mine keeps 2 of 12 documents")
+    assert list(Table1().findings(SimpleNamespace(jobs=jobs.drop(columns=["outside_pool_kept"])))) == []

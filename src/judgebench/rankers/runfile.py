@@ -5,7 +5,9 @@ A run is evaluated inside the dataset's pool. A document outside it counts under
 so the columns of one row would evaluate different document lists. ``outside_pool`` says what to do:
 ``refuse`` (default: one line naming how many documents fall outside and how to widen the pool),
 ``restrict`` (drop them, ranks renumbered in the run's order) or ``keep`` (evaluate them anyway,
-with a warning: the human column is then not comparable with the judges').
+with a warning: the human column is then not comparable with the judges'). What was kept or dropped is the
+ranking's statistics (``outside_pool_kept`` / ``outside_pool_dropped`` of ``outside_pool_of`` documents), logged on
+every cell that uses the ranking; compare marks a system that kept any under Table 1.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ class RunFileRanker(Ranker):
     def reads_texts(self, dataset) -> bool:
         return False
 
+    def ranking_metrics(self) -> dict[str, float]:
+        """How many documents of the run fell outside the pool, and what became of them (nothing when none did)."""
+        return dict(getattr(self, "_outside", {}))
+
     def input_files(self) -> list[Path]:
         """Read when it ranks, hashed into the resume and ranking keys before (an edited run is another system)."""
         return [Path(self.path)]
@@ -52,6 +58,7 @@ class RunFileRanker(Ranker):
         pool = dataset.pool[["query_id", "doc_id"]].astype(str).drop_duplicates()
         inside = run[["query_id", "doc_id"]].astype(str).merge(pool.assign(_in=True), on=["query_id", "doc_id"], how="left")["_in"]
         outside = inside.isna().to_numpy()
+        self._outside: dict[str, float] = {}
         if not outside.any():
             return run
         n, queries = int(outside.sum()), run.loc[outside, "query_id"].nunique()
@@ -62,6 +69,7 @@ class RunFileRanker(Ranker):
             raise DataError(self.path, f"{what}: they would count under the human qrels but be unjudged for every judge. Set "
                             "ranker.outside_pool=restrict to drop them, widen the pool (dataset.pool=FILE, dataset.pool_depth=N), "
                             "or ranker.outside_pool=keep to evaluate them anyway")
+        self._outside = {f"outside_pool_{'kept' if self.outside_pool == 'keep' else 'dropped'}": n, "outside_pool_of": len(run)}
         if self.outside_pool == "keep":
             log.warning("%s: %s; kept (ranker.outside_pool=keep): the human column counts them, the judges cannot", self.path, what)
             return run

@@ -3,6 +3,7 @@ grouped bars with their bootstrap intervals (the paper's Figure 3)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from judgebench.compare import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import render
 from judgebench.compare.artifacts import REFERENCES
+from judgebench.compare.findings import Finding
 from judgebench.compare.section import LatexTable, Section
 
 if TYPE_CHECKING:
@@ -20,6 +22,26 @@ if TYPE_CHECKING:
 
 def _best(t: pd.DataFrame) -> list[str]:
     return [c for c in t.columns if c != "type"]
+
+
+KEPT, OF = "outside_pool_kept", "outside_pool_of"  # a run file's ranking statistics (rankers/runfile.py)
+
+
+def outside_pool(r: Report, dataset: str | None = None) -> list[tuple[str, str, int, int]]:
+    """(dataset, system, documents kept outside the pool, documents of its run) of each system (of ``dataset``, or of
+    any) whose run file kept documents no judge labels (``ranker.outside_pool=keep``): the human column counts them,
+    the judges' cannot."""
+    jobs = r.jobs
+    if KEPT not in jobs.columns:
+        return []
+    rows = jobs[(jobs[KEPT].fillna(0) > 0) & ((jobs["dataset"] == dataset) if dataset is not None else True)]
+    rows = rows.drop_duplicates(["dataset", "system"])
+    return [(d, s, int(k), int(n)) for d, s, k, n in zip(rows["dataset"], rows["system"], rows[KEPT], rows[OF].fillna(0))]
+
+
+def _outside_line(dataset: str, system: str, kept: int, of: int) -> str:
+    return (f"{system} keeps {kept} of {of} documents outside the judged pool (ranker.outside_pool=keep): the human column "
+            "counts them, no judge labels them, so its row compares different document lists")
 
 
 class Table1(Section):
@@ -32,6 +54,7 @@ class Table1(Section):
                  "(pool ∩ qrels), the qrels a judge is scored against."]
         for dataset, t in r.table1.items():
             parts += [f"\n### {md(dataset)}\n", render.markdown(t, best=_best(t))]
+            parts += [f"\n**Note:** {md(_outside_line(*x))}." for x in outside_pool(r, dataset)]
         if r.virtual:
             parts += ["\nVirtual judges (built from the judges' labels, no new calls; nDCG recomputed from each system's run file):"]
             parts += [f"- {md(v.describe())}" for v in r.virtual]
@@ -56,4 +79,10 @@ class Table1(Section):
 
     def console(self, r: Report) -> list[str]:
         return [line for dataset, t in r.table1.items()
-                for line in (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", render.plain(t))]
+                for line in (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", render.plain(t),
+                             *(f"  note: {names.plain(_outside_line(*x))}" for x in outside_pool(r, dataset)))]
+
+    def findings(self, r: Report) -> Iterable[Finding]:
+        for dataset, system, kept, of in outside_pool(r):
+            yield Finding("grid", _outside_line(dataset, system, kept, of) + ".", dataset, alert=True,
+                          brief=f"{system}: {kept} of {of} documents outside the judged pool")
