@@ -76,47 +76,6 @@ def prefix_lengths(model: TransformersModel, prompts: list[str], prefixes: list[
     return out
 
 
-def _tails_logits(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any, mask: Any, keep: Any) -> Any:
-    """Logits of a right-padded batch of tails on top of the prefix ``kv``: attended as ONE copy
-    (:mod:`judgebench.llm.shared_prefix_attention`) where the model allows it, else from a ``DynamicCache`` whose
-    update concatenates [prefix; tail] per row.  The first batch of a model finds out which; ``model.usage``
-    keeps the largest key/value bytes one forward read and how many forwards copied the prefix per row."""
-    import torch
-    from transformers import DynamicCache
-
-    from judgebench.llm import shared_prefix_attention as spa
-
-    b, width = ids.shape
-    p = kv[0][0].shape[2]
-    kw: dict[str, Any] = {"input_ids": ids.to(model.device),
-                          "attention_mask": torch.cat([torch.ones((b, p), dtype=torch.long), mask], dim=1).to(model.device)}
-    if model._has_pos:
-        kw["position_ids"] = (p + torch.arange(width)).expand(b, -1).to(model.device)
-    if model._has_keep:
-        kw["logits_to_keep"] = keep.to(model.device)
-    state = model.__dict__.get("_shared_attention")  # None: not tried yet on this model
-    if model._has_pos and state is not False:
-        try:
-            logits, read = spa.run_tails(model.model, kv, kw)
-        except (spa.Unsupported, TypeError) as e:
-            if state:  # it worked on an earlier batch: this is a real error, not a missing feature
-                raise
-            model.__dict__["_shared_attention"], model.__dict__["_shared_attention_why"] = False, str(e)
-        else:
-            model.__dict__["_shared_attention"] = True
-            model.usage.prefix_kv_bytes = max(model.usage.prefix_kv_bytes, read.kv_bytes)
-            return logits
-    cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],
-                         config=model.model.config)
-    kw.update({_cache_arg(model): cache, "use_cache": True})
-    with torch.inference_mode():
-        logits = model.model(**kw).logits
-    held = sum(k.untyped_storage().nbytes() + v.untyped_storage().nbytes() for k, v in ((x.keys, x.values) for x in cache.layers))
-    model.usage.prefix_kv_bytes = max(model.usage.prefix_kv_bytes, held)
-    model.usage.prefix_copy_batches += 1
-    return logits
-
-
 def _forward_params(model: TransformersModel) -> Any:
     import inspect
 
