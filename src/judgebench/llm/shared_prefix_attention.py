@@ -69,7 +69,7 @@ def shared_prefix_attention(module: Any, query: Any, key: Any, value: Any, atten
         raise Unsupported(f"attention layer index {layer!r} out of the prefix's {len(shared.layers)} layers")
     kp, vp = shared.layers[layer]
     b, hq, t, d = query.shape
-    hkv, p = kp.shape[1], kp.shape[2]
+    hkv = kp.shape[1]
     if key.shape[1] != hkv or hq % hkv or kp.shape[0] != 1:
         raise Unsupported(f"head counts: {hq} query, {key.shape[1]} tail and {hkv} prefix key/value heads")
     shared.called.append(layer)
