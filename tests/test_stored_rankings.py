@@ -136,3 +136,23 @@ def test_a_rank_job_killed_with_sigkill_is_marked_killed_by_the_rerun(store, tmp
     assert again.rc == 0, str(again)
     assert client.get_run(killed.info.run_id).info.status == "KILLED"
     assert client.get_run(done.info.run_id).info.status == "FINISHED"
+
+
+def test_the_metrics_stored_beside_a_ranking_are_checked_when_read(tmp_path):
+    """A ranker's statistics (a run file's documents outside the pool) are stored with their own digest: read back
+    as written, an edited figure or a garbled mapping stops with the file's name; a ranking stored before the digest
+    existed is read as it is."""
+    store = rankings.RankingStore(tmp_path)
+    store.write("k", "q1 Q0 d1 1 2.0 s\n", {"metrics": {"outside_pool_kept": 2, "outside_pool_of": 12}})
+    assert store.metrics("k") == {"outside_pool_kept": 2.0, "outside_pool_of": 12.0}
+    meta_path = tmp_path / "rankings" / "k.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "metrics": {"outside_pool_kept": 0, "outside_pool_of": 12}}))
+    with pytest.raises(rankings.StoredRankingError, match="metrics do not match their digest") as e:
+        store.metrics("k")
+    assert str(e.value).startswith(str(meta_path))
+    meta_path.write_text(json.dumps({k: v for k, v in {**meta, "metrics": ["x"]}.items() if k != "metrics_sha256"}))
+    with pytest.raises(rankings.StoredRankingError, match="not a mapping of names to numbers"):
+        store.metrics("k")
+    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "metrics_sha256"}))  # stored before the digest
+    assert store.metrics("k") == {"outside_pool_kept": 2.0, "outside_pool_of": 12.0}

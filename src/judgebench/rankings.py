@@ -58,6 +58,11 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _metrics_digest(metrics: object) -> str:
+    """SHA-256 of the stored metrics' canonical JSON (sorted keys)."""
+    return digest(json.dumps(metrics, sort_keys=True))
+
+
 def checked_text(data: bytes, expected: str | None, where: str) -> str:
     """The text of stored ranking bytes whose SHA-256 is ``expected``; else :class:`StoredRankingError`."""
     if not expected:
@@ -147,14 +152,24 @@ class RankingStore:
         return meta if isinstance(meta, dict) else {}
 
     def metrics(self, key: str) -> dict:
-        """The ranker's statistics stored beside the ranking (``<key>.json``'s "metrics"; {} when none or unreadable)."""
-        found = self._meta(key).get("metrics")
-        return {str(k): float(v) for k, v in found.items()} if isinstance(found, dict) else {}
+        """The ranker's statistics stored beside the ranking (``<key>.json``'s "metrics"; {} when none), checked
+        against their own digest (``metrics_sha256``; a ranking stored before it had none and is read as it is):
+        an edited figure (a run file's documents outside the pool, PRP's consistency) is refused, not reported."""
+        meta = self._meta(key)
+        found = meta.get("metrics", {})
+        where = str(self.root / f"{key}.json")
+        expected = meta.get("metrics_sha256")
+        if expected is not None and expected != _metrics_digest(found):
+            raise StoredRankingError(where, f"its metrics do not match their digest: the file was edited or damaged; {RECOMPUTE}")
+        try:
+            return {str(k): float(v) for k, v in found.items()}
+        except (AttributeError, TypeError, ValueError):
+            raise StoredRankingError(where, f"its metrics are not a mapping of names to numbers; {RECOMPUTE}") from None
 
     def write(self, key: str, text: str, meta: dict) -> None:
         """Atomically (a temp file renamed into place): a reader never sees half a ranking. An unwritable store
         is a warning, not a lost cell: the ranking is still used, only not shared. The digest goes into the JSON."""
-        meta = {**meta, "sha256": digest(text)}
+        meta = {**meta, "sha256": digest(text), "metrics_sha256": _metrics_digest(meta.get("metrics", {}))}
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             for name, content in ((f"{key}.json", json.dumps(meta, indent=1, sort_keys=True)), (f"{key}.trec", text)):
