@@ -13,6 +13,7 @@ import pandas as pd
 
 from judgebench.compare.analyses.ensembles import VirtualJudge
 from judgebench.compare.reference import HUMAN_JUDGED, References
+from judgebench.text_view import ORIGINAL
 
 FORMATS = ("md", "csv", "tex", "png", "html")
 DEFAULT_K = ("5", "10", "20", "all")  # the human-budget experiment's k values (budget/experiment.py), by default
@@ -93,6 +94,11 @@ class Report:
     @property
     def rewritten_runs(self) -> int:
         return len(self.rewritten)
+
+    @property
+    def original_labels(self) -> pd.DataFrame:
+        """The judges' labels of the original texts (what every analysis but content bias reads)."""
+        return self.labels[self.labels["text_view"] == ORIGINAL] if len(self.labels) else self.labels
 
     @property
     def judges(self) -> list[str]:

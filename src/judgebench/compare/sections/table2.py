@@ -14,7 +14,6 @@ from judgebench.compare.renderers import render
 from judgebench.compare.renderers import views
 from judgebench.compare.artifacts import REFERENCES
 from judgebench.compare.section import LatexTable, Section
-from judgebench.text_view import ORIGINAL
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
@@ -62,7 +61,7 @@ class Table2(Section):
             shown = {d: t[[c for c in t.columns if c == "type" or c in REFERENCES or c in drawn]] for d, t in r.table1.items()}
             files.append(figures.scatter(shown, out / "figure_scatter.png", r.refs, r.table2))
             files.append(figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
-        original = r.labels[r.labels["text_view"] == ORIGINAL] if len(r.labels) else r.labels
+        original = r.original_labels
         for judge in drawn:
             lab = original[original["judge"] == judge]
             if len(lab):

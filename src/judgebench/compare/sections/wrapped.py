@@ -19,7 +19,6 @@ from judgebench.compare.budget import experiment_report as human_budget_report
 from judgebench.compare.budget import labelling_sheet
 from judgebench.compare.renderers import self_preference_report
 from judgebench.compare.section import LatexTable, Section
-from judgebench.text_view import ORIGINAL
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
@@ -87,7 +86,7 @@ class Calibration(Section):
         """One row per (dataset, judge, estimator, k), and the summary the findings read; empty without calibration=."""
         o, calib = r.options, pd.DataFrame(columns=budget.COLUMNS)
         if o.calibration:
-            original = r.labels[r.labels["text_view"] == ORIGINAL]
+            original = r.original_labels
             cells = budget.cells(r.per_query, r.table1, original, r.refs, r.runs, r.problems)
             calib = budget.experiment(cells, list(o.calibration), list(o.calibration_k), o.resamples, o.seed,
                                       o.alpha, o.level, o.reference)
@@ -121,7 +120,7 @@ class BudgetPlan(Section):
         """The planner's plan, predictions and measured widths, or the read-back's estimates ({} when neither is asked)."""
         o, planned = r.options, {}
         if o.plan or o.human_labels:
-            original = r.labels[r.labels["text_view"] == ORIGINAL]
+            original = r.original_labels
             planned = budget_files.build(budget.cells(r.per_query, r.table1, original, r.refs, None, r.problems), original, r.runs, o)
         return {"budget_plan": planned}
 
@@ -143,7 +142,7 @@ class BudgetPlan(Section):
         """The plan, its qrels templates and the assessors' sheets, whatever format= says."""
         if "plans" not in r.budget_plan:
             return []
-        original = r.labels[r.labels["text_view"] == ORIGINAL]
+        original = r.original_labels
         return (budget_files.write(r.budget_plan["plans"], original, out)
                 + labelling_sheet.write(r.budget_plan["plans"], original, out, f"judgebench-compare experiment={r.experiment} "
                                         f"calibration.human_labels={out / 'labels.tsv'} (and the same out= as this plan, if one was given)"))
@@ -151,5 +150,5 @@ class BudgetPlan(Section):
     def console(self, r: Report) -> list[str]:
         lines = budget_plan_report.console(r.budget_plan)
         if "plans" in r.budget_plan:  # what the budget means in work: queries and pairs, and the assessors' sheets
-            lines += labelling_sheet.counts(r.budget_plan["plans"], r.labels[r.labels["text_view"] == ORIGINAL])
+            lines += labelling_sheet.counts(r.budget_plan["plans"], r.original_labels)
         return lines
