@@ -150,7 +150,7 @@ def test_table1_marks_a_run_file_that_kept_documents_outside_the_pool():
                          "outside_pool_of": [12.0, 12.0, None, 10.0]})
     table = pd.DataFrame({"type": ["run", "run"], "human": [0.5, 0.4], "j": [0.3, 0.35]}, index=["mine", "bm25"])
     r = SimpleNamespace(jobs=jobs, table1={"dl19": table, "dl20": table}, options=Options(), virtual=[], judges=["j"],
-                        aliases={})
+                        real_judges=["j"], aliases={})
     md = "\n".join(Table1().markdown(r))
     assert md.count("outside the judged pool") == 1 and "mine keeps 2 of 12 documents outside the judged pool" in md
     assert sum("outside the judged pool" in line for line in Table1().console(r)) == 1

@@ -13,6 +13,7 @@ import pandas as pd
 
 from judgebench.compare.analyses.ensembles import VirtualJudge
 from judgebench.compare.reference import HUMAN_JUDGED, References
+from judgebench.evaluation import REFERENCES
 from judgebench.text_view import ORIGINAL
 
 FORMATS = ("md", "csv", "tex", "png", "html")
@@ -103,3 +104,9 @@ class Report:
     @property
     def judges(self) -> list[str]:
         return [c for c in next(iter(self.table1.values())).columns if c != "type"]
+
+    @property
+    def real_judges(self) -> list[str]:
+        """The judges with runs of their own: no human reference, no virtual judge."""
+        virtual = {v.name for v in self.virtual}
+        return [j for j in self.judges if j not in REFERENCES and j not in virtual]

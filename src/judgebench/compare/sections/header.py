@@ -9,17 +9,11 @@ from typing import TYPE_CHECKING
 
 from judgebench import __version__
 from judgebench.compare import dataset_identity, findings, names
-from judgebench.compare.artifacts import REFERENCES
 from judgebench.compare.renderers.markdown import REFERENCE_TEXT, findings_section, listed, report_title
 from judgebench.compare.section import Section
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
-
-
-def _real(r: Report) -> list[str]:
-    """The judges with runs of their own: no human reference, no virtual judge."""
-    return [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
 
 
 def _virtual(r: Report) -> list[str]:
@@ -37,7 +31,7 @@ def _plain_list(items: Iterable[str]) -> str:
 
 def box(r: Report) -> dict[str, str]:
     """The few lines a reader of report.html needs first (its header box; the compare run's note reads them too)."""
-    real, virtual = _real(r), _virtual(r)
+    real, virtual = r.real_judges, _virtual(r)
     return {
         "experiment": r.experiment,
         "selection": f"sweep {r.sweep}" if r.sweep else f"latest finished run of every cell ({len(set(r.read.get('sweeps', [])))} sweeps)",
@@ -54,7 +48,7 @@ class Header(Section):
 
     def markdown(self, r: Report) -> list[str]:
         o = r.options
-        real = _real(r)
+        real = r.real_judges
         versions = names.markdown("; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()))
         return [
             report_title(r.experiment, r.sweep),
@@ -68,7 +62,7 @@ class Header(Section):
         ]
 
     def console(self, r: Report) -> list[str]:
-        o, real, virtual = r.options, _real(r), _virtual(r)
+        o, real, virtual = r.options, r.real_judges, _virtual(r)
         return [
             plain_title(r.experiment, r.sweep) + f": {len(r.jobs)} job runs, datasets {_plain_list(r.table1)}",
             f"judges: {_plain_list(real) or 'none'}" + (f"; virtual: {_plain_list(virtual)}" if virtual

@@ -12,7 +12,6 @@ import pandas as pd
 from judgebench.compare import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import render
-from judgebench.compare.artifacts import REFERENCES
 from judgebench.compare.findings import Finding
 from judgebench.compare.section import LatexTable, Section
 
@@ -63,7 +62,7 @@ class Table1(Section):
                              + (" (the default panel takes one judge per non-human, non-simulated family when there are 2 or "
                                 "more such families; here there are not)" if alias == "panel" and not o.panel else ""))
         else:
-            real = [j for j in r.judges if j not in REFERENCES and j not in {v.name for v in r.virtual}]
+            real = r.real_judges
             parts.append(f"\nNo ensembles or panel: they need at least 2 non-human judges, found {len(real)}.")
         return parts
 
