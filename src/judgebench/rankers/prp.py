@@ -151,7 +151,7 @@ class PRPRanker(ModelRanker):
                   ) -> list[tuple[str, dict[str, str]]]:
         """:meth:`_fit` of many triples: each query's budget found once, each passage tokenised once (in bulk).
         ``prompts``: the triples' prompts as filled already (:meth:`ask`), reused where no passage is cut."""
-        from judgebench.llm.encoding import ids_many, render_many
+        from judgebench.llm.encoding import ids_many
 
         per_doc: dict[str, int] = {}
         for query in dict.fromkeys(q for q, _, _ in triples):
@@ -174,7 +174,7 @@ class PRPRanker(ModelRanker):
         fields = [{"query": q, "doc1": cut(a, per_doc[q]), "doc2": cut(b, per_doc[q])} for q, a, b in triples]
         if prompts is not None:  # a prompt whose passages are both uncut is the one already filled
             prompts = [p if f["doc1"] is a and f["doc2"] is b else None for p, f, (_, a, b) in zip(prompts, fields, triples)]
-        rendered = render_many(model, self.prompt, fields, "doc2", forced_prefix=self.forced_prefix, prompts=prompts)
+        rendered = model.render_many(self.prompt, fields, "doc2", forced_prefix=self.forced_prefix, prompts=prompts)
         return [(r[0], f) for r, f in zip(rendered, fields)]
 
     def planned_prompts(self, dataset, texts):
