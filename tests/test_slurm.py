@@ -97,14 +97,16 @@ def runs(tmp: Path) -> list:
     return client.search_runs([exp.experiment_id], filter_string="tags.`judgebench.kind` = 'job'")
 
 
-def sacct_states(job: str, timeout: float = 60) -> dict[str, tuple[str, str]]:
-    """{job id: (raw id, state)} from accounting, once no job of `job` is pending or running: a job's
-    result reaches the submitter before SLURM has closed the job (epilog, accounting update)."""
+def sacct_states(job: str, expect: int = 1, timeout: float = 60) -> dict[str, tuple[str, str]]:
+    """{job id: (raw id, state)} from accounting, once it lists `expect` jobs of `job` and none is pending
+    or running: a job's result reaches the submitter before SLURM has closed the job (epilog, accounting
+    update), and an array task can reach accounting seconds after its siblings."""
     end = time.time() + timeout
     while True:
         out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job, "-o", "JobID,JobIDRaw,State"], capture_output=True, text=True, timeout=30)
         rows = {jid: (raw, state) for jid, raw, state in (line.split("|") for line in out.stdout.split())}
-        if rows and not any(state in ("PENDING", "RUNNING", "COMPLETING") for _, state in rows.values()) or time.time() > end:
+        settled = len(rows) >= expect and not any(state in ("PENDING", "RUNNING", "COMPLETING") for _, state in rows.values())
+        if settled or time.time() > end:
             return rows
         time.sleep(1)
 
@@ -207,7 +209,7 @@ def test_slurm_sweep_logs_every_cell_with_its_job_id(slurm_cluster, tmp_path):
     assert len(job_ids) == 4 and {r.data.tags["slurm_array_job_id"] for r in logged} == {array}
     assert job_ids == {r["slurm_job_id"] for r in s["jobs"]}
     # the scheduler knows these jobs, each COMPLETED
-    acct = sacct_states(array)
+    acct = sacct_states(array, expect=len(job_ids))
     assert {raw for raw, _ in acct.values()} == job_ids and {state for _, state in acct.values()} == {"COMPLETED"}, acct
     for r in logged:
         assert r.data.metrics["ndcg10_human"] > 0 and r.data.params["dataset.name"] == "toy"
