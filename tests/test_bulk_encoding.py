@@ -55,3 +55,21 @@ def test_render_many_equals_render(dirs):
     model.truncated = 0
     single = [model.render(template, f, "passage", forced_prefix="##final score: ") for f in fields]
     assert bulk == single and bulk_truncated == model.truncated == 1 and [t for _, t in bulk] == [False, True, False, False]
+
+
+def test_one_call_with_more_texts_than_the_memo_keeps(dirs, monkeypatch):
+    """A scoring chunk may bring more prompts than the memo's floor: every one gets its ids (the memo used to evict
+    the call's own first texts before reading them back, a KeyError), and the call's texts stay for the scoring."""
+    from judgebench.llm import encoding
+
+    clear_memo()
+    model = TransformersModel(dirs[1], device="cpu", dtype="float32")
+    monkeypatch.setattr(encoding, "MEMO_SIZE", 3)
+    texts = [f"{w} {i}" for i, w in enumerate(WORDS * 2)]  # 16 texts, over the floor of 3
+    want = [model.tokenizer(t)["input_ids"] for t in texts]
+    assert encoding.ids_many(model, texts, True) == want
+    memo = model.__dict__["_ids_memo"]
+    assert all((t, True) in memo for t in texts)  # kept: the scoring that follows the length check reads them
+    assert encoding.ids_many(model, texts[:2], True) == want[:2] and len(memo) == 4  # twice a small call's texts
+    assert encoding.ids_many(model, ["one more"], True) == [model.tokenizer("one more")["input_ids"]]
+    assert len(memo) == 3  # back to the floor once calls are small again

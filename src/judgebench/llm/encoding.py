@@ -24,7 +24,7 @@ from judgebench.llm.prompts import fill
 
 TransformersModel = Any  # the model that calls (this module is a layer below it and does not import it)
 CONTENT_MARK = "\x00judgebench-content\x00"
-MEMO_SIZE = 2048  # texts whose ids are kept per model: a scoring chunk (256 prompts) and its passages, with room (~40 MB at most)
+MEMO_SIZE = 2048  # texts whose ids are kept per model at least: a scoring chunk and its passages (more when one call brings more)
 
 
 def _frame(model: TransformersModel, system: str | None) -> tuple[str, str] | None:
@@ -53,12 +53,13 @@ def ids_many(model: TransformersModel, texts: list[str], special: bool) -> list[
     """Token ids of every text: memoised ones looked up, the rest in one batch call of the tokenizer."""
     memo: OrderedDict = model.__dict__.setdefault("_ids_memo", OrderedDict())
     todo = list(dict.fromkeys(t for t in texts if (t, special) not in memo))
-    if todo:
-        for text, ids in zip(todo, _batch_ids(model.tokenizer, todo, special)):
-            memo[(text, special)] = ids
-        while len(memo) > MEMO_SIZE:
-            memo.popitem(last=False)
-    return [memo[(t, special)] for t in texts]
+    new = dict(zip(todo, _batch_ids(model.tokenizer, todo, special))) if todo else {}
+    out = [new[t] if t in new else memo[(t, special)] for t in texts]  # before any eviction: a call may pass more than fits
+    for text, ids in new.items():
+        memo[(text, special)] = ids
+    while len(memo) > max(MEMO_SIZE, 2 * len(texts)):  # a call's own texts stay for the scoring that follows its check
+        memo.popitem(last=False)
+    return out
 
 
 def _batch_ids(tokenizer: Any, texts: list[str], special: bool) -> list[list[int]]:
