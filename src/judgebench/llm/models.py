@@ -10,6 +10,7 @@ loads nothing it need not. "auto" is resolved without loading the model.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +99,9 @@ def transformers_key_maker(spec: ModelSpec, method: str, prompt_version: str, **
                      params=params, **spec.runtime())
 
 
-SCORE_CHUNK = 256  # prompts scored (and written to the cache) together: a killed job loses at most this many
+SCORE_CHUNK = 256  # prompts scored (and written to the cache) together at least: a killed job loses at most this many
+CHUNK_SECONDS = 2.0  # ... or about this long: a chunk that takes less is followed by a larger one (:func:`next_chunk`)
+CHUNK_GROWTH = 4  # ... up to this many times its first size
 
 
 def score_chunk(spec: ModelSpec) -> int:
@@ -119,7 +122,7 @@ def cached_scores(
     unit: str = "pairs",
 ) -> tuple[dict[str, dict], int]:
     """Records for (key, payload) items: cached ones read, missing ones scored chunk by chunk and
-    written to the cache after each chunk (a killed job loses at most one chunk). Returns the records
+    written to the cache after each chunk (a killed job loses at most one chunk: `chunk` items, or about CHUNK_SECONDS of work where chunks grew). Returns the records
     and how many items were scored now."""
     records: dict[str, dict] = {}
     todo: list[tuple[str, Any]] = []
@@ -137,10 +140,24 @@ def cached_scores(
     if todo:
         cache.check_writable([key for key, _ in todo])  # scores that could not be stored must not be computed
     with counter(desc, len(records) + len(todo), unit, enabled=progress, cached=len(records)) as bar:
-        for i in range(0, len(todo), chunk):
-            part = todo[i : i + chunk]
+        i, size = 0, chunk
+        while i < len(todo):
+            part = todo[i : i + size]
+            i += len(part)
+            t0 = time.perf_counter()
             scored = list(zip((key for key, _ in part), score([p for _, p in part])))
             cache.put_many([(key, rec, meta) for key, rec in scored])  # one group: one write in the segments layout
             records.update(scored)
             bar.update(len(part))
+            size = next_chunk(chunk, len(part), time.perf_counter() - t0)
     return records, len(todo)
+
+
+def next_chunk(chunk: int, done: int, seconds: float) -> int:
+    """The size of the next scoring chunk: about :data:`CHUNK_SECONDS` of work at the rate of the last one,
+    never under ``chunk`` nor over :data:`CHUNK_GROWTH` times it. Why: each chunk has fixed costs (a tokenizer
+    call, a cache write), which a fast model (a GPU, a small ranker) pays hundreds of times a second; a
+    killed job still loses at most ``chunk`` prompts or about :data:`CHUNK_SECONDS` of work."""
+    if seconds <= 0:
+        return chunk * CHUNK_GROWTH
+    return int(min(chunk * CHUNK_GROWTH, max(chunk, done * CHUNK_SECONDS / seconds)))

@@ -1,0 +1,63 @@
+"""cached_scores sizes its chunks by how long the last one took (judgebench.llm.models.next_chunk): a fast model's
+chunks grow (fewer fixed costs: tokenizer calls, cache writes) up to CHUNK_GROWTH times the first size, a slow
+model's stay at the first size, so a killed job loses at most a chunk or about CHUNK_SECONDS of work."""
+
+import pytest
+
+from judgebench.cache.store import CallCache
+from judgebench.llm import models
+from judgebench.llm.models import CHUNK_GROWTH, CHUNK_SECONDS, cached_scores, next_chunk
+
+
+@pytest.mark.parametrize(("done", "seconds", "want"), [
+    (256, CHUNK_SECONDS / 2, 512),  # half the target: twice as many
+    (256, CHUNK_SECONDS / 100, 256 * CHUNK_GROWTH),  # very fast: capped
+    (256, CHUNK_SECONDS * 3, 256),  # slow: never under the first size
+    (100, CHUNK_SECONDS / 3, 300),  # a short last part: rate from what it did
+    (256, 0.0, 256 * CHUNK_GROWTH),  # a clock that did not move
+])
+def test_next_chunk(done, seconds, want):
+    assert next_chunk(256, done, seconds) == want
+
+
+def run(tmp_path, monkeypatch, seconds_per_item: float, n: int = 3000):
+    """cached_scores over n items with a clock that advances seconds_per_item for each item scored."""
+    now = [0.0]
+    monkeypatch.setattr(models.time, "perf_counter", lambda: now[0])
+    sizes: list[int] = []
+
+    def score(payloads):
+        sizes.append(len(payloads))
+        now[0] += seconds_per_item * len(payloads)
+        return [{"score": float(p)} for p in payloads]
+
+    cache = CallCache(tmp_path / "calls")
+    items = [(f"{i:064x}", i) for i in range(n)]
+    records, scored = cached_scores(cache, items, score, meta={"m": 1}, chunk=256, progress=False)
+    assert scored == n and [records[k]["score"] for k, _ in items] == [float(i) for i in range(n)]
+    again = CallCache(tmp_path / "calls").get_many(k for k, _ in items)  # every chunk was written
+    assert len(again) == n
+    return sizes
+
+
+def test_a_fast_model_gets_larger_chunks(tmp_path, monkeypatch):
+    # 256 items in 0.256 s: the next chunk would take 2 s at 2000 items, capped at 4 x 256
+    assert run(tmp_path, monkeypatch, 0.001) == [256, 1024, 1024, 696]
+
+
+def test_a_slow_model_keeps_the_first_size(tmp_path, monkeypatch):
+    assert run(tmp_path, monkeypatch, 0.05, n=1000) == [256, 256, 256, 232]
+
+
+def test_a_model_that_slows_down_gets_smaller_chunks_again(tmp_path, monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(models.time, "perf_counter", lambda: now[0])
+    sizes: list[int] = []
+
+    def score(payloads):
+        sizes.append(len(payloads))
+        now[0] += (0.001 if len(sizes) == 1 else 0.004) * len(payloads)  # 4x slower after the first chunk
+        return [{"score": 0.0} for _ in payloads]
+
+    cached_scores(CallCache(tmp_path / "c"), [(f"{i:064x}", i) for i in range(2000)], score, meta={}, chunk=256, progress=False)
+    assert sizes == [256, 1024, 500, 220]  # 1024 in 4.096 s -> 500 (2 s); 500 in 2 s -> 500; 220 left
