@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from judgebench.llm import encoding
 from judgebench.llm.prompts import fill
 
 # Every function takes the TransformersModel that calls it (``model``): typed as Any so that this module, a layer
@@ -47,24 +48,25 @@ def text_before(template: str, fields: dict[str, Any], field: str) -> str:
     return filled.split(PREFIX_END, 1)[0].rstrip()
 
 
-def _prefix_ids(model: TransformersModel, prefix: str, system: str | None) -> list[int] | None:
-    """Token ids of the chat-templated text that precedes the rest of a prompt starting with ``prefix``."""
-    text, special = model._text(prefix + PREFIX_END, system)
-    if PREFIX_END not in text:
-        return None
-    return model._ids(text.split(PREFIX_END, 1)[0], special)
+def _prefix_ids(model: TransformersModel, prefixes: list[str], system: str | None) -> dict[str, list[int] | None]:
+    """Token ids of the chat-templated text that precedes the rest of a prompt starting with each prefix (None where
+    the template does not keep the text whole): chat-templated and tokenised together (:mod:`judgebench.llm.encoding`:
+    one template rendering and one tokenizer call for all of them, not one each)."""
+    texts, special = encoding.chat_texts(model, [prefix + PREFIX_END for prefix in prefixes], system)
+    heads = {prefix: text.split(PREFIX_END, 1)[0] for prefix, text in zip(prefixes, texts) if PREFIX_END in text}
+    ids = dict(zip(heads, encoding.ids_many(model, list(heads.values()), special)))
+    return {prefix: ids.get(prefix) for prefix in prefixes}
 
 
 def prefix_lengths(model: TransformersModel, prompts: list[str], prefixes: list[str | None],
                    encoded: list[list[int]], system: str | None) -> list[int]:
     """Per prompt, how many of its leading ids are a verified shared prefix (0: score it unshared)."""
-    memo: dict[str, list[int] | None] = {}
+    starts = [bool(prefix) and prompt.startswith(prefix) for prompt, prefix in zip(prompts, prefixes)]
+    memo = _prefix_ids(model, list(dict.fromkeys(p for p, ok in zip(prefixes, starts) if ok)), system)
     out = []
-    for prompt, prefix, ids in zip(prompts, prefixes, encoded):
+    for ok, prefix, ids in zip(starts, prefixes, encoded):
         n = 0
-        if prefix and prompt.startswith(prefix):
-            if prefix not in memo:
-                memo[prefix] = _prefix_ids(model, prefix, system)
+        if ok:
             p = memo[prefix]
             if p and len(p) < len(ids) and ids[: len(p)] == p:
                 n = len(p)
