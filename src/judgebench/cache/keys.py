@@ -19,9 +19,12 @@ from judgebench.cache.schema import problem as record_problem
 KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
+_CANON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode  # what json.dumps builds per call
+
+
 def canon(obj: Any) -> str:
     """Sorted keys, no spaces, UTF-8 kept: the same object always gives the same text."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANON(obj)
 
 
 def call_key(**parts: Any) -> str:

@@ -39,7 +39,7 @@ class ModelRanker(Ranker):
 
     def head_and_tail(self, dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
         pool = dataset.pool[dataset.pool["query_id"].isin(dataset.judged_queries())]
-        pool = pool.sort_values(["query_id", "rank"], kind="stable")
+        # the judged queries' order, then the pool's rank (stable: tied ranks keep the pool's order)
         pool = pool.assign(_q=pd.Categorical(pool["query_id"], dataset.judged_queries())).sort_values(["_q", "rank"], kind="stable").drop(columns="_q")
         if self.rerank_depth is None:
             return pool.reset_index(drop=True), pool.iloc[0:0]
