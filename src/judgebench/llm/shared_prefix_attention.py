@@ -166,8 +166,11 @@ def _register() -> None:
 def _attention_switched(net: Any) -> Iterator[None]:
     """Every config of the network (sub-configs included) set to :data:`NAME` for one forward, then restored as
     it was; set on the stored field, not through the recursive setter, so that each keeps its own value."""
-    configs = {id(c): c for m in net.modules() if (c := getattr(m, "config", None)) is not None
-               and hasattr(c, "_attn_implementation_internal")}
+    configs = net.__dict__.get("_judgebench_attention_configs")  # found once per network: its modules do not change
+    if configs is None:
+        configs = net.__dict__["_judgebench_attention_configs"] = {
+            id(c): c for m in net.modules() if (c := getattr(m, "config", None)) is not None
+            and hasattr(c, "_attn_implementation_internal")}
     before = {i: c._attn_implementation_internal for i, c in configs.items()}
     try:
         for c in configs.values():
