@@ -66,15 +66,28 @@ def umbrela_prompts(pairs: list[tuple[str, str]]) -> tuple[list[str], list[str]]
     return [fill(template, f) for f in fields], [text_before(template, f, "passage") for f in fields]
 
 
+@pytest.mark.parametrize("last_hidden", [True, False], ids=["head-on-last-rows", "head-on-columns"])
 @pytest.mark.parametrize("one_copy", [True, False], ids=["one-copy", "copied-per-row"])
 @pytest.mark.parametrize("arch", ["llama", "gpt2", "mistral"])
-def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch, one_copy):
+def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch, one_copy, last_hidden):
     path = tiny[arch]
     prompts, prefixes = umbrela_prompts(LABEL_SET)
     model = TransformersModel(path, batch_size=4)  # one batch per query: 4 passages of 1, 5, 12 and 30 words
     if not one_copy:
         model.__dict__["_shared_attention"] = False  # as if the model's attention could not be swapped
-    got = umbrela_digit_logprobs(model, prompts, prefixes=prefixes)
+    if not last_hidden:
+        model.__dict__["_last_hidden_hook"] = False  # as if the base model's output could not be narrowed
+    head_rows = []  # (rows, columns) of every hidden-state block the LM head received
+    head = model.model.get_output_embeddings().register_forward_hook(lambda m, a, o: head_rows.append(tuple(a[0].shape[:2])))
+    try:
+        got = umbrela_digit_logprobs(model, prompts, prefixes=prefixes)
+    finally:
+        head.remove()
+    assert model.__dict__["_last_hidden_hook"] is last_hidden
+    tails = [r for r in head_rows if r[0] == 4]  # the two batches of 4 tails (the prefixes run as batches of 1)
+    assert len(tails) == 2
+    # the head computed one row per tail, or (with logits_to_keep where the model has it) every column a tail ends at
+    assert all(r == (4, 1) for r in tails) if last_hidden else all(r[1] > 1 for r in tails)
 
     want, ids = zip(*(plain_logprobs(path, p, ["0", "1", "2", "3"]) for p in prompts))
     assert np.abs(got - np.array(want)).max() <= 1e-4

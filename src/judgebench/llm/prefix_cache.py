@@ -23,7 +23,8 @@ from __future__ import annotations
 import itertools
 import time
 from collections import OrderedDict
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -166,13 +167,9 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
             ids_np = np.full((b, width), model.tokenizer.pad_token_id, dtype=np.int64)
             ids_np[real] = np.fromiter(itertools.chain.from_iterable(tails), dtype=np.int64, count=int(lengths.sum()))
             ids, mask = torch.from_numpy(ids_np), torch.from_numpy(real.astype(np.int64))
-            last = torch.from_numpy(lengths - 1)
-            keep = torch.unique(last)  # the positions some row ends at: logits for those columns only
-            col = torch.searchsorted(keep, last) if model._has_keep else last
-            logits = _tails_logits(model, kv, ids, mask, keep)
+            rows = _last_rows(model, kv, ids, mask, torch.from_numpy(lengths - 1))
             with torch.inference_mode():
-                rows = logits[torch.arange(b), col.to(logits.device)].float()
-                vals = pick(rows).cpu().numpy()
+                vals = pick(rows.float()).cpu().numpy()
             for r, i in enumerate(chunk):
                 out[i] = vals[r]
             model.usage.prompts += b
@@ -181,6 +178,58 @@ def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengt
             model.usage.batches += 1
             model.usage.seconds += time.perf_counter() - t0
     return out
+
+
+def _last_rows(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any, mask: Any, last: Any) -> Any:
+    """(b, vocabulary) logits of each tail at its own last real token (``last[row]``, right padding).
+
+    The LM head is given only those b hidden states (:func:`_last_hidden_only`), not every column some row ends at:
+    with ``logits_to_keep`` as the set of those columns it computed b × k rows of logits (k distinct last positions)
+    and the b wanted ones were gathered after; on the CPU that gather and the freeing of the b × k × vocabulary
+    block were a fifth of the judge's work outside the network.  A model where the hook does not take (checked on
+    its first batch) keeps that way."""
+    import torch
+
+    if model.__dict__.get("_last_hidden_hook") is not False:
+        with _last_hidden_only(model.model, last) as fired:
+            logits = _tails_logits(model, kv, ids, mask, 1)
+        if fired == [True] and logits.shape[1] == 1:
+            model.__dict__["_last_hidden_hook"] = True
+            return logits[:, 0]
+        model.__dict__.setdefault("_last_hidden_hook", False)  # untried and failed: the columns way from now on
+    keep = torch.unique(last)  # the positions some row ends at: logits for those columns only
+    col = torch.searchsorted(keep, last) if model._has_keep else last
+    logits = _tails_logits(model, kv, ids, mask, keep)
+    return logits[torch.arange(len(last)), col.to(logits.device)]
+
+
+@contextmanager
+def _last_hidden_only(net: Any, last: Any) -> Iterator[list[bool]]:
+    """While open, the network's base model hands its head only row r's hidden state at position ``last[r]``
+    ((b, 1, hidden) in place of (b, t, hidden)); yields a list that holds one True per forward the hook changed.
+    A network without a separate base model, or whose base model returns no ``last_hidden_state``, is left as it
+    is (the list stays empty and the caller takes the other way)."""
+    import torch
+
+    fired: list[bool] = []
+    base = getattr(net, "base_model", net)
+    if base is net:
+        yield fired
+        return
+
+    def hook(module: Any, args: Any, output: Any) -> Any:
+        hidden = getattr(output, "last_hidden_state", None)
+        if hidden is None or hidden.dim() != 3 or hidden.shape[0] != len(last):
+            return None
+        output.last_hidden_state = hidden[torch.arange(len(last), device=hidden.device), last.to(hidden.device)].unsqueeze(1)
+        fired.append(True)
+        return output
+
+    handle = base.register_forward_hook(hook)
+    try:
+        yield fired
+    finally:
+        handle.remove()
 
 
 def _tails_logits(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any, mask: Any, keep: Any) -> Any:
@@ -199,8 +248,8 @@ def _tails_logits(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any,
                           "attention_mask": torch.cat([torch.ones((b, p), dtype=torch.long), mask], dim=1).to(model.device)}
     if model._has_pos:
         kw["position_ids"] = (p + torch.arange(width)).expand(b, -1).to(model.device)
-    if model._has_keep:
-        kw["logits_to_keep"] = keep.to(model.device)
+    if model._has_keep:  # an int (the last columns) or a tensor of columns
+        kw["logits_to_keep"] = keep if isinstance(keep, int) else keep.to(model.device)
     state = model.__dict__.get("_shared_attention")  # None: not tried yet on this model
     if model._has_pos and state is not False:
         try:
