@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from judgebench.cache import CallCache
@@ -38,9 +39,11 @@ class ModelRanker(Ranker):
         return self._model
 
     def head_and_tail(self, dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
-        pool = dataset.pool[dataset.pool["query_id"].isin(dataset.judged_queries())]
-        # the judged queries' order, then the pool's rank (stable: tied ranks keep the pool's order)
-        pool = pool.assign(_q=pd.Categorical(pool["query_id"], dataset.judged_queries())).sort_values(["_q", "rank"], kind="stable").drop(columns="_q")
+        pool = dataset.pool
+        codes = pd.Index(dataset.judged_queries()).get_indexer(pool["query_id"])  # -1: a query without judgments
+        rows = np.flatnonzero(codes >= 0)
+        # the judged queries' order, then the pool's rank (lexsort is stable: tied ranks keep the pool's order)
+        pool = pool.iloc[rows[np.lexsort((pool["rank"].to_numpy()[rows], codes[rows]))]]
         if self.rerank_depth is None:
             return pool.reset_index(drop=True), pool.iloc[0:0]
         head = pool[pool["rank"] <= self.rerank_depth]
