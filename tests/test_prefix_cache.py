@@ -113,6 +113,27 @@ def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch, 
     assert model.usage.batches == 2 * 2  # per query: its prefix, then one batch of its 4 tails
 
 
+def test_a_forward_that_fails_after_running_is_not_the_one_the_narrowed_head_is_judged_by(tiny, monkeypatch):
+    """The one-copy attention can refuse a model after its forward ran (the layers' calls are counted after);
+    the batch then runs again through the per-row cache.  Only that last forward's head input counts."""
+    from judgebench.llm import shared_prefix_attention as spa
+
+    def runs_then_refuses(net, kv, kw):
+        ids = kw["input_ids"]  # a whole forward of the tails alone (the base model's hooks fire) ...
+        net(input_ids=ids, attention_mask=kw["attention_mask"][:, -ids.shape[1]:], use_cache=False)
+        raise spa.Unsupported("refused after the forward")  # ... then the refusal
+
+    monkeypatch.setattr(spa, "run_tails", runs_then_refuses)
+    path = tiny["llama"]
+    prompts, prefixes = umbrela_prompts(LABEL_SET)
+    model = TransformersModel(path, batch_size=4)
+    got = umbrela_digit_logprobs(model, prompts, prefixes=prefixes)
+    want = np.array([plain_logprobs(path, p, ["0", "1", "2", "3"])[0] for p in prompts])
+    assert np.abs(got - want).max() <= 1e-4
+    assert model.__dict__["_shared_attention"] is False and model.__dict__["_last_hidden_hook"] is True
+    assert model.usage.prefix_copy_batches == 2  # both batches through the per-row cache
+
+
 def test_a_prefix_that_tokenizes_differently_falls_back_and_is_counted(tiny):
     path = tiny["llama"]
     prompts = ["the cat is in the river", "the cat is a dog", "the cat of the moon", "what is music ?"]

@@ -206,9 +206,10 @@ def _last_rows(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any, ma
 @contextmanager
 def _last_hidden_only(net: Any, last: Any) -> Iterator[list[bool]]:
     """While open, the network's base model hands its head only row r's hidden state at position ``last[r]``
-    ((b, 1, hidden) in place of (b, t, hidden)); yields a list that holds one True per forward the hook changed.
-    A network without a separate base model, or whose base model returns no ``last_hidden_state``, is left as it
-    is (the list stays empty and the caller takes the other way)."""
+    ((b, 1, hidden) in place of (b, t, hidden)); yields a list that holds True when the LAST forward of the base
+    model was narrowed (it is emptied as each forward starts: a forward that failed and was run again the other way
+    does not count). A network without a separate base model, or whose base model returns no
+    ``last_hidden_state``, is left as it is (the list stays empty and the caller takes the other way)."""
     import torch
 
     fired: list[bool] = []
@@ -225,11 +226,12 @@ def _last_hidden_only(net: Any, last: Any) -> Iterator[list[bool]]:
         fired.append(True)
         return output
 
-    handle = base.register_forward_hook(hook)
+    handles = [base.register_forward_pre_hook(lambda module, args: fired.clear()), base.register_forward_hook(hook)]
     try:
         yield fired
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
 
 
 def _tails_logits(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any, mask: Any, keep: Any) -> Any:
