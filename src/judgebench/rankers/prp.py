@@ -141,7 +141,7 @@ class PRPRanker(ModelRanker):
             prefixes = [text_before(self.prompt, f, "doc2" if firsts[(f["query"], f["doc1"])] > 1 else "doc1") for _, f in fitted]
         lp = model.next_token_logprobs([p for p, _ in fitted], list(self.candidates), forced_prefix=self.forced_prefix,
                                        prefixes=prefixes)
-        return [{"lp_a": float(x), "lp_b": float(y)} for x, y in lp]
+        return [{"lp_a": x, "lp_b": y} for x, y in lp.tolist()]  # Python floats, as float() gives them
 
     def _fit(self, model, query: str, doc1: str, doc2: str) -> tuple[str, dict[str, str]]:
         """Give both passages the same token budget (never cutting the query) so the prompt fits: (prompt, fields)."""

@@ -23,4 +23,4 @@ class RankT5Ranker(PromptedRanker):
         if model.kind != "seq2seq":
             raise ConfigError(f"RankT5 needs an encoder-decoder (T5) model; {self.spec.model} is {model.kind}")
         logits = model.first_step_logits(prompts, [model.token_id(self.score_token)])
-        return [{"score": float(v[0])} for v in logits]
+        return [{"score": v} for v in logits[:, 0].tolist()]  # Python floats, as float(v) gives, without a numpy scalar each
