@@ -134,6 +134,35 @@ def test_a_forward_that_fails_after_running_is_not_the_one_the_narrowed_head_is_
     assert model.usage.prefix_copy_batches == 2  # both batches through the per-row cache
 
 
+def test_a_hook_that_does_not_take_costs_its_first_batch_a_second_forward_but_no_second_count(tiny, monkeypatch):
+    """A base model whose output cannot be narrowed (here: the hook never fires) is found out on the first batch of
+    tails, which then runs again the columns way; the copied-per-row forward of the failed try is not counted."""
+    from contextlib import contextmanager
+
+    from judgebench.llm import prefix_cache
+
+    @contextmanager
+    def never_takes(net, last):
+        yield []
+
+    monkeypatch.setattr(prefix_cache, "_last_hidden_only", never_takes)
+    path = tiny["llama"]
+    prompts, prefixes = umbrela_prompts(LABEL_SET)
+    model = TransformersModel(path, batch_size=4)
+    model.__dict__["_shared_attention"] = False  # the per-row cache: the path that counts its forwards
+    forwards = []
+    counter = model.model.register_forward_hook(lambda m, a, o: forwards.append(1))
+    try:
+        got = umbrela_digit_logprobs(model, prompts, prefixes=prefixes)
+    finally:
+        counter.remove()
+    want = np.array([plain_logprobs(path, p, ["0", "1", "2", "3"])[0] for p in prompts])
+    assert np.abs(got - want).max() <= 1e-4
+    assert model.__dict__["_last_hidden_hook"] is False
+    assert len(forwards) == 2 + 2 + 1  # two prefixes, two batches of tails, the first of them once more
+    assert model.usage.prefix_copy_batches == 2 and model.usage.batches == 4
+
+
 def test_a_prefix_that_tokenizes_differently_falls_back_and_is_counted(tiny):
     path = tiny["llama"]
     prompts = ["the cat is in the river", "the cat is a dog", "the cat of the moon", "what is music ?"]

@@ -191,12 +191,14 @@ def _last_rows(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any, ma
     import torch
 
     if model.__dict__.get("_last_hidden_hook") is not False:
+        copies = model.usage.prefix_copy_batches
         with _last_hidden_only(model.model, last) as fired:
             logits = _tails_logits(model, kv, ids, mask, 1)
         if fired == [True] and logits.shape[1] == 1:
             model.__dict__["_last_hidden_hook"] = True
             return logits[:, 0]
         model.__dict__.setdefault("_last_hidden_hook", False)  # untried and failed: the columns way from now on
+        model.usage.prefix_copy_batches = copies  # the batch runs again below: the failed try's forward is not counted
     keep = torch.unique(last)  # the positions some row ends at: logits for those columns only
     col = torch.searchsorted(keep, last) if model._has_keep else last
     logits = _tails_logits(model, kv, ids, mask, keep)
