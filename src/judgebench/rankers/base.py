@@ -66,9 +66,17 @@ def ranking_from_scores(frame: pd.DataFrame) -> pd.DataFrame:
     scores = -frame["score"].to_numpy(dtype=float)  # descending; NaN stays NaN and lexsort puts it last
     order = np.lexsort((np.arange(len(frame)), scores, codes))
     out = frame.iloc[order][["query_id", "doc_id", "score"]].reset_index(drop=True)
-    counts = np.bincount(codes, minlength=1)  # rows per query, in code order (the order of the sorted blocks)
-    out["rank"] = np.arange(len(out)) - np.repeat(np.cumsum(counts) - counts, counts) + 1
+    out["rank"] = places_within(codes[order]) + 1
     return out[["query_id", "doc_id", "score", "rank"]]
+
+
+def places_within(codes: np.ndarray) -> np.ndarray:
+    """Each row's place (0, 1, ...) among the rows with the same code (codes 0..k-1), in row order."""
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=1)  # rows per code, in code order (the order of the sorted blocks)
+    places = np.empty(len(codes), dtype=np.int64)
+    places[order] = np.arange(len(codes)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return places
 
 
 def scores_from_order(frame: pd.DataFrame) -> pd.DataFrame:
