@@ -26,7 +26,7 @@ def six():
 
 def test_column_names_are_the_issue_names():
     assert AGREEMENT_COLUMNS == [
-        "kappa_graded", "kappa_linear", "kappa_quadratic", "kappa_ge1", "kappa_ge2", "kappa_ge3",
+        "kappa_graded", "kappa_linear", "kappa_quadratic", "kappa_ge1", "kappa_ge2", "kappa_ge3", "kappa_relevant",
         "alpha_ordinal", "alpha_interval", "kappa_query_median", "kappa_query_iqr",
         "judge_share_0", "judge_share_1", "judge_share_2", "judge_share_3",
         "human_share_0", "human_share_1", "human_share_2", "human_share_3",

@@ -32,6 +32,24 @@ NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress
                 "gpu_estimate", "memory_gb", "params_b")
 
 
+# Settings added after stores existed, with their defaults: at the default such a setting is left out of every hash
+# (the config hash and the component hashes), so a store written before it existed resumes with nothing rerun; any
+# other value enters the hash, so a judge read on another label scale never reuses a finished cell.
+LATE_DEFAULTS = {("judge", "scale"): "graded", ("dataset", "relevant_from"): 2}
+
+
+def without_late_defaults(tree: Mapping, section: str | None = None) -> dict:
+    """``tree`` (a whole resolved config, or the node of ``section``) less the LATE_DEFAULTS set to their default."""
+    out = dict(tree)
+    for (where, key), default in LATE_DEFAULTS.items():
+        if section == where:
+            if key in out and out[key] in (default, None):
+                out.pop(key)
+        elif section is None and isinstance(out.get(where), Mapping) and out[where].get(key, default) in (default, None):
+            out[where] = {k: v for k, v in out[where].items() if k != key}
+    return out
+
+
 def _strip(node: Any) -> Any:
     if isinstance(node, Mapping):
         return {str(k): _strip(v) for k, v in node.items() if k not in OPERATIONAL}

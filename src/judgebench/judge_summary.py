@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgebench import tracking
+from judgebench.label_scale import LabelScale
 from judgebench.locks import exclusive
 from judgebench.evaluation import METRIC_VERSION
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
@@ -30,10 +31,11 @@ def labels_digest(qrels: pd.DataFrame, label_set: pd.DataFrame) -> str:
     return hashlib.sha256("\n".join([*lines, "--", *asked]).encode()).hexdigest()[:16]
 
 
-def statistics(judge_qrels: pd.DataFrame, label_set: pd.DataFrame, failed_pairs: int) -> dict[str, float]:
+def statistics(judge_qrels: pd.DataFrame, label_set: pd.DataFrame, failed_pairs: int, scale: LabelScale | None = None) -> dict[str, float]:
     """Every agreement statistic on the label set (metrics.AGREEMENT: kappas, alphas, per-query kappa,
-    label shares of judge and humans on the pairs both labelled) and the label-set counts."""
-    agreement = label_agreement(judge_qrels, label_set)
+    label shares of judge and humans on the pairs both labelled), the judge read on its ``scale``, and the
+    label-set counts."""
+    agreement = label_agreement(judge_qrels, label_set, scale)
     return {
         **{name: agreement[name] for name in AGREEMENT_COLUMNS},
         "label_set_size": len(label_set),
@@ -43,14 +45,14 @@ def statistics(judge_qrels: pd.DataFrame, label_set: pd.DataFrame, failed_pairs:
 
 
 def ensure(client, experiment_id: str, tags: dict[str, str], judge_qrels: pd.DataFrame, label_set: pd.DataFrame,
-           failed_pairs: int, lock_dir: str | Path | None = None) -> str:
+           failed_pairs: int, lock_dir: str | Path | None = None, scale: LabelScale | None = None) -> str:
     """The run id of the judge summary for these labels, logging it first when none exists yet."""
     digest = labels_digest(judge_qrels, label_set)
     with exclusive(lock_dir, f"judge-summary-{digest}"):  # parallel jobs of one judge would each log a summary
-        return _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, digest)
+        return _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, digest, scale)
 
 
-def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, digest) -> str:
+def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, digest, scale=None) -> str:
     filt = RunTags.where(kind=KIND, labels_digest=digest, judge_hash=tags[RunTags.name("judge_hash")],
                          metric_version=METRIC_VERSION, status="FINISHED")
     found = client.search_runs([experiment_id], filter_string=filt, max_results=50)
@@ -63,7 +65,7 @@ def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, d
     run = tracking.JobRun(client, experiment_id, f"judge/{tags['dataset']}/{tags['judge']}/{tags['text_view']}",
                           {**tags, **RunTags(kind=KIND, labels_digest=digest).to_tags()}, note=note)
     try:
-        run.log_metrics(statistics(judge_qrels, label_set, failed_pairs))
+        run.log_metrics(statistics(judge_qrels, label_set, failed_pairs, scale))
     except BaseException:
         run.finish("FAILED")
         raise

@@ -58,6 +58,7 @@ class RunTags:
     judge: str | None = _shown("judge name")
     judge_family: str | None = _shown("the judge's model family")
     judge_model: str | None = _shown("the judge's model id")
+    judge_scale: str | None = _own("the judge's label scale as the cell applied it (label_scale.py; absent: graded 0-3)")
     rewriter: str | None = _shown("rewriter name")
     text_view: str | None = _shown("original or rewritten:<rewriter> (text_view.py)")
     git_commit: str | None = _shown("the judgebench checkout's commit")

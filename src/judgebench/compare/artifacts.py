@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from judgebench import label_scale
 from judgebench.data.trec import read_run
 from judgebench.compare.reference import OWN, ROLE
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, REFERENCES
@@ -25,7 +26,9 @@ from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, REFERENCE
 __all__ = ["HUMAN", "HUMAN_LABELSET", "REFERENCES", "Artifacts", "per_query_matrix"]
 PER_QUERY = ["dataset", "system", "judge", ROLE, "query_id", "value"]  # role: what a row is (compare/reference.py)
 READERS = 4  # threads reading artifacts: enough to hide the waiting, few enough for a shared tracking server
-LABELS = ["dataset", "judge", "text_view", "query_id", "doc_id", "relevance", "human"]
+# relevance: the judge's label as a human level (its scale's map: what nDCG scores); label: as the judge gave it;
+# scale: the judge's label scale as its runs applied it (label_scale.py tag)
+LABELS = ["dataset", "judge", "text_view", "query_id", "doc_id", "relevance", "human", "label", "scale"]
 
 
 def per_query_matrix(rows: pd.DataFrame, systems: list[str], queries: list[str]) -> np.ndarray:
@@ -146,6 +149,9 @@ class Artifacts:
             if lab is None:
                 continue
             lab = lab.dropna(subset=["relevance", "human"]).astype({"relevance": int, "human": int})
+            scale = label_scale.from_tag(job.get("judge_scale"))
+            lab = lab.assign(label=lab["relevance"], relevance=scale.human(lab["relevance"]) if len(lab) else lab["relevance"],
+                             scale=scale.tag())
             keep = LABELS + (["raw"] if "raw" in lab.columns else [])  # raw: the planner's entropy signal reads its probs
             frames.append(lab.assign(dataset=job["dataset"], judge=job["judge"], text_view=job["text_view"])[keep])
         if not frames:

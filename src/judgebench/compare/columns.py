@@ -10,6 +10,7 @@ import math
 
 import pandas as pd
 
+from judgebench import label_scale
 from judgebench.metrics import AGREEMENT_COLUMNS, ORDERING, label_agreement
 
 SHARES = [c for c in AGREEMENT_COLUMNS if "_share_" in c]  # judge_share_0..3, human_share_0..3
@@ -31,7 +32,10 @@ def agreement_table(labels: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (dataset, judge), lab in labels.groupby(["dataset", "judge"], sort=False):
         human = lab[["query_id", "doc_id", "human"]].rename(columns={"human": "relevance"})
-        agree = label_agreement(lab[["query_id", "doc_id", "relevance"]], human)
+        tag = lab["scale"].iloc[0] if "scale" in lab and len(lab) else None
+        scale = label_scale.from_tag(tag if isinstance(tag, str) else None)  # the judge on its own scale
+        own = lab["label"] if "label" in lab and lab["label"].notna().all() else lab["relevance"]
+        agree = label_agreement(lab[["query_id", "doc_id"]].assign(relevance=own.astype(int)), human, scale)
         rows.append({"dataset": dataset, "judge": judge, **{c: agree[c] for c in AGREEMENT_COLUMNS}, "pairs": agree["n_pairs"]})
     return pd.DataFrame(rows, columns=["dataset", "judge", *AGREEMENT_COLUMNS, "pairs"])
 

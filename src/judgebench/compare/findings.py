@@ -116,10 +116,16 @@ def agreement(r: Report) -> Iterable[Finding]:
     """Label agreement with the humans on the label set: graded kappa (and >= 2 binary), pairs labelled."""
     for row in r.table2.itertuples(index=False):
         k = getattr(row, "kappa_graded", math.nan)
-        if not _ok(k):
-            continue
         pairs = getattr(row, "labelled_pairs", math.nan)
         on = f" over {int(pairs):,} labelled pairs" if _ok(pairs) else ""
+        relevant = getattr(row, "kappa_relevant", math.nan)
+        if not _ok(k) and _ok(relevant):  # a judge on a scale that does not reach every human level (binary)
+            yield Finding("label agreement", f"label agreement with the humans is {kappa_word(relevant)}: Cohen's κ = "
+                          f"{relevant:.2f} on relevant or not{on}; its scale has no 0–3 grades, so no graded κ (no interval "
+                          "computed).", row.dataset, row.judge, brief=f"binary kappa {relevant:.2f} ({kappa_word(relevant)})")
+            continue
+        if not _ok(k):
+            continue
         text = (f"label agreement with the humans is {kappa_word(k)}: Cohen's κ = {k:.2f} on the 0–3 scale, "
                 f"{_n(getattr(row, 'kappa_ge2', math.nan))} on relevant (≥ 2) or not{on} (no interval computed).")
         yield Finding("label agreement", text, row.dataset, row.judge, brief=f"kappa {k:.2f} ({kappa_word(k)})")

@@ -37,6 +37,9 @@ class Dataset:
     input_files: tuple = ()
     # Whether rankers can run on it (a pool of candidates with passage texts).
     has_pool: ClassVar[bool] = True
+    # The lowest human level that counts as relevant (dataset.relevant_from; TREC DL: 2): the binary kappa's cut and a
+    # binary judge's gain (label_scale.py). A class default, set per dataset by the job that loads it.
+    relevant_from: ClassVar[int] = 2
 
     def __post_init__(self) -> None:
         if not available(self.corpus):

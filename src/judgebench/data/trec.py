@@ -119,7 +119,8 @@ OUT_OF_RANGE = ("error", "clip")
 DUPLICATES = ("error", "last")
 
 
-def read_judge_qrels(path: PathLike, out_of_range: str = "error", duplicates: str = "error", max_label: int = 3) -> pd.DataFrame:
+def read_judge_qrels(path: PathLike, out_of_range: str = "error", duplicates: str = "error", max_label: int = 3,
+                     hint: str = "judge.out_of_range=clip clamps such labels into range") -> pd.DataFrame:
     """A judge's labels as TREC qrels: columns query_id, doc_id, relevance, line (1-based), label (as written).
 
     Stricter about form than about content, by policy: a malformed line or a non-integer label is always
@@ -138,7 +139,7 @@ def read_judge_qrels(path: PathLike, out_of_range: str = "error", duplicates: st
             raise DataError(
                 path,
                 f"query {qid} doc {docid}: label {written} is outside 0..{max_label}, expected 0..{max_label} "
-                f"(judge.out_of_range=clip clamps such labels into range)",
+                f"({hint})",
                 n,
             )
         if (qid, docid) in rows and rows[(qid, docid)][1] != written and duplicates == "error":

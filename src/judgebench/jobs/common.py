@@ -18,7 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from judgebench import __version__, files_read, input_digests, tracking
 from judgebench.data.datasets import TOY_DIR, Dataset
 from judgebench.evaluation import METRIC_VERSION
-from judgebench.identity import NON_SEMANTIC, component_hash
+from judgebench.exceptions import ConfigError
+from judgebench.identity import NON_SEMANTIC, component_hash, without_late_defaults
 from judgebench.judges.parsing import PARSE_VERSION
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
@@ -49,7 +50,7 @@ def config_hash(config, digests: dict[str, str]) -> str:
             return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}
         return node
 
-    tree = strip(resolved(config))
+    tree = strip(without_late_defaults(resolved(config)))
     tree["input_digests"] = dict(digests)  # file contents, not only paths: an edited qrels reruns its cell
     tree = {"config": tree, "metric_version": METRIC_VERSION, "parse_version": PARSE_VERSION}
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -60,7 +61,7 @@ def identity_tags(config) -> dict[str, str]:
     columns by them. ``config``: a DictConfig or its resolved tree."""
     node = lambda key: resolved(config[key]) if key in config else None  # noqa: E731
     return {
-        "judge_hash": component_hash(node("judge")),
+        "judge_hash": component_hash(None if node("judge") is None else without_late_defaults(node("judge"), "judge")),
         "system_hash": component_hash(node("ranker"), node("perturbation")),
         "rewriter_hash": component_hash(node("rewriter")),
         "metric_version": METRIC_VERSION,
@@ -86,13 +87,24 @@ def load_dataset(cfg: DictConfig | dict) -> Dataset:
     hit = _DATASETS.get(key)
     if hit is not None and hit[1] == input_digests.stamps(hit[0].input_files):
         return hit[0]
+    node = OmegaConf.create(key)
+    relevant_from = node.pop("relevant_from", None)  # the collection's relevance threshold: no loader's argument
     with files_read.recording() as opened:
-        dataset = instantiate(OmegaConf.create(key))
+        dataset = instantiate(node)
+    if relevant_from is not None:
+        dataset.relevant_from = _relevant_from(relevant_from, dataset)
     dataset.input_files = tuple(dict.fromkeys(opened))
     if len(_DATASETS) >= 4:
         _DATASETS.pop(next(iter(_DATASETS)))
     _DATASETS[key] = (dataset, input_digests.stamps(dataset.input_files))
     return dataset
+
+
+def _relevant_from(value, dataset: Dataset) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 3:
+        raise ConfigError(f"dataset.relevant_from={value!r}: expected the lowest human level (1-3) that counts as relevant "
+                          f"in {dataset.name} (TREC DL: 2)")
+    return value
 
 
 def find_done(store: tracking.StoreSettings, dry_run: bool, chash: str, what: str) -> tuple[str | None, tuple | None]:

@@ -95,6 +95,7 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
         return JobOutcome("dry-run", KIND)
     preflight.check_labels(dataset, judge)  # an API judge answers before any work
     client, exp_id = store
+    scale = judge.label_scale(dataset.relevant_from)
     tags = RunTags(
         kind=KIND,
         config_hash=chash,
@@ -105,6 +106,7 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
         judge=judge.name,
         judge_family=judge.family,
         judge_model=judge.model,
+        judge_scale=scale.tag(),
         rewriter="none",
         text_view=ORIGINAL,
         git_commit=tracking.git_commit(),
@@ -117,7 +119,7 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
         label_set = dataset.label_set()
         with settings.stages.stage(f"judge {judge.name}"):
             result = judge.judge(label_set[["query_id", "doc_id"]], dataset, dataset.corpus)
-        agreement = label_agreement(result.qrels, label_set)
+        agreement = label_agreement(result.qrels, label_set, scale)
         metrics = {
             **{name: agreement[name] for name in AGREEMENT_COLUMNS},
             "label_set_size": len(label_set),
@@ -144,6 +146,7 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
     except BaseException as exc:
         job.fail(exc)
         raise
-    log.info("%s | labels | judge=%-24s kappa=%.3f kappa_ge2=%.3f alpha_ordinal=%.3f (%d pairs, %.1fs)", dataset.name, judge.name,
-             metrics["kappa_graded"], metrics["kappa_ge2"], metrics["alpha_ordinal"], len(result.labels), metrics["wall_time_s"])
+    log.info("%s | labels | judge=%-24s kappa=%.3f kappa_relevant=%.3f alpha_ordinal=%.3f (%d pairs, scale %s, %.1fs)", dataset.name,
+             judge.name, metrics["kappa_graded"], metrics["kappa_relevant"], metrics["alpha_ordinal"], len(result.labels),
+             scale.describe(), metrics["wall_time_s"])
     return JobOutcome("finished", KIND, run_id=job.run_id, metrics=metrics)

@@ -26,7 +26,7 @@ from judgebench.text_view import ORIGINAL
 log = logging.getLogger("judgebench")
 
 # what a cell's judge-summary run carries of the cell's tags: the judge and its data, not the system
-SUMMARY_TAGS = ("dataset", "judge", "judge_family", "judge_model", "rewriter", "text_view", "git_commit", "judge_hash",
+SUMMARY_TAGS = ("dataset", "judge", "judge_family", "judge_model", "judge_scale", "rewriter", "text_view", "git_commit", "judge_hash",
                 "metric_version", "sweep_id", "dataset_hash", "dataset_parts")
 
 
@@ -79,6 +79,7 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         return dry_run(ranker, dataset, judge, rewriter, system, cell.where, settings.gpu_estimate)
     preflight.check_cell(dataset, judge, rewriter, ranker)  # each API backend answers before any work
     client, exp_id = store
+    scale = judge.label_scale(dataset.relevant_from)
     slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
     run_tags = RunTags(
         kind="job",
@@ -95,6 +96,7 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         judge=judge.name,
         judge_family=judge.family,
         judge_model=judge.model,
+        judge_scale=scale.tag(),
         rewriter=rewriter.name,
         text_view=rewriter.view,
         git_commit=tracking.git_commit(),
@@ -121,7 +123,8 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         label_set = dataset.label_set()
         with settings.stages.stage(f"judge {judge.name}"):
             result = judge.judge(label_set[["query_id", "doc_id"]], dataset, texts)
-        qrels = {**references(dataset.qrels, label_set, judged=result.qrels), "judge": result.qrels}
+        # the judge's labels score with their human levels (its scale's map: a binary 1 is relevant, not "related")
+        qrels = {**references(dataset.qrels, label_set, judged=result.qrels), "judge": scale.gains(result.qrels)}
         scores = evaluate(run, qrels, dataset.judged_queries())
         per_query = scores.rename(columns={name: f"ndcg10_{name}" for name in qrels})
         metrics = {
@@ -137,7 +140,7 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         job.log_metrics(metrics)
         summary_tags = RunTags(**{k: v for k, v in run_tags.values().items() if k in SUMMARY_TAGS}).to_tags()
         summary_id = judge_summary.ensure(client, exp_id, summary_tags, result.qrels, label_set, result.usage.calls_failed,
-                                          lock_dir=cell.lock_dir)
+                                          lock_dir=cell.lock_dir, scale=scale)
         job.set_tags(RunTags(judge_summary=summary_id).to_tags())
         labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
         files = {

@@ -7,6 +7,8 @@ from typing import ClassVar
 
 import pandas as pd
 
+from judgebench.label_scale import graded
+
 LABEL_COLUMNS = ["query_id", "doc_id", "relevance", "raw"]
 
 
@@ -57,6 +59,11 @@ class Judge:
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         """Label every (query_id, doc_id) in pairs; failures are reported, never turned into labels."""
         raise NotImplementedError
+
+    def label_scale(self, relevant_from: int = 2):
+        """The scale of its labels (label_scale.py): graded 0-3 unless the judge declares another (file judges:
+        ``judge.scale``; the LLM judges' UMBRELA prompt asks for 0-3)."""
+        return graded(relevant_from)
 
     def input_files(self) -> list:
         """Files it reads when it judges, not when it is built (those are recorded then, files_read.py): their

@@ -4,8 +4,9 @@ Researchers hold judgments they paid for; judging them again would cost the call
 reproduce them. The file's labels are the judge's labels for the label set, with no calls. A label-set
 pair the file does not label is a failure (listed, counted in ``calls_failed``, so ``max_failed_share``
 applies), never a 0. Form errors (bad line, non-integer label, a query the dataset does not have) always
-stop the job with file, line and value; out-of-range labels and conflicting duplicates do too, unless the
-user opts into a policy (``out_of_range=clip``, ``duplicates=last``).
+stop the job with file, line and value; labels outside the judge's declared scale (``scale``: graded 0-3 by
+default, binary, or labels with a map onto the human levels, label_scale.py) and conflicting duplicates do too,
+unless the user opts into a policy (``out_of_range=clip``, ``duplicates=last``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from judgebench import label_scale
 from judgebench.exceptions import DataError
 from judgebench.data.trec import read_judge_qrels
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
@@ -38,6 +40,7 @@ class QrelsFileJudge(Judge):
     root: str | None = None  # a relative path is read from here (null: the working directory)
     out_of_range: str = "error"  # error | clip
     duplicates: str = "error"  # error | last
+    scale: str | dict | None = "graded"  # graded | binary | {labels: [...], to_human: [...]} (label_scale.py)
     reads_texts = False  # a class attribute (ClassVar in Judge), not a config field
 
     def __post_init__(self) -> None:
@@ -46,6 +49,10 @@ class QrelsFileJudge(Judge):
         self.name = self.name or file_stem(self.path)
         if self.path == HUMAN_PATH:
             self.name, self.family, self.model = HUMAN_PATH, "human", "qrels"
+
+    def label_scale(self, relevant_from: int = label_scale.RELEVANT_FROM) -> label_scale.LabelScale:
+        """The declared scale of the file's labels (the human judge's: graded)."""
+        return label_scale.parse(None if self.path == HUMAN_PATH else self.scale, relevant_from)
 
     @property
     def file(self) -> Path:
@@ -59,7 +66,17 @@ class QrelsFileJudge(Judge):
     def read(self, dataset) -> pd.DataFrame:
         """The file's labels with dataset ids (query_id, doc_id, relevance, line, label); a query the dataset
         does not know is an error naming its line."""
-        labels = read_judge_qrels(self.file, out_of_range=self.out_of_range, duplicates=self.duplicates)
+        scale = self.label_scale(getattr(dataset, "relevant_from", label_scale.RELEVANT_FROM))
+        hint = (f"a judge on another scale declares it: judge.scale=binary, or {label_scale.EXAMPLE} (labels and their human "
+                f"levels); judge.out_of_range=clip clamps such labels into range") if scale.is_graded else \
+            f"the declared judge.scale is {scale.describe()}; judge.out_of_range=clip clamps such labels into range"
+        labels = read_judge_qrels(self.file, out_of_range=self.out_of_range, duplicates=self.duplicates,
+                                  max_label=max(scale.labels), hint=hint)
+        foreign = ~labels["relevance"].isin(scale.labels)
+        if foreign.any():  # a gap in a declared scale (labels 0, 2, 4): no clip can say what such a label means
+            row = labels[foreign].iloc[0]
+            raise DataError(self.file, f"query {row['query_id']} doc {row['doc_id']}: label {row['label']} is not one of the "
+                            f"declared judge.scale labels {list(scale.labels)}", int(row["line"]))
         aliases = getattr(dataset, "id_aliases", None) or {}
         if aliases:  # ids of the original collection (e.g. TREC DL 2023 qids) mapped to the dataset's
             labels["query_id"] = labels["query_id"].map(lambda q: aliases.get("query", {}).get(q, q))
@@ -102,7 +119,7 @@ class QrelsFileJudge(Judge):
                         self.name, len(missing), len(pairs), self.file, shown)
         if clipped.any():
             usage.errors["clipped"] = int(clipped.sum())
-            log.warning("judge %s: %d labels outside 0..3 clamped into range (out_of_range=clip), lines %s",
+            log.warning("judge %s: %d labels outside its scale clamped into range (out_of_range=clip), lines %s",
                         self.name, int(clipped.sum()), ", ".join(str(int(n)) for n in found.loc[clipped, "line"].head(10)))
         if outside:
             log.info("judge %s: %d labelled pairs of %s are outside the label set (ignored)", self.name, outside, self.file)

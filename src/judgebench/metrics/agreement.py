@@ -19,6 +19,8 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
+from judgebench.label_scale import LabelScale, graded
+
 LEVELS = (0, 1, 2, 3)
 _KEYS = ["query_id", "doc_id"]
 
@@ -71,15 +73,23 @@ class CohenKappa:
     of agreement for nominal scales"). ``weights``: None counts every disagreement alike; "linear"
     (|i - j|) or "quadratic" ((i - j)^2) weight it by distance on the 0-3 scale (Cohen 1968, "Weighted
     kappa"). ``cut``: binarise both raters first at label >= cut (1: 0|123, 2: 01|23, the TREC DL
-    binary relevance, 3: 012|3; the LLMJudge overview reports all three). nan when undefined.
+    binary relevance, 3: 012|3; the LLMJudge overview reports all three); "relevant": at the collection's
+    threshold (``dataset.relevant_from``), the one kappa every scale has (a binary judge's 1 against human
+    labels >= it). A judge whose scale does not reach every human level (binary) gets nan for every other
+    kappa: not comparable (label_scale.py). nan when undefined.
     scikit-learn's cohen_kappa_score computes it."""
 
     name: str
     weights: str | None = None
-    cut: int | None = None
+    cut: int | str | None = None  # "relevant": dataset.relevant_from
 
     def __call__(self, pairs: pd.DataFrame) -> float:
+        if pairs.attrs.get("not_graded") and self.name != "kappa_relevant":
+            return math.nan  # a judge whose scale does not reach every human level: not comparable (label_scale.py)
         h, j = pairs["human"].to_numpy(), pairs["judge"].to_numpy()
+        if self.cut == "relevant":  # the collection's own cut (dataset.relevant_from), the judge read through its map
+            cut = int(pairs.attrs.get("relevant_from", 2))
+            return _kappa(binarize(h, cut), binarize(j, cut), (0, 1), self.weights)
         if self.cut is None:
             return _kappa(h, j, LEVELS, self.weights)
         return _kappa(binarize(h, self.cut), binarize(j, self.cut), (0, 1), self.weights)
@@ -97,6 +107,8 @@ class KrippendorffAlpha:
     level: str = "ordinal"
 
     def __call__(self, pairs: pd.DataFrame) -> float:
+        if pairs.attrs.get("not_graded"):
+            return math.nan
         data = np.vstack([pairs["human"].to_numpy(float), pairs["judge"].to_numpy(float)])
         if data.shape[1] < 2 or len(np.unique(data)) < 2:
             return math.nan
@@ -114,7 +126,10 @@ class LabelShare:
     level: int
 
     def __call__(self, pairs: pd.DataFrame) -> float:
-        return float((pairs[self.rater] == self.level).mean()) if len(pairs) else math.nan
+        column = "judge_label" if self.rater == "judge" and "judge_label" in pairs else self.rater  # its own labels
+        if self.rater == "judge" and self.level not in pairs.attrs.get("judge_labels", LEVELS):
+            return math.nan  # not a label of the judge's scale
+        return float((pairs[column] == self.level).mean()) if len(pairs) else math.nan
 
 
 def _per_query_kappas(pairs: pd.DataFrame) -> np.ndarray:
@@ -136,6 +151,8 @@ class PerQueryKappa:
     summary: str = "median"
 
     def __call__(self, pairs: pd.DataFrame) -> float:
+        if pairs.attrs.get("not_graded"):
+            return math.nan
         values = _per_query_kappas(pairs)
         if not len(values):
             return math.nan
@@ -150,8 +167,9 @@ AGREEMENT = (
     CohenKappa("kappa_linear", weights="linear"),
     CohenKappa("kappa_quadratic", weights="quadratic"),
     CohenKappa("kappa_ge1", cut=1),
-    CohenKappa("kappa_ge2", cut=2),  # the binary kappa of TREC DL ({0,1} | {2,3}); once also logged as kappa_binary
+    CohenKappa("kappa_ge2", cut=2),  # the binary kappa of TREC DL ({0,1} | {2,3}) on the 0-3 scale
     CohenKappa("kappa_ge3", cut=3),
+    CohenKappa("kappa_relevant", cut="relevant"),  # relevant or not at dataset.relevant_from: every scale has it
     KrippendorffAlpha("alpha_ordinal", level="ordinal"),
     KrippendorffAlpha("alpha_interval", level="interval"),
     PerQueryKappa("kappa_query_median", summary="median"),
@@ -162,14 +180,21 @@ AGREEMENT = (
 AGREEMENT_COLUMNS = [s.name for s in AGREEMENT]
 
 
-def label_agreement(judge_qrels: pd.DataFrame, human_qrels: pd.DataFrame) -> dict:
+def label_agreement(judge_qrels: pd.DataFrame, human_qrels: pd.DataFrame, scale: LabelScale | None = None) -> dict:
     """Every statistic of ``AGREEMENT`` on the pairs both labelled, plus n_pairs (pairs both labelled)
-    and n_missing (human pairs the judge did not label)."""
+    and n_missing (human pairs the judge did not label). ``scale``: the judge's label scale (default graded
+    0-3): kappas and alphas read its labels through the scale's map onto the human levels, and only the
+    binary kappa is computed when that map does not reach every level; label shares count its own labels."""
+    scale = scale or graded()
     pairs = _pairs(judge_qrels, human_qrels)
     n_human = len(_clean(human_qrels, "human"))
-    bad = sorted(int(x) for x in (set(pairs["human"].unique()) | set(pairs["judge"].unique())) - set(LEVELS))
+    bad = sorted(int(x) for x in set(pairs["human"].unique()) - set(LEVELS))
+    bad += sorted(int(x) for x in set(pairs["judge"].unique()) - set(scale.labels))
     if bad:  # sklearn would silently drop pairs with labels outside `labels`
-        raise ValueError(f"labels must be in {LEVELS}, got {bad}")
+        raise ValueError(f"labels must be in {LEVELS} (human) and {scale.labels} (judge), got {bad}")
+    if not scale.is_graded:
+        pairs = pairs.assign(judge_label=pairs["judge"], judge=scale.human(pairs["judge"]))
+    pairs.attrs.update(not_graded=not scale.reaches_every_level, relevant_from=scale.relevant_from, judge_labels=scale.labels)
     out = {s.name: s(pairs) for s in AGREEMENT}
     out.update(n_pairs=int(len(pairs)), n_missing=int(n_human - len(pairs)))
     return out

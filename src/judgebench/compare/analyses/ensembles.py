@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from judgebench import label_scale
 from judgebench.compare.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
 from judgebench.compare.reference import HUMAN_JUDGED, OWN, ROLE
 from judgebench.exceptions import CompareError
@@ -125,7 +126,11 @@ def virtual_labels(labels: pd.DataFrame, vj: VirtualJudge, problems: list[str] |
         value = RULES[vj.rule](wide.to_numpy(dtype=float))
         out = wide.index.to_frame(index=False).assign(relevance=value, human=human.to_numpy())
         out = out.dropna(subset=["relevance"]).astype({"relevance": int, "human": int})
-        frames.append(out.assign(dataset=dataset, judge=vj.name, text_view=ORIGINAL)[LABELS])
+        # its labels are human levels; its scale the levels its members' scales reach (binary members: 0 and 2 only,
+        # so its graded statistics are not comparable, as theirs are not)
+        reach = sorted({level for t in (d["scale"].dropna().unique() if "scale" in d else ()) for level in label_scale.from_tag(t).to_human} or label_scale.HUMAN_LEVELS)
+        scale = label_scale.parse({"labels": reach, "to_human": reach, "name": "members' levels"})
+        frames.append(out.assign(dataset=dataset, judge=vj.name, text_view=ORIGINAL, label=out["relevance"], scale=scale.tag())[LABELS])
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LABELS)
 
 

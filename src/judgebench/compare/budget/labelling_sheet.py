@@ -58,6 +58,7 @@ def load_texts(dataset: str) -> Texts:
     cannot be loaded here gives a sheet of ids and a note saying why."""
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
+    from omegaconf import open_dict
 
     from judgebench.config_dir import CONF_DIR
     from judgebench.data.corpus import available
@@ -67,7 +68,10 @@ def load_texts(dataset: str) -> Texts:
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or str(Path.cwd() / ".cache" / "judgebench")  # as run's default, no Hydra run
-            ds = instantiate(compose("config", overrides=[f"dataset={dataset}", f"cache_dir={cache}"]).dataset)
+            node = compose("config", overrides=[f"dataset={dataset}", f"cache_dir={cache}"]).dataset
+            with open_dict(node):
+                node.pop("relevant_from", None)  # a setting of the jobs (jobs/common.py load_dataset), no loader's argument
+            ds = instantiate(node)
     except Exception as e:  # noqa: BLE001 (the sheet is still written, with ids, and the note says why)
         return Texts(note=f"dataset {dataset!r} could not be loaded here ({type(e).__name__}: {e}): ids only")
     if not available(ds.corpus):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from scipy.stats import entropy
 
+from judgebench import label_scale
 from judgebench.compare import names
 from judgebench.compare.renderers import render
 from judgebench.compare.findings import Finding
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
 
 COLLAPSED = 0.5  # a judge with less than this share of the humans' entropy gets a finding (a rule of thumb, not a test)
-COLUMNS = ["dataset", "judge", "pairs", "judge_bits", "human_bits", "difference"]
+COLUMNS = ["dataset", "judge", "scale", "pairs", "judge_bits", "human_bits", "difference"]
 
 
 def bits(labels: pd.Series) -> float:
@@ -36,8 +37,13 @@ def label_entropy(labels: pd.DataFrame) -> pd.DataFrame:
     original = labels[labels["text_view"] == ORIGINAL] if "text_view" in labels else labels
     rows = []
     for (dataset, judge), g in original.groupby(["dataset", "judge"], sort=False):
-        j, h = bits(g["relevance"]), bits(g["human"])
-        rows.append({"dataset": dataset, "judge": judge, "pairs": len(g), "judge_bits": j, "human_bits": h, "difference": j - h})
+        tag = g["scale"].iloc[0] if "scale" in g else None
+        scale = label_scale.from_tag(tag if isinstance(tag, str) else None)
+        # one scale on both sides: the judge's labels as human levels, the humans' seen through the judge's scale
+        # (a binary judge against relevant-or-not, never its 1 bit against the humans' 0-3)
+        j, h = bits(g["relevance"]), bits(pd.Series(scale.coarsen_human(g["human"])))
+        rows.append({"dataset": dataset, "judge": judge, "scale": scale.describe(), "pairs": len(g), "judge_bits": j,
+                     "human_bits": h, "difference": j - h})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -53,7 +59,8 @@ class LabelEntropy(Section):
             return []
         return ["\n## Label entropy per judge (bits; the humans' on the same pairs)\n",
                 "Shannon entropy of each judge's label distribution on the original texts, beside the human labels' on the "
-                "pairs it labelled; a judge far below the humans gives most pairs one grade.\n",
+                "pairs it labelled, both on the judge's scale (a binary judge against the human labels as relevant or not); "
+                "a judge far below the humans gives most pairs one grade.\n",
                 render.markdown(table, index=False, integers=["pairs"], digits=3)]
 
     def latex(self, r: Report) -> list[LatexTable]:
