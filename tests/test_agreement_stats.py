@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -31,7 +32,7 @@ def test_column_names_are_the_issue_names():
         "judge_share_0", "judge_share_1", "judge_share_2", "judge_share_3",
         "human_share_0", "human_share_1", "human_share_2", "human_share_3",
     ]
-    assert ORDERING_COLUMNS == ["tau_all", "tau_ap", "rho_all", "tau_top5"]
+    assert ORDERING_COLUMNS == ["tau_all", "tau_ap", "rho_all", "tau_top5", "tau_top10"]
 
 
 def test_cohen_kappa_unweighted_and_weighted(six):
@@ -167,3 +168,19 @@ def test_tau_over_the_top5_human_systems():
     assert KendallTau("tau_all")(judge, human) == pytest.approx((10 - 11) / 21, abs=1e-12)
     # fewer systems than the cut: undefined rather than silently tau_all
     assert math.isnan(KendallTau("tau_top5", top=5)({"a": 1, "b": 2}, {"a": 1, "b": 2}))
+
+
+def test_tau_over_the_top10_human_systems_against_scipy():
+    """tau_top10 is scipy's tau-b on the 10 best systems under humans, whatever the judge does below them; 9 systems:
+    no top 10 (nan, the rule Table 2 states), not tau_all."""
+    from scipy.stats import kendalltau
+
+    rng = np.random.default_rng(3)
+    human = {f"s{i}": float(v) for i, v in enumerate(rng.permutation(14))}
+    judge = {s: v + rng.normal(0, 3) for s, v in human.items()}
+    top = sorted(human, key=lambda s: -human[s])[:10]
+    expected = kendalltau([judge[s] for s in top], [human[s] for s in top]).statistic
+    assert KendallTau("tau_top10", top=10)(judge, human) == pytest.approx(expected, abs=1e-12)
+    assert KendallTau("tau_top10", top=10)(judge, human) != pytest.approx(KendallTau("tau_all")(judge, human))
+    nine = {s: human[s] for s in top[:9]}
+    assert math.isnan(KendallTau("tau_top10", top=10)(nine, nine))

@@ -61,6 +61,11 @@ def inversion(r: Report) -> Iterable[Finding]:
         ranks = (f"mean rank of the LLM systems {_n(row.llm_rank_judge, 1)} vs the oracles {_n(row.oracle_rank_judge, 1)} "
                  f"under the judge, {_n(row.llm_rank_human, 1)} vs {_n(row.oracle_rank_human, 1)} under humans; LLM systems win "
                  f"{_pct(row.llm_wins_judge)} of (LLM, oracle) pairs under the judge, {_pct(row.llm_wins_human)} under humans")
+        flips = getattr(row, "flipped_pairs", math.nan)
+        if _ok(flips, getattr(row, "oracle_first_pairs", math.nan)) and row.oracle_first_pairs > 0:  # by how much
+            margin = f", by {row.flip_margin:.3f} nDCG@10 on average" if _ok(row.flip_margin) else ""
+            ranks += (f"; of the {int(row.oracle_first_pairs)} (LLM, oracle) pairs humans order oracle first, the judge puts "
+                      f"the LLM system above in {int(flips)}{margin}")
         if not _ok(v):
             yield Finding("inversion", "inversion not measured: it needs both LLM and oracle systems.", row.dataset, row.judge,
                           brief="inversion n/a")

@@ -145,5 +145,12 @@ class SpearmanRho:
             return float(spearmanr([judge[s] for s in systems], [human[s] for s in systems]).statistic)
 
 
-ORDERING = (KendallTau("tau_all"), TauAP("tau_ap"), SpearmanRho("rho_all"), KendallTau("tau_top5", top=5))
+# Agreement among the top systems (Clarke & Dietz: LLM judges fail where it matters, among the best): tau among the
+# k best systems under the humans, k = 5 and 10. With fewer than k systems there is no top k to single out: nan, and
+# Table 2 says so (TOP_K_RULE); never tau over all systems under a top-k name, never 0.
+TOP_K = (5, 10)
+TOP_K_RULE = ("tau_topK is Kendall's τ-b among the K systems best under the human reference (K = 5, 10), a point estimate "
+              "(no interval); it is left empty where fewer than K systems are scored by both, since the top K would then be "
+              "every system (tau_all says that)")
+ORDERING = (KendallTau("tau_all"), TauAP("tau_ap"), SpearmanRho("rho_all"), *(KendallTau(f"tau_top{k}", top=k) for k in TOP_K))
 ORDERING_COLUMNS = [s.name for s in ORDERING]

@@ -5,7 +5,8 @@ ahead of the LLM rankers, an LLM judge places the LLM rankers ahead. We rank eve
 mean nDCG@10 (1 = best, ties share the average rank) under the judge and under humans, compare
 the mean rank of the two groups, and flag the judge when the order of the groups flips. The
 share of (LLM, oracle) pairs won by the LLM systems, the LLM systems placed above every oracle,
-and the nDCG gap (judge minus human) per system type say by how much, and which systems moved.
+the nDCG gap (judge minus human) per system type, and the (LLM, oracle) pairs humans order oracle first that the
+judge flips, with the judge's mean nDCG margin in them, say by how much, and which systems moved.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from judgebench.compare.reference import References
 from judgebench.compare.tables import judge_columns
 
 COLUMNS = ["dataset", "judge", "reference", "llm_rank_judge", "oracle_rank_judge", "llm_rank_human", "oracle_rank_human",
-           "inverted", "llm_wins_judge", "llm_wins_human", "llm_above_oracles_judge", "llm_above_oracles_human"]
+           "inverted", "llm_wins_judge", "llm_wins_human", "llm_above_oracles_judge", "llm_above_oracles_human",
+           "oracle_first_pairs", "flipped_pairs", "flip_margin"]
 TYPES = ("oracle", "llm", "lexical", "external")
 
 
@@ -33,6 +35,19 @@ def _wins(values: pd.Series, llm: list[str], oracles: list[str]) -> float:
     if not llm or not oracles:
         return math.nan
     return float(np.mean([values[a] > values[b] for a in llm for b in oracles]))
+
+
+def _flips(judge: pd.Series, human: pd.Series, llm: list[str], oracles: list[str]) -> tuple[float, float, float]:
+    """(pairs humans order oracle over LLM system, how many of them the judge orders LLM first, the judge's mean nDCG
+    margin of the LLM system in those): by how much a judge puts the LLM rankers above oracles humans rank higher."""
+    if not llm or not oracles:
+        return math.nan, math.nan, math.nan
+    hl, ho = human[llm].to_numpy(float)[:, None], human[oracles].to_numpy(float)[None, :]
+    jl, jo = judge[llm].to_numpy(float)[:, None], judge[oracles].to_numpy(float)[None, :]
+    humans_oracle_first = ho > hl
+    flipped = humans_oracle_first & (jl > jo)
+    margin = float((jl - jo)[flipped].mean()) if flipped.any() else math.nan
+    return float(humans_oracle_first.sum()), float(flipped.sum()), margin
 
 
 def _above(values: pd.Series, llm: list[str], oracles: list[str]) -> str:
@@ -78,6 +93,7 @@ def ranker_bias(t1: dict[str, pd.DataFrame], refs: References) -> pd.DataFrame:
                 "llm_above_oracles_judge": _above(both[judge], llm, oracles),
                 "llm_above_oracles_human": _above(both[reference], llm, oracles),
             }
+            row["oracle_first_pairs"], row["flipped_pairs"], row["flip_margin"] = _flips(both[judge], both[reference], llm, oracles)
             human_order = _order(row["llm_rank_human"], row["oracle_rank_human"])
             judge_order = _order(row["llm_rank_judge"], row["oracle_rank_judge"])
             # the group order flips, or an LLM ranker the humans put below the oracles tops them all

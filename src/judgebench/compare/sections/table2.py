@@ -14,12 +14,16 @@ from judgebench.compare.renderers import render
 from judgebench.compare.renderers import views
 from judgebench.compare.artifacts import REFERENCES
 from judgebench.compare.section import LatexTable, Section
+from judgebench.metrics.correlation import TOP_K_RULE
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
 
 FIGURE_JUDGES = 12
-HEADLINE = ["kappa_graded", "kappa_ge2", "tau_all", "tau_oracles", "tau_ap"]  # the columns the terminal shows
+SCALE_NOTE = ("\nEach judge is read on its own label scale (docs/protocol.md): a judge whose scale does not reach every human "
+              "level (binary) has kappa_relevant, Cohen's κ of relevant or not (its 1 against human labels at or above the "
+              "collection's relevance threshold), and no graded κ/α (those cells read missing: not comparable, not data lost).\n")
+HEADLINE = ["kappa_graded", "kappa_ge2", "kappa_relevant", "tau_all", "tau_oracles", "tau_ap"]  # the columns the terminal shows
 
 
 def figure_judges(r: Report) -> tuple[list[str], int]:
@@ -37,8 +41,12 @@ class Table2(Section):
         parts = [f"\n## Table 2: agreement with the human qrels per judge (labels: on the label set; orderings: against "
                  f"{r.options.reference})\n"]
         if len(r.table2):
-            for _, title, frame, integers in views.table2_blocks(r.table2):
+            for suffix, title, frame, integers in views.table2_blocks(r.table2):
                 parts += [f"\n### {title}\n", render.markdown(frame, index=False, integers=[c for c in integers if c != "reference"])]
+                if suffix == "" and r.table2["kappa_graded"].isna().any() and "kappa_relevant" in r.table2:
+                    parts.append(SCALE_NOTE)
+                if suffix == "_orderings":
+                    parts.append(f"\n{TOP_K_RULE}.\n")
         else:
             parts.append("(no judge other than human)")
         return parts
