@@ -114,3 +114,18 @@ def test_the_default_scale_changes_no_hash(tmp_path):
         changed = OmegaConf.to_container(_composed(tmp_path, "judge=qrels", "judge.path=labels.txt", "dataset=dl19", other), resolve=True)
         assert common.config_hash(changed, {}) != common.config_hash(tree, {}), other
         assert (common.identity_tags(changed)["judge_hash"] != common.identity_tags(tree)["judge_hash"]) == other.startswith("judge")
+
+
+def test_label_entropy_compares_a_binary_judge_with_relevant_or_not():
+    """A binary judge's labels (as human levels 0 and 2) against the humans' 0,1,2,3 seen through its scale (0,0,2,2):
+    1 bit each, never its 1 bit against the humans' 2 bits of 0-3."""
+    from judgebench.compare.sections.label_entropy import label_entropy
+
+    binary = label_scale.parse("binary").tag()
+    labels = pd.DataFrame({"dataset": "d", "judge": "b", "text_view": "original", "query_id": "q", "doc_id": list("1234"),
+                           "relevance": [0, 2, 2, 0], "human": [0, 1, 2, 3], "label": [0, 1, 1, 0], "scale": binary})
+    row = label_entropy(labels).iloc[0]
+    assert (row["judge_bits"], row["human_bits"]) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert row["scale"].startswith("binary")
+    graded = label_entropy(labels.drop(columns=["scale", "label"])).iloc[0]  # a run logged before scales: graded
+    assert graded["human_bits"] == pytest.approx(2.0)

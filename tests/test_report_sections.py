@@ -77,7 +77,8 @@ def test_label_entropy_is_one_section_in_the_list(rendered):
 def test_label_entropy_finding_for_a_collapsed_judge_only():
     """Judge b (0 bits against the humans' 1) has less than COLLAPSED of their entropy: one finding; judge a (1 bit
     against 2: exactly half) has none. The section's producer is in findings.PRODUCERS, after the listed ones."""
-    table = pd.DataFrame([["d", "a", 4, 1.0, 2.0, -1.0], ["d", "b", 4, 0.0, 1.0, -1.0]], columns=label_entropy.COLUMNS)
+    table = pd.DataFrame([["d", "a", "graded 0-3", 4, 1.0, 2.0, -1.0], ["d", "b", "graded 0-3", 4, 0.0, 1.0, -1.0]],
+                         columns=label_entropy.COLUMNS)
     section = next(s for s in sections.SECTIONS if s.name == "label_entropy")
     found = list(section.findings(SimpleNamespace(results={"label_entropy": table})))
     assert [(f.dataset, f.judge, f.topic) for f in found] == [("d", "b", "label entropy")]

@@ -150,7 +150,7 @@ class SpearmanRho:
 # Table 2 says so (TOP_K_RULE); never tau over all systems under a top-k name, never 0.
 TOP_K = (5, 10)
 TOP_K_RULE = ("tau_topK is Kendall's τ-b among the K systems best under the human reference (K = 5, 10), a point estimate "
-              "(no interval); it is left empty where fewer than K systems are scored by both, since the top K would then be "
+              "(no interval); it reads missing where fewer than K systems are scored by both, since the top K would then be "
               "every system (tau_all says that)")
 ORDERING = (KendallTau("tau_all"), TauAP("tau_ap"), SpearmanRho("rho_all"), *(KendallTau(f"tau_top{k}", top=k) for k in TOP_K))
 ORDERING_COLUMNS = [s.name for s in ORDERING]
