@@ -57,7 +57,7 @@ def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, d
                          metric_version=METRIC_VERSION, status="FINISHED")
     found = client.search_runs([experiment_id], filter_string=filt, max_results=50)
     for r in found:  # the filter cannot say text_view or dataset safely (free text): check them here
-        same = [RunTags.name(f) for f in ("dataset", "text_view", "dataset_hash")]
+        same = [RunTags.name(f) for f in ("dataset", "text_view", "dataset_hash", "judge_scale")]  # scale: its relevant_from
         if all(r.data.tags.get(k) == tags.get(k) for k in same):
             return r.info.run_id
     note = (f"{tags['dataset']}: judge-level statistics of {tags['judge']} on the label set ({len(label_set)} pairs, text view "

@@ -62,7 +62,8 @@ class Judge:
 
     def label_scale(self, relevant_from: int = 2):
         """The scale of its labels (label_scale.py): graded 0-3 unless the judge declares another (file judges:
-        ``judge.scale``; the LLM judges' UMBRELA prompt asks for 0-3)."""
+        ``judge.scale``). LLM judges keep it: their prompts ask for a 0-3 final score, the only answer
+        judges/parsing.py accepts."""
         return graded(relevant_from)
 
     def input_files(self) -> list:
