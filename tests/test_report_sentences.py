@@ -38,3 +38,17 @@ def test_sentence_the_readback_command_names_the_store_and_the_selection(tmp_pat
     assert command == (f"judgebench-compare experiment=e tracking_uri=https://***@mlflow.example/ sweep=s1 datasets=dl19,dl20 "
                        f"judges=gpt out={tmp_path / 'out'} calibration.human_labels={tmp_path / 'out' / 'plan' / 'labels.tsv'}")
     assert "secret" not in command
+
+
+def test_sentence_a_trec_grid_sheet_carries_its_passages_from_the_cells_config(tmp_path):
+    """A plan on a ``dataset=trec`` grid (dataset.name=mine: no config of judgebench's) loads the texts from the dataset
+    node of a cell's logged config.yaml, not a sheet of ids saying "not one of judgebench's dataset configs"."""
+    from judgebench.compare.budget import labelling_sheet
+    from test_trec_files import TEXTS, collection
+
+    files = collection(tmp_path / "c", "tsv")
+    config = "dataset:\n  _target_: judgebench.data.trec_files.load_trec\n  name: mine\n" + "".join(
+        f"  {k}: {v}\n" for k, v in files.items())
+    texts = labelling_sheet.load_texts("mine", config)
+    assert not texts.note and dict(texts.passages) == TEXTS and texts.queries["t1"] == "cheap flights to lisbon"
+    assert "not one of judgebench's dataset configs" in labelling_sheet.load_texts("mine").note  # what it gave before

@@ -53,15 +53,25 @@ def sheet_name(dataset: str, judge: str, suffix: str) -> str:
     return f"labelling_sheet_{names.file_part(dataset)}_{names.file_part(judge)}.{suffix}"
 
 
-def load_texts(dataset: str) -> Texts:
-    """The dataset's texts, loaded by its config name as ``judgebench run dataset=<name>`` would; a dataset that
-    cannot be loaded here gives a sheet of ids and a note saying why."""
+def load_texts(dataset: str, config_yaml: str | None = None) -> Texts:
+    """The dataset's texts: loaded from the dataset node of a grid cell's own config (``config_yaml``, its logged
+    ``config.yaml``: a ``dataset=trec`` or ``irds`` grid names its files there), else by its config name as
+    ``judgebench run dataset=<name>`` would; a dataset that cannot be loaded here gives a sheet of ids and a note
+    saying why."""
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
+    from omegaconf import OmegaConf
 
     from judgebench.config_dir import CONF_DIR
     from judgebench.data.corpus import available
 
+    if config_yaml:
+        try:
+            ds = instantiate(OmegaConf.create(config_yaml)["dataset"])
+            if available(ds.corpus):
+                return Texts(ds.queries, ds.corpus)
+        except Exception:  # noqa: BLE001 (moved files, another machine: the name-based load below says why)
+            pass
     if not (CONF_DIR / "dataset" / f"{dataset}.yaml").is_file():
         return Texts(note=f"dataset {dataset!r} is not one of judgebench's dataset configs: no query or passage texts here")
     try:
@@ -136,12 +146,14 @@ labelled in part is not. Then read it back: <code>{e(readback)}</code></p></div>
 """
 
 
-def write(plans: list, labels: pd.DataFrame, out: Path, readback: str) -> list[Path]:
-    """Every plan's sheet (the texts of each dataset loaded once)."""
+def write(plans: list, labels: pd.DataFrame, out: Path, readback: str, configs: Mapping[str, str] | None = None) -> list[Path]:
+    """Every plan's sheet (the texts of each dataset loaded once; ``configs``: a cell's config.yaml per dataset)."""
     texts: dict[str, Texts] = {}
     files = []
     for p in plans:
-        t = texts.setdefault(p.dataset, load_texts(p.dataset))
+        if p.dataset not in texts:
+            texts[p.dataset] = load_texts(p.dataset, (configs or {}).get(p.dataset))
+        t = texts[p.dataset]
         files += write_sheet(p.dataset, p.judge, plan_pairs(p, labels), t, out, readback)
     return files
 

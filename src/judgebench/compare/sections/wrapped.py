@@ -124,6 +124,26 @@ def readback_command(r: Report, out: Path) -> str:
     return " ".join(parts)
 
 
+def cell_configs(r: Report, datasets: set[str]) -> dict[str, str]:
+    """A grid cell's logged config.yaml per dataset: what the sheet's texts are loaded from (a ``dataset=trec`` grid
+    names its passages there, not in a config of judgebench's). Nothing for a dataset whose file cannot be read."""
+    import tempfile
+
+    from mlflow.tracking import MlflowClient
+
+    if not r.tracking_uri or "run_id" not in r.jobs:
+        return {}
+    client, out = MlflowClient(r.tracking_uri), {}
+    for dataset, run_id in r.jobs.drop_duplicates("dataset")[["dataset", "run_id"]].itertuples(index=False):
+        if dataset in datasets:
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    out[dataset] = Path(client.download_artifacts(run_id, "config.yaml", tmp)).read_text(encoding="utf-8")
+                except Exception:  # noqa: BLE001 (the sheet falls back to the dataset's config name)
+                    continue
+    return out
+
+
 class BudgetPlan(Section):
     """The planner's plan and predictions, or the read-back of the assessors' labels (compare/budget/files.py). Its
     plan files and labelling sheets are its ``files``, written whatever format= says."""
@@ -158,7 +178,8 @@ class BudgetPlan(Section):
             return []
         original = r.original_labels
         return (budget_files.write(r.budget_plan["plans"], original, out)
-                + labelling_sheet.write(r.budget_plan["plans"], original, out, readback_command(r, out)))
+                + labelling_sheet.write(r.budget_plan["plans"], original, out, readback_command(r, out),
+                                        cell_configs(r, {p.dataset for p in r.budget_plan["plans"]})))
 
     def console(self, r: Report) -> list[str]:
         lines = budget_plan_report.console(r.budget_plan)
