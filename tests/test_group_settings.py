@@ -92,3 +92,11 @@ def test_the_sweep_runs_with_the_setting_in_the_cells_that_have_it(tmp_path):
         cfg = yaml.safe_load((tmp_path / "sweep" / str(n) / ".hydra" / "config.yaml").read_text())
         got[n] = cfg["judge"].get("noise")
     assert sorted(got.values(), key=str) == [0.9, None]
+
+
+def test_sentence_a_key_under_a_null_setting_is_named_as_such_not_unknown():
+    """irds's ``local`` exists, null by default: ``dataset.local.docs=`` in a sweep names it and says how to set it."""
+    with pytest.raises(ValueError) as e:
+        _sweep(["dataset=irds", "dataset.id=x/y", "dataset.local.docs=docs.tsv", "judge=human,simulated"])
+    assert str(e.value) == ("dataset.local.docs: dataset.local is a setting of dataset irds, null by default, so it has no key "
+                            "'docs' yet; set it whole in one argument, e.g. \"dataset.local={docs: VALUE, ...}\"")

@@ -64,9 +64,17 @@ PAPER = Protocol()  # nDCG@10, judged only, missing queries 0
 
 
 def cut(run: pd.DataFrame, depth: int | None) -> pd.DataFrame:
-    """Keep ranks 1..depth (None: all). Oracle runs are cut to 10 after their perturbation and
-    before evaluation, so a swapped-in unjudged document stays a hole under judged-only scoring."""
-    return run if depth is None else run[run["rank"] <= depth].reset_index(drop=True)
+    """Keep each query's first ``depth`` documents in rank order (None: all): by position, not rank value, so a
+    run ranked 10, 20, ... or from 0 keeps ``depth`` documents. Oracle runs are cut to 10 after their
+    perturbation and before evaluation, so a swapped-in unjudged document stays a hole under judged-only scoring."""
+    if depth is None or run.empty:
+        return run
+    return run[positions(run) <= depth].reset_index(drop=True)
+
+
+def positions(run: pd.DataFrame) -> pd.Series:
+    """Each row's 1-based position within its query in rank order (ranks are distinct within a query)."""
+    return run.groupby("query_id", sort=False)["rank"].rank(method="first").astype("int64")
 
 
 def restrict(qrels: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:

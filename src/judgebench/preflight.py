@@ -84,6 +84,8 @@ def check_backend(role: str, backend: APIBackend) -> None:
     if ident in _PASSED:
         return
     key = backend.api_key()  # a missing key: ConfigError naming the variables
+    if backend.backend == "openai":
+        backend.client_base_url()  # a URL with credentials: one line before any request
     where = f"{role}.backend.model={backend.model}"
     if backend.backend == "gemini" and (found := replacement(backend.model)):
         new, option = found
@@ -159,8 +161,7 @@ async def _gemini(backend: APIBackend, key: str) -> dict:
 async def _openai(backend: APIBackend, key: str) -> dict:
     import openai
 
-    base_url = backend.base_url or os.environ.get("OPENAI_BASE_URL") or None
-    async with openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=TIMEOUT_S) as client:
+    async with openai.AsyncOpenAI(api_key=key, base_url=backend.client_base_url(), max_retries=0, timeout=TIMEOUT_S) as client:
         try:
             with openai_errors():
                 await client.models.retrieve(backend.model)

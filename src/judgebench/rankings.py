@@ -35,6 +35,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from judgebench import __version__
+from judgebench.data.corpus import require_texts
 from judgebench.data.fingerprint import fingerprint
 from judgebench.data.trec import read_run, write_run
 from judgebench.evaluation import cut
@@ -97,19 +98,35 @@ def _plain(node):
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
-def ranking_key(components, dataset, reads_texts: bool, files: dict[str, str] | None = None) -> str:
+def ranking_key(components, dataset, reads_texts: bool, files: dict[str, str] | None = None,
+                ranker_inputs: dict | None = None) -> str | None:
     """What decides a ranking: dataset identity, system and rewriter config hashes (``components``: a job's
     config, or its resolved ``ranker``, ``perturbation`` and ``rewriter`` nodes), the digests of the files
-    the ranker and rewriter read (``files``: a runfile ranker's run edited in place is another ranking), the
-    ranking code's version."""
+    the ranker and rewriter read (``files``: a runfile ranker's run edited in place is another ranking), what
+    else of the dataset the ranker depends on (``ranker_inputs``, ``Ranker.key_inputs``: BM25's whole corpus and
+    whether the pool is declared BM25), the ranking code's version.
+
+    None when the key cannot be computed: the ranking reads passage texts that are not available. Such a
+    ranking is never read back (it would be whatever the store holds under a key that leaves the texts out)."""
     node = lambda key: _plain(components[key]) if key in components else None  # noqa: E731
     fp = fingerprint(dataset)
+    if reads_texts and fp.texts is None:
+        return None
     tree = {"dataset": fp.hash, "texts": fp.texts if reads_texts else None,
             "system": component_hash(node("ranker"), node("perturbation")), "rewriter": component_hash(node("rewriter")),
             "rank_version": RANK_VERSION, "judgebench": __version__}
     if files:  # absent when they read none: the keys of stored rankings of such systems stay what they were
         tree["files"] = dict(files)
+    if ranker_inputs:  # likewise absent for rankers that depend on nothing more
+        tree["ranker_inputs"] = dict(ranker_inputs)
     return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def refuse_unkeyed(dataset) -> None:
+    """A ranking whose key cannot be computed (it reads passage texts that are not here) is never served from the
+    store: the corpus's own error (where, how to get the texts), as an empty store gives."""
+    require_texts(dataset)
+    raise DataError(f"dataset {dataset.name}", "the ranking reads passage texts but the pool has none, so it has no key")
 
 
 class RankingStore:
@@ -221,6 +238,22 @@ def from_mlflow(client, experiment_id: str, key: str) -> tuple[str, dict] | None
     return None
 
 
+def check_logged(client, experiment_id, key: str, text: str, where: str) -> None:
+    """A stored ranking edited together with its digest file passes its own check; it must still be the ranking a
+    ``job=rank`` run of the experiment logged under this key (its ``ranking_sha256`` tag), else
+    :class:`StoredRankingError`."""
+    if client is None or experiment_id is None:
+        return
+    found = digest(text)
+    filt = RunTags.where(kind=KIND, ranking_key=key, status="FINISHED")
+    for r in client.search_runs([experiment_id], filter_string=filt, max_results=1, order_by=["attributes.start_time DESC"]):
+        logged = RunTags.from_tags(r.data.tags).ranking_sha256  # the latest: force=true may have ranked it again since
+        if logged and logged != found:
+            raise StoredRankingError(where, f"is not the ranking MLflow run {r.info.run_id} (job=rank) logged under key {key} "
+                                            f"(sha256 {found[:12]}..., logged {logged[:12]}...): the stored file and its digest "
+                                            f"were changed since; {RECOMPUTE}")
+
+
 def _stored(store: RankingStore, key: str, client, experiment_id, system: str, dataset, repair: bool) -> tuple[str, str] | None:
     """(text, where it was read) of the stored ranking (this store, else an MLflow rank run's artifact), checked
     against its digest; None when none is stored. A failed check raises, unless ``repair`` (force=true): then
@@ -228,6 +261,7 @@ def _stored(store: RankingStore, key: str, client, experiment_id, system: str, d
     try:
         text = store.read(key)
         if text is not None:
+            check_logged(client, experiment_id, key, text, str(store.path(key)))
             return text, str(store.path(key))
         found = from_mlflow(client, experiment_id, key) if client is not None else None
     except StoredRankingError as e:
@@ -266,7 +300,9 @@ def rank_once(settings: RankSettings, dataset, ranker, perturbation, texts, syst
     ``files``: digests of the ranker's and rewriter's input files (see :func:`ranking_key`). ``recompute``
     (``job=rank force=true``): computed again, never read back. A stored ranking that fails its digest check
     stops the cell with one line, or with ``force=true`` is computed again."""
-    key = ranking_key(settings.components, dataset, reads_texts, files)
+    key = ranking_key(settings.components, dataset, reads_texts, files, ranker.key_inputs(dataset))
+    if key is None:
+        refuse_unkeyed(dataset)
     store = RankingStore(settings.cache_dir)
     repair = settings.force
     found = None

@@ -37,6 +37,20 @@ def has_key(config: DictConfig, key: str) -> bool:
     return True
 
 
+def null_parent(config: DictConfig, key: str) -> str | None:
+    """The dotted prefix of ``key`` that exists in ``config`` with the value null (``dataset.local`` of irds), if any:
+    the key is then not unknown, its parent is only empty."""
+    node, path = config, []
+    for part in key.split(".")[:-1]:
+        if not isinstance(node, DictConfig) or part not in node.keys():
+            return None
+        path.append(part)
+        node = node._get_node(part)
+        if node._is_none():
+            return ".".join(path)
+    return None
+
+
 def _choice(config: DictConfig, group: str) -> str:
     """The component a cell chose for ``group``, as the command line names it (``simulated``, ``gemini_pro``)."""
     return str(OmegaConf.select(config, f"hydra.runtime.choices.{group}", default=None) or "?")
@@ -67,6 +81,12 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
         holding = [holds(cell, key) for cell in cells]
         components = lambda want: sorted({_choice(config_of(c), group) for c, h in zip(cells, holding) if h == want})  # noqa: E731
         if not any(holding):
+            parent = null_parent(config_of(cells[0]), key)
+            if parent:  # irds's dataset.local: a setting that exists, empty by default, is set whole
+                raise ValueError(
+                    f"{key}: {parent} is a setting of {group} {_choice(config_of(cells[0]), group)}, null by default, so it has no "
+                    f"key {key[len(parent) + 1:]!r} yet; set it whole in one argument, e.g. "
+                    f"\"{parent}={{{key[len(parent) + 1:]}: VALUE, ...}}\"")
             raise ValueError(
                 f"{key}: no {group} of this sweep has that setting ({group} {', '.join(components(False))}); check its "
                 f"name in conf/{group}/, or write +{key}=... to add it to every cell")

@@ -52,10 +52,13 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
                            f"there is nothing to report; first: {problems[0] if problems else 'no rows'}{more}. Were the "
                            "artifacts moved or deleted? Pass the store they belong to (tracking_uri=...), or rerun the grid "
                            "with force=true")
-    labels = art.labels(everything)
+    summaries = collect_summaries(client, experiment, everything, sweep)
+    silent = tables.silent_judges(summaries)  # judges that labelled nothing: a note, never a number
+    per_query, labels = tables.without(per_query, silent), tables.without(art.labels(everything), silent)
     types = tables.system_types(jobs)
-    judges = tables.judge_order(jobs, opt.judges)
-    families = dict(zip(jobs["judge"], jobs["judge_family"].fillna("")))
+    mute = tables.silent_everywhere(jobs, silent)
+    judges = [j for j in tables.judge_order(jobs, opt.judges) if j not in mute]
+    families = {j: f for j, f in zip(jobs["judge"], jobs["judge_family"].fillna("")) if j not in mute}
     virtual = ensembles.plan([j for j in judges if j in families or j in REFERENCES], families, opt.panel)  # judges with runs
     virtual, aliases = ensembles.distinct(virtual)
     vlabels = pd.DataFrame(columns=labels.columns)
@@ -70,9 +73,8 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     datasets = list(dict.fromkeys([*(names or []), *jobs["dataset"]]))
     t1 = tables.table1(per_query, types, judges, datasets)
     original = labels[labels["text_view"] == ORIGINAL]
-    summaries = collect_summaries(client, experiment, everything, sweep)
     refs = References(per_query, opt.reference)
-    t2 = tables.table2(t1, original, tables.usage(summaries, vlabels), refs)
+    t2 = tables.without(tables.table2(t1, original, tables.usage(summaries, vlabels), refs), silent)
 
     running = running_cells(client, experiment, everything, sweep)
     running = running[running["judge"].isin(opt.judges or running["judge"]) & running["dataset"].isin(names or running["dataset"])]
@@ -82,7 +84,7 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
         summaries=summaries,
         versions={"metric_version": sorted(everything["metric_version"].unique()),
                   "judgebench": sorted(everything["version"].fillna("unknown").unique())},
-        aliases=aliases, refs=refs,
+        aliases=aliases, refs=refs, silent=silent, tracking_uri=str(getattr(client, "tracking_uri", "") or ""),
         read={"job_runs": list(everything["run_id"]), "judge_summary_runs": list(summaries["run_id"]),
               "sweeps": list(everything["sweep_id"].dropna())},
     )

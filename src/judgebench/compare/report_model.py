@@ -83,6 +83,8 @@ class Report:
     read: dict[str, list[str]] = field(default_factory=dict)  # run ids and sweep ids this report was built from
     superseded: list[str] = field(default_factory=list)  # earlier compare runs of this selection, replaced by the logged one
     running: pd.DataFrame = field(default_factory=pd.DataFrame)  # missing cells whose run is still RUNNING (collect.running_cells)
+    tracking_uri: str = ""  # the store it was read from (the read-back command a plan prints names it)
+    silent: pd.DataFrame = field(default_factory=pd.DataFrame)  # (dataset, judge, failed_pairs): judges that labelled nothing
     results: dict = field(default_factory=dict)  # {result name: value}, from each section's compute (compare/section.py)
 
     def __getattr__(self, name: str):

@@ -93,3 +93,35 @@ def usage(summaries: pd.DataFrame, vlabels: pd.DataFrame) -> pd.DataFrame:
     u = real.reindex(columns=cols).drop_duplicates(["dataset", "judge"], keep="last")
     v = vlabels.groupby(["dataset", "judge"], sort=False).size().rename("labelled_pairs").reset_index().assign(failed_pairs=0)
     return pd.concat([u, v], ignore_index=True).reindex(columns=cols)
+
+
+SILENT = ["dataset", "judge", "failed_pairs"]
+
+
+def silent_judges(summaries: pd.DataFrame) -> pd.DataFrame:
+    """(dataset, judge, failed_pairs) of each judge that labelled no pair of a dataset's label set on the original
+    text (every call failed and ``max_failed_share=1.0`` let its cells finish). Its nDCG would be 0 for every system
+    and its agreement 0 or undefined: numbers that read as a verdict on a judge that said nothing. It gets a note in
+    the report instead (compare/sections/table1.py) and no number anywhere."""
+    if not len(summaries) or "labelled_pairs" not in summaries:
+        return pd.DataFrame(columns=SILENT)
+    rows = summaries[(summaries["text_view"] == ORIGINAL) & (summaries["judge"] != HUMAN) & (summaries["labelled_pairs"] == 0)]
+    return rows.reindex(columns=SILENT).drop_duplicates(["dataset", "judge"], keep="last").reset_index(drop=True)
+
+
+def without(frame: pd.DataFrame, silent: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s rows of (dataset, judge) pairs that are not silent."""
+    if not len(silent) or not len(frame):
+        return frame
+    keys = pd.MultiIndex.from_frame(frame[["dataset", "judge"]].astype(str))
+    drop = pd.MultiIndex.from_frame(silent[["dataset", "judge"]].astype(str))
+    return frame[~keys.isin(drop)].reset_index(drop=True)
+
+
+def silent_everywhere(jobs: pd.DataFrame, silent: pd.DataFrame) -> set[str]:
+    """The judges silent on every dataset they ran on: they get no column at all."""
+    if not len(silent):
+        return set()
+    ran = jobs.groupby("judge")["dataset"].agg(set)
+    said = silent.groupby("judge")["dataset"].agg(set)
+    return {j for j in said.index if j in ran.index and ran[j] <= said[j]}

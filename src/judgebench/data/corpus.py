@@ -38,3 +38,9 @@ class UnavailableCorpus(Mapping[str, str]):
 def available(corpus: Mapping[str, str]) -> bool:
     """Whether the texts can be read (without reading them)."""
     return not isinstance(corpus, UnavailableCorpus)
+
+
+def require_texts(dataset) -> None:
+    """The corpus's own error (where, how to get the texts) when ``dataset``'s passage texts are not available."""
+    if not available(dataset.corpus):
+        dataset.corpus._fail()

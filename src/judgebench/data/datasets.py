@@ -18,6 +18,7 @@ import pandas as pd
 
 from judgebench.data.corpus import UnavailableCorpus, available
 from judgebench.data.reading import lines, read_text
+from judgebench.evaluation import cut, positions
 from judgebench.exceptions import DataError
 from judgebench.data.trec import check_queries_known, read_passages, read_qrels, read_run, read_topics
 
@@ -134,9 +135,7 @@ def from_files(
         judged = set(qrels_df["query_id"].tolist())
         queries = {q: t for q, t in queries.items() if q in judged}
         pool_df = pool_df[pool_df["query_id"].isin(judged)]
-    if pool_depth is not None:
-        pool_df = pool_df[pool_df["rank"] <= pool_depth]
-    pool_df = pool_df.reset_index(drop=True)
+    pool_df = cut_pool(pool_df, pool_depth)
     if pool_df.empty:
         raise DataError(pool, "the pool has no entry for any judged query")
     if passages:
@@ -146,6 +145,16 @@ def from_files(
         corpus = UnavailableCorpus(f"dataset {name}", passages_hint)
     all_topics = frozenset(read_topics(topics))
     return Dataset(name, queries, qrels_df, corpus, pool_df, dict(pool_provenance or {}), all_topics)
+
+
+def cut_pool(pool: pd.DataFrame, depth: int | None) -> pd.DataFrame:
+    """A run as a pool: each query's first ``depth`` documents (None: all) by position in rank order, ranked 1..n.
+    A run ranked 10, 20, ... or from 0 keeps ``depth`` documents a query, and every reader of the pool's ranks
+    (a re-ranked head, a rewriter's depth) counts positions."""
+    kept = cut(pool, depth)
+    if kept.empty:
+        return kept
+    return kept.assign(rank=positions(kept)).reset_index(drop=True)
 
 
 def _check_passages(pool: str | Path, pool_df: pd.DataFrame, corpus: dict[str, str], passages: str | Path) -> None:

@@ -80,6 +80,17 @@ def fingerprint(dataset) -> Fingerprint:
     return out
 
 
+def corpus_digest(dataset) -> str | None:
+    """Digest of every passage of the corpus (not only the pool's), or None where the texts are not available:
+    what a ranker that indexes the whole corpus (BM25's term statistics) depends on. Computed once per dataset."""
+    cached = getattr(dataset, "_corpus_digest", None)
+    if cached is not None or not available(dataset.corpus):
+        return cached
+    out = _digest(f"{d}\t{dataset.corpus[d]}" for d in sorted(map(str, dataset.corpus)))
+    object.__setattr__(dataset, "_corpus_digest", out)
+    return out
+
+
 def tags(dataset, reads_texts: bool, prefix: str) -> dict[str, str]:
     """The dataset's identity tags of one job run: its hash, its parts and, when the job reads passages, their hash."""
     fp = fingerprint(dataset)

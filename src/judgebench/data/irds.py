@@ -11,13 +11,17 @@ join the resume key like any input file.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
+import secrets
+import shutil
 from pathlib import Path
 
 import pandas as pd
 
-from judgebench.data.datasets import Dataset
-from judgebench.data.trec import check_queries_known, read_run
+from judgebench.data.datasets import Dataset, cut_pool
+from judgebench.data.trec import check_queries_known, read_qrels, read_run
 from judgebench.data.trec_files import pool_provenance
 from judgebench.exceptions import DataError
 from judgebench.files_read import opened
@@ -35,20 +39,50 @@ def _ir_datasets(name: str):
     return ir_datasets
 
 
-def register_local(name: str, dataset_id: str, local: dict) -> None:
-    """Register local files under ``dataset_id`` with ir_datasets' own API (once per process)."""
+def _private_copy(path: Path, role: str, root: Path) -> tuple[Path, str]:
+    """(a copy of ``path`` under ``root``, in a folder named by its content's SHA-256, the digest). ir_datasets
+    writes its index of a TSV docs file beside it (``docs.tsv.pklz4``) and reads that index, not the file, ever
+    after: on the user's own file an edit in place would keep the old texts. Beside a content-keyed copy, an
+    index belongs to one content only."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    target = root / digest[:24] / f"{role}-{path.name}"
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        shutil.copyfile(path, tmp)
+        os.replace(tmp, target)  # atomic: a concurrent job sees the whole copy or none
+    return target, digest
+
+
+def register_local(name: str, dataset_id: str, local: dict, cache_dir: str | os.PathLike[str] | None = None) -> str:
+    """Register local files with ir_datasets' own API and return the id to load them by: ``dataset_id@<digest of
+    their contents>``, so that two sets of files under one id (a sweep over two qrels files) are two datasets,
+    and registering again in a process is needed only for new contents. ir_datasets reads private copies of the
+    files (:func:`_private_copy`) under ``<cache_dir>/irds_local``."""
     irds = _ir_datasets(name)
     unknown = set(local) - set(LOCAL_KEYS)
     if unknown:
         raise DataError(f"dataset {name}", f"dataset.local has {', '.join(sorted(unknown))}; expected keys {', '.join(LOCAL_KEYS)}")
-    files = {LOCAL_KEYS[k]: str(Path(v).expanduser()) for k, v in local.items() if v}
-    for path in files.values():
-        if not Path(path).is_file():
+    if dataset_id in irds.registry:
+        raise DataError(f"dataset {name}", f"dataset.id={dataset_id} is one of ir_datasets' own collections, so dataset.local "
+                        "would not be read; expected a new id for local files (e.g. dataset.id=local/NAME)")
+    files = {LOCAL_KEYS[k]: Path(str(v)).expanduser() for k, v in local.items() if v}
+    root = Path(cache_dir or ".cache/judgebench").expanduser() / "irds_local"
+    copies, digests = {}, []
+    for key, path in sorted(files.items()):
+        if not path.is_file():
             raise DataError(path, f"dataset {name}: file not found (dataset.local)")
         opened(path)  # their contents join the resume key
-    if dataset_id in irds.registry:
-        return
-    irds.registry.register(dataset_id, irds.create_dataset(**files))
+        copies[key], digest = _private_copy(path, key, root)
+        digests.append(f"{key}={digest}")
+    private_id = f"{dataset_id}@{hashlib.sha256(chr(10).join(digests).encode()).hexdigest()[:16]}"
+    if private_id not in irds.registry:
+        irds.registry.register(private_id, irds.create_dataset(**{k: str(v) for k, v in copies.items()}))
+    return private_id
 
 
 def _text(item) -> str:
@@ -72,11 +106,10 @@ def load_irds(
     texts of the pool's documents."""
     if not id:
         raise DataError(f"dataset {name}", "dataset=irds needs dataset.id=<ir_datasets id> (e.g. msmarco-passage/trec-dl-2019/judged)")
-    if local:
-        register_local(name, id, dict(local))
+    source_id = register_local(name, id, dict(local), cache_dir) if local else id
     irds = _ir_datasets(name)
     try:
-        source = irds.load(id)
+        source = irds.load(source_id)
     except KeyError as e:
         raise DataError(f"dataset {name}", f"{id!r} is not an ir_datasets id (see ir_datasets.registry), and no dataset.local "
                         "files were given to register it") from e
@@ -89,6 +122,13 @@ def load_irds(
                              columns=["query_id", "doc_id", "relevance"])
     except Exception as e:  # ir_datasets raises plain errors for failed downloads
         raise DataError(f"dataset {name}", f"ir_datasets could not provide {id} ({str(e)[:160]})") from e
+    if local and local.get("qrels"):  # the reader of every qrels file: the file's own line for a duplicate or a bad label
+        qrels = read_qrels(Path(str(local["qrels"])).expanduser(), MAX_LABEL)
+    twice = qrels[qrels.duplicated(["query_id", "doc_id"], keep=False)]
+    if len(twice):
+        row, labels = twice.iloc[0], twice[(twice["query_id"] == twice.iloc[0]["query_id"]) & (twice["doc_id"] == twice.iloc[0]["doc_id"])]
+        raise DataError(f"dataset {name}", f"ir_datasets {id}: duplicate judgment for query {row['query_id']} doc {row['doc_id']} "
+                        f"(labels {', '.join(map(str, labels['relevance'].tolist()))}), expected one judgment per (query, doc)")
     outside = qrels[(qrels["relevance"] < 0) | (qrels["relevance"] > MAX_LABEL)]
     if len(outside):
         row = outside.iloc[0]
@@ -110,7 +150,7 @@ def load_irds(
     else:
         raise DataError(f"dataset {name}", "dataset=irds needs a pool: dataset.pool=RUN (a TREC run) or dataset.prebuilt_index=NAME "
                         "(a Pyserini prebuilt index, BM25; needs network)")
-    pool_df = pool_df[pool_df["query_id"].isin(judged) & (pool_df["rank"] <= pool_depth)].reset_index(drop=True)
+    pool_df = cut_pool(pool_df[pool_df["query_id"].isin(judged)], pool_depth)
     if pool_df.empty:
         raise DataError(pool or f"dataset {name}", "the pool has no entry for any judged query")
     docs = list(dict.fromkeys(pool_df["doc_id"].tolist()))

@@ -76,6 +76,8 @@ def read_any_passages(path: Path) -> dict[str, str]:
         doc, tab, text = line.partition("\t")
         if not tab or not doc.strip():
             raise DataError(path, "expected 'doc_id<TAB>text' (TSV passages) or JSONL {\"docid\", \"text\"}", n)
+        if not text.strip():
+            raise DataError(path, f"doc {doc}: empty text, expected a non-empty passage text", n)
         if doc in out and out[doc] != text:
             raise DataError(path, f"doc {doc} has two different texts", n)
         out[doc] = text

@@ -84,7 +84,9 @@ def rank_cell(cell: RankCell, started: float) -> JobOutcome:
     ranker, perturbation, system = cell.system.ranker, cell.system.perturbation, cell.system.name
     dataset, rewriter, settings = cell.dataset, cell.rewriter, cell.settings
     reads, files = cell.reads_texts, cell.files
-    key = rankings.ranking_key(cell.ranking.components, dataset, reads, files)
+    key = rankings.ranking_key(cell.ranking.components, dataset, reads, files, ranker.key_inputs(dataset))
+    if key is None:
+        rankings.refuse_unkeyed(dataset)
     store = rankings.RankingStore(cell.ranking.cache_dir)
     if settings.dry_run:  # creates nothing in MLflow
         stored = store.read(key) is not None

@@ -170,6 +170,18 @@ class APIBackend:
         env = os.environ.get("OPENAI_BASE_URL") if self.backend == "openai" else None
         return self.base_url or env or DEFAULT_URLS.get(self.backend, "the default endpoint")
 
+    def client_base_url(self) -> str | None:
+        """The base URL given to the SDK (None: its default). A URL with credentials (``https://user:pw@host/v1``) is
+        refused: httpx would send them as Basic auth in place of the Bearer key, and the server's refusal would then
+        be blamed on a key that was never sent."""
+        env = os.environ.get("OPENAI_BASE_URL") if self.backend == "openai" else None
+        url = self.base_url or env or None
+        if url and mask_url(url) != url:
+            where = "base_url" if self.base_url else "OPENAI_BASE_URL"
+            raise ConfigError(f"{where}={mask_url(url)}: the URL holds credentials (user:password@), which would be sent "
+                              f"instead of the API key; give the URL without them and the key in {' or '.join(self.key_envs) or 'the key variable'}")
+        return url
+
     # -- one request, implemented per SDK ------------------------------------------------------
     async def open(self) -> None:
         raise NotImplementedError
@@ -304,8 +316,7 @@ class OpenAIBackend(APIBackend):
     async def open(self) -> None:
         import openai
 
-        base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._client = openai.AsyncOpenAI(api_key=self.api_key(), base_url=base_url, max_retries=0, timeout=self.timeout_s,
+        self._client = openai.AsyncOpenAI(api_key=self.api_key(), base_url=self.client_base_url(), max_retries=0, timeout=self.timeout_s,
                                           http_client=openai_http_client(self.http_transport))
 
     async def close(self) -> None:

@@ -49,6 +49,11 @@ class Ranker:
         """Whether ranking ``dataset`` reads passage texts (their digest then joins the cell's dataset identity)."""
         return True
 
+    def key_inputs(self, dataset: Dataset) -> dict:
+        """What of ``dataset``, beyond its fingerprint and the pool's texts, decides this ranker's ranking (BM25: the
+        whole corpus it indexes, whether the pool is declared to be it): part of the ranking key. None by default."""
+        return {}
+
     def input_files(self) -> list:
         """Files it reads when it ranks, not when it is built (those are recorded then, files_read.py): their
         contents join the resume and ranking keys, computed before any ranking."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from judgebench.data import fingerprint
 from judgebench.rankers.base import Ranker, ranking_from_scores
 from judgebench.retrieval.search import bm25_search
 
@@ -28,6 +29,11 @@ class BM25Ranker(Ranker):
 
     def reads_texts(self, dataset) -> bool:
         return not self.is_the_pool(dataset)
+
+    def key_inputs(self, dataset) -> dict:
+        """Its ranking depends on whether the pool is declared to be this BM25 (then it is returned as it is) and, when
+        it re-scores, on every passage of the corpus (the index's term statistics), not only the pool's."""
+        return {"bm25_pool": self.is_the_pool(dataset), "corpus": fingerprint.corpus_digest(dataset)}
 
     def rank(self, dataset, texts) -> pd.DataFrame:
         pool = dataset.pool[dataset.pool["query_id"].isin(dataset.judged_queries())]

@@ -63,6 +63,8 @@ class FakeConfig:
     answers: dict[str, str] = field(default_factory=dict)
     # API keys answered 401 with the key echoed in the error body, as some servers do
     reject_keys: list[str] = field(default_factory=list)
+    # OpenAI's model lookup (retrieve, list) refuses them too, unless this is set: a server whose model list is public
+    lookup_any_key: bool = False
     # server-side limits (0: none): requests beyond them are answered 429 at once, with Retry-After, and
     # counted in by_outcome["429"] and in stats()["limited"]; limit_rpm also sends OpenAI's x-ratelimit-*-requests
     # headers on every answer (a token bucket holding one second's quota, refilled at limit_rpm / 60 per second)
@@ -89,6 +91,8 @@ class FakeConfig:
                 clean[key] = {str(k): str(v) for k, v in dict(value or {}).items()}
             elif key in ("prefer", "reject_keys", "models", "missing_models"):
                 clean[key] = [str(s) for s in (value or [])]
+            elif key == "lookup_any_key":
+                clean[key] = bool(value)
             elif key in ("seed", "max_inflight", "thoughts"):
                 clean[key] = int(value)
                 if key != "seed" and clean[key] < 0:
@@ -323,8 +327,11 @@ class FakeLLMApp:
         return web.json_response(body, status=status)
 
     async def _openai_models(self, request: web.Request) -> web.Response:
-        if not request.headers.get("Authorization", "").startswith("Bearer "):
+        auth = request.headers.get("Authorization", "")
+        if not auth.startswith("Bearer "):
             return _openai_error(401, "You didn't provide an API key.", "invalid_request_error", None)
+        if auth[7:].strip() in self.config.reject_keys and not self.config.lookup_any_key:
+            return _openai_error(401, f"Incorrect API key provided: {auth[7:].strip()}.", "invalid_request_error", "invalid_api_key")
         return web.json_response({"object": "list", "data": [
             {"id": m, "object": "model", "created": 0, "owned_by": "judgebench-fake"} for m in self._models]})
 

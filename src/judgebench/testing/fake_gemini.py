@@ -59,6 +59,10 @@ def model_lookup(model: str, api_version: str, headers, query, config) -> tuple[
         if not headers.get("Authorization", "").startswith("Bearer "):
             return "openai", 401, {"error": {"message": "You didn't provide an API key.", "type": "invalid_request_error",
                                              "param": None, "code": None}}
+        bearer = headers.get("Authorization", "")[7:].strip()
+        if bearer in config.reject_keys and not config.lookup_any_key:  # what OpenAI answers a wrong key, on the lookup as on every request
+            return "openai", 401, {"error": {"message": f"Incorrect API key provided: {bearer}.", "type": "invalid_request_error",
+                                             "param": None, "code": "invalid_api_key"}}
         if missing:
             return "openai", 404, {"error": {"message": f"The model `{model}` does not exist or you do not have access "
                                                         "to it.", "type": "invalid_request_error", "param": None,

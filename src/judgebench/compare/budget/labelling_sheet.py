@@ -53,16 +53,28 @@ def sheet_name(dataset: str, judge: str, suffix: str) -> str:
     return f"labelling_sheet_{names.file_part(dataset)}_{names.file_part(judge)}.{suffix}"
 
 
-def load_texts(dataset: str) -> Texts:
-    """The dataset's texts, loaded by its config name as ``judgebench run dataset=<name>`` would; a dataset that
-    cannot be loaded here gives a sheet of ids and a note saying why."""
+def load_texts(dataset: str, config_yaml: str | None = None) -> Texts:
+    """The dataset's texts: loaded from the dataset node of a grid cell's own config (``config_yaml``, its logged
+    ``config.yaml``: a ``dataset=trec`` or ``irds`` grid names its files there), else by its config name as
+    ``judgebench run dataset=<name>`` would; a dataset that cannot be loaded here gives a sheet of ids and a note
+    saying why."""
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
-    from omegaconf import open_dict
+    from omegaconf import OmegaConf, open_dict
 
     from judgebench.config_dir import CONF_DIR
     from judgebench.data.corpus import available
 
+    if config_yaml:
+        try:
+            node = OmegaConf.create(config_yaml)["dataset"]
+            with open_dict(node):
+                node.pop("relevant_from", None)  # a setting of the jobs (jobs/common.py load_dataset), no loader's argument
+            ds = instantiate(node)
+            if available(ds.corpus):
+                return Texts(ds.queries, ds.corpus)
+        except Exception:  # noqa: BLE001 (moved files, another machine: the name-based load below says why)
+            pass
     if not (CONF_DIR / "dataset" / f"{dataset}.yaml").is_file():
         return Texts(note=f"dataset {dataset!r} is not one of judgebench's dataset configs: no query or passage texts here")
     try:
@@ -140,12 +152,14 @@ labelled in part is not. Then read it back: <code>{e(readback)}</code></p></div>
 """
 
 
-def write(plans: list, labels: pd.DataFrame, out: Path, readback: str) -> list[Path]:
-    """Every plan's sheet (the texts of each dataset loaded once)."""
+def write(plans: list, labels: pd.DataFrame, out: Path, readback: str, configs: Mapping[str, str] | None = None) -> list[Path]:
+    """Every plan's sheet (the texts of each dataset loaded once; ``configs``: a cell's config.yaml per dataset)."""
     texts: dict[str, Texts] = {}
     files = []
     for p in plans:
-        t = texts.setdefault(p.dataset, load_texts(p.dataset))
+        if p.dataset not in texts:
+            texts[p.dataset] = load_texts(p.dataset, (configs or {}).get(p.dataset))
+        t = texts[p.dataset]
         files += write_sheet(p.dataset, p.judge, plan_pairs(p, labels), t, out, readback)
     return files
 
@@ -161,14 +175,30 @@ def counts(plans: list, labels: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _cell(text: str) -> str:
+    """One cell as a spreadsheet tool wrote it: quoted (``"a ""b"" c"``, as with every field quoted) or as it is (an
+    unquoted passage that merely starts with ``"`` stays as it is)."""
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].replace('""', '"')
+    return text
+
+
+def sheet_rows(text: str):
+    """(line number, cells) of each physical line of a sheet: one row a line, whatever the quoting. A CSV reader
+    would read a passage that starts with ``"`` in an unquoted export as an open quote and swallow the rows after
+    it; the sheet's cells never hold a tab or a line break (``write_sheet`` writes each text on one line)."""
+    for no, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
+        yield no, [_cell(c) for c in line.split("\t")]
+
+
 def is_sheet(path: Path) -> bool:
-    """A filled sheet (its header row after the # lines), not a TREC qrels file."""
+    """A filled sheet (its header row after the # lines, quoted or not), not a TREC qrels file."""
     try:
-        with path.open(encoding="utf-8") as f:
-            first = next((ln for ln in f if not ln.startswith(("#", '"#'))), "")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
-    return first.split("\t")[:3] == COLUMNS[:3]
+    first = next((cells for _, cells in sheet_rows(text) if any(cells) and not cells[0].startswith("#")), [])
+    return first[:3] == COLUMNS[:3]
 
 
 def read(path: Path, plan: pd.DataFrame, levels: int = 4, lines: bool = False) -> pd.DataFrame:
@@ -178,15 +208,18 @@ def read(path: Path, plan: pd.DataFrame, levels: int = 4, lines: bool = False) -
     chosen = set(plan.loc[plan["selected"] == 1, "query_id"].astype(str))
     text = path.read_text(encoding="utf-8-sig")
     rows, header, by_query = [], None, {}
-    for no, cells in enumerate(csv.reader(io.StringIO(text), delimiter="\t"), start=1):
-        if not cells or (header is None and cells[0].startswith("#")) or not any(c.strip() for c in cells):
+    for no, cells in sheet_rows(text):
+        if (header is None and cells[0].startswith("#")) or not any(c.strip() for c in cells):
             continue
         if header is None:
             if cells[:3] != COLUMNS[:3]:
                 raise CompareError(f"{path}, line {no}: expected the sheet's header {', '.join(COLUMNS)}")
             header = cells
             continue
-        q, d, label = (cells + ["", "", ""])[:3]
+        if not 3 <= len(cells) <= len(header):
+            raise CompareError(f"{path}, line {no}: {len(cells)} tab-separated cells, expected {len(header)} "
+                               f"({', '.join(header)}): a row that cannot be read is not left out")
+        q, d, label = cells[:3]
         q, d, label = q.strip(), d.strip(), label.strip()
         if q not in chosen:
             raise CompareError(f"{path}, line {no}: query {q!r} is not one the plan selected; label only the sheet's rows")

@@ -26,8 +26,14 @@ def listed(items) -> str:
 
 def report_title(experiment: str, sweep: str | None, what: str = "") -> str:
     """The report's first line: ``# judgebench compare: experiment 'NAME'[, WHAT][, sweep 'ID']``."""
-    return (f"# judgebench compare: experiment {names.markdown(repr(experiment))}{what}"
-            + (f", sweep {names.markdown(repr(sweep))}" if sweep else ""))
+    return (f"# judgebench compare: experiment {names.markdown(quoted(experiment))}{what}"
+            + (f", sweep {names.markdown(quoted(sweep))}" if sweep else ""))
+
+
+def quoted(name: str) -> str:
+    """``'NAME'`` as written: ``repr`` would double each backslash (``a\\b`` shown as ``a\\\\b``); the renderers'
+    escaping (``names``) already makes control characters visible."""
+    return f"'{name}'"
 
 
 FINDINGS_TITLE = "Findings"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from judgebench import __version__
 from judgebench.compare import dataset_identity, findings, names
-from judgebench.compare.renderers.markdown import REFERENCE_TEXT, findings_section, listed, report_title
+from judgebench.compare.renderers.markdown import REFERENCE_TEXT, findings_section, listed, quoted, report_title
 from judgebench.compare.section import Section
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ def _virtual(r: Report) -> list[str]:
 
 def plain_title(experiment: str, sweep: str | None) -> str:
     """The terminal's first words (the labels-only summary's too)."""
-    return f"judgebench compare: experiment {names.plain(repr(experiment))}" + (f", sweep {names.plain(repr(sweep))}" if sweep else "")
+    return f"judgebench compare: experiment {names.plain(quoted(experiment))}" + (f", sweep {names.plain(quoted(sweep))}" if sweep else "")
 
 
 def _plain_list(items: Iterable[str]) -> str:

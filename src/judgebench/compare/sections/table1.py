@@ -43,6 +43,21 @@ def _outside_line(dataset: str, system: str, kept: int, of: int) -> str:
             "counts them, no judge labels them, so its row compares different document lists")
 
 
+def silent(r: Report, dataset: str | None = None) -> list[tuple[str, str, str]]:
+    """(dataset, judge, line) of each judge that labelled nothing (of ``dataset``, or of any): the note that stands
+    where its numbers would be (compare/tables.py ``silent_judges``)."""
+    rows = getattr(r, "silent", None)  # a report built by hand (tests) may have none
+    if rows is None or not len(rows):
+        return []
+    rows = rows[rows["dataset"] == dataset] if dataset is not None else rows
+    out = []
+    for d, judge, failed in zip(rows["dataset"], rows["judge"], rows["failed_pairs"]):
+        of = f"none of its {int(failed)} pairs" if failed == failed else "no pair"
+        out.append((d, judge, f"judge {judge} labelled {of} on {d} (every call failed; max_failed_share=1.0 let its cells "
+                              "finish): it has no numbers, so it is in no table, figure or finding of this dataset"))
+    return out
+
+
 class Table1(Section):
     name = "table1"
 
@@ -54,6 +69,7 @@ class Table1(Section):
         for dataset, t in r.table1.items():
             parts += [f"\n### {md(dataset)}\n", render.markdown(t, best=_best(t))]
             parts += [f"\n**Note:** {md(_outside_line(*x))}." for x in outside_pool(r, dataset)]
+            parts += [f"\n**Note:** {md(line)}." for _, _, line in silent(r, dataset)]
         if r.virtual:
             parts += ["\nVirtual judges (built from the judges' labels, no new calls; nDCG recomputed from each system's run file):"]
             parts += [f"- {md(v.describe())}" for v in r.virtual]
@@ -80,9 +96,12 @@ class Table1(Section):
         return [line for dataset, t in r.table1.items()
                 for line in (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", render.plain(t),
                              *(f"  note: {names.plain(x[1])} keeps {x[2]} of {x[3]} documents outside the judged pool "
-                               "(ranker.outside_pool=keep)" for x in outside_pool(r, dataset)))]
+                               "(ranker.outside_pool=keep)" for x in outside_pool(r, dataset)),
+                             *(f"  note: {names.plain(line)}" for _, _, line in silent(r, dataset)))]
 
     def findings(self, r: Report) -> Iterable[Finding]:
         for dataset, system, kept, of in outside_pool(r):
             yield Finding("grid", _outside_line(dataset, system, kept, of) + ".", dataset, alert=True,
                           brief=f"{system}: {kept} of {of} documents outside the judged pool")
+        for dataset, judge, line in silent(r):
+            yield Finding("grid", line[0].upper() + line[1:] + ".", dataset, judge, alert=True, brief=f"{judge}: no labels, no numbers")

@@ -110,6 +110,40 @@ class Calibration(Section):
         return [f"note: {names.plain(line)}" for line in human_budget_report.k_notes(r.calibration, r.options.calibration_k)]
 
 
+def readback_command(r: Report, out: Path) -> str:
+    """The command that reads the filled labels back: the same store, selection and folder as this plan (a read-back
+    on another store or other datasets would score other runs). A credentialed store URI is masked."""
+    from judgebench.masking import mask_url
+
+    o = r.options
+    parts = ["judgebench-compare", f"experiment={r.experiment}"]
+    parts += [f"tracking_uri={mask_url(r.tracking_uri)}"] if r.tracking_uri else []
+    parts += [f"sweep={r.sweep}"] if r.sweep else []
+    parts += [f"{key}={','.join(v)}" for key, v in (("datasets", o.datasets), ("judges", o.judges)) if v]
+    parts += [f"out={out.parent if out.name == 'plan' else out}", f"calibration.human_labels={out / 'labels.tsv'}"]
+    return " ".join(parts)
+
+
+def cell_configs(r: Report, datasets: set[str]) -> dict[str, str]:
+    """A grid cell's logged config.yaml per dataset: what the sheet's texts are loaded from (a ``dataset=trec`` grid
+    names its passages there, not in a config of judgebench's). Nothing for a dataset whose file cannot be read."""
+    import tempfile
+
+    from mlflow.tracking import MlflowClient
+
+    if not r.tracking_uri or "run_id" not in r.jobs:
+        return {}
+    client, out = MlflowClient(r.tracking_uri), {}
+    for dataset, run_id in r.jobs.drop_duplicates("dataset")[["dataset", "run_id"]].itertuples(index=False):
+        if dataset in datasets:
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    out[dataset] = Path(client.download_artifacts(run_id, "config.yaml", tmp)).read_text(encoding="utf-8")
+                except Exception:  # noqa: BLE001 (the sheet falls back to the dataset's config name)
+                    continue
+    return out
+
+
 class BudgetPlan(Section):
     """The planner's plan and predictions, or the read-back of the assessors' labels (compare/budget/files.py). Its
     plan files and labelling sheets are its ``files``, written whatever format= says."""
@@ -144,8 +178,8 @@ class BudgetPlan(Section):
             return []
         original = r.original_labels
         return (budget_files.write(r.budget_plan["plans"], original, out)
-                + labelling_sheet.write(r.budget_plan["plans"], original, out, f"judgebench-compare experiment={r.experiment} "
-                                        f"calibration.human_labels={out / 'labels.tsv'} (and the same out= as this plan, if one was given)"))
+                + labelling_sheet.write(r.budget_plan["plans"], original, out, readback_command(r, out),
+                                        cell_configs(r, {p.dataset for p in r.budget_plan["plans"]})))
 
     def console(self, r: Report) -> list[str]:
         lines = budget_plan_report.console(r.budget_plan)
