@@ -139,6 +139,8 @@ class Artifacts:
         frames = []
         judged = jobs.drop_duplicates(["dataset", "judge", "text_view"], keep="last")
         judged = judged[judged["judge"] != HUMAN]
+        if "imported" in judged:  # an imported cell has labels only where the labels' qrels were given
+            judged = judged[judged["imported"].isna() | (judged["imported_labels"] == "true")]
         tables = self._read_all(lambda r: self._fetch_table(r, "judge_labels", dtype={"query_id": str, "doc_id": str}),
                                 list(judged["run_id"]))
         for (_, job), (lab, problems) in zip(judged.iterrows(), tables):
