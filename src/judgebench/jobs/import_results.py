@@ -209,9 +209,9 @@ def _log_cell(client, exp_id, parent, name, run, judge, info: RunInfo, spec: dic
     note = f"{name}: run {run} ({info.kind or 'type unknown'}) under {judge}'s labels, per-query {measure} imported"
     job = tracking.JobRun(client, exp_id, f"{name}/{run}/{judge}/imported", tags, note=note, parent=parent)
     try:
-        job.log_params({"job": "import_results", "results.measure": measure,
-                        "results.files": ",".join(p.name for p in spec["files"])[:tracking.PARAM_MAX]})
-        job.log_metrics(cell_means(per_query))
+        job.log_params_and_metrics({"job": "import_results", "results.measure": measure,
+                                    "results.files": ",".join(p.name for p in spec["files"])[:tracking.PARAM_MAX]},
+                                   cell_means(per_query))
         files = {"per_query.csv": frame_text(per_query)}
         if labels is not None:
             files["judge_labels.csv"] = frame_text(labels)

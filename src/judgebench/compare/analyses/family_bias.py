@@ -33,6 +33,13 @@ def contrast(own: np.ndarray, other: np.ndarray) -> np.ndarray:
     return SelfPreference()(own, other)
 
 
+def inference(c: np.ndarray, idx: np.ndarray, level: float, test: SignFlipTest) -> tuple[float, float, float]:
+    """(lo, hi, p) of the per-query contrasts ``c``: the studentized bootstrap interval over the resamples ``idx`` and
+    the sign-flip p; tests/test_family_bias.py simulates their coverage and size at a leaderboard's shape."""
+    lo, hi = StudentizedBootstrap(level)(c, idx)
+    return lo, hi, test(c)
+
+
 def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataFrame, refs, n_resamples: int = 1000,
             seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """One row per (dataset, judge with a family that some system shares and some system does not)."""
@@ -55,12 +62,12 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
             mine, theirs = gaps[: len(own)], gaps[len(own):]
             c = contrast(mine, theirs)
             on = np.isfinite(c)
-            lo, hi = StudentizedBootstrap(level)(c, idx)
+            lo, hi, p = inference(c, idx, level, test)
             rows.append({"dataset": dataset, "judge": judge, "judge_family": family, "reference": refs.reference,
                          "own_systems": ", ".join(own), "other_systems": ", ".join(other), "n_own": len(own),
                          "n_other": len(other), "queries": int(on.sum()),
                          "gap_own": _mean(family_mean(mine)[on]), "gap_other": _mean(family_mean(theirs)[on]),
-                         "family_bias": _mean(c[on]), "lo": lo, "hi": hi, "p_value": test(c)})
+                         "family_bias": _mean(c[on]), "lo": lo, "hi": hi, "p_value": p})
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["p_holm"] = holm(out["p_value"])
     return out
