@@ -8,7 +8,7 @@ compare only. Then ``judgebench-compare`` runs over each store as a user runs it
 including figures), timed from the outside; ``--profile`` also builds the report in this process under cProfile
 and prints the functions that take the most time. The target (issue 53): 300 systems in <= 60 s on 2 idle cores.
 
-    python -m benchmarks.compare_scaling [--systems 35,100,300] [--profile] [--quick]
+    python -m benchmarks.compare_scaling [--systems 35,100,300] [--no-figures] [--profile] [--quick]
 """
 
 from __future__ import annotations
@@ -79,11 +79,11 @@ def ensure_store(work: Path, systems: int, queries: int) -> tuple[Path, str, flo
     return store, experiment, (time.perf_counter() - started) if outcome.metrics["cells_imported"] else 0.0
 
 
-def time_compare(store: Path, experiment: str, out: Path) -> float:
+def time_compare(store: Path, experiment: str, out: Path, formats: str | None = None) -> float:
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "judgebench.compare", f"experiment={experiment}",
-                           f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}"], capture_output=True, text=True,
-                          cwd=REPO)
+                           f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", *([f"format={formats}"] if formats else [])],
+                          capture_output=True, text=True, cwd=REPO)
     if done.returncode != 0:
         raise RuntimeError(f"compare failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return time.perf_counter() - started
@@ -95,6 +95,7 @@ def profile(store: Path, experiment: str, out: Path, top: int = 25) -> str:
 
     from judgebench.compare import report
 
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
     prof = cProfile.Profile()
     prof.enable()
     r = report.build(MlflowClient(f"sqlite:///{store}/mlflow.db"), experiment)
@@ -111,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=QUERIES)
     ap.add_argument("--work", type=Path, default=REPO / ".cache" / "judgebench" / "compare_scaling",
                     help="where the generated stores are kept (reused by the next run)")
+    ap.add_argument("--no-figures", action="store_true", help="also time compare without figures (format=md,csv,tex,html)")
     ap.add_argument("--profile", action="store_true", help="also profile compare in this process (largest size)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.systems.split(",")]
@@ -121,10 +123,15 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         store, experiment, imported = ensure_store(args.work, n, queries)
         seconds = time_compare(store, experiment, args.work / f"report_{n}x{queries}")
-        rows.append({"systems": n, "judges": len(JUDGES), "queries": queries, "cells": n * len(JUDGES),
-                     "pairs": n * (n - 1) // 2, "import s": round(imported, 1) if imported else "(kept)",
-                     "compare s": round(seconds, 1)})
-        print(f"{n} systems: compare {seconds:.1f} s", flush=True)
+        row = {"systems": n, "judges": len(JUDGES), "queries": queries, "cells": n * len(JUDGES),
+               "pairs": n * (n - 1) // 2, "import s": round(imported, 1) if imported else "(kept)",
+               "compare s": round(seconds, 1)}
+        if args.no_figures:
+            row["without figures s"] = round(time_compare(store, experiment, args.work / f"report_{n}x{queries}_nofig",
+                                                          "md,csv,tex,html"), 1)
+        rows.append(row)
+        print(f"{n} systems: compare {seconds:.1f} s" + (f", without figures {row['without figures s']} s"
+                                                          if args.no_figures else ""), flush=True)
     base = rows[0]
     for r in rows:
         r["compare vs smallest"] = round(r["compare s"] / base["compare s"], 2)

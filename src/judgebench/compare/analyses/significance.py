@@ -88,7 +88,8 @@ def decision_agreement(per_query: pd.DataFrame, systems: dict[str, list[str]], r
                 if judge in REFERENCES:
                     continue
                 mine, theirs = _scored(rows, chosen), _scored(refs.rows(dataset, judge), chosen)
-                family = [s for s in chosen if s in set(mine["system"]) and s in set(theirs["system"])]
+                both = set(mine["system"]) & set(theirs["system"])  # once: a set per system made this quadratic
+                family = [s for s in chosen if s in both]
                 cls = pd.DataFrame(columns=["system_a", "system_b", "agreement"])
                 if len(family) >= 2:
                     sig = "significant_holm" if use_holm else "significant"
