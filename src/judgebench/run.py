@@ -25,7 +25,7 @@ from judgebench.config_dir import CONF_DIR
 from judgebench.exceptions import NoSystems, UserError
 from judgebench.identity import NON_SEMANTIC
 
-JOBS = ("grid_cell", "rank", "content_bias", "labels_only")
+JOBS = ("grid_cell", "rank", "content_bias", "labels_only", "import_results")
 _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basic launcher runs them all here)
 
 
@@ -71,6 +71,10 @@ def _dispatch(cfg: DictConfig) -> str:
             from judgebench.jobs.rank_job import run_rank
 
             status = run_rank(cfg).status
+        elif kind == "import_results":
+            from judgebench.jobs.import_results import run_import
+
+            status = run_import(cfg).status
         elif kind == "labels_only":
             from judgebench.jobs.labels_only import run_labels_only
 

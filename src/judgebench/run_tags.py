@@ -38,6 +38,8 @@ class RunTags:
     ranking_sha256: str | None = _own("SHA-256 of the stored ranking's bytes, checked on every read (rankings.py)")
     judge_summary: str | None = _own("the run id of the cell's judge-summary run")
     labels_digest: str | None = _own("the judge summary's labels, hashed (judge_summary.py)")
+    imported: str | None = _own("an imported cell (job=import_results): the measure its per-query values are")
+    imported_labels: str | None = _own("an imported cell: 'true' when it logged judge_labels.csv (the labels' qrels were given)")
     # identity: compare keys columns by these, and refuses to mix versions
     judge_hash: str | None = _own("the judge's configuration, hashed")
     system_hash: str | None = _own("ranker and perturbation configuration, hashed")

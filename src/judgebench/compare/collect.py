@@ -17,7 +17,8 @@ from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL
 
 CELL = ["dataset", "system", "judge", "rewriter"]
-TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_family", "ranker_model", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view", "judge_scale"]
+TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_family", "ranker_model", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view",
+               "judge_scale", "imported", "imported_labels"]
 ID_COLUMNS = ["judge_hash", "system_hash", "rewriter_hash", "metric_version", "version", *dataset_identity.COLUMNS]  # RunTags fields
 UNVERSIONED = "1"  # runs logged before the metric version was stamped
 

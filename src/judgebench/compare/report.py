@@ -59,7 +59,10 @@ def build(client: MlflowClient, experiment: str, sweep: str | None = None, optio
     mute = tables.silent_everywhere(jobs, silent)
     judges = [j for j in tables.judge_order(jobs, opt.judges) if j not in mute]
     families = {j: f for j, f in zip(jobs["judge"], jobs["judge_family"].fillna("")) if j not in mute}
-    virtual = ensembles.plan([j for j in judges if j in families or j in REFERENCES], families, opt.panel)  # judges with runs
+    # judges with runs; an imported judge (job=import_results) has no rankings to score a virtual judge's labels on
+    flag = jobs["imported"].notna() if "imported" in jobs else pd.Series(False, index=jobs.index)
+    imported = set(jobs.loc[flag, "judge"]) - set(jobs.loc[~flag, "judge"])
+    virtual = ensembles.plan([j for j in judges if (j in families or j in REFERENCES) and j not in imported], families, opt.panel)
     virtual, aliases = ensembles.distinct(virtual)
     vlabels = pd.DataFrame(columns=labels.columns)
     runs = art.runs(jobs) if virtual or "label" in opt.calibration or opt.human_labels else None

@@ -7,8 +7,7 @@ the common TREC practice) shows missed, spurious and reversed conclusions.
 
 from __future__ import annotations
 
-import math
-from itertools import combinations
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -33,49 +32,78 @@ def pairwise_ttests(
     ("holm", "bonferroni", ...), applied over all pairs.
     """
     # imported here: scipy.stats and statsmodels take ~1 s to import, and a grid cell never tests pairs
-    from scipy.stats import ttest_rel
     from statsmodels.stats.multitest import multipletests
 
     if per_query.duplicated(["system", "query_id"]).any():
         raise ValueError("per_query has duplicate (system, query_id) rows")
     systems = list(dict.fromkeys(per_query["system"]))
-    vectors = {s: (list(g["query_id"]), g["value"].to_numpy(dtype=float))
-               for s, g in per_query.groupby("system", sort=False)}
-    position = {s: {q: i for i, q in enumerate(qs)} for s, (qs, _) in vectors.items()}
-    # One scipy call per set of shared queries, not one per pair (a 100-judge grid has thousands of pairs,
-    # and scipy's per-call overhead was most of compare's time): the pairs that share the same queries in
-    # the same order (the usual case: all of them) are tested as the rows of one 2-d ttest_rel.
-    shared: dict[tuple, list[tuple[int, np.ndarray, np.ndarray]]] = {}
-    pairs = list(combinations(systems, 2))
-    for k, (a, b) in enumerate(pairs):
-        qa, pb = vectors[a][0], position[b]
-        ia = [i for i, q in enumerate(qa) if q in pb]  # the inner join on query_id, in a's order
-        shared.setdefault(tuple(qa[i] for i in ia), []).append((k, vectors[a][1][ia], vectors[b][1][[pb[qa[i]] for i in ia]]))
-    t = np.full(len(pairs), np.nan)
-    p = np.full(len(pairs), np.nan)
-    mean_a, mean_b = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
-    for queries, group in shared.items():
-        ks = [k for k, _, _ in group]
-        xa, xb = np.vstack([x for _, x, _ in group]), np.vstack([y for _, _, y in group])
-        mean_a[ks], mean_b[ks] = _nanmean_rows(xa), _nanmean_rows(xb)
-        if len(queries) >= 2:
-            t[ks], p[ks] = ttest_rel(xa, xb, axis=1)
-    rows = [{"system_a": a, "system_b": b, "mean_a": float(mean_a[k]), "mean_b": float(mean_b[k]),
-             "t": float(t[k]), "p": float(p[k])} for k, (a, b) in enumerate(pairs)]
-    out = pd.DataFrame(rows, columns=COLUMNS)
+    # one (systems x queries) matrix, nan where a system has no value; every pair at once from index arrays (300
+    # systems are 44,850 pairs: a Python loop over them, or one scipy call each, was most of compare's time)
+    wide = per_query.pivot(index="system", columns="query_id", values="value").reindex(systems)
+    a, b = np.triu_indices(len(systems), 1)  # the pairs in combinations(systems, 2) order
+    mean_a, mean_b, t, p = _paired_tests(wide.to_numpy(dtype=float), a, b)
+    names = np.array(systems, dtype=object)
+    out = pd.DataFrame({"system_a": names[a], "system_b": names[b], "mean_a": mean_a, "mean_b": mean_b, "t": t, "p": p},
+                       columns=COLUMNS[:6])
     if out.empty:
-        return out
+        return out.reindex(columns=COLUMNS)
     p_filled = out["p"].fillna(1.0).to_numpy()
     if correction is None:
         out["p_adj"] = p_filled
     else:
         out["p_adj"] = multipletests(p_filled, alpha=alpha, method=correction)[1]
     out["significant"] = (out["p_adj"] < alpha).astype(bool)
-    winner = np.where(out["mean_a"] > out["mean_b"], "a", "b")
+    winner = np.where(out["mean_a"] > out["mean_b"], "a", "b").astype(object)
+    winner[~out["significant"].to_numpy()] = None
     # object dtype keeps None (pandas 3 would infer a string dtype and turn it into nan)
-    out["better"] = pd.Series([w if s else None for w, s in zip(winner, out["significant"])],
-                              index=out.index, dtype=object)
+    out["better"] = pd.Series(winner, index=out.index, dtype=object)
     return out
+
+
+CHUNK = 20_000  # pairs per block: a block's differences are CHUNK x queries floats
+
+
+def _paired_tests(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(mean_a, mean_b, t, p) of scipy's paired t-test of rows ``a`` against rows ``b`` of ``x`` (systems x queries),
+    each pair on the queries both have a value for (the inner join on query_id). Pairs with every query shared go
+    to one vectorised ``ttest_rel`` per block; the others (a query missing on one side) to ``ttest_rel`` with
+    its formula on the shared queries (:func:`_paired_t`; scipy's ``nan_policy="omit"`` loops over the pairs in
+    Python). Fewer than 2 shared queries: t = p = nan."""
+    from scipy.stats import ttest_rel
+
+    n = len(a)
+    mean_a, mean_b, t, p = (np.full(n, np.nan) for _ in range(4))
+    for lo in range(0, n, CHUNK):
+        ia, ib = a[lo:lo + CHUNK], b[lo:lo + CHUNK]
+        xa, xb = x[ia], x[ib]
+        shared = ~(np.isnan(xa) | np.isnan(xb))
+        xa, xb = np.where(shared, xa, np.nan), np.where(shared, xb, np.nan)
+        at = slice(lo, lo + len(ia))
+        mean_a[at], mean_b[at] = _nanmean_rows(xa), _nanmean_rows(xb)
+        count = shared.sum(axis=1)
+        full = shared.all(axis=1) & (count >= 2)
+        part = ~shared.all(axis=1) & (count >= 2)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)  # a pair without variance: nan, as documented
+            tt, pp = np.full(len(ia), np.nan), np.full(len(ia), np.nan)
+            if full.any():
+                tt[full], pp[full] = ttest_rel(xa[full], xb[full], axis=1)
+            if part.any():
+                tt[part], pp[part] = _paired_t(xa[part] - xb[part])
+        t[at], p[at] = tt, pp
+    return mean_a, mean_b, t, p
+
+
+def _paired_t(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of differences ``d`` (nan: query not shared): ttest_rel's t = mean / (sd / sqrt(n)) with n - 1 degrees
+    of freedom and its two-sided p (Student, 1908), as scipy computes it for the rows without nan."""
+    from scipy.special import stdtr
+
+    n = (~np.isnan(d)).sum(axis=1)
+    mean = _nanmean_rows(d)
+    sd = np.sqrt(np.nansum((d - mean[:, None]) ** 2, axis=1) / (n - 1))
+    t = mean / (sd / np.sqrt(n))
+    return t, 2 * stdtr(n - 1, -np.abs(t))
 
 
 def _nanmean_rows(x: np.ndarray) -> np.ndarray:
@@ -85,21 +113,17 @@ def _nanmean_rows(x: np.ndarray) -> np.ndarray:
         return np.where(np.isnan(x), 0.0, x).sum(axis=1) / count
 
 
-def _decision(significant: bool, better: object) -> str | None:
-    if not significant:
-        return None
-    if better not in ("a", "b"):
-        raise ValueError(f"significant pair without a winner: better={better!r}")
-    return str(better)
+def _pair_keys(frame: pd.DataFrame, flip: bool = False) -> pd.MultiIndex:
+    """The (system_a, system_b) pairs of ``frame`` as an index (``flip``: as (system_b, system_a))."""
+    first, second = ("system_b", "system_a") if flip else ("system_a", "system_b")
+    return pd.MultiIndex.from_arrays([frame[first].to_numpy(), frame[second].to_numpy()])
 
 
 def _align(table: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     """Flip rows of ``table`` whose pair is stored as (b, a) in ``reference``."""
-    ref = set(zip(reference["system_a"], reference["system_b"]))
-    flip = [(b, a) in ref and (a, b) not in ref
-            for a, b in zip(table["system_a"], table["system_b"])]
+    ref = _pair_keys(reference)
+    f = np.asarray(_pair_keys(table, flip=True).isin(ref) & ~_pair_keys(table).isin(ref), dtype=bool)
     t = table.copy()
-    f = np.array(flip, dtype=bool)
     if f.any():
         t.loc[f, ["system_a", "system_b"]] = t.loc[f, ["system_b", "system_a"]].to_numpy()
         t.loc[f, ["mean_a", "mean_b"]] = t.loc[f, ["mean_b", "mean_a"]].to_numpy()
@@ -107,6 +131,17 @@ def _align(table: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
         t["better"] = t["better"].astype(object)
         t.loc[f, "better"] = t.loc[f, "better"].map(lambda x: {"a": "b", "b": "a"}.get(x, x))
     return t
+
+
+def _decisions(significant: pd.Series, better: pd.Series) -> np.ndarray:
+    """Per pair: "a" or "b" (the significant winner) or "" (not significant); a significant pair without a
+    winner is a ValueError."""
+    sig = significant.fillna(False).to_numpy(dtype=bool)
+    won = better.to_numpy(dtype=object)
+    bad = sig & ~np.isin(won, ["a", "b"])
+    if bad.any():
+        raise ValueError(f"significant pair without a winner: better={won[bad][0]!r}")
+    return np.where(sig, won, "").astype(str)
 
 
 def classify_decisions(judge: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
@@ -120,23 +155,11 @@ def classify_decisions(judge: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame
     aligned = _align(human, judge)
     merged = judge.merge(aligned, on=["system_a", "system_b"], how="left",
                          suffixes=("_judge", "_human"), indicator=True)
-    keys = set(zip(judge["system_a"], judge["system_b"]))
-    only_human = aligned[[p not in keys for p in zip(aligned["system_a"], aligned["system_b"])]]
+    only_human = aligned[~_pair_keys(aligned).isin(_pair_keys(judge))]
     merged = pd.concat([merged, only_human[["system_a", "system_b"]].assign(_merge="right_only")], ignore_index=True)
-    labels = []
-    for sj, bj, sh, bh, side in zip(merged["significant_judge"], merged["better_judge"],
-                                    merged["significant_human"], merged["better_human"], merged["_merge"]):
-        if side != "both":
-            labels.append("dropped")
-            continue
-        dj, dh = _decision(bool(sj), bj), _decision(bool(sh), bh)
-        if dj == dh:
-            labels.append("agree")
-        elif dj is None:
-            labels.append("missed")
-        elif dh is None:
-            labels.append("spurious")
-        else:
-            labels.append("reversed")
-    merged["agreement"] = labels
+    both = (merged["_merge"] == "both").to_numpy()
+    dj = _decisions(merged["significant_judge"].where(both, False), merged["better_judge"])
+    dh = _decisions(merged["significant_human"].where(both, False), merged["better_human"])
+    merged["agreement"] = np.select([~both, dj == dh, dj == "", dh == ""], ["dropped", "agree", "missed", "spurious"],
+                                    "reversed").astype(object)
     return merged.drop(columns="_merge")

@@ -34,7 +34,7 @@ def _wins(values: pd.Series, llm: list[str], oracles: list[str]) -> float:
     """Share of (LLM, oracle) pairs where the LLM system scores higher."""
     if not llm or not oracles:
         return math.nan
-    return float(np.mean([values[a] > values[b] for a in llm for b in oracles]))
+    return float(np.mean(values[llm].to_numpy(dtype=float)[:, None] > values[oracles].to_numpy(dtype=float)[None, :]))
 
 
 def _flips(judge: pd.Series, human: pd.Series, llm: list[str], oracles: list[str]) -> tuple[float, float, float]:

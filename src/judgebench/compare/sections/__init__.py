@@ -15,6 +15,7 @@ from judgebench.compare.renderers import figures as figure_files
 from judgebench.compare import findings
 from judgebench.compare.section import LatexTable, Section
 from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias
+from judgebench.compare.sections.family_bias import FamilyBias
 from judgebench.compare.sections.grid_state import ContentBias, GridState
 from judgebench.compare.sections.header import Header
 from judgebench.compare.sections.label_entropy import LabelEntropy
@@ -36,6 +37,7 @@ SECTIONS: list[Section] = [
     Discrimination(),
     RankerBias(),
     SelfPreference(),
+    FamilyBias(),
     ConfidenceIntervals(),
     Calibration(),
     BudgetPlan(),

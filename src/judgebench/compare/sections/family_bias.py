@@ -1,0 +1,74 @@
+"""The run-type bias section: each judge's gap on its own family's systems against every other system's
+(compare/analyses/family_bias.py), a table, terminal lines and one finding per judge. One module and one line in SECTIONS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgebench.compare import names
+from judgebench.compare.analyses import family_bias
+from judgebench.compare.findings import Finding
+from judgebench.compare.renderers import render
+from judgebench.compare.section import LatexTable, Section
+
+if TYPE_CHECKING:
+    from judgebench.compare.report_model import Report
+
+SHOWN = ["dataset", "judge", "judge_family", "n_own", "n_other", "queries", "gap_own", "gap_other", "family_bias", "lo", "hi",
+         "p_value", "p_holm"]
+
+
+class FamilyBias(Section):
+    name = "family_bias"
+
+    def compute(self, r: Report) -> dict[str, pd.DataFrame]:
+        o = r.options
+        return {self.name: family_bias.analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level)}
+
+    def _table(self, r: Report) -> pd.DataFrame | None:
+        table = self.result(r)
+        return table if table is not None and len(table) else None
+
+    def markdown(self, r: Report) -> list[str]:
+        table = self._table(r)
+        if table is None:
+            return []
+        groups = [f"- {names.markdown(x.dataset)} / {names.markdown(x.judge)}: own family {names.markdown(x.judge_family)}: "
+                  f"{names.markdown(x.own_systems)}; every other system: {names.markdown(x.other_systems)}" for x in table.itertuples()]
+        return [f"\n## Run-type bias: each judge on its own family's systems vs every other system (reference: {r.refs.reference})\n",
+                "Gap = judge nDCG@10 minus the judge's human reference, per system and query; family_bias = per query, mean gap "
+                "on the systems of the judge's family minus mean gap on every other system, averaged over queries. Interval: "
+                f"95% paired studentized bootstrap over queries ({r.options.bootstrap} resamples, seed {r.options.seed}); p: "
+                "sign-flip test over queries, Holm-adjusted over the rows (docs/protocol.md). Families come from the runs' "
+                "ranker_family tags (imported runs: the runs table's type, mapped by results.runs.families).\n",
+                *[f"- {names.markdown(x.dataset)} / {names.markdown(x.judge)}: {family_bias.sentence(x, len(table))}" for x in table.itertuples()],
+                "", render.markdown(table[SHOWN], index=False, integers=["n_own", "n_other", "queries"], digits=4), "",
+                "Systems per group:\n", *groups]
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        table = self._table(r)
+        if table is None:
+            return []
+        return [("family_bias", table[SHOWN], "Run-type bias: gap on the judge's own family's systems minus gap on every other "
+                 "system, with a 95\\% studentized bootstrap interval and a sign-flip p over queries.",
+                 {"index": False, "integers": ["n_own", "n_other", "queries"], "digits": 4})]
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        table = self._table(r)
+        return [("family_bias", table, False)] if table is not None else []
+
+    def console(self, r: Report) -> list[str]:
+        table = self._table(r)
+        if table is None:
+            return []
+        return [f"  run-type bias, {names.plain(x.dataset)} / {names.plain(x.judge)} ({names.plain(x.judge_family)} vs the rest): "
+                f"{x.family_bias:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}], p = {x.p_value:.3g}" for x in table.itertuples()]
+
+    def findings(self, r: Report) -> Iterable[Finding]:
+        table = self._table(r)
+        for x in table.itertuples() if table is not None else ():
+            yield Finding("run-type bias", family_bias.sentence(x, len(table)), x.dataset, x.judge,
+                          brief=f"own family vs the rest {x.family_bias:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}]")
