@@ -46,9 +46,13 @@ class CoveringSweeper(BasicSweeper):
         chunks = BasicSweeper.split_arguments(overrides, max_batch_size)
         compose = lambda cell: self.hydra_context.config_loader.load_sweep_config(self.config, cell)  # noqa: E731
         try:
-            return group_settings.applied(chunks, compose)
+            cells = group_settings.applied(chunks, compose)
         except ValueError as e:
             raise CellError(PREFIX + str(e)) from None
+        from judgebench import hydra_callbacks
+
+        hydra_callbacks.record_planned([cell for batch in cells for cell in batch])  # the summary names any never started
+        return cells
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         chosen = covering(batch)
