@@ -2,10 +2,11 @@
 
 ``SweepCallback`` (registered in conf/config.yaml under ``hydra.callbacks``):
 
-- ``on_multirun_start`` (submitting process, before any job exists): creates the MLflow store and
-  the experiment once, so that parallel jobs only ever find them (no race on schema or experiment
-  creation), and clears the outcome records of an earlier run of the same sweep directory. It also
-  starts the sweep's parent run (kind ``sweep``): every cell's run (and a judge summary a cell creates)
+- ``on_multirun_start`` (submitting process, before any job exists) clears the outcome records of an
+  earlier run of the same sweep directory. Once the sweep's checks passed (``open_sweep_store``, called
+  by the sweeper after sweep_preflight.py, or at the first ``on_job_start``), the MLflow store and the
+  experiment are created once, so that parallel jobs only ever find them (no race on schema or
+  experiment creation), and the sweep's parent run (kind ``sweep``) is started: every cell's run (and a judge summary a cell creates)
   nests under it through ``mlflow.parentRunId``, MLflow's own nesting, so the UI shows one row per sweep.
   A dry run (``dry_run=true``) skips all of this: it creates nothing in MLflow.
   The jobs learn its id from the environment (``JUDGEBENCH_PARENT_RUN``), which Hydra's basic launcher,
@@ -51,7 +52,8 @@ _SLURM_ENV = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY
 
 # Submitting-process state. Module globals, not callback attributes: the callback object is
 # pickled with the launcher into every submitit job, and its attributes would travel with it.
-_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0, "uri": None, "parent": None, "experiment": None}
+_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0, "uri": None, "parent": None, "experiment": None,
+                          "pending": None}
 
 
 def sweep_dir(config: DictConfig) -> Path:
@@ -296,6 +298,23 @@ def start_parent_run(config: DictConfig, experiment_id: str) -> str:
     return run.run_id
 
 
+def open_sweep_store() -> None:
+    """Create the MLflow experiment and start the sweep's parent run, once per sweep, in the submitting process,
+    after the sweep's checks (the sweeper calls this once sweep_preflight.py passed, before any cell starts).
+    Why not at ``on_multirun_start``: a sweep refused by its checks must leave nothing in MLflow (no parent run
+    RUNNING or FAILED) and say so in seconds, without importing MLflow or creating the store first."""
+    config, _SWEEP["pending"] = _SWEEP.get("pending"), None
+    if config is None:
+        return
+    try:
+        exp_id = precreate_experiment(config)
+        if exp_id is not None:
+            log.info("MLflow experiment %s (id %s) ready before the jobs start", config.experiment_name, exp_id)
+            start_parent_run(config, exp_id)
+    except Exception as exc:  # the jobs still get_or_create it themselves
+        log.warning("could not create the MLflow experiment before the sweep: %s", short_error(exc))
+
+
 def end_parent_run(summary: dict | None, failed: bool = False) -> None:
     """Log the sweep summary on the parent run and end it (FAILED when a cell failed or the sweep raised)."""
     from judgebench import tracking
@@ -329,14 +348,11 @@ class SweepCallback(Callback):
             dry_run_total.clear(directory)
         _SWEEP.update(dir=directory, printed=not self.summary, started=time.perf_counter())
         atexit.register(_print_at_exit)  # prints only when summary is on; always closes the parent run
-        if self.create_experiment and not config.get("dry_run"):  # a dry run creates nothing in MLflow
-            try:
-                exp_id = precreate_experiment(config)
-                if exp_id is not None:
-                    log.info("MLflow experiment %s (id %s) ready before the jobs start", config.experiment_name, exp_id)
-                    start_parent_run(config, exp_id)
-            except Exception as exc:  # the jobs still get_or_create it themselves
-                log.warning("could not create the MLflow experiment before the sweep: %s", short_error(exc))
+        # a dry run creates nothing in MLflow; a sweep opens its store once its checks passed (open_sweep_store)
+        _SWEEP["pending"] = config if self.create_experiment and not config.get("dry_run") else None
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        open_sweep_store()  # a sweeper that did not open it after its checks (judgebench's does): before the first cell
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         from hydra.types import RunMode

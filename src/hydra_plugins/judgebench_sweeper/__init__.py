@@ -63,3 +63,6 @@ class CoveringSweeper(BasicSweeper):
 
             loader = self.hydra_context.config_loader
             sweep_preflight.check(loader.load_sweep_config(master_config=self.config, sweep_overrides=list(o)) for o in chosen)
+            from judgebench import hydra_callbacks
+
+            hydra_callbacks.open_sweep_store()  # the MLflow store and the parent run, only for a sweep that will run

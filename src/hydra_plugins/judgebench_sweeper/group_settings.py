@@ -67,8 +67,12 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
         holding = [holds(cell, key) for cell in cells]
         components = lambda want: sorted({_choice(config_of(c), group) for c, h in zip(cells, holding) if h == want})  # noqa: E731
         if not any(holding):
+            from judgebench.errors import closest_setting
+
+            near = closest_setting(key.partition(".")[2].rpartition(".")[2], OmegaConf.select(config_of(cells[0]), key.rpartition(".")[0]))
+            meant = f"did you mean {key.rpartition('.')[0]}.{near}? else " if near else ""
             raise ValueError(
-                f"{key}: no {group} of this sweep has that setting ({group} {', '.join(components(False))}); check its "
+                f"{key}: no {group} of this sweep has that setting ({group} {', '.join(components(False))}); {meant}check its "
                 f"name in conf/{group}/, or write +{key}=... to add it to every cell")
         if not all(holding):
             log.info("%s applies to %s %s only; left out of %s (they have no such setting)", key, group,
