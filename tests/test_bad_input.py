@@ -51,6 +51,7 @@ def assert_one_clear_error(res: cli_runner.Result, *phrases: str, rc: int = 2) -
     """Exit code rc, no traceback; rc 2: exactly one `judgebench: error:` line holding every phrase."""
     assert res.rc == rc, str(res)
     assert "Traceback" not in res.err and "Traceback" not in res.out, str(res)
+    assert "HYDRA_FULL_ERROR" not in res.err + res.out, str(res)  # Hydra's hint: no stray line after ours
     if rc == 2:
         assert len(res.error_lines) == 1, str(res)
         text = res.error_lines[0]
@@ -144,8 +145,24 @@ CASES = [
          env={"OPENAI_API_KEY": "k"}),
     case("zero-requests-per-minute", _args("judge=gpt_4o_mini", "judge.backend.requests_per_minute=0"), "requests_per_minute=0", "positive number",
          env={"OPENAI_API_KEY": "k"}),
-    case("unknown-backend-setting", _args("judge=gpt_4o_mini", "+judge.backend.temprature=0"), "judge.backend", "unknown setting 'temprature'",
+    case("unknown-backend-setting", _args("judge=gpt_4o_mini", "+judge.backend.temprature=0"),
+         "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean judge.backend.temperature?",
          env={"OPENAI_API_KEY": "k"}),
+    # ---- misspelt keys and names: Hydra's own errors as one line, exit 2, with the key or option probably meant
+    case("misspelt-key", _args("judge=gpt_4o_mini", "judge.temprature=0"),
+         "judge.temprature=0: judge (gpt_4o_mini) has no setting 'temprature'; did you mean judge.backend.temperature?"),
+    case("misspelt-top-level-key", _args("progres=false"), "progres=false: the config has no setting 'progres'; did you mean progress?"),
+    case("key-the-judge-lacks", _args("judge.temprature=0"), "judge.temprature=0: judge (human) has no setting 'temprature'; its settings: family, model, name"),
+    case("misspelt-added-key", _args("judge=gpt_4o_mini", "+judge.promt=x"),
+         "+judge.promt=x: judge (gpt_4o_mini) takes no setting 'promt'; did you mean judge.prompt?", env={"OPENAI_API_KEY": "k"}),
+    case("misspelt-key-in-a-sweep", _args("-m", "judge=gpt_4o_mini,gpt_4o", "judge.temprature=0"),
+         "judge.temprature: no judge of this sweep has that setting (judge gpt_4o, gpt_4o_mini); did you mean judge.backend.temperature?"),
+    case("misspelt-added-key-in-a-sweep", _args("-m", "judge=gpt_4o_mini,gpt_4o", "+judge.backend.temprature=0"),
+         "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean judge.backend.temperature?",
+         "no cell was started", env={"OPENAI_API_KEY": "k"}),
+    case("misspelt-judge-name", _args("judge=gpt4o_mini"), "judge=gpt4o_mini: no such judge; did you mean judge=gpt_4o_mini?"),
+    case("misspelt-dataset-name", _args("dataset=dl_19"), "dataset=dl_19: no such dataset; did you mean dataset=dl19?"),
+    case("bad-override-syntax", _args("judge.name=["), "judge.name=[", "no viable alternative"),
     case("perturbation-rank-beyond-pool", _args("perturbation=swap_1", "perturbation.swaps=[30]"), "rank 30 is beyond the ranking", "(25 documents)"),
     case("single-cell-with-zero-systems", _args("ranker=bm25", "perturbation=swap_1"), "BM25 x Swap[1] evaluates no system", "ranker.perturbable=true"),
     case("experiment-with-zero-systems", _args("-m", "ranker=bm25,simulated_llm", "perturbation=swap_1,swap_2"),

@@ -293,10 +293,29 @@ BIG = 2 * 1024 * 1024
 KILL_KEYS = [_key(j, "kill") for j in range(4)]
 
 
-def _write_big(root: str, layout: str, ready) -> None:
-    """Store four big records (prepared first) up to 12 times: the parent kills this process inside a write."""
+# Where each killed writer stops inside its second record: after its first byte, half of it, all but its last byte.
+CUTS = (1, BIG // 2, -1)
+
+
+def _write_big(root: str, layout: str, ready, torn, cut: int) -> None:
+    """Store four big records (prepared first), the second one cut: its first ``cut`` bytes are written (all but the
+    last with -1), then this process says so and waits for the parent's SIGKILL, so the kill lands inside a write at a
+    known byte, every time (a kill timed from outside missed the write about one run in three under load)."""
     c = CallCache(root, layout=layout)
     bodies = [(k, envelope_bytes(k, {"j": j, "blob": "k" * BIG}, None, 1.0)[1]) for j, k in enumerate(KILL_KEYS)]
+    write, records = os.write, []
+
+    def stopping(fd, data):  # both layouts write through os.write: the entry file's, or the segment's frame
+        if len(data) < BIG:
+            return write(fd, data)
+        records.append(len(data))
+        if len(records) < 2:
+            return write(fd, data)
+        write(fd, bytes(memoryview(data)[:cut]))
+        torn.set()
+        time.sleep(600)
+
+    os.write = stopping  # this forked child's own module object: the parent's is untouched
     ready.set()
     for i in range(12):
         c.write_group([bodies[i % 4]])
@@ -311,32 +330,28 @@ def _mid_write(root: Path, layout: str, frame_len: int) -> bool:
 
 @pytest.mark.parametrize("layout", ["files", "segments"])
 def test_sigkill_mid_write_never_leaves_a_readable_torn_record(tmp_path, layout):
-    """A child really killed (SIGKILL) while a write is under way: what it left is never read back as a record."""
+    """A child really killed (SIGKILL) inside a write, at a known byte of its record: what it left is never read back
+    as a record, and the records written whole before it are."""
     ctx = mp.get_context("fork")
     root = tmp_path / "cache"
     CallCache(root, layout=layout).check_writable()
     frame_len = seg.HEADER + len(envelope_bytes(KILL_KEYS[0], {"j": 0, "blob": "k" * BIG}, None, 1.0)[1])
-    caught = 0
-    for _ in range(3):
-        ready = ctx.Event()
-        p = ctx.Process(target=_write_big, args=(str(root), layout, ready))
+    for cut in CUTS:
+        ready, torn = ctx.Event(), ctx.Event()
+        p = ctx.Process(target=_write_big, args=(str(root), layout, ready, torn, cut))
         p.start()
-        assert ready.wait(120)
-        while p.is_alive() and not _mid_write(root, layout, frame_len):
-            pass
-        try:
-            os.kill(p.pid, signal.SIGKILL)
-        except ProcessLookupError:  # it finished its writes (and was reaped by is_alive) before one was seen under way
-            pass
+        assert ready.wait(120) and torn.wait(120), f"the writer never reached its second record (exit code {p.exitcode})"
+        os.kill(p.pid, signal.SIGKILL)
         p.join(10)
-        if p.exitcode == -signal.SIGKILL:
-            caught += _mid_write(root, layout, frame_len)  # still torn after the kill: killed inside the write
+        assert p.exitcode == -signal.SIGKILL
+        assert _mid_write(root, layout, frame_len)  # killed inside the write: a temp file, or a segment ending in a frame
         view = CallCache(root)
         assert maintenance.verify(view) == [] and view.corrupt_seen == 0
+        assert view.get(KILL_KEYS[0]) == {"j": 0, "blob": "k" * BIG}  # the first record, written whole before the kill
         for j, k in enumerate(KILL_KEYS):
             r = view.get(k)
             assert r is None or (r["j"] == j and len(r["blob"]) == BIG)
-    assert caught >= 1, "no kill landed inside a write"
+        assert view.get(KILL_KEYS[1]) is None  # the torn one, never written whole: never read back
     if layout == "segments":
         assert any(seg.scan_file(p).torn_tail for p in (root / "segments").glob("*.seg"))
     else:  # the temp files the killed writers left: kept while they could be live, then removed

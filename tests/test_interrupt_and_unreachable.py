@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import time
@@ -65,3 +66,9 @@ def test_ctrl_c_is_one_line_exit_130_and_the_sweep_is_still_summarized(tmp_path)
     assert "cell #0" in lines[0]
     summary = json.loads((tmp_path / "multirun" / "sweep_summary.json").read_text())
     assert [j["status"] for j in summary["jobs"]] == ["interrupted"] and summary["failed"] == 1
+    # the second cell (judge.parse_attempts=2) never started: the summary names it and says how to run it
+    assert summary["cells"] == 2 and summary["not_started"] == 1, summary
+    assert summary["never_started"][0]["num"] == 1 and "judge.parse_attempts=2" in summary["never_started"][0]["overrides"], summary
+    assert "2 cells - 0 ran, 0 skipped, 1 failed, 1 never started" in res.out, str(res)
+    assert "never started (1): #1; rerun the same command to run them (finished cells are skipped)" in res.out, str(res)
+    assert re.search(r"^ +#1: .*judge\.parse_attempts=2", res.out, re.M), str(res)

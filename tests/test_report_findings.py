@@ -126,3 +126,87 @@ def test_the_discrimination_answer_is_a_finding_of_its_dataset():
     assert f.text == ("humans separate 12 of 15 oracle pairs; 2 of 3 judges detect 9 of them. label agreement predicts it: "
                       "rho 0.8 [0.5, 1.0]")
     assert list(findings.discrimination(SimpleNamespace())) == []  # a report without that analysis
+
+
+def _many_judges(n: int = 35) -> SimpleNamespace:
+    """A report of n judges (as +experiment=llmjudge_oracles has 33 + human references): tau_oracles falls with the
+    judge's number, kappa rises, no judge can be tested for inversion (no LLM systems), two favour their own family."""
+    judges = [f"judge{i:02d}" for i in range(n)]
+    t2 = pd.DataFrame({"dataset": "d", "judge": judges, "tau_all": 0.5, "tau_oracles": np.linspace(0.9, -0.2, n),
+                       "kappa_graded": np.linspace(0.1, 0.7, n), "kappa_ge2": 0.5, "labelled_pairs": 400})
+    bias = pd.DataFrame({"dataset": "d", "judge": judges, "inverted": np.nan, **{c: np.nan for c in (
+        "llm_rank_judge", "oracle_rank_judge", "llm_rank_human", "oracle_rank_human", "llm_wins_judge", "llm_wins_human")}})
+    sp = pd.DataFrame({"dataset": "d", "judge": judges, "judge_family": "fam", "self_preference": 0.0,
+                       "lo": [0.01, 0.01] + [-0.05] * (n - 2), "hi": 0.09})
+    return _report(table2=t2, bias=bias, ci_tau=pd.DataFrame(), self_preference={"self_preference": sp})
+
+
+def _panel_lines(md_lines: list[str]) -> int:
+    return len("\n".join(md_lines).strip().splitlines())
+
+
+def test_at_35_judges_the_panel_groups_findings_by_kind_and_stays_a_screen():
+    r = _many_judges()
+    found = findings.findings(r)
+    assert sum(f.judge != findings.GRID for f in found) == 35 * 4  # inversion, oracle order, agreement, self-preference
+    md = markdown.findings_section(found, r.table2)
+    text = "\n".join(md)
+    # one sentence for what every judge shares, said once
+    (common,) = [x for x in md if x.startswith("- all 35 judges: ")]
+    assert common == "- all 35 judges: inversion not measured: it needs both LLM and oracle systems." and text.count("not measured") == 1
+    # a kind of two verdicts: one line per verdict, the few named, alerts first
+    verdict = [x for x in md if "self-preference" in x and x.startswith("- ")]
+    assert verdict[0].startswith("- **self-preference +0.000 \\[+0.010, +0.090\\] nDCG@10**: 2 judges (d / judge00, d / judge01)"), verdict
+    # the ranked kinds: 6 rows, the top 3 and the bottom 3 by the Table 2 column, best first
+    for topic, column in (("oracle order", "tau_oracles"), ("label agreement", "kappa_graded")):
+        start = md.index(f"\n**{topic}**\n")
+        rows = [x for x in md[start:] if x.startswith("| d / ")][:6]
+        shown = [x.split(" | ")[0].removeprefix("| d / ") for x in rows]
+        ranked = r.table2.sort_values(column, ascending=False)["judge"].tolist()
+        assert shown == ranked[:3] + ranked[-3:], (topic, shown)
+        assert f"the top 3 and the bottom 3 of 35 judges, ranked by {column}, best first:" in md[start:start + 3][1], md[start:start + 3]
+    assert md[-1] == f"\n{markdown.PANEL_END} [Findings per judge](#findings-per-judge).\n"
+    assert _panel_lines(md) <= 50, text  # was 35 x 5 bullets and 35 headings
+    # every finding in full stays in the report, lower down
+    detail = "\n".join(markdown.findings_detail(found, r.table2))
+    assert detail.startswith("\n## Findings per judge\n") and all(f"**d / judge{i:02d}**" in detail for i in range(35))
+    assert detail.count("inversion not measured") == 35
+
+
+def test_at_35_judges_the_terminal_findings_are_a_few_lines():
+    lines = console.findings_lines(_many_judges())
+    assert len(lines) <= 8 and all(len(x) <= console.WIDTH for x in lines), "\n".join(lines)
+    assert lines[0].startswith("  grid: all 20 grid cells have a finished run")
+    assert any(x.startswith("  inversion: all 35 judges: inversion n/a") for x in lines), lines
+    assert any("best and worst by tau_oracles (33 more in the report) d / judge00 tau_oracles 0.90" in x for x in lines), lines
+
+
+def test_the_html_panel_holds_the_kinds_and_ends_at_its_link(tmp_path):
+    from judgebench.compare.renderers import html as report_html
+
+    r = _many_judges()
+    md = "\n".join(["# t", *markdown.findings_section(findings.findings(r), r.table2), "", "12 job runs; selection prose.", "",
+                    "## Table 1", "", *markdown.findings_detail(findings.findings(r), r.table2)])
+    page = report_html.render(md, tmp_path, {}, "t")
+    panel = page[page.index('<section class="findings">'):page.index("</section>")]
+    assert panel.count("<table>") == 2 and "Findings per judge</a>" in panel and "selection prose" not in panel
+    assert 'id="findings-per-judge"' in page and "selection prose" in page
+
+
+def test_the_human_vs_judge_scatter_wraps_at_35_judges_and_keeps_everything_in_the_image(tmp_path, recwarn):
+    """35 judges were one row of 35 panels (a 5760 x 480 strip): now rows of figures.SCATTER_COLUMNS, a picture about
+    as wide as it is high, written with every label inside it and no "Tight layout not applied" warning."""
+    from PIL import Image
+
+    from judgebench.compare.renderers import figures
+
+    rng = np.random.default_rng(0)
+    judges, systems = [f"judge{i:02d}" for i in range(35)], [f"Swap[{i}]" for i in range(8)]
+    table = pd.DataFrame(rng.random((8, 35)), index=systems, columns=judges).assign(type="oracle")
+    refs = SimpleNamespace(reference="human_judged", column=lambda d, j, index: pd.Series(rng.random(len(index)), index=index))
+    path = figures.scatter({"d": table}, tmp_path / "scatter.png", refs)
+    width, height = Image.open(path).size
+    cols, rows = figures.SCATTER_COLUMNS, -(-35 // figures.SCATTER_COLUMNS)
+    assert 0.8 < width / height < 1.4 and width <= cols * 4.0 * 120 + 120, (width, height)
+    assert height >= rows * 4.0 * 120 * 0.9, (width, height)
+    assert not [w for w in recwarn if "Tight layout" in str(w.message)]

@@ -29,10 +29,13 @@ def no_keys() -> dict[str, str]:
 
 
 def runs_of(experiment: str) -> list:
-    """Every run of the experiment, deleted ones aside (the sweep's parent run included)."""
+    """Every run of the experiment, deleted ones included (the sweep's parent run included): a refused sweep opens
+    no run at all, its parent run is started only once the sweep's checks passed."""
+    from mlflow.entities import ViewType
+
     client = MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
     exp = client.get_experiment_by_name(experiment)
-    return client.search_runs([exp.experiment_id]) if exp else []
+    return client.search_runs([exp.experiment_id], run_view_type=ViewType.ALL) if exp else []
 
 
 def said_once(res: cli_runner.Result, *phrases: str) -> str:
@@ -51,14 +54,20 @@ def test_a_four_cell_sweep_without_a_key_says_so_once_and_starts_no_cell(tmp_pat
                          cwd=tmp_path, env=no_keys())
     said_once(res, "needs an API key: set GEMINI_API_KEY or GOOGLE_API_KEY", "no cell was started")
     assert not list((tmp_path / "multirun").rglob(".judgebench/jobs/*.json"))  # no cell record: none started
-    assert "#0" not in res.out and runs_of("nokey") == []  # no summary of failed cells; the parent run deleted
+    assert "#0" not in res.out and runs_of("nokey") == []  # no summary of failed cells; no parent run
 
 
 def test_a_missing_run_file_in_a_sweep_is_said_once(tmp_path):
     res = cli_runner.run(["-m", "ranker=runfile", f"ranker.path={tmp_path}/nope.run", "ranker.name=Mine", "judge=human,simulated",
                           *common(tmp_path, "norun")], cwd=tmp_path, env=env_with())
     said_once(res, f"{tmp_path}/nope.run: file not found (ranker.path)")
-    assert runs_of("norun") == []
+    assert runs_of("norun") == []  # nothing RUNNING, FAILED or deleted
+
+
+def test_a_misspelt_added_key_in_a_sweep_is_said_once_and_leaves_no_run(tmp_path):
+    res = cli_runner.run(["-m", "judge=human,simulated", "+judge.nam=x", *common(tmp_path, "typo")], cwd=tmp_path, env=env_with())
+    said_once(res, "+judge.nam=x: judge (human) takes no setting 'nam'; did you mean judge.name?", "no cell was started")
+    assert runs_of("typo") == []
 
 
 def test_a_finished_grid_reruns_with_no_key_and_no_server(tmp_path):

@@ -1,8 +1,8 @@
 """Checks on the command line and environment of ``judgebench run`` (``python run.py``), made before Hydra
 starts (Hydra writes .hydra/ first).
 
-An unknown option of a config group (``judge=gpt5``) is one ``judgebench: error:`` line naming the valid
-options, exit 2, instead of Hydra's multi-line report with exit 1. An empty ``JUDGEBENCH_CACHE_DIR`` is
+An unknown option of a config group (``judge=gpt5``) is one ``judgebench: error:`` line naming the option
+probably meant (difflib) and the valid ones, exit 2, instead of Hydra's multi-line report with exit 1. An empty ``JUDGEBENCH_CACHE_DIR`` is
 treated as unset: ``${oc.env:...}`` would otherwise give an empty cache_dir, i.e. the working directory.
 """
 
@@ -91,8 +91,12 @@ def unknown_option(argv: Sequence[str], primary: Path) -> str | None:
             continue
         for choice in _choices(override):
             if choice not in options:
+                import difflib
+
                 name = group.rsplit("/", 1)[-1]
-                return f"{group}={choice}: no such {name}; valid options: {', '.join(options)}"
+                close = difflib.get_close_matches(choice, options, n=1, cutoff=0.6)
+                meant = f"did you mean {group}={close[0]}? " if close else ""
+                return f"{group}={choice}: no such {name}; {meant}valid options: {', '.join(options)}"
     return None
 
 

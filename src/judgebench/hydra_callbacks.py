@@ -2,10 +2,11 @@
 
 ``SweepCallback`` (registered in conf/config.yaml under ``hydra.callbacks``):
 
-- ``on_multirun_start`` (submitting process, before any job exists): creates the MLflow store and
-  the experiment once, so that parallel jobs only ever find them (no race on schema or experiment
-  creation), and clears the outcome records of an earlier run of the same sweep directory. It also
-  starts the sweep's parent run (kind ``sweep``): every cell's run (and a judge summary a cell creates)
+- ``on_multirun_start`` (submitting process, before any job exists) clears the outcome records of an
+  earlier run of the same sweep directory. Once the sweep's checks passed (``open_sweep_store``, called
+  by the sweeper after sweep_preflight.py, or at the first ``on_job_start``), the MLflow store and the
+  experiment are created once, so that parallel jobs only ever find them (no race on schema or
+  experiment creation), and the sweep's parent run (kind ``sweep``) is started: every cell's run (and a judge summary a cell creates)
   nests under it through ``mlflow.parentRunId``, MLflow's own nesting, so the UI shows one row per sweep.
   A dry run (``dry_run=true``) skips all of this: it creates nothing in MLflow.
   The jobs learn its id from the environment (``JUDGEBENCH_PARENT_RUN``), which Hydra's basic launcher,
@@ -17,7 +18,7 @@
   skipped-duplicate | dry-run | failed), error, SLURM ids. The sweep directory is shared with the
   jobs anyway (submitit keeps its pickles there).
 - ``on_multirun_end`` prints the summary table (cells ran / skipped / failed, with their
-  overrides), writes ``<sweep dir>/sweep_summary.json`` and logs it on the parent run, which ends
+  overrides, and the cells that never started, which the sweeper lists in ``.judgebench/planned.json``), writes ``<sweep dir>/sweep_summary.json`` and logs it on the parent run, which ends
   FINISHED (FAILED when a cell failed). When a job failed, Hydra's sweeper
   raises before ``on_multirun_end``; the same summary is then printed when the process exits.
 
@@ -45,12 +46,14 @@ from judgebench.run_tags import RunTags
 log = logging.getLogger("judgebench.sweep")
 
 RECORDS = ".judgebench/jobs"  # under the sweep directory
+PLANNED = ".judgebench/planned.json"  # ... every cell's overrides, in launch order
 SUMMARY_FILE = "sweep_summary.json"
 _SLURM_ENV = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
 
 # Submitting-process state. Module globals, not callback attributes: the callback object is
 # pickled with the launcher into every submitit job, and its attributes would travel with it.
-_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0, "uri": None, "parent": None, "experiment": None}
+_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0, "uri": None, "parent": None, "experiment": None,
+                          "pending": None}
 
 
 def sweep_dir(config: DictConfig) -> Path:
@@ -116,6 +119,20 @@ def read_records(directory: Path) -> list[dict]:
     return sorted(records, key=lambda r: r["num"])
 
 
+def record_planned(cells: Sequence[Sequence[str]]) -> None:
+    """The sweep's cells in launch order (the sweeper calls this once it knows them), so that the summary can
+    name the cells that never started: a sweep stopped by Ctrl-C, a failure or a kill leaves no record of them."""
+    if _SWEEP["dir"] is not None:
+        write_json(_SWEEP["dir"] / PLANNED, [_masked(cell) for cell in cells])
+
+
+def read_planned(directory: Path) -> list[list[str]] | None:
+    try:
+        return json.loads((directory / PLANNED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def category(status: str) -> str:
     if status in ("failed", "unknown", "interrupted"):
         return "failed"
@@ -128,7 +145,11 @@ def summarize(directory: Path) -> dict:
     counts = {"ran": 0, "skipped": 0, "failed": 0}
     for r in records:
         counts[category(r["status"])] += 1
-    summary = {"sweep_dir": str(directory), "cells": len(records), **counts, "jobs": records}
+    planned = read_planned(directory) or []
+    started = {r["num"] for r in records}
+    not_started = [{"num": num, "overrides": cell} for num, cell in enumerate(planned) if num not in started]
+    summary = {"sweep_dir": str(directory), "cells": len(records) + len(not_started), **counts,
+               "not_started": len(not_started), "jobs": records, "never_started": not_started}
     write_json(directory / SUMMARY_FILE, summary)
     return summary
 
@@ -136,9 +157,10 @@ def summarize(directory: Path) -> dict:
 def format_summary(summary: dict) -> str:
     rows = summary["jobs"]
     common = set(rows[0]["overrides"]).intersection(*(r["overrides"] for r in rows[1:])) if len(rows) > 1 else set()
+    waiting = summary.get("never_started") or []
     lines = [
         f"judgebench sweep: {summary['cells']} cells - {summary['ran']} ran, {summary['skipped']} skipped, "
-        f"{summary['failed']} failed ({summary['sweep_dir']})"
+        f"{summary['failed']} failed" + (f", {len(waiting)} never started" if waiting else "") + f" ({summary['sweep_dir']})"
     ]
     if common:
         lines.append("  common overrides: " + " ".join(o for o in rows[0]["overrides"] if o in common))
@@ -157,12 +179,26 @@ def format_summary(summary: dict) -> str:
             if r.get("log"):
                 line += f"\n        log:   {r['log']}"
         lines.append(line)
+    if waiting:
+        lines.append(never_started_line(waiting, common))
     return "\n".join(lines)
+
+
+def never_started_line(waiting: list[dict], common: set[str], shown: int = 3) -> str:
+    """The cells that never started, the first few with their overrides, and how to run them: the same command
+    again, whose finished cells are skipped (force=false), so only these and the failed ones run."""
+    nums = " ".join(f"#{w['num']}" for w in waiting[:12]) + (" …" if len(waiting) > 12 else "")
+    text = f"  never started ({len(waiting)}): {nums}; rerun the same command to run them (finished cells are skipped)"
+    for w in waiting[:shown]:
+        text += f"\n        #{w['num']}: " + (" ".join(o for o in w["overrides"] if o not in common) or "(no overrides)")
+    if len(waiting) > shown:
+        text += f"\n        … and {len(waiting) - shown} more in sweep_summary.json"
+    return text
 
 
 def print_summary(directory: Path) -> dict | None:
     summary = summarize(directory)
-    if summary["cells"]:
+    if summary["jobs"]:
         print(format_summary(summary), flush=True)
     return summary
 
@@ -262,6 +298,23 @@ def start_parent_run(config: DictConfig, experiment_id: str) -> str:
     return run.run_id
 
 
+def open_sweep_store() -> None:
+    """Create the MLflow experiment and start the sweep's parent run, once per sweep, in the submitting process,
+    after the sweep's checks (the sweeper calls this once sweep_preflight.py passed, before any cell starts).
+    Why not at ``on_multirun_start``: a sweep refused by its checks must leave nothing in MLflow (no parent run
+    RUNNING or FAILED) and say so in seconds, without importing MLflow or creating the store first."""
+    config, _SWEEP["pending"] = _SWEEP.get("pending"), None
+    if config is None:
+        return
+    try:
+        exp_id = precreate_experiment(config)
+        if exp_id is not None:
+            log.info("MLflow experiment %s (id %s) ready before the jobs start", config.experiment_name, exp_id)
+            start_parent_run(config, exp_id)
+    except Exception as exc:  # the jobs still get_or_create it themselves
+        log.warning("could not create the MLflow experiment before the sweep: %s", short_error(exc))
+
+
 def end_parent_run(summary: dict | None, failed: bool = False) -> None:
     """Log the sweep summary on the parent run and end it (FAILED when a cell failed or the sweep raised)."""
     from judgebench import tracking
@@ -288,20 +341,18 @@ class SweepCallback(Callback):
         directory = sweep_dir(config)
         for old in (directory / RECORDS).glob("*.json"):
             old.unlink(missing_ok=True)  # a rerun of the same sweep directory reports afresh
+        (directory / PLANNED).unlink(missing_ok=True)
         if config.get("dry_run"):
             from judgebench.jobs import dry_run_total
 
             dry_run_total.clear(directory)
         _SWEEP.update(dir=directory, printed=not self.summary, started=time.perf_counter())
         atexit.register(_print_at_exit)  # prints only when summary is on; always closes the parent run
-        if self.create_experiment and not config.get("dry_run"):  # a dry run creates nothing in MLflow
-            try:
-                exp_id = precreate_experiment(config)
-                if exp_id is not None:
-                    log.info("MLflow experiment %s (id %s) ready before the jobs start", config.experiment_name, exp_id)
-                    start_parent_run(config, exp_id)
-            except Exception as exc:  # the jobs still get_or_create it themselves
-                log.warning("could not create the MLflow experiment before the sweep: %s", short_error(exc))
+        # a dry run creates nothing in MLflow; a sweep opens its store once its checks passed (open_sweep_store)
+        _SWEEP["pending"] = config if self.create_experiment and not config.get("dry_run") else None
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        open_sweep_store()  # a sweeper that did not open it after its checks (judgebench's does): before the first cell
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         from hydra.types import RunMode

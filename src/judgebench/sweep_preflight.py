@@ -14,8 +14,8 @@ What is checked here, once per distinct part of the grid (the covering cells the
   a retired model id, the server and the model are checked otherwise). Distinct (dataset, judge, rewriter,
   API ranker) parts are checked once; a dry run checks offline only (offline_checks.py).
 
-The first problem is one ``judgebench: error:`` line, exit 2, no cell started and nothing left in MLflow (the
-sweep's parent run, already created, is deleted). Anything that is not a user's error (a bug, an unusual job)
+The first problem is one ``judgebench: error:`` line, exit 2, no cell started and nothing in MLflow (the store
+and the sweep's parent run are opened only after this check: hydra_callbacks.open_sweep_store). Anything that is not a user's error (a bug, an unusual job)
 is left to the cells, which report it as before: this check never stops a sweep that would have run.
 """
 
@@ -126,12 +126,16 @@ def _cell_problem(cfg: DictConfig, seen: set[tuple[str, ...]]) -> str | None | b
 
 
 def _discard_parent_run() -> None:
-    """The sweep's MLflow parent run, created before the sweeper ran: deleted, since no cell started."""
-    from judgebench import hydra_callbacks, tracking
+    """The sweep's MLflow parent run, where one was started before the checks (a sweeper other than judgebench's
+    opens none before them): deleted, since no cell started. MLflow is imported only when there is one."""
+    from judgebench import hydra_callbacks
 
+    hydra_callbacks._SWEEP["pending"] = None
     run, hydra_callbacks._SWEEP["parent"] = hydra_callbacks._SWEEP["parent"], None
-    os.environ.pop(tracking.PARENT_ENV, None)
     if run is not None:
+        from judgebench import tracking
+
+        os.environ.pop(tracking.PARENT_ENV, None)
         try:
             run.client.delete_run(run.run_id)
         except Exception as exc:  # the one error line matters more

@@ -46,9 +46,13 @@ class CoveringSweeper(BasicSweeper):
         chunks = BasicSweeper.split_arguments(overrides, max_batch_size)
         compose = lambda cell: self.hydra_context.config_loader.load_sweep_config(self.config, cell)  # noqa: E731
         try:
-            return group_settings.applied(chunks, compose)
+            cells = group_settings.applied(chunks, compose)
         except ValueError as e:
             raise CellError(PREFIX + str(e)) from None
+        from judgebench import hydra_callbacks
+
+        hydra_callbacks.record_planned([cell for batch in cells for cell in batch])  # the summary names any never started
+        return cells
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         chosen = covering(batch)
@@ -59,3 +63,6 @@ class CoveringSweeper(BasicSweeper):
 
             loader = self.hydra_context.config_loader
             sweep_preflight.check(loader.load_sweep_config(master_config=self.config, sweep_overrides=list(o)) for o in chosen)
+            from judgebench import hydra_callbacks
+
+            hydra_callbacks.open_sweep_store()  # the MLflow store and the parent run, only for a sweep that will run

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from judgebench.compare import findings, names, sections
+from judgebench.compare import findings, findings_panel, names, sections
 from judgebench.compare.renderers import render
 from judgebench.compare.sections.header import plain_title
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
 
 WIDTH = render.WIDTH
+KIND_ROWS = 2  # judges named per ranked kind in the terminal: the best and the worst
 
 
 def _fit(text: str, width: int = WIDTH) -> str:
@@ -27,10 +28,26 @@ def _fit(text: str, width: int = WIDTH) -> str:
 
 
 def findings_lines(r: Report) -> list[str]:
-    """The findings (findings.py), one line per subject: each finding's brief form (the report has the sentences)."""
-    return [line for subject, items in findings.grouped(findings.findings(r)).items()
-            for line in textwrap.wrap(f"{names.plain(subject)}: " + "; ".join(names.plain(f.brief or f.text) for f in items), WIDTH,
-                                      initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)]
+    """The findings (findings.py) in their brief form (the report has the sentences): one line per subject in a small
+    report; by kind where a kind holds many judges (findings_panel.py), each kind at most two lines."""
+    found = findings.findings(r)
+    kinds = findings_panel.kinds(found, getattr(r, "table2", None), rows=KIND_ROWS)
+    if not any(k.condensed for k in kinds):
+        return [line for subject, items in findings.grouped(found).items()
+                for line in textwrap.wrap(f"{names.plain(subject)}: " + "; ".join(names.plain(f.brief or f.text) for f in items), WIDTH,
+                                          initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)]
+    lines = []
+    for k in kinds:
+        said = [(f"{f.subject}: " if f.judge else "") + (f.brief or f.text) for f in k.sentences]
+        if k.common:
+            said.append(f"all {k.count} judges: {k.common.brief or k.common.text}")
+        said += [f"{brief}: {findings_panel.subjects(items)}" for brief, items in k.verdicts.items()]
+        if k.rows:
+            head = f"{'best and worst by ' + k.ranked_by if k.ranked_by else 'e.g.'} ({k.hidden} more in the report)" if k.hidden else ""
+            said.append(" ".join(filter(None, [head, ", ".join(f"{f.subject} {f.brief or f.text}" for f in k.rows)])))
+        lines += textwrap.wrap(names.plain(f"{k.topic}: " + "; ".join(said)), WIDTH, initial_indent="  ", subsequent_indent="      ",
+                               break_on_hyphens=False, max_lines=2, placeholder=" ...")
+    return lines
 
 
 def summary(r: Report, out: Path, seconds: float) -> str:

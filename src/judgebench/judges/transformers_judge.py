@@ -18,7 +18,7 @@ from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_label_distribution
 from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import load_prompt
-from judgebench.llm.models import as_spec, cached_scores, score_chunk, transformers_key_maker
+from judgebench.llm.models import as_spec, cached_scores, first_chunk, score_chunk, transformers_key_maker
 
 log = logging.getLogger("judgebench")
 
@@ -56,7 +56,7 @@ class TransformersJudge(Judge):
             items.append((key, (dataset.queries[q], texts[d], prompt)))  # the prompt is not filled again to score
         records, scored = cached_scores(
             self.cache, items, self._score, meta=self.spec.cache_meta(),
-            chunk=score_chunk(self.spec), progress=self.progress, desc=f"judging ({self.name})",
+            chunk=score_chunk(self.spec), first=first_chunk(self.spec), progress=self.progress, desc=f"judging ({self.name})",
         )
         rows = []
         for (q, d), key in zip(zip(pairs["query_id"], pairs["doc_id"]), keys):

@@ -99,15 +99,24 @@ def transformers_key_maker(spec: ModelSpec, method: str, prompt_version: str, **
                      params=params, **spec.runtime())
 
 
-SCORE_CHUNK = 256  # prompts scored (and written to the cache) together at least: a killed job loses at most this many
-CHUNK_SECONDS = 2.0  # ... or about this long: a chunk that takes less is followed by a larger one (:func:`next_chunk`)
-CHUNK_GROWTH = 4  # ... up to this many times its first size
+SCORE_CHUNK = 256  # prompts scored (and written to the cache) together, where that takes under SAVE_SECONDS
+CHUNK_SECONDS = 2.0  # ... a chunk that takes less than this is followed by a larger one (:func:`next_chunk`)
+CHUNK_GROWTH = 4  # ... up to this many times SCORE_CHUNK
+SAVE_SECONDS = 30.0  # ... and one that would take longer by a smaller one: a killed job loses at most about this much
+clock = time.perf_counter  # what chunks are timed with (a test moves it by hand)
 
 
 def score_chunk(spec: ModelSpec) -> int:
     """Prompts per scoring call of :func:`cached_scores`: large enough that its fixed costs (one cache write, one
     tokenizer call, the progress update) are spread thin, and never fewer than four batches."""
     return max(SCORE_CHUNK, spec.batch_size * 4)
+
+
+def first_chunk(spec: ModelSpec) -> int:
+    """The first scoring call's size: one batch. Why: how fast a model scores is not known before it has scored
+    (a 135M model on a loaded CPU took 15 minutes for 64 prompts), and the first chunk is the one that also
+    loads the model; a killed or interrupted job keeps everything scored after it."""
+    return max(1, spec.batch_size)
 
 
 def cached_scores(
@@ -117,12 +126,15 @@ def cached_scores(
     *,
     meta: dict[str, Any],
     chunk: int = 64,
+    first: int | None = None,
     progress: bool = True,
     desc: str = "scoring",
     unit: str = "pairs",
 ) -> tuple[dict[str, dict], int]:
-    """Records for (key, payload) items: cached ones read, missing ones scored chunk by chunk and
-    written to the cache after each chunk (a killed job loses at most one chunk: `chunk` items, or about CHUNK_SECONDS of work where chunks grew). Returns the records
+    """Records for (key, payload) items: cached ones read, missing ones scored chunk by chunk and written to the
+    cache after each chunk. The first chunk holds ``first`` items (default ``chunk``); later ones are sized by
+    :func:`next_chunk` from the last one's rate, so a chunk is written at least every :data:`SAVE_SECONDS` or so
+    (every prompt, if one takes longer): Ctrl-C or a kill loses only the chunk being scored. Returns the records
     and how many items were scored now."""
     records: dict[str, dict] = {}
     todo: list[tuple[str, Any]] = []
@@ -140,24 +152,28 @@ def cached_scores(
     if todo:
         cache.check_writable([key for key, _ in todo])  # scores that could not be stored must not be computed
     with counter(desc, len(records) + len(todo), unit, enabled=progress, cached=len(records)) as bar:
-        i, size = 0, chunk
+        i, size = 0, max(1, min(chunk, first or chunk))
         while i < len(todo):
             part = todo[i : i + size]
             i += len(part)
-            t0 = time.perf_counter()
+            t0 = clock()
             scored = list(zip((key for key, _ in part), score([p for _, p in part])))
             cache.put_many([(key, rec, meta) for key, rec in scored])  # one group: one write in the segments layout
             records.update(scored)
             bar.update(len(part))
-            size = next_chunk(chunk, len(part), time.perf_counter() - t0)
+            size = next_chunk(chunk, len(part), clock() - t0)
     return records, len(todo)
 
 
 def next_chunk(chunk: int, done: int, seconds: float) -> int:
-    """The size of the next scoring chunk: about :data:`CHUNK_SECONDS` of work at the rate of the last one,
-    never under ``chunk`` nor over :data:`CHUNK_GROWTH` times it. Why: each chunk has fixed costs (a tokenizer
-    call, a cache write), which a fast model (a GPU, a small ranker) pays hundreds of times a second; a
-    killed job still loses at most ``chunk`` prompts or about :data:`CHUNK_SECONDS` of work."""
+    """The size of the next scoring chunk, at the rate of the last one (``done`` items in ``seconds``): about
+    :data:`CHUNK_SECONDS` of work, never over :data:`CHUNK_GROWTH` times ``chunk``, and not under ``chunk`` unless
+    ``chunk`` items would take more than :data:`SAVE_SECONDS` (then what fits in that time, at least one).
+    Why: each chunk has fixed costs (a tokenizer call, a cache write), which a fast model (a GPU, a small ranker)
+    pays hundreds of times a second; a slow one (a CPU under load) must still store its answers every few
+    seconds, or an interrupted job keeps nothing."""
     if seconds <= 0:
         return chunk * CHUNK_GROWTH
-    return int(min(chunk * CHUNK_GROWTH, max(chunk, done * CHUNK_SECONDS / seconds)))
+    rate = done / seconds
+    floor = min(chunk, max(1, int(rate * SAVE_SECONDS)))
+    return int(min(chunk * CHUNK_GROWTH, max(floor, rate * CHUNK_SECONDS)))

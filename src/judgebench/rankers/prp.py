@@ -28,7 +28,7 @@ from judgebench.exceptions import ConfigError
 from judgebench.llm.prefix_cache import text_before
 from judgebench.llm.prompts import fill
 from judgebench.llm.calls import Call, api_call_key, run_cached
-from judgebench.llm.models import cached_scores, score_chunk, transformers_key_maker
+from judgebench.llm.models import cached_scores, first_chunk, score_chunk, transformers_key_maker
 from judgebench.rankers.model_ranker import ModelRanker
 
 PRP_PROMPT = (
@@ -119,7 +119,7 @@ class PRPRanker(ModelRanker):
                 records, now = cached_scores(
                     self.cache, [(k, (*t, p)) for k, t, p in missing], self._score_local,
                     meta=self.spec.cache_meta(),
-                    chunk=score_chunk(self.spec), progress=self.progress, desc=f"prp ({self.name})",
+                    chunk=score_chunk(self.spec), first=first_chunk(self.spec), progress=self.progress, desc=f"prp ({self.name})",
                 )
                 self.scored_now += now
                 if now:

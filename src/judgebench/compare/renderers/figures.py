@@ -7,6 +7,7 @@ judge called ``cost $\\frac$ x`` is that text, not a formula matplotlib fails to
 from __future__ import annotations
 
 import functools
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -60,9 +61,18 @@ def _names(values) -> list[str]:
     return [names.plot(v) for v in values]
 
 
+SCATTER_COLUMNS = 6  # panels per row of the human-vs-judge scatter
+
+
 def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    """Lay the figure out and write it with every drawn artist inside the image: ``bbox_inches="tight"`` grows or
+    crops the canvas to what is drawn, so a legend placed outside the axes, a long title or tick label is never
+    clipped. Matplotlib's "Tight layout not applied" (panels too small for their labels) is no user's business:
+    the tight bounding box still keeps everything in the picture."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Tight layout not applied")
+        fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.1)
     plt.close(fig)
     return path
 
@@ -161,7 +171,12 @@ def scatter(t1: dict[str, pd.DataFrame], path: Path, refs: References, t2: pd.Da
     overrates. The panel title gives the judge's τ (all systems, against its reference) and graded κ when
     ``t2`` has them."""
     judges = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c not in ("type", *REFERENCES)))
-    fig, axes = plt.subplots(len(t1), max(1, len(judges)), figsize=(4.0 * max(1, len(judges)), 4.0 * len(t1)), squeeze=False)
+    cols = max(1, min(len(judges), SCATTER_COLUMNS))  # small multiples that wrap: 35 judges are 6 rows of 6, not a strip
+    per_dataset = -(-max(1, len(judges)) // cols)
+    fig, grid = plt.subplots(per_dataset * len(t1), cols, figsize=(4.0 * cols, 4.0 * per_dataset * len(t1)), squeeze=False)
+    for n, ax in enumerate(grid.flat):
+        ax.set_visible(n % (per_dataset * cols) < max(1, len(judges)))
+    axes = [grid.flat[d * per_dataset * cols: d * per_dataset * cols + max(1, len(judges))] for d in range(len(t1))]
     labels = []
     for row, (dataset, table) in zip(axes, t1.items()):
         for ax, judge in zip(row, judges):
@@ -304,6 +319,6 @@ def confusion_grid(labels: pd.DataFrame, path: Path, columns: int = 6) -> Path:
     fig.tight_layout()
     if groups:
         fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.02, pad=0.02, label="share of the human level")
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.1)  # titles and the colour bar inside the image
     plt.close(fig)
     return path

@@ -20,6 +20,7 @@ import jinja2
 from markdown_it import MarkdownIt
 
 from judgebench.compare import names
+from judgebench.compare.renderers import markdown as report_markdown
 
 FINDINGS_ID = "findings"  # the anchor of markdown.py's "## Findings"
 # No network, no script, no form, no plugin: the browser refuses every load a name could smuggle in.
@@ -156,7 +157,11 @@ def render(markdown_text: str, out: Path, header: Mapping[str, str], title: str)
     if start >= 0:
         end = body.find("<h2", start + 1)
         end = len(body) if end < 0 else end
-        end = body.rfind("</ul>", start, end) + len("</ul>") if "</ul>" in body[start:end] else end  # the prose after stays
+        close = body.find(report_markdown.PANEL_END, start, end)  # a panel by kind ends with its link to the per-judge findings
+        if close >= 0:
+            end = body.find("</p>", close) + len("</p>")
+        else:
+            end = body.rfind("</ul>", start, end) + len("</ul>") if "</ul>" in body[start:end] else end  # the prose after stays
         found = '<section class="findings">' + body[start:end] + "</section>"
         body = body[:start] + body[end:]
     return PAGE.render(title=html.escape(names.visible(title)), policy=POLICY, body=body, h1=h1, findings=found,

@@ -39,13 +39,57 @@ def quoted(name: str) -> str:
 FINDINGS_TITLE = "Findings"
 
 
-def findings_section(found: list[findings.Finding]) -> list[str]:
-    """The findings as Markdown: one bullet list per (dataset, judge), the selection-wide ones first; an alert in bold."""
-    parts = [f"\n## {FINDINGS_TITLE}\n"]
+DETAIL_TITLE = "Findings per judge"
+PANEL_END = "Every finding in full, judge by judge:"  # the panel's last paragraph (html.py ends the panel after it)
+
+
+def _said(f: findings.Finding, text: str | None = None) -> str:
+    text = names.markdown(text if text is not None else f.text)
+    return f"**{text}**" if f.alert else text
+
+
+def findings_by_subject(found: list[findings.Finding]) -> list[str]:
+    """One bullet list per (dataset, judge), the selection-wide ones first; an alert in bold."""
+    parts = []
     for subject, items in findings.grouped(found).items():
         parts.append(f"\n**{names.markdown(subject)}**\n")
-        parts += [f"- {'**' + names.markdown(f.text) + '**' if f.alert else names.markdown(f.text)}" for f in items]
+        parts += [f"- {_said(f)}" for f in items]
     return parts
+
+
+def findings_section(found: list[findings.Finding], table2=None) -> list[str]:
+    """The findings as Markdown: by subject where the report is small; by kind (findings_panel.py) where a kind holds
+    more subjects than read one by one, each kind a sentence, a line per verdict or a compact ranked table, and a
+    link to every finding in full (the section "Findings per judge", :func:`findings_detail`)."""
+    from judgebench.compare import findings_panel
+
+    parts = [f"\n## {FINDINGS_TITLE}\n"]
+    kinds = findings_panel.kinds(found, table2)
+    if not any(k.condensed for k in kinds):
+        return parts + findings_by_subject(found)
+    for k in kinds:
+        parts.append(f"\n**{names.markdown(k.topic)}**\n")
+        parts += [f"- {names.markdown(f.subject)}: {_said(f)}" if f.judge else f"- {_said(f)}" for f in k.sentences]
+        if k.common:
+            parts.append(f"- all {k.count} judges: {_said(k.common)}")
+        parts += [f"- {_said(items[0], brief)}: {names.markdown(findings_panel.subjects(items))}" for brief, items in k.verdicts.items()]
+        if k.rows:
+            order = f"ranked by {names.markdown(k.ranked_by)}, best first" if k.ranked_by else "alerts first"
+            shown = f"the top {len(k.rows) - len(k.rows) // 2} and the bottom {len(k.rows) // 2} of {len(k.rows) + k.hidden} judges, " \
+                if k.hidden else ""
+            parts += [f"\n{shown}{order}:\n", "| judge | finding |", "|---|---|",
+                      *(f"| {names.markdown(f.subject)} | {_said(f, f.brief or f.text)} |" for f in k.rows)]
+    parts.append(f"\n{PANEL_END} [{DETAIL_TITLE}](#{DETAIL_TITLE.lower().replace(' ', '-')}).\n")
+    return parts
+
+
+def findings_detail(found: list[findings.Finding], table2=None) -> list[str]:
+    """Every finding in full, by subject, lower down the report: only where the panel condensed some."""
+    from judgebench.compare import findings_panel
+
+    if not any(k.condensed for k in findings_panel.kinds(found, table2)):
+        return []
+    return [f"\n## {DETAIL_TITLE}\n", *findings_by_subject(found)]
 
 
 # Under every tau interval: the percentile bootstrap of Kendall's tau over queries is not calibrated

@@ -80,13 +80,21 @@ def latex(df: pd.DataFrame, caption: str, label: str, index: bool = True, **kw) 
                                            column_format=align, position="t")
 
 
-def plain(frame: pd.DataFrame, index: bool = True, width: int = WIDTH, **kw) -> str:
-    """A plain text table for the terminal; columns that would pass ``width`` are left out and named. The cells are
-    rendered once and the widest prefix of the columns that fits is found by bisection (a line only grows with each
+TERMINAL_ROWS = 6  # rows of a table in the terminal summary: the first and last few, the rest in the report
+
+
+def plain(frame: pd.DataFrame, index: bool = True, width: int = WIDTH, rows: int | None = None, **kw) -> str:
+    """A plain text table for the terminal; columns that would pass ``width`` are left out and named, and past ``rows``
+    rows only the first and last few are shown (the terminal summary stays a screen at 35 judges or systems). The cells
+    are rendered once and the widest prefix of the columns that fits is found by bisection (a line only grows with each
     column): dropping one column at a time re-rendered the table a hundred times for a hundred judges."""
     cols = list(frame.columns)
     if not cols:
         return ""
+    left_out = 0
+    if rows is not None and len(frame) > rows:
+        left_out = len(frame) - rows
+        frame = pd.concat([frame.head(rows - rows // 2), frame.tail(rows // 2)])
     texts, align = cells(frame, "plain", digits=3, **kw), _align(frame, index)
 
     def table(k: int) -> str:
@@ -104,4 +112,6 @@ def plain(frame: pd.DataFrame, index: bool = True, width: int = WIDTH, **kw) -> 
             lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
         k = lo
     dropped = cols[k:]
-    return table(k) + (f"\n(+ {len(dropped)} columns in the report: {', '.join(dropped)})" if dropped else "")
+    notes = ([f"{left_out} rows between the first {rows - rows // 2} and the last {rows // 2}"] if left_out else []) \
+        + ([f"{len(dropped)} columns: {', '.join(dropped)}"] if dropped else [])
+    return table(k) + (f"\n(+ {'; + '.join(notes)}; in the report)" if notes else "")

@@ -16,6 +16,7 @@ from judgebench.compare import findings
 from judgebench.compare.section import LatexTable, Section
 from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias
 from judgebench.compare.sections.family_bias import FamilyBias
+from judgebench.compare.sections.findings_detail import FindingsDetail
 from judgebench.compare.sections.grid_state import ContentBias, GridState
 from judgebench.compare.sections.header import Header
 from judgebench.compare.sections.label_entropy import LabelEntropy
@@ -43,6 +44,7 @@ SECTIONS: list[Section] = [
     BudgetPlan(),
     ContentBias(),
     GridState(),
+    FindingsDetail(),
 ]
 # The sections that have findings of their own join the producers, after those findings.py lists.
 findings.PRODUCERS.extend(s.findings for s in SECTIONS if type(s).findings is not Section.findings)

@@ -52,7 +52,7 @@ class Header(Section):
         versions = names.markdown("; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()))
         return [
             report_title(r.experiment, r.sweep),
-            *findings_section(findings.findings(r)),
+            *findings_section(findings.findings(r), r.table2),
             "",
             f"{len(r.jobs)} job runs; datasets: {listed(r.table1)}; judges: {listed(real) or 'none'}"
             f"{'; virtual judges: ' + listed(v.name for v in r.virtual) if r.virtual else ''}. "

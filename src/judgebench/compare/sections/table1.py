@@ -94,7 +94,7 @@ class Table1(Section):
 
     def console(self, r: Report) -> list[str]:
         return [line for dataset, t in r.table1.items()
-                for line in (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", render.plain(t),
+                for line in (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", render.plain(t, rows=render.TERMINAL_ROWS),
                              *(f"  note: {names.plain(x[1])} keeps {x[2]} of {x[3]} documents outside the judged pool "
                                "(ranker.outside_pool=keep)" for x in outside_pool(r, dataset)),
                              *(f"  note: {names.plain(line)}" for _, _, line in silent(r, dataset)))]

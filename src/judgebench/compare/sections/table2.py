@@ -80,4 +80,5 @@ class Table2(Section):
         if not len(r.table2):
             return []
         cols = [c for c in HEADLINE if c in r.table2.columns]
-        return ["\nTable 2: agreement with the humans (headline columns)", render.plain(r.table2[["dataset", "judge", *cols]], index=False)]
+        return ["\nTable 2: agreement with the humans (headline columns)", render.plain(r.table2[["dataset", "judge", *cols]], index=False,
+                                                                                    rows=render.TERMINAL_ROWS)]
