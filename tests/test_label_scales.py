@@ -129,3 +129,18 @@ def test_label_entropy_compares_a_binary_judge_with_relevant_or_not():
     assert row["scale"].startswith("binary")
     graded = label_entropy(labels.drop(columns=["scale", "label"])).iloc[0]  # a run logged before scales: graded
     assert graded["human_bits"] == pytest.approx(2.0)
+
+
+def test_the_early_file_check_reads_the_declared_scale(tmp_path):
+    """run.py checks a file judge's labels before any import or store (input_checks.py): with the judge's declared
+    scale, so the EXAM config passes and the same file under the default scale is the one line naming judge.scale."""
+    from judgebench.input_checks import check_config_files
+
+    folder = need_shared("data/llm-qrels-dl", "the real LLM labels of TREC DL 2019/2020")
+    check_config_files(_composed(tmp_path, "dataset=dl19", "judge=dl_exam_gpt4", f"judge.root={folder}"))
+    check_config_files(_composed(tmp_path, "dataset=dl20", "judge=dl_binary_gpt4o", f"judge.root={folder}"))
+    with pytest.raises(DataError, match=r"exam-graded-max-gpt4\.dl19\.txt:\d+: .*label [45] is outside 0\.\.3.*judge\.scale="):
+        check_config_files(_composed(tmp_path, "dataset=dl19", "judge=qrels", f"judge.path={folder}/exam-graded-max-gpt4.dl19.txt"))
+    with pytest.raises(DataError, match=r"is outside 0\.\.1.*declared judge\.scale is binary"):
+        check_config_files(_composed(tmp_path, "dataset=dl19", "judge=qrels", "judge.scale=binary",
+                                     f"judge.path={folder}/umbrela-gpt4.dl19.txt"))

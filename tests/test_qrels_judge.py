@@ -172,7 +172,9 @@ def test_run_py_bad_file_is_one_error_line(store, tmp_path, toy):
     res = run(_args(store, "experiment_name=bad", "ranker=oracle", "judge=qrels", f"judge.path={path}"), cwd=tmp_path)
     assert res.rc == 2, res
     assert res.error_lines == [f"{ERROR_PREFIX} {path}:1: query {q1} doc {d1}: label 9 is outside 0..3, expected 0..3 "
-                               "(judge.out_of_range=clip clamps such labels into range)"], res
+                               "(a judge on another scale declares it: judge.scale=binary, or "
+                               "judge.scale={labels:[0,1,2,3,4,5],to_human:[0,0,1,1,2,3]} (labels and their human levels); "
+                               "judge.out_of_range=clip clamps such labels into range)"], res
 
 
 def test_run_py_missing_share_applies(store, tmp_path, toy):

@@ -8,7 +8,7 @@ in a job, and the sweep's preflight (sweep_preflight.py) once per distinct set o
 
 What is read: ``ranker.path`` of a run-file ranker (by data/trec.py's run reader, the same one the ranker
 uses, so a line the ranker would refuse is refused here with the same message), ``judge.path`` of a qrels
-judge (the judge's reader, with its out_of_range and duplicates settings), and a TREC DL dataset's own
+judge (the judge's reader, with its out_of_range and duplicates settings and its declared label scale), and a TREC DL dataset's own
 ``qrels=`` file; the other files a dataset names (topics, pool, passages, data_dir) must exist. Files over
 :data:`PARSE_LIMIT` bytes are only checked to exist: the component reads them once, later.
 """
@@ -65,10 +65,13 @@ def check_config_files(cfg: DictConfig) -> None:
         root = _value(judge, "root")
         path = path if path.is_absolute() or not root else Path(str(root)).expanduser() / path
         if _small_file(path, "judge.path"):
+            from judgebench import label_scale
             from judgebench.data.trec import read_judge_qrels
 
+            scale = label_scale.parse(_value(judge, "scale"))  # the labels the judge declares (judges/qrels_file.py)
             read_judge_qrels(path, out_of_range=str(_value(judge, "out_of_range") or "error"),
-                             duplicates=str(_value(judge, "duplicates") or "error"))
+                             duplicates=str(_value(judge, "duplicates") or "error"), max_label=max(scale.labels),
+                             hint=label_scale.out_of_scale_hint(scale))
     if dataset is None:
         return
     for key in DATASET_FILES:

@@ -85,6 +85,14 @@ class LabelScale:
                            "relevant_from": self.relevant_from}, separators=(",", ":"))
 
 
+def out_of_scale_hint(scale: LabelScale) -> str:
+    """What a file judge's reader says after a label outside ``scale``: the option to set."""
+    clip = "judge.out_of_range=clip clamps such labels into range"
+    if scale.is_graded:
+        return f"a judge on another scale declares it: judge.scale=binary, or {EXAMPLE} (labels and their human levels); {clip}"
+    return f"the declared judge.scale is {scale.describe()}; {clip}"
+
+
 def graded(relevant_from: int = RELEVANT_FROM) -> LabelScale:
     return LabelScale(GRADED, HUMAN_LEVELS, HUMAN_LEVELS, relevant_from)
 

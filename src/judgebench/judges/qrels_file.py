@@ -67,11 +67,8 @@ class QrelsFileJudge(Judge):
         """The file's labels with dataset ids (query_id, doc_id, relevance, line, label); a query the dataset
         does not know is an error naming its line."""
         scale = self.label_scale(getattr(dataset, "relevant_from", label_scale.RELEVANT_FROM))
-        hint = (f"a judge on another scale declares it: judge.scale=binary, or {label_scale.EXAMPLE} (labels and their human "
-                f"levels); judge.out_of_range=clip clamps such labels into range") if scale.is_graded else \
-            f"the declared judge.scale is {scale.describe()}; judge.out_of_range=clip clamps such labels into range"
         labels = read_judge_qrels(self.file, out_of_range=self.out_of_range, duplicates=self.duplicates,
-                                  max_label=max(scale.labels), hint=hint)
+                                  max_label=max(scale.labels), hint=label_scale.out_of_scale_hint(scale))
         foreign = ~labels["relevance"].isin(scale.labels)
         if foreign.any():  # a gap in a declared scale (labels 0, 2, 4): no clip can say what such a label means
             row = labels[foreign].iloc[0]
