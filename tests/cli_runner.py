@@ -162,7 +162,8 @@ def start(args: list[str], *, cwd: Path, env: dict[str, str] | None = None, modu
     """Fork the warm test process into `python run.py ARGS` (or `python -m MODULE ARGS`); ``uid``: the child runs
     as that user (the test process must be root), to meet permissions that root ignores."""
     env = dict(os.environ if env is None else env)
-    logs = Path(tempfile.mkdtemp(prefix="cli-", dir=cwd))
+    # the child's output beside its work, except in the checkout itself (a test run from there must leave nothing in it)
+    logs = Path(tempfile.mkdtemp(prefix="cli-", dir=None if Path(cwd).resolve() == REPO.resolve() else cwd))
     out, err = logs / "stdout.txt", logs / "stderr.txt"
     if uid is not None:
         logs.chmod(0o777)
