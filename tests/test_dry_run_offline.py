@@ -41,12 +41,13 @@ def test_a_grid_of_api_judges_is_priced_with_no_key_and_no_request(tmp_path):
     assert res.out.count("[dry run] not checked: judge gemini gemini-3.1-pro-preview") == 1, res.out  # once per backend
     assert "key NOT SET (GEMINI_API_KEY or GOOGLE_API_KEY)" in res.out
     costs = {j: float(re.search(rf"/ {j}: .*?~\$([0-9.]+)\)", res.out).group(1)) for j in ("gemini_pro", "gemini_flash")}
-    line = next(x for x in res.out.splitlines() if x.startswith("dry run total:"))
+    line = next(x for x in res.out.splitlines() if x.startswith("dry run total"))
+    assert line.startswith("dry run total (dataset toy): "), line  # what it priced: the default dataset, named
     # 4 cells, but oracle and bm25 share the label set: each judge's calls once
     assert f"{2 * len(pairs):,} distinct API calls to make, ~{2 * tokens:,} input tokens" in line, line
     assert abs(float(re.search(r"~\$([0-9.]+) at", line).group(1)) - sum(costs.values())) < 2e-4, (line, costs)
     assert costs["gemini_pro"] > costs["gemini_flash"] > 0  # the config's prices: Pro costs more
-    assert f"gemini gemini-3.8-flash at {srv.base_url}" in res.out.split("dry run total:")[1]
+    assert f"gemini gemini-3.8-flash at {srv.base_url}" in res.out.split("dry run total (dataset toy):")[1]
     assert not (tmp_path / "store").exists()  # nothing created in MLflow
 
 
@@ -62,9 +63,11 @@ def test_the_total_reads_every_cells_file_and_counts_shared_calls_once(tmp_path)
     d = tmp_path / dry_run_total.DIR
     d.mkdir(parents=True)
     (d / "00000.json").write_text(json.dumps({"calls": {"a": [10, 0.5], "b": [20, 1.0]}, "gpu_hours": {"m:x": 0.25},
-                                              "not_checked": ["openai m at u"]}))
+                                              "not_checked": ["openai m at u"], "datasets": ["dl19"]}))
     (d / "00001.json").write_text(json.dumps({"calls": {"b": [20, 1.0], "c": [5, 0.25]}, "gpu_hours": {"m:x": 0.25, "m:y": 1.0},
-                                              "not_checked": ["openai m at u"]}))
+                                              "not_checked": ["openai m at u"], "datasets": ["dl20"]}))
     t = dry_run_total.total(tmp_path)
-    assert t == {"calls": 3, "input_tokens": 35, "cost_usd": 1.75, "gpu_hours": 1.25, "not_checked": ["openai m at u"]}
+    assert t == {"calls": 3, "input_tokens": 35, "cost_usd": 1.75, "gpu_hours": 1.25, "not_checked": ["openai m at u"],
+                 "datasets": ["dl19", "dl20"]}
+    assert dry_run_total.format_total(t).startswith("dry run total (datasets dl19, dl20): 3 distinct API calls")
     assert dry_run_total.total(tmp_path / "none") is None

@@ -210,3 +210,34 @@ def test_the_human_vs_judge_scatter_wraps_at_35_judges_and_keeps_everything_in_t
     assert 0.8 < width / height < 1.4 and width <= cols * 4.0 * 120 + 120, (width, height)
     assert height >= rows * 4.0 * 120 * 0.9, (width, height)
     assert not [w for w in recwarn if "Tight layout" in str(w.message)]
+
+
+def _panel_height(tmp_path, md: str, name: str) -> int:
+    """Pixel rows of report.html's findings panel (its #fffbea background) in Chromium at 1400 px wide."""
+    from PIL import Image
+
+    from judgebench.compare.renderers import html as report_html
+    from test_report_html import chromium, headless
+
+    binary = chromium()
+    page = tmp_path / f"{name}.html"
+    page.write_text(report_html.render(md, tmp_path, {"experiment": "many"}, "many"), encoding="utf-8")
+    shot = tmp_path / f"{name}.png"
+    done = headless(binary, f"--screenshot={shot}", "--window-size=1400,8000", "--hide-scrollbars", page.as_uri())
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    rgb = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    panel = (np.abs(rgb - np.array([255, 251, 234])).sum(axis=2) <= 3).sum(axis=1) > 200
+    return int(panel.sum())
+
+
+def test_at_35_judges_the_findings_panel_fits_about_one_screen_in_a_browser(tmp_path):
+    """The panel as Chromium draws it at 1400 px: about one screen (<= 1000 px) at 35 judges; the same findings one
+    bullet per judge (the layout before) are several screens, so the measure tells the two apart."""
+    r = _many_judges()
+    found = findings.findings(r)
+    tail = ["", "12 job runs.", "", "## Table 1", "", *markdown.findings_detail(found, r.table2)]
+    by_kind = _panel_height(tmp_path, "\n".join(["# many", *markdown.findings_section(found, r.table2), *tail]), "by_kind")
+    by_judge = _panel_height(tmp_path, "\n".join(["# many", "\n## Findings\n", *markdown.findings_by_subject(found), *tail]), "by_judge")
+    print(f"findings panel at 35 judges, 1400 px wide: {by_kind} px by kind, {by_judge} px one bullet per judge")
+    assert 200 < by_kind <= 1000, by_kind
+    assert by_judge > 3 * 1000, by_judge

@@ -369,7 +369,7 @@ class SweepCallback(Callback):
         if status == "dry-run":  # its counts, for the sweep's total (jobs/dry_run_total.py)
             from judgebench.jobs import dry_run_total
 
-            dry_run_total.save_cell(sweep_dir(config), config.hydra.job.num)
+            dry_run_total.save_cell(sweep_dir(config), config.hydra.job.num, OmegaConf.select(config, "dataset.name", default=None))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         summary = None

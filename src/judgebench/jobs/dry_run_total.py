@@ -16,14 +16,16 @@ from pathlib import Path
 DIR = ".judgebench/dry_run"  # under the sweep directory
 
 
-def save_cell(sweep_dir: Path, num: int) -> None:
-    """What this process has planned so far (its cells' calls, summed once) for the sweep's total."""
+def save_cell(sweep_dir: Path, num: int, dataset: str | None = None) -> None:
+    """What this process has planned so far (its cells' calls, summed once) for the sweep's total, and the cell's
+    dataset (the total names what it priced: the default ``toy`` is not the collection a reader means to run)."""
     from judgebench import offline_checks
     from judgebench.jobs import dry_run
     from judgebench.masking import mask_url
 
     data = {"calls": {k: list(v) for k, v in dry_run._PLANNED.items()}, "gpu_hours": dict(dry_run._GPU_PLANNED),
-            "not_checked": sorted(f"{kind} {model} at {mask_url(url)}" for kind, url, model in offline_checks._NOTED)}
+            "not_checked": sorted(f"{kind} {model} at {mask_url(url)}" for kind, url, model in offline_checks._NOTED),
+            "datasets": [dataset] if dataset else []}
     path = Path(sweep_dir) / DIR / f"{int(num):05d}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -40,6 +42,7 @@ def total(sweep_dir: Path) -> dict | None:
     calls: dict[str, list] = {}
     gpu: dict[str, float] = {}
     unchecked: set[str] = set()
+    datasets: dict[str, None] = {}
     files = sorted((Path(sweep_dir) / DIR).glob("*.json"))
     for path in files:
         try:
@@ -51,15 +54,18 @@ def total(sweep_dir: Path) -> dict | None:
         for key, value in data["gpu_hours"].items():
             gpu.setdefault(key, value)
         unchecked.update(data.get("not_checked", []))
+        datasets.update(dict.fromkeys(data.get("datasets", [])))
     if not files:
         return None
     return {"calls": len(calls), "input_tokens": int(sum(t for t, _ in calls.values())),
             "cost_usd": float(sum(c for _, c in calls.values())), "gpu_hours": float(sum(gpu.values())),
-            "not_checked": sorted(unchecked)}
+            "not_checked": sorted(unchecked), "datasets": list(datasets)}
 
 
 def format_total(t: dict) -> str:
-    line = (f"dry run total: {t['calls']:,} distinct API calls to make, ~{t['input_tokens']:,} input tokens, "
+    sets = t.get("datasets") or []
+    on = f" (dataset{'s' if len(sets) > 1 else ''} {', '.join(sets)})" if sets else ""
+    line = (f"dry run total{on}: {t['calls']:,} distinct API calls to make, ~{t['input_tokens']:,} input tokens, "
             f"~${t['cost_usd']:.4f} at the config's prices; ~{t['gpu_hours']:.3g} GPU-hours of local models")
     if t["not_checked"]:
         line += ("\n  not checked offline (server, key, model id; the real run's preflight asks): "
