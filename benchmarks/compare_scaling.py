@@ -144,8 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         text = profile(*ensure_store(args.work, sizes[-1], queries)[:2], args.work / "report_profiled")
         print(text)
         result["profile"] = text
-    if not args.quick:
-        write_json("compare_scaling", result, args.out)
+    write_json("compare_scaling", result, args.out)
     return 0
 
 

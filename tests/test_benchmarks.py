@@ -359,3 +359,17 @@ def test_calibration_tau_estimand():
     assert sum(judge[i] < judge[i + 1] for i in range(9)) == 4  # the 5 even-odd steps reversed
     assert kendalltau(judge, delta).statistic == pytest.approx(35 / 45)
     assert np.all(np.diff(delta) > 0) and sd > 0
+
+
+@pytest.mark.slow  # ~60 s: two tiny leaderboards imported (job=import_results) and compare over each
+def test_compare_scaling(tmp_path):
+    data = run_benchmark("compare_scaling", tmp_path, "--work", str(tmp_path / "work"))
+    # --quick: 6 and 12 systems x 5 judges x 10 queries, every cell imported once, compare timed over each store
+    assert [(r["systems"], r["cells"], r["pairs"]) for r in data["rows"]] == [(6, 30, 15), (12, 60, 66)]
+    assert all(r["compare s"] > 0 for r in data["rows"]) and data["rows"][0]["compare vs smallest"] == 1
+    # the generated files went through the importer: one FINISHED job run per (system, judge)
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'work' / 'store_12x10'}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("scale_12").experiment_id], "tags.`judgebench.kind` = 'job'")
+    assert len(runs) == 60

@@ -90,7 +90,7 @@ def test_label_entropy_finding_for_a_collapsed_judge_only():
 
 ANALYSES = {"oracle_tests", "all_tests", "agreement_counts", "agreement_pairs", "discrimination", "bias", "self_preference",
             "order_bias", "ci_means", "ci_tau", "calibration", "calibration_summary", "budget_plan", "content_distribution",
-            "content_summary", "label_entropy"}
+            "content_summary", "label_entropy", "family_bias"}
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,8 @@ The self-preference analysis (compare/analyses/self_preference.py) contrasts a j
 families' LLM systems, so that what a judge does to every LLM ranker alike cancels. A leaderboard asks a wider
 question (the paper's "judges favour LLM-based systems", asked of TREC DL 2023): is a GPT judge's gap (judge nDCG@10
 minus its human reference) larger on the runs built with GPT than on all the rest, lexical and neural runs included?
-Per query q: d(q) = mean over the own-family systems of gap(s, q) - mean over every other system of gap(s, q); the
+Per query q: d(q) = mean over the own-family systems of gap(s, q) - mean over every other system of gap(s, q) (the
+oracle rankers aside: perturbed human rankings are no run type, and Table 5 compares them with the LLM rankers); the
 statistic is its mean over queries. Queries are the resampled unit, as everywhere in compare: the interval is the
 paired studentized bootstrap over queries and the p value the sign-flip test over queries, the two self-preference
 uses (metrics/self_preference.py; their coverage and size are simulated in tests/test_family_bias.py and the
@@ -55,7 +56,7 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
         for judge in [j for j in judge_columns(table) if j in fam_of_judge]:
             family = fam_of_judge[judge]
             own = [s for s in systems if fam_of_system.get((dataset, s)) == family]
-            other = [s for s in systems if fam_of_system.get((dataset, s)) != family]
+            other = [s for s in systems if fam_of_system.get((dataset, s)) != family and table.at[s, "type"] != "oracle"]
             if not own or not other:
                 continue
             gaps = gap_matrix(per_query, refs, dataset, judge, own + other, queries)
