@@ -117,6 +117,18 @@ def test_counts_taus_and_ranking_match_an_independent_computation():
     assert t.loc["reverser", "tau_ap_oracles"] < t.loc["reverser", "tau_oracles"]  # a swap at the top costs tau_AP more
 
 
+def test_holm_in_numpy_agrees_with_statsmodels():
+    from judgebench.compare.analyses.ordering_agreement import holm
+
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        p = rng.random(int(rng.integers(1, 20))) ** 3
+        np.testing.assert_allclose(holm(p), _holm(p))
+    np.testing.assert_allclose(holm(np.array([0.01, np.nan, 0.04, 0.03])), [0.03, np.nan, 0.06, 0.06])
+    many = rng.random((7, 15))  # row by row over a leading axis
+    np.testing.assert_allclose(holm(many), np.array([_holm(r) for r in many]))
+
+
 def test_the_construction_order_reads_hole_names_and_leaves_others_out():
     assert [discrimination.construction_rank(s) for s in ("Perfect", "Swap[2,3] hole", "Swap[1,2]", "BM25")] == [0, 4, 5, None]
     assert discrimination.min_judges(0.05) == 5 and discrimination.min_judges(0.1) == 4  # 2/5! = 0.017, 2/4! = 0.083

@@ -209,6 +209,8 @@ def permutation_p(x: np.ndarray, y: np.ndarray, n_resamples: int = 10_000, seed:
         rng = np.random.default_rng(seed)
         orders = np.argsort(rng.random((n_resamples, n)), axis=1)
     scale = np.sqrt((rx * rx).sum() * (ry * ry).sum())
+    if scale == 0:  # one side constant: no rho
+        return math.nan
     observed, null = abs(rx @ ry) / scale, np.abs(ry[orders] @ rx) / scale
     hits = int((null >= observed - 1e-12).sum())
     return hits / len(orders) if n <= exact_max else (1 + hits) / (1 + n_resamples)
