@@ -3,8 +3,8 @@ planner promises: measured coverage, size, width and power against their nominal
 
     python -m benchmarks.calibration [--quick] [--out DIR] [--populations P] [--draws D] [--sizes 12 43 54]
 
---quick: 25 populations x 8 draws (200 replications a cell, about 6 min on 2 loaded cores); the full run 100 x 20
-(2,000). Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC DL files.
+--quick: 40 populations x 18 draws (720 replications a cell, 28 min on 2 cores shared with four other jobs); the
+full run 100 x 24 (2,400). Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC DL files.
 
 The generator is grounded in the human labels shipped with judgebench (TREC DL19 and DL20 qrels and the shipped
 runs: BM25, RankGPT and RankVicuna): the human nDCG@10 of the three systems on every query of a dataset is the
@@ -21,10 +21,12 @@ around the pool's BM25 (query-level correlation) with a judge that reverses 5 ad
 
 Every cell runs P populations x D draws of the sampling design (or of the test's data); the Monte-Carlo standard
 error is the standard deviation of the P per-population figures over sqrt(P) (draws inside a population are not
-independent). Targets: nominal-95 % intervals cover 0.93-0.97 (at >= 20 queries and, for the planner, at
-k >= 8 labels); tests' size <= 0.06 at alpha 0.05; predicted widths within 10 % of the measured; claimed power
-within 0.05 of the simulated; a row meets its target when a value within 2 Monte-Carlo standard errors of the
-measured one does. A row is ``flagged`` when judgebench warns about its setting where it reports it
+independent), or of the R = P x D independent replications of the rows built in calibration_orderings.py (the
+per-query tau interval, self-preference under symmetric, skewed and heavy-tailed nulls, the discrimination tests).
+Targets: nominal-95 % intervals cover 0.93-0.97; tests' size <= 0.06 at alpha 0.05; predicted widths within 10 % of
+the measured; claimed power within 0.05 of the simulated. A row meets its target only when its measured value is
+within it and, for a coverage or size row, its MC s.e. is at most 0.005 (0.01 with --quick): noise can neither pass
+a row nor hide a miss. A row is ``flagged`` when judgebench warns about its setting where it reports it
 (designs.warning: fewer than MIN_LABELS labels or MIN_QUERIES queries); an unflagged row that misses is a defect.
 """
 
@@ -294,8 +296,8 @@ def main(argv=None) -> int:
     bad = frame[~frame["meets"] & ~frame["flagged"]]
     print(f"\n{len(frame)} rows; {int(frame['meets'].sum())} meet their target, {int(frame['flagged'].sum())} flagged, "
           f"{len(bad)} miss unflagged; {time.perf_counter() - t0:.0f} s")
-    write_json("calibration_quick" if args.quick else "calibration", {"populations": P, "draws": D, "replications": P * D,
-                                                                      "quick": args.quick, "se_limit": row.se_limit,
+    write_json("calibration", {"populations": P, "draws": D, "replications": P * D, "quick": args.quick,
+                               "se_limit": row.se_limit,
                                "seconds": round(time.perf_counter() - t0, 1), "rows": rows, "markdown": text}, Path(args.out))
     return 0
 

@@ -333,7 +333,7 @@ def test_budget_strategies(tmp_path, monkeypatch, toy_grid_store):
 def test_calibration(tmp_path):
     data = run_benchmark("calibration", tmp_path, "--populations", "3", "--draws", "2", "--sizes", "12")
     rows = data["rows"]
-    assert data["replications"] == 6 and {r["n_queries"] for r in rows} == {12}
+    assert data["replications"] == 6 and {r["n_queries"] for r in rows if r["setting"] != "judges"} == {12}
     assert all(set(r) == {"statistic", "setting", "n_queries", "k", "nominal", "measured", "mc_se", "target", "meets",
                           "flagged"} for r in rows)
     families = {r["statistic"].split(":")[0].split(" [")[0] for r in rows}
