@@ -15,9 +15,10 @@ pool. Each replication resamples n queries from the pool (n = 12, the toy set's 
 - ``growing``: bias 0.1, sd_q = 0.25 u_q with u_q uniform on (0, 1): noise that grows with the judge's own error
   (the issue's case: a signal that knows |human - judge| is correlated with the judge's bias and its spread).
 
-Table 6's tau interval and Table 3/4's decision agreement need more than 3 systems: ``many_systems`` makes ten
-around the pool's BM25 (query-level correlation) with a judge that reverses 5 adjacent pairs, and compare's own
-``bootstrap`` and ``decision_agreement`` run on P x D independent query samples (agreement rows are descriptive).
+The per-query tau interval and Table 3/4's decision agreement need more than 3 systems: ``many_systems`` makes ten
+around the pool's BM25 (query-level correlation) with a judge that reverses 5 adjacent pairs (or a faithful one),
+and compare's own ``query_tau`` and ``decision_agreement`` run on independent query samples (agreement rows are
+descriptive).
 
 Every cell runs P populations x D draws of the sampling design (or of the test's data); the Monte-Carlo standard
 error is the standard deviation of the P per-population figures over sqrt(P) (draws inside a population are not
