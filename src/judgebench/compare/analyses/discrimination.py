@@ -17,8 +17,8 @@ and per constructed pair (A above B):
    and tau_AP of the mean orderings (no interval: docs/protocol.md#calibration).
 
 Across judges, Spearman's rho of kappa with pairs as constructed and with the per-query tau, each with an exact
-permutation test (every ordering of the judges up to 8, else ``n_resamples`` random ones), Holm over the statistics of a dataset. Two-sided, the smallest p a permutation test of n
-judges can give is 2 / n!: below :func:`min_judges` judges (5 at alpha 0.05) the answer is "too few judges to say".
+permutation test (every ordering of the judges up to 8, else ``n_resamples`` random ones), Holm over the statistics
+of a dataset. Two-sided, the smallest p a permutation test of n judges can give is 2 / n!: below :func:`min_judges` judges (5 at alpha 0.05) the answer is "too few judges to say".
 """
 
 from __future__ import annotations
