@@ -18,6 +18,7 @@ from judgebench import tracking
 from judgebench.compare import report, sections, tables
 from judgebench.compare.analyses import bias
 from judgebench.compare.analyses import bootstrap
+from judgebench.compare.analyses import ordering_agreement
 from judgebench.compare.analyses import ensembles
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import markdown
@@ -117,8 +118,8 @@ def test_inversion_flagged_for_the_biased_judge_only(grid):
     assert abs(b.loc["simulated_unbiased", "gap_llm"]) < 0.05
     assert "**INVERTED**" in grid["md"]
     printed = grid["printed"]  # the findings: per (dataset, judge) one line of their brief forms
-    assert "toy / simulated: INVERTED (LLM above oracles); tau_oracles 0.97 [" in printed
-    assert "toy / simulated_unbiased: not inverted; tau_oracles" in printed
+    assert "toy / simulated: INVERTED (LLM above oracles); oracles " in printed and ", tau_oracles 0.97, tau_all" in printed
+    assert "toy / simulated_unbiased: not inverted; oracles " in printed
 
 
 def test_significance_agreement_classes_on_the_grid(grid):
@@ -147,8 +148,8 @@ def test_bootstrap_intervals_contain_the_point_estimates(grid):
     perfect = means[(means["system"] == "Perfect") & (means["judge"] == "human")].iloc[0]
     assert perfect["lo"] == perfect["hi"] == 1.0  # Perfect scores 1 on every toy query: nothing to resample
     assert (means["hi"] - means["lo"] > 0.01).sum() >= 40
-    taus = csv(grid, "bootstrap_tau.csv")
-    for name in ("tau_all", "tau_oracles"):
+    taus = csv(grid, "ordering_agreement.csv")
+    for name in ("query_tau_all", "query_tau_oracles"):
         assert ((taus[f"{name}_lo"] <= taus[name] + 1e-12) & (taus[name] <= taus[f"{name}_hi"] + 1e-12)).all()
     t2 = csv(grid, "table2.csv")
     assert np.allclose(taus["tau_all"], t2["tau_all"]) and np.allclose(taus["tau_oracles"], t2["tau_oracles"])
@@ -449,7 +450,7 @@ def test_bootstrap_known_answers():
     values = np.array([0.1, 0.4, 0.5, 0.9, 0.2])
     t1 = {"d": pd.DataFrame({"type": ["oracle", "oracle"], "human": [values.mean(), 0.5]}, index=pd.Index(["A", "B"], name="system"))}
     pq = _pq({"human": {"A": values, "B": np.full(5, 0.5)}})
-    means, _ = bootstrap.bootstrap(pq, t1, References(pq, "human"), n_resamples=7, seed=3)
+    means = bootstrap.bootstrap(pq, t1, n_resamples=7, seed=3)
     # independent recomputation: queries q00..q04 in order, one generator per dataset
     idx = np.random.default_rng(3).integers(0, 5, size=(7, 5))
     lo, hi = np.percentile(values[idx].mean(axis=1), [2.5, 97.5])
@@ -464,12 +465,13 @@ def test_bootstrap_tau_matches_scipy_and_resamples():
     x, y = rng.integers(0, 4, (6, 50)).astype(float), rng.integers(0, 4, (6, 50)).astype(float)  # many ties
     expected = [kendalltau(x[:, b], y[:, b])[0] for b in range(50)]
     assert np.allclose(tau_b(x, y), expected, equal_nan=True)  # the one tau-b of Table 2, bootstrap and calibration
-    # tau interval of a judge that orders three oracles like humans on every query: [1, 1]
+    # per-query tau interval of a judge that orders three oracles like humans on every query: [1, 1], p 0
     base = {"A": np.linspace(0.8, 0.9, 6), "B": np.linspace(0.5, 0.6, 6), "C": np.linspace(0.2, 0.3, 6)}
     pq = _pq({"human_labelset": base, "j": {k: v - 0.1 for k, v in base.items()}})
     t1 = tables.table1(pq, pd.Series(["oracle"] * 3, index=pd.Index(list("ABC"), name="system")), ["human_labelset", "j"], ["d"])
-    _, taus = bootstrap.bootstrap(pq, t1, References(pq, "human_labelset"), n_resamples=50, seed=1)
-    assert taus.iloc[0][["tau_oracles", "tau_oracles_lo", "tau_oracles_hi", "tau_all"]].tolist() == [1.0, 1.0, 1.0, 1.0]
+    taus = ordering_agreement.ordering_agreement(pq, t1, References(pq, "human_labelset"))
+    assert taus.iloc[0][["tau_oracles", "query_tau_oracles", "query_tau_oracles_lo", "query_tau_oracles_hi", "tau_all"]].tolist() == [1.0] * 5
+    assert taus.at[0, "query_tau_oracles_p"] == 0.0 and taus.at[0, "oracles_verdict"] == "better than chance"
 
 
 def test_ensemble_rules_known_answers():

@@ -175,7 +175,7 @@ def test_a_perfect_judge_that_fails_on_5_percent_has_gap_0_and_tau_1(failing):
     assert (counts[["missed", "spurious", "reversed", "dropped"]].to_numpy() == 0).all()
     assert counts["agree"].tolist() == [21, 21] and counts["family"].tolist() == [21, 21]
     assert (rep.bias.filter(like="gap_").abs().to_numpy() < 1e-12).all()
-    assert (rep.ci_tau[["tau_all_lo", "tau_all_hi"]].to_numpy() == 1.0).all()
+    assert (rep.ci_tau[["query_tau_all", "query_tau_all_lo", "query_tau_all_hi"]].to_numpy() == 1.0).all()
 
 
 # --------------------------------------------------------------------------- 3. run files inside the pool

@@ -1,15 +1,16 @@
 """compare/analyses/discrimination.py on a small synthetic frame: every count, tau and rho recomputed independently
-(scipy's t-test, Kendall and Spearman, numpy's resampling), never through the module under test."""
+(scipy's binomial test, Kendall and Spearman, statsmodels' Holm, plain loops over queries and permutations), never
+through the module under test."""
 
 from __future__ import annotations
 
-import math
-from itertools import combinations
+from itertools import combinations, permutations
 
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import kendalltau, spearmanr, ttest_rel
+from scipy.stats import binomtest, kendalltau, spearmanr, t as student_t
+from statsmodels.stats.multitest import multipletests
 
 from judgebench.compare.analyses import discrimination
 from judgebench.compare.reference import References
@@ -29,7 +30,7 @@ def _values() -> dict[str, np.ndarray]:
         "faithful": base + rng.normal(0, 0.01, base.shape),  # the human decisions
         "reverser": base[[1, 0, 2, 3]] + rng.normal(0, 0.01, base.shape),  # Perfect and Swap[3] swapped
         "flat": 0.6 + rng.normal(0, 0.2, base.shape),  # separates little
-        "splitter": base + np.array([0.0, 0.0, 0.1, -0.1])[:, None],  # separates the last pair too (spurious)
+        "splitter": base + np.array([0.0, 0.0, 0.1, -0.1])[:, None],  # separates the last pair too: as constructed
     }
 
 
@@ -39,32 +40,57 @@ def _frame(values: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"])
 
 
-def _decision(x: np.ndarray, y: np.ndarray):
-    t, p = ttest_rel(x, y)
-    return None if not p < ALPHA else (1 if t > 0 else -1)
+def _holm(p):
+    return multipletests(p, method="holm")[1]
 
 
 def _expected_counts(values, judge: str) -> dict[str, int]:
-    out = dict(human_significant=0, agree=0, missed=0, spurious=0, reversed=0)
-    for a, b in combinations(range(len(SYSTEMS)), 2):
-        h = _decision(values["human_labelset"][a], values["human_labelset"][b])
-        j = _decision(values[judge][a], values[judge][b])
-        out["human_significant"] += h is not None
-        out["agree"] += h is not None and j == h
-        out["missed"] += h is not None and j is None
-        out["reversed"] += h is not None and j is not None and j != h
-        out["spurious"] += h is None and j is not None
-    return out
+    """Per constructed pair (SYSTEMS is in construction order): scipy's two-sided binomial test on the queries where
+    the judge differs, Holm over the 6 pairs; the judge-minus-human sign test one-sided."""
+    pairs = list(combinations(range(len(SYSTEMS)), 2))
+
+    def ordered(v):
+        diff = [v[a] - v[b] for a, b in pairs]
+        plus, minus = [int((x > 0).sum()) for x in diff], [int((x < 0).sum()) for x in diff]
+        p = _holm([binomtest(u, u + m).pvalue if u + m else 1.0 for u, m in zip(plus, minus)])
+        return [(q < ALPHA) and u > m for q, u, m in zip(p, plus, minus)], [(q < ALPHA) and u < m for q, u, m in zip(p, plus, minus)]
+
+    up, down = ordered(values[judge])
+    human_up, _ = ordered(values["human_labelset"])
+    worse_p = []
+    for a, b in pairs:
+        e = np.sign(values["human_labelset"][a] - values["human_labelset"][b]) - np.sign(values[judge][a] - values[judge][b])
+        plus, minus = int((e > 0).sum()), int((e < 0).sum())
+        worse_p.append(binomtest(plus, plus + minus, alternative="greater").pvalue if plus + minus else 1.0)
+    return {"pairs": 6, "as_constructed": sum(up), "reversed": sum(down), "undecided": 6 - sum(up) - sum(down),
+            "worse_than_humans": int((_holm(worse_p) < ALPHA).sum()), "human_as_constructed": sum(human_up)}
 
 
-def _run(values, kappa, n_resamples=200):
+def _query_tau(judge: np.ndarray, human: np.ndarray) -> tuple[float, float, float]:
+    """The per-query pooled tau and its delta-method t interval, one query and one pair at a time."""
+    a, b, c = [], [], []
+    for q in range(judge.shape[1]):
+        sa = sb = sc = 0
+        for i, j in combinations(range(judge.shape[0]), 2):
+            x, y = np.sign(judge[i, q] - judge[j, q]), np.sign(human[i, q] - human[j, q])
+            sa, sb, sc = sa + x * y, sb + abs(x), sc + abs(y)
+        a.append(sa), b.append(sb), c.append(sc)
+    a, b, c = map(np.array, (a, b, c))
+    tau = a.mean() / np.sqrt(b.mean() * c.mean())
+    psi = (a - a.mean()) / np.sqrt(b.mean() * c.mean()) - tau / 2 * ((b - b.mean()) / b.mean() + (c - c.mean()) / c.mean())
+    half = student_t.ppf(0.975, len(a) - 1) * psi.std(ddof=1) / np.sqrt(len(a))
+    return tau, max(-1, tau - half), min(1, tau + half)
+
+
+def _run(values, kappa):
     per_query = _frame(values)
     t1 = {"d": pd.DataFrame({"type": "oracle", **{j: v.mean(axis=1) for j, v in values.items()}}, index=SYSTEMS)}
     t2 = pd.DataFrame({"dataset": "d", "judge": list(kappa), "kappa_graded": list(kappa.values())})
-    return discrimination.analyse(per_query, t1, t2, References(per_query, "human_labelset"), ALPHA, False, n_resamples, 3, 0.95)
+    return discrimination.analyse(per_query, t1, t2, References(per_query, "human_labelset"), ALPHA, seed=3)
 
 
 KAPPA = {"faithful": 0.8, "reverser": 0.6, "flat": 0.1, "splitter": 0.5}
+COUNTS = ["pairs", "as_constructed", "reversed", "undecided", "worse_than_humans", "human_as_constructed"]
 
 
 def test_counts_taus_and_ranking_match_an_independent_computation():
@@ -72,44 +98,69 @@ def test_counts_taus_and_ranking_match_an_independent_computation():
     d = _run(values, KAPPA)
     t = d.table.set_index("judge")
     for judge in KAPPA:
-        assert t.loc[judge, ["human_significant", "agree", "missed", "spurious", "reversed"]].to_dict() == _expected_counts(values, judge), judge
+        assert t.loc[judge, COUNTS].to_dict() == _expected_counts(values, judge), judge
         human, mine = values["human_labelset"].mean(axis=1), values[judge].mean(axis=1)
         assert t.loc[judge, "tau_oracles"] == pytest.approx(kendalltau(mine, human).statistic)
+        assert (t.loc[judge, ["query_tau_oracles", "query_tau_oracles_lo", "query_tau_oracles_hi"]].tolist()
+                == pytest.approx(_query_tau(values[judge], values["human_labelset"])))
         assert t.loc[judge, "kappa_graded"] == KAPPA[judge]
-    # the planted behaviours, so the independent counts above are not all zeros
-    assert t.loc["faithful", "agree"] == t.loc["faithful", "human_significant"] == 5 and t.loc["faithful", "tau_oracles"] == 1.0
-    assert t.loc["reverser", "reversed"] == 1 and t.loc["splitter", "spurious"] == 1 and t.loc["flat", "missed"] >= 3
-    assert d.human == {"d": (5, 6)}
-    # ranked by pairs agreed, then tau
+    # the planted behaviours, so the independent counts above are not all zeros: the splitter separates the last pair
+    # (0.5 vs 0.49) as constructed and is counted for it; the reverser puts Swap[3] above Perfect, worse than humans;
+    # the flat judge decides nothing and separates 5 pairs worse than humans
+    assert t.loc["splitter", "as_constructed"] == 6 and t.loc["faithful", "as_constructed"] == 5
+    assert t.loc["reverser", ["reversed", "worse_than_humans"]].tolist() == [1, 1]
+    assert t.loc["flat", ["undecided", "worse_than_humans"]].tolist() == [6, 5]
+    assert d.human == {"d": (6, 6)}
     ranked = list(d.table["judge"])
-    assert ranked == sorted(KAPPA, key=lambda j: (-t.loc[j, "agree"], -t.loc[j, "tau_oracles"]))
-    # tau's percentile interval: the same query resamples (queries in string order, one rng) recomputed here
-    idx = np.random.default_rng(3).integers(0, len(QUERIES), size=(200, len(QUERIES)))
-    boot = [kendalltau(values["reverser"][:, i].mean(axis=1), values["human_labelset"][:, i].mean(axis=1)).statistic for i in idx]
-    assert (t.loc["reverser", "tau_oracles_lo"], t.loc["reverser", "tau_oracles_hi"]) == pytest.approx(tuple(np.percentile(boot, [2.5, 97.5])))
+    assert ranked == sorted(KAPPA, key=lambda j: (-t.loc[j, "as_constructed"], t.loc[j, "worse_than_humans"],
+                                                  -t.loc[j, "query_tau_oracles"]))
     assert t.loc["reverser", "tau_ap_oracles"] < t.loc["reverser", "tau_oracles"]  # a swap at the top costs tau_AP more
 
 
-def test_rank_correlations_with_a_bootstrap_over_judges():
+def test_holm_in_numpy_agrees_with_statsmodels():
+    from judgebench.compare.analyses.ordering_agreement import holm
+
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        p = rng.random(int(rng.integers(1, 20))) ** 3
+        np.testing.assert_allclose(holm(p), _holm(p))
+    np.testing.assert_allclose(holm(np.array([0.01, np.nan, 0.04, 0.03])), [0.03, np.nan, 0.06, 0.06])
+    many = rng.random((7, 15))  # row by row over a leading axis
+    np.testing.assert_allclose(holm(many), np.array([_holm(r) for r in many]))
+
+
+def test_the_construction_order_reads_hole_names_and_leaves_others_out():
+    assert [discrimination.construction_rank(s) for s in ("Perfect", "Swap[2,3] hole", "Swap[1,2]", "BM25")] == [0, 4, 5, None]
+    assert discrimination.min_judges(0.05) == 5 and discrimination.min_judges(0.1) == 4  # 2/5! = 0.017, 2/4! = 0.083
+
+
+def test_rank_correlations_by_an_exact_permutation_test():
+    frame = pd.DataFrame({"kappa_graded": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "as_constructed": [1, 2, 2, 4, 5, 6],
+                          "query_tau_oracles": [0.2, 0.4, 0.1, 0.8, 0.6, 0.3]})
+    c = discrimination.correlations(frame).set_index("statistic")
+    k = frame["kappa_graded"].to_numpy()
+    raw = []
+    for stat in ("as_constructed", "query_tau_oracles"):
+        s = frame[stat].to_numpy(dtype=float)
+        rho = spearmanr(k, s).statistic
+        every = [spearmanr(k, s[list(perm)]).statistic for perm in permutations(range(6))]  # all 720 pairings
+        p = np.mean(np.abs(every) >= abs(rho) - 1e-12)
+        assert c.loc[stat, "rho"] == pytest.approx(rho) and c.loc[stat, "p_value"] == pytest.approx(p)
+        raw.append(p)
+    assert c["p_holm"].tolist() == pytest.approx(list(_holm(raw)))
+    assert c.loc["as_constructed", "verdict"] == "predicts" and c.loc["query_tau_oracles", "verdict"] == "no evidence"
+    few = discrimination.correlations(frame.iloc[:4]).set_index("statistic")
+    assert (few["verdict"] == discrimination.TOO_FEW).all()  # 4 judges: the smallest two-sided p is 2/24 > 0.05
+
+
+def test_the_answer_and_the_finding_say_too_few_judges_with_four():
     values = _values()
     d = _run(values, KAPPA)
-    c = d.correlations.set_index("statistic")
-    t = d.table.set_index("judge").loc[list(KAPPA)]
-    k = np.array(list(KAPPA.values()))
-    for stat in ("agree", "tau_oracles"):
-        s = t[stat].to_numpy(dtype=float)
-        assert c.loc[stat, "rho"] == pytest.approx(spearmanr(k, s).statistic)
-        idx = np.random.default_rng(3).integers(0, 4, size=(200, 4))
-        # the module keeps the table's ranked order; resample in that order too
-        order = d.table["judge"].tolist()
-        kk, ss = np.array([KAPPA[j] for j in order]), t.loc[order, stat].to_numpy(dtype=float)
-        boot = [spearmanr(kk[i], ss[i]).statistic if np.ptp(kk[i]) and np.ptp(ss[i]) else math.nan for i in idx]
-        assert (c.loc[stat, "lo"], c.loc[stat, "hi"]) == pytest.approx(tuple(np.nanpercentile(boot, [2.5, 97.5])))
-    assert d.answers["d"].startswith("On d, label agreement ")
+    assert d.answers["d"].startswith("On d, there are too few judges (4; a permutation test needs 5 to reach alpha 0.05) to say")
     from types import SimpleNamespace
     from judgebench.compare import findings
     (found,) = findings.discrimination(SimpleNamespace(discrimination=d))
-    assert "humans separate 5 of 6 oracle pairs" in found.text and found.text.endswith(d.answers["d"])
+    assert "humans order 6 of 6 oracle pairs as constructed" in found.text and found.text.endswith(d.answers["d"])
 
 
 def test_not_computed_without_oracles_or_with_fewer_than_three_judges():
@@ -119,10 +170,3 @@ def test_not_computed_without_oracles_or_with_fewer_than_three_judges():
     per_query = _frame(values)
     t1 = {"d": pd.DataFrame({"type": "llm", **{j: v.mean(axis=1) for j, v in values.items()}}, index=SYSTEMS)}
     assert not discrimination.analyse(per_query, t1, pd.DataFrame(), References(per_query, "human_labelset"))
-
-
-def test_ties_flag_the_correlation_unreliable():
-    frame = pd.DataFrame({"kappa_graded": [0.1, 0.2, 0.3, 0.4, 0.5], "agree": [5, 5, 5, 5, 4], "tau_oracles": [0.2, 0.4, 0.1, 0.8, 0.6]})
-    c = discrimination.correlations(frame, 100, 0, 0.95).set_index("statistic")
-    assert bool(c.loc["agree", "unreliable"]) and c.loc["agree", "modal_share"] == 0.8
-    assert not bool(c.loc["tau_oracles", "unreliable"]) and c.loc["tau_oracles", "rho"] == pytest.approx(spearmanr([1, 2, 3, 4, 5], [2, 3, 1, 5, 4]).statistic)

@@ -17,6 +17,7 @@ from matplotlib.text import Text  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from judgebench.compare import collect, console, findings
+from judgebench.compare.analyses import self_preference
 from judgebench.compare.renderers import label_layout
 from judgebench.compare.renderers import markdown
 from judgebench.run_tags import RunTags  # noqa: E402
@@ -56,8 +57,10 @@ def _report(**kw) -> SimpleNamespace:
                         "labelled_pairs": 1133}])
     bias = pd.DataFrame([{"dataset": "d", "judge": "j", "inverted": True, "llm_rank_judge": 1.0, "oracle_rank_judge": 4.0,
                           "llm_rank_human": 7.0, "oracle_rank_human": 3.5, "llm_wins_judge": 0.9, "llm_wins_human": 0.1}])
-    ci = pd.DataFrame([{"dataset": "d", "judge": "j", "tau_all_lo": 0.2, "tau_all_hi": 0.7, "tau_oracles_lo": -0.1, "tau_oracles_hi": 1.0}])
-    sp = pd.DataFrame([{"dataset": "d", "judge": "j", "judge_family": "gemma", "self_preference": 0.05, "lo": 0.01, "hi": 0.09}])
+    ci = pd.DataFrame([{"dataset": "d", "judge": "j", "query_tau_oracles": 0.3, "query_tau_oracles_lo": -0.1,
+                        "query_tau_oracles_hi": 0.7, "query_tau_oracles_p_holm": 0.4, "oracles_verdict": "not distinguishable from chance"}])
+    sp = pd.DataFrame([{"dataset": "d", "judge": "j", "judge_family": "gemma", "self_preference": 0.05, "lo": 0.01, "hi": 0.09,
+                        "p_value": 0.001, "p_holm": 0.002, "verdict": "favours"}])
     base = dict(table2=t2, bias=bias, ci_tau=ci, options=SimpleNamespace(level=0.95, reference="human_judged"),
                 self_preference={"self_preference": sp}, calibration_summary=pd.DataFrame(), missing=_cells([]),
                 running=_cells([]), jobs=_cells([("d", "s", "j", "none")] * 20), rewritten_runs=0)
@@ -71,17 +74,39 @@ def test_findings_say_inversion_tau_with_interval_kappa_and_self_preference():
     assert text["grid"] == "all 20 grid cells have a finished run."
     assert text["inversion"].startswith("INVERTS the LLM and oracle rankers (mean rank of the LLM systems 1.0 vs the oracles 4.0")
     assert "LLM systems win 90% of (LLM, oracle) pairs under the judge, 10% under humans" in text["inversion"]
-    # the interval covers 0: the judge cannot be told from chance at ordering the oracles, whatever its point tau
-    assert text["oracle order"].startswith("cannot be told from chance at ordering the oracle rankers: Kendall's τ = 0.80 [-0.10, 1.00]")
-    assert "over all systems τ = 0.50 [0.20, 0.70]" in text["oracle order"]
+    # the section's verdict (Holm p 0.4), whatever the point tau of the means: not distinguishable from chance
+    assert text["oracle order"].startswith("cannot be told from chance at ordering the oracle rankers: per-query τ = 0.30 "
+                                           "[-0.10, 0.70] against human_judged (95% t interval over queries, Holm p = 0.4)")
+    assert "τ of the mean orderings = 0.80 over the oracles, 0.50 over all systems" in text["oracle order"]
     assert "is moderate: Cohen's κ = 0.45" in text["label agreement"] and "over 1,133 labelled pairs" in text["label agreement"]
-    assert text["self-preference"].startswith("favours its own family's (gemma) rankers by +0.050 [+0.010, +0.090]")
+    assert text["self-preference"].startswith("favours its own family's (gemma) rankers by +0.050 [+0.010, +0.090] nDCG@10, "
+                                              "Holm p = 0.002")
     assert [f.alert for f in found] == [False, True, False, False, True]
     calibrated = pd.DataFrame([{"dataset": "d", "judge": "j", "k_no_inversion": 10.0, "estimators_at_k": "ppi", "tau_best_at_k": 0.8,
                                 "tau_human_only_at_k": 0.6, "judge_adds": True}])
     (c,) = [f for f in findings.findings(_report(calibration_summary=calibrated)) if f.topic == "calibration"]
     assert c.text == ("calibration: 10 human-labelled queries remove the inversion (ppi); best τ there 0.80 vs 0.60 from the "
                       "human labels alone; the judge adds to the human labels there.")
+
+
+def test_self_preference_panel_and_section_agree_when_holm_says_no():
+    """The issue's row: the interval's lower end above 0 but the Holm-adjusted p 0.2. The section (its verdict and its
+    sentence) says no evidence; the findings panel, built from the section's verdict, says the same."""
+    row = {"dataset": "d", "judge": "j", "judge_family": "gemma", "self_preference": 0.03, "lo": 0.005, "hi": 0.055,
+           "p_value": 0.1, "p_holm": 0.2}
+    sp = pd.DataFrame([row])
+    sp["verdict"] = [self_preference.verdict(r.lo, r.hi, r.p_holm) for r in sp.itertuples()]  # what analyse() adds
+    assert sp.at[0, "verdict"] == "no evidence"
+    (section,) = self_preference.findings({"self_preference": sp}, _cells([]))
+    assert "no evidence that it favours its own family" in section and "not significant after Holm's adjustment" in section
+    (panel,) = [f for f in findings.findings(_report(self_preference={"self_preference": sp})) if f.topic == "self-preference"]
+    assert panel.text.startswith("no evidence of self-preference for its family gemma (+0.030 [+0.005, +0.055] nDCG@10, "
+                                 "Holm p = 0.2)") and not panel.alert
+    # and where Holm agrees, both claim the direction
+    sp2 = sp.assign(p_holm=0.01, verdict=lambda f: [self_preference.verdict(lo, hi, p) for lo, hi, p in zip(f.lo, f.hi, f.p_holm)])
+    (section,) = self_preference.findings({"self_preference": sp2}, _cells([]))
+    (panel,) = [f for f in findings.findings(_report(self_preference={"self_preference": sp2})) if f.topic == "self-preference"]
+    assert " favours its own family's rankers by " in section and panel.text.startswith("favours its own family's") and panel.alert
 
 
 def test_a_finding_appended_to_the_producers_reaches_every_output(monkeypatch):
@@ -119,12 +144,12 @@ def test_point_labels_do_not_overlap(seed):
 
 def test_the_discrimination_answer_is_a_finding_of_its_dataset():
     """compare/analyses/discrimination.py's per-dataset answer (read by attribute from the report) opens the report too."""
-    table = pd.DataFrame({"dataset": ["d", "d", "d"], "judge": ["a", "b", "c"], "agree": [9, 9, 4]})
+    table = pd.DataFrame({"dataset": ["d", "d", "d"], "judge": ["a", "b", "c"], "as_constructed": [9, 9, 4]})
     d = SimpleNamespace(answers={"d": "label agreement predicts it: rho 0.8 [0.5, 1.0]"}, table=table, human={"d": (12, 15)})
     (f,) = findings.discrimination(SimpleNamespace(discrimination=d))
     assert (f.dataset, f.judge, f.subject) == ("d", "", "d")
-    assert f.text == ("humans separate 12 of 15 oracle pairs; 2 of 3 judges detect 9 of them. label agreement predicts it: "
-                      "rho 0.8 [0.5, 1.0]")
+    assert f.text == ("humans order 12 of 15 oracle pairs as constructed; 2 of 3 judges order 9 (sign test per pair, Holm "
+                      "over the pairs). label agreement predicts it: rho 0.8 [0.5, 1.0]")
     assert list(findings.discrimination(SimpleNamespace())) == []  # a report without that analysis
 
 

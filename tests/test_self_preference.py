@@ -7,16 +7,15 @@ favours A's rankers by an amount the weights set. Nothing here starts a sweep.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as scipy_stats
 
 from judgebench.compare.analyses import order_bias
 from judgebench.compare.analyses import self_preference
 from judgebench.compare.reference import References
-from judgebench.metrics.self_preference import SignFlipTest
+from judgebench.metrics.self_preference import GuardedBootstrapT
 from judgebench.rankers.prp import order_statistics
 from simulated_families import grid
 
@@ -59,16 +58,20 @@ def test_self_preference_and_interaction_known_answers():
     assert sp.loc["jx", "other_systems"] == "S2" and sp.loc["jx", "queries"] == 3
     # jy: own S2, other S1: 0.1, 0.2, 0.0 -> 0.1
     assert sp.loc["jy", "self_preference"] == pytest.approx(0.1)
-    # the bootstrap's contract, recomputed: queries q0 q1 q2 in order, one generator; studentized: t of each resample
+    # the bootstrap's contract, recomputed: queries q0 q1 q2 in order, one generator; symmetric bootstrap-t: |t| of
+    # each resample, its 95 % quantile; t interval and test beside it; the union and the larger p
     d = np.array([0.3, 0.1, 0.2])
     idx = np.random.default_rng(4).integers(0, 3, size=(200, 3))
     boot, spread = d[idx], ~(idx == idx[:, :1]).all(axis=1)  # a resample of one query three times has s = 0: left out
     se, se_b = 0.1 / np.sqrt(3), boot.std(axis=1, ddof=1) / np.sqrt(3)  # s of (0.3, 0.1, 0.2) is 0.1
-    t = (boot.mean(axis=1) - 0.2)[spread] / se_b[spread]
-    t_lo, t_hi = np.percentile(t, [2.5, 97.5])
-    assert sp.loc["jx", "lo"] == pytest.approx(0.2 - t_hi * se) and sp.loc["jx", "hi"] == pytest.approx(0.2 - t_lo * se)
-    # sign flips of (0.3, 0.1, 0.2): |mean| reaches 0.2 only with all signs equal, 2 of 8 assignments
-    assert sp.loc["jx", "p_value"] == pytest.approx(0.25)
+    t = np.abs(boot.mean(axis=1) - 0.2)[spread] / se_b[spread]
+    c = np.quantile(t, 0.95)
+    t_half = scipy_stats.t.ppf(0.975, 2) * se
+    assert sp.loc["jx", "lo"] == pytest.approx(0.2 - max(c * se, t_half))
+    assert sp.loc["jx", "hi"] == pytest.approx(0.2 + max(c * se, t_half))
+    p_boot = (1 + (t >= 0.2 / se).sum()) / (1 + len(t))  # no resample of 3 queries reaches t = 3.46: p near 1/B
+    p_t = 2 * scipy_stats.t.sf(0.2 / se, 2)  # 0.074: the t test guards the degenerate bootstrap
+    assert p_boot < 0.01 and sp.loc["jx", "p_value"] == pytest.approx(max(p_boot, p_t))
     # the interaction, (gap_x(x) - gap_x(y)) - (gap_y(x) - gap_y(y)), per query 0.4, 0.3, 0.2
     (row,) = result["interaction"].itertuples(index=False)
     assert (row.judge_a, row.family_a, row.judge_b, row.family_b) == ("jx", "x", "jy", "y")
@@ -79,9 +82,9 @@ def test_self_preference_and_interaction_known_answers():
     assert gaps[("x", "x")] == pytest.approx(0.2) and gaps[("x", "oracle")] == pytest.approx(-0.1)
     assert gaps[("y", "y")] == pytest.approx(0.2) and len(gaps) == 6
     lines = self_preference.findings(result, _hand_made()[2])
-    # 3 queries: the exact sign-flip p is at least 2/8, so no direction is claimed however the interval falls
+    # 3 queries: the t test's p 0.074 (Holm over 2: 0.148) keeps the verdict at no evidence
     assert lines[0].startswith("d / jx (family x): no evidence that it favours its own family (+0.200 [")
-    assert "Holm-adjusted over 2 statements p = 0.5" in lines[0]
+    assert sp.loc["jx", "verdict"] == "no evidence"
 
 
 def test_holm_adjusts_the_self_preference_sentences():
@@ -104,14 +107,24 @@ def test_without_a_shared_family_one_line_says_so():
     assert line.startswith("No judge shares a family with a ranker here (judges: jx (gemini), jy (gpt); ranker families: ")
 
 
-def test_sign_flip_test_exact_and_sampled():
-    d = np.array([0.5, -0.2, 0.1, 0.4])
-    observed = abs(d.mean())
-    expected = np.mean([abs(np.dot(s, d)) / 4 >= observed - 1e-12 for s in itertools.product((1, -1), repeat=4)])
-    assert SignFlipTest()(d) == pytest.approx(expected) and expected == pytest.approx(6 / 16)  # counted: 6 of 16 reach 0.2
-    sampled = SignFlipTest(exact_max=2, samples=20_000, seed=1)(d)
-    assert sampled == pytest.approx(expected, abs=0.015)
-    assert np.isnan(SignFlipTest()(np.array([np.nan])))
+def test_guarded_bootstrap_t_against_a_plain_loop():
+    rng = np.random.default_rng(7)
+    d = rng.gamma(2.0, 1.0, 20) - 1.5
+    d[3] = np.nan  # left out of every mean
+    idx = rng.integers(0, 20, size=(300, 20))
+    lo, hi, p = GuardedBootstrapT()(d, idx)
+    ok = d[~np.isnan(d)]
+    mean, se = ok.mean(), ok.std(ddof=1) / np.sqrt(len(ok))
+    ts = []
+    for row in idx:  # one resample at a time, nan queries dropped
+        x = d[row][~np.isnan(d[row])]
+        ts.append(abs(x.mean() - mean) / (x.std(ddof=1) / np.sqrt(len(x))))
+    ts = np.array(ts)
+    c, half = np.quantile(ts, 0.95), scipy_stats.t.ppf(0.975, len(ok) - 1) * se
+    assert (lo, hi) == pytest.approx((mean - max(c * se, half), mean + max(c * se, half)))
+    p_t = scipy_stats.ttest_1samp(ok, 0.0).pvalue
+    assert p == pytest.approx(max((1 + (ts >= abs(mean) / se).sum()) / 301, p_t))
+    assert np.isnan(GuardedBootstrapT()(np.array([np.nan, 1.0]), idx[:, :2] % 2)[0])
 
 
 def test_order_statistics_known_answers():

@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
 
@@ -77,36 +75,31 @@ def inversion(r: Report) -> Iterable[Finding]:
                           brief="not inverted")
 
 
-def _tau_interval(r: Report, dataset: str, judge: str, column: str) -> str:
-    c = r.ci_tau
-    if not len(c):
-        return " (no interval: bootstrap=0)"
-    row = c[(c["dataset"] == dataset) & (c["judge"] == judge)]
-    if row.empty or not _ok(row[f"{column}_lo"].iloc[0], row[f"{column}_hi"].iloc[0]):
-        return " (no interval)"
-    return f" [{row[f'{column}_lo'].iloc[0]:.2f}, {row[f'{column}_hi'].iloc[0]:.2f}]"
+def _query_tau(row) -> str:
+    """The per-query tau of the oracles "value [lo, hi]" (compare/analyses/ordering_agreement.py), or why there is none."""
+    if row is None or not _ok(getattr(row, "query_tau_oracles", math.nan)):
+        return "no per-query τ"
+    return f"per-query τ = {row.query_tau_oracles:.2f} [{_n(row.query_tau_oracles_lo)}, {_n(row.query_tau_oracles_hi)}]"
 
 
 def oracle_order(r: Report) -> Iterable[Finding]:
-    """Can the judge order the oracle rankers (graded perturbations of the human ranking) as humans do: tau with its
-    bootstrap interval over queries, and over all systems."""
-    level = f"{r.options.level:.0%}"
+    """Can the judge order the oracle rankers (graded perturbations of the human ranking) as humans do: the section's
+    own verdict (Table 6, ``oracles_verdict``: the per-query tau's t test, Holm-adjusted over the report's judges),
+    with the per-query tau and its interval, and tau of the means as a point."""
+    c = r.ci_tau
+    rows = {(x.dataset, x.judge): x for x in c.itertuples(index=False)} if len(c) and "oracles_verdict" in c else {}
     for row in r.table2.itertuples(index=False):
         if "tau_oracles" not in r.table2.columns or not _ok(row.tau_oracles):
             continue
-        lo = r.ci_tau.loc[(r.ci_tau["dataset"] == row.dataset) & (r.ci_tau["judge"] == row.judge), "tau_oracles_lo"] \
-            if len(r.ci_tau) else pd.Series(dtype=float)
-        verdict = ""
-        if len(lo) and _ok(lo.iloc[0]):
-            verdict = "orders the oracle rankers better than chance" if lo.iloc[0] > 0 else \
-                "cannot be told from chance at ordering the oracle rankers"
-        text = (f"{verdict or 'orders the oracle rankers'}: Kendall's τ = {row.tau_oracles:.2f}"
-                f"{_tau_interval(r, row.dataset, row.judge, 'tau_oracles')} against {r.options.reference}"
-                f" ({level} bootstrap interval over queries); over all systems τ = {_n(row.tau_all)}"
-                f"{_tau_interval(r, row.dataset, row.judge, 'tau_all')}.")
-        brief = (f"tau_oracles {row.tau_oracles:.2f}{_tau_interval(r, row.dataset, row.judge, 'tau_oracles')}, "
-                 f"tau_all {_n(row.tau_all)}{_tau_interval(r, row.dataset, row.judge, 'tau_all')}")
-        yield Finding("oracle order", text, row.dataset, row.judge, brief=brief.replace(" (no interval: bootstrap=0)", ""))
+        tau = rows.get((row.dataset, row.judge))
+        verdict = getattr(tau, "oracles_verdict", "") if tau is not None else ""
+        head = ("orders the oracle rankers better than chance" if verdict == "better than chance" else
+                "cannot be told from chance at ordering the oracle rankers" if verdict else "orders the oracle rankers")
+        p = f", Holm p = {tau.query_tau_oracles_p_holm:.3g}" if verdict else ""
+        text = (f"{head}: {_query_tau(tau)} against {r.options.reference} ({r.options.level:.0%} t interval over queries{p}); "
+                f"Kendall's τ of the mean orderings = {row.tau_oracles:.2f} over the oracles, {_n(row.tau_all)} over all systems.")
+        brief = f"oracles {verdict or 'n/a'}, tau_oracles {row.tau_oracles:.2f}, tau_all {_n(row.tau_all)}"
+        yield Finding("oracle order", text, row.dataset, row.judge, brief=brief)
 
 
 # Landis and Koch's words for kappa (1977), the ones the LLM-judge papers use.
@@ -137,16 +130,22 @@ def agreement(r: Report) -> Iterable[Finding]:
 
 
 def self_preference(r: Report) -> Iterable[Finding]:
-    """Where a judge shares a family with rankers: does it favour them, with the interval."""
+    """Where a judge shares a family with rankers: the section's own verdict (the ``verdict`` column of
+    compare/analyses/self_preference.py: a direction only with the interval off 0 and the Holm-adjusted p below alpha),
+    with its interval and Holm p; nothing is decided here."""
     for row in r.self_preference["self_preference"].itertuples(index=False):
         value, lo, hi = row.self_preference, row.lo, row.hi
         interval = f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10" if _ok(lo, hi) else f"{value:+.3f} nDCG@10 (no interval)"
-        if _ok(lo) and lo > 0:
-            text, alert = f"favours its own family's ({row.judge_family}) rankers by {interval}.", True
-        elif _ok(hi) and hi < 0:
-            text, alert = f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by {interval}.", False
+        p_holm = getattr(row, "p_holm", math.nan)
+        p = f", Holm p = {p_holm:.3g}" if _ok(p_holm) else ""
+        said = getattr(row, "verdict", "")
+        if said == "favours":
+            text, alert = f"favours its own family's ({row.judge_family}) rankers by {interval}{p}.", True
+        elif said == "disfavours":
+            text, alert = (f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by {interval}{p}.",
+                           False)
         else:
-            text, alert = f"no evidence of self-preference for its family {row.judge_family} ({interval}; the interval covers 0).", False
+            text, alert = f"no evidence of self-preference for its family {row.judge_family} ({interval}{p}).", False
         yield Finding("self-preference", text, row.dataset, row.judge, alert, brief=f"self-preference {interval}")
 
 
@@ -180,18 +179,18 @@ def grid(r: Report) -> Iterable[Finding]:
 
 
 def discrimination(r: Report) -> Iterable[Finding]:
-    """Per dataset, whether label agreement predicts discriminative power, where the report holds that analysis
-    (``r.discrimination``: compare/analyses/discrimination.py's answers, table and human pair counts; read by attribute, so
-    this module needs no import of it)."""
+    """Per dataset, how the judges order the oracle rankers against their construction order and whether label
+    agreement predicts it, where the report holds that analysis (``r.discrimination``: compare/analyses/discrimination.py's
+    answers, table and human pair counts; read by attribute, so this module needs no import of it)."""
     d = getattr(r, "discrimination", None)
     if not d:
         return
     for dataset, sentence in d.answers.items():
         t = d.table[d.table["dataset"] == dataset]
         sig, total = d.human.get(dataset, (0, 0))
-        best = int(t["agree"].max()) if len(t) else 0
-        head = (f"humans separate {sig} of {total} oracle pairs; {int((t['agree'] == best).sum())} of {len(t)} judges detect "
-                f"{best} of them. ")
+        best = int(t["as_constructed"].max()) if len(t) else 0
+        head = (f"humans order {sig} of {total} oracle pairs as constructed; {int((t['as_constructed'] == best).sum())} of "
+                f"{len(t)} judges order {best} (sign test per pair, Holm over the pairs). ")
         yield Finding("discrimination", head + sentence, dataset, brief=head + sentence.partition(": ")[0])
 
 

@@ -1,4 +1,7 @@
-"""Percentile bootstrap over queries: how much a mean nDCG@10 or a tau would move with other queries.
+"""Percentile bootstrap over queries: how much a mean nDCG@10 would move with other queries (Table 6).
+
+Kendall's tau gets no bootstrap: tau of the means is a step function of the means and no bootstrap of it covers
+(docs/protocol.md#calibration); its interval is the per-query tau's, compare/analyses/ordering_agreement.py.
 
 Contract, so that any interval can be reproduced by hand: per dataset the queries are sorted by
 query_id (string order); ``rng = np.random.default_rng(seed)`` is created afresh for each dataset
@@ -17,12 +20,9 @@ import numpy as np
 import pandas as pd
 
 from judgebench.compare.artifacts import per_query_matrix
-from judgebench.compare.reference import References, own_rows
-from judgebench.compare.tables import judge_columns
-from judgebench.metrics import tau_b
+from judgebench.compare.reference import own_rows
 
 MEANS = ["dataset", "judge", "system", "mean", "lo", "hi", "queries"]
-TAUS = ["dataset", "judge", "reference", "tau_all", "tau_all_lo", "tau_all_hi", "tau_oracles", "tau_oracles_lo", "tau_oracles_hi"]
 
 
 def resample_indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -46,36 +46,24 @@ def _resampled_means(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
         return np.nanmean(values[:, idx], axis=2)
 
 
-def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], refs: References, n_resamples: int = 1000, seed: int = 0,
-              level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(intervals of every system's mean nDCG@10 per judge, intervals of tau all / oracles per judge against
-    its human reference, ``refs``)."""
-    mean_rows, tau_rows = [], []
+def bootstrap(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], n_resamples: int = 1000, seed: int = 0,
+              level: float = 0.95) -> pd.DataFrame:
+    """Intervals of every system's mean nDCG@10 per judge (columns MEANS)."""
+    mean_rows = []
     for dataset, table in t1.items():
         d = per_query[per_query["dataset"] == dataset]
         if d.empty:
             continue
         systems = list(table.index)
-        oracle = np.array([t == "oracle" for t in table["type"]])
         queries = sorted(d["query_id"].astype(str).unique())
         idx = resample_indices(len(queries), n_resamples, seed)
         own = own_rows(d)
-        boot, of = {}, own.groupby("judge", sort=False).indices  # each judge's rows: one pass, not a filter per judge
+        of = own.groupby("judge", sort=False).indices  # each judge's rows: one pass, not a filter per judge
         for judge in [c for c in table.columns if c != "type"]:
             values = per_query_matrix(own.iloc[of.get(judge, [])], systems, queries)
-            boot[judge] = _resampled_means(values, idx)
+            boot = _resampled_means(values, idx)
             for s, system in enumerate(systems):
-                lo, hi = percentile_interval(boot[judge][s], level)
+                lo, hi = percentile_interval(boot[s], level)
                 mean_rows.append({"dataset": dataset, "judge": judge, "system": system, "mean": table.at[system, judge],
                                   "lo": lo, "hi": hi, "queries": len(queries)})
-        for judge in judge_columns(table):
-            row = {"dataset": dataset, "judge": judge, "reference": refs.reference}
-            human = refs.column(dataset, judge, systems).to_numpy()
-            boot_human = _resampled_means(per_query_matrix(refs.rows(dataset, judge), systems, queries), idx)
-            both = table[judge].notna().to_numpy() & ~np.isnan(human)
-            for name, keep in (("tau_all", both), ("tau_oracles", both & oracle)):
-                row[name] = float(tau_b(table[judge].to_numpy()[keep], human[keep])[0]) if keep.sum() >= 2 else math.nan
-                stats = tau_b(boot[judge][keep], boot_human[keep]) if keep.sum() >= 2 else np.array([np.nan])
-                row[f"{name}_lo"], row[f"{name}_hi"] = percentile_interval(stats, level)
-            tau_rows.append(row)
-    return pd.DataFrame(mean_rows, columns=MEANS), pd.DataFrame(tau_rows, columns=TAUS)
+    return pd.DataFrame(mean_rows, columns=MEANS)

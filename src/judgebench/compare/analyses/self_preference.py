@@ -5,7 +5,8 @@ J's human reference, through :class:`References`), then the statistics of
 :mod:`judgebench.metrics.self_preference`: J's self-preference (own family vs the other families' LLM systems)
 and, for two judges of two families with rankers of both, their 2 x 2 interaction; each with a 95 % paired
 bootstrap interval over queries (compare/analyses/bootstrap.py's draws: queries sorted, a fresh generator per dataset,
-the same resamples for every judge) and a sign-flip test (the interval is the studentized one: see metrics.self_preference.StudentizedBootstrap).
+the same resamples for every judge) and its two-sided test of 0 on the same resamples (the symmetric bootstrap-t guarded by the t test: see
+metrics.self_preference.GuardedBootstrapT); ``verdict`` says what the report may claim, Holm-adjusted over the rows.
 Families are data: ``judge_family`` and
 ``ranker_family`` tags of the job runs; a judge matches the systems whose family is its own, by equal text.
 """
@@ -22,8 +23,7 @@ from judgebench.compare.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.analyses.bootstrap import resample_indices
 from judgebench.compare.reference import OWN, ROLE, References
 from judgebench.compare.tables import judge_columns
-from judgebench.metrics.self_preference import (FamilyInteraction, SelfPreference, SignFlipTest, StudentizedBootstrap,
-                                                family_mean)
+from judgebench.metrics.self_preference import FamilyInteraction, GuardedBootstrapT, SelfPreference, family_mean
 
 SELF = ["dataset", "judge", "judge_family", "reference", "own_systems", "other_systems", "queries", "gap_own", "gap_other",
         "self_preference", "lo", "hi", "p_value"]
@@ -54,17 +54,17 @@ def gap_matrix(per_query: pd.DataFrame, refs: References, dataset: str, judge: s
     return per_query_matrix(d, systems, queries) - per_query_matrix(refs.rows(dataset, judge), systems, queries)
 
 
-def _with_interval(d: np.ndarray, idx: np.ndarray, level: float, test: SignFlipTest) -> dict:
+def _with_interval(d: np.ndarray, idx: np.ndarray, level: float) -> dict:
     point = float(np.nanmean(d)) if np.isfinite(d).any() else math.nan
-    lo, hi = StudentizedBootstrap(level)(d, idx)
-    return {"queries": int(np.isfinite(d).sum()), "lo": lo, "hi": hi, "p_value": test(d), "_point": point}
+    lo, hi, p = GuardedBootstrapT(level)(d, idx)
+    return {"queries": int(np.isfinite(d).sum()), "lo": lo, "hi": hi, "p_value": p, "_point": point}
 
 
 def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataFrame, refs: References,
-            n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, pd.DataFrame]:
-    """{"self_preference", "interaction", "gaps"} frames (columns SELF, INTERACTION, GAPS) over every dataset."""
+            n_resamples: int = 1000, seed: int = 0, level: float = 0.95, alpha: float = 0.05) -> dict[str, pd.DataFrame]:
+    """{"self_preference", "interaction", "gaps"} frames (columns SELF + p_holm + verdict, INTERACTION, GAPS) over every
+    dataset."""
     fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
-    test = SignFlipTest(seed=seed)
     self_rows, pair_rows, gap_rows = [], [], []
     for dataset, table in t1.items():
         d = per_query[per_query["dataset"] == dataset]
@@ -85,7 +85,7 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
                 continue
             mine, theirs = np.array([gaps[j][s] for s in own]), np.array([gaps[j][s] for s in other])
             contrast = SelfPreference()(mine, theirs)
-            stats = _with_interval(contrast, idx, level, test)
+            stats = _with_interval(contrast, idx, level)
             on = np.isfinite(contrast)  # the statistic's own queries: both gaps defined
             self_rows.append({"dataset": dataset, "judge": j, "judge_family": fam_of_judge[j], "reference": refs.reference,
                               "own_systems": ", ".join(own), "other_systems": ", ".join(other),
@@ -97,7 +97,7 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
                 continue
             rows = lambda judge, fam: np.array([gaps[judge][s] for s in of[fam]])  # noqa: E731
             contrast = FamilyInteraction()(rows(a, fa), rows(a, fb), rows(b, fa), rows(b, fb))
-            stats = _with_interval(contrast, idx, level, test)
+            stats = _with_interval(contrast, idx, level)
             pair_rows.append({"dataset": dataset, "judge_a": a, "family_a": fa, "judge_b": b, "family_b": fb,
                               "reference": refs.reference, "interaction": stats.pop("_point"), **stats})
         for jf in dict.fromkeys(fam_of_judge[j] for j in judges):
@@ -110,6 +110,7 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
                                  "mean_gap": float(np.nanmean(values)) if np.isfinite(values).any() else math.nan})
     own = pd.DataFrame(self_rows, columns=SELF)
     own["p_holm"] = holm(own["p_value"])
+    own["verdict"] = [verdict(lo, hi, p, alpha) for lo, hi, p in zip(own["lo"], own["hi"], own["p_holm"])]
     return {"self_preference": own, "interaction": pd.DataFrame(pair_rows, columns=INTERACTION),
             "gaps": pd.DataFrame(gap_rows, columns=GAPS)}
 
@@ -132,24 +133,37 @@ def holm(p: pd.Series) -> np.ndarray:
 
 def empty() -> dict[str, pd.DataFrame]:
     """The frames of a report with nothing to analyse."""
-    return {"self_preference": pd.DataFrame(columns=[*SELF, "p_holm"]), "interaction": pd.DataFrame(columns=INTERACTION),
+    return {"self_preference": pd.DataFrame(columns=[*SELF, "p_holm", "verdict"]), "interaction": pd.DataFrame(columns=INTERACTION),
             "gaps": pd.DataFrame(columns=GAPS)}
 
 
+def verdict(lo: float, hi: float, p_holm: float, alpha: float = 0.05) -> str:
+    """What the report may claim of one row: "favours" (interval above 0 and Holm-adjusted p below alpha),
+    "disfavours" (below 0, the same p), else "no evidence". The section's sentences and the findings panel both read
+    it, so they cannot disagree."""
+    if lo == lo and hi == hi and p_holm == p_holm and p_holm < alpha:
+        if lo > 0:
+            return "favours"
+        if hi < 0:
+            return "disfavours"
+    return "no evidence"
+
+
 def finding(row: pd.Series, statements: int = 1, alpha: float = 0.05) -> str:
-    """One sentence per judge: favours (or disfavours) its own family by X [lo, hi], or no evidence. A direction is
-    claimed only where the sign-flip p, Holm-adjusted over the ``statements`` judge x dataset rows, is below alpha
-    (and the interval excludes 0)."""
+    """One sentence per judge from its ``verdict``: favours (or disfavours) its own family by X [lo, hi], or no
+    evidence (a direction needs the interval off 0 and the bootstrap p, Holm-adjusted over the ``statements`` judge x
+    dataset rows, below alpha)."""
     value, lo, hi = row["self_preference"], row["lo"], row["hi"]
     p_holm = row.get("p_holm", row["p_value"])
+    said = row.get("verdict") or verdict(lo, hi, p_holm, alpha)
     head = f"{row['dataset']} / {row['judge']} (family {row['judge_family']})"
     adjusted = f", Holm-adjusted over {statements} statements p = {p_holm:.3g}" if statements > 1 else ""
     interval = f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10, p = {row['p_value']:.3g}{adjusted}"
     if not (lo == lo and hi == hi):
         return f"{head}: self-preference {value:+.3f} (no interval)"
-    if lo > 0 and p_holm < alpha:
+    if said == "favours":
         return f"{head} favours its own family's rankers by {interval}."
-    if hi < 0 and p_holm < alpha:
+    if said == "disfavours":
         return f"{head} rates its own family's rankers below the other LLM rankers, by {interval}."
     why = "the interval covers 0" if lo <= 0 <= hi else f"not significant after Holm's adjustment at alpha {alpha:g}"
     return f"{head}: no evidence that it favours its own family ({interval}; {why})."

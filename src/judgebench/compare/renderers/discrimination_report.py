@@ -1,6 +1,7 @@
 """The discrimination section of a compare report (compare/analyses/discrimination.py computes it): a Markdown table of the
-judges ranked by discriminative power beside kappa, the rank correlations, the one-sentence answer, a CSV, and a
-figure (judges ranked, oracles-only tau with its interval beside kappa). report.html renders the Markdown."""
+judges ranked by how they order the oracle rankers against their construction order, beside kappa, the rank
+correlations, the one-sentence answer, a CSV, and a figure (judges ranked, oracles-only per-query tau with its
+interval beside kappa). report.html renders the Markdown."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
 
 FIGURE = "figure_discrimination.png"
-CAPTION = "judges ranked by discriminative power: oracle pairs agreed with humans, oracles-only tau with its interval, kappa"
-COUNTS = ["human_significant", "agree", "missed", "spurious", "reversed"]
+CAPTION = ("judges ranked by discriminative power: oracle pairs ordered as constructed, oracles-only per-query tau with its "
+           "t interval, kappa")
+COUNTS = ["pairs", "as_constructed", "reversed", "undecided", "worse_than_humans"]
 
 
 def _interval(value: float, lo: float, hi: float) -> str:
@@ -27,16 +29,22 @@ def _interval(value: float, lo: float, hi: float) -> str:
     return f"{value:.3f} [{lo:.2f}, {hi:.2f}]" if lo == lo else f"{value:.3f}"
 
 
+def _point(value: float) -> str:
+    return render.MISSING if value != value else f"{value:.3f}"
+
+
 def view(d: Discrimination, dataset: str) -> pd.DataFrame:
-    """One row per judge, ranked, with tau and tau_AP written "value [lo, hi]"."""
+    """One row per judge, ranked, with the per-query tau written "value [lo, hi]" and the taus of the means as points."""
     t = d.table[d.table["dataset"] == dataset]
     return pd.DataFrame({
         "rank": range(1, len(t) + 1),
         "judge": t["judge"].to_numpy(),
         "kappa": t["kappa_graded"].to_numpy(),
         **{c: t[c].to_numpy() for c in COUNTS},
-        "tau oracles [CI]": [_interval(*v) for v in zip(t["tau_oracles"], t["tau_oracles_lo"], t["tau_oracles_hi"])],
-        "tau_AP oracles [CI]": [_interval(*v) for v in zip(t["tau_ap_oracles"], t["tau_ap_oracles_lo"], t["tau_ap_oracles_hi"])],
+        "per-query tau oracles [CI]": [_interval(*v) for v in zip(t["query_tau_oracles"], t["query_tau_oracles_lo"],
+                                                                  t["query_tau_oracles_hi"])],
+        "tau oracles (means)": [_point(v) for v in t["tau_oracles"]],
+        "tau_AP oracles (means)": [_point(v) for v in t["tau_ap_oracles"]],
     })
 
 
@@ -46,17 +54,22 @@ def markdown(r: Report) -> list[str]:
     if not d:
         return []
     o = r.options
-    parts = [f"\n## Discriminative power: which judges separate the oracle rankers humans separate "
-             f"(alpha {o.alpha}, correction {o.correction}, against {o.reference})\n",
-             "Judges ranked by `agree` (oracle pairs humans separate significantly that the judge also separates, in the same "
-             "direction), then by oracles-only Kendall's tau; `missed`: human-significant pairs the judge does not separate; "
-             "`reversed`: separated the other way; `spurious`: pairs the judge separates and humans do not. Intervals: "
-             f"percentile bootstrap over queries ({o.bootstrap} resamples). Rank correlations: Spearman across judges, "
-             "percentile bootstrap over judges; flagged unreliable when most judges tie.\n"]
+    parts = [f"\n## Discriminative power: which judges order the oracle rankers as they were constructed "
+             f"(alpha {o.alpha}, against {o.reference})\n",
+             "The oracle rankers are built in a known order (Perfect > Swap[3] > Swap[2] > Swap[1] > Swap[2,3] > Swap[1,2], "
+             "docs/protocol.md#oracle-rankers). Per judge and constructed pair: `as_constructed` / `reversed`: an exact sign "
+             "test over the queries where the judge's nDCG@10 of the two differ, Holm over the judge's pairs, significant in "
+             "the constructed / the other direction; `undecided`: neither; `worse_than_humans`: pairs the judge separates "
+             "less well than the humans do (a one-sided sign test of sign(human difference) - sign(judge difference) per "
+             "query, Holm over the pairs). Judges ranked by `as_constructed`, then fewer `worse_than_humans`, then the "
+             "per-query tau. Per-query tau: how often, query by query, the judge orders two oracles as the humans do, with "
+             f"its {o.level:.0%} delta-method t interval over queries; tau and tau_AP of the means: points (no interval "
+             "covers them, docs/protocol.md#calibration). kappa vs each statistic: Spearman's rho across judges with an "
+             "exact permutation test, Holm over the two.\n"]
     for dataset, sentence in d.answers.items():
         sig, total = d.human.get(dataset, (0, 0))
-        parts += [f"\n### {names.markdown(dataset)}\n", f"**{names.markdown(sentence)}** Humans separate {sig} of {total} "
-                  "oracle pairs.\n", render.markdown(view(d, dataset), index=False, integers=["rank", *COUNTS])]
+        parts += [f"\n### {names.markdown(dataset)}\n", f"**{names.markdown(sentence)}** Humans order {sig} of {total} "
+                  "oracle pairs as constructed.\n", render.markdown(view(d, dataset), index=False, integers=["rank", *COUNTS])]
         c = d.correlations[d.correlations["dataset"] == dataset].assign(statistic=lambda f: f["statistic"].map(STATISTICS))
         parts += ["\n", render.markdown(c.drop(columns="dataset").rename(columns={"statistic": "kappa vs"}), index=False,
                                         integers=["judges"])]
@@ -70,7 +83,7 @@ def csv_frames(r: Report) -> list[tuple[str, pd.DataFrame]]:
 
 def figure(r: Report, out: Path) -> list[Path]:
     """Per dataset a panel: judges ranked top to bottom, tau with its interval (bars), kappa as a second marker,
-    the count of pairs agreed written beside each judge."""
+    the count of pairs ordered as constructed written beside each judge."""
     d = r.discrimination
     if not d:
         return []
@@ -84,17 +97,18 @@ def figure(r: Report, out: Path) -> list[Path]:
         for ax, dataset in zip(axes[0], datasets):
             t = d.table[d.table["dataset"] == dataset].reset_index(drop=True)
             y = list(range(len(t)))[::-1]
-            lo = (t["tau_oracles"] - t["tau_oracles_lo"]).clip(lower=0).fillna(0)
-            hi = (t["tau_oracles_hi"] - t["tau_oracles"]).clip(lower=0).fillna(0)
-            ax.errorbar(t["tau_oracles"], y, xerr=[lo, hi], fmt="o", color="tab:blue", capsize=2, label="oracles-only tau [CI]")
+            lo = (t["query_tau_oracles"] - t["query_tau_oracles_lo"]).clip(lower=0).fillna(0)
+            hi = (t["query_tau_oracles_hi"] - t["query_tau_oracles"]).clip(lower=0).fillna(0)
+            ax.errorbar(t["query_tau_oracles"], y, xerr=[lo, hi], fmt="o", color="tab:blue", capsize=2,
+                        label="oracles-only per-query tau [CI]")
             ax.scatter(t["kappa_graded"], y, marker="D", color="tab:orange", zorder=3, label="kappa (graded)")
             ax.set_yticks(y)
-            ax.set_yticklabels([f"{names.plot(j)} ({int(a)})" if a == a else names.plot(j) for j, a in zip(t["judge"], t["agree"])],
+            ax.set_yticklabels([f"{names.plot(j)} ({int(a)})" if a == a else names.plot(j) for j, a in zip(t["judge"], t["as_constructed"])],
                                fontsize=7)
             ax.axvline(0, color="grey", linewidth=0.6)
             ax.set_xlim(-1.05, 1.05)
             sig, total = d.human.get(dataset, (0, 0))
-            ax.set_title(f"{names.plot(dataset)}: judges ranked (pairs agreed of {sig} human-significant)", fontsize="medium")
+            ax.set_title(f"{names.plot(dataset)}: judges ranked (pairs ordered as constructed, of {total})", fontsize="medium")
             ax.legend(loc="lower left", fontsize=7)
             ax.grid(alpha=0.3, axis="x")
         return _save(fig, out / FIGURE)

@@ -92,12 +92,11 @@ def findings_detail(found: list[findings.Finding], table2=None) -> list[str]:
     return [f"\n## {DETAIL_TITLE}\n", *findings_by_subject(found)]
 
 
-# Under every tau interval: the percentile bootstrap of Kendall's tau over queries is not calibrated
-# (benchmarks/calibration.py, ten systems: 0.98-1.00 at 43-54 queries for a nominal 95 %, 0.76 at 12 queries with
-# noise that grows with the judge's error).
-TAU_INTERVAL_NOTE = ("note: these tau intervals (percentile bootstrap over queries) are not calibrated: in "
-                     "benchmarks/calibration.py a nominal 95 % interval covered 98-100 % at 43-54 queries (too wide) "
-                     "and 76 % at 12 queries; read them as rough")
+# Under every tau table: what each column measures (docs/protocol.md, "Ordering agreement").
+QUERY_TAU_NOTE = ("tau_all / tau_oracles: Kendall's tau-b of the mean orderings, a point estimate (no interval covers it: "
+                  "docs/protocol.md#calibration). query_tau: the per-query pooled tau-b, how often query by query the judge "
+                  "orders two systems as the humans do, with its delta-method t interval over queries (coverage shown in "
+                  "benchmarks/calibration.py); oracles verdict: its t test of 0, Holm-adjusted over the report's judges")
 
 
 def few_queries_warning(frame, dataset: str) -> str | None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 FIGURE = "figure_family_gaps.png"
 CAPTION = "mean nDCG@10 gap (judge minus its human reference) per judge family and ranker family"
 SELF_SHOWN = ["dataset", "judge", "judge_family", "own_systems", "other_systems", "queries", "gap_own", "gap_other",
-              "self_preference", "lo", "hi", "p_value"]
+              "self_preference", "lo", "hi", "p_value", "p_holm", "verdict"]
 
 
 def markdown(r: Report) -> list[str]:
@@ -38,12 +38,13 @@ def markdown(r: Report) -> list[str]:
              "Gap = judge nDCG@10 minus the judge's human reference, per system and query. self_preference = mean gap on "
              "the judge's own family's systems minus mean gap on the other families' LLM systems; interaction (two judges A, "
              "B of families a, b) = (gap_A on a - gap_A on b) - (gap_B on a - gap_B on b). Intervals: "
-             f"{o.level:.0%} paired studentized bootstrap (bootstrap-t) over queries ({o.bootstrap} resamples, seed {o.seed}); "
-             "p: sign-flip test over queries (docs/protocol.md).\n"]
+             f"{o.level:.0%} symmetric paired bootstrap-t over queries ({o.bootstrap} resamples, seed {o.seed}); "
+             "p: its two-sided test of 0 on the same resamples, p_holm: Holm-adjusted over the rows; verdict: a direction only "
+             f"where the interval leaves out 0 and p_holm < {o.alpha:g} (docs/protocol.md).\n"]
     parts += [f"- {names.markdown(line)}" for line in findings(r.self_preference, r.jobs)]
     sp, inter = r.self_preference["self_preference"], r.self_preference["interaction"]
     short = sp[sp["queries"].astype(float) < MIN_QUERIES] if len(sp) else sp
-    parts += [f"\n**warning: {names.markdown(d)} has {int(q)} queries (fewer than {MIN_QUERIES}): the bootstrap-t covers less than "
+    parts += [f"\n**warning: {names.markdown(d)} has {int(q)} queries (fewer than {MIN_QUERIES}): the bootstrap-t may cover less than "
               "its nominal level there in benchmarks/calibration.py (flagged rows); read it as rough**"
               for d, q in short.groupby("dataset")["queries"].max().items()] if len(short) else []
     if len(sp):
@@ -82,7 +83,7 @@ def latex_tables(r: Report) -> list[tuple[str, pd.DataFrame, str, dict]]:
     out = []
     if len(r.self_preference["self_preference"]):
         out.append(("self_preference", r.self_preference["self_preference"][SELF_SHOWN],
-                    f"Self-preference per judge ({r.options.level:.0%} bootstrap interval, sign-flip p).",
+                    f"Self-preference per judge ({r.options.level:.0%} symmetric bootstrap-t interval and p).",
                     {"index": False, "integers": ["queries"], "digits": 3}))
     if len(r.self_preference["interaction"]):
         out.append(("family_interaction", r.self_preference["interaction"].drop(columns=["reference"]),

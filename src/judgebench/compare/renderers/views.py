@@ -32,13 +32,23 @@ def confidence_tables(report: Report) -> dict[str, pd.DataFrame]:
     return out
 
 
+def _point(v: float) -> str:
+    return render.MISSING if isinstance(v, float) and math.isnan(v) else f"{v:.3f}"
+
+
 def tau_intervals(report: Report) -> pd.DataFrame:
-    """Per dataset and judge, tau over all systems and over oracles as "tau [lo, hi]"."""
+    """Per dataset and judge: tau of the means (points) over all systems and over oracles, and the per-query tau
+    "value [lo, hi]" of each, with the oracles verdict."""
     c = report.ci_tau
     return pd.DataFrame({
         "dataset": c["dataset"], "judge": c["judge"],
-        "tau_all": [_interval(*v) for v in zip(c["tau_all"], c["tau_all_lo"], c["tau_all_hi"])],
-        "tau_oracles": [_interval(*v) for v in zip(c["tau_oracles"], c["tau_oracles_lo"], c["tau_oracles_hi"])],
+        "tau_all (means)": [_point(v) for v in c["tau_all"]],
+        "query_tau_all [CI]": [_interval(*v) for v in zip(c["query_tau_all"], c["query_tau_all_lo"], c["query_tau_all_hi"])],
+        "tau_oracles (means)": [_point(v) for v in c["tau_oracles"]],
+        "query_tau_oracles [CI]": [_interval(*v) for v in zip(c["query_tau_oracles"], c["query_tau_oracles_lo"],
+                                                              c["query_tau_oracles_hi"])],
+        "oracles verdict (Holm p)": [f"{v} ({p:.3g})" if v else render.MISSING
+                                     for v, p in zip(c["oracles_verdict"], c["query_tau_oracles_p_holm"])],
     })
 
 

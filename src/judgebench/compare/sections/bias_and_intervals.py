@@ -1,5 +1,5 @@
 """Table 5 (ranker bias: do LLM rankers rise above the oracles under the judge only) and Table 6 (bootstrap intervals
-over queries for every mean and for tau)."""
+over queries for every mean; Kendall's tau of the means with the per-query tau and its t interval)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from judgebench.compare import names
-from judgebench.compare.analyses import bias, bootstrap
+from judgebench.compare.analyses import bias, bootstrap, ordering_agreement
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers import views
-from judgebench.compare.renderers.markdown import TAU_INTERVAL_NOTE, few_queries_warning
+from judgebench.compare.renderers.markdown import QUERY_TAU_NOTE, few_queries_warning
 from judgebench.compare.section import LatexTable, Section
 
 if TYPE_CHECKING:
@@ -50,31 +50,31 @@ class ConfidenceIntervals(Section):
     def compute(self, r: Report) -> dict[str, pd.DataFrame]:
         """Read by Table 1's bars and the findings too (``r.ci_means``, ``r.ci_tau``)."""
         o = r.options
-        ci_means, ci_tau = (bootstrap.bootstrap(r.per_query, r.table1, r.refs, o.bootstrap, o.seed, o.level) if o.bootstrap > 0
-                            else (pd.DataFrame(columns=bootstrap.MEANS), pd.DataFrame(columns=bootstrap.TAUS)))
+        ci_means = (bootstrap.bootstrap(r.per_query, r.table1, o.bootstrap, o.seed, o.level) if o.bootstrap > 0
+                    else pd.DataFrame(columns=bootstrap.MEANS))
+        ci_tau = ordering_agreement.ordering_agreement(r.per_query, r.table1, r.refs, o.level, o.alpha)
         return {"ci_means": ci_means, "ci_tau": ci_tau}
 
     def markdown(self, r: Report) -> list[str]:
         o, md = r.options, names.markdown
-        parts = ["\n## Table 6: bootstrap confidence intervals over queries"]
+        parts = ["\n## Table 6: confidence intervals over queries"]
         if not len(r.ci_means):
-            return parts + ["\nbootstrap=0: no intervals computed."]
-        for dataset, c in views.confidence_tables(r).items():
+            parts.append("\nbootstrap=0: no intervals of the means computed.")
+        for dataset, c in views.confidence_tables(r).items() if len(r.ci_means) else ():
             parts += [f"\n### {md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]\n", render.markdown(c)]
             parts += [f"\n**{md(w)}**" for w in [few_queries_warning(r.ci_means, dataset)] if w]
         if len(r.ci_tau):
-            parts += [f"\n### Kendall's tau against {o.reference} [interval]\n", render.markdown(views.tau_intervals(r), index=False),
-                      f"\n*{TAU_INTERVAL_NOTE}*"]
+            parts += [f"\n### Kendall's tau against {o.reference}: of the means, and per query [{o.level:.0%} interval]\n",
+                      render.markdown(views.tau_intervals(r), index=False), f"\n*{QUERY_TAU_NOTE}*"]
         return parts
 
     def latex(self, r: Report) -> list[LatexTable]:
-        if not len(r.ci_means):
-            return []
         out: list[LatexTable] = [(f"confidence_{names.file_part(d)}", c, f"Mean nDCG@10 with {r.options.level:.0%} bootstrap "
-                                  f"intervals on {d}.", {}) for d, c in views.confidence_tables(r).items()]
+                                  f"intervals on {d}.", {}) for d, c in views.confidence_tables(r).items()] if len(r.ci_means) else []
         if len(r.ci_tau):
-            out.append(("tau_intervals", views.tau_intervals(r), "Kendall's tau with bootstrap intervals.", {"index": False}))
+            out.append(("tau_intervals", views.tau_intervals(r), "Kendall's tau of the means; per-query tau with its t interval.",
+                        {"index": False}))
         return out
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
-        return [(n, f, False) for n, f in (("bootstrap_means", r.ci_means), ("bootstrap_tau", r.ci_tau)) if len(f)]
+        return [(n, f, False) for n, f in (("bootstrap_means", r.ci_means), ("ordering_agreement", r.ci_tau)) if len(f)]

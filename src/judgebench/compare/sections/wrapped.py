@@ -25,14 +25,14 @@ if TYPE_CHECKING:
 
 
 class Discrimination(Section):
-    """Which judges separate the oracle rankers humans separate (compare/analyses/discrimination.py)."""
+    """Which judges order the oracle rankers as constructed (compare/analyses/discrimination.py)."""
 
     name = "discrimination"
 
     def compute(self, r: Report) -> dict:
         o = r.options
-        return {"discrimination": discrimination.analyse(r.per_query, r.table1, r.table2, r.refs, o.alpha, o.correction == "holm",
-                                                         o.bootstrap, o.seed, o.level, exclude=[v.name for v in r.virtual])}
+        return {"discrimination": discrimination.analyse(r.per_query, r.table1, r.table2, r.refs, o.alpha, seed=o.seed,
+                                                         level=o.level, exclude=[v.name for v in r.virtual])}
 
     def markdown(self, r: Report) -> list[str]:
         return discrimination_report.markdown(r)
@@ -54,7 +54,8 @@ class SelfPreference(Section):
 
     def compute(self, r: Report) -> dict:
         o = r.options
-        return {"self_preference": self_preference.analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level),
+        return {"self_preference": self_preference.analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level,
+                                                           o.alpha),
                 "order_bias": order_bias.order_table(r.jobs)}
 
     def markdown(self, r: Report) -> list[str]:
