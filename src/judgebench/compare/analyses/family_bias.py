@@ -6,9 +6,9 @@ question (the paper's "judges favour LLM-based systems", asked of TREC DL 2023):
 minus its human reference) larger on the runs built with GPT than on all the rest, lexical and neural runs included?
 Per query q: d(q) = mean over the own-family systems of gap(s, q) - mean over every other system of gap(s, q) (the
 oracle rankers aside: perturbed human rankings are no run type, and Table 5 compares them with the LLM rankers); the
-statistic is its mean over queries. Queries are the resampled unit, as everywhere in compare: the interval is the
-paired studentized bootstrap over queries and the p value the sign-flip test over queries, the two self-preference
-uses (metrics/self_preference.py; their coverage and size are simulated in tests/test_family_bias.py and the
+statistic is its mean over queries. Queries are the resampled unit, as everywhere in compare: the interval and p
+value are self-preference's (metrics/self_preference.py GuardedBootstrapT: the symmetric paired bootstrap-t over
+queries joined with Student's t; their coverage and size are simulated in tests/test_family_bias.py and the
 calibration benchmark). Families are data: the ``judge_family`` and ``ranker_family`` tags (an imported run's from
 its runs table, docs/datasets.md).
 """
@@ -23,7 +23,7 @@ import pandas as pd
 from judgebench.compare.analyses.bootstrap import resample_indices
 from judgebench.compare.analyses.self_preference import gap_matrix, holm, judge_families, system_families
 from judgebench.compare.tables import judge_columns
-from judgebench.metrics.self_preference import SelfPreference, SignFlipTest, StudentizedBootstrap, family_mean
+from judgebench.metrics.self_preference import GuardedBootstrapT, SelfPreference, family_mean
 
 COLUMNS = ["dataset", "judge", "judge_family", "reference", "own_systems", "other_systems", "n_own", "n_other", "queries",
            "gap_own", "gap_other", "family_bias", "lo", "hi", "p_value", "p_holm"]
@@ -34,18 +34,17 @@ def contrast(own: np.ndarray, other: np.ndarray) -> np.ndarray:
     return SelfPreference()(own, other)
 
 
-def inference(c: np.ndarray, idx: np.ndarray, level: float, test: SignFlipTest) -> tuple[float, float, float]:
-    """(lo, hi, p) of the per-query contrasts ``c``: the studentized bootstrap interval over the resamples ``idx`` and
-    the sign-flip p; tests/test_family_bias.py simulates their coverage and size at a leaderboard's shape."""
-    lo, hi = StudentizedBootstrap(level)(c, idx)
-    return lo, hi, test(c)
+def inference(c: np.ndarray, idx: np.ndarray, level: float) -> tuple[float, float, float]:
+    """(lo, hi, p) of the per-query contrasts ``c`` over the resamples ``idx`` (GuardedBootstrapT);
+    tests/test_family_bias.py simulates their coverage and size at a leaderboard's shape."""
+    return GuardedBootstrapT(level)(c, idx)
 
 
 def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataFrame, refs, n_resamples: int = 1000,
             seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """One row per (dataset, judge with a family that some system shares and some system does not)."""
     fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
-    test, rows = SignFlipTest(seed=seed), []
+    rows = []
     for dataset, table in t1.items():
         d = per_query[per_query["dataset"] == dataset]
         if d.empty:
@@ -63,7 +62,7 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
             mine, theirs = gaps[: len(own)], gaps[len(own):]
             c = contrast(mine, theirs)
             on = np.isfinite(c)
-            lo, hi, p = inference(c, idx, level, test)
+            lo, hi, p = inference(c, idx, level)
             rows.append({"dataset": dataset, "judge": judge, "judge_family": family, "reference": refs.reference,
                          "own_systems": ", ".join(own), "other_systems": ", ".join(other), "n_own": len(own),
                          "n_other": len(other), "queries": int(on.sum()),
@@ -80,7 +79,7 @@ def _mean(x: np.ndarray) -> float:
 
 def sentence(row, statements: int = 1, alpha: float = 0.05) -> str:
     """What the row shows, never more than its interval and test: a direction only where the interval excludes 0 and
-    the (Holm-adjusted, over ``statements`` rows) sign-flip p is below ``alpha``."""
+    the (Holm-adjusted, over ``statements`` rows) p is below ``alpha``."""
     value, lo, hi, p = row.family_bias, row.lo, row.hi, row.p_holm if statements > 1 else row.p_value
     numbers = (f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10 (gap on its family's {row.n_own} systems {row.gap_own:+.3f}, "
                f"on the other {row.n_other} {row.gap_other:+.3f}; p = {row.p_value:.3g}"

@@ -42,8 +42,8 @@ class FamilyBias(Section):
                 "Gap = judge nDCG@10 minus the judge's human reference, per system and query; family_bias = per query, mean gap "
                 "on the systems of the judge's family minus mean gap on every other system (oracle rankers aside), averaged over "
                 "queries. Interval: "
-                f"{100 * r.options.level:g}% paired studentized bootstrap over queries ({r.options.bootstrap} resamples, seed {r.options.seed}); p: "
-                "sign-flip test over queries, Holm-adjusted over the rows (docs/protocol.md). Families come from the runs' "
+                f"{100 * r.options.level:g}% guarded bootstrap-t over queries, as self-preference's ({r.options.bootstrap} resamples, seed "
+                f"{r.options.seed}); p: its test of 0, Holm-adjusted over the rows (docs/protocol.md). Families come from the runs' "
                 "ranker_family tags (imported runs: the runs table's type, mapped by results.runs.families).\n",
                 *[f"- {names.markdown(x.dataset)} / {names.markdown(x.judge)}: {family_bias.sentence(x, len(table))}" for x in table.itertuples()],
                 "", render.markdown(table[SHOWN], index=False, integers=["n_own", "n_other", "queries"], digits=4), "",
@@ -54,7 +54,7 @@ class FamilyBias(Section):
         if table is None:
             return []
         return [("family_bias", table[SHOWN], "Run-type bias: gap on the judge's own family's systems minus gap on every other "
-                 f"system, with a {100 * r.options.level:g}\\% studentized bootstrap interval and a sign-flip p over queries.",
+                 f"system, with a {100 * r.options.level:g}\\% guarded bootstrap-t interval and its p over queries.",
                  {"index": False, "integers": ["n_own", "n_other", "queries"], "digits": 4})]
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
