@@ -36,13 +36,13 @@ def _free_port() -> int:
 
 def test_an_unreachable_judge_server_fails_fast_naming_the_url(tmp_path):
     port = _free_port()  # nothing listens there: connection refused
-    url = f"http://judge:pw-planted-3c9e11@127.0.0.1:{port}/v1"
+    url = f"http://127.0.0.1:{port}/v1"  # (a URL with credentials is refused before any request: test_secrets.py)
     started = time.monotonic()
     res = cli_runner.run(cell(tmp_path), cwd=tmp_path, env=env_with(OPENAI_BASE_URL=url))
     elapsed = time.monotonic() - started
     assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err, str(res)
-    assert f"cannot connect to http://***@127.0.0.1:{port}/v1" in res.error_lines[0], str(res)
-    assert "cached" not in res.error_lines[0] and "pw-planted" not in res.out + res.err
+    assert f"cannot connect to http://127.0.0.1:{port}/v1" in res.error_lines[0], str(res)
+    assert "cached" not in res.error_lines[0]
     assert elapsed < 20, elapsed  # not minutes of retries
 
 
