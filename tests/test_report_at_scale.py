@@ -66,6 +66,15 @@ def test_table1_in_the_terminal_is_one_line_past_12_judges():
     assert line == "\nTable 1 (dl20): mean nDCG@10, judged only, 8 systems x 35 judges: in the report (one row per judge)"
 
 
+def test_the_terminal_names_3_problems_and_counts_the_rest():
+    from judgebench.compare.sections import grid_state
+
+    problems = [f"run r{i}: cannot read run.trec" for i in range(39)]
+    lines = grid_state.problem_lines(problems)
+    assert lines == [f"problem: run r{i}: cannot read run.trec" for i in range(3)] + ["(+ 36 more problems like these: every one in the report)"]
+    assert grid_state.problem_lines(problems[:3]) == lines[:3]
+
+
 # --------------------------------------------------------------------------- figures
 
 
@@ -129,7 +138,8 @@ def test_kappa_tau_at_35_judges_labels_10_points_and_counts_the_ties(tmp_path, m
     ax = captured[0].axes[0]
     assert len(places) > 10 or True
     title = ax.get_title()
-    assert f"{int((places > 1).sum())} points shared (area = judges)" in title, title
+    shared = int((places > 1).sum())
+    assert f"{shared} point{'s' if shared > 1 else ''} shared (area = judges)" in title, title
     labelled = [t for t in ax.texts]
     assert len(labelled) == min(10, len(places)), [t.get_text() for t in labelled]
     if len(places) > 10:

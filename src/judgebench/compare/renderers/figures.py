@@ -130,7 +130,7 @@ def ndcg_heatmap(t1: dict[str, pd.DataFrame], path: Path) -> Path:
     35 x 35 is as readable as 5 x 8); each system's tick coloured by its type, values printed in the cells when they
     fit (up to 20 systems)."""
     shape = [(len([c for c in t.columns if c != "type"]), len(t)) for t in t1.values()]
-    width = 2.6 + 0.32 * max(s for _, s in shape)
+    width = max(6.4, 2.6 + 0.32 * max(s for _, s in shape))  # at least the title's width
     heights = [1.6 + 0.26 * j for j, _ in shape]
     fig, axes = plt.subplots(len(t1), 1, figsize=(width, sum(heights) + 1.4 * len(t1)), squeeze=False,
                              gridspec_kw={"height_ratios": heights})
@@ -295,7 +295,8 @@ def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: st
                    edgecolor="black", linewidth=0.4)
         keep = _extremes(at[tau] + 1e-6 * at[kappa], KAPPA_TAU_LABELS)
         points.append((ax, [(at[kappa][i], at[tau][i], _group_label(_names(at["judges"][i]))) for i in keep]))
-        notes = ([f"{int((count > 1).sum())} points shared (area = judges)"] if (count > 1).any() else []) \
+        shared = int((count > 1).sum())
+        notes = ([f"{shared} point{'s' if shared > 1 else ''} shared (area = judges)"] if shared else []) \
             + ([f"{len(keep)} of {len(at)} labelled"] if len(keep) < len(at) else [])
         ax.set_xlim(min(0.0, float(d[kappa].min()) - 0.05) if len(d) else 0.0, 1.0)
         ax.set_ylim(min(0.0, float(d[tau].min()) - 0.05) if len(d) else 0.0, 1.05)
