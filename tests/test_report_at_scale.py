@@ -75,6 +75,20 @@ def test_the_terminal_names_3_problems_and_counts_the_rest():
     assert grid_state.problem_lines(problems[:3]) == lines[:3]
 
 
+def test_table3_turns_past_12_judges():
+    from judgebench.compare.sections.significance_tests import OracleTests
+
+    judges = [f"judge{i:02d}" for i in range(35)]
+    tests = pd.DataFrame([{"dataset": "dl20", "system_a": a, "system_b": b, "judge": j, "p": 0.01 * (n + 1), "p_holm": 0.02 * (n + 1)}
+                          for n, (a, b) in enumerate([("s1", "s2"), ("s1", "s3")]) for j in judges])
+    r = SimpleNamespace(oracle_tests=tests, options=SimpleNamespace(alpha=0.05), judges=judges)
+    md = OracleTests().markdown(r)
+    rows = _md_table(md)
+    assert "one row per judge, one column per pair" in md[1] and rows[0] == ["judge", "s1 vs s2", "s1 vs s3"], md[:3]
+    assert [x[0] for x in rows[1:]] == judges, rows
+    assert rows[1][1:] == ["0.01\\* / 0.02\\*", "0.02\\* / 0.04\\*"], rows[1]  # p / p_holm, starred under alpha 0.05
+
+
 # --------------------------------------------------------------------------- figures
 
 
