@@ -32,9 +32,9 @@ def _visible_texts(fig: Figure) -> list[tuple[str, Text]]:
         legend = ax.get_legend()
         if legend is not None:
             out += [("legend", t) for t in legend.get_texts()]
-    out += [("figure text", t) for t in fig.texts]
     if fig._suptitle is not None:
         out.append(("title", fig._suptitle))
+    out += [("figure text", t) for t in fig.texts if t is not fig._suptitle]
     return [(k, t) for k, t in out if t.get_visible() and t.get_text().strip()]
 
 

@@ -176,7 +176,7 @@ def confusion(labels: pd.DataFrame, judge: str, path: Path) -> Path:
         ax.set_ylabel("human label")
         ax.set_title(f"{names.plot(dataset)} (n={len(lab)})")
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="share of the human level")
-    fig.suptitle(f"Label confusion (count, row share): {names.plot(judge)}")
+    fig.suptitle(f"Label confusion (count, row share):\n{names.plot(judge)}")  # a long judge name on a line of its own
     return _save(fig, path)
 
 
