@@ -48,6 +48,7 @@ def test_table1_keeps_systems_as_rows_up_to_12_judges_and_turns_past_it():
     many = _table1(35, 8)
     md = Table1().markdown(_report(many))
     assert any("35 judges: one row per judge, one column per system" in x for x in md)
+    assert md[0] == "\n## Table 1: mean nDCG@10 on judged documents (judge x system; best per judge in bold)"
     rows = _md_table(md)
     header, body = rows[0], rows[1:]
     assert header == ["judge", *many.index] and [r[0] for r in body] == ["type", *many.columns[1:]]

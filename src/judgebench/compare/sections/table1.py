@@ -48,7 +48,9 @@ class Table1(Section):
 
     def markdown(self, r: Report) -> list[str]:
         md, o = names.markdown, r.options
-        parts = ["\n## Table 1: mean nDCG@10 on judged documents (system x judge; best per column in bold)",
+        turned = any(len(_best(t)) > render.JUDGE_COLUMNS for t in r.table1.values())
+        shape = "judge x system; best per judge in bold" if turned else "system x judge; best per column in bold"
+        parts = [f"\n## Table 1: mean nDCG@10 on judged documents ({shape})",
                  "\n`human`: all human qrels (the paper's column); `human_labelset`: the human labels of the label set "
                  "(pool ∩ qrels), the qrels a judge is scored against."]
         for dataset, t in r.table1.items():
