@@ -134,12 +134,13 @@ def test_every_figure_of_a_large_report_is_inside_its_canvas_and_its_labels_do_n
     refs = SimpleNamespace(reference="human", column=lambda d, j, index: t["human"].reindex(index))
     t2 = _t2(t, rng)
     drawn = [c for c in t.columns if c not in ("type", "human", "human_labelset")][:12]  # the report caps per-judge figures
-    figures.ndcg_bars({"dl20": t}, tmp_path / "figure_ndcg_bars.png")
+    drawn_bars = figures.ndcg_bars({"dl20": t}, tmp_path / "figure_ndcg_bars.png")
+    assert drawn_bars.name == ("figure_ndcg_heatmap.png" if judges > 10 or judges * systems > 120 else "figure_ndcg_bars.png")
     figures.scatter({"dl20": t[["type", "human", *drawn]]}, tmp_path / "figure_scatter.png", refs, t2)
     figures.kappa_tau(t2, tmp_path / "figure_kappa_tau.png")
     labels = pd.DataFrame({"dataset": "dl20", "human": rng.integers(0, 4, 200), "relevance": rng.integers(0, 4, 200)})
     figures.confusion(labels, "NISTRetrieval-instruct0", tmp_path / "figure_confusion.png")  # a long name (LLMJudge's)
-    assert set(checked) == {"figure_ndcg_bars.png", "figure_scatter.png", "figure_kappa_tau.png", "figure_confusion.png"}
+    assert set(checked) == {drawn_bars.name, "figure_scatter.png", "figure_kappa_tau.png", "figure_confusion.png"}
     assert {name: found for name, found in checked.items() if found} == {}
 
 
@@ -176,9 +177,9 @@ def test_a_35_judge_and_a_35_system_page_never_scrolls_sideways_in_chromium(tmp_
 
     binary = chromium()
     t = _table1(judges, systems)
-    figures.ndcg_bars({"dl20": t}, tmp_path / "figure_ndcg_bars.png")
+    bars = figures.ndcg_bars({"dl20": t}, tmp_path / "figure_ndcg_bars.png")
     figures.kappa_tau(_t2(t, np.random.default_rng(3)), tmp_path / "figure_kappa_tau.png")
-    md = "\n".join(["# scale", *Table1().markdown(_report(t)), "", "![bars](figure_ndcg_bars.png)", "", "![kt](figure_kappa_tau.png)"])
+    md = "\n".join(["# scale", *Table1().markdown(_report(t)), "", f"![bars]({bars.name})", "", "![kt](figure_kappa_tau.png)"])
     page = report_html.render(md, tmp_path, {"experiment": "scale"}, "scale")
     probe = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace("</body>", """<script>
 const s = document.scrollingElement;

@@ -33,6 +33,8 @@ REFERENCE_COLOURS = {"human": "#4d4d4d", "human_labelset": "#9a9a9a"}
 JUDGE_PALETTE = ["tab:orange", "tab:cyan", "tab:pink", "tab:olive", "tab:brown", "tab:purple", "gold", "teal", "navy", "crimson"]
 CAPTIONS = {
     "figure_ndcg_bars.png": "nDCG@10 per system under each judge (bootstrap intervals; hatching = system type)",
+    "figure_ndcg_heatmap.png": "nDCG@10 per judge (rows) and system (columns), drawn instead of the bars past 10 judges or "
+                               "120 bars (intervals: Table 6)",
     "figure_scatter.png": "human vs judge nDCG@10 per system (above the line: the judge overrates the system)",
     "figure_kappa_tau.png": "label agreement (kappa) vs system-ordering agreement (tau) per judge",
     "figure_content_bias.png": "judge labels on original vs rewritten text",
@@ -91,7 +93,7 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None =
     no bar."""
     judges_all = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c != "type"))
     if len(judges_all) > BAR_JUDGES or max(len(t) for t in t1.values()) * len(judges_all) > BARS:
-        return ndcg_heatmap(t1, path)
+        return ndcg_heatmap(t1, path.with_name(path.name.replace("_bars", "_heatmap")))  # its own name and caption
     colours = judge_colours(judges_all)
     fig, axes = plt.subplots(len(t1), 1, figsize=(max(8, 0.9 * max(len(t) for t in t1.values()) + 3), 3.8 * len(t1)), squeeze=False)
     for ax, (dataset, table) in zip(axes[:, 0], t1.items()):
