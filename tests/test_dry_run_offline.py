@@ -63,11 +63,14 @@ def test_the_total_reads_every_cells_file_and_counts_shared_calls_once(tmp_path)
     d = tmp_path / dry_run_total.DIR
     d.mkdir(parents=True)
     (d / "00000.json").write_text(json.dumps({"calls": {"a": [10, 0.5], "b": [20, 1.0]}, "gpu_hours": {"m:x": 0.25},
-                                              "not_checked": ["openai m at u"], "datasets": ["dl19"]}))
+                                              "cpu_hours": {"m:x": 2.0}, "not_checked": ["openai m at u"], "datasets": ["dl19"]}))
     (d / "00001.json").write_text(json.dumps({"calls": {"b": [20, 1.0], "c": [5, 0.25]}, "gpu_hours": {"m:x": 0.25, "m:y": 1.0},
-                                              "not_checked": ["openai m at u"], "datasets": ["dl20"]}))
+                                              "cpu_hours": {"m:x": 2.0, "m:y": 8.0}, "not_checked": ["openai m at u"],
+                                              "datasets": ["dl20"]}))
     t = dry_run_total.total(tmp_path)
-    assert t == {"calls": 3, "input_tokens": 35, "cost_usd": 1.75, "gpu_hours": 1.25, "not_checked": ["openai m at u"],
-                 "datasets": ["dl19", "dl20"]}
-    assert dry_run_total.format_total(t).startswith("dry run total (datasets dl19, dl20): 3 distinct API calls")
+    assert t == {"calls": 3, "input_tokens": 35, "cost_usd": 1.75, "gpu_hours": 1.25, "cpu_hours": 10.0,
+                 "not_checked": ["openai m at u"], "datasets": ["dl19", "dl20"]}
+    line = dry_run_total.format_total(t)
+    assert line.startswith("dry run total (datasets dl19, dl20): 3 distinct API calls")
+    assert "~1.25 GPU-hours of local models (~10 CPU-hours on 2 cores)" in line, line
     assert dry_run_total.total(tmp_path / "none") is None

@@ -41,3 +41,22 @@ def test_estimate_uses_the_measured_rate(gpu, total, seq2seq, measured):
 
 def test_every_rate_names_its_source():
     assert all(r.source and r.tflops > 0 and r.params_b > 0 for r in RATES)
+
+
+@pytest.mark.parametrize("total, measured", [(0.135e9, True), (0.14e9, True), (7.62e9, False)])
+def test_the_estimate_gives_cpu_hours_beside_the_gpu_ones(total, measured):
+    """SmolLM2-135M's 228.5 GFLOP/s on 2 cores (benchmarks/results/local_judge_prefix.json) for its shape; another
+    shape says it assumed that rate."""
+    import json
+    from pathlib import Path
+
+    bench = json.loads((Path(__file__).parents[1] / "benchmarks/results/local_judge_prefix.json").read_text())
+    row = next(r for r in bench["rows"] if r["path"] == "unshared")
+    counter = we.TokenCounter("/nonexistent/model")
+    gpu_cfg = we.GPUThroughput(gpu="A100", peak_tflops=312.0, utilisation=0.4)
+    work = we.estimate(plan(100), size(total, False), counter, None, False, set(), gpu_cfg)
+    assert work.cpu_hours == pytest.approx(work.cost.flops / (row["gflop_per_s"] * 1e9) / 3600, rel=1e-9)
+    text = we.describe(work, size(total, False), gpu_cfg)
+    assert f", or ~{work.cpu_hours:.3g} CPU-hours on 2 CPU cores at" in text, text
+    cpu = text.split(", or ~")[1]
+    assert ("measured for SmolLM2-135M" in cpu) and (("assumed" in cpu) != measured), cpu

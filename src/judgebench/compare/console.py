@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from judgebench.compare import findings, findings_panel, names, sections
 from judgebench.compare.renderers import render
+from judgebench.compare.sections import grid_state
 from judgebench.compare.sections.header import plain_title
 
 if TYPE_CHECKING:
@@ -80,5 +81,5 @@ def labels_summary(r, out: Path, seconds: float) -> str:
     parts.append("\nlabels-only runs: nDCG, tau and Tables 3-6 need systems, so they are not reported")
     if len(r.missing):
         parts.append(f"missing (dataset, judge) runs: {len(r.missing)}")
-    parts += [f"problem: {names.plain(p)}" for p in r.problems]
+    parts += grid_state.problem_lines(r.problems)
     return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)

@@ -25,6 +25,7 @@ from judgebench.jobs.common import JobOutcome
 
 _PLANNED: dict[str, tuple[int, float]] = {}  # call key -> (est. tokens, est. cost), across the jobs of a process
 _GPU_PLANNED: dict[str, float] = {}  # fingerprint of a local model's prompts still to score -> GPU-hours
+_CPU_PLANNED: dict[str, float] = {}  # the same work -> CPU-hours (measured_rates.CPU_CORES cores)
 
 
 def _remember(calls: list[tuple[str, int, float]]) -> str:
@@ -97,8 +98,9 @@ def plan_local(component, plan, where: str, gpu_estimate) -> None:
         notes.append(f"OVER {name}={limit:g} min: set hydra.launcher.timeout_min={math.ceil(work.gpu_hours * 60 * 1.25)} "
                      "(or lower ranker.rerank_depth)")
     _GPU_PLANNED.setdefault(f"{spec.model_id}:{work.fingerprint}", work.gpu_hours)
+    _CPU_PLANNED.setdefault(f"{spec.model_id}:{work.fingerprint}", work.cpu_hours)
     print(f"[dry run] {where} {spec.model_id}: {we.describe(work, size, throughput, '; '.join(notes))}; "
-          f"grid so far: ~{sum(_GPU_PLANNED.values()):.2f} GPU-hours of local models")
+          f"grid so far: ~{sum(_GPU_PLANNED.values()):.2f} GPU-hours of local models (~{sum(_CPU_PLANNED.values()):.2f} CPU-hours)")
 
 
 def plan_ranking(ranker, dataset, texts: dict[str, str], where: str, gpu_estimate) -> None:

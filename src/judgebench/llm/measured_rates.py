@@ -1,4 +1,4 @@
-"""Measured inference rates of local models, per model shape and GPU, for the dry run's GPU-hours.
+"""Measured inference rates of local models, per model shape and GPU (or CPU), for the dry run's GPU- and CPU-hours.
 
 Why: ``peak x utilisation`` (the config's ``gpu_estimate``, 0.4 of an A100 by default) is a guess, and the
 rates measured on a real chip differ by two orders of magnitude between model shapes (an H200 ran a
@@ -44,3 +44,21 @@ def find(params: float, seq2seq: bool, gpu: str) -> MeasuredRate | None:
         if rate.seq2seq == seq2seq and rate.gpu.upper() in words and abs(params / 1e9 - rate.params_b) <= MATCH * rate.params_b:
             return rate
     return None
+
+
+# The CPU hours beside the GPU ones: a reader without a GPU asks how long the same work takes on the machine at hand.
+CPU_RUN = "benchmarks/local_judge_prefix.py on 2 cores (torch 2.13 cpu, fp32, batch 8, unshared prompts), 2026-12-02"
+CPU_RATES = (
+    MeasuredRate("SmolLM2-135M", 0.135, False, "CPU", 0.2285, f"UMBRELA judge; {CPU_RUN}"),
+)
+CPU_CORES = 2  # the cores the CPU rates were measured on
+
+
+def cpu_rate(params: float, seq2seq: bool) -> tuple[float, str]:
+    """(FLOP/s on CPU_CORES cores, what it is): the rate measured for this shape, else the nearest measured one,
+    said to be assumed (a larger model runs its matmuls at least as efficiently, so it is no optimistic guess)."""
+    for rate in CPU_RATES:
+        if rate.seq2seq == seq2seq and abs(params / 1e9 - rate.params_b) <= MATCH * rate.params_b:
+            return rate.tflops * 1e12, f"{CPU_CORES} CPU cores at the {rate.tflops * 1e3:g} GFLOP/s measured for {rate.shape}"
+    near = min(CPU_RATES, key=lambda r: abs(r.params_b - params / 1e9))
+    return near.tflops * 1e12, (f"{CPU_CORES} CPU cores at {near.tflops * 1e3:g} GFLOP/s (assumed: measured for {near.shape} only)")

@@ -96,6 +96,8 @@ class GPUCost:
     flops: float
     gpu_hours: float
     rate: str  # the throughput the GPU-hours assume, and whether it was measured
+    cpu_hours: float = 0.0  # the same FLOPs on CPU cores (measured_rates.cpu_rate)
+    cpu_rate: str = ""
 
 
 @dataclass
@@ -116,6 +118,11 @@ class Work:
     def gpu_hours(self) -> float:
         """The GPU-hours, 0 when they are unknown (a grid's total counts what it can)."""
         return self.cost.gpu_hours if self.cost is not None else 0.0
+
+    @property
+    def cpu_hours(self) -> float:
+        """The same work on CPU cores, 0 when the FLOPs are unknown."""
+        return self.cost.cpu_hours if self.cost is not None else 0.0
 
     @property
     def to_score(self) -> int:
@@ -256,7 +263,10 @@ def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, ma
         scored = work.decoder_tokens if seq2seq else work.to_score
         flops = 2 * (size.encoder * work.input_tokens + size.decoder * work.decoder_tokens + size.head * scored)
         per_s, rate = throughput.rate_for(size)
-        work.cost = GPUCost(flops, flops / per_s / 3600, rate)
+        from judgebench.llm.measured_rates import cpu_rate
+
+        cpu_per_s, cpu = cpu_rate(size.total, seq2seq)
+        work.cost = GPUCost(flops, flops / per_s / 3600, rate, flops / cpu_per_s / 3600, cpu)
     work.sources = [counter.source, size.source if size is not None else "size unknown (set model_spec.params_b)"]
     return work
 
@@ -264,6 +274,7 @@ def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, ma
 def describe(work: Work, size: ModelSize | None, throughput: GPUThroughput, note: str = "") -> str:
     params = f"{size.total / 1e9:.2f}B params from {size.source}" if size is not None else work.sources[1]
     cost = (f"~{work.cost.flops:.2e} FLOPs, ~{work.cost.gpu_hours:.3g} GPU-hours on {work.cost.rate or throughput.describe()}"
+            + (f", or ~{work.cost.cpu_hours:.3g} CPU-hours on {work.cost.cpu_rate}" if work.cost.cpu_rate else "")
             if work.cost is not None else "FLOPs and GPU-hours unknown")
     extra = f"; {note}" if note else ""
     return (f"{work.prompts:,} prompts, {work.cached:,} cached, {work.to_score:,} to score (~{work.input_tokens / 1e6:.2f}M input tokens by "

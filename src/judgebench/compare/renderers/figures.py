@@ -33,6 +33,8 @@ REFERENCE_COLOURS = {"human": "#4d4d4d", "human_labelset": "#9a9a9a"}
 JUDGE_PALETTE = ["tab:orange", "tab:cyan", "tab:pink", "tab:olive", "tab:brown", "tab:purple", "gold", "teal", "navy", "crimson"]
 CAPTIONS = {
     "figure_ndcg_bars.png": "nDCG@10 per system under each judge (bootstrap intervals; hatching = system type)",
+    "figure_ndcg_heatmap.png": "nDCG@10 per judge (rows) and system (columns), drawn instead of the bars past 10 judges or "
+                               "120 bars (intervals: Table 6)",
     "figure_scatter.png": "human vs judge nDCG@10 per system (above the line: the judge overrates the system)",
     "figure_kappa_tau.png": "label agreement (kappa) vs system-ordering agreement (tau) per judge",
     "figure_content_bias.png": "judge labels on original vs rewritten text",
@@ -90,6 +92,8 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None =
     each mean as an error bar (when computed); hatching and the tick colour give the system type; missing cells:
     no bar."""
     judges_all = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c != "type"))
+    if len(judges_all) > BAR_JUDGES or max(len(t) for t in t1.values()) * len(judges_all) > BARS:
+        return ndcg_heatmap(t1, path.with_name(path.name.replace("_bars", "_heatmap")))  # its own name and caption
     colours = judge_colours(judges_all)
     fig, axes = plt.subplots(len(t1), 1, figsize=(max(8, 0.9 * max(len(t) for t in t1.values()) + 3), 3.8 * len(t1)), squeeze=False)
     for ax, (dataset, table) in zip(axes[:, 0], t1.items()):
@@ -119,6 +123,38 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None =
     return _save(fig, path)
 
 
+BAR_JUDGES, BARS = 10, 120  # past either, bars are slivers and the legend a column of colours: a heatmap instead
+
+
+@plain_text
+def ndcg_heatmap(t1: dict[str, pd.DataFrame], path: Path) -> Path:
+    """nDCG@10 as a judge x system heatmap, a panel per dataset, sized from the counts (a fixed size per cell, so
+    35 x 35 is as readable as 5 x 8); each system's tick coloured by its type, values printed in the cells when they
+    fit (up to 20 systems)."""
+    shape = [(len([c for c in t.columns if c != "type"]), len(t)) for t in t1.values()]
+    width = max(6.4, 2.6 + 0.32 * max(s for _, s in shape))  # at least the title's width
+    heights = [1.6 + 0.26 * j for j, _ in shape]
+    fig, axes = plt.subplots(len(t1), 1, figsize=(width, sum(heights) + 1.4 * len(t1)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for ax, (dataset, table) in zip(axes[:, 0], t1.items()):
+        judges = [c for c in table.columns if c != "type"]
+        grid = table[judges].astype(float).T
+        image = ax.imshow(grid.to_numpy(), cmap="viridis", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        ax.set_xticks(np.arange(len(table)), _names(table.index), rotation=90, fontsize=7)
+        ax.set_yticks(np.arange(len(judges)), _names(judges), fontsize=7)
+        for tick, kind in zip(ax.get_xticklabels(), table["type"]):
+            tick.set_color(TYPE_COLOURS.get(kind, "black"))
+        if len(table) <= 20:
+            for (i, j), v in np.ndenumerate(grid.to_numpy()):
+                if v == v:
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=5.5, color="white" if v < 0.6 else "black")
+        kinds = ", ".join(f"{k} {TYPE_COLOURS.get(k, 'black').removeprefix('tab:')}" for k in dict.fromkeys(table["type"]))
+        ax.set_title(f"{names.plot(dataset)}: nDCG@10 per judge (rows) and system (columns)\nsystem names coloured by type: "
+                     f"{kinds}; blank: missing", fontsize="small")
+        fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label="nDCG@10")
+    return _save(fig, path)
+
+
 def _counts(lab: pd.DataFrame) -> pd.DataFrame:
     return pd.crosstab(lab["human"], lab["relevance"]).reindex(index=list(LEVELS), columns=list(LEVELS), fill_value=0)
 
@@ -142,7 +178,7 @@ def confusion(labels: pd.DataFrame, judge: str, path: Path) -> Path:
         ax.set_ylabel("human label")
         ax.set_title(f"{names.plot(dataset)} (n={len(lab)})")
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="share of the human level")
-    fig.suptitle(f"Label confusion (count, row share): {names.plot(judge)}")
+    fig.suptitle(f"Label confusion (count, row share):\n{names.plot(judge)}")  # a long judge name on a line of its own
     return _save(fig, path)
 
 
@@ -156,12 +192,32 @@ def _title_stats(t2: pd.DataFrame | None, dataset: str, judge: str) -> str:
     return f"\nτ={fmt(float(row['tau_all'].iloc[0]))}  κ={fmt(float(row['kappa_graded'].iloc[0]))}"
 
 
+SCATTER_LABELS = 8  # point labels a panel holds readably; past it the extremes that find room (the panel title says so)
+
+
+def _extremes(score: pd.Series, limit: int) -> list:
+    """The index of every entry when there are at most ``limit``, else of the limit/2 highest and limit/2 lowest
+    ``score``: a crowded panel labels its extremes, never 35 labels over each other."""
+    if len(score) <= limit:
+        return list(score.index)
+    ranked = score.sort_values(kind="stable")
+    return list(ranked.index[-(limit // 2):]) + list(ranked.index[:limit - limit // 2])
+
+
+def _group_label(names_: list[str]) -> str:
+    """One label for the points at one place: both names, or the first and how many more."""
+    return ", ".join(names_) if len(names_) <= 2 else f"{names_[0]} +{len(names_) - 1}"
+
+
 def _label_points(ax, xs: pd.Series, ys: pd.Series, systems: pd.Index) -> None:
-    """One label per point, placed where it overlaps no other label, marker or the legend (label_layout); points
-    within 0.005 of each other share one label ("A, B")."""
+    """Labels placed where they overlap no other label, marker or the legend (label_layout); points within 0.005 of
+    each other share one label ("A, B"); past SCATTER_LABELS places only the most over- and underrated are labelled."""
     frame = pd.DataFrame({"x": xs.to_numpy(dtype=float), "y": ys.to_numpy(dtype=float), "name": _names(systems)}).dropna()
     groups = [g for _, g in frame.groupby([(frame["x"] / 0.005).round(), (frame["y"] / 0.005).round()], sort=False)]
-    label_layout.place(ax, [g["x"].mean() for g in groups], [g["y"].mean() for g in groups], [", ".join(g["name"]) for g in groups])
+    keep = _extremes(pd.Series([g["y"].mean() - g["x"].mean() for g in groups]), SCATTER_LABELS)
+    groups = [groups[i] for i in keep]
+    label_layout.place(ax, [g["x"].mean() for g in groups], [g["y"].mean() for g in groups], [_group_label(list(g["name"])) for g in groups],
+                       crowded="skip" if len(keep) < len(frame) else "draw")
 
 
 @plain_text
@@ -190,7 +246,9 @@ def scatter(t1: dict[str, pd.DataFrame], path: Path, refs: References, t2: pd.Da
             ax.set_ylim(0, 1.02)
             ax.set_xlabel(f"nDCG@10 under humans ({refs.reference})")
             ax.set_ylabel(f"nDCG@10 under {names.plot(judge)}")
-            ax.set_title(f"{names.plot(dataset)}: {names.plot(judge)}{_title_stats(t2, dataset, judge)}", fontsize="medium")
+            subset = (f"\nlabels: {SCATTER_LABELS // 2} most over-, {SCATTER_LABELS // 2} most underrated"
+                      if len(table) > SCATTER_LABELS else "")
+            ax.set_title(f"{names.plot(dataset)}: {names.plot(judge)}{_title_stats(t2, dataset, judge)}{subset}", fontsize="medium")
             _type_legend(ax, list(dict.fromkeys(table["type"])))
             ax.grid(alpha=0.3)
     fig.tight_layout()  # labels are placed in the final layout's coordinates
@@ -232,19 +290,30 @@ def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: st
     for ax, dataset in zip(axes[0], datasets):
         d = t2[(t2["dataset"] == dataset) & t2[kappa].notna() & t2[tau].notna()]
         colours = judge_colours(list(t2["judge"]))
-        ax.scatter(d[kappa], d[tau], s=34, color=[colours[j] for j in d["judge"]], edgecolor="black", linewidth=0.4)
-        points.append((ax, [(x, y, ", ".join(_names(g["judge"])))  # one label per point
-                            for (x, y), g in d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False)]))
+        # ties drawn as one marker whose area counts the judges there (35 judges often share a tau)
+        at = d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False)["judge"].agg(list).rename("judges").reset_index()
+        count = at["judges"].str.len().to_numpy()
+        ax.scatter(at[kappa], at[tau], s=34 * count, color=[colours[j[0]] if len(j) == 1 else "white" for j in at["judges"]],
+                   edgecolor="black", linewidth=0.4)
+        keep = _extremes(at[tau] + 1e-6 * at[kappa], KAPPA_TAU_LABELS)
+        points.append((ax, [(at[kappa][i], at[tau][i], _group_label(_names(at["judges"][i]))) for i in keep]))
+        shared = int((count > 1).sum())
+        notes = ([f"{shared} point{'s' if shared > 1 else ''} shared (area = judges)"] if shared else []) \
+            + ([f"{len(keep)} of {len(at)} labelled"] if len(keep) < len(at) else [])
         ax.set_xlim(min(0.0, float(d[kappa].min()) - 0.05) if len(d) else 0.0, 1.0)
         ax.set_ylim(min(0.0, float(d[tau].min()) - 0.05) if len(d) else 0.0, 1.05)
         ax.set_xlabel(f"Cohen's kappa ({kappa})")
         ax.set_ylabel(f"Kendall's tau ({tau})")
-        ax.set_title(f"{names.plot(dataset)}: labels vs system ordering ({len(d)} judges)", fontsize="medium")
+        ax.set_title(f"{names.plot(dataset)}: labels vs system ordering ({len(d)} judges)"
+                     + ("\n" + "; ".join(notes) if notes else ""), fontsize="medium")
         ax.grid(alpha=0.3)
     fig.tight_layout()  # labels are placed in the final layout's coordinates
     for ax, p in points:
         label_layout.place(ax, [x for x, _, _ in p], [y for _, y, _ in p], [t for _, _, t in p], fontsize=8)
     return _save(fig, path)
+
+
+KAPPA_TAU_LABELS = 10
 
 
 AGREEMENT_MARKERS = {"kappa_graded": "o", "kappa_ge1": "<", "kappa_ge2": "s", "kappa_ge3": ">", "alpha_ordinal": "D"}

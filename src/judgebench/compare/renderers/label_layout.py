@@ -28,9 +28,10 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> float:
     return float((w * h).sum())
 
 
-def place(ax, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], fontsize: float = 6.5) -> list:
+def place(ax, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], fontsize: float = 6.5, crowded: str = "draw") -> list:
     """Annotate each point (x, y) with its text where it overlaps nothing; returns the annotations. Call it after
-    the axes' limits, legend and the figure's layout are set (the search works in display coordinates)."""
+    the axes' limits, legend and the figure's layout are set (the search works in display coordinates). A label that
+    finds no free place overlaps least (``crowded="draw"``) or is left out (``"skip"``: a panel that labels a subset)."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     points = ax.transData.transform(np.column_stack([np.asarray(xs, float), np.asarray(ys, float)])) if len(xs) else np.empty((0, 2))
@@ -63,6 +64,8 @@ def place(ax, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], fo
                 break
         (dx, dy), ha, va, box, dist = best
         ann.remove()  # drawn again where it goes, with a leader line when it is away from its point
+        if crowded == "skip" and _overlap(box, np.array(placed).reshape(-1, 4)) > 0:
+            continue
         leader = {"arrowstyle": "-", "lw": 0.5, "color": "0.4", "shrinkA": 1, "shrinkB": 3} if dist >= _DISTANCES[1] else None
         ann = ax.annotate(texts[n], (xs[n], ys[n]), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
                           ha=ha, va=va, arrowprops=leader)

@@ -72,6 +72,20 @@ def markdown(df: pd.DataFrame, index: bool = True, **kw) -> str:
     return cells(df, "md", **kw).to_markdown(index=index, disable_numparse=True, colalign=_align(df, index))
 
 
+JUDGE_COLUMNS = 12  # judges (references included) a system x judge table shows as columns; past it, judges are rows
+
+
+def judge_table(df: pd.DataFrame, judges: list[str], **kw) -> tuple[str, bool]:
+    """A system x judge frame as Markdown, and whether it was turned: up to JUDGE_COLUMNS ``judges`` it is as given
+    (systems as rows); past it (35 judges as in +experiment=llmjudge_oracles) judges are the rows and systems the
+    columns, so the table grows down, not sideways. The cells (bold best per judge) are rendered before turning."""
+    if len(judges) <= JUDGE_COLUMNS:
+        return markdown(df, **kw), False
+    texts = cells(df, "md", **kw).T
+    texts.index.name, texts.columns.name = "judge", None
+    return texts.to_markdown(disable_numparse=True, colalign=["left", *["right"] * len(texts.columns)]), True
+
+
 def latex(df: pd.DataFrame, caption: str, label: str, index: bool = True, **kw) -> str:
     if index:  # the index as a first column: pandas would give its name a header row of its own
         df = df.reset_index()

@@ -61,7 +61,9 @@ class ConfidenceIntervals(Section):
         if not len(r.ci_means):
             parts.append("\nbootstrap=0: no intervals of the means computed.")
         for dataset, c in views.confidence_tables(r).items() if len(r.ci_means) else ():
-            parts += [f"\n### {md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]\n", render.markdown(c)]
+            table, turned = render.judge_table(c, list(c.columns))
+            parts += [f"\n### {md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]"
+                      + (" (one row per judge, one column per system)" if turned else "") + "\n", table]
             parts += [f"\n**{md(w)}**" for w in [few_queries_warning(r.ci_means, dataset)] if w]
         if len(r.ci_tau):
             parts += [f"\n### Kendall's tau against {o.reference}: of the means, and per query [{o.level:.0%} interval]\n",

@@ -86,4 +86,14 @@ class GridState(Section):
                      for d, s, j, _ in r.missing.head(2).itertuples(index=False)]
             running = f"; {len(r.running)} of them still running" if len(r.running) else ""
             parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report){running}")
-        return parts + [f"problem: {names.plain(p)}" for p in r.problems]
+        return parts + problem_lines(r.problems)
+
+
+PROBLEM_LINES = 3  # problems the terminal names: 39 unreadable artifacts were 39 lines of a 76-line summary
+
+
+def problem_lines(problems: list[str]) -> list[str]:
+    """The first PROBLEM_LINES problems, one line each, and how many more the report lists."""
+    more = len(problems) - PROBLEM_LINES
+    return [f"problem: {names.plain(p)}" for p in problems[:PROBLEM_LINES]] + \
+        ([f"(+ {more} more problems like these: every one in the report)"] if more > 0 else [])

@@ -37,7 +37,8 @@ class OracleTests(Section):
         alpha = r.options.alpha
         parts = [f"\n## Table 3: paired t-tests between oracle rankers (p raw / p Holm, * = significant at alpha {alpha})"]
         for dataset, m in significance.oracle_matrix(r.oracle_tests, alpha, r.judges).items():
-            parts += [f"\n### {names.markdown(dataset)}\n", render.markdown(m)]
+            table, turned = render.judge_table(m, list(m.columns))
+            parts += [f"\n### {names.markdown(dataset)}" + (" (one row per judge, one column per pair)" if turned else "") + "\n", table]
         return parts
 
     def latex(self, r: Report) -> list[LatexTable]:

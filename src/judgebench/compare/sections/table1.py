@@ -63,11 +63,17 @@ class Table1(Section):
 
     def markdown(self, r: Report) -> list[str]:
         md, o = names.markdown, r.options
-        parts = ["\n## Table 1: mean nDCG@10 on judged documents (system x judge; best per column in bold)",
+        turned = any(len(_best(t)) > render.JUDGE_COLUMNS for t in r.table1.values())
+        shape = "judge x system; best per judge in bold" if turned else "system x judge; best per column in bold"
+        parts = [f"\n## Table 1: mean nDCG@10 on judged documents ({shape})",
                  "\n`human`: all human qrels (the paper's column); `human_labelset`: the human labels of the label set "
                  "(pool ∩ qrels), the qrels a judge is scored against."]
         for dataset, t in r.table1.items():
-            parts += [f"\n### {md(dataset)}\n", render.markdown(t, best=_best(t))]
+            table, turned = render.judge_table(t, _best(t), best=_best(t))
+            parts += [f"\n### {md(dataset)}\n"]
+            parts += [f"\n{len(_best(t))} judges: one row per judge, one column per system (the first row is the system's "
+                      "type); best per judge in bold.\n"] if turned else []
+            parts += [table]
             parts += [f"\n**Note:** {md(_outside_line(*x))}." for x in outside_pool(r, dataset)]
             parts += [f"\n**Note:** {md(line)}." for _, _, line in silent(r, dataset)]
         if r.virtual:
@@ -93,8 +99,16 @@ class Table1(Section):
         return [figures.ndcg_bars(r.table1, out / "figure_ndcg_bars.png", r.ci_means, r.options.level)]
 
     def console(self, r: Report) -> list[str]:
+        """The table's first rows and columns; past JUDGE_COLUMNS judges one line (the terminal shows about 5 of 35
+        judges' columns: Table 2's headline rows say more about them in the summary's ~30 lines)."""
+        def shown(dataset: str, t: pd.DataFrame) -> tuple[str, ...]:
+            if len(_best(t)) > render.JUDGE_COLUMNS:
+                return (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only, {len(t)} systems x {len(_best(t))} judges: "
+                        "in the report (one row per judge)",)
+            return f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", render.plain(t, rows=render.TERMINAL_ROWS)
+
         return [line for dataset, t in r.table1.items()
-                for line in (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", render.plain(t, rows=render.TERMINAL_ROWS),
+                for line in (*shown(dataset, t),
                              *(f"  note: {names.plain(x[1])} keeps {x[2]} of {x[3]} documents outside the judged pool "
                                "(ranker.outside_pool=keep)" for x in outside_pool(r, dataset)),
                              *(f"  note: {names.plain(line)}" for _, _, line in silent(r, dataset)))]
