@@ -193,6 +193,32 @@ def power_rows(rng, base, n, setting, P, D) -> list[dict]:
     return rows
 
 
+def heavy_tail_rows(rng, base, n, P, D) -> list[dict]:
+    """Coverage at k = 20 (5 labels a stratum) when the top quartile of the signal u carries Student-t noise of
+    ``df`` 3 or 2 (infinite variance) in human - judge and the rest normal noise, f = y - bias - u z: the stratified
+    designs (Satterthwaite's df) and uniform under the same tails. No warning of the report covers heavy tails, so
+    these rows are never flagged: a miss here is a known, unflagged limit (docs/protocol.md#calibration)."""
+    rows = []
+    for df in (3, 2):
+        cov = {name: [] for name in ("uniform", "stratified/neyman", "stratified/proportional")}
+        for p in range(P):
+            y = base[:, rng.integers(0, base.shape[1], n)]
+            u = 0.02 + 0.25 * rng.random(n)
+            top = u >= np.quantile(u, 0.75)
+            z = rng.standard_normal(y.shape)
+            z[:, top] = rng.standard_t(df, (len(y), int(top.sum())))
+            f, truth = y - BIAS - u * z, y.mean(axis=1)
+            for name in cov:
+                d = (designs.Uniform(20, n) if name == "uniform"
+                     else designs.Stratified.build(u, 20, allocation=name.split("/")[1]))
+                e, dfree = d.estimate(y, f, d.draw(D, int(rng.integers(2**31))))
+                half = stats.t.ppf((1 + LEVEL) / 2, dfree) * np.sqrt(e.var)
+                cov[name].append(float((np.abs(e.point - truth) <= half + 1e-12).mean()))
+        rows += [row(f"planner {name} [heavy top stratum]: coverage", f"t{df} top quartile", n, 20, LEVEL, c, "0.93-0.97",
+                     lambda m, _: covers(m)) for name, c in cov.items()]
+    return rows
+
+
 def estimator_rows(rng, base, n, setting, P, D) -> list[dict]:
     """PPI and cross-fitted PPI++ under uniform sampling of k = min(20, n - 4) labels; Table 6's t interval of a
     judge's mean nDCG@10 (coverage of the pool mean), beside the percentile bootstrap it replaced (reference row); Table 3/4's paired t-tests with Holm over the 3 pairs
@@ -275,6 +301,8 @@ def run(P: int, D: int, seed: int = 0, sizes=tuple(SIZES)) -> list[dict]:
             rows += design_rows(rng, base, n, setting, P, D)
             rows += power_rows(rng, base, n, setting, P, D)
             rows += estimator_rows(rng, base, n, setting, P, D)
+            if n >= 20 and setting == SETTINGS[0]:  # the judge's noise is the tails' here, not the setting's
+                rows += heavy_tail_rows(rng, base, n, P, D)
             rows += agreement_rows(rng, base, n, setting, min(P * D, 200))
             rows += orderings.ordering_rows(row, rng, base, n, setting, P * D, many_systems)
             rows += orderings.self_preference_rows(row, rng, base, n, setting, P * D)

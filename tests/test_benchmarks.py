@@ -346,7 +346,7 @@ def test_calibration(tmp_path):
                    "kappa vs discrimination permutation test (no association)", "Table 3/4 t + Holm"):
         assert family in families, family
     # 12 queries is under designs.MIN_QUERIES: every row of the toy size is flagged, as the report warns there
-    assert all(r["flagged"] for r in rows if not r["target"].startswith("report") and r["statistic"].startswith(("planner", "Table 6",
+    assert all(r["flagged"] for r in rows if not r["target"].startswith("report") and r["statistic"].startswith(("planner", "Table 6", "PPI",
                                                                                                     "self-preference boot", "per-query tau")))
 
 
