@@ -3,7 +3,7 @@ planner promises: measured coverage, size, width and power against their nominal
 
     python -m benchmarks.calibration [--quick] [--out DIR] [--populations P] [--draws D] [--sizes 12 43 54]
 
---quick: 40 populations x 18 draws (720 replications a cell, 28 min on 2 cores shared with four other jobs); the
+--quick: 40 populations x 18 draws (720 replications a cell, 12-28 min on 2 cores shared with four other jobs); the
 full run 100 x 24 (2,400). Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC DL files.
 
 The generator is grounded in the human labels shipped with judgebench (TREC DL19 and DL20 qrels and the shipped
