@@ -3,7 +3,7 @@ planner promises: measured coverage, size, width and power against their nominal
 
     python -m benchmarks.calibration [--quick] [--out DIR] [--populations P] [--draws D] [--sizes 12 43 54]
 
---quick: 40 populations x 18 draws (720 replications a cell, 28 min on 2 cores shared with four other jobs); the
+--quick: 40 populations x 18 draws (720 replications a cell, 12-28 min on 2 cores shared with four other jobs); the
 full run 100 x 24 (2,400). Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC DL files.
 
 The generator is grounded in the human labels shipped with judgebench (TREC DL19 and DL20 qrels and the shipped
@@ -44,7 +44,7 @@ from scipy import stats
 from benchmarks import calibration_orderings as orderings
 from benchmarks.common import parser, table, write_json
 from judgebench.compare.budget import plan as budget_plan
-from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices
+from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices, t_interval
 from judgebench.compare.analyses.significance import decision_agreement
 from judgebench.compare.reference import HUMAN, OWN, References
 from judgebench.data.trec import read_qrels, read_run
@@ -60,6 +60,7 @@ RUNS = {"dl19": ["bm25.dl19.top100.trec", "reranker-runs/rankgpt-gpt-3.5-turbo.b
 QRELS = {"dl19": "qrels.dl19-passage.txt", "dl20": "qrels.dl20-passage.txt"}
 SETTINGS = ("offset", "growing")
 BIAS = 0.1
+EFFECT = 0.08  # the planted pair difference of power_rows
 LEVEL, ALPHA = 0.95, 0.05
 COLUMNS = ["statistic", "setting", "n_queries", "k", "nominal", "measured", "mc_se", "target", "meets", "flagged"]
 
@@ -170,18 +171,23 @@ def design_rows(rng, base, n, setting, P, D) -> list[dict]:
 
 
 def power_rows(rng, base, n, setting, P, D) -> list[dict]:
-    """Claimed vs simulated power of a planted pair difference (rankvicuna + 0.08 + noise vs rankvicuna),
-    decided as compare decides: |estimate| / sqrt(var_test) beyond t(1 - alpha/2, df)."""
+    """Claimed vs simulated power of a planted pair difference (rankvicuna + EFFECT + noise vs rankvicuna),
+    decided as compare decides: |estimate| / sqrt(var_test) beyond t(1 - alpha/2, df). The claim is the planner's
+    power at the generator's true effect EFFECT (each population's pilot shifted to mean EFFECT, its spreads kept),
+    averaged over populations, against the simulated power over every population and draw: a claim at each
+    population's own sample effect (|mean| is biased up and power is not linear in it) under-claimed by up to 0.05.
+    The simulated power varies mostly between populations (their effects differ): 4 P of them keep its MC s.e. near 0.02."""
     rows = []
     for k in sorted({min(5, n), min(10, n), min(20, n)}):
         for strategy in designs.STRATEGIES:
             claim, hit = [], []
-            for p in range(P):
+            for p in range(4 * P):
                 y0, f0 = population(rng, base, n, setting)
-                yb = y0[2] + 0.08 + 0.15 * rng.standard_normal(n)
+                yb = y0[2] + EFFECT + 0.15 * rng.standard_normal(n)
                 y, f = (yb - y0[2])[None], (yb - BIAS - 0.05 * rng.standard_normal(n) - f0[2])[None]
                 d = budget_plan.build(strategy, signal("systems", y0, f0), k, "neyman")
-                claim.append(float(budget_plan.power(d, y, f, k, ALPHA)[0]))
+                shift = EFFECT - y.mean(axis=1, keepdims=True)  # the pilot at the true effect: human - judge unchanged
+                claim.append(float(budget_plan.power(d, y + shift, f + shift, k, ALPHA)[0]))
                 mask = d.draw(D, int(rng.integers(2**31)))
                 e, dfree = d.estimate(y, f, mask)
                 tcrit = stats.t.ppf(1 - ALPHA / 2, dfree)
@@ -193,12 +199,38 @@ def power_rows(rng, base, n, setting, P, D) -> list[dict]:
     return rows
 
 
+def heavy_tail_rows(rng, base, n, P, D) -> list[dict]:
+    """Coverage at k = 20 (5 labels a stratum) when the top quartile of the signal u carries Student-t noise of
+    ``df`` 3 or 2 (infinite variance) in human - judge and the rest normal noise, f = y - bias - u z: the stratified
+    designs (Satterthwaite's df) and uniform under the same tails. No warning of the report covers heavy tails, so
+    these rows are never flagged: a miss here is a known, unflagged limit (docs/protocol.md#calibration)."""
+    rows = []
+    for df in (3, 2):
+        cov = {name: [] for name in ("uniform", "stratified/neyman", "stratified/proportional")}
+        for p in range(P):
+            y = base[:, rng.integers(0, base.shape[1], n)]
+            u = 0.02 + 0.25 * rng.random(n)
+            top = u >= np.quantile(u, 0.75)
+            z = rng.standard_normal(y.shape)
+            z[:, top] = rng.standard_t(df, (len(y), int(top.sum())))
+            f, truth = y - BIAS - u * z, y.mean(axis=1)
+            for name in cov:
+                d = (designs.Uniform(20, n) if name == "uniform"
+                     else designs.Stratified.build(u, 20, allocation=name.split("/")[1]))
+                e, dfree = d.estimate(y, f, d.draw(D, int(rng.integers(2**31))))
+                half = stats.t.ppf((1 + LEVEL) / 2, dfree) * np.sqrt(e.var)
+                cov[name].append(float((np.abs(e.point - truth) <= half + 1e-12).mean()))
+        rows += [row(f"planner {name} [heavy top stratum]: coverage", f"t{df} top quartile", n, 20, LEVEL, c, "0.93-0.97",
+                     lambda m, _: covers(m)) for name, c in cov.items()]
+    return rows
+
+
 def estimator_rows(rng, base, n, setting, P, D) -> list[dict]:
-    """PPI and cross-fitted PPI++ under uniform sampling of k = min(20, n - 4) labels; Table 6's percentile bootstrap
-    of a judge's mean nDCG@10 (coverage of the pool mean); Table 3/4's paired t-tests with Holm over the 3 pairs
+    """PPI and cross-fitted PPI++ under uniform sampling of k = min(20, n - 4) labels; Table 6's t interval of a
+    judge's mean nDCG@10 (coverage of the pool mean), beside the percentile bootstrap it replaced (reference row); Table 3/4's paired t-tests with Holm over the 3 pairs
     under a null of equal systems (family-wise size). Self-preference: calibration_orderings."""
     k = min(20, n - 4)  # some queries unlabelled: with all labelled the interval is exact
-    rows, cov_ppi, cov_pp, cov_boot, size_holm = [], [], [], [], []
+    rows, cov_ppi, cov_pp, cov_boot, cov_t, size_holm = [], [], [], [], [], []
     truth_pool = (base - BIAS).mean(axis=1)
     for p in range(P):
         y, f = targets(*population(rng, base, n, setting))
@@ -212,15 +244,19 @@ def estimator_rows(rng, base, n, setting, P, D) -> list[dict]:
             idx = resample_indices(n, 300, int(rng.integers(2**31)))
             lo, hi = zip(*(percentile_interval(ff[s][idx].mean(axis=1), LEVEL) for s in range(3)))
             cov_boot.append(np.mean((np.array(lo) <= truth_pool) & (truth_pool <= np.array(hi))))
+            lo, hi = t_interval(ff, LEVEL)
+            cov_t.append(np.mean((lo <= truth_pool) & (truth_pool <= hi)))
             null = yy[1][None] + 0.1 * rng.standard_normal((3, n))
             frame = pd.DataFrame({"system": np.repeat(["a", "b", "c"], n), "query_id": np.tile(np.arange(n), 3),
                                   "value": null.ravel()})
             size_holm.append(float(pairwise_ttests(frame, ALPHA, "holm")["significant"].any()))
-    big = n >= 20
-    rows.append(row("PPI (uniform k labels): coverage", setting, n, k, LEVEL, cov_ppi, "0.93-0.97", lambda m, _: covers(m)))
-    rows.append(row("PPI++ cross-fitted: coverage", setting, n, k, LEVEL, cov_pp, "0.93-0.97", lambda m, _: covers(m)))
-    rows.append(row("Table 6 bootstrap mean nDCG@10: coverage", setting, n, n, LEVEL, cov_boot, "0.93-0.97",
+    big, few = n >= 20, designs.warning(k, n) is not None  # few: compare and the planner print designs.warning there
+    rows.append(row("PPI (uniform k labels): coverage", setting, n, k, LEVEL, cov_ppi, "0.93-0.97", lambda m, _: covers(m), few))
+    rows.append(row("PPI++ cross-fitted: coverage", setting, n, k, LEVEL, cov_pp, "0.93-0.97", lambda m, _: covers(m), few))
+    rows.append(row("Table 6 t interval of mean nDCG@10: coverage", setting, n, n, LEVEL, cov_t, "0.93-0.97",
                     lambda m, _: covers(m), not big))
+    rows.append(row("percentile bootstrap of mean nDCG@10 (replaced): coverage", setting, n, n, LEVEL, cov_boot,
+                    "reference", lambda m, _: True))
     rows.append(row("Table 3/4 paired t + Holm: family-wise size", setting, n, n, ALPHA, size_holm, "<=0.06", lambda m, _: m <= 0.06))
     return rows
 
@@ -271,6 +307,8 @@ def run(P: int, D: int, seed: int = 0, sizes=tuple(SIZES)) -> list[dict]:
             rows += design_rows(rng, base, n, setting, P, D)
             rows += power_rows(rng, base, n, setting, P, D)
             rows += estimator_rows(rng, base, n, setting, P, D)
+            if n >= 20 and setting == SETTINGS[0]:  # the judge's noise is the tails' here, not the setting's
+                rows += heavy_tail_rows(rng, base, n, P, D)
             rows += agreement_rows(rng, base, n, setting, min(P * D, 200))
             rows += orderings.ordering_rows(row, rng, base, n, setting, P * D, many_systems)
             rows += orderings.self_preference_rows(row, rng, base, n, setting, P * D)

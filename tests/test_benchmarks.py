@@ -338,14 +338,15 @@ def test_calibration(tmp_path):
                           "flagged"} for r in rows)
     families = {r["statistic"].split(":")[0].split(" [")[0] for r in rows}
     for family in ("planner uniform", "planner stratified/neyman", "planner stratified/proportional", "planner active",
-                   "planner uniform", "PPI (uniform k labels)", "PPI++ cross-fitted", "Table 6 bootstrap mean nDCG@10",
+                   "planner uniform", "PPI (uniform k labels)", "PPI++ cross-fitted", "Table 6 t interval of mean nDCG@10",
+                   "percentile bootstrap of mean nDCG@10 (replaced)",
                    "Table 3/4 paired t + Holm", "self-preference bootstrap-t (symmetric null)",
                    "self-preference bootstrap-t test (skewed null)", "per-query tau t interval (faithful judge)",
                    "per-query tau t interval (reversing judge, ties)", "discrimination sign tests + Holm (blind judge)",
                    "kappa vs discrimination permutation test (no association)", "Table 3/4 t + Holm"):
         assert family in families, family
     # 12 queries is under designs.MIN_QUERIES: every row of the toy size is flagged, as the report warns there
-    assert all(r["flagged"] for r in rows if not r["target"].startswith("report") and r["statistic"].startswith(("planner", "Table 6",
+    assert all(r["flagged"] for r in rows if not r["target"].startswith("report") and r["statistic"].startswith(("planner", "Table 6", "PPI",
                                                                                                     "self-preference boot", "per-query tau")))
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
+from scipy import stats
 from scipy.stats import kendalltau
 
 from judgebench import tracking
@@ -156,8 +157,8 @@ def test_bootstrap_intervals_contain_the_point_estimates(grid):
 
 
 def test_level_from_the_command_line_sets_every_interval(grid):
-    """level=0.8: the bootstrap intervals narrow as a normal's quantiles say (z 1.28 against 1.96: about 0.65 of the
-    default 95 % width, here from other resamples), and the report names the level it used."""
+    """level=0.8: Table 6's t intervals narrow as t's quantiles say (t(0.9, 11) / t(0.975, 11) = 0.62 on the toy's
+    12 queries, 0.65 on 43), and the report names the level it used."""
     out = grid["work"] / "level"
     code, printed, err = run_compare("experiment=grid", f"tracking_uri={grid['uri']}", f"out={out}", "format=csv,md",
                                      "bootstrap=300", "level=0.8", "log=false")
@@ -169,7 +170,7 @@ def test_level_from_the_command_line_sets_every_interval(grid):
     ratio = ((narrow["hi"] - narrow["lo"])[spread] / (wide["hi"] - wide["lo"])[spread]).median()
     assert 0.55 < ratio < 0.75, ratio
     md = (out / "report.md").read_text(encoding="utf-8")
-    assert "80% percentile" in md and "[80% interval]" in md and "95%" not in md
+    assert "80% intervals" in md and "[80% interval]" in md and "95%" not in md
 
 
 def _runs(client) -> list:
@@ -446,14 +447,13 @@ def test_significance_classes_known_answer():
     assert lists.loc["reversed", "pairs"] == "A vs B" and lists.loc["missed", "n"] == 1
 
 
-def test_bootstrap_known_answers():
+def test_mean_intervals_known_answers():
     values = np.array([0.1, 0.4, 0.5, 0.9, 0.2])
     t1 = {"d": pd.DataFrame({"type": ["oracle", "oracle"], "human": [values.mean(), 0.5]}, index=pd.Index(["A", "B"], name="system"))}
     pq = _pq({"human": {"A": values, "B": np.full(5, 0.5)}})
-    means = bootstrap.bootstrap(pq, t1, n_resamples=7, seed=3)
-    # independent recomputation: queries q00..q04 in order, one generator per dataset
-    idx = np.random.default_rng(3).integers(0, 5, size=(7, 5))
-    lo, hi = np.percentile(values[idx].mean(axis=1), [2.5, 97.5])
+    means = bootstrap.mean_intervals(pq, t1)
+    # independent recomputation: Student's t interval by scipy
+    lo, hi = stats.t.interval(0.95, 4, loc=values.mean(), scale=stats.sem(values))
     a = means.set_index("system").loc["A"]
     assert a["lo"] == pytest.approx(lo) and a["hi"] == pytest.approx(hi) and a["mean"] == pytest.approx(0.42)
     b = means.set_index("system").loc["B"]

@@ -101,10 +101,10 @@ QUERY_TAU_NOTE = ("tau_all / tau_oracles: Kendall's tau-b of the mean orderings,
 
 def few_queries_warning(frame, dataset: str) -> str | None:
     """The warning beside an interval over fewer than designs.MIN_QUERIES queries: benchmarks/calibration.py
-    measures Table 6's percentile intervals and the bootstrap-t below their 95 % there (flagged rows)."""
+    measures some intervals below their 95 % there (PPI, the planner's designs, the per-query tau: flagged rows)."""
     rows = frame[frame["dataset"] == dataset] if "queries" in frame else frame.iloc[:0]
     n = int(rows["queries"].max()) if len(rows) else MIN_QUERIES
     if n < MIN_QUERIES:
-        return (f"warning: {dataset} has {n} queries (fewer than {MIN_QUERIES}): its intervals cover less than their "
-                "nominal level in benchmarks/calibration.py (flagged rows there); read them as rough")
+        return (f"warning: {dataset} has {n} queries (fewer than {MIN_QUERIES}): intervals over so few queries "
+                "can cover less than their nominal level in benchmarks/calibration.py (flagged rows there); read them as rough")
     return None

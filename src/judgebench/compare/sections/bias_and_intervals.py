@@ -1,4 +1,4 @@
-"""Table 5 (ranker bias: do LLM rankers rise above the oracles under the judge only) and Table 6 (bootstrap intervals
+"""Table 5 (ranker bias: do LLM rankers rise above the oracles under the judge only) and Table 6 (Student's t intervals
 over queries for every mean; Kendall's tau of the means with the per-query tau and its t interval)."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class ConfidenceIntervals(Section):
     def compute(self, r: Report) -> dict[str, pd.DataFrame]:
         """Read by Table 1's bars and the findings too (``r.ci_means``, ``r.ci_tau``)."""
         o = r.options
-        ci_means = (bootstrap.bootstrap(r.per_query, r.table1, o.bootstrap, o.seed, o.level) if o.bootstrap > 0
+        ci_means = (bootstrap.mean_intervals(r.per_query, r.table1, o.level) if o.bootstrap > 0
                     else pd.DataFrame(columns=bootstrap.MEANS))
         ci_tau = ordering_agreement.ordering_agreement(r.per_query, r.table1, r.refs, o.level, o.alpha)
         return {"ci_means": ci_means, "ci_tau": ci_tau}
@@ -71,7 +71,7 @@ class ConfidenceIntervals(Section):
         return parts
 
     def latex(self, r: Report) -> list[LatexTable]:
-        out: list[LatexTable] = [(f"confidence_{names.file_part(d)}", c, f"Mean nDCG@10 with {r.options.level:.0%} bootstrap "
+        out: list[LatexTable] = [(f"confidence_{names.file_part(d)}", c, f"Mean nDCG@10 with {r.options.level:.0%} t "
                                   f"intervals on {d}.", {}) for d, c in views.confidence_tables(r).items()] if len(r.ci_means) else []
         if len(r.ci_tau):
             out.append(("tau_intervals", views.tau_intervals(r), "Kendall's tau of the means; per-query tau with its t interval.",

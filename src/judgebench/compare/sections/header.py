@@ -56,7 +56,7 @@ class Header(Section):
             "",
             f"{len(r.jobs)} job runs; datasets: {listed(r.table1)}; judges: {listed(real) or 'none'}"
             f"{'; virtual judges: ' + listed(v.name for v in r.virtual) if r.virtual else ''}. "
-            f"alpha={o.alpha}, correction={o.correction}, bootstrap={o.bootstrap} resamples (seed {o.seed}, {o.level:.0%} percentile).",
+            f"alpha={o.alpha}, correction={o.correction}, bootstrap={o.bootstrap} resamples (seed {o.seed}, self-preference's bootstrap-t); {o.level:.0%} intervals.",
             "",
             f"Reference for every judge-vs-human statistic: **{o.reference}** ({REFERENCE_TEXT[o.reference]}). Runs read: {versions}.",
         ]

@@ -1,5 +1,5 @@
 """Table 1: mean nDCG@10 per system and judge (human references first), the virtual judges that joined it, and the
-grouped bars with their bootstrap intervals (the paper's Figure 3)."""
+grouped bars with their t intervals (Table 6) (the paper's Figure 3)."""
 
 from __future__ import annotations
 
