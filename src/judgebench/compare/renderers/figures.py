@@ -32,7 +32,7 @@ TYPE_HATCHES = {"oracle": "", "llm": "//", "lexical": "..", "external": "xx"}
 REFERENCE_COLOURS = {"human": "#4d4d4d", "human_labelset": "#9a9a9a"}
 JUDGE_PALETTE = ["tab:orange", "tab:cyan", "tab:pink", "tab:olive", "tab:brown", "tab:purple", "gold", "teal", "navy", "crimson"]
 CAPTIONS = {
-    "figure_ndcg_bars.png": "nDCG@10 per system under each judge (bootstrap intervals; hatching = system type)",
+    "figure_ndcg_bars.png": "nDCG@10 per system under each judge (t intervals over queries; hatching = system type)",
     "figure_ndcg_heatmap.png": "nDCG@10 per judge (rows) and system (columns), drawn instead of the bars past 10 judges or "
                                "120 bars (intervals: Table 6)",
     "figure_scatter.png": "human vs judge nDCG@10 per system (above the line: the judge overrates the system)",
@@ -88,7 +88,7 @@ def _type_legend(ax, types: list[str], loc: str = "lower right") -> None:
 
 @plain_text
 def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None = None, level: float = 0.95) -> Path:
-    """The paper's Figure 3: grouped bars of nDCG@10 per system under each judge, with the bootstrap interval of
+    """The paper's Figure 3: grouped bars of nDCG@10 per system under each judge, with the t interval of
     each mean as an error bar (when computed); hatching and the tick colour give the system type; missing cells:
     no bar."""
     judges_all = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c != "type"))
@@ -115,7 +115,7 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None =
             tick.set_color(TYPE_COLOURS.get(kind, "black"))
         ax.set_ylabel("nDCG@10 (judged only)")
         ax.set_ylim(0, 1.05)
-        interval = f", {level:.0%} bootstrap intervals" if ci is not None and len(ci) else ""
+        interval = f", {level:.0%} t intervals" if ci is not None and len(ci) else ""
         kinds = ", ".join(f"{k} {TYPE_HATCHES.get(k) or 'plain'}" for k in dict.fromkeys(table["type"]))
         ax.set_title(f"{names.plot(dataset)}: nDCG@10 per system and judge{interval}\nhatch = system type: {kinds}", fontsize="medium")
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: bars reach the top
