@@ -162,7 +162,8 @@ def _many_judges(n: int = 35) -> SimpleNamespace:
     bias = pd.DataFrame({"dataset": "d", "judge": judges, "inverted": np.nan, **{c: np.nan for c in (
         "llm_rank_judge", "oracle_rank_judge", "llm_rank_human", "oracle_rank_human", "llm_wins_judge", "llm_wins_human")}})
     sp = pd.DataFrame({"dataset": "d", "judge": judges, "judge_family": "fam", "self_preference": 0.0,
-                       "lo": [0.01, 0.01] + [-0.05] * (n - 2), "hi": 0.09})
+                       "lo": [0.01, 0.01] + [-0.05] * (n - 2), "hi": 0.09, "p_holm": [0.01, 0.01] + [0.5] * (n - 2),
+                       "verdict": ["favours", "favours"] + ["no evidence"] * (n - 2)})  # the section's own verdicts
     return _report(table2=t2, bias=bias, ci_tau=pd.DataFrame(), self_preference={"self_preference": sp})
 
 
@@ -203,7 +204,7 @@ def test_at_35_judges_the_terminal_findings_are_a_few_lines():
     assert len(lines) <= 8 and all(len(x) <= console.WIDTH for x in lines), "\n".join(lines)
     assert lines[0].startswith("  grid: all 20 grid cells have a finished run")
     assert any(x.startswith("  inversion: all 35 judges: inversion n/a") for x in lines), lines
-    assert any("best and worst by tau_oracles (33 more in the report) d / judge00 tau_oracles 0.90" in x for x in lines), lines
+    assert any("best and worst by tau_oracles (33 more in the report) d / judge00 oracles n/a, tau_oracles 0.90" in x for x in lines), lines
 
 
 def test_the_html_panel_holds_the_kinds_and_ends_at_its_link(tmp_path):

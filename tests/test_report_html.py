@@ -289,7 +289,7 @@ def test_report_html_opens_on_title_findings_and_contents(grid):
     assert where["title"] < where["findings"] < where["contents"] < where["header"] < where["table1"], where
     panel = html.unescape(body[where["findings"]:body.index("</section>")])
     assert "toy / simulated" in panel and "INVERTS the LLM and oracle rankers" in panel
-    assert re.search(r"Kendall.s τ = \d\.\d\d \[\d\.\d\d, \d\.\d\d\] against human_judged", panel) and "Cohen's κ = " in panel
+    assert re.search(r"per-query τ = \d\.\d\d \[\d\.\d\d, \d\.\d\d\] against human_judged", panel) and "Cohen's κ = " in panel
     assert "all 24 grid cells have a finished run" in panel
     toc = body[where["contents"]:body.index("</nav>")]
     anchors = re.findall(r'href="#([^"]+)"', toc)
