@@ -267,3 +267,21 @@ def test_at_35_judges_the_findings_panel_fits_about_one_screen_in_a_browser(tmp_
     print(f"findings panel at 35 judges, 1400 px wide: {by_kind} px by kind, {by_judge} px one bullet per judge")
     assert 200 < by_kind <= 1000, by_kind
     assert by_judge > 3 * 1000, by_judge
+
+
+def test_without_oracle_rankers_the_panel_says_how_the_judge_orders_the_systems():
+    """A leaderboard (imported results, no oracle rankers): tau of the means with tau_AP and the top-k taus, the per-query
+    tau with its interval and the significance decisions, each as its table gives it; nothing for oracles."""
+    t2 = pd.DataFrame([{"dataset": "d", "judge": "j", "tau_all": 0.942, "tau_oracles": np.nan, "tau_ap": 0.895, "tau_top5": 0.527,
+                        "tau_top10": np.nan, "kappa_graded": 0.26, "kappa_ge2": 0.43, "labelled_pairs": 22327}])
+    ci = pd.DataFrame([{"dataset": "d", "judge": "j", "query_tau_all": 0.555, "query_tau_all_lo": 0.496, "query_tau_all_hi": 0.614}])
+    counts = pd.DataFrame([{"dataset": "d", "judge": "j", "agree": 573, "missed": 5, "spurious": 17, "reversed": 0}])
+    found = findings.findings(_report(table2=t2, ci_tau=ci, agreement_counts=counts))
+    (said,) = [f for f in found if f.topic == "system order"]
+    assert said.text == ("orders the systems: Kendall's τ of the mean orderings = 0.94 (τ_AP 0.90, among the human top 5 0.53); "
+                         "per-query τ = 0.56 [0.50, 0.61] (95% t interval over queries: how often, query by query, it orders two "
+                         "systems as human_judged does); its significance decisions agree with the humans' on 573 of 595 system "
+                         "pairs (5 missed, 17 spurious, 0 reversed).")
+    assert not any(f.topic == "oracle order" for f in found)
+    # with oracle rankers the oracle-order finding speaks, not this one
+    assert not any(f.topic == "system order" for f in findings.findings(_report()))

@@ -102,6 +102,38 @@ def oracle_order(r: Report) -> Iterable[Finding]:
         yield Finding("oracle order", text, row.dataset, row.judge, brief=brief)
 
 
+def system_order(r: Report) -> Iterable[Finding]:
+    """Where there are no oracle rankers (a leaderboard, imported results): how the judge orders the systems, in what
+    Table 2, Table 6 and Table 4 say and nothing more: tau of the means and among the human top k (points), the per-query
+    tau with its t interval, and the pairwise significance decisions against the humans'."""
+    if "tau_all" not in r.table2.columns:
+        return
+    c, counts = r.ci_tau, getattr(r, "agreement_counts", None)
+    taus = {(x.dataset, x.judge): x for x in c.itertuples(index=False)} if len(c) and "query_tau_all" in c else {}
+    decided = ({(x.dataset, x.judge): x for x in counts.itertuples(index=False)}
+               if counts is not None and len(counts) and "agree" in counts else {})
+    for row in r.table2.itertuples(index=False):
+        if _ok(getattr(row, "tau_oracles", math.nan)) or not _ok(row.tau_all):
+            continue
+        points = ", ".join(f"{name} {value:.2f}" for name, value in (("τ_AP", getattr(row, "tau_ap", math.nan)),
+                           ("among the human top 5", getattr(row, "tau_top5", math.nan)),
+                           ("top 10", getattr(row, "tau_top10", math.nan))) if _ok(value))
+        parts = [f"Kendall's τ of the mean orderings = {row.tau_all:.2f}" + (f" ({points})" if points else "")]
+        tau = taus.get((row.dataset, row.judge))
+        if tau is not None and _ok(tau.query_tau_all):
+            parts.append(f"per-query τ = {tau.query_tau_all:.2f} [{_n(tau.query_tau_all_lo)}, {_n(tau.query_tau_all_hi)}] "
+                         f"({r.options.level:.0%} t interval over queries: how often, query by query, it orders two systems as "
+                         f"{r.options.reference} does)")
+        d = decided.get((row.dataset, row.judge))
+        if d is not None:
+            total = int(d.agree + d.missed + d.spurious + d.reversed)
+            parts.append(f"its significance decisions agree with the humans' on {int(d.agree)} of {total} system pairs "
+                         f"({int(d.missed)} missed, {int(d.spurious)} spurious, {int(d.reversed)} reversed)")
+        per_query = f", per-query τ {tau.query_tau_all:.2f}" if tau is not None and _ok(tau.query_tau_all) else ""
+        yield Finding("system order", "orders the systems: " + "; ".join(parts) + ".", row.dataset, row.judge,
+                      brief=f"tau_all {row.tau_all:.2f}{per_query}")
+
+
 # Landis and Koch's words for kappa (1977), the ones the LLM-judge papers use.
 KAPPA_WORDS = ((0.8, "almost perfect"), (0.6, "substantial"), (0.4, "moderate"), (0.2, "fair"), (0.0, "slight"))
 
@@ -195,8 +227,8 @@ def discrimination(r: Report) -> Iterable[Finding]:
 
 
 # The analyses whose results open the report, in the order they are shown. Append one to add a finding.
-PRODUCERS: list[Callable[[Report], Iterable[Finding]]] = [grid, inversion, oracle_order, agreement, self_preference, calibration,
-                                                        discrimination]
+PRODUCERS: list[Callable[[Report], Iterable[Finding]]] = [grid, inversion, oracle_order, system_order, agreement,
+                                                        self_preference, calibration, discrimination]
 
 
 def findings(r: Report) -> list[Finding]:

@@ -30,7 +30,7 @@ FEW_VERDICTS = 2  # distinct short forms that read as one line per verdict
 PANEL_ROWS = 6  # rows of a kind's ranked table in the panel (top half, bottom half)
 NAMED = 5  # a verdict's judges are named where at most this many
 # The Table 2 column a kind's table is ranked by, best (highest) first.
-RANK_BY = {"oracle order": "tau_oracles", "label agreement": "kappa_graded"}
+RANK_BY = {"oracle order": "tau_oracles", "system order": "tau_all", "label agreement": "kappa_graded"}
 
 
 @dataclass
