@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import hydra
 from omegaconf import DictConfig
 
-from judgebench import cli_checks, errors, masking, sweep_settings
+from judgebench import cli_checks, errors, masking, override_errors, sweep_settings
 from judgebench.config_dir import CONF_DIR
 from judgebench.exceptions import NoSystems, UserError
 from judgebench.identity import NON_SEMANTIC
@@ -133,7 +133,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
     cli_checks.unset_empty_env()
     cli_checks.refuse_unknown_options(sys.argv[1:], CONF_DIR, errors.PREFIX, errors.EXIT_CODE)
     sys.argv = sweep_settings.defer(sys.argv, CONF_DIR)  # a sweep's per-component settings: applied by the sweeper
-    errors.report_hydra_errors()  # Hydra's own errors (a misspelt key) as one line, exit 2
+    override_errors.report_hydra_errors()  # Hydra's own errors (a misspelt key) as one line, exit 2
     try:
         main()
     except SystemExit as exc:

@@ -87,7 +87,7 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
                     f"{key}: {parent} is a setting of {group} {_choice(config_of(cells[0]), group)}, null by default, so it has no "
                     f"key {key[len(parent) + 1:]!r} yet; set it whole in one argument, e.g. "
                     f"\"{parent}={{{key[len(parent) + 1:]}: VALUE, ...}}\"")
-            from judgebench.errors import closest_setting
+            from judgebench.override_errors import closest_setting
 
             near = closest_setting(key.partition(".")[2].rpartition(".")[2], OmegaConf.select(config_of(cells[0]), key.rpartition(".")[0]))
             meant = f"did you mean {key.rpartition('.')[0]}.{near}? else " if near else ""
