@@ -18,7 +18,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from judgebench.exceptions import BackendUnreachable, ConfigError
 from judgebench.llm.batch_settings import BatchSettings, check_mode
 from judgebench.llm.concurrency import AdaptiveConcurrency
-from judgebench.llm.gemini_models import normalised, thinking_request
+from judgebench.llm.gemini_models import finish_reason, gemini_answer, normalised, thinking_request
 from judgebench.llm.http_transport import HTTP_TRANSPORTS, openai_http_client
 from judgebench.llm.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.llm.rate_limits import acquire_tokens, per_second_limiter
@@ -167,16 +167,14 @@ class APIBackend:
 
     def endpoint(self) -> str:
         """The URL requests go to (shown in messages with its userinfo masked)."""
-        env = os.environ.get("OPENAI_BASE_URL") if self.backend == "openai" else None
-        return self.base_url or env or DEFAULT_URLS.get(self.backend, "the default endpoint")
+        return self.client_base_url(check=False) or DEFAULT_URLS.get(self.backend, "the default endpoint")
 
-    def client_base_url(self) -> str | None:
+    def client_base_url(self, check: bool = True) -> str | None:
         """The base URL given to the SDK (None: its default). A URL with credentials (``https://user:pw@host/v1``) is
         refused: httpx would send them as Basic auth in place of the Bearer key, and the server's refusal would then
         be blamed on a key that was never sent."""
-        env = os.environ.get("OPENAI_BASE_URL") if self.backend == "openai" else None
-        url = self.base_url or env or None
-        if url and mask_url(url) != url:
+        url = self.base_url or (os.environ.get("OPENAI_BASE_URL") if self.backend == "openai" else None) or None
+        if check and url and mask_url(url) != url:
             where = "base_url" if self.base_url else "OPENAI_BASE_URL"
             raise ConfigError(f"{where}={mask_url(url)}: the URL holds credentials (user:password@), which would be sent "
                               f"instead of the API key; give the URL without them and the key in {' or '.join(self.key_envs) or 'the key variable'}")
@@ -389,18 +387,7 @@ class GeminiBackend(APIBackend):
             resp = await self._client.aio.models.generate_content(model=self.model, contents=prompt,
                                                                   config=self.request_config(system))
         text, n_in, n_out, n_think = gemini_answer(resp)
-        if not text.strip() and _finish_reason(resp) == "MAX_TOKENS":
+        if not text.strip() and finish_reason(resp) == "MAX_TOKENS":
             raise self._cut_off(n_think, n_in, n_out)
         return text, n_in, n_out, n_think
 
-
-def gemini_answer(resp) -> tuple[str, int, int, int]:
-    """(text, input tokens, answer tokens, thinking tokens) of a GenerateContentResponse."""
-    usage = resp.usage_metadata
-    count = lambda name: (getattr(usage, name, None) or 0) if usage else 0  # noqa: E731
-    return (resp.text or ""), count("prompt_token_count"), count("candidates_token_count"), count("thoughts_token_count")
-
-
-def _finish_reason(resp) -> str:
-    reason = resp.candidates[0].finish_reason if resp.candidates else None
-    return getattr(reason, "value", None) or str(reason or "")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from judgebench.llm.api import gemini_answer
+from judgebench.llm.gemini_models import gemini_answer
 from judgebench.llm.provider_errors import gemini_errors
 from judgebench.llm.batch_provider import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
 

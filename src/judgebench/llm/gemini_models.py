@@ -148,3 +148,16 @@ def _level(level: str, reserve: int, max_output_tokens: int) -> tuple[dict, int]
         raise ConfigError(f"thinking_reserve={reserve}: thinking at level {level} needs tokens set aside in "
                           f"max_output_tokens, or the answer comes back empty; expected an integer >= 1")
     return {"thinking_level": level}, max_output_tokens + reserve
+
+
+# What a Gemini response holds, online and in batch (llm/api.py, llm/batch_gemini.py).
+def gemini_answer(resp) -> tuple[str, int, int, int]:
+    """(text, input tokens, answer tokens, thinking tokens) of a GenerateContentResponse."""
+    usage = resp.usage_metadata
+    count = lambda name: (getattr(usage, name, None) or 0) if usage else 0  # noqa: E731
+    return (resp.text or ""), count("prompt_token_count"), count("candidates_token_count"), count("thoughts_token_count")
+
+
+def finish_reason(resp) -> str:
+    reason = resp.candidates[0].finish_reason if resp.candidates else None
+    return getattr(reason, "value", None) or str(reason or "")

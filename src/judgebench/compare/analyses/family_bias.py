@@ -20,8 +20,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.analyses.bootstrap import resample_indices
-from judgebench.compare.analyses.self_preference import gap_matrix, holm, judge_families, system_families
+from judgebench.compare.analyses.self_preference import (gap_matrix, holm, judge_families, queries_and_resamples,
+                                                            system_families)
 from judgebench.compare.tables import judge_columns
 from judgebench.metrics.self_preference import GuardedBootstrapT, SelfPreference, family_mean
 
@@ -49,8 +49,7 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
         d = per_query[per_query["dataset"] == dataset]
         if d.empty:
             continue
-        queries = sorted(d["query_id"].astype(str).unique())  # the bootstrap contract: sorted, one generator per dataset
-        idx = resample_indices(len(queries), n_resamples, seed) if n_resamples > 0 else np.zeros((0, len(queries)), dtype=int)
+        queries, idx = queries_and_resamples(d, n_resamples, seed)
         systems = list(table.index)
         for judge in [j for j in judge_columns(table) if j in fam_of_judge]:
             family = fam_of_judge[judge]

@@ -60,6 +60,15 @@ def _with_interval(d: np.ndarray, idx: np.ndarray, level: float) -> dict:
     return {"queries": int(np.isfinite(d).sum()), "lo": lo, "hi": hi, "p_value": p, "_point": point}
 
 
+def queries_and_resamples(rows: pd.DataFrame, n_resamples: int, seed: int) -> tuple[list[str], np.ndarray]:
+    """A dataset's queries, sorted, and the (n_resamples, n) query resamples drawn for them: the bootstrap contract
+    (compare/analyses/bootstrap.py: sorted queries, one generator per dataset) that self-preference and the run-type
+    bias share."""
+    queries = sorted(rows["query_id"].astype(str).unique())
+    idx = resample_indices(len(queries), n_resamples, seed) if n_resamples > 0 else np.zeros((0, len(queries)), dtype=int)
+    return queries, idx
+
+
 def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataFrame, refs: References,
             n_resamples: int = 1000, seed: int = 0, level: float = 0.95, alpha: float = 0.05) -> dict[str, pd.DataFrame]:
     """{"self_preference", "interaction", "gaps"} frames (columns SELF + p_holm + verdict, INTERACTION, GAPS) over every
@@ -70,8 +79,7 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
         d = per_query[per_query["dataset"] == dataset]
         if d.empty:
             continue
-        queries = sorted(d["query_id"].astype(str).unique())  # the bootstrap contract: sorted, one generator per dataset
-        idx = resample_indices(len(queries), n_resamples, seed) if n_resamples > 0 else np.zeros((0, len(queries)), dtype=int)
+        queries, idx = queries_and_resamples(d, n_resamples, seed)
         systems = [s for s in table.index if (dataset, s) in fam_of_system]
         families = list(dict.fromkeys(fam_of_system[(dataset, s)] for s in systems))
         of = {f: [s for s in systems if fam_of_system[(dataset, s)] == f] for f in families}
