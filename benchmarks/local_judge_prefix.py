@@ -51,7 +51,7 @@ def fp32_peak_gflops() -> dict:
 
 def model_dir(quick: bool, tmp: Path, texts: list[str]) -> tuple[str, str]:
     if quick:
-        sys.path.insert(0, str(REPO / "tests"))
+        sys.path.insert(0, str(REPO / "tests" / "helpers"))
         from tiny_models import BASE_WORDS, tiny_causal
 
         words = sorted({w.strip(".,\"'?!:;()").lower() for t in texts for w in t.split()} - set(BASE_WORDS))

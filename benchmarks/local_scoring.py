@@ -92,8 +92,8 @@ def child(spec: dict) -> dict:
 
 
 def model_dirs(quick: bool, tmp: Path) -> dict[str, str]:
-    sys.path.insert(0, str(REPO / "tests"))
-    from tiny_models import BASE_WORDS, tiny_causal  # noqa: F401 - tests/tiny_models.py (another engineer's)
+    sys.path.insert(0, str(REPO / "tests" / "helpers"))
+    from tiny_models import BASE_WORDS, tiny_causal  # noqa: F401 - tests/helpers/tiny_models.py (another engineer's)
 
     words = sorted({w.strip(".,\"'?!:;()").lower() for q, a, b in _pairs(64) for w in f"{q} {a} {b}".split()} - set(BASE_WORDS))
     dirs = {"tiny-llama": str(tiny_causal(tmp, vocab_extra=words[:2000]))}

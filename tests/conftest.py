@@ -6,7 +6,6 @@ checkout. Without it they skip with a reason that says how to enable them; under
 fail instead, because a check nobody ran must not look like a check that passed.
 """
 
-import importlib
 import os
 import shutil
 import socket
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from judgebench.data.trec_dl import SHIPPED
+from shared_data import need_module, need_shared  # noqa: F401  (tests used to import them from here)
 
 # The longest modules of the default suite first, so that the two xdist workers (--dist loadscope, one module
 # on one worker) end together instead of one idling while the other runs a long module picked last. Seconds on
@@ -25,14 +25,14 @@ from judgebench.data.trec_dl import SHIPPED
 LONGEST_FIRST = {
     "test_bad_input.py": 81, "test_compare.py": 49, "test_benchmarks.py": 44, "test_slurm.py": 40,
     "test_model_loading.py": 37, "test_evaluation.py": 36, "test_calibration.py": 34, "test_labels_only.py": 22,
-    "test_concurrency_adaptive.py": 22, "test_comparisons_cannot_mix.py": 21, "test_reliability.py": 20,
+    "test_concurrency.py": 22, "test_comparisons_cannot_mix.py": 21, "test_reliability.py": 20,
     "test_preflight.py": 19, "test_dry_run_and_rewrites.py": 19, "test_architecture.py": 18, "test_pipeline.py": 17,
-    "test_wheel.py": 15, "test_qrels_judge.py": 15, "test_model_download.py": 15,
+    "test_wheel.py": 15, "test_qrels_file.py": 15, "test_model_download.py": 15,
 }
 
 SLOW_LONGEST_FIRST = {  # the same for `-m slow`
     "test_slurm.py": 150, "test_reliability.py": 140, "test_benchmarks.py": 130, "test_llama_cpp_server.py": 100,
-    "test_transformers_model.py": 90, "test_bm25.py": 47, "test_report_html.py": 47, "test_rank_once.py": 35,
+    "test_transformers_model.py": 90, "test_bm25.py": 47, "test_report_html.py": 47, "test_rank_job.py": 35,
     "test_content_bias.py": 31, "test_work_estimate.py": 30,
 }
 
@@ -43,31 +43,6 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: -seconds.get(item.path.name, 0))
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-
-
-def need_shared(relative: str, what: str) -> Path:
-    """``../shared/<relative>``, or a skip (a failure under CI) naming how to provide it."""
-    path = SHARED / relative
-    if path.exists():
-        return path
-    message = (f"{what} not found at {path}: these are not part of the repository; put the project's shared data beside "
-               f"the checkout (../shared/{relative}) to run this test")
-    if os.environ.get("CI"):
-        pytest.fail(message + " (CI must run it)")
-    pytest.skip(message)
-
-
-def need_module(module: str, how: str):
-    """``import module``, or a skip naming how to install it; under CI a failure, since a test nobody ran must not
-    look like one that passed. Usable at module level (the skip then covers the whole file)."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        message = f"{module} is not importable ({e}): {how}"
-        if os.environ.get("CI"):
-            pytest.fail(message + " (CI must run this test)", pytrace=False)
-        pytest.skip(message, allow_module_level=True)
 
 
 @pytest.fixture
@@ -108,7 +83,7 @@ def premigrated_mlflow_stores(tmp_path_factory):
 
     MLflow's schema creation takes 3-15 s per fresh store, and the suite opens dozens. The copy is made where
     ``tracking.ensure_sqlite_parent`` would create the tables, in this process and in every child forked from
-    it (tests/cli_runner.py); its lock, ready-stamp and writability check still run on the copy. Tests that are
+    it (tests/helpers/cli_runner.py); its lock, ready-stamp and writability check still run on the copy. Tests that are
     about schema creation itself opt out with ``@pytest.mark.real_mlflow_schema``, and children started as new
     interpreters (``fresh=True``, the wheel, SLURM) always create their stores for real.
     """
@@ -160,7 +135,7 @@ TOY_GRID = ["+system=bm25,oracle_perfect,oracle_swap_3,oracle_swap_2,oracle_swap
 def toy_grid_store(tmp_path_factory) -> Path:
     """One toy sweep for the test modules that only read it (test_compare, test_report_html, the budget benchmark's
     smoke test): 8 systems (BM25, the six oracles, SimLLM; ``+system=``, so no ranker x perturbation duplicates to
-    skip) x {human, biased and unbiased simulated} as ``run.py -m`` (forked warm, tests/cli_runner.py), experiment
+    skip) x {human, biased and unbiased simulated} as ``run.py -m`` (forked warm, tests/helpers/cli_runner.py), experiment
     ``grid`` in the default store ``<dir>/mlruns/mlflow.db``: 24 job runs. Readers must not change its runs.
 
     Built once per session: the first xdist worker that needs it builds it while the others wait on a file lock

@@ -1,7 +1,7 @@
 """Comparisons that cannot mix: one dataset identity per table, failures on equal terms, run files inside
 the pool, one significance family for a judge and its reference.
 
-The known answers are computed by hand or by tests/reference_impl.py; the two checks that need real data
+The known answers are computed by hand or by tests/helpers/reference_impl.py; the two checks that need real data
 (a mixed-dataset compare refuses, a failing perfect judge gives gap 0) run on the shipped TREC DL files.
 """
 

@@ -1,7 +1,7 @@
 """The evaluation core: references on equal terms, the hole partner, cell identity, the metric version.
 
 Known answers are computed by hand (the arithmetic is in the comments) or by the textbook formulas of
-tests/reference_impl.py; the DL tests run real sweeps through run.py on the TREC DL files.
+tests/helpers/reference_impl.py; the DL tests run real sweeps through run.py on the TREC DL files.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _trec_rows(path: Path, columns: tuple[int, ...]) -> list[tuple[str, ...]]:
 
 def _labelset_reference(dataset: str) -> dict[str, float]:
     """Mean nDCG@10 (judged only) of the two run-file systems against the human labels of the label set (BM25
-    pool ∩ qrels), over every judged query, by tests/reference_impl.py straight from the shipped files."""
+    pool ∩ qrels), over every judged query, by tests/helpers/reference_impl.py straight from the shipped files."""
     from reference_impl import ndcg10_judged
 
     from judgebench.data.trec_dl import SHIPPED

@@ -13,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from conftest import need_shared
+from shared_data import need_shared
 from reference_impl import cohen_kappa
 
 from judgebench import label_scale

@@ -14,7 +14,7 @@ import pytest
 from judgebench.compare.budget import labelling_sheet
 from judgebench.data.trec_files import load_trec
 from judgebench.exceptions import CompareError, DataError
-from test_trec_files import TOPICS, collection
+from trec_collection import TOPICS, collection
 
 
 def _files(root: Path, run_lines: list[str]) -> dict[str, str]:

@@ -8,7 +8,7 @@ Per query q: d(q) = mean over the own-family systems of gap(s, q) - mean over ev
 oracle rankers aside: perturbed human rankings are no run type, and Table 5 compares them with the LLM rankers); the
 statistic is its mean over queries. Queries are the resampled unit, as everywhere in compare: the interval and p
 value are self-preference's (metrics/self_preference.py GuardedBootstrapT: the symmetric paired bootstrap-t over
-queries joined with Student's t; their coverage and size are simulated in tests/test_family_bias.py and the
+queries joined with Student's t; their coverage and size are simulated in tests/compare/analyses/test_family_bias.py and the
 calibration benchmark). Families are data: the ``judge_family`` and ``ranker_family`` tags (an imported run's from
 its runs table, docs/datasets.md).
 """
@@ -36,7 +36,7 @@ def contrast(own: np.ndarray, other: np.ndarray) -> np.ndarray:
 
 def inference(c: np.ndarray, idx: np.ndarray, level: float) -> tuple[float, float, float]:
     """(lo, hi, p) of the per-query contrasts ``c`` over the resamples ``idx`` (GuardedBootstrapT);
-    tests/test_family_bias.py simulates their coverage and size at a leaderboard's shape."""
+    tests/compare/analyses/test_family_bias.py simulates their coverage and size at a leaderboard's shape."""
     return GuardedBootstrapT(level)(c, idx)
 
 
