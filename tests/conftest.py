@@ -164,7 +164,8 @@ def toy_grid_store(tmp_path_factory) -> Path:
     ``grid`` in the default store ``<dir>/mlruns/mlflow.db``: 24 job runs. Readers must not change its runs.
 
     Built once per session: the first xdist worker that needs it builds it while the others wait on a file lock
-    (it took 14-24 s per worker). No test writes to it: test_compare logs its compare runs into a copy of the database."""
+    (it took 14-24 s per worker). No test writes to it: test_compare logs its compare runs into a copy of the
+    database."""
     import fcntl
 
     import cli_runner

@@ -162,7 +162,7 @@ def test_labels_only_on_a_dataset_with_passages_and_unknown_jobs(store, tmp_path
     assert res.rc == 2 and "rewriter=smollm2 is not used" in res.err, res
 
 
-# --------------------------------------------------------------------------- judges and datasets named as the grid names them
+# -------------------------------------------------------------------- judges and datasets named as the grid names them
 
 
 @pytest.fixture(scope="module")

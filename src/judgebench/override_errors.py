@@ -47,7 +47,8 @@ def closest_setting(leaf: str, node: Any) -> str | None:
 
 
 def _settings(node: Any) -> list[str]:
-    """The keys of a config node and of its sub-nodes (``backend.temperature``), Hydra's own and ``_target_`` left out."""
+    """The keys of a config node and of its sub-nodes (``backend.temperature``), Hydra's own and ``_target_`` left
+    out."""
     out: list[str] = []
     for k in sorted(node.keys() if hasattr(node, "keys") else [], key=str):
         if str(k) == "hydra" or str(k).startswith("_"):

@@ -17,7 +17,8 @@ Two layouts, both always read (a cache written by an older judgebench is never l
 With ``fsync=True`` (or JUDGEBENCH_CACHE_FSYNC=1) data and new directories are fsync'd before a write returns;
 without it a killed *process* still loses nothing (the page cache has it), only an OS crash can lose the last
 seconds, and the torn record is then caught by its checksum and asked again. No file is shared mutable state
-between processes and writers take no lock from each other (SQLite was rejected: WAL needs shared memory, rollback journals
+between processes and writers take no lock from each other (SQLite was rejected: WAL needs shared memory, rollback
+journals
 byte-range locks, neither reliable on NFS). Entries are checksummed envelopes (:mod:`judgebench.cache.keys`):
 a truncated, empty, bit-flipped or misnamed entry is reported with its location and is a miss.
 """
