@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict:
                     else:
                         done = subprocess.run([sys.executable, "-m", "benchmarks.local_scoring", "--child", json.dumps(spec)],
                                               cwd=REPO, capture_output=True, text=True, timeout=1800)
-                        line = next((l for l in done.stdout.splitlines() if l.startswith("RESULT ")), None)
+                        line = next((out for out in done.stdout.splitlines() if out.startswith("RESULT ")), None)
                         if done.returncode != 0 or line is None:
                             raise RuntimeError(f"{name}/{task}/batch {b} failed:\n{done.stderr[-3000:]}")
                         m = json.loads(line[7:])

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import MODEL, REPO, bound_per_s, parser, synthetic_dataset, table, write_json
+from benchmarks.common import MODEL, bound_per_s, parser, synthetic_dataset, table, write_json
 from benchmarks.throughput import judge_pairs
 
 UMBRELA_VERSION = "0.0.7"

@@ -152,7 +152,8 @@ def _real_mlflow_schema(request, premigrated_mlflow_stores):
     premigrated_mlflow_stores.off = False
 
 
-TOY_GRID = ["+system=bm25,oracle_perfect,oracle_swap_3,oracle_swap_2,oracle_swap_1,oracle_swap_2_3,oracle_swap_1_2,simulated_llm",
+TOY_GRID = ["+system=bm25,oracle_perfect,oracle_swap_3,oracle_swap_2,oracle_swap_1,"
+            "oracle_swap_2_3,oracle_swap_1_2,simulated_llm",
             "judge=human,simulated,simulated_unbiased"]
 
 

@@ -20,9 +20,7 @@ import random
 import signal
 import struct
 import subprocess
-import sys
 import time
-import urllib.request
 import zlib
 from pathlib import Path
 

@@ -104,8 +104,10 @@ def report_hydra_errors() -> None:
         except Exception as exc:
             line = None if hydra_full_error() else hydra_error_line(exc)
             if line is None:
+                error = exc  # exc itself is unbound once the handler ends; again() may be kept
+
                 def again() -> Any:
-                    raise exc
+                    raise error
                 return original(again)
             print(line, file=sys.stderr, flush=True)
             sys.exit(EXIT_CODE)

@@ -79,7 +79,10 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
     for key in keys:
         group = key.partition(".")[0]
         holding = [holds(cell, key) for cell in cells]
-        components = lambda want: sorted({_choice(config_of(c), group) for c, h in zip(cells, holding) if h == want})  # noqa: E731
+
+        def components(want: bool) -> list:
+            return sorted({_choice(config_of(c), group) for c, h in zip(cells, holding) if h == want})
+
         if not any(holding):
             parent = null_parent(config_of(cells[0]), key)
             if parent:  # irds's dataset.local: a setting that exists, empty by default, is set whole

@@ -38,7 +38,8 @@ from typing import Iterable, Iterator
 from judgebench.cache import segments as seg
 from judgebench.cache.view import SegmentIndex
 # call_key, _canon and _checksum are re-exported: callers and tools build keys and envelopes from here
-from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon, checksum as _checksum
+from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon
+from judgebench.cache.keys import checksum as _checksum  # noqa: F401 (re-exported, as the comment above says)
 from judgebench.cache.keys import envelopes, is_key, validate as _validate
 from judgebench.exceptions import CacheError
 
