@@ -5,7 +5,8 @@ ratio of the two; then a plan per strategy for DL19, labelled from the held-back
 against the resampling code's estimate for the same sample.
 
     python -m benchmarks.budget_strategies [--store DIR] [--ks 10 20] [--resamples 200] [--signals systems labels]
-        [--allocation neyman|proportional] [--experiment paper_human] [--datasets dl19 dl20] [--judge simulated] [--quick]
+        [--allocation neyman|proportional] [--experiment paper_human] [--datasets dl19 dl20] [--judge simulated]
+        [--quick]
 
 --store: a folder holding the grid's mlruns/ (``python run.py -m +experiment=paper_human`` run there);
 without it the paper_human grid is run into a temporary folder first (about 1.5 min idle, 4 min on 2 loaded

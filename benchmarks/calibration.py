@@ -4,7 +4,8 @@ planner promises: measured coverage, size, width and power against their nominal
     python -m benchmarks.calibration [--quick] [--out DIR] [--populations P] [--draws D] [--sizes 12 43 54]
 
 --quick: 40 populations x 18 draws (720 replications a cell, 12-28 min on 2 cores shared with four other jobs); the
-full run 100 x 24 (2,400). Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC DL files.
+full run 100 x 24 (2,400). Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC
+DL files.
 
 The generator is grounded in the human labels shipped with judgebench (TREC DL19 and DL20 qrels and the shipped
 runs: BM25, RankGPT and RankVicuna): the human nDCG@10 of the three systems on every query of a dataset is the
@@ -176,7 +177,8 @@ def power_rows(rng, base, n, setting, P, D) -> list[dict]:
     power at the generator's true effect EFFECT (each population's pilot shifted to mean EFFECT, its spreads kept),
     averaged over populations, against the simulated power over every population and draw: a claim at each
     population's own sample effect (|mean| is biased up and power is not linear in it) under-claimed by up to 0.05.
-    The simulated power varies mostly between populations (their effects differ): 4 P of them keep its MC s.e. near 0.02."""
+    The simulated power varies mostly between populations (their effects differ): 4 P of them keep its MC s.e. near
+    0.02."""
     rows = []
     for k in sorted({min(5, n), min(10, n), min(20, n)}):
         for strategy in designs.STRATEGIES:
@@ -227,7 +229,8 @@ def heavy_tail_rows(rng, base, n, P, D) -> list[dict]:
 
 def estimator_rows(rng, base, n, setting, P, D) -> list[dict]:
     """PPI and cross-fitted PPI++ under uniform sampling of k = min(20, n - 4) labels; Table 6's t interval of a
-    judge's mean nDCG@10 (coverage of the pool mean), beside the percentile bootstrap it replaced (reference row); Table 3/4's paired t-tests with Holm over the 3 pairs
+    judge's mean nDCG@10 (coverage of the pool mean), beside the percentile bootstrap it replaced (reference row);
+    Table 3/4's paired t-tests with Holm over the 3 pairs
     under a null of equal systems (family-wise size). Self-preference: calibration_orderings."""
     k = min(20, n - 4)  # some queries unlabelled: with all labelled the interval is exact
     rows, cov_ppi, cov_pp, cov_boot, cov_t, size_holm = [], [], [], [], [], []

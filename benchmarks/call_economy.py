@@ -172,7 +172,8 @@ def main(argv: list[str] | None = None) -> dict:
                 "uncoordinated_calls": uncoordinated, **dup,
                 "mlflow": mlflow_summary(par_dir, "parallel") if all(c == 0 for c in codes) else None,
             }
-            print(f"parallel: {dup['requests']} calls, {dup['distinct_prompts']} distinct, {dup['duplicates']} duplicates "
+            print(f"parallel: {dup['requests']} calls, {dup['distinct_prompts']} distinct, {dup['duplicates']} "
+                  "duplicates "
                   f"(in-flight overlap bound {overlap}; uncoordinated worst case {uncoordinated}); exit codes {codes}", flush=True)
     finally:
         if args.keep is None:

@@ -1,4 +1,4 @@
-"""How compare's time grows with the number of systems: a leaderboard of 35, 100 and 300 systems x 5 judges x 100 queries.
+"""How compare's time grows with the number of systems: leaderboards of 35, 100 and 300 systems x 5 judges x 100 q.
 
 Each store is generated, not run: synthetic per-query nDCG@10 of every system under the human labels and four judges
 (a system effect, a query effect, judge noise and a judge-specific lift of one family's systems), written as

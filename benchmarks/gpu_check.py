@@ -52,9 +52,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--judge-pairs", type=int, help="DL19 label-set pairs for the judge check (default 1024; --tiny: 24)")
     ap.add_argument("--judge-batch-tokens", type=int, nargs="+",
-                    help="token budgets of the judge check, 0 = the default from free memory (default 16384 65536 0; --tiny: 512 4096)")
+                    help="token budgets of the judge check, 0 = the default from free memory "
+                         "(default 16384 65536 0; --tiny: 512 4096)")
     ap.add_argument("--skip-judge", action="store_true", help="leave out the decoder-judge check")
-    ap.add_argument("--data-dir", help="TREC DL files with passages/ (default JUDGEBENCH_TREC_DL_DIR, ../shared/data/trec-dl, shared/data/trec-dl)")
+    ap.add_argument("--data-dir", help="TREC DL files with passages/ "
+                         "(default JUDGEBENCH_TREC_DL_DIR, ../shared/data/trec-dl, shared/data/trec-dl)")
     ap.add_argument("--peak-tflops", type=float, default=H200_BF16_PEAK_TFLOPS, help="the GPU's dense peak, for the utilisation printed")
     ap.add_argument("--out", type=Path, help="also write the results as JSON here")
     return ap.parse_args(argv)

@@ -109,7 +109,8 @@ def judge_check(ds, args: Any, device: str, dtype: str, tmp: Path) -> dict:
     from benchmarks.standin_models import build_causal
 
     ceiling = matmul_ceiling(device, args.tiny)
-    print(f"  judge: matmul ceiling {ceiling:.4g} TFLOP/s ({'bf16 8192^3' if device.startswith('cuda') and not args.tiny else 'fp32 512^3'})",
+    print(f"  judge: matmul ceiling {ceiling:.4g} TFLOP/s "
+          f"({'bf16 8192^3' if device.startswith('cuda') and not args.tiny else 'fp32 512^3'})",
           flush=True)
     shape = "tiny" if args.tiny else "qwen2.5-7b"
     t0 = time.perf_counter()
@@ -123,15 +124,20 @@ def judge_check(ds, args: Any, device: str, dtype: str, tmp: Path) -> dict:
         for share, copy in runs:
             row, labels[share, copy] = run_one(model_dir, ds, pairs, device, dtype, budget, share, tmp, ceiling, copy)
             rows.append(row)
-            print(f"  judge [{row['path']:>11}, budget {budget} tokens]: {row['prompts']} prompts in {row['forwards']} forwards, "
-                  f"{row['prompts_per_s']} prompts/s, {row['tflops']} TFLOP/s ({row['share_of_ceiling']:.0%} of the ceiling), "
-                  f"{row['tokens_per_prompt']} tokens run/prompt, padding {row['padding_waste']:.1%}, peak {row['peak_gib']} GiB, "
-                  f"prefix keys/values {row['prefix_kv_mib']} MiB a forward at most ({row['prefix_copy_batches']} copied per row)",
+            print(f"  judge [{row['path']:>11}, budget {budget} tokens]: {row['prompts']} prompts in "
+                  f"{row['forwards']} forwards, "
+                  f"{row['prompts_per_s']} prompts/s, {row['tflops']} TFLOP/s ({row['share_of_ceiling']:.0%} of the "
+                  "ceiling), "
+                  f"{row['tokens_per_prompt']} tokens run/prompt, padding {row['padding_waste']:.1%}, peak "
+                  f"{row['peak_gib']} GiB, "
+                  f"prefix keys/values {row['prefix_kv_mib']} MiB a forward at most ({row['prefix_copy_batches']} "
+                  "copied per row)",
                   flush=True)
         same = sum(a == b for a, b in zip(labels[False, False], labels[True, False])) / max(1, len(pairs))
         agreement[str(budget or "auto")] = round(same, 4)
         unshared, shared = rows[-len(runs)], rows[-len(runs) + 1]
-        print(f"  judge [budget {budget}]: shared/unshared speed {shared['prompts_per_s'] / unshared['prompts_per_s']:.2f}x "
+        print(f"  judge [budget {budget}]: shared/unshared speed "
+              f"{shared['prompts_per_s'] / unshared['prompts_per_s']:.2f}x "
               f"(token ratio {unshared['tokens_per_prompt'] / shared['tokens_per_prompt']:.2f}x), "
               f"equal labels {same:.1%}", flush=True)
     return {"ceiling_tflops": float(f"{ceiling:.4g}"), "shape": shape, "pairs": len(pairs), "rows": rows,

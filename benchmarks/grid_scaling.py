@@ -8,7 +8,8 @@ run under benchmarks/_grid_timer.py, which splits each cell's wall time into Hyd
 evaluation, MLflow and the rest. Then ``judgebench-compare`` runs over the store, timed from the outside.
 
 Per-cell time = (the launcher's time + the sweeper's up-front check of the cells' configs) / cells; process
-start-up, imports and the sweep's set-up (store, experiment, parent run) are paid once and shown apart. Growth = per-cell time of the last tenth of the cells / the first tenth, and the per-cell
+start-up, imports and the sweep's set-up (store, experiment, parent run) are paid once and shown apart. Growth =
+per-cell time of the last tenth of the cells / the first tenth, and the per-cell
 time of the largest grid / the smallest: 1 is linear.
 
     python -m benchmarks.grid_scaling [--sizes 100,300,1000] [--datasets toy,dl19] [--judges simulated,file] [--quick]

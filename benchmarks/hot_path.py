@@ -72,7 +72,8 @@ class ForwardClock:
 
 
 def dataset(quick: bool, queries: int):
-    """The first judged DL19 queries (their pools, passages and label set); the bundled toy data with --quick or without DL19."""
+    """The first judged DL19 queries (their pools, passages and label set); the bundled toy data with --quick or
+    without DL19."""
     from judgebench.data.datasets import Dataset, load_toy
 
     full = None
@@ -266,7 +267,8 @@ def main(argv: list[str] | None = None) -> dict:
            "notes": "us_per_prompt = (wall - seconds inside model.forward) / prompts, best of --repeats runs on an empty "
                     "call cache; tokenize_us_per_prompt = one batch call of the model's fast tokenizer on the same final "
                     "texts (best of 3 before the runs and one after each); cpu_*: the same in process CPU seconds (all "
-                    "threads; what the load of other processes does not inflate), best of the runs; padding_waste = pad share of the tokens in the tensors the forwards received",
+                    "threads; what the load of other processes does not inflate), best of the runs; padding_waste = pad "
+                    "share of the tokens in the tensors the forwards received",
            "rows": rows, "markdown": md}
     write_json("hot_path", out, args.out)
     return out

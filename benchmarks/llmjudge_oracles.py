@@ -57,13 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     cells = len(table1) * (len(judges) + 1)
     rows = [{"rank": i + 1, "judge": r.judge, "kappa": round(r.kappa_graded, 3), "as_constructed": int(r.as_constructed),
              "reversed": int(r.reversed), "undecided": int(r.undecided), "worse_than_humans": int(r.worse_than_humans),
-             "per-query tau oracles": f"{r.query_tau_oracles:.3f} [{r.query_tau_oracles_lo:.2f}, {r.query_tau_oracles_hi:.2f}]",
+             "per-query tau oracles": f"{r.query_tau_oracles:.3f} "
+                                      f"[{r.query_tau_oracles_lo:.2f}, {r.query_tau_oracles_hi:.2f}]",
              "tau oracles (means)": f"{r.tau_oracles:.3f}", "tau_AP oracles (means)": f"{r.tau_ap_oracles:.3f}"}
             for i, r in enumerate(judges.itertuples(index=False))]
     human = {s: round(float(v), 4) for s, v in table1["human"].items()}
     markdown = "\n\n".join([
         table([{"system": s, "human nDCG@10": v} for s, v in human.items()], title="Table 1, human column"),
-        table(rows, title=f"{len(rows)} judges ranked by oracle pairs ordered as constructed (of {int(judges['pairs'].max())}; "
+        table(rows, title=f"{len(rows)} judges ranked by oracle pairs ordered as constructed (of "
+                          f"{int(judges['pairs'].max())}; "
                           f"humans: {int(judges['human_as_constructed'].max())}), then per-query tau"),
         table([{"kappa vs": r.statistic, "rho": round(r.rho, 3), "p": round(r.p_value, 4), "p_holm": round(r.p_holm, 4),
                 "judges": int(r.judges), "verdict": r.verdict} for r in corr.itertuples(index=False)],

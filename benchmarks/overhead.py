@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> dict:
     outside = total - metrics_s
     md = table(rows, ["grid", "launches", "finished_runs", "wall_s", "s_per_finished_run"], "Grid wall time (human + simulated judges)")
     md += "\n\n" + table(split_rows, ["phase", "seconds", "share"], f"Where the time goes (systems grid under cProfile, {total:.0f} s)")
-    print(f"\nshare outside metrics: {outside / total:.1%}; Hydra load_sweep_config: {split['hydra_load_sweep_config_calls']} calls, "
+    print(f"\nshare outside metrics: {outside / total:.1%}; Hydra load_sweep_config: "
+          f"{split['hydra_load_sweep_config_calls']} calls, "
           f"{split['hydra_load_sweep_config_s']:.1f} s")
     print("top direct callees of pipeline.run_job (s):")
     for k, v in split["top_run_job_callees_s"].items():

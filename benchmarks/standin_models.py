@@ -33,7 +33,8 @@ SPECIALS = ["<pad>", "</s>", "<unk>"]
 
 
 def train_tokenizer(texts: Iterable[str], path: Path, vocab_size: int) -> None:
-    """A T5-like fast tokenizer (Metaspace BPE, </s> appended, 100 sentinels) trained on ``texts``, saved to ``path``."""
+    """A T5-like fast tokenizer (Metaspace BPE, </s> appended, 100 sentinels) trained on ``texts``, saved to
+    ``path``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 

@@ -9,7 +9,8 @@
     prompt template (UMBRELA's zero-shot "bing" prompt, which judgebench ships) and the same pairs. Its newer
     async judge (GitHub source only, Python >= 3.12) is skipped when no newer PyPI release exists.
 
-    python -m benchmarks.versus [--quick] [--pairs 2000] [--umbrela-pairs 300] [--repeats 3] [--layouts default files segments] [--transports aiohttp httpx]
+    python -m benchmarks.versus [--quick] [--pairs 2000] [--umbrela-pairs 300] [--repeats 3] [--layouts default
+    files segments] [--transports aiohttp httpx]
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import MODEL, REPO, bound_per_s, parser, synthetic_dataset, table, write_json
+from benchmarks.common import MODEL, bound_per_s, parser, synthetic_dataset, table, write_json
 from benchmarks.throughput import judge_pairs
 
 UMBRELA_VERSION = "0.0.7"
@@ -124,7 +125,10 @@ def ensure_umbrela_venv(venv: Path = UMBRELA_VENV) -> tuple[Path | None, str]:
 
     py = venv / "bin" / "python"
     openai_version = version("openai")
-    check = f"import importlib.metadata as m; assert m.version('umbrela') == '{UMBRELA_VERSION}'; assert m.version('openai') == '{openai_version}'; import pkg_resources"
+    check = (
+        f"import importlib.metadata as m; assert m.version('umbrela') == '{UMBRELA_VERSION}'; assert "
+        f"m.version('openai') == '{openai_version}'; import pkg_resources"
+    )
     if py.exists() and subprocess.run([str(py), "-c", check], capture_output=True).returncode == 0:
         return py, f"reused {venv}"
     try:

@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> dict:
              "ratios": [round(o[str(c)]["ratio"], 3) for o in outs]}
             for label, outs in runs.items() if outs for c in args.concurrency]
     md = table(rows, ["tree", "concurrency", "median_judge_vs_bare", "ratios"],
-               f"LLMJudge / bare AsyncOpenAI, {round(args.latency * 1000)} ms, {args.pairs} pairs (median of {args.rounds} alternating rounds)")
+               f"LLMJudge / bare AsyncOpenAI, {round(args.latency * 1000)} ms, {args.pairs} pairs "
+               f"(median of {args.rounds} alternating rounds)")
     result = {"settings": {k: v for k, v in vars(args).items() if k not in ("out", "child")}, "rows": rows, "runs": runs, "markdown": md}
     write_json("versus_trees", result, args.out)
     return result

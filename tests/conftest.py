@@ -127,7 +127,8 @@ def _real_mlflow_schema(request, premigrated_mlflow_stores):
     premigrated_mlflow_stores.off = False
 
 
-TOY_GRID = ["+system=bm25,oracle_perfect,oracle_swap_3,oracle_swap_2,oracle_swap_1,oracle_swap_2_3,oracle_swap_1_2,simulated_llm",
+TOY_GRID = ["+system=bm25,oracle_perfect,oracle_swap_3,oracle_swap_2,oracle_swap_1,"
+            "oracle_swap_2_3,oracle_swap_1_2,simulated_llm",
             "judge=human,simulated,simulated_unbiased"]
 
 
@@ -139,7 +140,8 @@ def toy_grid_store(tmp_path_factory) -> Path:
     ``grid`` in the default store ``<dir>/mlruns/mlflow.db``: 24 job runs. Readers must not change its runs.
 
     Built once per session: the first xdist worker that needs it builds it while the others wait on a file lock
-    (it took 14-24 s per worker). No test writes to it: test_compare logs its compare runs into a copy of the database."""
+    (it took 14-24 s per worker). No test writes to it: test_compare logs its compare runs into a copy of the
+    database."""
     import fcntl
 
     import cli_runner

@@ -1,4 +1,5 @@
-"""`judgebench` console script: `judgebench run ...` (the grid, through Hydra), `cache ...`, `compare ...` and `models ...`."""
+"""`judgebench` console script: `judgebench run ...` (the grid, through Hydra), `cache ...`, `compare ...` and
+`models ...`."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ USAGE = """usage: judgebench <command> [args]
   run [-m] key=value ... [--verbose]                        run grid cells through Hydra (see judgebench run --help)
   cache stats|verify|export FILE|import FILE|compact|migrate --to LAYOUT [--root DIR]
                                                             inspect, share, compact or convert the LLM call cache
-  compare experiment=NAME [sweep=ID] [out=DIR] [...]        cross-judge tables and figures from MLflow (see judgebench-compare --help)
-  models download [MODEL_ID ...] [group=option,... ...]     fetch the Hugging Face models those configs name into HF_HOME
+  compare experiment=NAME [sweep=ID] [out=DIR] [...]        cross-judge tables and figures from MLflow \
+(see judgebench-compare --help)
+  models download [MODEL_ID ...] [group=option,... ...]     fetch the Hugging Face models those configs name \
+into HF_HOME
 In a clone, python run.py [-m] key=value ... is the same as judgebench run."""
 
 

@@ -2,7 +2,8 @@
 starts (Hydra writes .hydra/ first).
 
 An unknown option of a config group (``judge=gpt5``) is one ``judgebench: error:`` line naming the option
-probably meant (difflib) and the valid ones, exit 2, instead of Hydra's multi-line report with exit 1. An empty ``JUDGEBENCH_CACHE_DIR`` is
+probably meant (difflib) and the valid ones, exit 2, instead of Hydra's multi-line report with exit 1. An empty
+``JUDGEBENCH_CACHE_DIR`` is
 treated as unset: ``${oc.env:...}`` would otherwise give an empty cache_dir, i.e. the working directory.
 """
 

@@ -155,7 +155,8 @@ def _secret_message(key: str, problem: str = "secret") -> str:
         )
     if problem == "url":
         return (
-            f"{key}: credentials inside a URL (user:password@) are not taken from the config or the command line ({where}); "
+            f"{key}: credentials inside a URL (user:password@) are not taken from the config or the command line "
+            f"({where}); "
             "put the URL in the environment instead (OPENAI_BASE_URL) or use a URL without them"
         )
     return (
@@ -346,7 +347,8 @@ def interrupted(cell: str | None = None) -> str:
 
         roots = ", ".join(sorted(STORED)) or "none written"
         line = (
-            f"judgebench: interrupted{f' during {cell}' if cell else ''}: {sum(STORED.values())} answers stored in the call "
+            f"judgebench: interrupted{f' during {cell}' if cell else ''}: {sum(STORED.values())} answers stored "
+            "in the call "
             f"cache ({roots}) are kept; rerun the same command to resume (finished cells are skipped, cached answers "
             "are not paid again)"
         )

@@ -6,7 +6,8 @@
   earlier run of the same sweep directory. Once the sweep's checks passed (``open_sweep_store``, called
   by the sweeper after sweep_preflight.py, or at the first ``on_job_start``), the MLflow store and the
   experiment are created once, so that parallel jobs only ever find them (no race on schema or
-  experiment creation), and the sweep's parent run (kind ``sweep``) is started: every cell's run (and a judge summary a cell creates)
+  experiment creation), and the sweep's parent run (kind ``sweep``) is started: every cell's run (and a judge
+  summary a cell creates)
   nests under it through ``mlflow.parentRunId``, MLflow's own nesting, so the UI shows one row per sweep.
   A dry run (``dry_run=true``) skips all of this: it creates nothing in MLflow.
   The jobs learn its id from the environment (``JUDGEBENCH_PARENT_RUN``), which Hydra's basic launcher,
@@ -18,7 +19,8 @@
   skipped-duplicate | dry-run | failed), error, SLURM ids. The sweep directory is shared with the
   jobs anyway (submitit keeps its pickles there).
 - ``on_multirun_end`` prints the summary table (cells ran / skipped / failed, with their
-  overrides, and the cells that never started, which the sweeper lists in ``.judgebench/planned.json``), writes ``<sweep dir>/sweep_summary.json`` and logs it on the parent run, which ends
+  overrides, and the cells that never started, which the sweeper lists in ``.judgebench/planned.json``), writes
+  ``<sweep dir>/sweep_summary.json`` and logs it on the parent run, which ends
   FINISHED (FAILED when a cell failed). When a job failed, Hydra's sweeper
   raises before ``on_multirun_end``; the same summary is then printed when the process exits.
 
@@ -290,7 +292,10 @@ def start_parent_run(config: DictConfig, experiment_id: str) -> str:
     sweep = str(config.get("sweep_id") or config.hydra.sweep.dir)
     overrides = " ".join(_masked(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))) or "(no overrides)"
     name = f"sweep {Path(sweep).parent.name}/{Path(sweep).name}".replace("sweep /", "sweep ")
-    note = f"Sweep of experiment {config.experiment_name}: {overrides}; one nested run per cell (sweep dir {sweep_dir(config)})"
+    note = (
+        f"Sweep of experiment {config.experiment_name}: {overrides}; one nested run per cell (sweep dir "
+        f"{sweep_dir(config)})"
+    )
     run = tracking.JobRun(tracking.MlflowClient(_SWEEP["uri"]), experiment_id, name,
                           RunTags(kind="sweep", sweep_id=sweep).to_tags(), note=note[:5000], parent="")
     os.environ[tracking.PARENT_ENV] = f"{experiment_id}:{run.run_id}"

@@ -8,7 +8,8 @@ in a job, and the sweep's preflight (sweep_preflight.py) once per distinct set o
 
 What is read: ``ranker.path`` of a run-file ranker (by data/trec.py's run reader, the same one the ranker
 uses, so a line the ranker would refuse is refused here with the same message), ``judge.path`` of a qrels
-judge (the judge's reader, with its out_of_range and duplicates settings and its declared label scale), and a TREC DL dataset's own
+judge (the judge's reader, with its out_of_range and duplicates settings and its declared label scale), and a TREC
+DL dataset's own
 ``qrels=`` file; the other files a dataset names (topics, pool, passages, data_dir) must exist. Files over
 :data:`PARSE_LIMIT` bytes are only checked to exist: the component reads them once, later.
 """

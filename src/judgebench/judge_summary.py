@@ -60,7 +60,8 @@ def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, d
         same = [RunTags.name(f) for f in ("dataset", "text_view", "dataset_hash", "judge_scale")]  # scale: its relevant_from
         if all(r.data.tags.get(k) == tags.get(k) for k in same):
             return r.info.run_id
-    note = (f"{tags['dataset']}: judge-level statistics of {tags['judge']} on the label set ({len(label_set)} pairs, text view "
+    note = (f"{tags['dataset']}: judge-level statistics of {tags['judge']} on the label set ({len(label_set)} pairs, "
+            "text view "
             f"{tags['text_view']}): kappa, alpha, label shares; shared by every system's run of this judge")
     run = tracking.JobRun(client, experiment_id, f"judge/{tags['dataset']}/{tags['judge']}/{tags['text_view']}",
                           {**tags, **RunTags(kind=KIND, labels_digest=digest).to_tags()}, note=note)

@@ -89,7 +89,10 @@ def out_of_scale_hint(scale: LabelScale) -> str:
     """What a file judge's reader says after a label outside ``scale``: the option to set."""
     clip = "judge.out_of_range=clip clamps such labels into range"
     if scale.is_graded:
-        return f"a judge on another scale declares it: judge.scale=binary, or {EXAMPLE} (labels and their human levels); {clip}"
+        return (
+            f"a judge on another scale declares it: judge.scale=binary, or {EXAMPLE} (labels and their human levels); "
+            f"{clip}"
+        )
     return f"the declared judge.scale is {scale.describe()}; {clip}"
 
 

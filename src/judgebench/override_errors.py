@@ -47,7 +47,8 @@ def closest_setting(leaf: str, node: Any) -> str | None:
 
 
 def _settings(node: Any) -> list[str]:
-    """The keys of a config node and of its sub-nodes (``backend.temperature``), Hydra's own and ``_target_`` left out."""
+    """The keys of a config node and of its sub-nodes (``backend.temperature``), Hydra's own and ``_target_`` left
+    out."""
     out: list[str] = []
     for k in sorted(node.keys() if hasattr(node, "keys") else [], key=str):
         if str(k) == "hydra" or str(k).startswith("_"):
@@ -103,8 +104,10 @@ def report_hydra_errors() -> None:
         except Exception as exc:
             line = None if hydra_full_error() else hydra_error_line(exc)
             if line is None:
+                error = exc  # exc itself is unbound once the handler ends; again() may be kept
+
                 def again() -> Any:
-                    raise exc
+                    raise error
                 return original(again)
             print(line, file=sys.stderr, flush=True)
             sys.exit(EXIT_CODE)

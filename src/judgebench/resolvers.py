@@ -6,7 +6,8 @@ sweeps give columns ``a`` and ``b`` in every table and tag, without a ``judge.na
 ``${model_memory_gb:32}`` (``conf/hydra/launcher/slurm_gpu.yaml``'s ``mem_gb``): the host memory a cell's local
 models need, resolved against each cell's own config by the launcher (one job array per distinct value).
 
-``${by_name:NAME,TABLE}``: the entry of a name in a table of the config (an experiment's ranker families by ranker name).
+``${by_name:NAME,TABLE}``: the entry of a name in a table of the config (an experiment's ranker families by ranker
+name).
 
 ``${unique_token:}`` (``conf/config.yaml``'s ``hydra.run.dir`` and ``hydra.sweep.dir``): a short random token that
 makes two runs or sweeps started in the same second two folders and two sweep ids (the id is the folder). It is

@@ -5,7 +5,8 @@ literals in each job and read back by string in compare, the tags were a schema 
 meant edits on both sides that nothing checked. Here each tag is a field of :class:`RunTags`, its MLflow name
 derived from the field (``judgebench.<field>`` for our own bookkeeping, the bare field name for the names the
 MLflow UI shows as columns: dataset, system, judge, ...). Jobs write ``RunTags(...).to_tags()``; compare reads
-``RunTags.from_tags(run.data.tags)``; a search for runs by tag is ``RunTags.where(...)``. Adding a tag is one field here.
+``RunTags.from_tags(run.data.tags)``; a search for runs by tag is ``RunTags.where(...)``. Adding a tag is one field
+here.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ What is checked here, once per distinct part of the grid (the covering cells the
   API ranker) parts are checked once; a dry run checks offline only (offline_checks.py).
 
 The first problem is one ``judgebench: error:`` line, exit 2, no cell started and nothing in MLflow (the store
-and the sweep's parent run are opened only after this check: hydra_callbacks.open_sweep_store). Anything that is not a user's error (a bug, an unusual job)
+and the sweep's parent run are opened only after this check: hydra_callbacks.open_sweep_store). Anything that is not
+a user's error (a bug, an unusual job)
 is left to the cells, which report it as before: this check never stops a sweep that would have run.
 """
 

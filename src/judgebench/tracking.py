@@ -106,7 +106,8 @@ _sleep = time.sleep  # how the retries wait (tests count the waits instead)
 
 def _retry(call, attempts: int = 8):
     """Run call(), retrying transient store errors (SQLite "database is locked" under many writers): at most
-    ``attempts`` tries, 0.1 s after the first failure, doubling up to 5 s; any other error, or the last one, is raised."""
+    ``attempts`` tries, 0.1 s after the first failure, doubling up to 5 s; any other error, or the last one, is
+    raised."""
     return Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.1, max=5.0),
                     retry=retry_if_exception(_transient), reraise=True, sleep=_sleep)(call)
 

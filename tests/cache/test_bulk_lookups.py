@@ -38,8 +38,11 @@ def test_key_maker_gives_call_key_for_every_value(varying):
 
 def test_transformers_key_maker_keeps_the_keys_of_old_caches():
     spec = ModelSpec(model="some/model", dtype="float32")
-    old = lambda p: _reference_key(backend="transformers", model="some/model", method="rankt5", prompt_version="rankt5@1",
-                                   prompt=p, params={"token": "<extra_id_10>"}, dtype="float32", device="cpu")
+
+    def old(p):
+        return _reference_key(backend="transformers", model="some/model", method="rankt5", prompt_version="rankt5@1",
+                              prompt=p, params={"token": "<extra_id_10>"}, dtype="float32", device="cpu")
+
     make = transformers_key_maker(spec, "rankt5", "rankt5@1", token="<extra_id_10>")
     for p in PROMPTS:
         assert make(p) == transformers_key(spec, "rankt5", "rankt5@1", p, token="<extra_id_10>") == old(p)

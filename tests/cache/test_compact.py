@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import os
 import struct
 import zlib
 from pathlib import Path

@@ -549,7 +549,10 @@ def test_verify_reports_what_a_torn_tail_cut_short(tmp_path, capsys):
     path.write_bytes(data[:half])  # the segment truncated: record 15 cut short, the 14 records after it gone
     assert main(["verify", "--root", str(tmp_path)]) == 0  # nothing corrupt: a torn tail is what a killed writer leaves
     out = capsys.readouterr().out
-    assert f"torn tail: {path}@{cut_at} (the last record (key {cut_key[:16]}...) is cut short: {half - cut_at} of its {cut_len} bytes are here" in out
+    assert (
+        f"torn tail: {path}@{cut_at} (the last record (key {cut_key[:16]}...) is cut short: {half - cut_at} of "
+        f"its {cut_len} bytes are here"
+    ) in out
     assert "any records written after it are gone too" in out and "0 corrupt entries found" in out
     assert "1 segment(s) end in a torn tail" in out
     view = CallCache(tmp_path)

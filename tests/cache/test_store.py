@@ -234,7 +234,7 @@ def test_export_import_round_trip(tmp_path):
     assert maintenance.export(a, f2) == 30
     assert f1.read_bytes() == f2.read_bytes()  # deterministic
     lines = gzip.decompress(f1.read_bytes()).decode().splitlines()
-    assert [json.loads(l)["payload"]["key"] for l in lines] == sorted(keys)
+    assert [json.loads(x)["payload"]["key"] for x in lines] == sorted(keys)
 
     b = CallCache(tmp_path / "b")
     assert maintenance.import_entries(b, f1) == (30, 0)

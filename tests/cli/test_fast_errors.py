@@ -115,15 +115,18 @@ def test_a_misspelt_key_is_one_line_exit_2_before_the_job_imports(tmp_path):
     """Hydra's own error (a key the config lacks) is our one line with the key probably meant, not Hydra's report."""
     got, err = run_py(tmp_path, "judge=gpt_4o_mini", "judge.temprature=0")
     assert got["code"] == 2 and err.strip().splitlines() == [
-        "judgebench: error: judge.temprature=0: judge (gpt_4o_mini) has no setting 'temprature'; did you mean judge.backend.temperature?"], err
+        "judgebench: error: judge.temprature=0: judge (gpt_4o_mini) has no setting 'temprature'; did you mean "
+        "judge.backend.temperature?"], err
     assert got["imported"] == [] and not (tmp_path / "mlruns").exists(), got
 
 
 def test_a_refused_sweep_is_said_before_mlflow_is_imported_and_opens_no_store(tmp_path):
     """The sweep's checks run before its MLflow store and parent run are opened (hydra_callbacks.open_sweep_store):
-    a refused sweep imports no MLflow, creates no store, leaves no run (RUNNING, FAILED or deleted) and prints one line."""
+    a refused sweep imports no MLflow, creates no store, leaves no run (RUNNING, FAILED or deleted) and prints one
+    line."""
     got, err = run_py(tmp_path, "-m", "ranker=runfile", f"ranker.path={tmp_path}/nope.run", "ranker.name=Mine", "judge=human,simulated",
                       f"hydra.sweep.dir={tmp_path}/multirun")
     assert got["code"] == 2 and err.strip().splitlines() == [
-        f"judgebench: error: {tmp_path}/nope.run: file not found (ranker.path) (checked once for the sweep; no cell was started)"], err
+        f"judgebench: error: {tmp_path}/nope.run: file not found (ranker.path) (checked once for the sweep; no "
+        "cell was started)"], err
     assert got["imported"] == [] and not (tmp_path / "mlruns").exists(), got

@@ -25,7 +25,8 @@ def test_covering_keeps_a_single_cell_and_a_repeated_one_once():
 
 
 def _compose_all(cells, memo: bool):
-    """Each cell's config as Hydra composes it for a sweep (load_sweep_config), as YAML, and the config files parsed (the sweep's own config too)."""
+    """Each cell's config as Hydra composes it for a sweep (load_sweep_config), as YAML, and the config files parsed
+    (the sweep's own config too)."""
     from unittest import mock
 
     from hydra import initialize_config_dir

@@ -185,7 +185,8 @@ def test_a_35_judge_and_a_35_system_page_never_scrolls_sideways_in_chromium(tmp_
 const s = document.scrollingElement;
 const imgs = [...document.images].map(i => [i.naturalWidth, i.clientWidth]);
 const wide = [...document.querySelectorAll("table")].filter(t => t.scrollWidth > t.clientWidth + 1).length;
-document.body.insertAdjacentHTML("beforeend", `<pre id="probe">${JSON.stringify({scroll: s.scrollWidth, client: s.clientWidth, wide, imgs})}</pre>`);
+const found = JSON.stringify({scroll: s.scrollWidth, client: s.clientWidth, wide, imgs});
+document.body.insertAdjacentHTML("beforeend", `<pre id="probe">${found}</pre>`);
 </script></body>""")
     copy = tmp_path / "probe.html"
     copy.write_text(probe, encoding="utf-8")

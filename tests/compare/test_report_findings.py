@@ -143,7 +143,8 @@ def test_point_labels_do_not_overlap(seed):
 
 
 def test_the_discrimination_answer_is_a_finding_of_its_dataset():
-    """compare/analyses/discrimination.py's per-dataset answer (read by attribute from the report) opens the report too."""
+    """compare/analyses/discrimination.py's per-dataset answer (read by attribute from the report) opens the report
+    too."""
     table = pd.DataFrame({"dataset": ["d", "d", "d"], "judge": ["a", "b", "c"], "as_constructed": [9, 9, 4]})
     d = SimpleNamespace(answers={"d": "label agreement predicts it: rho 0.8 [0.5, 1.0]"}, table=table, human={"d": (12, 15)})
     (f,) = findings.discrimination(SimpleNamespace(discrimination=d))
@@ -270,7 +271,8 @@ def test_at_35_judges_the_findings_panel_fits_about_one_screen_in_a_browser(tmp_
 
 
 def test_without_oracle_rankers_the_panel_says_how_the_judge_orders_the_systems():
-    """A leaderboard (imported results, no oracle rankers): tau of the means with tau_AP and the top-k taus, the per-query
+    """A leaderboard (imported results, no oracle rankers): tau of the means with tau_AP and the top-k taus, the
+    per-query
     tau with its interval and the significance decisions, each as its table gives it; nothing for oracles."""
     t2 = pd.DataFrame([{"dataset": "d", "judge": "j", "tau_all": 0.942, "tau_oracles": np.nan, "tau_ap": 0.895, "tau_top5": 0.527,
                         "tau_top10": np.nan, "kappa_graded": 0.26, "kappa_ge2": 0.43, "labelled_pairs": 22327}])

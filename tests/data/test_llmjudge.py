@@ -95,7 +95,8 @@ SWAPS = {"Perfect": [], "Swap[3]": [3], "Swap[2]": [2], "Swap[1]": [1], "Swap[2,
 
 
 def _oracle_rows(pairs: pd.DataFrame, labels: dict, swaps: list[int]) -> list[tuple[str, str, int]]:
-    """The oracle runs written out here: label descending, ties in pairs-file order, Swap[k] with rank n-k+1, depth 10."""
+    """The oracle runs written out here: label descending, ties in pairs-file order, Swap[k] with rank n-k+1, depth
+    10."""
     rows = []
     for q, g in pairs.groupby("query_id", sort=False):
         docs = sorted(g["doc_id"], key=lambda d, order={d: i for i, d in enumerate(g["doc_id"])}: (-labels[(q, d)], order[d]))

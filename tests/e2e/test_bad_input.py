@@ -4,7 +4,8 @@ Each case runs ``python run.py ARGS`` (forked from the warm test process by test
 code path as a new interpreter, ~0.3 s instead of ~4 s of imports; the plain-interpreter form is checked
 too) or the compare CLI. A judgebench error is exactly one ``judgebench: error: <message>`` line on stderr
 and exit code 2, with no traceback (an unknown group option too, listing the valid ones); Hydra's own
-errors (bad override syntax) are Hydra's message and exit code 1. ``--verbose`` / JUDGEBENCH_VERBOSE=1 / HYDRA_FULL_ERROR=1 show the traceback.
+errors (bad override syntax) are Hydra's message and exit code 1. ``--verbose`` / JUDGEBENCH_VERBOSE=1 /
+HYDRA_FULL_ERROR=1 show the traceback.
 
 The dataset cases use the file-mode dataset (``dataset=dl19 dataset.data_dir=null dataset.topics=...
 dataset.qrels=... dataset.pool=... dataset.passages=...``) on three toy queries written to tmp, one file
@@ -146,7 +147,8 @@ CASES = [
     case("zero-requests-per-minute", _args("judge=gpt_4o_mini", "judge.backend.requests_per_minute=0"), "requests_per_minute=0", "positive number",
          env={"OPENAI_API_KEY": "k"}),
     case("unknown-backend-setting", _args("judge=gpt_4o_mini", "+judge.backend.temprature=0"),
-         "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean judge.backend.temperature?",
+         "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean "
+         "judge.backend.temperature?",
          env={"OPENAI_API_KEY": "k"}),
     # ---- misspelt keys and names: Hydra's own errors as one line, exit 2, with the key or option probably meant
     case("misspelt-key", _args("judge=gpt_4o_mini", "judge.temprature=0"),
@@ -156,9 +158,11 @@ CASES = [
     case("misspelt-added-key", _args("judge=gpt_4o_mini", "+judge.promt=x"),
          "+judge.promt=x: judge (gpt_4o_mini) takes no setting 'promt'; did you mean judge.prompt?", env={"OPENAI_API_KEY": "k"}),
     case("misspelt-key-in-a-sweep", _args("-m", "judge=gpt_4o_mini,gpt_4o", "judge.temprature=0"),
-         "judge.temprature: no judge of this sweep has that setting (judge gpt_4o, gpt_4o_mini); did you mean judge.backend.temperature?"),
+         "judge.temprature: no judge of this sweep has that setting (judge gpt_4o, gpt_4o_mini); "
+         "did you mean judge.backend.temperature?"),
     case("misspelt-added-key-in-a-sweep", _args("-m", "judge=gpt_4o_mini,gpt_4o", "+judge.backend.temprature=0"),
-         "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean judge.backend.temperature?",
+         "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean "
+         "judge.backend.temperature?",
          "no cell was started", env={"OPENAI_API_KEY": "k"}),
     case("misspelt-judge-name", _args("judge=gpt4o_mini"), "judge=gpt4o_mini: no such judge; did you mean judge=gpt_4o_mini?"),
     case("misspelt-dataset-name", _args("dataset=dl_19"), "dataset=dl_19: no such dataset; did you mean dataset=dl19?"),
@@ -268,7 +272,8 @@ def test_verbose_shows_the_traceback(tmp_path, how):
 def test_a_bad_cell_in_a_multirun_is_reported_and_the_sweep_goes_on(tmp_path):
     """Cell #1's run file names a query the dataset lacks (found only when it ranks: a cell's own problem, which the
     sweep's preflight leaves to it): it is logged and recorded as failed, the other cells run, the sweep exits 2 with
-    one line. (A missing key is the sweep's problem: said once before any cell starts, tests/test_sweep_preflight.py.)"""
+    one line. (A missing key is the sweep's problem: said once before any cell starts,
+    tests/test_sweep_preflight.py.)"""
     from judgebench.data.datasets import load_toy
 
     pool = load_toy().pool

@@ -102,7 +102,8 @@ def test_batch_mode(tmp_path, monkeypatch):
 
 def test_throughput(tmp_path, monkeypatch):
     data = run_benchmark("throughput", tmp_path, monkeypatch=monkeypatch)
-    # --quick: 10 ms latency, concurrency 1 and 8, no limit and 1200 rpm (20/s), 0.5 s of ideal work per row (10 to 40 pairs)
+    # --quick: 10 ms latency, concurrency 1 and 8, no limit and 1200 rpm (20/s), 0.5 s of ideal work per row
+    # (10 to 40 pairs)
     expected = [(c, rpm, bound) for rpm, cap in (("none", None), (1200, 20.0)) for c in (1, 8)
                 for bound in [min(c / 0.01, cap or float("inf"))]]
     assert [(r["concurrency"], r["rpm_limit"], r["bound_per_s"]) for r in data["rows"]] == expected
@@ -267,7 +268,8 @@ def test_grid_scaling(tmp_path, monkeypatch):
     for grid, row in zip(data["grids"], data["rows"]):
         # every launched cell ran to a FINISHED job run in MLflow, and the timer saw each one start
         assert grid["job_runs"] == grid["finished"] == grid["timed_cells"] == 4
-        # the stages are exclusive: they add up to the launcher's own clock and the sweeper's check, inside the process's
+        # the stages are exclusive: they add up to the launcher's own clock and the sweeper's check,
+        # inside the process's
         assert abs(grid["split_sum_s"] - grid["launch_s"] - grid["validate_s"]) <= 0.02 * grid["launch_s"]
         assert 0 < grid["validate_s"] and 0 < grid["launch_s"] < grid["process_s"] <= grid["wall_s"]
         assert all(v >= 0 for v in grid["split_s"].values()) and grid["split_s"]["mlflow"] > 0 and grid["split_s"]["hydra"] > 0

@@ -57,7 +57,8 @@ def hostile(port: int) -> dict[str, str]:
     return {
         "mathtext": "cost $\\frac$ x",
         "image": f"![px]({url}/px.png)",
-        "markup": f"line1\nline2 <script>alert(1)</script> & <img src={url}/raw.png> a|b `code` _u_ *s* 100% #1 back\\slash {{x}} ~t~ ^",
+        "markup": f"line1\nline2 <script>alert(1)</script> & <img src={url}/raw.png> "
+                  f"a|b `code` _u_ *s* 100% #1 back\\slash {{x}} ~t~ ^",
         "long": LONG,
         "unicode": "Ünïcødé, 日本 → ✓",
     }
@@ -76,7 +77,8 @@ def shown(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory):
-    """5 hostile judges x {hostile BM25, hostile Perfect} on a hostile toy dataset name, in a hostile experiment; compare
+    """5 hostile judges x {hostile BM25, hostile Perfect} on a hostile toy dataset name, in a hostile experiment;
+    compare
     in-process from the grid's directory (default out: compare-out/<experiment>), with a compare run logged."""
     cli_runner.warm()
     trap = Trap()

@@ -20,9 +20,7 @@ import random
 import signal
 import struct
 import subprocess
-import sys
 import time
-import urllib.request
 import zlib
 from pathlib import Path
 
@@ -252,7 +250,7 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path):
           f"(per kill {[r[3] for r in report]}, max_concurrency {conc}); kills after request #{[r[0] for r in report]}")
 
 
-# =========================================================================== the cache: corrupt, full, read-only, 8 writers
+# =============================================================== the cache: corrupt, full, read-only, 8 writers
 
 
 @pytest.fixture(scope="module")
@@ -676,5 +674,6 @@ def test_injection_probe_with_the_smollm2_judge(tmp_path, converted_smollm2):
     assert m["injection_share_labelled_3"] == sum(b == 3 for _, b in rows) / 2
     # a fresh cache: 3 judged pairs x (original, rewritten) + the 2 injected ones, each a new prompt
     assert m["judge_calls_made"] == 8 and m["judge_pairs"] == 8
-    print(f"\nsmollm2 injection probe: mean inflation {m['injection_mean_inflation']:+.2f}, share raised {m['injection_share_raised']:.2f}")
+    print(f"\nsmollm2 injection probe: mean inflation {m['injection_mean_inflation']:+.2f}, share raised "
+          f"{m['injection_share_raised']:.2f}")
     assert _grep(tmp_path, planted) == []

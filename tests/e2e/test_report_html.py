@@ -97,7 +97,8 @@ def test_report_html_renders_every_table_and_figure(grid):
     drawn = rendered_report(shot)
     assert drawn["size"] == (1400, 4000)
     # what only the report draws: text and, in the first 4000 px (below the findings and contents), tables: their
-    # 1 px #ccc rules cross >= 20 pixel rows (an error page, e.g. Chromium's "file not found", has text and no such rules: checked below, on a real one)
+    # 1 px #ccc rules cross >= 20 pixel rows (an error page, e.g. Chromium's "file not found", has text and no such
+    # rules: checked below, on a real one)
     assert drawn["dark"] > 0.02, drawn
     assert drawn["table_rules"] >= 20, drawn
     print(f"screenshot of report.html: {shot} {drawn}")
@@ -282,7 +283,8 @@ def test_report_html_tables_fit_the_page_in_chromium(grid, tmp_path):
     probe = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace("</body>", """<script>
 const wide = [...document.querySelectorAll("table")].filter(t => t.scrollWidth > t.clientWidth + 1).length;
 const cut = [...document.querySelectorAll("th")].filter(h => h.scrollWidth > h.clientWidth + 1).map(h => h.textContent);
-document.body.insertAdjacentHTML("beforeend", `<pre id="probe">${JSON.stringify({tables: document.querySelectorAll("table").length, wide, cut})}</pre>`);
+const found = JSON.stringify({tables: document.querySelectorAll("table").length, wide, cut});
+document.body.insertAdjacentHTML("beforeend", `<pre id="probe">${found}</pre>`);
 </script></body>""")
     copy = tmp_path / "probe.html"
     copy.write_text(probe, encoding="utf-8")

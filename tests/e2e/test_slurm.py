@@ -134,7 +134,8 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
     assert first.returncode != 0, explain(first)  # a failed cell fails the sweep ...
     assert "judgebench sweep: 4 cells - 1 ran, 2 skipped, 1 failed" in first.stdout, explain(first)  # ... reported at exit
     s = summary(tmp_path)
-    # keyed by the two swept settings, wherever the sweep lists them (a component's own settings move, sweep_settings.py)
+    # keyed by the two swept settings, wherever the sweep lists them (a component's own settings move,
+    # sweep_settings.py)
     by = {tuple(next(o for o in r["overrides"] if o.startswith(k)) for k in ("ranker.path=", "perturbation=")): r for r in s["jobs"]}
     assert by[(f"ranker.path={TOY_RUN}", "perturbation=perfect")]["status"] == "finished"
     assert by[(f"ranker.path={TOY_RUN}", "perturbation=swap_1")]["status"] == "skipped-duplicate"
@@ -228,7 +229,8 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
         judge.parent.mkdir(parents=True)
         judge.write_text(
             "defaults:\n  - vllm\n  - _self_\nname: fake\n"
-            f"base_url: {srv.openai_base_url}\nbackend:\n  model: fake\n  api_key_env: OPENAI_API_KEY\n  max_concurrency: 1\n"
+            f"base_url: {srv.openai_base_url}\nbackend:\n  model: fake\n  api_key_env: OPENAI_API_KEY\n  "
+            "max_concurrency: 1\n"
         )
         cells = [
             f"hydra.searchpath=[file://{tmp_path}/conf]", "ranker=runfile", "ranker.name=Pool",

@@ -106,7 +106,8 @@ def tiny_causal(tmp_path: Path, vocab_extra: list[str] | tuple[str, ...] = (), s
 
 def tiny_seq2seq(tmp_path: Path, vocab_extra: list[str] | tuple[str, ...] = (), seed: int = 0,
                  name: str = "tiny-t5", n_sentinels: int = 12) -> Path:
-    """A random 1-layer T5; ``<extra_id_0>``..``<extra_id_{n-1}>`` are in the vocabulary (RankT5 reads ``<extra_id_10>``)."""
+    """A random 1-layer T5; ``<extra_id_0>``..``<extra_id_{n-1}>`` are in the vocabulary (RankT5 reads
+    ``<extra_id_10>``)."""
     import torch
     from transformers import T5Config, T5ForConditionalGeneration
 

@@ -155,7 +155,8 @@ def _means(path: Path) -> pd.Series:
 
 def _tau_ap_reference(judge: dict, human: dict) -> float:
     """Yilmaz et al.'s tau_AP with the judge's order and the humans' as reference, written from the paper's formula:
-    ties in the judge's scores averaged over every order of the tied systems, a pair tied for the humans counting 1/2."""
+    ties in the judge's scores averaged over every order of the tied systems, a pair tied for the humans counting
+    1/2."""
     systems = sorted(judge)
     levels = sorted(set(judge.values()), reverse=True)
     groups = [[s for s in systems if judge[s] == v] for v in levels]

@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 from sklearn.metrics import cohen_kappa_score
 
-from cli_runner import ERROR_PREFIX, REPO, file_mode, run, run_compare, warm_store, write_dataset
+from cli_runner import REPO, file_mode, run, run_compare, warm_store, write_dataset
 from judgebench.data.corpus import available
 from judgebench.data.datasets import load_toy
 from judgebench.data.llmjudge import load_llmjudge
@@ -162,7 +162,7 @@ def test_labels_only_on_a_dataset_with_passages_and_unknown_jobs(store, tmp_path
     assert res.rc == 2 and "rewriter=smollm2 is not used" in res.err, res
 
 
-# --------------------------------------------------------------------------- judges and datasets named as the grid names them
+# -------------------------------------------------------------------- judges and datasets named as the grid names them
 
 
 @pytest.fixture(scope="module")

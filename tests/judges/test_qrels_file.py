@@ -162,7 +162,8 @@ def _runs(store: Path, experiment: str, judge: str | None = None):
 
 
 def _metrics(client, run) -> dict:
-    """A cell's metrics with those of its judge summary (agreement statistics, labelled pairs), logged once per judge."""
+    """A cell's metrics with those of its judge summary (agreement statistics, labelled pairs), logged once per
+    judge."""
     return {**client.get_run(run.data.tags["judgebench.judge_summary"]).data.metrics, **run.data.metrics}
 
 

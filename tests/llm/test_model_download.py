@@ -1,5 +1,6 @@
 """Offline nodes: `judgebench models download` against a fake hub on 127.0.0.1 (HF_ENDPOINT), then loading by hub id
-with HF_HUB_OFFLINE=1 and the hub stopped; a model that is missing offline is one error line naming the download command.
+with HF_HUB_OFFLINE=1 and the hub stopped; a model that is missing offline is one error line naming the download
+command.
 
 Not tested here: the real huggingface.co (no network): its API is reproduced by tests/helpers/fake_hub.py only as far as
 huggingface_hub's listing and download calls use it (tree listing, repo info, HEAD/GET of files, no Xet storage).
@@ -30,7 +31,8 @@ PROMPTS = ["cat dog", "the sun is on the water"]
 
 @pytest.fixture(scope="module")
 def repo_dir(tmp_path_factory) -> Path:
-    """A tiny T5 repository that also holds the same weights as TensorFlow and PyTorch .bin files (not to be fetched)."""
+    """A tiny T5 repository that also holds the same weights as TensorFlow and PyTorch .bin files (not to be
+    fetched)."""
     path = tiny_seq2seq(tmp_path_factory.mktemp("hubsrc"))
     (path / "tf_model.h5").write_bytes(b"h5" * 500)
     (path / "pytorch_model.bin").write_bytes(b"pt" * 500)

@@ -1,4 +1,5 @@
-"""Offline model aliases: one convert-once path for every GGUF shipped by a package (the real conversions are slow tests)."""
+"""Offline model aliases: one convert-once path for every GGUF shipped by a package (the real conversions are slow
+tests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The local scoring layer: batching, exact log-probs, candidate checks, safe truncation, memo, generation, SmolLM2, Gemma 3."""
+"""The local scoring layer: batching, exact log-probs, candidate checks, safe truncation, memo, generation, SmolLM2,
+Gemma 3."""
 
 from __future__ import annotations
 
@@ -168,17 +169,23 @@ def test_generate_is_greedy_batched_and_bounded(arch, request):
 
 
 # (7) the real offline SmolLM2 ----------------------------------------------------------------------
-UMBRELA = """Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the following meanings:
+UMBRELA = """Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the \
+following meanings:
 0 = represent that the passage has nothing to do with the query,
 1 = represents that the passage seems related to the query but does not answer it,
-2 = represents that the passage has some answer for the query, but the answer may be a bit unclear, or hidden amongst extraneous information and
+2 = represents that the passage has some answer for the query, but the answer may be a bit unclear, or hidden \
+amongst extraneous information and
 3 = represents that the passage is dedicated to the query and contains the exact answer.
 
 Query: {query}
 Passage: {passage}
 
-Final score must be an integer value only. Provide the score in the format of: ##final score: score without providing any reasoning."""
-RG = "For the following query and document, judge whether they are relevant. Output Yes or No.\nQuery: {query}\nDocument: {passage}\nOutput:"
+Final score must be an integer value only. Provide the score in the format of: ##final score: score without \
+providing any reasoning."""
+RG = (
+    "For the following query and document, judge whether they are relevant. Output Yes or No.\nQuery: "
+    "{query}\nDocument: {passage}\nOutput:"
+)
 PAIRS = [("how long do cats live", "Indoor cats typically live 12 to 18 years, and some reach their early 20s."),
          ("how long do cats live", "The Treaty of Westphalia was signed in 1648, ending the Thirty Years' War.")]
 

@@ -6,7 +6,6 @@ import math
 import statistics
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import t as t_dist

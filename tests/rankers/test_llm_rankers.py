@@ -4,7 +4,6 @@ import math
 from itertools import permutations
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -162,7 +161,8 @@ def test_prp_local_model_that_prefers_the_passage_with_the_marker(models, ds, tm
         assert abs(rec["lp_a"] - lp[a]) < 1e-4 and abs(rec["lp_b"] - lp[b]) < 1e-4
     assert model.usage.prefix_shared == 20 and model.usage.prefix_fallbacks == 0
     # order bias, counted by hand from the same rule: the 6 marker-vs-plain pairs agree across the two orders (one
-    # "A" each), the 3 marker-vs-marker pairs are "B" twice, the plain pair (d2, d5) "A" twice: 6/10 consistent, 8/20 "A"
+    # "A" each), the 3 marker-vs-marker pairs are "B" twice, the plain pair (d2, d5) "A" twice: 6/10 consistent,
+    # 8/20 "A"
     assert r.ranking_metrics() == {"prp_pairs": 10.0, "prp_failed_pairs": 0.0, "prp_order_consistency": 0.6,
                                    "prp_first_position": 0.4}
 

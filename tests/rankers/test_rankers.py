@@ -135,7 +135,10 @@ def test_a_simulated_family_is_its_prior(tiny):
     assert family_seed("simulated-A") == int.from_bytes(hashlib.sha256(b"family\x1fsimulated-A").digest()[:8], "little")
     assert len({family_seed(f) for f in ("simulated-A", "simulated-B", "simulated-a", "gemma")}) == 4
     pairs = tiny.label_set()[["query_id", "doc_id"]]
-    label = lambda family: SimulatedJudge(family=family, weight=1.0, noise=0.0).judge(pairs, tiny, tiny.corpus).labels  # noqa: E731
+
+    def label(family):
+        return SimulatedJudge(family=family, weight=1.0, noise=0.0).judge(pairs, tiny, tiny.corpus).labels
+
     a = label("simulated-A")
     seed = family_seed("simulated-A")
     assert dict(zip(a["doc_id"], a["relevance"])) == {d: int(min(3, max(0, round(LABELS[d] + latent_prior(seed, "q1", d)))))

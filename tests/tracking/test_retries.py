@@ -94,7 +94,8 @@ def test_experiment_never_found_nor_created_is_one_error_after_10_tries(waits):
 
 
 class FakeBackend:
-    """What with_retries uses of an APIBackend; _backoff waits failures/100 s and records (error kind, failures so far)."""
+    """What with_retries uses of an APIBackend; _backoff waits failures/100 s and records (error kind, failures so
+    far)."""
 
     def __init__(self, max_retries: int):
         self.max_retries, self.stats, self.backoffs = max_retries, SimpleNamespace(errors=Counter()), []

@@ -112,7 +112,10 @@ class WaitForAllJobs:
             except Exception:
                 state = "UNKNOWN"
             error = f"[{state}] {short_error(exc, lines=2)}"
-            line = f"{PREFIX}cell #{num} ({' '.join(_masked(overrides)) or 'no overrides'}): died without a result: {error}"
+            line = (
+                f"{PREFIX}cell #{num} ({' '.join(_masked(overrides)) or 'no overrides'}): died without a result: "
+                f"{error}"
+            )
             ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=CellError(scrub(line)))  # one line, exit 2
             write_record(directory, num, overrides, "failed", error, job_id=job.job_id, state=state, log=str(job.paths.stderr))
             close_runs_of_dead_job(job.job_id)  # changed: its MLflow run ends KILLED, not RUNNING for ever

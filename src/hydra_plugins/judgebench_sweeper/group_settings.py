@@ -79,12 +79,16 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
     for key in keys:
         group = key.partition(".")[0]
         holding = [holds(cell, key) for cell in cells]
-        components = lambda want: sorted({_choice(config_of(c), group) for c, h in zip(cells, holding) if h == want})  # noqa: E731
+
+        def components(want: bool) -> list:
+            return sorted({_choice(config_of(c), group) for c, h in zip(cells, holding) if h == want})
+
         if not any(holding):
             parent = null_parent(config_of(cells[0]), key)
             if parent:  # irds's dataset.local: a setting that exists, empty by default, is set whole
                 raise ValueError(
-                    f"{key}: {parent} is a setting of {group} {_choice(config_of(cells[0]), group)}, null by default, so it has no "
+                    f"{key}: {parent} is a setting of {group} {_choice(config_of(cells[0]), group)}, null by "
+                    "default, so it has no "
                     f"key {key[len(parent) + 1:]!r} yet; set it whole in one argument, e.g. "
                     f"\"{parent}={{{key[len(parent) + 1:]}: VALUE, ...}}\"")
             from judgebench.override_errors import closest_setting
@@ -92,7 +96,8 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
             near = closest_setting(key.partition(".")[2].rpartition(".")[2], OmegaConf.select(config_of(cells[0]), key.rpartition(".")[0]))
             meant = f"did you mean {key.rpartition('.')[0]}.{near}? else " if near else ""
             raise ValueError(
-                f"{key}: no {group} of this sweep has that setting ({group} {', '.join(components(False))}); {meant}check its "
+                f"{key}: no {group} of this sweep has that setting ({group} {', '.join(components(False))}); "
+                f"{meant}check its "
                 f"name in conf/{group}/, or write +{key}=... to add it to every cell")
         if not all(holding):
             log.info("%s applies to %s %s only; left out of %s (they have no such setting)", key, group,

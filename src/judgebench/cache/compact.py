@@ -130,7 +130,10 @@ def _remove_if_done(path: Path, upto: int, min_age_s: float) -> str | None:
         if locked is False:
             return "its writer is still running (it holds the segment's lock); what it appends is read from it"
         if locked is None and time.time() - os.fstat(fd).st_mtime < min_age_s:
-            return f"no lock can be taken here and it changed in the last {min_age_s:.0f} s; what it appends is read from it"
+            return (
+                f"no lock can be taken here and it changed in the last {min_age_s:.0f} s; what it appends is read "
+                "from it"
+            )
         if seg.scan_file(path, upto).entries:
             return "records were appended to it while compacting; they are read from it"
         path.unlink()

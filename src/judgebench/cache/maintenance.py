@@ -33,7 +33,8 @@ log = logging.getLogger("judgebench.cache.store")
 
 
 def _segment_sources(cache: CallCache) -> tuple[dict[str, list[tuple[Path, int, int]]], list[tuple[Path, str]], list[tuple[Path, str]]]:
-    """Every good frame per key (newest last), every corrupt region and every torn tail, by a full scan of each segment."""
+    """Every good frame per key (newest last), every corrupt region and every torn tail, by a full scan of each
+    segment."""
     frames: dict[str, list[tuple[Path, int, int]]] = {}
     problems: list[tuple[Path, str]] = []
     torn: list[tuple[Path, str]] = []

@@ -6,7 +6,8 @@ search over the memory-mapped index, so the index is never loaded into Python ob
 ``<root>/segments/compact-<generation>-<random>.jbc``, is written once (temp, fsync, rename) and never
 changed; a newer generation replaces it::
 
-    header  b"JBx1" | version (u32) | data end (u64) | records (u64) | crc32 of the preceding 24 bytes (u32) | 4 zero bytes
+    header  b"JBx1" | version (u32) | data end (u64) | records (u64) | crc32 of the preceding 24 bytes (u32) | 4
+    zero bytes
     data    the records, in the segments' frame format (each frame checked again when read)
     index   per record, sorted by key: key (32 raw bytes) | frame offset (u64) | body length (u32)
     folded  JSON {"segments": {segment name: bytes folded}}: where a reader resumes each segment

@@ -3,7 +3,8 @@
 Checked before anything is paid for or computed that must then be stored (answers in ``calls/`` and its
 ``segments/`` or shard folders, batch ids in ``batches/``). Rankings, locks and input digests lose nothing when
 they cannot be written (a ranking is still used and logged, jobs go on uncoordinated, digests are computed
-again): their folders are probed too, and an unwritable one is a warning before the work, not an error: ``mkdir(exist_ok=True)`` succeeds on a folder
+again): their folders are probed too, and an unwritable one is a warning before the work, not an error:
+``mkdir(exist_ok=True)`` succeeds on a folder
 that exists but refuses writes (read-only mount, lost permissions, a full disk), so only writing a file tells.
 """
 

@@ -17,7 +17,8 @@ Two layouts, both always read (a cache written by an older judgebench is never l
 With ``fsync=True`` (or JUDGEBENCH_CACHE_FSYNC=1) data and new directories are fsync'd before a write returns;
 without it a killed *process* still loses nothing (the page cache has it), only an OS crash can lose the last
 seconds, and the torn record is then caught by its checksum and asked again. No file is shared mutable state
-between processes and writers take no lock from each other (SQLite was rejected: WAL needs shared memory, rollback journals
+between processes and writers take no lock from each other (SQLite was rejected: WAL needs shared memory, rollback
+journals
 byte-range locks, neither reliable on NFS). Entries are checksummed envelopes (:mod:`judgebench.cache.keys`):
 a truncated, empty, bit-flipped or misnamed entry is reported with its location and is a miss.
 """
@@ -37,7 +38,8 @@ from typing import Iterable, Iterator
 from judgebench.cache import segments as seg
 from judgebench.cache.view import SegmentIndex
 # call_key, _canon and _checksum are re-exported: callers and tools build keys and envelopes from here
-from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon, checksum as _checksum
+from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon
+from judgebench.cache.keys import checksum as _checksum  # noqa: F401 (re-exported, as the comment above says)
 from judgebench.cache.keys import envelopes, is_key, validate as _validate
 from judgebench.exceptions import CacheError
 

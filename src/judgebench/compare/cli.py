@@ -55,7 +55,8 @@ class CompareArgs:
                                    "short summary is printed, the full report is report.md / report.html")
     alpha: float = _field(0.05, "0.05", "significance level of the paired t-tests", "a number between 0 and 1")
     correction: str = _field("none", "holm|none", "holm: judge-vs-human decisions use Holm-adjusted p (Table 3 always shows both)", "holm or none")
-    bootstrap: int = _field(1000, "1000", "resamples of the queries for self-preference's bootstrap-t (0: none; Table 6's t intervals of the means are skipped too)", "a whole number >= 0")
+    bootstrap: int = _field(1000, "1000", "resamples of the queries for self-preference's bootstrap-t (0: none; Table 6's t intervals of the means "
+                                          "are skipped too)", "a whole number >= 0")
     level: float = _field(0.95, "0.95", "confidence level of every interval (bootstrap, self-preference, the human budget and its plan)",
                           "a number between 0 and 1")
     seed: int = _field(0, "0", "bootstrap seed", "a whole number >= 0")
@@ -264,7 +265,8 @@ def probe_tracking_server(uri: str, timeout_s: float = 3.0) -> None:
         return  # it answers (an auth proxy, an older server without /health): MLflow will tell the rest
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
-        raise CompareError(f"the MLflow tracking server {mask_url(uri)} cannot be reached ({reason}); start it or pass tracking_uri=...") from None
+        raise CompareError(f"the MLflow tracking server {mask_url(uri)} cannot be reached ({reason}); start it or pass "
+                           "tracking_uri=...") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,8 +94,10 @@ def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None
     if len(versions) > 1 and not allow_mixed_versions:
         counts = frame["metric_version"].value_counts().to_dict()
         raise CompareError(
-            f"experiment {experiment!r} mixes runs of metric versions {versions} ({counts} runs): their numbers were computed "
-            f"by different evaluation code. Rerun the grid (finished cells of the current version are skipped), select one sweep "
+            f"experiment {experiment!r} mixes runs of metric versions {versions} ({counts} runs): their numbers "
+            "were computed "
+            "by different evaluation code. Rerun the grid (finished cells of the current version are skipped), "
+            "select one sweep "
             f"with sweep=ID, or pass allow_mixed_versions=true"
         )
     frame = dataset_identity.one_identity(frame, picks, experiment, names)
@@ -136,7 +138,8 @@ def select(jobs: pd.DataFrame, datasets: list[str] | None, judges: list[str] | N
     if out.empty:
         raise CompareError(
             f"no finished job runs for datasets={','.join(datasets or ['*'])} judges={','.join(judges or ['*'])}; "
-            f"the experiment has datasets {sorted(jobs['dataset'].unique())} and judges {sorted(jobs['judge'].unique())}"
+            f"the experiment has datasets {sorted(jobs['dataset'].unique())} and judges "
+            f"{sorted(jobs['judge'].unique())}"
         )
     return out.reset_index(drop=True)
 

@@ -93,7 +93,8 @@ def one_identity(frame: pd.DataFrame, picks: dict[str, str] | None = None, exper
         texts = d.dropna(subset=["texts_hash"])
         if texts["texts_hash"].nunique() > 1:
             raise CompareError(
-                f"dataset {name}: the cells that read passage texts read {texts['texts_hash'].nunique()} different texts{where}: "
+                f"dataset {name}: the cells that read passage texts read {texts['texts_hash'].nunique()} "
+                f"different texts{where}: "
                 f"{_listing(texts, 'texts_hash')}. Select one with datasets={name}@<texts hash> "
                 f"(e.g. datasets={name}@{texts['texts_hash'].iloc[-1]}) or one sweep with sweep=ID")
     return frame

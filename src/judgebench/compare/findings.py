@@ -1,7 +1,8 @@
 """What a compare report found, as sentences: the first thing report.html, report.md and the terminal show.
 
 One list of ``Finding`` records, built once from the Report by the functions in ``PRODUCERS`` (in order), and
-rendered by every output: ``console.summary`` (plain lines), the report's header section (compare/sections/header.py: "## Findings") and
+rendered by every output: ``console.summary`` (plain lines), the report's header section
+(compare/sections/header.py: "## Findings") and
 ``html`` (the panel above the contents). An analysis that wants its result up front appends one function
 ``(Report) -> Iterable[Finding]`` to ``PRODUCERS`` (docs/architecture.md, "Add a finding"). A record's text is
 plain: names in it are raw and each renderer escapes the whole sentence.
@@ -57,8 +58,10 @@ def inversion(r: Report) -> Iterable[Finding]:
     for row in r.bias.itertuples(index=False):
         v = row.inverted
         ranks = (f"mean rank of the LLM systems {_n(row.llm_rank_judge, 1)} vs the oracles {_n(row.oracle_rank_judge, 1)} "
-                 f"under the judge, {_n(row.llm_rank_human, 1)} vs {_n(row.oracle_rank_human, 1)} under humans; LLM systems win "
-                 f"{_pct(row.llm_wins_judge)} of (LLM, oracle) pairs under the judge, {_pct(row.llm_wins_human)} under humans")
+                 f"under the judge, {_n(row.llm_rank_human, 1)} vs {_n(row.oracle_rank_human, 1)} under humans; LLM "
+                 "systems win "
+                 f"{_pct(row.llm_wins_judge)} of (LLM, oracle) pairs under the judge, {_pct(row.llm_wins_human)} under "
+                 "humans")
         flips = getattr(row, "flipped_pairs", math.nan)
         if _ok(flips, getattr(row, "oracle_first_pairs", math.nan)) and row.oracle_first_pairs > 0:  # by how much
             margin = f", by {row.flip_margin:.3f} nDCG@10 on average" if _ok(row.flip_margin) else ""
@@ -76,7 +79,8 @@ def inversion(r: Report) -> Iterable[Finding]:
 
 
 def _query_tau(row) -> str:
-    """The per-query tau of the oracles "value [lo, hi]" (compare/analyses/ordering_agreement.py), or why there is none."""
+    """The per-query tau of the oracles "value [lo, hi]" (compare/analyses/ordering_agreement.py), or why there is
+    none."""
     if row is None or not _ok(getattr(row, "query_tau_oracles", math.nan)):
         return "no per-query τ"
     return f"per-query τ = {row.query_tau_oracles:.2f} [{_n(row.query_tau_oracles_lo)}, {_n(row.query_tau_oracles_hi)}]"
@@ -96,15 +100,18 @@ def oracle_order(r: Report) -> Iterable[Finding]:
         head = ("orders the oracle rankers better than chance" if verdict == "better than chance" else
                 "cannot be told from chance at ordering the oracle rankers" if verdict else "orders the oracle rankers")
         p = f", Holm p = {tau.query_tau_oracles_p_holm:.3g}" if verdict else ""
-        text = (f"{head}: {_query_tau(tau)} against {r.options.reference} ({r.options.level:.0%} t interval over queries{p}); "
-                f"Kendall's τ of the mean orderings = {row.tau_oracles:.2f} over the oracles, {_n(row.tau_all)} over all systems.")
+        text = (f"{head}: {_query_tau(tau)} against {r.options.reference} ({r.options.level:.0%} t interval over "
+                f"queries{p}); "
+                f"Kendall's τ of the mean orderings = {row.tau_oracles:.2f} over the oracles, {_n(row.tau_all)} over "
+                "all systems.")
         brief = f"oracles {verdict or 'n/a'}, tau_oracles {row.tau_oracles:.2f}, tau_all {_n(row.tau_all)}"
         yield Finding("oracle order", text, row.dataset, row.judge, brief=brief)
 
 
 def system_order(r: Report) -> Iterable[Finding]:
     """Where there are no oracle rankers (a leaderboard, imported results): how the judge orders the systems, in what
-    Table 2, Table 6 and Table 4 say and nothing more: tau of the means and among the human top k (points), the per-query
+    Table 2, Table 6 and Table 4 say and nothing more: tau of the means and among the human top k (points), the
+    per-query
     tau with its t interval, and the pairwise significance decisions against the humans'."""
     if "tau_all" not in r.table2.columns:
         return
@@ -191,7 +198,8 @@ def calibration(r: Report) -> Iterable[Finding]:
         else:
             adds = {True: "the judge adds to the human labels there", False: "the judge adds nothing over those human labels alone",
                     None: ""}.get(row.judge_adds if isinstance(row.judge_adds, bool) else None, "")
-            text = (f"calibration: {int(k)} human-labelled queries remove the inversion ({row.estimators_at_k}); best τ there "
+            text = (f"calibration: {int(k)} human-labelled queries remove the inversion ({row.estimators_at_k}); best "
+                    "τ there "
                     f"{_n(row.tau_best_at_k)} vs {_n(row.tau_human_only_at_k)} from the human labels alone"
                     + (f"; {adds}." if adds else "."))
         yield Finding("calibration", text, row.dataset, row.judge,
@@ -212,7 +220,8 @@ def grid(r: Report) -> Iterable[Finding]:
 
 def discrimination(r: Report) -> Iterable[Finding]:
     """Per dataset, how the judges order the oracle rankers against their construction order and whether label
-    agreement predicts it, where the report holds that analysis (``r.discrimination``: compare/analyses/discrimination.py's
+    agreement predicts it, where the report holds that analysis (``r.discrimination``:
+    compare/analyses/discrimination.py's
     answers, table and human pair counts; read by attribute, so this module needs no import of it)."""
     d = getattr(r, "discrimination", None)
     if not d:

@@ -61,7 +61,8 @@ def _value(table2: pd.DataFrame | None, column: str, f: Finding) -> float:
 
 
 def kinds(found: list[Finding], table2: pd.DataFrame | None = None, rows: int = PANEL_ROWS) -> list[Kind]:
-    """The findings by kind, in the order their kinds first appear (selection-wide findings first, as findings.py sorts)."""
+    """The findings by kind, in the order their kinds first appear (selection-wide findings first, as findings.py
+    sorts)."""
     by_topic: dict[str, list[Finding]] = {}
     for f in found:
         by_topic.setdefault(f.topic, []).append(f)

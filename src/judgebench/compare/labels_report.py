@@ -154,7 +154,10 @@ def log_compare_run(client: MlflowClient, r: LabelsReport, files: list[Path]) ->
     key = compare_run.compare_key(r.experiment, r.sweep, "labels", {"formats": r.formats, "datasets": sorted(set(r.table["dataset"])),
                                                                     "judges": sorted(set(r.table["judge"]))})
     h = r.header()
-    note = f"compare report of labels-only runs: {h['selection']}; datasets {h['datasets']}; {len(set(r.table['judge']))} judges"
+    note = (
+        f"compare report of labels-only runs: {h['selection']}; datasets {h['datasets']}; "
+        f"{len(set(r.table['judge']))} judges"
+    )
     inputs = {"labels_runs": list(r.runs["run_id"]), "sweeps": list(r.runs["sweep_id"].dropna())}
     run_id, r.superseded = compare_run.log(client, r.experiment, r.sweep, key, f"compare-labels/{r.sweep or 'all'}", note, files,
                                            inputs, metrics=metrics)

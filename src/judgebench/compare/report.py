@@ -116,7 +116,8 @@ def write(report: Report, out: Path) -> list[Path]:
     if "png" in fmt:
         files += sections.figures(report, out)
     drawn, judges = figure_judges(report)
-    note = (f"Per-judge figures (the confusion matrices, the panels of the scatter) are drawn for the first {len(drawn)} of "
+    note = ("Per-judge figures (the confusion matrices, the panels of the scatter) are drawn for the first "
+            f"{len(drawn)} of "
             f"the {judges} judges, in report order; every judge's numbers are in the tables above."
             if judges > len(drawn) and "png" in fmt else "")
     text = sections.markdown(report) + html.figure_links(files, sections.captions(), note)  # report.md links its figures
@@ -171,7 +172,10 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
         metrics.update(self_preference_report.metrics(report))
         inputs = report.read
         h = header(report)
-        note = f"compare report: {h['selection']}; datasets {h['datasets']}; judges {h['judges']}; reference {h['reference']}"
+        note = (
+            f"compare report: {h['selection']}; datasets {h['datasets']}; judges {h['judges']}; reference "
+            f"{h['reference']}"
+        )
     key = compare_run.compare_key(experiment, sweep, "grid", report.options if report is not None else None)
     run_id, superseded = compare_run.log(client, experiment, sweep, key, f"compare/{sweep or 'all'}", note, files, inputs, params, metrics)
     if report is not None:

@@ -37,7 +37,8 @@ class Options:
     # the pairs the judge labelled), human_labelset (of the whole label set) or human (all qrels: the paper's).
     reference: str = HUMAN_JUDGED
     allow_mixed_versions: bool = False
-    # The human-budget experiment (budget/experiment.py): estimators beside judge_only (none: off), k values, samples per k.
+    # The human-budget experiment (budget/experiment.py): estimators beside judge_only (none: off), k values,
+    # samples per k.
     calibration: tuple[str, ...] = ()
     calibration_k: tuple[str, ...] = DEFAULT_K
     resamples: int = 200

@@ -2,7 +2,8 @@
 
 A report is an ordered list of ``Section`` objects (``compare/sections/__init__.py``, ``SECTIONS``). Each section says,
 for one analysis, every place it appears: its Markdown blocks (report.md, and report.html, which is rendered from
-report.md), its LaTeX tables, its CSV files, its figures, its terminal lines and its findings. Adding an analysis is one new module
+report.md), its LaTeX tables, its CSV files, its figures, its terminal lines and its findings. Adding an analysis is
+one new module
 under ``compare/sections/`` and one line in ``SECTIONS``; ``report.write`` walks the list once per format.
 
 ``report.build`` gathers only the shared inputs (the collected job runs, the per-query frame, the labels, Tables 1

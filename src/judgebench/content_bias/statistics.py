@@ -61,7 +61,8 @@ def paired(labels: pd.DataFrame) -> pd.DataFrame:
 
 
 def distribution(labels: pd.DataFrame) -> pd.DataFrame:
-    """Compare's table: share of each judge label per human level, original vs rewritten (each human level sums to 1)."""
+    """Compare's table: share of each judge label per human level, original vs rewritten (each human level sums to
+    1)."""
     p = paired(labels)
     rows = []
     for (dataset, judge, view, human), g in p.groupby(["dataset", "judge", "view", "human"], sort=True):
@@ -73,7 +74,8 @@ def distribution(labels: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary(labels: pd.DataFrame) -> pd.DataFrame:
-    """Per human level: pairs, mean label original / rewritten, share of pairs labelled higher / lower after rewriting."""
+    """Per human level: pairs, mean label original / rewritten, share of pairs labelled higher / lower after
+    rewriting."""
     p = paired(labels)
     rows = []
     for (dataset, judge, view, human), g in p.groupby(["dataset", "judge", "view", "human"], sort=True):

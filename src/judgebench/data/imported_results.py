@@ -108,7 +108,8 @@ def gaps(results: Results, reference: str = HUMAN) -> pd.DataFrame:
 
 
 def cell_per_query(v: pd.DataFrame, judge: str, reference: str = HUMAN) -> pd.DataFrame:
-    """The per_query.csv of cell (run, judge) from the run's rows ``v`` of Results.values: every query either side scored, the reference's values in the three
+    """The per_query.csv of cell (run, judge) from the run's rows ``v`` of Results.values: every query either side
+    scored, the reference's values in the three
     human columns (one set of human labels: no label set or failed pairs to tell them apart) and the judge's
     own; nan where a side has no value (listed by :func:`gaps`)."""
     ref = v[v["judge"] == reference].set_index("query_id")["value"]

@@ -367,7 +367,8 @@ def _read_rank_llm_json(path: PathLike, text: str) -> dict[str, str]:
 
 
 def read_passages(path: PathLike) -> dict[str, str]:
-    """Passage texts {doc_id: text}, from JSONL or a rank_llm retrieval JSON list (told apart by the first character)."""
+    """Passage texts {doc_id: text}, from JSONL or a rank_llm retrieval JSON list (told apart by the first
+    character)."""
     text = _read_text(path)
     head = text.lstrip()
     if not head:

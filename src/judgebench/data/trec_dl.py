@@ -37,7 +37,8 @@ def shipped_file(relative: str) -> str:
 
 
 def _passages_hint(name: str, year: int) -> str:
-    return (f"the MS MARCO passage texts of {name} are not shipped with judgebench (non-commercial terms); give a directory "
+    return (f"the MS MARCO passage texts of {name} are not shipped with judgebench (non-commercial terms); give a "
+            "directory "
             f"holding {DEFAULT_FILES[year]['passages']} as dataset.data_dir=DIR or JUDGEBENCH_TREC_DL_DIR=DIR, a file as "
             f"dataset.passages=FILE, or load online through ir_datasets with dataset.online=true")
 
@@ -105,7 +106,8 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
     except Exception as e:  # ir_datasets raises plain RuntimeErrors for failed downloads
         raise DataError(
             f"dataset {name}",
-            f"ir_datasets could not provide {IR_DATASETS_ID[year]} ({str(e)[:160]}...). Without network access, load the "
+            f"ir_datasets could not provide {IR_DATASETS_ID[year]} ({str(e)[:160]}...). Without network access, "
+            "load the "
             f"TREC files instead: dataset.data_dir=DIR (or JUDGEBENCH_TREC_DL_DIR=DIR), see docs/datasets.md",
         ) from e
     judged = set(qrels["query_id"])

@@ -168,7 +168,8 @@ def log_dataset_input(job: tracking.JobRun, cache_dir: str | None, dataset: Data
 def open_job_run(client, exp_id: str, name: str, tags: dict, note: str, logged, cache_dir: str | None,
                  dataset: Dataset) -> tuple[tracking.JobRun, dict, dict]:
     """Start a job's MLflow run and log what every job logs first: ``logged`` (the config it uses, a DictConfig
-    or its resolved tree) as params and the dataset input. Returns the run, ``logged`` as a container and the param values too
+    or its resolved tree) as params and the dataset input. Returns the run, ``logged`` as a container and the param
+    values too
     long for MLflow (the job logs them as files). A failure here ends the run FAILED."""
     job = tracking.JobRun(client, exp_id, name, tags, note=note)
     try:

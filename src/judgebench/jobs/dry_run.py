@@ -100,7 +100,8 @@ def plan_local(component, plan, where: str, gpu_estimate) -> None:
     _GPU_PLANNED.setdefault(f"{spec.model_id}:{work.fingerprint}", work.gpu_hours)
     _CPU_PLANNED.setdefault(f"{spec.model_id}:{work.fingerprint}", work.cpu_hours)
     print(f"[dry run] {where} {spec.model_id}: {we.describe(work, size, throughput, '; '.join(notes))}; "
-          f"grid so far: ~{sum(_GPU_PLANNED.values()):.2f} GPU-hours of local models (~{sum(_CPU_PLANNED.values()):.2f} CPU-hours)")
+          f"grid so far: ~{sum(_GPU_PLANNED.values()):.2f} GPU-hours of local models "
+          f"(~{sum(_CPU_PLANNED.values()):.2f} CPU-hours)")
 
 
 def plan_ranking(ranker, dataset, texts: dict[str, str], where: str, gpu_estimate) -> None:

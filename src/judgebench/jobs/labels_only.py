@@ -61,7 +61,8 @@ class LabelsCell:
 def resolve_labels_cell(tree: dict) -> LabelsCell:
     """The dataset and the judge, refused before any model loads when the job cannot use them."""
     if str(tree["rewriter"].get("name", "none")) != "none":
-        raise UserError(f"job=labels_only compares the labels of the original texts; rewriter={tree['rewriter']['name']} is not used (drop it)")
+        raise UserError(f"job=labels_only compares the labels of the original texts; rewriter={tree['rewriter']['name']} is "
+                        "not used (drop it)")
     inputs = input_digests.JobInputs()
     dataset = load_dataset(tree["dataset"])
     inputs.add("dataset", dataset.input_files)
@@ -112,7 +113,10 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
         git_commit=tracking.git_commit(),
         **fingerprint.tags(dataset, judge.reads_texts, ""),
     ).to_tags()
-    note = f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no systems"
+    note = (
+        f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no "
+        "systems"
+    )
     job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, cell.logged,
                                             cell.cache_dir, dataset)
     try:

@@ -51,7 +51,8 @@ def _usable(dataset: Dataset) -> None:
         raise DataError(
             f"dataset {dataset.name}",
             "has human labels but no passages and no pool of systems, so there is nothing to rank; compare "
-            "judges on its labels in a labels-only experiment (job=labels_only, e.g. python run.py -m +experiment=llmjudge)",
+            "judges on its labels in a labels-only experiment (job=labels_only, e.g. python run.py -m "
+            "+experiment=llmjudge)",
         )
 
 
@@ -105,7 +106,8 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
     )
     tags = run_tags.to_tags()
     note = (f"{name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
-            f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}")
+            f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric "
+            f"version {METRIC_VERSION}")
     job, config, long_values = open_job_run(client, exp_id, f"{name}/{system}/{judge.name}/{rewriter.name}", tags, note,
                                             cell.identity.config, cell.cache_dir, dataset)
     try:

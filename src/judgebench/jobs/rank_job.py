@@ -108,7 +108,10 @@ def rank_cell(cell: RankCell, started: float) -> JobOutcome:
         perturbation=perturbation.name, rewriter=rewriter.name, text_view=rewriter.view,
         git_commit=tracking.git_commit(), **fingerprint.tags(dataset, reads, ""),
     ).to_tags()
-    note = f"{dataset.name}: ranking of system {system} ({ranker.kind} ranker {ranker.name}), computed once for every judge"
+    note = (
+        f"{dataset.name}: ranking of system {system} ({ranker.kind} ranker {ranker.name}), computed once for every "
+        "judge"
+    )
     job, _, long_values = open_job_run(client, exp_id, f"rank/{dataset.name}/{system}", tags, note, cell.logged,
                                        cell.ranking.cache_dir, dataset)
     try:

@@ -112,7 +112,8 @@ class LLMJudge(Judge):
         if not refused.all():
             return None
         env = next((n for n in self.backend.key_envs if os.environ.get(n)), None) or " or ".join(self.backend.key_envs)
-        return (f"the server refused the API key in {env} on every one of them ({', '.join(sorted(set(failed['error'])))}): "
+        return (f"the server refused the API key in {env} on every one of them "
+                f"({', '.join(sorted(set(failed['error'])))}): "
                 f"set a valid key in {' or '.join(self.backend.key_envs)} and rerun")
 
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:

@@ -3,7 +3,8 @@
 The prompt ends with the forced assistant prefix ``##final score: `` INCLUDING its trailing space: a
 byte-level BPE model (SmolLM2) writes " 0" as two tokens ('Ġ', '0') and after ``score:`` puts ~0.7 of
 its mass on the space, so the digit is only readable once the space token is part of the prompt
-(:class:`~judgebench.llm.transformers_model.TransformersModel` keeps it as the last prompt token).  A local judge therefore
+(:class:`~judgebench.llm.transformers_model.TransformersModel` keeps it as the last prompt token).  A local judge
+therefore
 cannot fail to parse: every pair gets a label, its expected grade and the full 4-way distribution.
 """
 

@@ -114,7 +114,8 @@ class APIBackend:
         self.model, self.base_url = model, base_url
         self.key_envs = [api_key_env] if isinstance(api_key_env, str) else list(api_key_env or self.default_key_envs)
         if any(not isinstance(n, str) or not ENV_NAME.match(n) for n in self.key_envs):
-            raise ConfigError("api_key_env: expected the name(s) of environment variables (e.g. OPENAI_API_KEY), not a key (the value is not shown)")
+            raise ConfigError("api_key_env: expected the name(s) of environment variables (e.g. OPENAI_API_KEY), not a key "
+                              "(the value is not shown)")
         register_secret_env(*self.key_envs)  # its value is scrubbed from every message, log line and artifact
         self.temperature, self.top_p, self.max_output_tokens = float(temperature), float(top_p), int(max_output_tokens)
         self.max_concurrency, self.rpm, self.tpm = int(max_concurrency), requests_per_minute, tokens_per_minute
@@ -177,7 +178,8 @@ class APIBackend:
         if check and url and mask_url(url) != url:
             where = "base_url" if self.base_url else "OPENAI_BASE_URL"
             raise ConfigError(f"{where}={mask_url(url)}: the URL holds credentials (user:password@), which would be sent "
-                              f"instead of the API key; give the URL without them and the key in {' or '.join(self.key_envs) or 'the key variable'}")
+                              "instead of the API key; give the URL without them and the key in "
+                              f"{' or '.join(self.key_envs) or 'the key variable'}")
         return url
 
     # -- one request, implemented per SDK ------------------------------------------------------
@@ -274,7 +276,8 @@ class APIBackend:
                     self._connect_failures += 1
                     if self._connect_failures >= CONNECT_FAILS:
                         raise BackendUnreachable(
-                            f"cannot connect to {mask_url(self.endpoint())} ({_root_cause(e)}; {self._connect_failures} attempts, "
+                            f"cannot connect to {mask_url(self.endpoint())} ({_root_cause(e)}; "
+                            f"{self._connect_failures} attempts, "
                             f"no answer yet): is the server running and the URL right (base_url, OPENAI_BASE_URL)?"
                         ) from None
                 raise
@@ -305,7 +308,8 @@ class OpenAIBackend(APIBackend):
         if self.thinking in (None, "off"):
             return None, self.max_output_tokens
         if isinstance(self.thinking, int):
-            raise ConfigError(f"thinking={self.thinking}: the OpenAI API takes a reasoning level (minimal, low, medium, high), not a budget")
+            raise ConfigError(f"thinking={self.thinking}: the OpenAI API takes a reasoning level (minimal, low, medium, high), "
+                              "not a budget")
         if self.thinking_reserve < 1:
             raise ConfigError(f"thinking_reserve={self.thinking_reserve}: reasoning at level {self.thinking} needs tokens "
                               "set aside in max_output_tokens; expected an integer >= 1")

@@ -108,9 +108,12 @@ class BatchStore:
                 pass
             by_hand = json.dumps({"batch_id": batch_id, "backend": backend.backend})
             raise CacheError(
-                f"batch {batch_id} ({backend.backend}, {backend.model}, {len(keys)} prompts) was created and is paid for, "
-                f"but its id could not be saved in {self.root} ([Errno {e.errno}] {e.strerror or e}); to resume it instead "
-                f"of paying again, make {self.root} writable, save {by_hand} as {self.root}/batch-resume.json and run again"
+                f"batch {batch_id} ({backend.backend}, {backend.model}, {len(keys)} prompts) was created and is "
+                "paid for, "
+                f"but its id could not be saved in {self.root} ([Errno {e.errno}] {e.strerror or e}); to resume "
+                "it instead "
+                f"of paying again, make {self.root} writable, save {by_hand} as {self.root}/batch-resume.json and "
+                "run again"
             ) from None
         return path
 

@@ -26,7 +26,8 @@ accepts (a storm of 429s, each retried). :class:`AdaptiveConcurrency` keeps an A
 Rate-limit headers sent with a refusal (OpenAI's ``x-ratelimit-remaining-requests`` / ``-tokens`` at 0 and
 their ``x-ratelimit-reset-*``) hold every new request until the quota is back (the server's Retry-After when
 it gives one, else the reset time); its ``x-ratelimit-limit-requests`` (per minute) paces every later request
-a little below that rate, as a window alone cannot (how many requests fit in a minute depends on latency). The refused request itself is retried by the backend's retry loop after
+a little below that rate, as a window alone cannot (how many requests fit in a minute depends on latency). The
+refused request itself is retried by the backend's retry loop after
 its Retry-After; the window only decides how many are in flight.
 """
 

@@ -155,7 +155,8 @@ def main(argv: Sequence[str]) -> int:
     ids = [a for a in rest if "=" not in a]
     bad = [a for a in ids if a.startswith("-")]
     if bad or not rest:
-        print(f"{PREFIX}models download: {'unknown option ' + bad[0] if bad else 'name a model or some overrides'}\n{USAGE}",
+        print(f"{PREFIX}models download: "
+              f"{'unknown option ' + bad[0] if bad else 'name a model or some overrides'}\n{USAGE}",
               file=sys.stderr)
         return EXIT_CODE
     if hub.offline():

@@ -24,7 +24,8 @@ from judgebench.llm.prompts import fill
 
 TransformersModel = Any  # the model that calls (this module is a layer below it and does not import it)
 CONTENT_MARK = "\x00judgebench-content\x00"
-MEMO_SIZE = 2048  # texts whose ids are kept per model at least: a scoring chunk and its passages (more when one call brings more)
+# texts whose ids are kept per model at least: a scoring chunk and its passages (more when one call brings more)
+MEMO_SIZE = 2048
 
 
 def _frame(model: TransformersModel, system: str | None) -> tuple[str, str] | None:

@@ -58,7 +58,8 @@ def not_downloaded(name: str, detail: str = "") -> ModelNotDownloaded:
     what = "is not complete in" if detail else "is not in"
     extra = f" ({detail})" if detail else ""
     return ModelNotDownloaded(
-        f"model {name} {what} the Hugging Face cache {hub_cache_dir()}{extra}, and {OFFLINE_ENV}=1 forbids fetching it: "
+        f"model {name} {what} the Hugging Face cache {hub_cache_dir()}{extra}, and {OFFLINE_ENV}=1 forbids "
+        "fetching it: "
         f"on a machine with internet and the same HF_HOME run `{download_hint(name)}` (or `judgebench models download` "
         "with this run's ranker=/judge= overrides)")
 
@@ -75,7 +76,8 @@ def require_local(name: str, gguf_file: str | None = None) -> None:
 
 
 def load_kwargs(name: str) -> dict:
-    """from_pretrained arguments for a hub id: the cache as the environment says now, and off the network when offline."""
+    """from_pretrained arguments for a hub id: the cache as the environment says now, and off the network when
+    offline."""
     if not is_hub_id(name):
         return {}
     return {"cache_dir": str(hub_cache_dir()), **({"local_files_only": True} if offline() else {})}

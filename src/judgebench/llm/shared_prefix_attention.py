@@ -182,7 +182,8 @@ def _attention_switched(net: Any) -> Iterator[None]:
 
 
 def run_tails(net: Any, kv: list[tuple[Any, Any]], kw: dict[str, Any]) -> tuple[Any, PrefixKV]:
-    """``net(**kw)`` (input ids, positions, the 2-D padding mask; no cache) with every attention layer reading ``kv`` as the
+    """``net(**kw)`` (input ids, positions, the 2-D padding mask; no cache) with every attention layer reading
+    ``kv`` as the
     prefix; (logits, what it read).  Raises :class:`Unsupported` where a layer did not attend it exactly once."""
     import torch
 

@@ -132,7 +132,8 @@ class TransformersModel:
         return f"{self.name} ({self.dtype} on {self.device_name})"
 
     def require_finite(self, values: np.ndarray, prompts: list[str], what: str) -> None:
-        """Raise NonFiniteScores when any value is NaN or infinite: an overflow read as a tie would silently keep pool order."""
+        """Raise NonFiniteScores when any value is NaN or infinite: an overflow read as a tie would silently keep
+        pool order."""
         bad = ~np.isfinite(values).all(axis=1) if values.ndim == 2 and values.size else np.zeros(0, dtype=bool)
         if not bad.any():
             return
@@ -225,7 +226,8 @@ class TransformersModel:
     # ----- rendering ------------------------------------------------------------------------------
     def render(self, template: str, fields: dict[str, Any], truncate_field: str, *, forced_prefix: str = "",
                system: str | None = None) -> tuple[str, bool]:
-        """Fill ``template`` (``{field}`` placeholders, filled by llm.prompts.fill) so the encoded input fits ``max_input_tokens``.
+        """Fill ``template`` (``{field}`` placeholders, filled by llm.prompts.fill) so the encoded input fits
+        ``max_input_tokens``.
 
         Only ``fields[truncate_field]`` (the document) is shortened, token-wise from its end; the query
         and the instructions are never cut.  Returns (prompt, was_truncated); truncations are counted in
@@ -260,7 +262,8 @@ class TransformersModel:
 
     def render_many(self, template: str, fields: list[dict[str, Any]], truncate_field: str, *, forced_prefix: str = "",
                     system: str | None = None, prompts: list[str | None] | None = None) -> list[tuple[str, bool]]:
-        """:meth:`render` of many field sets in one tokenizer call (:mod:`judgebench.llm.encoding`); ``prompts``: filled already."""
+        """:meth:`render` of many field sets in one tokenizer call (:mod:`judgebench.llm.encoding`); ``prompts``:
+        filled already."""
         return encoding.render_many(self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system, prompts=prompts)
 
     def encode_many(self, prompts: list[str], forced_prefix: str = "", system: str | None = None
@@ -366,7 +369,8 @@ class TransformersModel:
 
     def first_step_logits(self, prompts: list[str], token_ids: list[int], forced_prefix: str = "",
                           system: str | None = None, progress: bool | None = None) -> np.ndarray:
-        """(n, len(token_ids)) RAW logits at the first generated position (RankT5 scores by the logit of <extra_id_10>)."""
+        """(n, len(token_ids)) RAW logits at the first generated position (RankT5 scores by the logit of
+        <extra_id_10>)."""
         import torch
 
         ids = torch.tensor(list(token_ids), dtype=torch.long, device=self.device)

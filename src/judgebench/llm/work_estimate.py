@@ -273,9 +273,11 @@ def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, ma
 
 def describe(work: Work, size: ModelSize | None, throughput: GPUThroughput, note: str = "") -> str:
     params = f"{size.total / 1e9:.2f}B params from {size.source}" if size is not None else work.sources[1]
-    cost = (f"~{work.cost.flops:.2e} FLOPs, ~{work.cost.gpu_hours:.3g} GPU-hours on {work.cost.rate or throughput.describe()}"
+    cost = (f"~{work.cost.flops:.2e} FLOPs, ~{work.cost.gpu_hours:.3g} GPU-hours on "
+            f"{work.cost.rate or throughput.describe()}"
             + (f", or ~{work.cost.cpu_hours:.3g} CPU-hours on {work.cost.cpu_rate}" if work.cost.cpu_rate else "")
             if work.cost is not None else "FLOPs and GPU-hours unknown")
     extra = f"; {note}" if note else ""
-    return (f"{work.prompts:,} prompts, {work.cached:,} cached, {work.to_score:,} to score (~{work.input_tokens / 1e6:.2f}M input tokens by "
+    return (f"{work.prompts:,} prompts, {work.cached:,} cached, {work.to_score:,} to score "
+            f"(~{work.input_tokens / 1e6:.2f}M input tokens by "
             f"{work.sources[0]}; {params}): {cost}{extra}")

@@ -53,7 +53,8 @@ class ModelRanker(Ranker):
     def combine(head: pd.DataFrame, tail: pd.DataFrame) -> pd.DataFrame:
         """Head ordered by its new scores, then the tail in pool order, per query (a query with no head row is
         dropped). The tail's scores count down from one below the query's lowest head score, so one sort of head
-        and tail together keeps both orders; computed for all queries at once (a loop over queries took 11 ms at 10 queries x 80 tail rows)."""
+        and tail together keeps both orders; computed for all queries at once (a loop over queries took 11 ms at 10
+        queries x 80 tail rows)."""
         head = head[["query_id", "doc_id", "score"]]
         if tail.empty:
             return ranking_from_scores(head)

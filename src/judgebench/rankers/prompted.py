@@ -26,7 +26,8 @@ class PromptedRanker(PointwiseRanker):
         fields = [{"query": p[0], "passage": p[1]} for p in payloads]
         given = [p[2] if len(p) > 2 else None for p in payloads]
         prompts = [r[0] for r in model.render_many(self.prompt, fields, "passage", prompts=given)]
-        # an encoder reads the whole prompt: only a causal model shares prefixes (one per query: what precedes the passage)
+        # an encoder reads the whole prompt: only a causal model shares prefixes
+        # (one per query: what precedes the passage)
         prefixes: list[str | None] = [None] * len(fields)
         if model.kind == "causal":
             before: dict[str, str] = {}

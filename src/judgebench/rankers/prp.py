@@ -283,7 +283,8 @@ def order_statistics(pairs: list[tuple[str | None, str | None]]) -> dict[str, fl
 
 
 def comparisons_bound(variant: str, n: int, passes: int, top_k: int) -> int:
-    """Most comparisons a query's ranking asks (each is two prompts): sliding passes x (n-1); sort, heapq.nsmallest's."""
+    """Most comparisons a query's ranking asks (each is two prompts): sliding passes x (n-1); sort,
+    heapq.nsmallest's."""
     if n < 2:
         return 0
     if variant == "sliding":

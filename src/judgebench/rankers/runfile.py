@@ -63,7 +63,8 @@ class RunFileRanker(Ranker):
             return run
         n, queries = int(outside.sum()), run.loc[outside, "query_id"].nunique()
         depth = int(dataset.pool.groupby("query_id").size().max())
-        what = (f"{n} of {len(run)} documents ({queries} quer{'y' if queries == 1 else 'ies'}) are outside dataset {dataset.name}'s pool (up to {depth} "
+        what = (f"{n} of {len(run)} documents ({queries} quer{'y' if queries == 1 else 'ies'}) are outside dataset "
+                f"{dataset.name}'s pool (up to {depth} "
                 f"candidates per query)")
         if self.outside_pool == "refuse":
             raise DataError(self.path, f"{what}: they would count under the human qrels but be unjudged for every judge. Set "

@@ -72,7 +72,8 @@ class LLMRewriter:
         return {d: transformers_key(self.spec, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens) for d, p in prompts.items()}
 
     def plan(self, dataset, doc_ids: Iterable[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
-        """For a dry run, asking nothing: (the corpus with the cached rewrites applied, {doc: prompt} still to rewrite)."""
+        """For a dry run, asking nothing: (the corpus with the cached rewrites applied, {doc: prompt} still to
+        rewrite)."""
         docs = self._docs(dataset, doc_ids)
         prompts = {d: self.template.render(text=dataset.corpus[d]) for d in docs}
         texts, todo = dict(dataset.corpus), {}

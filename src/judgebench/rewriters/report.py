@@ -40,7 +40,8 @@ def rewrite_report(rewriter, dataset, texts: dict[str, str], docs=None) -> tuple
                "rewrite_calls_made": getattr(rewriter, "made", 0)}
     if failed:
         requested = max(1, getattr(rewriter, "requested", 0))
-        log.warning("rewriter %s: %d of %d rewrites failed; these documents keep their original text (listed in rewrite_failures.tsv)",
+        log.warning("rewriter %s: %d of %d rewrites failed; these documents keep their original text (listed in "
+                    "rewrite_failures.tsv)",
                     rewriter.name, len(failed), requested)
     return files, metrics
 

@@ -51,7 +51,11 @@ def test_a_pair_the_template_never_asked_for_is_one_line_naming_the_template(pla
         _read(tmp_path, rows, template, [*filled, f"{q} 0 d999 3"])
 
 
-def test_a_query_with_deleted_lines_is_one_line_and_a_query_deleted_whole_reads_back(toy_cell, planned, tmp_path):  # noqa: F811
+def test_a_query_with_deleted_lines_is_one_line_and_a_query_deleted_whole_reads_back(
+    toy_cell,  # noqa: F811 (the imported fixture)
+    planned,
+    tmp_path,
+):
     rows, template, filled, name = planned
     q = filled[0].split()[0]
     of_q = [ln for ln in filled if ln.split()[0] == q]

@@ -91,7 +91,8 @@ def test_cross_fitted_ppi_plus_plus_by_hand():
     y = np.array([[0.6, 0.2, 0.4, 9.0, 9.0]])
     f = np.array([[0.5, 0.3, 0.2, 0.6, 0.4]])
     mask = _mask(5, [0, 1, 2])
-    # without 0: (0.2 - 0.4) / (0.3 - 0.2) = -2 -> clipped to 0; without 1: 0.2 / 0.3 = 2/3; without 2: 0.4 / 0.2 = 2 -> 1
+    # without 0: (0.2 - 0.4) / (0.3 - 0.2) = -2 -> clipped to 0; without 1: 0.2 / 0.3 = 2/3; without 2: 0.4 / 0.2 =
+    # 2 -> 1
     assert np.allclose(PPIPlusPlus().lam(y, f, mask)[0, 0, :3], [0.0, 2 / 3, 1.0])
     # the rest (queries 3, 4) has mean f 0.5; its mean is estimated as mean_i [y_i + lambda_i (0.5 - f_i)]
     # = (0.6 + 0 + 0.2 + (2/3) 0.2 + 0.4 + 0.3) / 3 = 49/90; estimate (3 * 0.4 + 2 * 49/90) / 5 = 103/225
@@ -346,7 +347,9 @@ def test_experiment_rows_against_independent_computations():
     assert j["mae"] == pytest.approx(np.abs(f.mean(axis=1) - truth).mean()) and j["labels_spent"] == 0
     # judge only's decisions are paired t-tests on the judge's values, the humans' on theirs (scipy)
     pairs = [(a, b) for a in range(5) for b in range(a + 1, 5)]
-    dec = lambda v: [0 if stats.ttest_rel(v[a], v[b]).pvalue >= 0.05 else np.sign(v[a].mean() - v[b].mean()) for a, b in pairs]  # noqa: E731
+    def dec(v):
+        return [0 if stats.ttest_rel(v[a], v[b]).pvalue >= 0.05 else np.sign(v[a].mean() - v[b].mean()) for a, b in pairs]
+
     assert j["agree"] == pytest.approx(np.mean(np.array(dec(f)) == np.array(dec(y))))
     for name in ("human_only", "ppi"):  # every query labelled: the truth, exactly, and the humans' decisions
         a = row.loc[(name, 16)]

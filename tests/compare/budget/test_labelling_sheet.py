@@ -1,4 +1,5 @@
-"""The assessor's sheet (compare/budget/labelling_sheet.py): written for a small plan on toy, filled from the held-back human
+"""The assessor's sheet (compare/budget/labelling_sheet.py): written for a small plan on toy, filled from the
+held-back human
 qrels, read back through compare's read-back: the same estimates as the qrels template filled the same way."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The figures' font fallback (compare/renderers/fonts.py): a CJK-capable font, when one is installed, follows DejaVu Sans."""
+"""The figures' font fallback (compare/renderers/fonts.py): a CJK-capable font, when one is installed, follows
+DejaVu Sans."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ and it is at least as close to 95 % at 43 and 54 (docs/protocol.md#calibration).
 Kendall's tau gets no bootstrap: tau of the means is a step function of the means and no bootstrap of it covers
 (docs/protocol.md#calibration); its interval is the per-query tau's, compare/analyses/ordering_agreement.py.
 
-Contract of the resamples, so that any bootstrap interval can be reproduced by hand: per dataset the queries are sorted by
+Contract of the resamples, so that any bootstrap interval can be reproduced by hand: per dataset the queries are
+sorted by
 query_id (string order); ``rng = np.random.default_rng(seed)`` is created afresh for each dataset
 (so a number does not depend on which other datasets were selected); ``rng.integers(0, n, (B, n))``
 draws B resamples of the n queries, and the same resamples serve every system and judge of the

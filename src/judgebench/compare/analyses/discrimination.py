@@ -18,7 +18,8 @@ and per constructed pair (A above B):
 
 Across judges, Spearman's rho of kappa with pairs as constructed and with the per-query tau, each with an exact
 permutation test (every ordering of the judges up to 8, else ``n_resamples`` random ones), Holm over the statistics
-of a dataset. Two-sided, the smallest p a permutation test of n judges can give is 2 / n!: below :func:`min_judges` judges (5 at alpha 0.05) the answer is "too few judges to say".
+of a dataset. Two-sided, the smallest p a permutation test of n judges can give is 2 / n!: below :func:`min_judges`
+judges (5 at alpha 0.05) the answer is "too few judges to say".
 """
 
 from __future__ import annotations
@@ -228,7 +229,10 @@ def answer(dataset: str, corr: pd.DataFrame, judges: int, alpha: float = 0.05) -
     rows = list(corr.itertuples(index=False))
     verdicts = [r.verdict for r in rows]
     if judges < min_judges(alpha):
-        head = f"there are too few judges ({judges}; a permutation test needs {min_judges(alpha)} to reach alpha {alpha:g}) to say"
+        head = (
+            f"there are too few judges ({judges}; a permutation test needs {min_judges(alpha)} to reach alpha "
+            f"{alpha:g}) to say"
+        )
     else:
         head = ("label agreement predicts" if all(v == "predicts" for v in verdicts) else
                 "label agreement partly predicts" if "predicts" in verdicts else "there is no evidence that label agreement predicts")

@@ -86,7 +86,13 @@ def sentence(row, statements: int = 1, alpha: float = 0.05) -> str:
     if not (lo == lo and hi == hi):
         return f"family bias {value:+.3f} (no interval)"
     if lo > 0 and p < alpha:
-        return f"rates the systems of its own family ({row.judge_family}) higher, relative to humans, than every other system, by {numbers}."
+        return (
+            f"rates the systems of its own family ({row.judge_family}) higher, relative to humans, than every other "
+            f"system, by {numbers}."
+        )
     if hi < 0 and p < alpha:
-        return f"rates the systems of its own family ({row.judge_family}) lower, relative to humans, than every other system, by {numbers}."
+        return (
+            f"rates the systems of its own family ({row.judge_family}) lower, relative to humans, than every other "
+            f"system, by {numbers}."
+        )
     return f"no evidence that it favours its own family ({row.judge_family}) over the other systems: {numbers}."

@@ -5,7 +5,8 @@ J's human reference, through :class:`References`), then the statistics of
 :mod:`judgebench.metrics.self_preference`: J's self-preference (own family vs the other families' LLM systems)
 and, for two judges of two families with rankers of both, their 2 x 2 interaction; each with a 95 % paired
 bootstrap interval over queries (compare/analyses/bootstrap.py's draws: queries sorted, a fresh generator per dataset,
-the same resamples for every judge) and its two-sided test of 0 on the same resamples (the symmetric bootstrap-t guarded by the t test: see
+the same resamples for every judge) and its two-sided test of 0 on the same resamples (the symmetric bootstrap-t
+guarded by the t test: see
 metrics.self_preference.GuardedBootstrapT); ``verdict`` says what the report may claim, Holm-adjusted over the rows.
 Families are data: ``judge_family`` and
 ``ranker_family`` tags of the job runs; a judge matches the systems whose family is its own, by equal text.
@@ -185,5 +186,6 @@ def findings(result: dict[str, pd.DataFrame], jobs: pd.DataFrame) -> list[str]:
     judges = judge_families(jobs)
     rankers = sorted(set(system_families(jobs).values()))
     shown = ", ".join(f"{j} ({f})" for j, f in judges.items()) or "none"
-    return [f"No judge shares a family with a ranker here (judges: {shown}; ranker families: {', '.join(rankers) or 'none'}), "
+    return [f"No judge shares a family with a ranker here (judges: {shown}; ranker families: "
+            f"{', '.join(rankers) or 'none'}), "
             "or no other LLM family to compare with: no self-preference to measure."]

@@ -50,7 +50,8 @@ TESTS = ["dataset", "judge", "system_a", "system_b", "mean_a", "mean_b", "t", "p
 
 
 def _scored(rows: pd.DataFrame, chosen: list[str]) -> pd.DataFrame:
-    """The rows of the chosen systems that have a value (nan: the judge has no qrels for the query), in ``chosen`` order."""
+    """The rows of the chosen systems that have a value (nan: the judge has no qrels for the query), in ``chosen``
+    order."""
     g = rows[rows["system"].isin(chosen)].dropna(subset=["value"])
     g = g.assign(system=pd.Categorical(g["system"], chosen)).sort_values("system", kind="stable")
     return g.assign(system=g["system"].astype(str))

@@ -68,7 +68,8 @@ def k_notes(table: pd.DataFrame, ks) -> list[str]:
         n = int(g["queries"].max())
         over = [k for k in ks if k != "all" and int(k) > n]
         if over:
-            out.append(f"calibration_k={','.join(over)}: {dataset} has {n} queries, so k={','.join(over)} is reported as all ({n})")
+            out.append(f"calibration_k={','.join(over)}: {dataset} has {n} queries, so k={','.join(over)} is reported as "
+                       f"all ({n})")
     return out
 
 
@@ -84,9 +85,11 @@ def notes(table: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
             head += "No estimator that uses the judge gets the inversion rate to 5 % or less at the k tried."
         else:
             adds = {True: "yes", False: "no", None: "n/a"}[r['judge_adds']]
-            head += (f"Smallest k without inversion: {_k_text(r['k_no_inversion'], n)} ({r['estimators_at_k']}); there the best "
+            head += (f"Smallest k without inversion: {_k_text(r['k_no_inversion'], n)} ({r['estimators_at_k']}); there "
+                     "the best "
                      f"judge-using estimator has tau {r['tau_best_at_k']:.3f} vs human only {r['tau_human_only_at_k']:.3f} "
-                     f"(human only inverted in {r['inversion_human_only_at_k']:.0%} of samples): the judge adds over human-only "
+                     f"(human only inverted in {r['inversion_human_only_at_k']:.0%} of samples): the judge adds over "
+                     "human-only "
                      f"labels: **{adds}**.")
         per = ", ".join(f"{e} {_k_text(r[f'k_no_inversion_{e}'], n)}"
                         for e in ("human_only", *USES_JUDGE) if e in set(g["estimator"]))
@@ -126,10 +129,13 @@ def markdown(table: pd.DataFrame, summ: pd.DataFrame, options) -> list[str]:
              "Each estimator estimates every system's human mean nDCG@10 over all queries from the judge's values and the "
              "human values of k sampled queries (judge_only: no human labels). tau: Kendall's tau-b of the estimated vs the "
              "human system ordering (mean over samples; tau_sd its spread); inversion_rate: share of samples where the LLM "
-             "and oracle groups swap or an LLM system rises above every oracle; mae: mean |estimate - human mean|; coverage: "
-             f"share of systems x samples whose {o.level:.0%} interval contains the human mean (LOW: below 90 %); width: mean "
+             "and oracle groups swap or an LLM system rises above every oracle; mae: mean |estimate - human mean|; "
+             "coverage: "
+             f"share of systems x samples whose {o.level:.0%} interval contains the human mean (LOW: below 90 %); "
+             "width: mean "
              "interval width; agree/missed/spurious/reversed: share of system pairs whose significance decision (interval "
-             f"of the difference, alpha {o.alpha}) agrees with / misses / adds to / reverses the humans' (paired t-test, all "
+             f"of the difference, alpha {o.alpha}) agrees with / misses / adds to / reverses the humans' (paired "
+             "t-test, all "
              "queries); labels_spent: human labels of the sampled queries (label-set pairs).\n",
              "Inversion gone = at most 5 % of samples inverted; the judge adds = the best estimator using it beats human "
              "only on tau by more than 0.02 at that k.\n"]

@@ -136,8 +136,10 @@ def _whole_queries(path: Path, out: pd.DataFrame, template: dict[str, dict[str, 
         missing = sorted(docs - done)
         if missing:
             raise CompareError(
-                f"{path}, line {int(got['line'].min())}: query {q!r} has {len(docs) - len(missing)} of the {len(docs)} pairs "
-                f"of {name} labelled ({missing[0]} and {len(missing) - 1} more missing): expected every pair of the query "
+                f"{path}, line {int(got['line'].min())}: query {q!r} has {len(docs) - len(missing)} of the "
+                f"{len(docs)} pairs "
+                f"of {name} labelled ({missing[0]} and {len(missing) - 1} more missing): expected every pair of "
+                "the query "
                 "labelled, or all its lines deleted to leave it out (a partial query would be scored as if complete)")
 
 

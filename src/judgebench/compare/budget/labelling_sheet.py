@@ -142,12 +142,16 @@ def _page(dataset: str, judge: str, rows, texts: Texts, tsv: str, readback: str)
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
 <title>Labelling sheet: {e(dataset)} / {e(judge)}</title><style>
 body {{ font-family: system-ui, sans-serif; max-width: 1100px; margin: 1.5em auto; padding: 0 1em; line-height: 1.4; }}
-table {{ border-collapse: collapse; width: 100%; }} th, td {{ border: 1px solid #ccc; padding: 3px 7px; vertical-align: top; }}
-td:last-child {{ width: 4em; }} .how {{ background: #f6f8fa; border: 1px solid #ddd; padding: 4px 14px; }} .note {{ color: #a33; }}
+table {{ border-collapse: collapse; width: 100%; }} \
+th, td {{ border: 1px solid #ccc; padding: 3px 7px; vertical-align: top; }}
+td:last-child {{ width: 4em; }} .how {{ background: #f6f8fa; border: 1px solid #ddd; padding: 4px 14px; }} \
+.note {{ color: #a33; }}
 </style></head><body><h1>Labelling sheet: {e(dataset)} / {e(judge)}: {len(queries)} queries, {len(rows)} passages</h1>
 <div class="how"><p>Label each passage for its query on this scale (the TREC Deep Learning track's):</p><ul>{scale}</ul>
-<p>Write the labels into the <code>label</code> column of <code>{e(tsv)}</code> (beside this page; it opens in any spreadsheet)
-and save it as a tab-separated file under a new name, e.g. <code>labels.tsv</code>. Skipping a whole query is fine; a query
+<p>Write the labels into the <code>label</code> column of <code>{e(tsv)}</code> \
+(beside this page; it opens in any spreadsheet)
+and save it as a tab-separated file under a new name, e.g. <code>labels.tsv</code>. \
+Skipping a whole query is fine; a query
 labelled in part is not. Then read it back: <code>{e(readback)}</code></p></div>{note}{body}</body></html>
 """
 
@@ -170,7 +174,8 @@ def counts(plans: list, labels: pd.DataFrame) -> list[str]:
     for p in plans:
         pairs = plan_pairs(p, labels)
         n = pairs["query_id"].nunique()
-        lines.append(f"sheet {names.plain(p.dataset)}/{names.plain(p.judge)}: budget {p.budget} = {n} queries, {len(pairs)} pairs "
+        lines.append(f"sheet {names.plain(p.dataset)}/{names.plain(p.judge)}: budget {p.budget} = {n} queries, "
+                     f"{len(pairs)} pairs "
                      f"(~{len(pairs) / max(n, 1):.0f} a query) -> {sheet_name(p.dataset, p.judge, 'html')}, .tsv")
     return lines
 
@@ -224,7 +229,8 @@ def read(path: Path, plan: pd.DataFrame, levels: int = 4, lines: bool = False) -
         if q not in chosen:
             raise CompareError(f"{path}, line {no}: query {q!r} is not one the plan selected; label only the sheet's rows")
         if label and label not in {str(v) for v in range(levels)}:
-            raise CompareError(f"{path}, line {no}: label {label!r}: expected a whole number 0 to {levels - 1} (or empty: not labelled)")
+            raise CompareError(f"{path}, line {no}: label {label!r}: expected a whole number 0 to {levels - 1} (or empty: not "
+                               "labelled)")
         by_query.setdefault(q, []).append((no, label))
         if label:
             rows.append((q, d, int(label), no))
@@ -238,5 +244,6 @@ def read(path: Path, plan: pd.DataFrame, levels: int = 4, lines: bool = False) -
     out = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "line"])
     dup = out[out.duplicated(["query_id", "doc_id"], keep="first")]
     if len(dup):
-        raise CompareError(f"{path}, line {dup['line'].iloc[0]}: pair ({dup['query_id'].iloc[0]}, {dup['doc_id'].iloc[0]}) labelled twice")
+        raise CompareError(f"{path}, line {dup['line'].iloc[0]}: pair ({dup['query_id'].iloc[0]}, {dup['doc_id'].iloc[0]}) "
+                           "labelled twice")
     return out if lines else out.drop(columns="line")

@@ -38,7 +38,8 @@ def console(plan: dict) -> list[str]:
         for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
             r = rows[(rows["dataset"] == d) & (rows["judge"] == j)]
             lines.append(f"plan {names.plain(d)}/{names.plain(j)}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
-                         f"signal {r['signal'].iloc[0]}, {int(r['selected'].sum())} queries selected of {len(r)} -> {template_name(d, j)}")
+                         f"signal {r['signal'].iloc[0]}, {int(r['selected'].sum())} queries selected of {len(r)} -> "
+                         f"{template_name(d, j)}")
             lines.append(f"  k needed for power {g['power'].iloc[0]:g} at alpha {g['alpha'].iloc[0]:g} (two-sided t-test)")
             if g["warning"].iloc[0]:
                 lines.append(f"  {g['warning'].iloc[0]}")
@@ -52,7 +53,8 @@ def console(plan: dict) -> list[str]:
     if "readback" in plan:
         for (d, j), g in plan["readback"].groupby(["dataset", "judge"], sort=False):
             means = g[g["target"] == "mean"].sort_values("rank")
-            lines.append(f"read back {names.plain(d)}/{names.plain(j)} from {int(g['labelled_queries'].iloc[0])} labelled queries "
+            lines.append(f"read back {names.plain(d)}/{names.plain(j)} from {int(g['labelled_queries'].iloc[0])} labelled "
+                         "queries "
                          f"({g['strategy'].iloc[0]}):")
             lines += [f"  {w}" for w in [_readback_warning(plan, d, j, g)] if w]
             lines += [f"  {x.rank:>2} {names.plain(x.system)[:40]:<40} {x.estimate:.3f} [{x.low:.3f}, {x.high:.3f}]"
@@ -78,9 +80,11 @@ def markdown(plan: dict, level: float) -> list[str]:
                      "human - judge on the judge's human reference used as a pilot, and per system pair the k needed to tell "
                      f"the two apart (alpha {_first(plan, 'alpha')}, power {_first(plan, 'power')}, two-sided t-test at the "
                      "design's degrees of freedom; docs/protocol.md). The figure draws the predicted widths of the "
-                     f"pair differences per strategy (lines) over the widths measured on resamples of each design (points): {FIGURE}.\n")
+                     "pair differences per strategy (lines) over the widths measured on resamples of each design "
+                     f"(points): {FIGURE}.\n")
         parts += [f"\n{NOT_BETTER.format(strategy=st)}.\n" for st in dict.fromkeys(plan["predictions"]["strategy"]) if st != "uniform"]
-        parts += [f"\n**{w}** ({', '.join(sorted(set(names.markdown(f'{d} / {j}') for d, j in zip(g['dataset'], g['judge']))))})\n"
+        parts += [f"\n**{w}** "
+                  f"({', '.join(sorted(set(names.markdown(f'{d} / {j}') for d, j in zip(g['dataset'], g['judge']))))})\n"
                   for w, g in plan["predictions"].groupby("warning", sort=False) if w]
         for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
             rows = plan["plan"]
@@ -116,7 +120,8 @@ def _first(plan: dict, column: str) -> str:
 
 @plain_text
 def figure(measured: pd.DataFrame, out: Path) -> list[Path]:
-    """Interval width of the pair differences against the budget, a line per strategy, one panel per (dataset, judge)."""
+    """Interval width of the pair differences against the budget, a line per strategy, one panel per (dataset,
+    judge)."""
     groups = list(measured.groupby(["dataset", "judge"], sort=False))
     if not groups:
         return []

@@ -1,4 +1,5 @@
-"""The discrimination section of a compare report (compare/analyses/discrimination.py computes it): a Markdown table of the
+"""The discrimination section of a compare report (compare/analyses/discrimination.py computes it): a Markdown table
+of the
 judges ranked by how they order the oracle rankers against their construction order, beside kappa, the rank
 correlations, the one-sentence answer, a CSV, and a figure (judges ranked, oracles-only per-query tau with its
 interval beside kappa). report.html renders the Markdown."""
@@ -34,7 +35,8 @@ def _point(value: float) -> str:
 
 
 def view(d: Discrimination, dataset: str) -> pd.DataFrame:
-    """One row per judge, ranked, with the per-query tau written "value [lo, hi]" and the taus of the means as points."""
+    """One row per judge, ranked, with the per-query tau written "value [lo, hi]" and the taus of the means as
+    points."""
     t = d.table[d.table["dataset"] == dataset]
     return pd.DataFrame({
         "rank": range(1, len(t) + 1),
@@ -57,8 +59,10 @@ def markdown(r: Report) -> list[str]:
     parts = [f"\n## Discriminative power: which judges order the oracle rankers as they were constructed "
              f"(alpha {o.alpha}, against {o.reference})\n",
              "The oracle rankers are built in a known order (Perfect > Swap[3] > Swap[2] > Swap[1] > Swap[2,3] > Swap[1,2], "
-             "docs/protocol.md#oracle-rankers). Per judge and constructed pair: `as_constructed` / `reversed`: an exact sign "
-             "test over the queries where the judge's nDCG@10 of the two differ, Holm over the judge's pairs, significant in "
+             "docs/protocol.md#oracle-rankers). Per judge and constructed pair: `as_constructed` / `reversed`: an "
+             "exact sign "
+             "test over the queries where the judge's nDCG@10 of the two differ, Holm over the judge's pairs, "
+             "significant in "
              "the constructed / the other direction; `undecided`: neither; `worse_than_humans`: pairs the judge separates "
              "less well than the humans do (a one-sided sign test of sign(human difference) - sign(judge difference) per "
              "query, Holm over the pairs). Judges ranked by `as_constructed`, then fewer `worse_than_humans`, then the "

@@ -33,8 +33,8 @@ REFERENCE_COLOURS = {"human": "#4d4d4d", "human_labelset": "#9a9a9a"}
 JUDGE_PALETTE = ["tab:orange", "tab:cyan", "tab:pink", "tab:olive", "tab:brown", "tab:purple", "gold", "teal", "navy", "crimson"]
 CAPTIONS = {
     "figure_ndcg_bars.png": "nDCG@10 per system under each judge (t intervals over queries; hatching = system type)",
-    "figure_ndcg_heatmap.png": "nDCG@10 per judge (rows) and system (columns), drawn instead of the bars past 10 judges or "
-                               "120 bars (intervals: Table 6)",
+    "figure_ndcg_heatmap.png": "nDCG@10 per judge (rows) and system (columns), drawn instead of the bars "
+                               "past 10 judges or 120 bars (intervals: Table 6)",
     "figure_scatter.png": "human vs judge nDCG@10 per system (above the line: the judge overrates the system)",
     "figure_kappa_tau.png": "label agreement (kappa) vs system-ordering agreement (tau) per judge",
     "figure_content_bias.png": "judge labels on original vs rewritten text",

@@ -31,9 +31,11 @@ PAGE = jinja2.Template("""<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }}</title>
 <style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 1250px; padding: 0 1em;
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 1250px; \
+padding: 0 1em;
        color: #222; line-height: 1.4; overflow-wrap: anywhere; }  /* a name of 2,500 characters wraps, never runs off */
-h1 { font-size: 1.5em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; margin-top: 1.6em; } h3 { font-size: 1.05em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; margin-top: 1.6em; } \
+h3 { font-size: 1.05em; }
 /* A wide table fits the page: headers wrap (at spaces and after the underscores of a column name), never cut; a table
    still wider than the page scrolls inside its own box, the page does not. */
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.86em; font-variant-numeric: tabular-nums;
@@ -41,13 +43,16 @@ table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.86em; font-vari
 th, td { border: 1px solid #ccc; padding: 2px 7px; } tr:nth-child(even) td { background: #fafafa; }
 th { background: #f0f3f7; white-space: normal; overflow-wrap: anywhere; vertical-align: bottom; font-size: 0.95em; }
 td[style*="right"] { overflow-wrap: normal; }  /* a number never breaks; "0.875 [0.853, 0.898]" may, at its spaces */
-section.findings { background: #fffbea; border: 1px solid #e6d28a; border-radius: 4px; padding: 2px 16px 10px; margin: 0.8em 0; }
+section.findings { background: #fffbea; border: 1px solid #e6d28a; border-radius: 4px; padding: 2px 16px 10px; \
+margin: 0.8em 0; }
 section.findings h2 { margin-top: 0.5em; border: none; } section.findings ul { margin: 0.2em 0 0.6em; }
 section.findings p { margin: 0.6em 0 0.1em; }
 nav.toc { border: 1px solid #ddd; padding: 4px 16px 8px; margin: 0.8em 0; columns: 2 22em; font-size: 0.92em; }
-nav.toc h2 { column-span: all; font-size: 1.05em; border: none; margin: 0.4em 0; } nav.toc ul { margin: 0; padding-left: 1.1em; }
+nav.toc h2 { column-span: all; font-size: 1.05em; border: none; margin: 0.4em 0; } \
+nav.toc ul { margin: 0; padding-left: 1.1em; }
 nav.toc li { break-inside: avoid; } nav.toc li li { font-size: 0.95em; }
-dl.header { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; background: #f6f8fa; padding: 8px 12px;
+dl.header { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; background: #f6f8fa; \
+padding: 8px 12px;
             border: 1px solid #ddd; } dl.header dt { font-weight: 600; } dl.header dd { margin: 0; min-width: 0; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.4em 0; }
 /* per-judge figures (one paragraph of several images) in a grid, not one column */

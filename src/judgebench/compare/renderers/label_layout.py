@@ -31,7 +31,8 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> float:
 def place(ax, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], fontsize: float = 6.5, crowded: str = "draw") -> list:
     """Annotate each point (x, y) with its text where it overlaps nothing; returns the annotations. Call it after
     the axes' limits, legend and the figure's layout are set (the search works in display coordinates). A label that
-    finds no free place overlaps least (``crowded="draw"``) or is left out (``"skip"``: a panel that labels a subset)."""
+    finds no free place overlaps least (``crowded="draw"``) or is left out (``"skip"``: a panel that labels a
+    subset)."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     points = ax.transData.transform(np.column_stack([np.asarray(xs, float), np.asarray(ys, float)])) if len(xs) else np.empty((0, 2))

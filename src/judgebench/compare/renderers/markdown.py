@@ -12,9 +12,10 @@ from judgebench.metrics.designs import MIN_QUERIES
 
 
 REFERENCE_TEXT = {
-    "human_judged": "per judge, the human labels of the pairs that judge labelled, normalised as its labels are: a failed call "
-                    "leaves the same pair out of both sides",
-    "human_labelset": "the human labels of the whole label set, normalised as a judge's labels are: what a perfect judge scores",
+    "human_judged": "per judge, the human labels of the pairs that judge labelled, normalised as its labels are: "
+                    "a failed call leaves the same pair out of both sides",
+    "human_labelset": "the human labels of the whole label set, normalised as a judge's labels are: "
+                      "what a perfect judge scores",
     "human": "all human qrels: the paper's convention; judges are normalised on the label set only",
 }
 
@@ -75,7 +76,10 @@ def findings_section(found: list[findings.Finding], table2=None) -> list[str]:
         parts += [f"- {_said(items[0], brief)}: {names.markdown(findings_panel.subjects(items))}" for brief, items in k.verdicts.items()]
         if k.rows:
             order = f"ranked by {names.markdown(k.ranked_by)}, best first" if k.ranked_by else "alerts first"
-            shown = f"the top {len(k.rows) - len(k.rows) // 2} and the bottom {len(k.rows) // 2} of {len(k.rows) + k.hidden} judges, " \
+            shown = (
+                f"the top {len(k.rows) - len(k.rows) // 2} and the bottom {len(k.rows) // 2} of "
+                f"{len(k.rows) + k.hidden} judges, "
+            ) \
                 if k.hidden else ""
             parts += [f"\n{shown}{order}:\n", "| judge | finding |", "|---|---|",
                       *(f"| {names.markdown(f.subject)} | {_said(f, f.brief or f.text)} |" for f in k.rows)]
@@ -106,5 +110,6 @@ def few_queries_warning(frame, dataset: str) -> str | None:
     n = int(rows["queries"].max()) if len(rows) else MIN_QUERIES
     if n < MIN_QUERIES:
         return (f"warning: {dataset} has {n} queries (fewer than {MIN_QUERIES}): intervals over so few queries "
-                "can cover less than their nominal level in benchmarks/calibration.py (flagged rows there); read them as rough")
+                "can cover less than their nominal level in benchmarks/calibration.py (flagged rows there); read "
+                "them as rough")
     return None

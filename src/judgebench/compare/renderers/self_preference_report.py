@@ -1,6 +1,7 @@
 """The self-preference and PRP order-bias section of the compare report: words, tables, heatmap, metrics.
 
-The numbers come from compare/analyses/self_preference.py and compare/analyses/order_bias.py; this module only presents them
+The numbers come from compare/analyses/self_preference.py and compare/analyses/order_bias.py; this module only
+presents them
 (report.md / report.html, LaTeX, the judge-family x ranker-family heatmap, the compare run's MLflow metrics).
 """
 
@@ -34,17 +35,21 @@ SELF_SHOWN = ["dataset", "judge", "judge_family", "own_systems", "other_systems"
 def markdown(r: Report) -> list[str]:
     """The section's Markdown blocks (always present: it says so when there is nothing to measure)."""
     o = r.options
-    parts = [f"\n## Self-preference: does a judge favour rankers of its own family? (reference: {names.markdown(o.reference)})\n",
+    parts = ["\n## Self-preference: does a judge favour rankers of its own family? (reference: "
+             f"{names.markdown(o.reference)})\n",
              "Gap = judge nDCG@10 minus the judge's human reference, per system and query. self_preference = mean gap on "
-             "the judge's own family's systems minus mean gap on the other families' LLM systems; interaction (two judges A, "
+             "the judge's own family's systems minus mean gap on the other families' LLM systems; interaction (two "
+             "judges A, "
              "B of families a, b) = (gap_A on a - gap_A on b) - (gap_B on a - gap_B on b). Intervals: "
              f"{o.level:.0%} symmetric paired bootstrap-t over queries ({o.bootstrap} resamples, seed {o.seed}); "
-             "p: its two-sided test of 0 on the same resamples, p_holm: Holm-adjusted over the rows; verdict: a direction only "
+             "p: its two-sided test of 0 on the same resamples, p_holm: Holm-adjusted over the rows; verdict: a "
+             "direction only "
              f"where the interval leaves out 0 and p_holm < {o.alpha:g} (docs/protocol.md).\n"]
     parts += [f"- {names.markdown(line)}" for line in findings(r.self_preference, r.jobs)]
     sp, inter = r.self_preference["self_preference"], r.self_preference["interaction"]
     short = sp[sp["queries"].astype(float) < MIN_QUERIES] if len(sp) else sp
-    parts += [f"\n**warning: {names.markdown(d)} has {int(q)} queries (fewer than {MIN_QUERIES}): the bootstrap-t may cover less than "
+    parts += [f"\n**warning: {names.markdown(d)} has {int(q)} queries (fewer than {MIN_QUERIES}): the bootstrap-t "
+              "may cover less than "
               "its nominal level there in benchmarks/calibration.py (flagged rows); read it as rough**"
               for d, q in short.groupby("dataset")["queries"].max().items()] if len(short) else []
     if len(sp):

@@ -31,8 +31,10 @@ class RankerBias(Section):
             return []
         return [f"\n## Table 5: ranker bias (human columns: {r.options.reference})\n",
                 "Mean rank of the LLM and oracle groups (1 = best) under the judge and under humans; inverted = the "
-                "order of the two groups flips, or an LLM system rises above every oracle under the judge only. llm_wins = share of (LLM, oracle) pairs the LLM system wins; "
-                "llm_above_oracles = LLM systems above every oracle; gap = judge minus human nDCG@10, mean per system type.\n",
+                "order of the two groups flips, or an LLM system rises above every oracle under the judge only. "
+                "llm_wins = share of (LLM, oracle) pairs the LLM system wins; "
+                "llm_above_oracles = LLM systems above every oracle; gap = judge minus human nDCG@10, mean per "
+                "system type.\n",
                 render.markdown(views.bias_view(r, yes="INVERTED"), index=False, digits=3, strong={"inverted": "INVERTED"})]
 
     def latex(self, r: Report) -> list[LatexTable]:

@@ -1,5 +1,6 @@
 """The run-type bias section: each judge's gap on its own family's systems against every other system's
-(compare/analyses/family_bias.py), a table, terminal lines and one finding per judge. One module and one line in SECTIONS."""
+(compare/analyses/family_bias.py), a table, terminal lines and one finding per judge. One module and one line in
+SECTIONS."""
 
 from __future__ import annotations
 
@@ -38,12 +39,17 @@ class FamilyBias(Section):
             return []
         groups = [f"- {names.markdown(x.dataset)} / {names.markdown(x.judge)}: own family {names.markdown(x.judge_family)}: "
                   f"{names.markdown(x.own_systems)}; every other system: {names.markdown(x.other_systems)}" for x in table.itertuples()]
-        return [f"\n## Run-type bias: each judge on its own family's systems vs every other system (reference: {r.refs.reference})\n",
-                "Gap = judge nDCG@10 minus the judge's human reference, per system and query; family_bias = per query, mean gap "
-                "on the systems of the judge's family minus mean gap on every other system (oracle rankers aside), averaged over "
+        return ["\n## Run-type bias: each judge on its own family's systems vs every other system (reference: "
+                f"{r.refs.reference})\n",
+                "Gap = judge nDCG@10 minus the judge's human reference, per system and query; family_bias = per "
+                "query, mean gap "
+                "on the systems of the judge's family minus mean gap on every other system (oracle rankers aside), "
+                "averaged over "
                 "queries. Interval: "
-                f"{100 * r.options.level:g}% guarded bootstrap-t over queries, as self-preference's ({r.options.bootstrap} resamples, seed "
-                f"{r.options.seed}); p: its test of 0, Holm-adjusted over the rows (docs/protocol.md). Families come from the runs' "
+                f"{100 * r.options.level:g}% guarded bootstrap-t over queries, as self-preference's "
+                f"({r.options.bootstrap} resamples, seed "
+                f"{r.options.seed}); p: its test of 0, Holm-adjusted over the rows (docs/protocol.md). Families come "
+                "from the runs' "
                 "ranker_family tags (imported runs: the runs table's type, mapped by results.runs.families).\n",
                 *[f"- {names.markdown(x.dataset)} / {names.markdown(x.judge)}: {family_bias.sentence(x, len(table))}" for x in table.itertuples()],
                 "", render.markdown(table[SHOWN], index=False, integers=["n_own", "n_other", "queries"], digits=4), "",
@@ -65,7 +71,8 @@ class FamilyBias(Section):
         table = self._table(r)
         if table is None:
             return []
-        return [f"  run-type bias, {names.plain(x.dataset)} / {names.plain(x.judge)} ({names.plain(x.judge_family)} vs the rest): "
+        return [f"  run-type bias, {names.plain(x.dataset)} / {names.plain(x.judge)} ({names.plain(x.judge_family)} "
+                "vs the rest): "
                 f"{x.family_bias:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}], p = {x.p_value:.3g}" for x in table.itertuples()]
 
     def findings(self, r: Report) -> Iterable[Finding]:

@@ -38,7 +38,8 @@ def box(r: Report) -> dict[str, str]:
         "datasets": ", ".join(dataset_identity.describe(r.jobs).get(d, d) for d in r.table1),
         "judges": ", ".join(real) + (f" (virtual: {', '.join(virtual)})" if virtual else ""),
         "reference": r.options.reference,
-        "runs read": f"{len(r.read.get('job_runs', []))} job runs, {len(r.read.get('judge_summary_runs', []))} judge summaries",
+        "runs read": f"{len(r.read.get('job_runs', []))} job runs, "
+                     f"{len(r.read.get('judge_summary_runs', []))} judge summaries",
         "versions": "; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()) + f"; report by judgebench {__version__}",
     }
 
@@ -56,9 +57,11 @@ class Header(Section):
             "",
             f"{len(r.jobs)} job runs; datasets: {listed(r.table1)}; judges: {listed(real) or 'none'}"
             f"{'; virtual judges: ' + listed(v.name for v in r.virtual) if r.virtual else ''}. "
-            f"alpha={o.alpha}, correction={o.correction}, bootstrap={o.bootstrap} resamples (seed {o.seed}, self-preference's bootstrap-t); {o.level:.0%} intervals.",
+            f"alpha={o.alpha}, correction={o.correction}, bootstrap={o.bootstrap} resamples (seed {o.seed}, "
+            f"self-preference's bootstrap-t); {o.level:.0%} intervals.",
             "",
-            f"Reference for every judge-vs-human statistic: **{o.reference}** ({REFERENCE_TEXT[o.reference]}). Runs read: {versions}.",
+            f"Reference for every judge-vs-human statistic: **{o.reference}** ({REFERENCE_TEXT[o.reference]}). "
+            f"Runs read: {versions}.",
         ]
 
     def console(self, r: Report) -> list[str]:

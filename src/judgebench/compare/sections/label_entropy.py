@@ -59,7 +59,8 @@ class LabelEntropy(Section):
             return []
         return ["\n## Label entropy per judge (bits; the humans' on the same pairs)\n",
                 "Shannon entropy of each judge's label distribution on the original texts, beside the human labels' on the "
-                "pairs it labelled, both on the judge's scale (a binary judge against the human labels as relevant or not); "
+                "pairs it labelled, both on the judge's scale (a binary judge against the human labels as relevant "
+                "or not); "
                 "a judge far below the humans gives most pairs one grade.\n",
                 render.markdown(table, index=False, integers=["pairs"], digits=3)]
 

@@ -65,7 +65,8 @@ class DecisionAgreement(Section):
         if not len(r.agreement_counts):
             return []
         o = r.options
-        parts = [f"\n## Table 4: pairwise significance decisions, judge vs {o.reference} (alpha {o.alpha}, correction {o.correction})\n",
+        parts = [f"\n## Table 4: pairwise significance decisions, judge vs {o.reference} (alpha {o.alpha}, correction "
+                 f"{o.correction})\n",
                  "The family of each judge is the pairs of the systems that it and its reference both scored (`family`); "
                  "Holm corrects both sides over that family. Pairs of the dataset's other systems are `dropped` (counted, "
                  "listed in significance_pairs.csv).\n",

@@ -71,13 +71,15 @@ class Table1(Section):
         for dataset, t in r.table1.items():
             table, turned = render.judge_table(t, _best(t), best=_best(t))
             parts += [f"\n### {md(dataset)}\n"]
-            parts += [f"\n{len(_best(t))} judges: one row per judge, one column per system (the first row is the system's "
+            parts += [f"\n{len(_best(t))} judges: one row per judge, one column per system (the first row is the "
+                      "system's "
                       "type); best per judge in bold.\n"] if turned else []
             parts += [table]
             parts += [f"\n**Note:** {md(_outside_line(*x))}." for x in outside_pool(r, dataset)]
             parts += [f"\n**Note:** {md(line)}." for _, _, line in silent(r, dataset)]
         if r.virtual:
-            parts += ["\nVirtual judges (built from the judges' labels, no new calls; nDCG recomputed from each system's run file):"]
+            parts += ["\nVirtual judges (built from the judges' labels, no new calls; nDCG recomputed from each "
+                      "system's run file):"]
             parts += [f"- {md(v.describe())}" for v in r.virtual]
             for alias, same in r.aliases.items():
                 parts.append(f"- {md(alias)} = {md(same)} here (same members, same rule): reported once, as {md(same)}"
@@ -103,7 +105,8 @@ class Table1(Section):
         judges' columns: Table 2's headline rows say more about them in the summary's ~30 lines)."""
         def shown(dataset: str, t: pd.DataFrame) -> tuple[str, ...]:
             if len(_best(t)) > render.JUDGE_COLUMNS:
-                return (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only, {len(t)} systems x {len(_best(t))} judges: "
+                return (f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only, {len(t)} systems x "
+                        f"{len(_best(t))} judges: "
                         "in the report (one row per judge)",)
             return f"\nTable 1 ({names.plain(dataset)}): mean nDCG@10, judged only", render.plain(t, rows=render.TERMINAL_ROWS)
 

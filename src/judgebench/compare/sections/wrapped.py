@@ -74,7 +74,8 @@ class SelfPreference(Section):
         return {self_preference_report.FIGURE: self_preference_report.CAPTION}
 
     def console(self, r: Report) -> list[str]:
-        return [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first "
+        return [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency "
+                f"{x.order_consistency:.2f}, first "
                 f"position {x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
 
 
@@ -152,7 +153,8 @@ class BudgetPlan(Section):
     name = "budget_plan"
 
     def compute(self, r: Report) -> dict[str, dict]:
-        """The planner's plan, predictions and measured widths, or the read-back's estimates ({} when neither is asked)."""
+        """The planner's plan, predictions and measured widths, or the read-back's estimates ({} when neither is
+        asked)."""
         o, planned = r.options, {}
         if o.plan or o.human_labels:
             original = r.original_labels
