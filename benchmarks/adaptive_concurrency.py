@@ -34,7 +34,7 @@ def api_defaults() -> dict:
 
 def judge_pairs(base_url: str, dataset, pairs, settings: dict) -> dict:
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.api import OpenAIBackend
+    from judgebench.llm.remote.api import OpenAIBackend
 
     cache = tempfile.mkdtemp(prefix="jb-adaptive-")
     try:

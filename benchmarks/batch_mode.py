@@ -41,7 +41,7 @@ def load(name: str):
 
 def make_judge(url: str, cache_dir: Path, mode: str, poll_s: float):
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.api import OpenAIBackend
+    from judgebench.llm.remote.api import OpenAIBackend
 
     backend = OpenAIBackend("gpt-4o-mini", base_url=url + "/v1", mode=mode, batch={"poll_interval_s": poll_s},
                             price_input_per_mtok=PRICE_IN, price_output_per_mtok=PRICE_OUT, max_concurrency=8)

@@ -88,7 +88,7 @@ def choose_model(asked: str | None, defaults: tuple[str, ...], tiny: bool) -> tu
     """(hub id or directory to load, how it was found); (None, shape) when a stand-in must be built."""
     from huggingface_hub import try_to_load_from_cache
 
-    from judgebench.llm.hub import hub_cache_dir
+    from judgebench.llm.local.hub import hub_cache_dir
 
     if tiny:
         return None, "tiny"
@@ -105,7 +105,7 @@ def run_check(kind: str, model: str, label: str, ds, args, device: str, dtype: s
     import torch
 
     from judgebench.evaluation import HUMAN, evaluate, means
-    from judgebench.llm import work_estimate as we
+    from judgebench.llm.estimate import work_estimate as we
     from judgebench.rankers.prp import PRPRanker
     from judgebench.rankers.rankt5 import RankT5Ranker
 
@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                       "run it on a GPU node, or `launch/gpu_check.sh --cpu --tiny` for the CPU smoke test")
     device, dtype = ("cpu", "float32") if args.cpu else ("cuda", "bfloat16")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a check never downloads: models come from HF_HOME or are stand-ins
-    from judgebench.llm.hub import hub_cache_dir
-    from judgebench.llm.model_registry import REGISTRY
+    from judgebench.llm.local.hub import hub_cache_dir
+    from judgebench.llm.local.model_registry import REGISTRY
 
     from benchmarks.standin_models import build_t5
 

@@ -70,7 +70,7 @@ def run_one(model_dir: str, ds, pairs: pd.DataFrame, device: str, dtype: str, bu
     """Warm up, then time one judge run on an empty cache; (row, labels in pair order)."""
     import torch
 
-    from judgebench.llm import work_estimate as we
+    from judgebench.llm.estimate import work_estimate as we
 
     gpu = device.startswith("cuda")
     path = ("shared-copy" if copy else "shared") if share else "unshared"

@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> dict:
                   f"{row['tokenize_us_per_prompt']:.0f} µs (ratio {row['ratio']:.2f}), padding waste "
                   f"{row['padding_waste']:.1%}, {row['prompts']} prompts; CPU time {row['cpu_us_per_prompt']:.0f} vs "
                   f"{row['tokenize_cpu_us_per_prompt']:.0f} µs (ratio {row['cpu_ratio']:.2f})", flush=True)
-    from judgebench.llm.model_registry import REGISTRY
+    from judgebench.llm.local.model_registry import REGISTRY
 
     REGISTRY.release_all()
     md = table(rows, ["path", "prompts", "tokens_per_prompt", "us_per_prompt", "tokenize_us_per_prompt", "ratio",

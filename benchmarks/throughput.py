@@ -21,7 +21,7 @@ from benchmarks.common import MODEL, bound_per_s, parser, synthetic_dataset, tab
 def judge_pairs(base_url: str, dataset, pairs, concurrency: int, rpm: float | None, http_transport: str = "aiohttp") -> dict:
     """One measurement: a fresh LLMJudge with a fresh cache judges `pairs`; wall time and client CPU of judge()."""
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.api import OpenAIBackend
+    from judgebench.llm.remote.api import OpenAIBackend
 
     cache = tempfile.mkdtemp(prefix="jb-throughput-")
     try:

@@ -38,7 +38,7 @@ UMBRELA_VENV = Path(os.environ.get("UMBRELA_VENV", "/tmp/umbrela-venv"))
 async def _bare(base_url: str, prompts: list[str], concurrency: int, system: str | None, transport: str) -> tuple[float, float]:
     import openai
 
-    from judgebench.llm.http_transport import openai_http_client
+    from judgebench.llm.remote.http_transport import openai_http_client
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-dummy-for-the-fake-server", max_retries=0,
                                 http_client=openai_http_client(transport))

@@ -18,7 +18,7 @@
 # <= 64), 2 threads, 1 slot (--parallel N generates N requests at once; raise judge.backend.max_concurrency
 # to match; --no-prompt-cache evaluates each prompt whole, so that an answer does not depend on the one
 # before it). Python: $PYTHON, else the active virtualenv, else <repo>/.venv, else python3. The server is
-# llama.cpp's C++ llama-server inside the prebuilt xllamacpp wheel (python -m judgebench.llm.llama_server);
+# llama.cpp's C++ llama-server inside the prebuilt xllamacpp wheel (python -m judgebench.llm.local.llama_server);
 # if xllamacpp is missing it is installed into that environment (pinned below; a ~34 MB download, no
 # compiler). --no-install fails instead. Runs in the background (pid and log under
 # <repo>/.cache/llama_server/, or --run-dir); `stop` ends exactly the process group it started. stdout
@@ -72,7 +72,7 @@ say() { printf '[llama_server] %s\n' "$*" >&2; }
 # alive: the recorded process group exists and its leader is still our server (not a reused pid)
 alive() {
   local pgid; pgid=$(cat "$PIDFILE" 2>/dev/null) && [ -n "$pgid" ] && kill -0 -- "-$pgid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pgid/cmdline" 2>/dev/null | grep -q 'judgebench.llm.llama_server'
+    tr '\0' ' ' <"/proc/$pgid/cmdline" 2>/dev/null | grep -q 'judgebench.llm.local.llama_server'
 }
 models_json() { curl -sf --max-time 3 "http://127.0.0.1:$PORT/v1/models" 2>/dev/null ||
   curl -sf --max-time 3 "http://$HOST:$PORT/v1/models" 2>/dev/null; }
@@ -103,7 +103,7 @@ case "$ACTION" in
 esac
 
 [ -n "$PY" ] || { say "no python found: set PYTHON=/path/to/python or activate the project's venv"; exit 1; }
-if ! "$PY" -c 'import judgebench.llm.llama_server, xllamacpp' 2>/dev/null; then
+if ! "$PY" -c 'import judgebench.llm.local.llama_server, xllamacpp' 2>/dev/null; then
   "$PY" -c 'import judgebench' 2>/dev/null || { say "judgebench is not installed in $PY: pip install -e . (or set PYTHON)"; exit 1; }
   [ "$INSTALL" = 1 ] || { say "xllamacpp is not installed in $PY: pip install 'xllamacpp==$XLLAMACPP_VERSION'"; exit 1; }
   say "installing xllamacpp==$XLLAMACPP_VERSION (llama.cpp, prebuilt) into $PY's environment"
@@ -124,7 +124,7 @@ if alive && models_json >/dev/null; then say "already running on port $PORT (log
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then say "port $PORT is taken by another process"; exit 1; fi
 
 mkdir -p "$RUN_DIR"
-args=(-m judgebench.llm.llama_server --model "$MODEL" --alias "$ALIAS" --host "$HOST" --port "$PORT"
+args=(-m judgebench.llm.local.llama_server --model "$MODEL" --alias "$ALIAS" --host "$HOST" --port "$PORT"
   --ctx "$CTX" --threads "$THREADS" --parallel "$PARALLEL" ${EXTRA[@]+"${EXTRA[@]}"})
 say "serving $MODEL as $ALIAS on http://$HOST:$PORT (context $CTX tokens per slot, $PARALLEL slot(s), $THREADS threads)"
 if [ "$FOREGROUND" = 1 ]; then print_override; exec "$PY" "${args[@]}"; fi

@@ -171,7 +171,7 @@ def converted_smollm2(tmp_path_factory) -> Path:
     the session's temp root while the others wait on a file lock. Tests must not change the folder."""
     import fcntl
 
-    from judgebench.llm.smollm2 import MODEL_SUBDIR, smollm2_model_dir
+    from judgebench.llm.local.smollm2 import MODEL_SUBDIR, smollm2_model_dir
 
     for root in (os.environ.get("JUDGEBENCH_CACHE_DIR"), REPO / ".cache" / "judgebench"):
         if root and (Path(root) / MODEL_SUBDIR / "config.json").is_file():
@@ -182,7 +182,7 @@ def converted_smollm2(tmp_path_factory) -> Path:
     with open(shared / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (shared / MODEL_SUBDIR / "config.json").is_file():
-            code = f"from judgebench.llm.smollm2 import smollm2_model_dir; smollm2_model_dir({str(shared)!r})"
+            code = f"from judgebench.llm.local.smollm2 import smollm2_model_dir; smollm2_model_dir({str(shared)!r})"
             subprocess.run([sys.executable, "-c", code], check=True, timeout=900)
     path = smollm2_model_dir(shared)  # converted already: found, not converted again
     assert path == shared / MODEL_SUBDIR and (path / "model.safetensors").is_file()

@@ -124,7 +124,7 @@ def test_the_interval_is_a_positive_number(bad):
 
 
 def test_run_py_with_stderr_to_a_file_logs_stage_lines_and_no_carriage_return(tmp_path_factory):
-    """A toy cell judged by gpt_4o_mini on the fake OpenAI server (every pair a call through llm/calls.py)."""
+    """A toy cell judged by gpt_4o_mini on the fake OpenAI server (every pair a call through llm/remote/calls.py)."""
     from judgebench.data.datasets import load_toy
     from judgebench.testing.fake_process import FakeLLMServer
 
@@ -154,7 +154,7 @@ def test_loading_a_model_leaves_no_transformers_bar_behind(tmp_path, capfd):
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from judgebench.llm.transformers_model import TransformersModel, clear_memo
+    from judgebench.llm.local.transformers_model import TransformersModel, clear_memo
     from tiny_models import tiny_causal
 
     path = tiny_causal(tmp_path)
@@ -172,7 +172,7 @@ def test_loading_a_model_leaves_no_transformers_bar_behind(tmp_path, capfd):
 def test_converting_the_smollm2_gguf_draws_no_bar_and_logs_one_line(tmp_path, capfd, caplog, monkeypatch):
     import gguf
 
-    from judgebench.llm.smollm2 import smollm2_model_dir
+    from judgebench.llm.local.smollm2 import smollm2_model_dir
 
     opened = []
 

@@ -8,6 +8,9 @@ compare keys its columns by (name, model, hash), so distinct configurations neve
 Settings that only say how the work is done (concurrency, rate limits, retries, timeouts, prices, online
 or batch mode, device, batch size, paths, the server's URL) leave the hash alone: the same judge behind another
 rate limit gives the same labels.
+
+A class's ``_target_`` path enters every hash, yet a path is where the code lives, not what the component computes:
+a class that moved keeps the path stores were written with (STABLE_TARGETS), so its finished cells are still found.
 """
 
 from __future__ import annotations
@@ -50,6 +53,28 @@ def without_late_defaults(tree: Mapping, section: str | None = None) -> dict:
     return out
 
 
+# Where a class moved (docs/architecture.md, llm/): its path today -> the path it had when stores were written, the
+# name every hash reads. Each old path is written in two pieces so that the module-moving tool, which rewrites every
+# dotted path it knows as moved, leaves it as it was. tests/test_stable_targets.py checks each today's path imports,
+# each old one does not, and that every configured `_target_` in a moved package is here.
+_OLD_LLM = "judgebench.llm"
+STABLE_TARGETS = {
+    "judgebench.llm.remote.api.GeminiBackend": _OLD_LLM + ".api.GeminiBackend",
+    "judgebench.llm.remote.api.OpenAIBackend": _OLD_LLM + ".api.OpenAIBackend",
+    "judgebench.llm.remote.api.APIBackend": _OLD_LLM + ".api.APIBackend",
+}
+
+
+def stable_targets(node: Any) -> Any:
+    """``node`` with every ``_target_`` that moved named by its stable (old) path, at any depth (dicts and lists)."""
+    if isinstance(node, Mapping):
+        return {k: STABLE_TARGETS.get(v, v) if k == "_target_" and isinstance(v, str) else stable_targets(v)
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [stable_targets(v) for v in node]
+    return node
+
+
 def _strip(node: Any) -> Any:
     if isinstance(node, Mapping):
         return {str(k): _strip(v) for k, v in node.items() if k not in OPERATIONAL}
@@ -60,5 +85,5 @@ def _strip(node: Any) -> Any:
 
 def component_hash(*nodes: Mapping | None, length: int = 10) -> str:
     """Hash of one or more resolved config nodes (e.g. ranker and perturbation), secrets masked."""
-    tree = [_strip(mask_secrets(dict(n))) if n is not None else None for n in nodes]
+    tree = [_strip(stable_targets(mask_secrets(dict(n)))) if n is not None else None for n in nodes]
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:length]

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from judgebench.exceptions import BackendRefused
-from judgebench.llm.gemini_models import replacement
+from judgebench.llm.remote.gemini_models import replacement
 from judgebench.masking import mask_url
 
 _NOTED: set[tuple[str, str, str]] = set()  # (kind, URL, model) listed in this process (a local multirun lists once)

@@ -5,7 +5,7 @@ otherwise fail one request at a time after the ranking was done, GPU hours inclu
 ``max_failed_share``. The preflight asks each backend's server about its model once (Gemini ``models.get``,
 OpenAI-compatible ``models.retrieve``, falling back to ``models.list`` for servers without the former),
 which covers the model id, the key and the server, and turns each problem into one ``judgebench: error:``
-line (exit 2) before anything is spent. Retired Gemini ids (llm/gemini_models.py) are refused without a
+line (exit 2) before anything is spent. Retired Gemini ids (llm/remote/gemini_models.py) are refused without a
 request, naming what to use instead. Each (backend kind, URL, model) is checked once per process, so a
 multirun in one process asks once. Local models (transformers) and file judges have nothing to check.
 
@@ -26,9 +26,9 @@ import time
 from typing import Any
 
 from judgebench.exceptions import BackendRefused, BackendUnreachable, ConfigError
-from judgebench.llm.api import APIBackend, _root_cause
-from judgebench.llm.gemini_models import replacement
-from judgebench.llm.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
+from judgebench.llm.remote.api import APIBackend, _root_cause
+from judgebench.llm.remote.gemini_models import replacement
+from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.masking import mask_url
 
 log = logging.getLogger("judgebench")

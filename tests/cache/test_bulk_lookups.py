@@ -15,7 +15,7 @@ import pytest
 
 from judgebench.cache.keys import call_key, canon, envelope_bytes, envelopes, key_maker
 from judgebench.cache.store import CallCache
-from judgebench.llm.models import ModelSpec, transformers_key, transformers_key_maker
+from judgebench.llm.local.models import ModelSpec, transformers_key, transformers_key_maker
 
 PROMPTS = ["", "plain", 'quotes " and \\ back', "tab\tnew\nline\x00nul", "ünïcödé ✓ 𝄞", "{query} {passage}", "a" * 5000]
 

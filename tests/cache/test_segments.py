@@ -367,7 +367,7 @@ def test_sigkill_mid_write_never_leaves_a_readable_torn_record(tmp_path, layout)
 def test_an_api_judge_on_a_segments_cache_stores_every_answer_and_reruns_for_free(tmp_path, monkeypatch):
     from judgebench.data.datasets import load_toy
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.api import OpenAIBackend
+    from judgebench.llm.remote.api import OpenAIBackend
     from judgebench.llm.prompts import load_prompt
     from judgebench.testing.fake_app import fake_label
     from judgebench.testing.fake_process import FakeLLMServer
@@ -400,7 +400,7 @@ def test_an_api_judge_on_a_segments_cache_stores_every_answer_and_reruns_for_fre
 def _judge_in_child(base_url: str, cache_dir: str, conc: int) -> None:
     from judgebench.data.datasets import load_toy
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.api import OpenAIBackend
+    from judgebench.llm.remote.api import OpenAIBackend
 
     os.environ["OPENAI_API_KEY"] = "test-key"
     toy = load_toy()
@@ -414,7 +414,7 @@ def test_a_judge_killed_mid_run_on_a_segments_cache_loses_only_its_in_flight_cal
     pays exactly for the rest, and what it pays twice is at most the calls in flight (max_concurrency)."""
     from judgebench.data.datasets import load_toy
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.api import OpenAIBackend
+    from judgebench.llm.remote.api import OpenAIBackend
     from judgebench.llm.prompts import load_prompt
     from judgebench.testing.fake_app import fake_label
     from judgebench.testing.fake_process import FakeLLMServer
@@ -480,7 +480,7 @@ def test_an_unwritable_answer_folder_under_a_writable_root_fails_before_paying(t
     from judgebench.cache import store as cache_mod
     from judgebench.data.datasets import load_toy
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.api import OpenAIBackend
+    from judgebench.llm.remote.api import OpenAIBackend
     from judgebench.testing.fake_process import FakeLLMServer
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")

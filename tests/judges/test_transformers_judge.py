@@ -1,7 +1,7 @@
 """A local-model judge cell killed mid-work keeps every answer scored before the kill, and logs its progress.
 
 The cell is real (``python run.py judge=smollm2`` with a tiny random model in a new interpreter, stderr to a file,
-not a terminal). What is made deterministic is time: the child's scoring clock (``judgebench.llm.models.clock``)
+not a terminal). What is made deterministic is time: the child's scoring clock (``judgebench.llm.local.models.clock``)
 advances SECONDS_PER_PAIR for each pair the judge scores, as a slow model on a loaded CPU would, and once
 KILL_AFTER_S of such answers are done the next scoring call writes a marker and blocks, so that the test kills
 the cell (SIGKILL: no handler, no flush) at a moment it knows, with the next chunk in flight.
@@ -29,7 +29,7 @@ KILL_AFTER_S = 10.0
 CHILD = """
 import runpy, sys, time
 from pathlib import Path
-from judgebench.llm import models
+from judgebench.llm.local import models
 from judgebench.judges.transformers_judge import TransformersJudge
 
 now, scored = [0.0], [0]

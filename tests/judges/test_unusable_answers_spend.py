@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from judgebench.judges.llm import LLMJudge
-from judgebench.llm.api import GeminiBackend
+from judgebench.llm.remote.api import GeminiBackend
 from fake_gemini import server, small, srv  # noqa: F401  (the fake Gemini server, a 12-pair dataset)
 
 PRICE_IN, PRICE_OUT = 0.75, 3.75

@@ -17,12 +17,12 @@ from google import genai  # noqa: F401
 
 from judgebench.data.datasets import Dataset
 from judgebench.exceptions import BatchNotDone, CacheError, ConfigError
-from judgebench.llm import batch_store
+from judgebench.llm.batch_api import batch_store
 from judgebench.judges.llm import LLMJudge
-from judgebench.llm.api import GeminiBackend, OpenAIBackend
-from judgebench.llm.batch import split_lines
-from judgebench.llm.batch_provider import BatchLine
-from judgebench.llm.batch_settings import BatchSettings
+from judgebench.llm.remote.api import GeminiBackend, OpenAIBackend
+from judgebench.llm.batch_api.batch import split_lines
+from judgebench.llm.batch_api.batch_provider import BatchLine
+from judgebench.llm.remote.batch_settings import BatchSettings
 from judgebench.llm.prompts import load_prompt
 from judgebench.testing.fake_app import fake_label, sha256_hex
 from judgebench.testing.fake_process import FakeLLMServer

@@ -1,4 +1,4 @@
-"""Batches by a token budget (judgebench.llm.batching), and labels that do not depend on batching.
+"""Batches by a token budget (judgebench.llm.local.token_batches), and labels that do not depend on batching.
 
 The UMBRELA judge's labels are read from float32 log-probs with a tie tolerance (umbrela_scoring.grades_from_logprobs);
 here the same prompts scored one by one, in batches of 3 rows, under a token budget, in reversed order and with and
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from judgebench.judges.umbrela_scoring import TIE_NATS, grades_from_logprobs, umbrela_label_distribution
-from judgebench.llm.batching import batches, bytes_per_token, padding_waste
-from judgebench.llm.prefix_cache import text_before
+from judgebench.llm.local.token_batches import batches, bytes_per_token, padding_waste
+from judgebench.llm.local.prefix_cache import text_before
 from judgebench.llm.prompts import fill, load_prompt
-from judgebench.llm.transformers_model import TransformersModel, clear_memo
+from judgebench.llm.local.transformers_model import TransformersModel, clear_memo
 from tiny_models import tiny_controlled_causal
 
 QUERIES = ["what is the cat of the moon", "how is the river"]

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from judgebench.exceptions import ConfigError
-from judgebench.llm.api import OpenAIBackend, TransientError
-from judgebench.llm.concurrency import AdaptiveConcurrency, parse_duration, rate_limit_hold
+from judgebench.llm.remote.api import OpenAIBackend, TransientError
+from judgebench.llm.remote.concurrency import AdaptiveConcurrency, parse_duration, rate_limit_hold
 from judgebench.testing.fake_app import FakeConfig, fake_label
 from judgebench.testing.fake_process import FakeLLMServer
 
@@ -286,7 +286,7 @@ def test_gemini_resource_exhausted_shrinks_the_window(tmp_path, monkeypatch):
     """Gemini's 429 (RESOURCE_EXHAUSTED) through google-genai is an overload too: a window started above the
     server's limit comes down to it, and every refused request is retried into a label."""
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.api import GeminiBackend
+    from judgebench.llm.remote.api import GeminiBackend
 
     monkeypatch.setenv("GEMINI_API_KEY", "test-key")
     K, N = 2, 30

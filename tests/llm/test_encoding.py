@@ -1,10 +1,10 @@
-"""Bulk encoding (judgebench.llm.encoding) gives exactly the ids of the one-prompt path (TransformersModel.encode),
+"""Bulk encoding (judgebench.llm.local.encoding) gives exactly the ids of the one-prompt path (TransformersModel.encode),
 with a chat template, a system text, a forced prefix whose trailing space the tokenizer drops, and on a T5;
 and render_many gives render's prompts, the over-long ones shortened the same way."""
 
 import pytest
 
-from judgebench.llm.transformers_model import TransformersModel, clear_memo
+from judgebench.llm.local.transformers_model import TransformersModel, clear_memo
 from tiny_models import tiny_causal, tiny_seq2seq
 
 WORDS = ["river", "bank", "flood", "cat", "dog", "water", "final", "score"]
@@ -60,7 +60,7 @@ def test_render_many_equals_render(dirs):
 def test_one_call_with_more_texts_than_the_memo_keeps(dirs, monkeypatch):
     """A scoring chunk may bring more prompts than the memo's floor: every one gets its ids (the memo used to evict
     the call's own first texts before reading them back, a KeyError), and the call's texts stay for the scoring."""
-    from judgebench.llm import encoding
+    from judgebench.llm.local import encoding
 
     clear_memo()
     model = TransformersModel(dirs[1], device="cpu", dtype="float32")

@@ -18,8 +18,8 @@ from omegaconf import OmegaConf
 
 from judgebench.exceptions import ConfigError
 from judgebench.judges.llm import LLMJudge
-from judgebench.llm.api import CallFailed, GeminiBackend, OpenAIBackend
-from judgebench.llm.gemini_models import replacement, thinking_request
+from judgebench.llm.remote.api import CallFailed, GeminiBackend, OpenAIBackend
+from judgebench.llm.remote.gemini_models import replacement, thinking_request
 from judgebench.rewriters.llm import REWRITE_PROMPT
 from judgebench.testing.fake_app import FakeConfig, fake_answer, fake_rewrite
 from fake_gemini import server, small, srv  # noqa: F401  (the fake server's fixtures, a 12-pair dataset)

@@ -1,4 +1,4 @@
-"""The llama.cpp server's command line (judgebench.llm.llama_server) and the one version pin its three places share.
+"""The llama.cpp server's command line (judgebench.llm.local.llama_server) and the one version pin its three places share.
 
 The server itself runs in tests/e2e/test_llama_cpp_server.py (-m slow); these checks need no model loaded.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from judgebench.llm import llama_server
+from judgebench.llm.local import llama_server
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -3,8 +3,8 @@ and GPUs keep peak x utilisation, marked as assumed."""
 
 import pytest
 
-from judgebench.llm import work_estimate as we
-from judgebench.llm.measured_rates import RATES, find
+from judgebench.llm.estimate import work_estimate as we
+from judgebench.llm.estimate.measured_rates import RATES, find
 
 
 def plan(n: int) -> we.PromptPlan:

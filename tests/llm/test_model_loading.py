@@ -18,9 +18,9 @@ from judgebench.cache import maintenance
 from judgebench.cache.keys import call_key
 from judgebench.data.datasets import Dataset
 from judgebench.exceptions import ModelDoesNotFit, NonFiniteScores, UserError
-from judgebench.llm import model_loading
-from judgebench.llm.model_registry import REGISTRY, ModelRegistry
-from judgebench.llm.transformers_model import TransformersModel
+from judgebench.llm.local import model_loading
+from judgebench.llm.local.model_registry import REGISTRY, ModelRegistry
+from judgebench.llm.local.transformers_model import TransformersModel
 from judgebench.rankers.prp import PRPRanker
 from judgebench.rankers.rankt5 import RankT5Ranker
 from judgebench.rankers.rg import RGRanker

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from judgebench.llm import offline_aliases, offline_models
-from judgebench.llm.models import ModelSpec
-from judgebench.llm.offline_aliases import offline_model
-from judgebench.llm.offline_models import OfflineModel
+from judgebench.llm.local import offline_aliases, offline_models
+from judgebench.llm.local.models import ModelSpec
+from judgebench.llm.local.offline_aliases import offline_model
+from judgebench.llm.local.offline_models import OfflineModel
 
 
 def test_every_alias_is_an_offline_model_with_its_own_folder():

@@ -18,9 +18,9 @@ import torch
 from judgebench.data.datasets import Dataset
 from judgebench.judges.transformers_judge import TransformersJudge
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs
-from judgebench.llm.prefix_cache import text_before
+from judgebench.llm.local.prefix_cache import text_before
 from judgebench.llm.prompts import fill, load_prompt
-from judgebench.llm.transformers_model import TransformersModel
+from judgebench.llm.local.transformers_model import TransformersModel
 from tiny_models import tiny_causal
 
 QUERIES = {"q1": "what is the cat of the moon", "q2": "how is the river"}
@@ -116,7 +116,7 @@ def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch, 
 def test_a_forward_that_fails_after_running_is_not_the_one_the_narrowed_head_is_judged_by(tiny, monkeypatch):
     """The one-copy attention can refuse a model after its forward ran (the layers' calls are counted after);
     the batch then runs again through the per-row cache.  Only that last forward's head input counts."""
-    from judgebench.llm import shared_prefix_attention as spa
+    from judgebench.llm.local import shared_prefix_attention as spa
 
     def runs_then_refuses(net, kv, kw):
         ids = kw["input_ids"]  # a whole forward of the tails alone (the base model's hooks fire) ...
@@ -139,7 +139,7 @@ def test_a_hook_that_does_not_take_costs_its_first_batch_a_second_forward_but_no
     tails, which then runs again the columns way; the copied-per-row forward of the failed try is not counted."""
     from contextlib import contextmanager
 
-    from judgebench.llm import prefix_cache
+    from judgebench.llm.local import prefix_cache
 
     @contextmanager
     def never_takes(net, last):
@@ -227,7 +227,7 @@ def test_the_tails_attend_one_copy_of_the_prefix_not_one_per_row(tiny, arch):
 def test_the_judge_scores_the_prompt_it_filled_for_the_key_with_the_same_records(tiny, tmp_path, monkeypatch):
     """judge() fills each prompt once (its cache key) and hands it to scoring with the pair: the records equal
     scoring from (query, passage) alone, and scoring fills nothing again; the shared prefix is one per query."""
-    from judgebench.llm import encoding, prefix_cache
+    from judgebench.llm.local import encoding, prefix_cache
 
     judge = TransformersJudge(name="tiny", family="open", model="tiny", cache_dir=str(tmp_path), progress=False,
                               model_spec={"model": str(tiny["gpt2"]), "batch_size": 3})

@@ -1,4 +1,4 @@
-"""cached_scores sizes its chunks by how long the last one took (judgebench.llm.models.next_chunk): a fast model's
+"""cached_scores sizes its chunks by how long the last one took (judgebench.llm.local.models.next_chunk): a fast model's
 chunks grow (fewer fixed costs: tokenizer calls, cache writes) up to CHUNK_GROWTH times the usual size, a slow
 model's stay at it, and a very slow model's shrink to what it scores in SAVE_SECONDS, so a killed job loses at most
 about that much work (tests/judges/test_transformers_judge.py kills a real cell)."""
@@ -6,8 +6,8 @@ about that much work (tests/judges/test_transformers_judge.py kills a real cell)
 import pytest
 
 from judgebench.cache.store import CallCache
-from judgebench.llm import models
-from judgebench.llm.models import CHUNK_GROWTH, CHUNK_SECONDS, SAVE_SECONDS, cached_scores, next_chunk
+from judgebench.llm.local import models
+from judgebench.llm.local.models import CHUNK_GROWTH, CHUNK_SECONDS, SAVE_SECONDS, cached_scores, next_chunk
 
 
 @pytest.mark.parametrize(("done", "seconds", "want"), [

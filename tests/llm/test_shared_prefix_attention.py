@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from judgebench.llm import shared_prefix_attention as spa
+from judgebench.llm.local import shared_prefix_attention as spa
 
 
 class Layer:

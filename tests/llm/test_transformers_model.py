@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs, umbrela_label_distribution
-from judgebench.llm.prefix_cache import text_before
-from judgebench.llm.transformers_model import TransformersModel
-from judgebench.llm.gemma3 import gemma3_model_dir
+from judgebench.llm.local.prefix_cache import text_before
+from judgebench.llm.local.transformers_model import TransformersModel
+from judgebench.llm.local.gemma3 import gemma3_model_dir
 from tiny_models import controlled_logits, log_softmax, tiny_causal, tiny_controlled_causal, tiny_seq2seq
 
 PROMPTS = ["cat", "the dog is in the river and the sun is on the water", "what is music ?",

@@ -17,8 +17,8 @@ import pytest
 
 import cli_runner
 from judgebench.data.datasets import Dataset, load_toy
-from judgebench.llm import work_estimate as we
-from judgebench.llm.models import ModelSpec
+from judgebench.llm.estimate import work_estimate as we
+from judgebench.llm.local.models import ModelSpec
 from judgebench.rankers.prp import PRPRanker, comparisons_bound
 from judgebench.rankers.rankt5 import RankT5Ranker
 from tiny_models import tiny_seq2seq

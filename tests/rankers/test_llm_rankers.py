@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from judgebench.data.datasets import Dataset
-from judgebench.llm.api import OpenAIBackend
-from judgebench.llm.transformers_model import TransformersModel
-from judgebench.llm.models import ModelSpec
+from judgebench.llm.remote.api import OpenAIBackend
+from judgebench.llm.local.transformers_model import TransformersModel
+from judgebench.llm.local.models import ModelSpec
 from judgebench.rankers.prp import PRP_PROMPT, PRPRanker, parse_prp, points
 from judgebench.rankers.rankt5 import RankT5Ranker
 from judgebench.rankers.rg import RG_PROMPT, RGRanker, rg_score
@@ -210,7 +210,7 @@ def test_rankt5_refuses_a_causal_model(models, ds, tmp_path):
 def test_pointwise_scoring_takes_the_prompt_filled_for_the_key_and_does_not_fill_it_again(models, ds, tmp_path, monkeypatch, kind):
     """score_pairs fills each prompt once, for its cache key, and hands it to scoring: the same records as scoring
     from (query, passage) alone, the same keys as key_maker's, and no second fill."""
-    from judgebench.llm import encoding
+    from judgebench.llm.local import encoding
     from judgebench.llm.prompts import fill
 
     cls, path = (RGRanker, models["controlled"]) if kind == "RG" else (RankT5Ranker, models["t5"])

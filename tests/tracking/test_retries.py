@@ -1,4 +1,4 @@
-"""The retry loops on tenacity: the MLflow store's (tracking.py) and the batch API's (llm/batch.py). Fakes that fail
+"""The retry loops on tenacity: the MLflow store's (tracking.py) and the batch API's (llm/batch_api/batch.py). Fakes that fail
 N times then answer, and fakes that always fail: how many tries, the waits between them, what is raised at the end."""
 
 import asyncio
@@ -10,9 +10,9 @@ from mlflow.exceptions import MlflowException
 
 from judgebench import tracking
 from judgebench.exceptions import BackendUnreachable
-from judgebench.llm.api import CONNECT_FAILS
-from judgebench.llm import batch
-from judgebench.llm.provider_errors import PermanentError, TransientError
+from judgebench.llm.remote.api import CONNECT_FAILS
+from judgebench.llm.batch_api import batch
+from judgebench.llm.remote.provider_errors import PermanentError, TransientError
 
 
 def locked() -> MlflowException:

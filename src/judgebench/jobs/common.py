@@ -19,7 +19,7 @@ from judgebench import __version__, files_read, input_digests, tracking
 from judgebench.data.datasets import TOY_DIR, Dataset
 from judgebench.evaluation import METRIC_VERSION
 from judgebench.exceptions import ConfigError
-from judgebench.identity import NON_SEMANTIC, component_hash, without_late_defaults
+from judgebench.identity import NON_SEMANTIC, component_hash, stable_targets, without_late_defaults
 from judgebench.judges.parsing import PARSE_VERSION
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
@@ -44,13 +44,13 @@ def config_hash(config, digests: dict[str, str]) -> str:
     """The resume key: the cell's semantic config, the contents of the input files its components read
     (``digests``, see input_digests.py), the metric version and the answer-parsing version (a finished run of
     an older evaluation core or parser is recomputed, not reused). ``config``: a DictConfig or its resolved tree,
-    which give the same key."""
+    which give the same key. A class that moved is hashed by its stable path (identity.py ``stable_targets``)."""
     def strip(node):
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}
         return node
 
-    tree = strip(without_late_defaults(resolved(config)))
+    tree = strip(stable_targets(without_late_defaults(resolved(config))))
     tree["input_digests"] = dict(digests)  # file contents, not only paths: an edited qrels reruns its cell
     tree = {"config": tree, "metric_version": METRIC_VERSION, "parse_version": PARSE_VERSION}
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -45,7 +45,7 @@ def plan_rewrites(rewriter, dataset, where: str, doc_ids=None) -> tuple[dict[str
     backend = getattr(rewriter, "backend", None)
     resumed = set()
     if backend is not None and backend.mode == "batch":  # in a saved batch: resumed, not paid again (still pending)
-        from judgebench.llm.batch_store import BatchStore
+        from judgebench.llm.batch_api.batch_store import BatchStore
 
         saved, _ = BatchStore(Path(rewriter.cache_dir) / "batches").pending(backend.backend)
         resumed = {d for d, key in rewriter._keys(todo).items() if key in saved}
@@ -84,7 +84,7 @@ def _time_limit_min() -> tuple[float, str]:
 def plan_local(component, plan, where: str, gpu_estimate) -> None:
     """Print a local model's work for ``plan`` (prompts, tokens, FLOPs, GPU-hours) and the grid's total so far;
     ``gpu_estimate``: the config's GPU the hours are estimated on (None: the default one)."""
-    from judgebench.llm import work_estimate as we
+    from judgebench.llm.estimate import work_estimate as we
 
     spec = component.spec
     source = we.model_source(spec, component.cache_dir)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from judgebench.llm.measured_rates import CPU_CORES
+from judgebench.llm.estimate.measured_rates import CPU_CORES
 
 DIR = ".judgebench/dry_run"  # under the sweep directory
 

@@ -20,10 +20,10 @@ from judgebench.locks import exclusive
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.parsing import parse_label, score_count
 from judgebench.llm.prompts import PromptTemplate, load_prompt
-from judgebench.llm.api import APIBackend
-from judgebench.llm.batch import run_batch
-from judgebench.llm.batch_store import BatchStore
-from judgebench.llm.calls import Call, api_call_key, run_cached
+from judgebench.llm.remote.api import APIBackend
+from judgebench.llm.batch_api.batch import run_batch
+from judgebench.llm.batch_api.batch_store import BatchStore
+from judgebench.llm.remote.calls import Call, api_call_key, run_cached
 
 log = logging.getLogger("judgebench")
 
@@ -128,7 +128,7 @@ class LLMJudge(Judge):
                 log.info("judge %s: %d of %d pairs not in the cache, calling %s/%s", self.name, len(todo), len(calls), self.backend.backend, self.backend.model)
             meta = {"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version}
             jobs = [Call(c.key, c.prompt) for c in calls]
-            if self.backend.mode == "batch":  # one batch job per provider limit, resumed by a rerun (llm/batch.py)
+            if self.backend.mode == "batch":  # one batch job per provider limit, resumed by a rerun (llm/batch_api/batch.py)
                 records, failures = run_batch(
                     self.backend, self.cache, jobs, meta=meta, state_dir=Path(self.cache_dir) / "batches",
                     system=self.system, parse=parse_label, progress=self.progress, desc=f"judging ({self.name})",

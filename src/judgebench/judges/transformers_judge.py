@@ -16,21 +16,21 @@ import pandas as pd
 from judgebench.cache import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_label_distribution
-from judgebench.llm.prefix_cache import text_before
+from judgebench.llm.local.prefix_cache import text_before
 from judgebench.llm.prompts import load_prompt
-from judgebench.llm.models import as_spec, cached_scores, first_chunk, score_chunk, transformers_key_maker
+from judgebench.llm.local.models import as_spec, cached_scores, first_chunk, score_chunk, transformers_key_maker
 
 log = logging.getLogger("judgebench")
 
 
 @dataclass
 class TransformersJudge(Judge):
-    model_spec: Any = None  # judgebench.llm.models.ModelSpec fields
+    model_spec: Any = None  # judgebench.llm.local.models.ModelSpec fields
     prompt: str = "umbrela_bing"
     system: str | None = None
     cache_dir: str = ".cache/judgebench"
     progress: bool = True
-    # score each query's passages from one key/value cache of the text before them (llm/prefix_cache.py); False
+    # score each query's passages from one key/value cache of the text before them (llm/local/prefix_cache.py); False
     # runs every prompt whole (the same labels: the GPU check compares the two paths' speed and labels)
     share_prefix: bool = True
     _model: Any = field(default=None, repr=False)
@@ -78,8 +78,8 @@ class TransformersJudge(Judge):
         return transformers_key_maker(self.spec, "umbrela-digits", self.template.version, prefix=UMBRELA_PREFIX, system=self.system)
 
     def planned_prompts(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]):
-        """What judging ``pairs`` would score, for the dry run's estimate (:mod:`judgebench.llm.work_estimate`)."""
-        from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
+        """What judging ``pairs`` would score, for the dry run's estimate (:mod:`judgebench.llm.estimate.work_estimate`)."""
+        from judgebench.llm.estimate.work_estimate import FIELD_MARK, PromptPlan
 
         def prompts():
             key_of = self.key_maker()

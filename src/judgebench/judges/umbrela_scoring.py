@@ -3,7 +3,7 @@
 The prompt ends with the forced assistant prefix ``##final score: `` INCLUDING its trailing space: a
 byte-level BPE model (SmolLM2) writes " 0" as two tokens ('Ġ', '0') and after ``score:`` puts ~0.7 of
 its mass on the space, so the digit is only readable once the space token is part of the prompt
-(:class:`~judgebench.llm.transformers_model.TransformersModel` keeps it as the last prompt token).  A local judge
+(:class:`~judgebench.llm.local.transformers_model.TransformersModel` keeps it as the last prompt token).  A local judge
 therefore
 cannot fail to parse: every pair gets a label, its expected grade and the full 4-way distribution.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from judgebench.llm.transformers_model import TransformersModel
+from judgebench.llm.local.transformers_model import TransformersModel
 
 UMBRELA_PREFIX = "##final score: "
 GRADES = ("0", "1", "2", "3")
@@ -22,7 +22,7 @@ def umbrela_digit_logprobs(model: TransformersModel, prompts: list[str], system:
                            prefixes: list[str | None] | None = None) -> np.ndarray:
     """(n, 4) log-probabilities of the digits 0..3 over the full vocabulary (their total mass shows how
     much the model actually wants to answer with a digit there).  ``prefixes``: the text of each prompt
-    before its passage, scored once per distinct value (see :mod:`judgebench.llm.prefix_cache`)."""
+    before its passage, scored once per distinct value (see :mod:`judgebench.llm.local.prefix_cache`)."""
     return model.next_token_logprobs(prompts, list(GRADES), forced_prefix=UMBRELA_PREFIX, system=system, prefixes=prefixes)
 
 

@@ -1,2 +1,1 @@
-"""Local language models: one loader and scoring layer (:mod:`.transformers_model`) shared by every local judge,
-ranker and rewriter."""
+"""Talking to language models: remote APIs (:mod:`.remote`), the providers' Batch APIs (:mod:`.batch_api`), local models (:mod:`.local`), work estimates (:mod:`.estimate`), and the prompt templates all of them fill."""

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from judgebench.cache import CallCache
-from judgebench.llm.models import as_spec
+from judgebench.llm.local.models import as_spec
 from judgebench.rankers.base import Ranker, places_within, ranking_from_scores
 
 log = logging.getLogger("judgebench")
@@ -83,7 +83,7 @@ class PointwiseRanker(ModelRanker):
 
     def score_pairs(self, pairs, dataset, texts) -> list[float]:
         """Cached scores for (query_id, doc_id) pairs on the given text view (also used by content bias)."""
-        from judgebench.llm.models import cached_scores, first_chunk, score_chunk
+        from judgebench.llm.local.models import cached_scores, first_chunk, score_chunk
         from judgebench.llm.prompts import fill
 
         key_of, items = self.prompt_key_maker(), []
@@ -106,9 +106,9 @@ class PointwiseRanker(ModelRanker):
         return {}
 
     def planned_prompts(self, dataset, texts):
-        """What ranking would score, for the dry run's estimate (:mod:`judgebench.llm.work_estimate`)."""
+        """What ranking would score, for the dry run's estimate (:mod:`judgebench.llm.estimate.work_estimate`)."""
         from judgebench.llm.prompts import fill
-        from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
+        from judgebench.llm.estimate.work_estimate import FIELD_MARK, PromptPlan
 
         head, _ = self.head_and_tail(dataset)
         pairs = list(zip(head["query_id"], head["doc_id"]))
@@ -128,7 +128,7 @@ class PointwiseRanker(ModelRanker):
 
     def prompt_key_maker(self):
         """filled prompt -> cache key (what :meth:`key_maker` applies after filling)."""
-        from judgebench.llm.models import transformers_key_maker
+        from judgebench.llm.local.models import transformers_key_maker
 
         return transformers_key_maker(self.spec, self.method, self.prompt_version, **self.key_params())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from judgebench.llm.prefix_cache import text_before
+from judgebench.llm.local.prefix_cache import text_before
 from judgebench.rankers.model_ranker import PointwiseRanker
 
 
@@ -16,7 +16,7 @@ class PromptedRanker(PointwiseRanker):
     Subclasses say what they read from the model (``score_prompts``) and which settings besides the
     prompt decide a score (``key_params``, part of the cache key). ``prefixes`` are the texts before each
     passage: a causal model scores the prompts that share one from one key/value cache of it
-    (:mod:`judgebench.llm.prefix_cache`; RG's prompt starts with the passage, so what it shares is the chat
+    (:mod:`judgebench.llm.local.prefix_cache`; RG's prompt starts with the passage, so what it shares is the chat
     template's system turn and ``Passage:``).
     """
 

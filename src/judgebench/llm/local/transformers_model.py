@@ -5,7 +5,7 @@ details that silently break that (left padding without position ids, a candidate
 tokens, an unknown word mapped to ``<unk>``, a prompt truncated through the query, a forced prefix whose
 trailing space the tokenizer dropped) are handled here once and tested once.
 
-Weights are held process-wide by their load arguments (:mod:`judgebench.llm.model_registry`: one model at
+Weights are held process-wide by their load arguments (:mod:`judgebench.llm.local.model_registry`: one model at
 a time by default, the previous one released), so the jobs of a Hydra multirun that run in one process load a
 model once and never pile models up; every :class:`TransformersModel` still has its own ``usage`` and
 ``truncated`` counters, so per-job accounting stays per job. A NaN or infinite score is an error naming the
@@ -25,9 +25,11 @@ from typing import Any, Literal
 import numpy as np
 
 from judgebench.exceptions import ConfigError, NonFiniteScores
-from judgebench.llm import batching, encoding, hub
-from judgebench.llm.model_loading import load_weights, resolve_device, resolve_dtype, resolve_kind
-from judgebench.llm.model_registry import REGISTRY, LoadedModel
+from judgebench.llm.local import token_batches
+from judgebench.llm.local import encoding
+from judgebench.llm.local import hub
+from judgebench.llm.local.model_loading import load_weights, resolve_device, resolve_dtype, resolve_kind
+from judgebench.llm.local.model_registry import REGISTRY, LoadedModel
 from judgebench.llm.prompts import fill
 
 log = logging.getLogger(__name__)
@@ -57,14 +59,14 @@ class ModelUsage:
     @property
     def padding_waste(self) -> float:
         """Share of the computed tokens that were padding."""
-        return batching.padding_waste(self.input_tokens, self.padded_tokens)
+        return token_batches.padding_waste(self.input_tokens, self.padded_tokens)
 
     def as_metrics(self) -> dict[str, float]:
         return {**self.__dict__, "padding_waste": self.padding_waste}
 
 
 def acquire_weights(name: str, gguf_file: str | None, kind: Kind, device: str, dtype: str, user: Any = None) -> LoadedModel:
-    """The process's one copy of these weights (:mod:`judgebench.llm.model_registry`), loaded when absent.
+    """The process's one copy of these weights (:mod:`judgebench.llm.local.model_registry`), loaded when absent.
 
     ``device``, ``dtype`` and ``kind`` are resolved first ("auto" and its value share a load); offline
     (HF_HUB_OFFLINE=1) a hub model missing from the cache is an error naming it, before anything loads."""
@@ -88,7 +90,7 @@ class TransformersModel:
     path, then ``model`` may be omitted).  ``use_chat_template=None`` uses the tokenizer's template when
     it has one.  ``max_input_tokens`` bounds the encoded prompt (template and forced prefix included):
     longer prompts are an error, use :meth:`render` with ``truncate_field`` to shorten the document.
-    ``batch_tokens`` bounds a forward's padded tokens (:mod:`judgebench.llm.batching`; default: from the GPU's
+    ``batch_tokens`` bounds a forward's padded tokens (:mod:`judgebench.llm.local.token_batches`; default: from the GPU's
     free memory, none on the CPU); ``batch_size`` is the rows of a batch where no token budget applies.
     """
 
@@ -107,8 +109,8 @@ class TransformersModel:
         self.tokenizer = self._loaded.tokenizer
         self.device = self.model.get_input_embeddings().weight.device  # where inputs go (the first GPU of a split model)
         self.batch_size = max(1, int(batch_size))
-        # a token budget per forward (llm/batching.py): the one given, else on a GPU what its free memory holds
-        self.batch_tokens = int(batch_tokens) if batch_tokens else batching.auto_batch_tokens(self.model, self.device)
+        # a token budget per forward (llm/token_batches.py): the one given, else on a GPU what its free memory holds
+        self.batch_tokens = int(batch_tokens) if batch_tokens else token_batches.auto_batch_tokens(self.model, self.device)
         self.max_input_tokens = max_input_tokens or self._default_max_tokens()
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if use_chat_template and not has_template:
@@ -262,13 +264,13 @@ class TransformersModel:
 
     def render_many(self, template: str, fields: list[dict[str, Any]], truncate_field: str, *, forced_prefix: str = "",
                     system: str | None = None, prompts: list[str | None] | None = None) -> list[tuple[str, bool]]:
-        """:meth:`render` of many field sets in one tokenizer call (:mod:`judgebench.llm.encoding`); ``prompts``:
+        """:meth:`render` of many field sets in one tokenizer call (:mod:`judgebench.llm.local.encoding`); ``prompts``:
         filled already."""
         return encoding.render_many(self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system, prompts=prompts)
 
     def encode_many(self, prompts: list[str], forced_prefix: str = "", system: str | None = None
                     ) -> list[tuple[list[int], list[int] | None]]:
-        """:meth:`encode` of every prompt, tokenised in bulk (:mod:`judgebench.llm.encoding`)."""
+        """:meth:`encode` of every prompt, tokenised in bulk (:mod:`judgebench.llm.local.encoding`)."""
         return encoding.encode_many(self, prompts, forced_prefix, system)
 
     # ----- scoring --------------------------------------------------------------------------------
@@ -283,12 +285,12 @@ class TransformersModel:
     def _batches(self, lengths: list[int]) -> list[list[int]]:
         """Positions by batch, shortest first: a token budget when one applies, else ``batch_size`` rows."""
         if self.batch_tokens:
-            return batching.batches(lengths, batching.MAX_ROWS, self.batch_tokens, batching.MAX_WASTE)
-        return batching.batches(lengths, self.batch_size, None)
+            return token_batches.batches(lengths, token_batches.MAX_ROWS, self.batch_tokens, token_batches.MAX_WASTE)
+        return token_batches.batches(lengths, self.batch_size, None)
 
     def batching_summary(self) -> str:
         """One line for the logs: prompts, forwards, the budget and the padding share of what was computed."""
-        return batching.summary(self.usage, self.batch_tokens, self.batch_size)
+        return token_batches.summary(self.usage, self.batch_tokens, self.batch_size)
 
     def _pad(self, rows: list[list[int]]) -> tuple[Any, Any]:
         """Pad to a tensor: LEFT for causal models (the next-token position is the last column of every row)."""
@@ -315,11 +317,11 @@ class TransformersModel:
         """Run every prompt once and collect ``pick(last-position float32 logits (b, V))`` in input order.
 
         ``prefixes[i]``, a text that ``prompts[i]`` starts with, asks for the prompts that share it to be
-        scored from one key/value cache of it (:mod:`judgebench.llm.prefix_cache`; causal models only).
+        scored from one key/value cache of it (:mod:`judgebench.llm.local.prefix_cache`; causal models only).
         """
         import torch
 
-        from judgebench.llm import prefix_cache
+        from judgebench.llm.local import prefix_cache
 
         encoded = self.encode_many(prompts, forced_prefix, system)
         out = np.empty((len(prompts), 0), dtype=np.float64)

@@ -19,7 +19,7 @@ import logging
 from typing import Any
 
 from judgebench.exceptions import ConfigError, ModelDoesNotFit
-from judgebench.llm import hub
+from judgebench.llm.local import hub
 from judgebench.progress import library_bars_off
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ bidirectional, so its prefix states depend on what follows.
 
 Batches of tails are right-padded: position ids continue from the prefix length, and each row's logits are read at
 its own last real token.  The tails attend ONE copy of the prefix's keys and values
-(:mod:`judgebench.llm.shared_prefix_attention`); a model whose attention cannot be swapped falls back to a
+(:mod:`judgebench.llm.local.shared_prefix_attention`); a model whose attention cannot be swapped falls back to a
 ``DynamicCache`` of the prefix expanded to the batch, whose update copies it per row (``usage.prefix_copy_batches``).
 """
 
@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from judgebench.llm import encoding
+from judgebench.llm.local import encoding
 from judgebench.llm.prompts import fill
 
 # Every function takes the TransformersModel that calls it (``model``): typed as Any so that this module, a layer
@@ -51,7 +51,7 @@ def text_before(template: str, fields: dict[str, Any], field: str) -> str:
 
 def _prefix_ids(model: TransformersModel, prefixes: list[str], system: str | None) -> dict[str, list[int] | None]:
     """Token ids of the chat-templated text that precedes the rest of a prompt starting with each prefix (None where
-    the template does not keep the text whole): chat-templated and tokenised together (:mod:`judgebench.llm.encoding`:
+    the template does not keep the text whole): chat-templated and tokenised together (:mod:`judgebench.llm.local.encoding`:
     one template rendering and one tokenizer call for all of them, not one each)."""
     texts, special = encoding.chat_texts(model, [prefix + PREFIX_END for prefix in prefixes], system)
     heads = {prefix: text.split(PREFIX_END, 1)[0] for prefix, text in zip(prefixes, texts) if PREFIX_END in text}
@@ -238,13 +238,13 @@ def _last_hidden_only(net: Any, last: Any) -> Iterator[list[bool]]:
 
 def _tails_logits(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any, mask: Any, keep: Any) -> Any:
     """Logits of a right-padded batch of tails on top of the prefix ``kv``: attended as ONE copy
-    (:mod:`judgebench.llm.shared_prefix_attention`) where the model allows it, else from a ``DynamicCache`` whose
+    (:mod:`judgebench.llm.local.shared_prefix_attention`) where the model allows it, else from a ``DynamicCache`` whose
     update concatenates [prefix; tail] per row.  The first batch of a model finds out which; ``model.usage``
     keeps the largest key/value bytes one forward read and how many forwards copied the prefix per row."""
     import torch
     from transformers import DynamicCache
 
-    from judgebench.llm import shared_prefix_attention as spa
+    from judgebench.llm.local import shared_prefix_attention as spa
 
     b, width = ids.shape
     p = kv[0][0].shape[2]

@@ -6,7 +6,7 @@ Qwen2.5-7B-shaped judge at 56 % of its matmul ceiling and a t5-base RankT5 at 0.
 measured for the model's shape on the GPU named in ``gpu_estimate.gpu``, the estimate uses it and says so;
 otherwise it keeps ``peak x utilisation`` and says that it assumed.
 
-Each rate is FLOPs counted as :mod:`judgebench.llm.work_estimate` counts them (whole prompts, a shared prefix
+Each rate is FLOPs counted as :mod:`judgebench.llm.estimate.work_estimate` counts them (whole prompts, a shared prefix
 not subtracted) over the wall time of the package's own scoring path, so the estimate's FLOPs divided by it
 give that path's time. Shapes are matched by total parameters (within :data:`MATCH`) and encoder-decoder or not.
 """

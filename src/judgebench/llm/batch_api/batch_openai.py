@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from judgebench.llm.provider_errors import openai_errors
-from judgebench.llm.batch_provider import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
+from judgebench.llm.remote.provider_errors import openai_errors
+from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
 
 ENDPOINT = "/v1/chat/completions"
 _STATES = {"completed": "succeeded", "failed": "failed", "expired": "expired", "cancelled": "cancelled"}

@@ -1,6 +1,6 @@
 """Attention of a batch of prompt tails over ONE copy of their shared prefix's keys and values.
 
-Why: the shared-prefix path (:mod:`judgebench.llm.prefix_cache`) used to hand the prefix to the model as a
+Why: the shared-prefix path (:mod:`judgebench.llm.local.prefix_cache`) used to hand the prefix to the model as a
 ``DynamicCache`` expanded to the batch; the cache's update concatenates ``[prefix; tail]`` per row, so a batch of
 ``b`` tails held ``b`` copies of the prefix's keys and values in every layer for the whole forward (issue 46: on
 an H200 the sharing cost more than it saved).  Here the tails' forward runs with NO cache: every attention layer

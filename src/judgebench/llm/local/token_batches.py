@@ -5,7 +5,7 @@ Why: a fixed row count (the configs' ``batch_size: 8``) left two thirds of an H2
 long prompts. A token budget bounds what a forward holds (rows x the longest row, padding included), so
 one default fills a large GPU and stays safe on a small one: :func:`auto_batch_tokens` derives it from the
 memory left free after the weights were loaded (the same free memory the fit check of
-:mod:`judgebench.llm.model_loading` read before loading). Prompts are sorted by length first, so a batch
+:mod:`judgebench.llm.local.model_loading` read before loading). Prompts are sorted by length first, so a batch
 holds prompts of similar length and little of what it computes is padding (:func:`padding_waste`).
 
 On the CPU there is no memory to fill and a forward's time grows with its tokens: without an explicit
@@ -79,7 +79,7 @@ def auto_batch_tokens(net: Any, device: Any) -> int | None:
 
 
 def summary(usage: Any, batch_tokens: int | None, batch_size: int) -> str:
-    """One log line of a model's :class:`~judgebench.llm.transformers_model.ModelUsage`: prompts, forwards, the
+    """One log line of a model's :class:`~judgebench.llm.local.transformers_model.ModelUsage`: prompts, forwards, the
     budget and the padding share of what was computed."""
     budget = f"up to {batch_tokens} tokens" if batch_tokens else f"{batch_size} rows"
     return (f"{usage.prompts} prompts in {usage.batches} forwards of {budget}, padding {usage.padding_waste:.1%} "

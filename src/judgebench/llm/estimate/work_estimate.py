@@ -14,10 +14,10 @@ How (each printed line says which sources it used):
   decoder on the forced decoder tokens; the output layer once per scored position. The parameters come
   from the model's config built on the meta device when it is on disk, else ``model_spec.params_b`` (of an
   encoder-decoder, the encoder is taken as 40 %: 38-44 % in T5, FLAN-T5 and UL2). Attention's
-  length-squared term and a causal model's shared prefixes (:mod:`judgebench.llm.prefix_cache`) are left
+  length-squared term and a causal model's shared prefixes (:mod:`judgebench.llm.local.prefix_cache`) are left
   out: under 5 % at these lengths, and an upper bound for causal models;
 - GPU-hours: FLOPs / the rate measured for the model's shape on the GPU named in ``gpu_estimate.gpu``
-  (:mod:`judgebench.llm.measured_rates`), else / (peak dense TFLOP/s x utilisation), the config's
+  (:mod:`judgebench.llm.estimate.measured_rates`), else / (peak dense TFLOP/s x utilisation), the config's
   ``gpu_estimate``; the printed line says which.
 """
 
@@ -56,8 +56,8 @@ class GPUThroughput:
 
     def rate_for(self, size: ModelSize | None) -> tuple[float, str]:
         """(FLOP/s, what it is): the rate measured for this model's shape on this GPU
-        (:mod:`judgebench.llm.measured_rates`), else peak x utilisation, marked as assumed."""
-        from judgebench.llm.measured_rates import find
+        (:mod:`judgebench.llm.estimate.measured_rates`), else peak x utilisation, marked as assumed."""
+        from judgebench.llm.estimate.measured_rates import find
 
         rate = find(size.total, size.seq2seq, self.gpu) if size is not None else None
         if rate is not None:
@@ -131,14 +131,14 @@ class Work:
 
 def model_source(spec: Any, cache_dir: str | Path) -> str:
     """Where the model would load from without converting or downloading anything (the alias: its converted copy)."""
-    from judgebench.llm.offline_aliases import offline_model
+    from judgebench.llm.local.offline_aliases import offline_model
 
     offline = offline_model(spec.model)
     return str(offline.converted_dir(cache_dir)) if offline is not None else str(spec.model)
 
 
 def _on_disk_kwargs(source: str) -> dict:
-    from judgebench.llm.hub import hub_cache_dir
+    from judgebench.llm.local.hub import hub_cache_dir
 
     return {} if Path(source).expanduser().exists() else {"local_files_only": True, "cache_dir": str(hub_cache_dir())}
 
@@ -164,7 +164,7 @@ def looks_seq2seq(spec: Any) -> bool:
 
 def model_size(spec: Any, source: str) -> ModelSize | None:
     """From the config on disk (exact), else from ``model_spec.params_b``; None when neither is there."""
-    from judgebench.llm.model_loading import empty_model
+    from judgebench.llm.local.model_loading import empty_model
 
     config = config_on_disk(source, spec.gguf_file)
     if config is not None:
@@ -263,7 +263,7 @@ def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, ma
         scored = work.decoder_tokens if seq2seq else work.to_score
         flops = 2 * (size.encoder * work.input_tokens + size.decoder * work.decoder_tokens + size.head * scored)
         per_s, rate = throughput.rate_for(size)
-        from judgebench.llm.measured_rates import cpu_rate
+        from judgebench.llm.estimate.measured_rates import cpu_rate
 
         cpu_per_s, cpu = cpu_rate(size.total, seq2seq)
         work.cost = GPUCost(flops, flops / per_s / 3600, rate, flops / cpu_per_s / 3600, cpu)

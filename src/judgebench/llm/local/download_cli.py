@@ -6,7 +6,7 @@
 
 Overrides are run.py's (``group=option``, comma lists sweep as in ``-m``, ``key=value``); every combination is
 composed with Hydra's compose API and each ranker, judge and rewriter ``model_spec.model`` that is a hub id is
-fetched into the hub cache (``HF_HOME``; :func:`judgebench.llm.hub.download`). The SmolLM2 alias and local
+fetched into the hub cache (``HF_HOME``; :func:`judgebench.llm.local.hub.download`). The SmolLM2 alias and local
 directories need nothing. Each model prints its id, size and destination.
 """
 
@@ -88,7 +88,7 @@ def check_reachable() -> None:
     import socket
     import urllib.parse
 
-    from judgebench.llm import hub
+    from judgebench.llm.local import hub
 
     url = hub.endpoint()
     if url in _REACHED or any(os.environ.get(v) for v in PROXY_ENV):
@@ -106,8 +106,8 @@ def check_reachable() -> None:
 
 def fetch(key: str, where: list[str], list_only: bool) -> int:
     """Plan and fetch one model; print its line; return the bytes planned."""
-    from judgebench.llm import hub
-    from judgebench.llm.offline_aliases import offline_model
+    from judgebench.llm.local import hub
+    from judgebench.llm.local.offline_aliases import offline_model
 
     model, _, gguf = key.partition("::")
     named = f" ({', '.join(where)})" if where else ""
@@ -146,7 +146,7 @@ def main(argv: Sequence[str]) -> int:
     if args[0] != "download":
         print(f"{PREFIX}unknown models command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return EXIT_CODE
-    from judgebench.llm import hub
+    from judgebench.llm.local import hub
 
     rest = args[1:]
     list_only = "--list" in rest
