@@ -9,11 +9,11 @@ import pytest
 from scipy import stats
 from statsmodels.stats.power import normal_power  # noqa: F401  (k needed is checked against the formula below)
 
-from judgebench.compare import tables
+from judgebench.compare.base import tables
 from judgebench.compare.budget import files as budget_files
 from judgebench.compare.budget import plan as budget_plan
 from judgebench.compare.budget import experiment as budget
-from judgebench.compare.reference import References
+from judgebench.compare.base.reference import References
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import HUMAN_JUDGED, HUMAN_LABELSET, evaluate, restrict
 from judgebench.exceptions import CompareError
@@ -190,7 +190,7 @@ def test_the_planner_options_through_the_schema():
 
 
 def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
-    from judgebench.compare.report_model import Options
+    from judgebench.compare.base.report_model import Options
 
     cell, lab = toy_cell["cell"], toy_cell["labels"]
     opt = Options(plan=True, budget=6, strategy="active", signal="labels", resamples=20)
@@ -213,7 +213,7 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
 
 def test_the_plan_report_prints_the_alpha_and_power_in_force(toy_cell):
     from judgebench.compare.budget import plan_report as budget_plan_report
-    from judgebench.compare.report_model import Options
+    from judgebench.compare.base.report_model import Options
 
     cell, lab = toy_cell["cell"], toy_cell["labels"]
     built = budget_files.build([cell], lab, None, Options(plan=True, budget=6, alpha=0.1, resamples=20))

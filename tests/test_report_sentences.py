@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers.markdown import report_title
-from judgebench.compare.report_model import Options
+from judgebench.compare.base.report_model import Options
 from judgebench.compare.sections.header import plain_title
 from judgebench.compare.sections.wrapped import readback_command
 

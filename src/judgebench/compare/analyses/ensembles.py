@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from judgebench import label_scale
-from judgebench.compare.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
-from judgebench.compare.reference import HUMAN_JUDGED, OWN, ROLE
+from judgebench.compare.base.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
+from judgebench.compare.base.reference import HUMAN_JUDGED, OWN, ROLE
 from judgebench.exceptions import CompareError
 from judgebench.evaluation import evaluate
 from judgebench.metrics.agreement import LEVELS

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers.figures import _save, plain_text  # noqa: E402
 

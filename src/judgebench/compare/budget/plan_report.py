@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import render
 from judgebench.compare.budget.files import PLAN_FILE, template_name  # noqa: E402
 from judgebench.compare.budget.plan import NOT_BETTER  # noqa: E402

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import render
 from judgebench.compare.analyses.discrimination import STATISTICS, Discrimination
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 FIGURE = "figure_discrimination.png"
 CAPTION = ("judges ranked by discriminative power: oracle pairs ordered as constructed, oracles-only per-query tau with its "

@@ -16,14 +16,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers.figures import _names, _save, plain_text  # noqa: E402
 from judgebench.compare.analyses.self_preference import findings  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES  # noqa: E402
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 FIGURE = "figure_family_gaps.png"
 CAPTION = "mean nDCG@10 gap (judge minus its human reference) per judge family and ranker family"

@@ -1,4 +1,4 @@
-"""The compare report as an ordered list of sections (compare/section.py): ``SECTIONS`` is the reading order of
+"""The compare report as an ordered list of sections (compare/base/section.py): ``SECTIONS`` is the reading order of
 report.md and report.html, of the Figures section and of the terminal lines after the findings.
 
 Adding an analysis: one module in this package with a ``Section`` subclass, and one line in ``SECTIONS``.
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from judgebench.compare.renderers import figures as figure_files
-from judgebench.compare import findings
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base import findings
+from judgebench.compare.base.section import LatexTable, Section
 from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias
 from judgebench.compare.sections.family_bias import FamilyBias
 from judgebench.compare.sections.findings_detail import FindingsDetail
@@ -26,7 +26,7 @@ from judgebench.compare.sections.table2 import Table2
 from judgebench.compare.sections.wrapped import BudgetPlan, Calibration, Discrimination, SelfPreference
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 SECTIONS: list[Section] = [
     Header(),

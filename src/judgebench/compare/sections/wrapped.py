@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.analyses import discrimination, order_bias, self_preference
 from judgebench.compare.renderers import discrimination_report
 from judgebench.compare.budget import experiment as budget
@@ -18,10 +18,10 @@ from judgebench.compare.budget import plan_report as budget_plan_report
 from judgebench.compare.budget import experiment_report as human_budget_report
 from judgebench.compare.budget import labelling_sheet
 from judgebench.compare.renderers import self_preference_report
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 
 class Discrimination(Section):
