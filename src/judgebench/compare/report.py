@@ -21,7 +21,7 @@ from judgebench.compare.base import tables
 from judgebench.compare.analyses import ensembles
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers import latex
-from judgebench.compare.renderers import self_preference_report
+from judgebench.compare.sections import self_preference
 from judgebench.compare.base.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.base.reference import CHOICES, References
 from judgebench.compare.base.report_model import FORMATS, Options, Report
@@ -173,7 +173,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
                 value = getattr(row, name)
                 if value == value:
                     metrics[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
-        metrics.update(self_preference_report.metrics(report))
+        metrics.update(self_preference.metrics(report))
         inputs = report.read
         h = header(report)
         note = f"compare report: {h['selection']}; datasets {h['datasets']}; judges {h['judges']}; reference {h['reference']}"

@@ -8,16 +8,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
-from judgebench.compare.analyses.ensembles import VirtualJudge
 from judgebench.compare.base.reference import HUMAN_JUDGED, References
 from judgebench.evaluation import REFERENCES
 from judgebench.text_view import ORIGINAL
 
 FORMATS = ("md", "csv", "tex", "png", "html")
 DEFAULT_K = ("5", "10", "20", "all")  # the human-budget experiment's k values (budget/experiment.py), by default
+
+
+@dataclass(frozen=True)
+class VirtualJudge:
+    """A judge made of other judges' labels (compare/analyses/ensembles.py builds and scores it): its name, its members
+    and how their labels are combined (majority or mean)."""
+
+    name: str
+    members: tuple[str, ...]
+    rule: Literal["majority", "mean"]
+
+    def describe(self) -> str:
+        how = "majority vote (ties: lower label)" if self.rule == "majority" else "mean label rounded half up"
+        return f"{self.name} = {how} of {', '.join(self.members)}"
 
 
 @dataclass

@@ -12,7 +12,8 @@ import pandas as pd
 
 from judgebench.compare.base import names
 from judgebench.compare.renderers import render
-from judgebench.compare.analyses.discrimination import STATISTICS, Discrimination
+from judgebench.compare.analyses import discrimination as analysis
+from judgebench.compare.base.section import Section
 
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
@@ -33,7 +34,7 @@ def _point(value: float) -> str:
     return render.MISSING if value != value else f"{value:.3f}"
 
 
-def view(d: Discrimination, dataset: str) -> pd.DataFrame:
+def view(d: analysis.Discrimination, dataset: str) -> pd.DataFrame:
     """One row per judge, ranked, with the per-query tau written "value [lo, hi]" and the taus of the means as points."""
     t = d.table[d.table["dataset"] == dataset]
     return pd.DataFrame({
@@ -70,7 +71,7 @@ def markdown(r: Report) -> list[str]:
         sig, total = d.human.get(dataset, (0, 0))
         parts += [f"\n### {names.markdown(dataset)}\n", f"**{names.markdown(sentence)}** Humans order {sig} of {total} "
                   "oracle pairs as constructed.\n", render.markdown(view(d, dataset), index=False, integers=["rank", *COUNTS])]
-        c = d.correlations[d.correlations["dataset"] == dataset].assign(statistic=lambda f: f["statistic"].map(STATISTICS))
+        c = d.correlations[d.correlations["dataset"] == dataset].assign(statistic=lambda f: f["statistic"].map(analysis.STATISTICS))
         parts += ["\n", render.markdown(c.drop(columns="dataset").rename(columns={"statistic": "kappa vs"}), index=False,
                                         integers=["judges"])]
     return parts
@@ -114,3 +115,26 @@ def figure(r: Report, out: Path) -> list[Path]:
         return _save(fig, out / FIGURE)
 
     return [draw()]
+
+
+class Discrimination(Section):
+    """Which judges order the oracle rankers as constructed (compare/analyses/discrimination.py)."""
+
+    name = "discrimination"
+
+    def compute(self, r: Report) -> dict:
+        o = r.options
+        return {"discrimination": analysis.analyse(r.per_query, r.table1, r.table2, r.refs, o.alpha, seed=o.seed,
+                                                   level=o.level, exclude=[v.name for v in r.virtual])}
+
+    def markdown(self, r: Report) -> list[str]:
+        return markdown(r)
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in csv_frames(r)]
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        return figure(r, out)
+
+    def captions(self) -> dict[str, str]:
+        return {FIGURE: CAPTION}
