@@ -30,14 +30,14 @@ from scipy import stats
 
 from benchmarks.common import REPO, parser, write_json
 from benchmarks.common import table as markdown_table
-from judgebench.compare import tables
+from judgebench.compare.base import tables
 from judgebench.compare.budget import files as budget_files
 from judgebench.compare.budget import plan as budget_plan
 from judgebench.compare.budget import signals as budget_signals
 from judgebench.compare.budget import experiment as budget
-from judgebench.compare.artifacts import Artifacts
-from judgebench.compare.collect import collect_runs, select, split_views
-from judgebench.compare.reference import References
+from judgebench.compare.base.artifacts import Artifacts
+from judgebench.compare.store.collect import collect_runs, select, split_views
+from judgebench.compare.base.reference import References
 from judgebench.metrics import designs
 from judgebench.text_view import ORIGINAL
 

@@ -18,9 +18,10 @@ from mlflow.tracking import MlflowClient
 
 import cli_runner
 from judgebench.jobs import pipeline
-from judgebench.compare import dataset_identity, report as report_mod
+from judgebench.compare import report as report_mod
+from judgebench.compare.base import dataset_identity
 from judgebench.compare.analyses import significance
-from judgebench.compare.reference import References
+from judgebench.compare.base.reference import References
 from judgebench.data import fingerprint
 from judgebench.data.datasets import from_files
 from judgebench.data.trec_dl import load_trec_dl

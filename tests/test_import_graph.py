@@ -88,3 +88,44 @@ def test_the_check_sees_a_circle_through_a_function_and_a_submodule(tmp_path):
     assert find_cycle(graph) == ["judgebench.a", "judgebench.sub.b", "judgebench.a"]
     (pkg / "sub" / "b.py").write_text("X = 1\n")
     assert find_cycle(import_graph(tmp_path)) is None
+
+
+def room_of(module: str, package: str) -> str:
+    """The folder of ``package`` a module lives in: ``package`` itself for its top-level modules (and its
+    ``__init__``), ``package.sub`` for anything under ``sub/``."""
+    rest = module[len(package) + 1:].split(".") if module != package else []
+    return f"{package}.{rest[0]}" if len(rest) > 1 else package
+
+
+def room_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """``graph`` restricted to ``package``, each module replaced by its room, arrows inside a room dropped."""
+    inside = {m for m in graph if m == package or m.startswith(package + ".")}
+    rooms: dict[str, set[str]] = {}
+    for m in inside:
+        rooms.setdefault(room_of(m, package), set()).update(
+            room_of(t, package) for t in graph[m] if t in inside and room_of(t, package) != room_of(m, package))
+    return rooms
+
+
+def test_compare_top_level_and_its_packages_import_no_circle():
+    """compare's entry points import its packages, never the other way round, and no two packages import each other."""
+    rooms = room_graph(import_graph(), f"{PACKAGE}.compare")
+    assert {f"{PACKAGE}.compare.base", f"{PACKAGE}.compare.sections"} <= set(rooms)
+    cycle = find_cycle(rooms)
+    assert cycle is None, "import circle between compare's rooms: " + " -> ".join(cycle)
+    assert not {r for r in rooms if r != f"{PACKAGE}.compare" and f"{PACKAGE}.compare" in rooms[r]}, "a package imports compare's top level"
+
+
+def test_the_shared_base_imports_no_section():
+    base = f"{PACKAGE}.compare.base"
+    graph = import_graph()
+    wrong = {(m, t) for m, targets in graph.items() if m.startswith(base) for t in targets
+             if t.startswith(f"{PACKAGE}.compare.") and not t.startswith(f"{PACKAGE}.compare.analyses") and not t.startswith(base)}
+    assert not wrong, f"compare/base imports outside the base and the analyses: {sorted(wrong)}"
+
+
+def test_the_room_check_sees_a_circle_between_a_top_level_module_and_a_package():
+    graph = {"p": set(), "p.cli": {"p.base.model"}, "p.base.model": {"p.base.names"}, "p.base.names": {"p.report"},
+             "p.report": set()}
+    assert room_graph(graph, "p") == {"p": {"p.base"}, "p.base": {"p"}}
+    assert find_cycle(room_graph(graph, "p")) == ["p", "p.base", "p"]

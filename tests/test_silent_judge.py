@@ -13,7 +13,9 @@ from mlflow.tracking import MlflowClient
 import pandas as pd
 
 import cli_runner
-from judgebench.compare import findings, sections, tables
+from judgebench.compare import sections
+from judgebench.compare.base import findings
+from judgebench.compare.base import tables
 from judgebench.compare import report as report_mod
 from judgebench.data.datasets import load_toy
 from judgebench.jobs import pipeline

@@ -74,7 +74,7 @@ class RunTags:
     # a sweep's parent run (hydra_callbacks.py)
     cells: str | None = _own("cells of the sweep")
     failed: str | None = _own("failed cells of the sweep")
-    # a compare run (compare/compare_run.py)
+    # a compare run (compare/store/compare_run.py)
     compare_key: str | None = _own("what the compare run reported, hashed")
     superseded_by: str | None = _own("the compare run that replaced this one")
     inputs: str | None = _own("how many runs of each kind compare read")

@@ -16,7 +16,8 @@ from scipy import stats
 from scipy.stats import kendalltau
 
 from judgebench import tracking
-from judgebench.compare import report, sections, tables
+from judgebench.compare import report, sections
+from judgebench.compare.base import tables
 from judgebench.compare.analyses import bias
 from judgebench.compare.analyses import bootstrap
 from judgebench.compare.analyses import ordering_agreement
@@ -25,9 +26,9 @@ from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import markdown
 from judgebench.compare.analyses import significance
 from judgebench.compare.sections import table2 as table2_section
-from judgebench.compare.artifacts import REFERENCES, Artifacts
-from judgebench.compare.collect import missing_cells
-from judgebench.compare.reference import References
+from judgebench.compare.base.artifacts import REFERENCES, Artifacts
+from judgebench.compare.store.collect import missing_cells
+from judgebench.compare.base.reference import References
 from judgebench.content_bias import statistics as content_bias
 from judgebench.metrics import tau_b
 from judgebench.data.datasets import load_toy
@@ -598,7 +599,7 @@ def test_artifact_problems_are_listed_in_run_order_whatever_thread_finishes_firs
     not when its thread ends: here the first runs' reads are made the slowest, so they finish last."""
     import time
 
-    from judgebench.compare import artifacts
+    from judgebench.compare.base import artifacts
 
     ids = [f"run{i}" for i in range(8)]
     art = Artifacts(MlflowClient(f"sqlite:///{tmp_path}/mlflow.db"), uris={r: str(tmp_path / "absent" / r) for r in ids})

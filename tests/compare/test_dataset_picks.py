@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from judgebench.compare import dataset_identity
+from judgebench.compare.base import dataset_identity
 from judgebench.exceptions import CompareError
 
 

@@ -1,4 +1,4 @@
-"""What a per-query row is, the frame's ``role`` column says (compare/reference.py): a judge's human_judged rows are
+"""What a per-query row is, the frame's ``role`` column says (compare/base/reference.py): a judge's human_judged rows are
 ``judge == J, role == "human_judged"``, found by the column, never by a name like ``human_judged[J]``.
 
 Checked on the session's toy grid (tests/conftest.py: 8 systems x human and two simulated judges), read as compare
@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare import tables
+from judgebench.compare.base import tables
 from judgebench.compare.analyses import ensembles
-from judgebench.compare.artifacts import Artifacts
-from judgebench.compare.reference import ROLES, References
+from judgebench.compare.base.artifacts import Artifacts
+from judgebench.compare.base.reference import ROLES, References
 from reference_impl import frame_rows, ndcg10_judged
 
 JUDGES = ("simulated", "simulated_unbiased")

@@ -1,4 +1,4 @@
-"""The findings that open every report (compare/findings.py), the cells a running sweep still waits for, and the
+"""The findings that open every report (compare/base/findings.py), the cells a running sweep still waits for, and the
 scatter panels' label placement (compare/renderers/label_layout.py)."""
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import pytest  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
-from judgebench.compare import collect, console, findings
+from judgebench.compare import console
+from judgebench.compare.store import collect
+from judgebench.compare.base import findings
 from judgebench.compare.analyses import self_preference
 from judgebench.compare.renderers import label_layout
 from judgebench.compare.renderers import markdown

@@ -20,7 +20,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import findings, report, sections
+from judgebench.compare import report, sections
+from judgebench.compare.base import findings
 from judgebench.compare.sections import label_entropy
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "report_golden"
@@ -143,7 +144,7 @@ def test_table1_marks_a_run_file_that_kept_documents_outside_the_pool():
     """A run file ranked with ranker.outside_pool=keep logs how many documents it kept outside the pool (its ranking's
     statistics, as columns of compare's job rows); Table 1 notes that system under its dataset's table, in the
     terminal and as an alert finding; a system that kept none, or another dataset, gets nothing."""
-    from judgebench.compare.report_model import Options
+    from judgebench.compare.base.report_model import Options
     from judgebench.compare.sections.table1 import Table1
 
     jobs = pd.DataFrame({"dataset": ["dl19", "dl19", "dl19", "dl20"], "system": ["mine", "mine", "bm25", "mine"],

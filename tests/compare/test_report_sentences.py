@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers.markdown import report_title
-from judgebench.compare.report_model import Options
+from judgebench.compare.base.report_model import Options
 from judgebench.compare.sections.header import plain_title
-from judgebench.compare.sections.wrapped import readback_command
+from judgebench.compare.sections.budget_plan import readback_command
 
 
 def test_sentence_the_title_shows_backslashes_as_written(tmp_path):

@@ -21,7 +21,8 @@ from mlflow.tracking import MlflowClient
 
 import cli_runner
 from cli_runner import run_compare
-from judgebench.compare import cli, names
+from judgebench.compare import cli
+from judgebench.compare.base import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import html as report_html
 from judgebench.compare.renderers import render

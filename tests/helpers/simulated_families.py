@@ -14,8 +14,8 @@ from functools import lru_cache
 
 import pandas as pd
 
-from judgebench.compare import tables
-from judgebench.compare.reference import OWN, References
+from judgebench.compare.base import tables
+from judgebench.compare.base.reference import OWN, References
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import HUMAN_JUDGED, HUMAN_LABELSET, evaluate, restrict
 from judgebench.judges.simulated import SimulatedJudge

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from judgebench.compare.reference import HUMAN_JUDGED, OWN, References
+from judgebench.compare.base.reference import HUMAN_JUDGED, OWN, References
 from judgebench.evaluation import REFERENCES
 
 

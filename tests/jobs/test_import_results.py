@@ -115,8 +115,8 @@ def test_a_rerun_imports_nothing_twice_and_every_gap_is_reported(tmp_path, caplo
     assert tags[("r3", "human")].ranker_type == "external" and tags[("r1", "j1")].imported == "ndcg_cut_10"
 
     # compare reads the imported cells as grid cells: the missing run is a missing cell, the missing query a nan
-    from judgebench.compare.artifacts import Artifacts
-    from judgebench.compare.collect import collect_runs, missing_cells
+    from judgebench.compare.base.artifacts import Artifacts
+    from judgebench.compare.store.collect import collect_runs, missing_cells
 
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     jobs = collect_runs(client, "imported")
@@ -183,7 +183,7 @@ def dl2023_report(tmp_path_factory):
     cfg.merge_with({"tracking_uri": f"sqlite:///{tmp}/mlflow.db", "artifact_root": f"{tmp}/artifacts", "sweep_id": "t"})
     assert run_import(cfg).metrics["cells_imported"] == 70
     from judgebench.compare.report import build
-    from judgebench.compare.report_model import Options
+    from judgebench.compare.base.report_model import Options
 
     return data, build(MlflowClient(f"sqlite:///{tmp}/mlflow.db"), "dl2023_leaderboard", options=Options(bootstrap=300))
 

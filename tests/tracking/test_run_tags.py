@@ -7,7 +7,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare import collect
+from judgebench.compare.store import collect
 from judgebench.run_tags import NAMES, PREFIX, RunTags
 
 REPO = Path(__file__).resolve().parents[2]

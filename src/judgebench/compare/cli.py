@@ -23,12 +23,13 @@ from mlflow.tracking import MlflowClient
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
-from judgebench.compare import console, labels_report, names
+from judgebench.compare import console, labels_report
+from judgebench.compare.base import names
 from judgebench.compare.budget import signals as budget_signals
 from judgebench.compare.budget import experiment as human_budget
 from judgebench.metrics import designs
 from judgebench.compare import report as report_mod
-from judgebench.compare.reference import CHOICES, HUMAN_JUDGED
+from judgebench.compare.base.reference import CHOICES, HUMAN_JUDGED
 from judgebench.exceptions import CompareError
 from judgebench.masking import install_log_scrubbing, mask_url, scrub
 

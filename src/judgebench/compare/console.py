@@ -12,13 +12,16 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from judgebench.compare import findings, findings_panel, names, sections
+from judgebench.compare import sections
+from judgebench.compare.base import findings
+from judgebench.compare.renderers import findings_panel
+from judgebench.compare.base import names
 from judgebench.compare.renderers import render
 from judgebench.compare.sections import grid_state
 from judgebench.compare.sections.header import plain_title
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 WIDTH = render.WIDTH
 KIND_ROWS = 2  # judges named per ranked kind in the terminal: the best and the worst

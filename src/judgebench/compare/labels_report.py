@@ -15,14 +15,17 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
-from judgebench.compare import columns, compare_run, dataset_identity, names
+from judgebench.compare.base import columns
+from judgebench.compare.store import compare_run
+from judgebench.compare.base import dataset_identity
+from judgebench.compare.base import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers import markdown
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers import views
-from judgebench.compare.artifacts import Artifacts
-from judgebench.compare.collect import display_names, run_row, search
+from judgebench.compare.base.artifacts import Artifacts
+from judgebench.compare.store.collect import display_names, run_row, search
 from judgebench.exceptions import CompareError
 from judgebench.text_view import ORIGINAL
 

@@ -12,18 +12,23 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare import columns, compare_run, dataset_identity, names, sections, tables
+from judgebench.compare import sections
+from judgebench.compare.base import columns
+from judgebench.compare.store import compare_run
+from judgebench.compare.base import dataset_identity
+from judgebench.compare.base import names
+from judgebench.compare.base import tables
 from judgebench.compare.analyses import ensembles
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers import latex
-from judgebench.compare.renderers import self_preference_report
-from judgebench.compare.artifacts import HUMAN, REFERENCES, Artifacts
-from judgebench.compare.reference import CHOICES, References
-from judgebench.compare.report_model import FORMATS, Options, Report
+from judgebench.compare.sections import self_preference
+from judgebench.compare.base.artifacts import HUMAN, REFERENCES, Artifacts
+from judgebench.compare.base.reference import CHOICES, References
+from judgebench.compare.base.report_model import FORMATS, Options, Report
 from judgebench.compare.sections.header import box as header
 from judgebench.compare.sections.table2 import FIGURE_JUDGES, figure_judges
 from judgebench.exceptions import CompareError
-from judgebench.compare.collect import collect_runs, collect_summaries, missing_cells, running_cells, select, split_views
+from judgebench.compare.store.collect import collect_runs, collect_summaries, missing_cells, running_cells, select, split_views
 from judgebench.text_view import ORIGINAL
 
 __all__ = ["FIGURE_JUDGES", "FORMATS", "Options", "Report", "build", "figure_judges", "write", "header", "log_compare_run"]
@@ -169,7 +174,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
                 value = getattr(row, name)
                 if value == value:
                     metrics[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
-        metrics.update(self_preference_report.metrics(report))
+        metrics.update(self_preference.metrics(report))
         inputs = report.read
         h = header(report)
         note = (

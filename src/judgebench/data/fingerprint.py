@@ -3,7 +3,7 @@ a cell read.
 
 A dataset's name is for people: ``dataset=dl19 dataset.pool_depth=50``, another qrels file or other
 passages keep the name ``dl19`` and change every number. Every job run is tagged with this fingerprint,
-and compare refuses to put two fingerprints of one dataset name in one table (``compare/collect.py``).
+and compare refuses to put two fingerprints of one dataset name in one table (``compare/store/collect.py``).
 
 The fingerprint is taken from the loaded frames, not from the config: the same files reached through
 another path (a laptop and a cluster) are the same dataset, and an edit that changes nothing leaves it

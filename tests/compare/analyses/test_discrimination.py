@@ -13,7 +13,7 @@ from scipy.stats import binomtest, kendalltau, spearmanr, t as student_t
 from statsmodels.stats.multitest import multipletests
 
 from judgebench.compare.analyses import discrimination
-from judgebench.compare.reference import References
+from judgebench.compare.base.reference import References
 
 SYSTEMS = ["Perfect", "Swap[3]", "Swap[2]", "Swap[1]"]
 QUERIES = [f"q{i:02d}" for i in range(20)]
@@ -158,7 +158,7 @@ def test_the_answer_and_the_finding_say_too_few_judges_with_four():
     d = _run(values, KAPPA)
     assert d.answers["d"].startswith("On d, there are too few judges (4; a permutation test needs 5 to reach alpha 0.05) to say")
     from types import SimpleNamespace
-    from judgebench.compare import findings
+    from judgebench.compare.base import findings
     (found,) = findings.discrimination(SimpleNamespace(discrimination=d))
     assert "humans order 6 of 6 oracle pairs as constructed" in found.text and found.text.endswith(d.answers["d"])
 

@@ -14,7 +14,7 @@ from scipy import stats as scipy_stats
 
 from judgebench.compare.analyses import order_bias
 from judgebench.compare.analyses import self_preference
-from judgebench.compare.reference import References
+from judgebench.compare.base.reference import References
 from judgebench.metrics.self_preference import GuardedBootstrapT
 from judgebench.rankers.prp import order_statistics
 from simulated_families import grid

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from judgebench.compare import tables
+from judgebench.compare.base import tables
 from judgebench.compare.budget import experiment as budget
-from judgebench.compare.reference import References
+from judgebench.compare.base.reference import References
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import HUMAN_JUDGED, HUMAN_LABELSET, evaluate, restrict
 from judgebench.judges.simulated import SimulatedJudge

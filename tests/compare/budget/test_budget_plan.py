@@ -151,7 +151,7 @@ def test_the_planner_options_through_the_schema():
 
 
 def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
-    from judgebench.compare.report_model import Options
+    from judgebench.compare.base.report_model import Options
 
     cell, lab = toy_cell["cell"], toy_cell["labels"]
     opt = Options(plan=True, budget=6, strategy="active", signal="labels", resamples=20)
@@ -162,7 +162,7 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
     np.testing.assert_allclose(plan.u, mean + 1e-3 * mean.mean())
     np.testing.assert_allclose(plan.design.pi, 0.5 * budget_plan.designs.proportional_pi(plan.u, 6) + 0.5 * 6 / len(mean))
     assert set(built["plan"]["signal"]) == {"labels"}
-    from judgebench.compare.budget import plan_report as budget_plan_report
+    from judgebench.compare.sections import budget_plan as budget_plan_report
 
     assert budget_plan_report.console(built)[0].startswith("plan toy/sim: active, budget 6, signal labels, ")
     assert any("### toy / sim: active, budget 6, signal labels" in part for part in budget_plan_report.markdown(built, 0.95))
@@ -173,8 +173,8 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
 
 
 def test_the_plan_report_prints_the_alpha_and_power_in_force(toy_cell):
-    from judgebench.compare.budget import plan_report as budget_plan_report
-    from judgebench.compare.report_model import Options
+    from judgebench.compare.sections import budget_plan as budget_plan_report
+    from judgebench.compare.base.report_model import Options
 
     cell, lab = toy_cell["cell"], toy_cell["labels"]
     built = budget_files.build([cell], lab, None, Options(plan=True, budget=6, alpha=0.1, resamples=20))

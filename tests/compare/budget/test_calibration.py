@@ -19,9 +19,9 @@ import artifact_checks
 
 from cli_runner import run, warm_store
 from judgebench.compare.analyses import bias
-from judgebench.compare.budget import experiment_report as human_budget_report
+from judgebench.compare.sections import calibration as human_budget_report
 from judgebench.compare.budget import experiment as calibration
-from judgebench.compare.reference import References
+from judgebench.compare.base.reference import References
 from judgebench.compare.report import Options
 from table_refs import refs_of
 from judgebench.compare.budget.corrections import LabelLevel, Linear, expected_gains, ols, residual_estimate

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from judgebench.compare.reference import References
-from judgebench.compare.tables import judge_columns
+from judgebench.compare.base.reference import References
+from judgebench.compare.base.tables import judge_columns
 
 COLUMNS = ["dataset", "judge", "reference", "llm_rank_judge", "oracle_rank_judge", "llm_rank_human", "oracle_rank_human",
            "inverted", "llm_wins_judge", "llm_wins_human", "llm_above_oracles_judge", "llm_above_oracles_human",

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from judgebench.compare.artifacts import per_query_matrix
-from judgebench.compare.reference import own_rows
+from judgebench.compare.base.artifacts import per_query_matrix
+from judgebench.compare.base.reference import own_rows
 
 MEANS = ["dataset", "judge", "system", "mean", "lo", "hi", "queries"]
 

@@ -35,8 +35,8 @@ import pandas as pd
 from scipy import stats
 
 from judgebench.compare.analyses.ordering_agreement import holm
-from judgebench.compare.artifacts import REFERENCES, per_query_matrix
-from judgebench.compare.reference import References, own_rows
+from judgebench.compare.base.artifacts import REFERENCES, per_query_matrix
+from judgebench.compare.base.reference import References, own_rows
 from judgebench.metrics import tau_b
 from judgebench.metrics.correlation import tau_ap
 from judgebench.metrics.query_tau import query_tau

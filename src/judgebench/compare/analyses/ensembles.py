@@ -12,33 +12,19 @@ Rules, per (query, doc) over the members that labelled it (a member's failed cal
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import numpy as np
 import pandas as pd
 
 from judgebench import label_scale
-from judgebench.compare.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
-from judgebench.compare.reference import HUMAN_JUDGED, OWN, ROLE
+from judgebench.compare.base.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
+from judgebench.compare.base.reference import HUMAN_JUDGED, OWN, ROLE
+from judgebench.compare.base.report_model import VirtualJudge  # a report's record of one, kept in the base
 from judgebench.exceptions import CompareError
 from judgebench.evaluation import evaluate
 from judgebench.metrics.agreement import LEVELS
 from judgebench.text_view import ORIGINAL
 
-Rule = Literal["majority", "mean"]
 NOT_PANEL_FAMILIES = (HUMAN, "simulated")
-
-
-@dataclass(frozen=True)
-class VirtualJudge:
-    name: str
-    members: tuple[str, ...]
-    rule: Rule
-
-    def describe(self) -> str:
-        how = "majority vote (ties: lower label)" if self.rule == "majority" else "mean label rounded half up"
-        return f"{self.name} = {how} of {', '.join(self.members)}"
 
 
 def majority(labels: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from judgebench.compare.analyses.self_preference import (gap_matrix, holm, judge_families, queries_and_resamples,
                                                             system_families)
-from judgebench.compare.tables import judge_columns
+from judgebench.compare.base.tables import judge_columns
 from judgebench.metrics.self_preference import GuardedBootstrapT, SelfPreference, family_mean
 
 COLUMNS = ["dataset", "judge", "judge_family", "reference", "own_systems", "other_systems", "n_own", "n_other", "queries",

@@ -18,9 +18,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.artifacts import per_query_matrix
-from judgebench.compare.reference import References, own_rows
-from judgebench.compare.tables import judge_columns
+from judgebench.compare.base.artifacts import per_query_matrix
+from judgebench.compare.base.reference import References, own_rows
+from judgebench.compare.base.tables import judge_columns
 from judgebench.metrics import tau_b
 from judgebench.metrics.query_tau import query_tau
 

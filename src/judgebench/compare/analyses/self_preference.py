@@ -20,10 +20,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.artifacts import REFERENCES, per_query_matrix
+from judgebench.compare.base.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.analyses.bootstrap import resample_indices
-from judgebench.compare.reference import OWN, ROLE, References
-from judgebench.compare.tables import judge_columns
+from judgebench.compare.base.reference import OWN, ROLE, References
+from judgebench.compare.base.tables import judge_columns
 from judgebench.metrics.self_preference import FamilyInteraction, GuardedBootstrapT, SelfPreference, family_mean
 
 SELF = ["dataset", "judge", "judge_family", "reference", "own_systems", "other_systems", "queries", "gap_own", "gap_other",

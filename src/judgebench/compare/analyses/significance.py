@@ -3,7 +3,7 @@
 A judge can keep the system ordering yet change which differences are significant; the
 pairwise decisions under the judge and under humans are classified as agree / missed /
 spurious / reversed (metrics.significance), each judge against its own human reference
-(compare/reference.py) over one family of pairs that both sides scored.
+(compare/base/reference.py) over one family of pairs that both sides scored.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
-from judgebench.compare.artifacts import REFERENCES
-from judgebench.compare.reference import References, own_rows
+from judgebench.compare.base.artifacts import REFERENCES
+from judgebench.compare.base.reference import References, own_rows
 from judgebench.metrics import classify_decisions, pairwise_ttests
 
 

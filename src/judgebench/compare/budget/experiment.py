@@ -4,7 +4,7 @@ A researcher has the judge's labels on the whole label set and pays humans for t
 a random sample of k queries. Every estimator (metrics.ppi, compare.corrections) estimates each
 system's human mean nDCG@10 over all n queries from that, with a ``level`` interval; repeated over
 ``resamples`` samples per k, each is scored on what the truth (each judge's human reference,
-compare/reference.py) says: Kendall's tau-b of the estimated vs the human system ordering, the inversion rate
+compare/base/reference.py) says: Kendall's tau-b of the estimated vs the human system ordering, the inversion rate
 (bias.py's definition, per sample), MAE of the system means, coverage and width of the intervals,
 and the pairwise significance decisions (interval of the paired difference excludes 0) against the
 humans' (paired t-test on all n queries, raw p < alpha), classed as compare's Table 4 does.
@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from judgebench.compare.artifacts import per_query_matrix
+from judgebench.compare.base.artifacts import per_query_matrix
 from judgebench.compare.budget.corrections import LabelLevel, Linear, residual_estimate
-from judgebench.compare.reference import References, own_rows
-from judgebench.compare.report_model import DEFAULT_K  # noqa: F401  (the k values calibration_k= defaults to)
-from judgebench.compare.tables import judge_columns
+from judgebench.compare.base.reference import References, own_rows
+from judgebench.compare.base.report_model import DEFAULT_K  # noqa: F401  (the k values calibration_k= defaults to)
+from judgebench.compare.base.tables import judge_columns
 from judgebench.evaluation import class_weights
 from judgebench.metrics import tau_b
 from judgebench.metrics.designs import Uniform

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.budget import labelling_sheet
 from judgebench.compare.budget.plan import Plan, estimate
 from judgebench.compare.budget.experiment import LEVELS, Cell

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.exceptions import CompareError
 
 COLUMNS = ["query_id", "doc_id", "label", "query", "passage"]

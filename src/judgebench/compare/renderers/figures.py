@@ -17,11 +17,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import fonts
 from judgebench.compare.renderers import label_layout
-from judgebench.compare.artifacts import REFERENCES  # noqa: E402
-from judgebench.compare.reference import References  # noqa: E402
+from judgebench.compare.base.artifacts import REFERENCES  # noqa: E402
+from judgebench.compare.base.reference import References  # noqa: E402
 from judgebench.metrics.agreement import LEVELS  # noqa: E402
 
 # The same thing has the same colour (and marker, hatch) in every figure: system types by TYPE_*, judges by

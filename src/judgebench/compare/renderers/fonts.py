@@ -1,6 +1,6 @@
 """A font fallback for the figures: names in any script are drawn, where the machine has a font for them.
 
-Why: judge, system and dataset names are the user's (compare/names.py draws them as text), and matplotlib's
+Why: judge, system and dataset names are the user's (compare/base/names.py draws them as text), and matplotlib's
 default DejaVu Sans has no CJK glyphs: a name such as 日本 came out as boxes with a "Glyph ... missing" warning
 per figure. Since matplotlib 3.6 ``font.family`` may list several fonts, tried glyph by glyph; this module puts
 the first installed CJK-capable font it knows after DejaVu Sans. Where none is installed nothing changes: the

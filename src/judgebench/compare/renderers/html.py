@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 from markdown_it import MarkdownIt
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import markdown as report_markdown
 
 FINDINGS_ID = "findings"  # the anchor of markdown.py's "## Findings"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from judgebench.compare.renderers import render
-from judgebench.compare.section import LatexTable
+from judgebench.compare.base.section import LatexTable
 
 
 def write(tables: list[LatexTable], out: Path) -> list[Path]:

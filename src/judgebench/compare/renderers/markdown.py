@@ -7,7 +7,8 @@ names.markdown; the tables through render.markdown, which escapes every cell.
 
 from __future__ import annotations
 
-from judgebench.compare import findings, names
+from judgebench.compare.base import findings
+from judgebench.compare.base import names
 from judgebench.metrics.designs import MIN_QUERIES
 
 
@@ -62,7 +63,7 @@ def findings_section(found: list[findings.Finding], table2=None) -> list[str]:
     """The findings as Markdown: by subject where the report is small; by kind (findings_panel.py) where a kind holds
     more subjects than read one by one, each kind a sentence, a line per verdict or a compact ranked table, and a
     link to every finding in full (the section "Findings per judge", :func:`findings_detail`)."""
-    from judgebench.compare import findings_panel
+    from judgebench.compare.renderers import findings_panel
 
     parts = [f"\n## {FINDINGS_TITLE}\n"]
     kinds = findings_panel.kinds(found, table2)
@@ -89,7 +90,7 @@ def findings_section(found: list[findings.Finding], table2=None) -> list[str]:
 
 def findings_detail(found: list[findings.Finding], table2=None) -> list[str]:
     """Every finding in full, by subject, lower down the report: only where the panel condensed some."""
-    from judgebench.compare import findings_panel
+    from judgebench.compare.renderers import findings_panel
 
     if not any(k.condensed for k in findings_panel.kinds(found, table2)):
         return []

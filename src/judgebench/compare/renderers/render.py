@@ -13,7 +13,7 @@ from typing import Literal
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 
 Style = Literal["md", "tex", "plain"]
 MISSING = "missing"

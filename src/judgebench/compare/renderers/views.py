@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import columns
+from judgebench.compare.base import columns
 from judgebench.compare.renderers import render
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 
 def _interval(mean: float, lo: float, hi: float) -> str:

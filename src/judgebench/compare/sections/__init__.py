@@ -1,4 +1,4 @@
-"""The compare report as an ordered list of sections (compare/section.py): ``SECTIONS`` is the reading order of
+"""The compare report as an ordered list of sections (compare/base/section.py): ``SECTIONS`` is the reading order of
 report.md and report.html, of the Figures section and of the terminal lines after the findings.
 
 Adding an analysis: one module in this package with a ``Section`` subclass, and one line in ``SECTIONS``.
@@ -12,21 +12,24 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from judgebench.compare.renderers import figures as figure_files
-from judgebench.compare import findings
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base import findings
+from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.sections.budget_plan import BudgetPlan
+from judgebench.compare.sections.calibration import Calibration
+from judgebench.compare.sections.discrimination import Discrimination
 from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias
 from judgebench.compare.sections.family_bias import FamilyBias
 from judgebench.compare.sections.findings_detail import FindingsDetail
 from judgebench.compare.sections.grid_state import ContentBias, GridState
 from judgebench.compare.sections.header import Header
 from judgebench.compare.sections.label_entropy import LabelEntropy
+from judgebench.compare.sections.self_preference import SelfPreference
 from judgebench.compare.sections.significance_tests import DecisionAgreement, OracleTests
 from judgebench.compare.sections.table1 import Table1
 from judgebench.compare.sections.table2 import Table2
-from judgebench.compare.sections.wrapped import BudgetPlan, Calibration, Discrimination, SelfPreference
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 SECTIONS: list[Section] = [
     Header(),

@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.analyses import bias, bootstrap, ordering_agreement
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers import views
 from judgebench.compare.renderers.markdown import QUERY_TAU_NOTE, few_queries_warning
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 
 class RankerBias(Section):

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.analyses import family_bias
-from judgebench.compare.findings import Finding
+from judgebench.compare.base.findings import Finding
 from judgebench.compare.renderers import render
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 SHOWN = ["dataset", "judge", "judge_family", "n_own", "n_other", "queries", "gap_own", "gap_other", "family_bias", "lo", "hi",
          "p_value", "p_holm"]

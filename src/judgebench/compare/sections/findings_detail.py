@@ -1,16 +1,16 @@
-"""Every finding in full, judge by judge, lower down the report: the panel at its top (compare/findings_panel.py)
+"""Every finding in full, judge by judge, lower down the report: the panel at its top (compare/renderers/findings_panel.py)
 condenses a kind held by many judges into a sentence, a line per verdict or a ranked table, and links here."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.compare import findings
+from judgebench.compare.base import findings
 from judgebench.compare.renderers.markdown import findings_detail
-from judgebench.compare.section import Section
+from judgebench.compare.base.section import Section
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 
 class FindingsDetail(Section):

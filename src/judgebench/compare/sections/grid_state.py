@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import render
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section
 from judgebench.content_bias import statistics as content_bias
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 
 class ContentBias(Section):

@@ -8,12 +8,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from judgebench import __version__
-from judgebench.compare import dataset_identity, findings, names
+from judgebench.compare.base import dataset_identity
+from judgebench.compare.base import findings
+from judgebench.compare.base import names
 from judgebench.compare.renderers.markdown import REFERENCE_TEXT, findings_section, listed, quoted, report_title
-from judgebench.compare.section import Section
+from judgebench.compare.base.section import Section
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 
 def _virtual(r: Report) -> list[str]:

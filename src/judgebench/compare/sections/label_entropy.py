@@ -11,14 +11,14 @@ import pandas as pd
 from scipy.stats import entropy
 
 from judgebench import label_scale
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import render
-from judgebench.compare.findings import Finding
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base.findings import Finding
+from judgebench.compare.base.section import LatexTable, Section
 from judgebench.text_view import ORIGINAL
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 COLLAPSED = 0.5  # a judge with less than this share of the humans' entropy gets a finding (a rule of thumb, not a test)
 COLUMNS = ["dataset", "judge", "scale", "pairs", "judge_bits", "human_bits", "difference"]

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import render
 from judgebench.compare.analyses import significance
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 
 def _everyone(r: Report) -> dict[str, list[str]]:

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import render
-from judgebench.compare.findings import Finding
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base.findings import Finding
+from judgebench.compare.base.section import LatexTable, Section
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 
 def _best(t: pd.DataFrame) -> list[str]:
@@ -45,7 +45,7 @@ def _outside_line(dataset: str, system: str, kept: int, of: int) -> str:
 
 def silent(r: Report, dataset: str | None = None) -> list[tuple[str, str, str]]:
     """(dataset, judge, line) of each judge that labelled nothing (of ``dataset``, or of any): the note that stands
-    where its numbers would be (compare/tables.py ``silent_judges``)."""
+    where its numbers would be (compare/base/tables.py ``silent_judges``)."""
     rows = getattr(r, "silent", None)  # a report built by hand (tests) may have none
     if rows is None or not len(rows):
         return []

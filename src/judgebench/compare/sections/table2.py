@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers import views
-from judgebench.compare.artifacts import REFERENCES
-from judgebench.compare.section import LatexTable, Section
+from judgebench.compare.base.artifacts import REFERENCES
+from judgebench.compare.base.section import LatexTable, Section
 from judgebench.metrics.correlation import TOP_K_RULE
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 FIGURE_JUDGES = 12
 SCALE_NOTE = ("\nEach judge is read on its own label scale (docs/protocol.md): a judge whose scale does not reach every human "

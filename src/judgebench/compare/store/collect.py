@@ -11,7 +11,7 @@ import itertools
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare import dataset_identity
+from judgebench.compare.base import dataset_identity
 from judgebench.exceptions import CompareError
 from judgebench.run_tags import RunTags
 from judgebench.text_view import ORIGINAL

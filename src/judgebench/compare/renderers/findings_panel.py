@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from judgebench.compare.findings import GRID, Finding
+from judgebench.compare.base.findings import GRID, Finding
 
 FEW = 6  # subjects of a kind shown sentence by sentence (a report of a few judges reads as before)
 FEW_VERDICTS = 2  # distinct short forms that read as one line per verdict

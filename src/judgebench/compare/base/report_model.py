@@ -8,16 +8,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
-from judgebench.compare.analyses.ensembles import VirtualJudge
-from judgebench.compare.reference import HUMAN_JUDGED, References
+from judgebench.compare.base.reference import HUMAN_JUDGED, References
 from judgebench.evaluation import REFERENCES
 from judgebench.text_view import ORIGINAL
 
 FORMATS = ("md", "csv", "tex", "png", "html")
 DEFAULT_K = ("5", "10", "20", "all")  # the human-budget experiment's k values (budget/experiment.py), by default
+
+
+@dataclass(frozen=True)
+class VirtualJudge:
+    """A judge made of other judges' labels (compare/analyses/ensembles.py builds and scores it): its name, its members
+    and how their labels are combined (majority or mean)."""
+
+    name: str
+    members: tuple[str, ...]
+    rule: Literal["majority", "mean"]
+
+    def describe(self) -> str:
+        how = "majority vote (ties: lower label)" if self.rule == "majority" else "mean label rounded half up"
+        return f"{self.name} = {how} of {', '.join(self.members)}"
 
 
 @dataclass
@@ -33,7 +47,7 @@ class Options:
     level: float = 0.95
     panel: list[str] | None = None
     formats: tuple[str, ...] = FORMATS
-    # The human values every judge is compared with (compare/reference.py): human_judged (the human labels of
+    # The human values every judge is compared with (compare/base/reference.py): human_judged (the human labels of
     # the pairs the judge labelled), human_labelset (of the whole label set) or human (all qrels: the paper's).
     reference: str = HUMAN_JUDGED
     allow_mixed_versions: bool = False
@@ -86,7 +100,7 @@ class Report:
     running: pd.DataFrame = field(default_factory=pd.DataFrame)  # missing cells whose run is still RUNNING (collect.running_cells)
     tracking_uri: str = ""  # the store it was read from (the read-back command a plan prints names it)
     silent: pd.DataFrame = field(default_factory=pd.DataFrame)  # (dataset, judge, failed_pairs): judges that labelled nothing
-    results: dict = field(default_factory=dict)  # {result name: value}, from each section's compute (compare/section.py)
+    results: dict = field(default_factory=dict)  # {result name: value}, from each section's compute (compare/base/section.py)
 
     def __getattr__(self, name: str):
         """A section's result by its name (``report.bias``); only called for a name that is not a field."""

@@ -1,9 +1,11 @@
-"""What the planner and the read-back say: the report section, the terminal lines and the width-vs-budget figure
-(the numbers: budget_plan.py, budget_files.py)."""
+"""The budget planner's section: its computation's call and what the planner and the read-back say (the report section,
+the terminal lines, the width-vs-budget figure, the plan files and sheets); the numbers are compare/budget/plan.py's and
+compare/budget/files.py's."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -11,12 +13,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names
+from judgebench.compare.base import names
+from judgebench.compare.base.section import Section
+from judgebench.compare.budget import experiment as budget
+from judgebench.compare.budget import files as budget_files
+from judgebench.compare.budget import labelling_sheet
 from judgebench.compare.renderers import render
 from judgebench.compare.budget.files import PLAN_FILE, template_name  # noqa: E402
 from judgebench.compare.budget.plan import NOT_BETTER  # noqa: E402
 from judgebench.compare.renderers.figures import _save, plain_text  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES, STRATEGIES, warning  # noqa: E402
+
+if TYPE_CHECKING:
+    from judgebench.compare.base.report_model import Report
 
 FIGURE = "figure_budget_plan.png"
 CAPTION = "Interval width of the system differences against the budget: planner's prediction (line), resampling (points)"
@@ -137,3 +146,81 @@ def figure(measured: pd.DataFrame, out: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize="x-small")
     return [_save(fig, out / FIGURE)]
+
+
+def readback_command(r: Report, out: Path) -> str:
+    """The command that reads the filled labels back: the same store, selection and folder as this plan (a read-back
+    on another store or other datasets would score other runs). A credentialed store URI is masked."""
+    from judgebench.masking import mask_url
+
+    o = r.options
+    parts = ["judgebench-compare", f"experiment={r.experiment}"]
+    parts += [f"tracking_uri={mask_url(r.tracking_uri)}"] if r.tracking_uri else []
+    parts += [f"sweep={r.sweep}"] if r.sweep else []
+    parts += [f"{key}={','.join(v)}" for key, v in (("datasets", o.datasets), ("judges", o.judges)) if v]
+    parts += [f"out={out.parent if out.name == 'plan' else out}", f"calibration.human_labels={out / 'labels.tsv'}"]
+    return " ".join(parts)
+
+
+def cell_configs(r: Report, datasets: set[str]) -> dict[str, str]:
+    """A grid cell's logged config.yaml per dataset: what the sheet's texts are loaded from (a ``dataset=trec`` grid
+    names its passages there, not in a config of judgebench's). Nothing for a dataset whose file cannot be read."""
+    import tempfile
+
+    from mlflow.tracking import MlflowClient
+
+    if not r.tracking_uri or "run_id" not in r.jobs:
+        return {}
+    client, out = MlflowClient(r.tracking_uri), {}
+    for dataset, run_id in r.jobs.drop_duplicates("dataset")[["dataset", "run_id"]].itertuples(index=False):
+        if dataset in datasets:
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    out[dataset] = Path(client.download_artifacts(run_id, "config.yaml", tmp)).read_text(encoding="utf-8")
+                except Exception:  # noqa: BLE001 (the sheet falls back to the dataset's config name)
+                    continue
+    return out
+
+
+class BudgetPlan(Section):
+    """The planner's plan and predictions, or the read-back of the assessors' labels (compare/budget/files.py). Its
+    plan files and labelling sheets are its ``files``, written whatever format= says."""
+
+    name = "budget_plan"
+
+    def compute(self, r: Report) -> dict[str, dict]:
+        """The planner's plan, predictions and measured widths, or the read-back's estimates ({} when neither is asked)."""
+        o, planned = r.options, {}
+        if o.plan or o.human_labels:
+            original = r.original_labels
+            planned = budget_files.build(budget.cells(r.per_query, r.table1, original, r.refs, None, r.problems), original, r.runs, o)
+        return {"budget_plan": planned}
+
+    def markdown(self, r: Report) -> list[str]:
+        return markdown(r.budget_plan, r.options.level)
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(name, r.budget_plan[key], False) for name, key in (
+            ("human_budget_predictions", "predictions"), ("human_budget_measured", "measured"),
+            ("human_budget_readback", "readback")) if key in r.budget_plan]
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        return figure(r.budget_plan["measured"], out) if "measured" in r.budget_plan else []
+
+    def captions(self) -> dict[str, str]:
+        return {FIGURE: CAPTION}
+
+    def files(self, r: Report, out: Path) -> list[Path]:
+        """The plan, its qrels templates and the assessors' sheets, whatever format= says."""
+        if "plans" not in r.budget_plan:
+            return []
+        original = r.original_labels
+        return (budget_files.write(r.budget_plan["plans"], original, out)
+                + labelling_sheet.write(r.budget_plan["plans"], original, out, readback_command(r, out),
+                                        cell_configs(r, {p.dataset for p in r.budget_plan["plans"]})))
+
+    def console(self, r: Report) -> list[str]:
+        lines = console(r.budget_plan)
+        if "plans" in r.budget_plan:  # what the budget means in work: queries and pairs, and the assessors' sheets
+            lines += labelling_sheet.counts(r.budget_plan["plans"], r.original_labels)
+        return lines

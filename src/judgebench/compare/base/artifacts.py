@@ -20,11 +20,11 @@ from mlflow.tracking import MlflowClient
 
 from judgebench import artifact_store, label_scale
 from judgebench.data.trec import read_run
-from judgebench.compare.reference import OWN, ROLE
+from judgebench.compare.base.reference import OWN, ROLE
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, REFERENCES
 
 __all__ = ["HUMAN", "HUMAN_LABELSET", "REFERENCES", "Artifacts", "per_query_matrix"]
-PER_QUERY = ["dataset", "system", "judge", ROLE, "query_id", "value"]  # role: what a row is (compare/reference.py)
+PER_QUERY = ["dataset", "system", "judge", ROLE, "query_id", "value"]  # role: what a row is (compare/base/reference.py)
 READERS = 4  # threads reading artifacts: enough to hide the waiting, few enough for a shared tracking server
 # relevance: the judge's label as a human level (its scale's map: what nDCG scores); label: as the judge gave it;
 # scale: the judge's label scale as its runs applied it (label_scale.py tag)
@@ -128,7 +128,7 @@ class Artifacts:
         """Rows (dataset, system, judge, role, query_id, value); the rows of the two human references (judge and
         role: the reference's name) come from every job's reference columns (a human-judge run adds nothing else:
         its labels are the reference), each judge's own values have role "judge" and its human_judged values
-        role "human_judged" (compare/reference.py)."""
+        role "human_judged" (compare/base/reference.py)."""
         def read(run_id: str):
             value, problem = self._fetch(run_id, "per_query.csv", lambda p: pd.read_csv(p, dtype={"query_id": str}))
             return value, [problem] if problem else []

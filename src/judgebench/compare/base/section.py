@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
-    from judgebench.compare.findings import Finding
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.findings import Finding
+    from judgebench.compare.base.report_model import Report
 
 LatexTable = tuple[str, pd.DataFrame, str, dict]  # (file stem, frame, caption, render.latex options)
 
@@ -76,6 +76,6 @@ class Section:
         return []
 
     def findings(self, r: Report) -> Iterable[Finding]:
-        """Sentences for the findings that open every output (compare/findings.py; a section that overrides this is
+        """Sentences for the findings that open every output (compare/base/findings.py; a section that overrides this is
         appended to ``findings.PRODUCERS`` by ``compare/sections``, after the producers listed there)."""
         return []

@@ -1,5 +1,4 @@
-"""The discrimination section of a compare report (compare/analyses/discrimination.py computes it): a Markdown table
-of the
+"""The discrimination section of a compare report (compare/analyses/discrimination.py computes it): a Markdown table of the
 judges ranked by how they order the oracle rankers against their construction order, beside kappa, the rank
 correlations, the one-sentence answer, a CSV, and a figure (judges ranked, oracles-only per-query tau with its
 interval beside kappa). report.html renders the Markdown."""
@@ -11,12 +10,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import render
-from judgebench.compare.analyses.discrimination import STATISTICS, Discrimination
+from judgebench.compare.analyses import discrimination as analysis
+from judgebench.compare.base.section import Section
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 FIGURE = "figure_discrimination.png"
 CAPTION = ("judges ranked by discriminative power: oracle pairs ordered as constructed, oracles-only per-query tau with its "
@@ -34,9 +34,8 @@ def _point(value: float) -> str:
     return render.MISSING if value != value else f"{value:.3f}"
 
 
-def view(d: Discrimination, dataset: str) -> pd.DataFrame:
-    """One row per judge, ranked, with the per-query tau written "value [lo, hi]" and the taus of the means as
-    points."""
+def view(d: analysis.Discrimination, dataset: str) -> pd.DataFrame:
+    """One row per judge, ranked, with the per-query tau written "value [lo, hi]" and the taus of the means as points."""
     t = d.table[d.table["dataset"] == dataset]
     return pd.DataFrame({
         "rank": range(1, len(t) + 1),
@@ -59,10 +58,8 @@ def markdown(r: Report) -> list[str]:
     parts = [f"\n## Discriminative power: which judges order the oracle rankers as they were constructed "
              f"(alpha {o.alpha}, against {o.reference})\n",
              "The oracle rankers are built in a known order (Perfect > Swap[3] > Swap[2] > Swap[1] > Swap[2,3] > Swap[1,2], "
-             "docs/protocol.md#oracle-rankers). Per judge and constructed pair: `as_constructed` / `reversed`: an "
-             "exact sign "
-             "test over the queries where the judge's nDCG@10 of the two differ, Holm over the judge's pairs, "
-             "significant in "
+             "docs/protocol.md#oracle-rankers). Per judge and constructed pair: `as_constructed` / `reversed`: an exact sign "
+             "test over the queries where the judge's nDCG@10 of the two differ, Holm over the judge's pairs, significant in "
              "the constructed / the other direction; `undecided`: neither; `worse_than_humans`: pairs the judge separates "
              "less well than the humans do (a one-sided sign test of sign(human difference) - sign(judge difference) per "
              "query, Holm over the pairs). Judges ranked by `as_constructed`, then fewer `worse_than_humans`, then the "
@@ -74,7 +71,7 @@ def markdown(r: Report) -> list[str]:
         sig, total = d.human.get(dataset, (0, 0))
         parts += [f"\n### {names.markdown(dataset)}\n", f"**{names.markdown(sentence)}** Humans order {sig} of {total} "
                   "oracle pairs as constructed.\n", render.markdown(view(d, dataset), index=False, integers=["rank", *COUNTS])]
-        c = d.correlations[d.correlations["dataset"] == dataset].assign(statistic=lambda f: f["statistic"].map(STATISTICS))
+        c = d.correlations[d.correlations["dataset"] == dataset].assign(statistic=lambda f: f["statistic"].map(analysis.STATISTICS))
         parts += ["\n", render.markdown(c.drop(columns="dataset").rename(columns={"statistic": "kappa vs"}), index=False,
                                         integers=["judges"])]
     return parts
@@ -118,3 +115,26 @@ def figure(r: Report, out: Path) -> list[Path]:
         return _save(fig, out / FIGURE)
 
     return [draw()]
+
+
+class Discrimination(Section):
+    """Which judges order the oracle rankers as constructed (compare/analyses/discrimination.py)."""
+
+    name = "discrimination"
+
+    def compute(self, r: Report) -> dict:
+        o = r.options
+        return {"discrimination": analysis.analyse(r.per_query, r.table1, r.table2, r.refs, o.alpha, seed=o.seed,
+                                                   level=o.level, exclude=[v.name for v in r.virtual])}
+
+    def markdown(self, r: Report) -> list[str]:
+        return markdown(r)
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in csv_frames(r)]
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        return figure(r, out)
+
+    def captions(self) -> dict[str, str]:
+        return {FIGURE: CAPTION}

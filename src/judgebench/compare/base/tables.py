@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from judgebench.compare import columns
-from judgebench.compare.artifacts import HUMAN, REFERENCES
-from judgebench.compare.reference import References, own_rows
+from judgebench.compare.base import columns
+from judgebench.compare.base.artifacts import HUMAN, REFERENCES
+from judgebench.compare.base.reference import References, own_rows
 from judgebench.text_view import ORIGINAL
 
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
@@ -47,7 +47,7 @@ def means(per_query: pd.DataFrame) -> pd.DataFrame:
 
 def table1(per_query: pd.DataFrame, types: pd.Series, judges: list[str], datasets: list[str]) -> dict[str, pd.DataFrame]:
     """Per dataset: a frame indexed by system with columns type, human, <judges>; nan = missing cell (the per-judge
-    references are no column: compare/reference.py)."""
+    references are no column: compare/base/reference.py)."""
     m = means(own_rows(per_query))
     out = {}
     for dataset in datasets:

@@ -1,4 +1,5 @@
-"""What the human-budget experiment says, in words, tables and a figure (the numbers: human_budget.py).
+"""The human-budget experiment's section: its computation's call (compare/budget/experiment.py holds the numbers) and what it
+says, in words, tables and a figure.
 
 Definitions the notes use: a k "has no inversion" for an estimator when at most ``INVERSION_OK`` (5 %)
 of its samples are inverted; an interval "holds its coverage" when at least ``COVERAGE_OK`` (90 %) of
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -18,9 +20,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names
+from judgebench.compare.base import names
+from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.budget import experiment as budget
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers.figures import _save, plain_text  # noqa: E402
+
+if TYPE_CHECKING:
+    from judgebench.compare.base.report_model import Report
 
 INVERSION_OK = 0.05
 COVERAGE_OK = 0.90
@@ -178,3 +185,36 @@ def budget_figures(table: pd.DataFrame, out: Path) -> list[Path]:
             row[0].legend(fontsize="x-small", loc="lower right")
         files.append(_save(fig, out / f"figure_budget_{names.file_part(judge)}.png"))
     return files
+
+
+class Calibration(Section):
+    """The human-budget experiment (compare/budget/experiment.py): calibration=... on the command line."""
+
+    name = "calibration"
+
+    def compute(self, r: Report) -> dict[str, pd.DataFrame]:
+        """One row per (dataset, judge, estimator, k), and the summary the findings read; empty without calibration=."""
+        o, calib = r.options, pd.DataFrame(columns=budget.COLUMNS)
+        if o.calibration:
+            original = r.original_labels
+            cells = budget.cells(r.per_query, r.table1, original, r.refs, r.runs, r.problems)
+            calib = budget.experiment(cells, list(o.calibration), list(o.calibration_k), o.resamples, o.seed,
+                                      o.alpha, o.level, o.reference)
+        return {"calibration": calib, "calibration_summary": summary(calib) if len(calib) else pd.DataFrame()}
+
+    def markdown(self, r: Report) -> list[str]:
+        return markdown(r.calibration, r.calibration_summary, r.options) if len(r.calibration) else []
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        return latex_tables(r.calibration) if len(r.calibration) else []
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in (("calibration", r.calibration), ("calibration_summary", r.calibration_summary)) if len(f)]
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        return budget_figures(r.calibration, out) if len(r.calibration) else []
+
+    def console(self, r: Report) -> list[str]:
+        if not len(r.calibration):
+            return []
+        return [f"note: {names.plain(line)}" for line in k_notes(r.calibration, r.options.calibration_k)]

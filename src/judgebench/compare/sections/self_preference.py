@@ -17,14 +17,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare import names
+from judgebench.compare.base import names
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers.figures import _names, _save, plain_text  # noqa: E402
-from judgebench.compare.analyses.self_preference import findings  # noqa: E402
+from judgebench.compare.analyses import order_bias  # noqa: E402
+from judgebench.compare.analyses.self_preference import analyse, findings  # noqa: E402
+from judgebench.compare.base.section import LatexTable, Section  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES  # noqa: E402
 
 if TYPE_CHECKING:
-    from judgebench.compare.report_model import Report
+    from judgebench.compare.base.report_model import Report
 
 FIGURE = "figure_family_gaps.png"
 CAPTION = "mean nDCG@10 gap (judge minus its human reference) per judge family and ranker family"
@@ -148,3 +150,33 @@ def metrics(r: Report) -> dict[str, float]:
         out[f"prp_order_consistency.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = row.order_consistency
         out[f"prp_first_position.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = row.first_position
     return {k: float(v) for k, v in out.items() if v == v}
+
+
+class SelfPreference(Section):
+    """Does a judge favour its own family's rankers; with the PRP rankers' order bias (one table, terminal lines)."""
+
+    name = "self_preference"
+
+    def compute(self, r: Report) -> dict:
+        o = r.options
+        return {"self_preference": analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level, o.alpha),
+                "order_bias": order_bias.order_table(r.jobs)}
+
+    def markdown(self, r: Report) -> list[str]:
+        return markdown(r)
+
+    def latex(self, r: Report) -> list[LatexTable]:
+        return latex_tables(r)
+
+    def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
+        return [(n, f, False) for n, f in csv_frames(r) if len(f)]
+
+    def figures(self, r: Report, out: Path) -> list[Path]:
+        return figures(r, out)
+
+    def captions(self) -> dict[str, str]:
+        return {FIGURE: CAPTION}
+
+    def console(self, r: Report) -> list[str]:
+        return [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first "
+                f"position {x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]

@@ -4,7 +4,7 @@ Names come from configs and the command line, so they can hold anything: ``![x](
 image report.html would fetch, ``$\\frac$`` stops matplotlib's mathtext (and the whole report), ``|`` or a
 newline breaks a table row, ``%`` or ``}`` breaks a LaTeX table, ``/`` or ``..`` in a file name writes
 elsewhere, an escape sequence rewrites the terminal. The renderers (render.py's tables, markdown.py,
-labels_report.py, budget/experiment_report.py, console.py, figures.py, report.py's file names) call these
+labels_report.py, the sections, console.py, figures.py, report.py's file names) call these
 functions and never escape on their own, so a name reads the same in every output and no name is markup.
 """
 
