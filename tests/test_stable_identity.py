@@ -3,6 +3,10 @@ issue 57 computed: ``tests/data/identity_before_restructure.json`` was written b
 one cell per judge, ranker, perturbation, system, rewriter, dataset and experiment config shipped in
 ``src/judgebench/conf``, and this test recomputes every row with the code of today.
 
+``tests/data/store_before_restructure.tar.gz`` is a real store that code wrote (the toy dataset, judges human and
+simulated x rankers bm25 and oracle: 4 cells, artifacts beside the database, so relative); today's code resumes
+it with 0 cells rerun.
+
 Regenerate only when a hash is meant to change (it reruns finished cells of every store):
 ``python tests/test_stable_identity.py --write``.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tarfile
 from datetime import datetime
 from pathlib import Path
 
@@ -123,6 +128,36 @@ def test_every_shipped_config_keeps_its_hashes_and_sweep_id():
     # the rows tell the cells apart: a hash that ignored its config would be caught above only by chance
     assert len({r["judge_hash"] for r in expected.values()}) >= 15
     assert len({r["config_hash"] for r in expected.values()}) >= 60
+
+
+STORE = REPO / "tests" / "data" / "store_before_restructure.tar.gz"
+SWEEP = ["-m", "judge=human,simulated", "ranker=bm25,oracle", "progress=false", "experiment_name=before_restructure"]
+
+
+def _cell_runs(db: Path) -> list[str]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{db}")
+    exp = client.get_experiment_by_name("before_restructure")
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    return sorted(r.info.run_id for r in runs if "judgebench.config_hash" in r.data.tags)
+
+
+@pytest.mark.slow  # a 4-cell sweep: ~15 s
+def test_a_store_written_before_the_restructure_resumes_with_nothing_rerun(tmp_path):
+    import cli_runner
+
+    with tarfile.open(STORE) as tar:
+        tar.extractall(tmp_path / "store", filter="data")
+    db = tmp_path / "store" / "mlflow.db"
+    before = _cell_runs(db)
+    assert len(before) == 4
+    cli_runner.warm()
+    done = cli_runner.run([*SWEEP, f"tracking_uri=sqlite:///{db}", f"artifact_root={tmp_path}/store/artifacts",
+                           f"cache_dir={tmp_path}/cache"], cwd=tmp_path)
+    assert done.rc == 0, str(done)
+    assert "4 cells - 0 ran, 4 skipped, 0 failed" in done.out + done.err, str(done)
+    assert _cell_runs(db) == before  # no cell run added, none replaced
 
 
 if __name__ == "__main__" and "--write" in sys.argv:
