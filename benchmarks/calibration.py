@@ -190,8 +190,9 @@ def power_rows(rng, base, n, setting, N, D) -> list[dict]:
 
 
 def heavy_tail_rows(rng, base, n, P, D) -> list[dict]:
-    """Coverage at k = 20 (5 labels a stratum) when the top quartile of the signal u carries normal noise (the
-    control) or Student-t noise of 3 or 2 df (infinite variance) in human - judge, the rest normal, f = y - bias - u z:
+    """Coverage at k = 20 (5 labels a stratum) of the systems' means and pair differences when the top quartile of
+    the signal u carries normal noise (the control) or Student-t noise of 3 or 2 df (infinite variance) in
+    human - judge, the rest normal, f = y - bias - u z:
     uniform and the stratified designs (Satterthwaite's df) under the same tails. Their misses are draws where an
     unlabelled query carries a large human - judge difference the labels cannot see; the read-back warns where an
     unlabelled query's judge value is outlying (designs.outlying, the same rule here): coverage is measured apart on
@@ -208,8 +209,9 @@ def heavy_tail_rows(rng, base, n, P, D) -> list[dict]:
             z = rng.standard_normal(y.shape)
             if tail != "normal":
                 z[:, top] = rng.standard_t(int(tail[1:]), (len(y), int(top.sum())))
-            f, truth = y - BIAS - u * z, y.mean(axis=1)
-            far = designs.outlying(f).any(axis=0)  # (n,) a query outlying in any target's judge values
+            y, f = targets(y, y - BIAS - u * z)  # the read-back's targets: every system's mean and each pair's difference
+            truth = y.mean(axis=1)
+            far = designs.outlying(f[:len(base)]).any(axis=0)  # (n,) a query where some system's judge value is outlying: the read-back's rule
             for name in names:
                 d = (designs.Uniform(20, n) if name == "uniform"
                      else designs.Stratified.build(u, 20, allocation=name.split("/")[1]))

@@ -55,7 +55,7 @@ def warning(k: float, n: int) -> str | None:
     return None
 
 
-OUTLIER_Z = 4.0  # robust sd from the median beyond which an unlabelled query's judge value gets the outlier warning
+OUTLIER_Z = 5.0  # robust sd from the median beyond which an unlabelled query's judge value gets the outlier warning
 
 
 def outlying(f: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ from judgebench.metrics import designs
 PLAN_FILE = "human_budget_plan.tsv"
 PLAN_COLUMNS = ["dataset", "judge", "strategy", "budget", "query_id", "stratum", "inclusion_probability", "selected"]
 ESTIMATES = ["dataset", "judge", "strategy", "target", "system", "other", "estimate", "low", "high", "rank", "labelled_queries",
-             "unlabelled_outliers"]  # designs.outlying's unlabelled queries of the row's target, comma-joined
+             "unlabelled_outliers"]  # unlabelled queries where the row's system (or either of the pair) has an outlying judge value
 
 
 def template_name(dataset: str, judge: str) -> str:
@@ -194,7 +194,8 @@ def readback(cells: list[Cell], plan: pd.DataFrame, qrels: pd.DataFrame, runs, l
         yy, ff = np.vstack([y, y[i] - y[j]]), np.vstack([cell.f, cell.f[i] - cell.f[j]])
         e, half = estimate(d, yy, ff, mask[None, :], level)
         point, half = e.point[0], half[0]
-        far = designs.outlying(ff) & ~mask[None, :]
+        far = designs.outlying(cell.f) & ~mask[None, :]  # (S, n): a system's judge value outlying, unlabelled
+        far = np.vstack([far, far[i] | far[j]])  # a difference's: either system's
         outliers = [",".join(str(q) for q, x in zip(cell.queries, row) if x) for row in far]
         m = len(cell.systems)
         rank = pd.Series(-point[:m]).rank(method="min").astype(int).to_numpy()
