@@ -416,3 +416,25 @@ def test_calibration_ratio_rows_by_hand():
     assert given["measured"] == 0.95 and given["mc_se"] == 0.004 and given["meets"]
     noisy = rows.row("s", "x", 43, 20, 0.95, [], "0.93-0.97", lambda m, _: rows.covers(m), estimate=(0.95, 0.006), se_limit=0.005)
     assert not noisy["meets"]  # within the target but too noisy to say so
+
+
+def test_calibration_heavy_tail_rows_split_the_draws_by_the_outlier_warning():
+    """The heavy-tail rows' three coverages are one set of draws split by the read-back's outlier warning: the
+    draws without it and with it, weighted by the share warned, give the coverage over all draws; only the rows
+    of the warned draws are flagged."""
+    import numpy as np
+
+    calibration = importlib.import_module("benchmarks.calibration")
+    rows = calibration.heavy_tail_rows(np.random.default_rng(3), calibration.pool("dl19"), 43, 4, 6)
+    assert len(rows) == 3 * 3 * 4  # tails x designs x (no warning, warning, share, all draws)
+    by = {(r["setting"], r["statistic"]): r for r in rows}
+    for tail in ("normal", "t3", "t2"):
+        for name in ("uniform", "stratified/neyman", "stratified/proportional"):
+            stat = f"planner {name} [heavy top stratum]: "
+            quiet, loud, share, every = (by[f"{tail} top quartile", stat + s] for s in
+                                         ("coverage, no outlier warning", "coverage, outlier warning printed",
+                                          "share of draws warned", "coverage, all draws"))
+            w = share["measured"]
+            parts = [(1 - w, quiet["measured"]), (w, loud["measured"])]
+            assert every["measured"] == pytest.approx(sum(a * b for a, b in parts if a > 1e-9), abs=2e-4)
+            assert loud["flagged"] and not quiet["flagged"] and not every["flagged"] and every["target"] == "reference"
