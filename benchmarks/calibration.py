@@ -2,10 +2,13 @@
 planner promises: measured coverage, size, width and power against their nominal values.
 
     python -m benchmarks.calibration [--quick] [--out DIR] [--populations P] [--draws D] [--sizes 12 43 54]
+                                     [--power-populations N] [--workers W]
 
---quick: 40 populations x 18 draws (720 replications a cell, 12-28 min on 2 cores shared with four other jobs); the
-full run 100 x 24 (2,400). Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC
-DL files.
+--quick: 40 populations x 18 draws (720 replications a cell; the per-query tau rows 4 x that; the simulated power
+over 2,000 populations); the full run 100 x 24 (2,400; 9,600; 4,000). The (queries, setting) cells run in parallel,
+one process a core (--workers), each on its own random stream, so the figures do not depend on the number of
+workers. Nothing outside the repository is read: the qrels and runs are judgebench's shipped TREC DL files.
+docs/protocol.md's Calibration tables are written from the JSON by benchmarks/calibration_summary.py.
 
 The generator is grounded in the human labels shipped with judgebench (TREC DL19 and DL20 qrels and the shipped
 runs: BM25, RankGPT and RankVicuna): the human nDCG@10 of the three systems on every query of a dataset is the
@@ -29,12 +32,18 @@ Targets: nominal-95 % intervals cover 0.93-0.97; tests' size <= 0.06 at alpha 0.
 the measured; claimed power within 0.05 of the simulated. A row meets its target only when its measured value is
 within it and, for a coverage or size row, its MC s.e. is at most 0.005 (0.01 with --quick): noise can neither pass
 a row nor hide a miss. A row is ``flagged`` when judgebench warns about its setting where it reports it
-(designs.warning: fewer than MIN_LABELS labels or MIN_QUERIES queries); an unflagged row that misses is a defect.
+(designs.warning: fewer than MIN_LABELS labels or MIN_QUERIES queries; for the heavy-tail rows, designs.outlying's
+warning on the draw: an unlabelled query with an outlying judge value); an unflagged row that misses is a defect.
+Power rows meet when |simulated - claimed| <= 0.05 with an MC s.e. (both together) <= 0.01.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import gc
+import multiprocessing
+import os
 import time
 from pathlib import Path
 
@@ -43,11 +52,12 @@ import pandas as pd
 from scipy import stats
 
 from benchmarks import calibration_orderings as orderings
+from benchmarks.calibration_rows import COLUMNS, POWER_SE_LIMIT, SE_LIMIT, covers, ratio, row, within
 from benchmarks.common import parser, table, write_json
 from judgebench.compare.budget import plan as budget_plan
 from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices, t_interval
 from judgebench.compare.analyses.significance import decision_agreement
-from judgebench.compare.base.reference import HUMAN, OWN, References
+from judgebench.compare.reference import HUMAN, OWN, References
 from judgebench.data.trec import read_qrels, read_run
 from judgebench.data.trec_dl import SHIPPED
 from judgebench.metrics import designs, ppi
@@ -63,7 +73,6 @@ SETTINGS = ("offset", "growing")
 BIAS = 0.1
 EFFECT = 0.08  # the planted pair difference of power_rows
 LEVEL, ALPHA = 0.95, 0.05
-COLUMNS = ["statistic", "setting", "n_queries", "k", "nominal", "measured", "mc_se", "target", "meets", "flagged"]
 
 
 def pool(dataset: str) -> np.ndarray:
@@ -104,36 +113,6 @@ def signal(name: str, y: np.ndarray, f: np.ndarray) -> np.ndarray:
     return budget_plan.budget_signals._floor(f.std(axis=0))
 
 
-SE_LIMIT = {"quick": 0.01, "full": 0.005}  # the Monte-Carlo s.e. a coverage or size row must reach to be judged
-PRECISE = ("0.93-0.97", "<=0.06")  # the targets of coverage and size rows
-
-
-def row(statistic, setting, n, k, nominal, per_pop, target, meets, flagged=False, se_limit=None) -> dict:
-    """One result row. It meets its target only if the measured value itself is within the target and, for a
-    coverage or size row, the Monte-Carlo s.e. is at most ``se_limit`` (row.se_limit, set by run()): noise can
-    neither pass nor hide a miss."""
-    se_limit = row.se_limit if se_limit is None else se_limit
-    per_pop = np.asarray(per_pop, float)
-    per_pop = per_pop[np.isfinite(per_pop)]
-    measured = float(per_pop.mean()) if len(per_pop) else float("nan")
-    se = float(per_pop.std(ddof=1) / np.sqrt(len(per_pop))) if len(per_pop) > 1 else float("nan")
-    precise = target not in PRECISE or (se == se and se <= se_limit)
-    ok = measured == measured and bool(meets(measured, nominal)) and precise
-    return {"statistic": statistic, "setting": setting, "n_queries": n, "k": k, "nominal": round(float(nominal), 4),
-            "measured": round(measured, 4), "mc_se": round(se, 4), "target": target, "meets": ok, "flagged": bool(flagged)}
-
-
-row.se_limit = SE_LIMIT["full"]
-
-
-def covers(x):
-    return 0.93 <= x <= 0.97
-
-
-def within(rel):
-    return lambda m, nominal: abs(m / nominal - 1) <= rel
-
-
 def design_rows(rng, base, n, setting, P, D) -> list[dict]:
     """Coverage and predicted/measured width and sd of every planner design at k = 8 and 20 labels (8 of the toy's 12),
     and each design's sd against uniform's: which design wins."""
@@ -171,66 +150,96 @@ def design_rows(rng, base, n, setting, P, D) -> list[dict]:
     return rows
 
 
-def power_rows(rng, base, n, setting, P, D) -> list[dict]:
+POWER_POPULATIONS = {"quick": 2000, "full": 4000}  # populations of the simulated power (MC s.e. about 0.006 / 0.004)
+CLAIMS = 200  # populations whose pilot gives the claim (the claim varies little between them: MC s.e. about 0.004)
+
+
+def power_rows(rng, base, n, setting, N, D) -> list[dict]:
     """Claimed vs simulated power of a planted pair difference (rankvicuna + EFFECT + noise vs rankvicuna),
     decided as compare decides: |estimate| / sqrt(var_test) beyond t(1 - alpha/2, df). The claim is the planner's
-    power at the generator's true effect EFFECT (each population's pilot shifted to mean EFFECT, its spreads kept),
-    averaged over populations, against the simulated power over every population and draw: a claim at each
-    population's own sample effect (|mean| is biased up and power is not linear in it) under-claimed by up to 0.05.
-    The simulated power varies mostly between populations (their effects differ): 4 P of them keep its MC s.e. near
-    0.02."""
+    power at the generator's true effect EFFECT (a population's pilot shifted to mean EFFECT, its spreads kept),
+    averaged over the first CLAIMS populations, against the simulated power over N populations x D draws (it varies
+    mostly between populations, whose effects differ: at 4 x 40 populations its MC s.e. was 0.02 and one row in 24
+    missed by noise alone, 0.681 against a claim of 0.624 that 2,000 populations put at 0.659 vs 0.630). The row's
+    mc_se joins both errors; it meets when |simulated - claimed| <= 0.05 with mc_se <= POWER_SE_LIMIT."""
     rows = []
     for k in sorted({min(5, n), min(10, n), min(20, n)}):
         for strategy in designs.STRATEGIES:
             claim, hit = [], []
-            for p in range(4 * P):
+            for p in range(N):
                 y0, f0 = population(rng, base, n, setting)
                 yb = y0[2] + EFFECT + 0.15 * rng.standard_normal(n)
                 y, f = (yb - y0[2])[None], (yb - BIAS - 0.05 * rng.standard_normal(n) - f0[2])[None]
                 d = budget_plan.build(strategy, signal("systems", y0, f0), k, "neyman")
-                shift = EFFECT - y.mean(axis=1, keepdims=True)  # the pilot at the true effect: human - judge unchanged
-                claim.append(float(budget_plan.power(d, y + shift, f + shift, k, ALPHA)[0]))
+                if p < CLAIMS:
+                    shift = EFFECT - y.mean(axis=1, keepdims=True)  # the pilot at the true effect: human - judge unchanged
+                    claim.append(float(budget_plan.power(d, y + shift, f + shift, k, ALPHA)[0]))
                 mask = d.draw(D, int(rng.integers(2**31)))
                 e, dfree = d.estimate(y, f, mask)
                 tcrit = stats.t.ppf(1 - ALPHA / 2, dfree)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     hit.append(float((np.abs(e.point) / np.sqrt(e.var_test) > tcrit).mean()))
-            c = float(np.mean(claim))
-            rows.append(row(f"planner {strategy}: power (claimed vs simulated)", setting, n, k, c, hit, "+-0.05",
-                            lambda m, nominal: abs(m - nominal) <= 0.05, designs.warning(k, n) is not None))
+            c, hit = float(np.mean(claim)), np.asarray(hit)
+            se = float(np.sqrt(hit.var(ddof=1) / len(hit) + np.var(claim, ddof=1) / len(claim)))
+            r = row(f"planner {strategy}: power (claimed vs simulated)", setting, n, k, c, hit, "+-0.05",
+                    lambda m, nominal: abs(m - nominal) <= 0.05, designs.warning(k, n) is not None)
+            r["mc_se"] = round(se, 4)
+            r["meets"] = bool(r["meets"] and se <= POWER_SE_LIMIT)
+            rows.append(r)
     return rows
 
 
 def heavy_tail_rows(rng, base, n, P, D) -> list[dict]:
-    """Coverage at k = 20 (5 labels a stratum) when the top quartile of the signal u carries Student-t noise of
-    ``df`` 3 or 2 (infinite variance) in human - judge and the rest normal noise, f = y - bias - u z: the stratified
-    designs (Satterthwaite's df) and uniform under the same tails. No warning of the report covers heavy tails, so
-    these rows are never flagged: a miss here is a known, unflagged limit (docs/protocol.md#calibration)."""
+    """Coverage at k = 20 (5 labels a stratum) of the systems' means and pair differences when the top quartile of
+    the signal u carries normal noise (the control) or Student-t noise of 3 or 2 df (infinite variance) in
+    human - judge, the rest normal, f = y - bias - u z:
+    uniform and the stratified designs (Satterthwaite's df) under the same tails. Their misses are draws where an
+    unlabelled query carries a large human - judge difference the labels cannot see; the read-back warns where an
+    unlabelled query's judge value is outlying (designs.outlying, the same rule here): coverage is measured apart on
+    the draws without that warning (must meet) and on those with it (flagged), each a ratio over all populations'
+    draws of its kind (ratio()), with the share of draws warned and the coverage over all draws (reference)."""
     rows = []
-    for df in (3, 2):
-        cov = {name: [] for name in ("uniform", "stratified/neyman", "stratified/proportional")}
+    for tail in ("normal", "t3", "t2"):
+        names = ("uniform", "stratified/neyman", "stratified/proportional")
+        quiet, loud, share, every = ({name: [] for name in names} for _ in range(4))
         for p in range(P):
             y = base[:, rng.integers(0, base.shape[1], n)]
             u = 0.02 + 0.25 * rng.random(n)
             top = u >= np.quantile(u, 0.75)
             z = rng.standard_normal(y.shape)
-            z[:, top] = rng.standard_t(df, (len(y), int(top.sum())))
-            f, truth = y - BIAS - u * z, y.mean(axis=1)
-            for name in cov:
+            if tail != "normal":
+                z[:, top] = rng.standard_t(int(tail[1:]), (len(y), int(top.sum())))
+            y, f = targets(y, y - BIAS - u * z)  # the read-back's targets: every system's mean and each pair's difference
+            truth = y.mean(axis=1)
+            far = designs.outlying(f[:len(base)]).any(axis=0)  # (n,) a query where some system's judge value is outlying: the read-back's rule
+            for name in names:
                 d = (designs.Uniform(20, n) if name == "uniform"
                      else designs.Stratified.build(u, 20, allocation=name.split("/")[1]))
-                e, dfree = d.estimate(y, f, d.draw(D, int(rng.integers(2**31))))
+                mask = d.draw(D, int(rng.integers(2**31)))
+                e, dfree = d.estimate(y, f, mask)
                 half = stats.t.ppf((1 + LEVEL) / 2, dfree) * np.sqrt(e.var)
-                cov[name].append(float((np.abs(e.point - truth) <= half + 1e-12).mean()))
-        rows += [row(f"planner {name} [heavy top stratum]: coverage", f"t{df} top quartile", n, 20, LEVEL, c, "0.93-0.97",
-                     lambda m, _: covers(m)) for name, c in cov.items()]
+                hit = (np.abs(e.point - truth) <= half + 1e-12).mean(axis=1)  # (D,) over the targets
+                warned = (far[None] & ~mask).any(axis=1)  # (D,) the read-back prints the outlier warning
+                quiet[name].append((float(hit[~warned].sum()), float((~warned).sum())))
+                loud[name].append((float(hit[warned].sum()), float(warned.sum())))
+                share[name].append(float(warned.mean()))
+                every[name].append(float(hit.mean()))
+        setting = f"{tail} top quartile"
+        for name in names:
+            stat = f"planner {name} [heavy top stratum]"
+            rows += [row(f"{stat}: coverage, no outlier warning", setting, n, 20, LEVEL, [], "0.93-0.97",
+                         lambda m, _: covers(m), estimate=ratio(*zip(*quiet[name]))),
+                     row(f"{stat}: coverage, outlier warning printed", setting, n, 20, LEVEL, [], "0.93-0.97",
+                         lambda m, _: covers(m), True, estimate=ratio(*zip(*loud[name]))),
+                     row(f"{stat}: share of draws warned", setting, n, 20, float("nan"), share[name], "report",
+                         lambda m, _: True),
+                     row(f"{stat}: coverage, all draws", setting, n, 20, LEVEL, every[name], "reference", lambda m, _: True)]
     return rows
 
 
 def estimator_rows(rng, base, n, setting, P, D) -> list[dict]:
     """PPI and cross-fitted PPI++ under uniform sampling of k = min(20, n - 4) labels; Table 6's t interval of a
-    judge's mean nDCG@10 (coverage of the pool mean), beside the percentile bootstrap it replaced (reference row);
-    Table 3/4's paired t-tests with Holm over the 3 pairs
+    judge's mean nDCG@10 (coverage of the pool mean), beside the percentile bootstrap it replaced (reference row); Table 3/4's paired t-tests with Holm over the 3 pairs
     under a null of equal systems (family-wise size). Self-preference: calibration_orderings."""
     k = min(20, n - 4)  # some queries unlabelled: with all labelled the interval is exact
     rows, cov_ppi, cov_pp, cov_boot, cov_t, size_holm = [], [], [], [], [], []
@@ -300,24 +309,51 @@ def agreement_rows(rng, base, n, setting, R) -> list[dict]:
                 lambda m, _: True)]
 
 
-def run(P: int, D: int, seed: int = 0, sizes=tuple(SIZES)) -> list[dict]:
-    pools = {name: pool(name) for name in set(SIZES.values())}
-    rows = []
-    for n in sizes:
-        for setting in SETTINGS:
-            rng = np.random.default_rng([seed, n, SETTINGS.index(setting)])
-            base = pools[SIZES[n]]
-            rows += design_rows(rng, base, n, setting, P, D)
-            rows += power_rows(rng, base, n, setting, P, D)
-            rows += estimator_rows(rng, base, n, setting, P, D)
-            if n >= 20 and setting == SETTINGS[0]:  # the judge's noise is the tails' here, not the setting's
-                rows += heavy_tail_rows(rng, base, n, P, D)
-            rows += agreement_rows(rng, base, n, setting, min(P * D, 200))
-            rows += orderings.ordering_rows(row, rng, base, n, setting, P * D, many_systems)
-            rows += orderings.self_preference_rows(row, rng, base, n, setting, P * D)
-            rows += orderings.discrimination_rows(row, rng, base, n, setting, P * D)
-    rows += orderings.permutation_rows(row, np.random.default_rng([seed, 99]), P * D)
+ORDERING_FACTOR = 4  # the per-query tau rows are cheap (numpy over replications): 4 P D of them, MC s.e. near 0.004
+
+
+@functools.cache
+def _pool(dataset: str) -> np.ndarray:
+    return pool(dataset)
+
+
+def cell_rows(seed: int, n: int, setting: str, P: int, D: int, se_limit: float, power_populations: int) -> list[dict]:
+    """Every row of one (n, setting) cell, on its own stream [seed, n, setting] (what a worker process runs)."""
+    row.se_limit = se_limit
+    gc.freeze()  # statsmodels' multipletests runs gc.collect() on every call: with the heap frozen it costs nothing
+    rng = np.random.default_rng([seed, n, SETTINGS.index(setting)])
+    base = _pool(SIZES[n])
+    rows = design_rows(rng, base, n, setting, P, D)
+    rows += power_rows(rng, base, n, setting, power_populations, D)
+    rows += estimator_rows(rng, base, n, setting, P, D)
+    if n >= 20 and setting == SETTINGS[0]:  # the judge's noise is the tails' here, not the setting's
+        rows += heavy_tail_rows(rng, base, n, P, D)
+    rows += agreement_rows(rng, base, n, setting, min(P * D, 200))
+    rows += orderings.ordering_rows(row, rng, base, n, setting, ORDERING_FACTOR * P * D, many_systems)
+    rows += orderings.self_preference_rows(row, rng, base, n, setting, P * D)
+    rows += orderings.discrimination_rows(row, rng, base, n, setting, P * D)
     return rows
+
+
+def permutation_cell(seed: int, P: int, D: int, se_limit: float) -> list[dict]:
+    row.se_limit = se_limit
+    return orderings.permutation_rows(row, np.random.default_rng([seed, 99]), P * D)
+
+
+def run(P: int, D: int, seed: int = 0, sizes=tuple(SIZES), power_populations: int | None = None,
+        workers: int | None = None) -> list[dict]:
+    """Every cell, each on its own stream, spread over ``workers`` processes (default: every core): the rows and
+    figures do not depend on the number of workers."""
+    se_limit, power_populations = row.se_limit, power_populations or 4 * P
+    jobs = [(cell_rows, (seed, n, setting, P, D, se_limit, power_populations)) for n in sizes for setting in SETTINGS]
+    jobs.append((permutation_cell, (seed, P, D, se_limit)))
+    workers = workers or os.cpu_count() or 1
+    if workers == 1:
+        return [r for fn, a in jobs for r in fn(*a)]
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as ex:
+        order = sorted(range(len(jobs)), key=lambda i: -jobs[i][1][1] if jobs[i][0] is cell_rows else 0)  # largest n first
+        futures = {i: ex.submit(jobs[i][0], *jobs[i][1]) for i in order}
+        return [r for i in range(len(jobs)) for r in futures[i].result()]
 
 
 def main(argv=None) -> int:
@@ -325,13 +361,17 @@ def main(argv=None) -> int:
     ap.add_argument("--populations", type=int, default=None, help="populations per cell (quick 25, full 100)")
     ap.add_argument("--draws", type=int, default=None, help="design draws per population (quick 8, full 20)")
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), choices=list(SIZES), help="query counts (12 43 54)")
+    ap.add_argument("--power-populations", type=int, default=None,
+                    help="populations of the simulated power (quick 2000, full 4000; 4 x --populations when that is given)")
+    ap.add_argument("--workers", type=int, default=None, help="worker processes (default: every core)")
     args = ap.parse_args(argv)
     P = args.populations or (40 if args.quick else 100)
     D = args.draws or (18 if args.quick else 24)
-    row.se_limit = SE_LIMIT["quick" if args.quick else "full"]
+    mode = "quick" if args.quick else "full"
+    row.se_limit = SE_LIMIT[mode]
     t0 = time.perf_counter()
-    gc.freeze()  # statsmodels' multipletests runs gc.collect() on every call: with the heap frozen it costs nothing
-    rows = run(P, D, sizes=tuple(args.sizes))
+    power_populations = args.power_populations or (POWER_POPULATIONS[mode] if args.populations is None else 4 * P)
+    rows = run(P, D, sizes=tuple(args.sizes), power_populations=power_populations, workers=args.workers)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     text = table(rows, COLUMNS, f"Calibration ({P} populations x {D} draws a cell = {P * D} replications)")
     print(text)
@@ -339,7 +379,8 @@ def main(argv=None) -> int:
     print(f"\n{len(frame)} rows; {int(frame['meets'].sum())} meet their target, {int(frame['flagged'].sum())} flagged, "
           f"{len(bad)} miss unflagged; {time.perf_counter() - t0:.0f} s")
     write_json("calibration", {"populations": P, "draws": D, "replications": P * D, "quick": args.quick,
-                               "se_limit": row.se_limit,
+                               "se_limit": row.se_limit, "power_populations": power_populations,
+                               "ordering_replications": ORDERING_FACTOR * P * D,
                                "seconds": round(time.perf_counter() - t0, 1), "rows": rows, "markdown": text}, Path(args.out))
     return 0
 

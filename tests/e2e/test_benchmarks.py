@@ -378,3 +378,65 @@ def test_compare_scaling(tmp_path):
     client = MlflowClient(f"sqlite:///{tmp_path / 'work' / 'store_12x10'}/mlflow.db")
     runs = client.search_runs([client.get_experiment_by_name("scale_12").experiment_id], "tags.`judgebench.kind` = 'job'")
     assert len(runs) == 60
+
+
+def test_protocol_calibration_figures_are_the_committed_json():
+    """docs/protocol.md's generated Calibration blocks equal what benchmarks/calibration_summary.py writes from the
+    JSON each names, and their totals are the JSON's rows recounted here."""
+    import json
+
+    summary = importlib.import_module("benchmarks.calibration_summary")
+    text = summary.DOC.read_text(encoding="utf-8")
+    blocks = list(summary.BLOCK.finditer(text))
+    assert blocks, "docs/protocol.md has no calibration-summary block"
+    assert summary.render(text) == text, "run: python -m benchmarks.calibration_summary --write docs/protocol.md"
+    for m in blocks:
+        rows = json.loads((summary.ROOT / m.group("path")).read_text(encoding="utf-8"))["rows"]
+        meets, flagged = sum(1 for r in rows if r["meets"] is True), sum(1 for r in rows if r["flagged"] is True)
+        misses = [r for r in rows if not r["meets"] and not r["flagged"]]
+        assert f"{len(rows)} rows, {meets} meet their target, {flagged} flagged, {len(misses)} unflagged misses" in m.group("body")
+        for r in misses:
+            assert f"{r['statistic']} ({r['setting']}, {r['n_queries']} queries, k = {r['k']}): {r['measured']}" in m.group("body")
+
+
+def test_calibration_ratio_rows_by_hand():
+    """A rate over the draws of one kind (those with / without a warning): sum(num) / sum(den) and its
+    linearised MC s.e.; with equal denominators it is the mean of the per-population rates and their s.e. of the mean."""
+    import numpy as np
+
+    rows = importlib.import_module("benchmarks.calibration_rows")
+    rates = np.array([0.9, 1.0, 0.85, 0.95, 0.8])
+    r, se = rows.ratio(rates * 18, np.full(5, 18.0))
+    assert r == pytest.approx(rates.mean()) and se == pytest.approx(rates.std(ddof=1) / np.sqrt(5))
+    num, den = np.array([3.0, 9.0, 0.0]), np.array([4.0, 10.0, 1.0])
+    r, se = rows.ratio(num, den)
+    assert r == pytest.approx(12 / 15)
+    resid = [3 - 0.8 * 4, 9 - 0.8 * 10, 0 - 0.8 * 1]  # -0.2, 1.0, -0.8
+    assert se == pytest.approx(np.sqrt(3 / 2 * sum(x * x for x in resid)) / 15)
+    assert all(math.isnan(x) for x in rows.ratio([0.0], [0.0]))  # no draw of that kind: no figure
+    given = rows.row("s", "x", 43, 20, 0.95, [], "0.93-0.97", lambda m, _: rows.covers(m), estimate=(0.95, 0.004), se_limit=0.005)
+    assert given["measured"] == 0.95 and given["mc_se"] == 0.004 and given["meets"]
+    noisy = rows.row("s", "x", 43, 20, 0.95, [], "0.93-0.97", lambda m, _: rows.covers(m), estimate=(0.95, 0.006), se_limit=0.005)
+    assert not noisy["meets"]  # within the target but too noisy to say so
+
+
+def test_calibration_heavy_tail_rows_split_the_draws_by_the_outlier_warning():
+    """The heavy-tail rows' three coverages are one set of draws split by the read-back's outlier warning: the
+    draws without it and with it, weighted by the share warned, give the coverage over all draws; only the rows
+    of the warned draws are flagged."""
+    import numpy as np
+
+    calibration = importlib.import_module("benchmarks.calibration")
+    rows = calibration.heavy_tail_rows(np.random.default_rng(3), calibration.pool("dl19"), 43, 4, 6)
+    assert len(rows) == 3 * 3 * 4  # tails x designs x (no warning, warning, share, all draws)
+    by = {(r["setting"], r["statistic"]): r for r in rows}
+    for tail in ("normal", "t3", "t2"):
+        for name in ("uniform", "stratified/neyman", "stratified/proportional"):
+            stat = f"planner {name} [heavy top stratum]: "
+            quiet, loud, share, every = (by[f"{tail} top quartile", stat + s] for s in
+                                         ("coverage, no outlier warning", "coverage, outlier warning printed",
+                                          "share of draws warned", "coverage, all draws"))
+            w = share["measured"]
+            parts = [(1 - w, quiet["measured"]), (w, loud["measured"])]
+            assert every["measured"] == pytest.approx(sum(a * b for a, b in parts if a > 1e-9), abs=2e-4)
+            assert loud["flagged"] and not quiet["flagged"] and not every["flagged"] and every["target"] == "reference"

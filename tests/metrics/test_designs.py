@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judgebench.metrics.designs import Active, Stratified, Uniform, allocate, design, proportional_pi
+from judgebench.metrics.designs import (OUTLIER_Z, Active, Stratified, Uniform, allocate, design, outlier_warning, outlying,
+                                       proportional_pi)
 
 
 def _mask(n, sampled):
@@ -135,3 +136,26 @@ def test_active_and_stratified_beat_uniform_when_the_signal_knows_the_error():
 def test_unknown_strategy_is_an_error():
     with pytest.raises(ValueError, match="strategy='magic'"):
         design("magic", np.ones(4), 2)
+
+
+def test_outlying_against_scipys_median_absolute_deviation():
+    """A judge value is outlying beyond OUTLIER_Z robust sd from its row's median: the robust sd recomputed with
+    scipy's median_abs_deviation (normal scale); where the MAD is 0 (over half the row tied) the row's sd instead."""
+    rng = np.random.default_rng(4)
+    f = rng.normal(0.5, 0.1, (3, 40))
+    f[0, 7], f[1, 3], f[1, 30] = 2.0, -1.0, 0.5 + 3.5 * 0.1  # two far out, one inside the bound
+    f[2] = 0.0
+    f[2, :5] = [0.05, 0.02, 0.3, 0.01, 0.0]  # MAD 0: the sd decides
+    expected = np.zeros_like(f, dtype=bool)
+    for r in range(3):
+        scale = stats.median_abs_deviation(f[r], scale="normal")
+        if scale == 0:
+            scale = np.std(f[r], ddof=1)
+        expected[r] = np.abs(f[r] - np.median(f[r])) / scale > 5.0
+    got = outlying(f)
+    assert OUTLIER_Z == 5.0 and (got == expected).all()
+    assert got[0, 7] and got[1, 3] and not got[1, 30] and got[2, 2] and got.sum() == 3
+    assert not outlying(np.zeros((1, 5))).any()  # a constant row has no outlier
+    assert outlier_warning([]) is None
+    assert "query q7 lies more than 5 robust sd" in outlier_warning(["q7"]) and "label it too" in outlier_warning(["q7"])
+    assert "queries q1, q9" in outlier_warning(["q1", "q9"]) and outlier_warning(["q1", "q9"]).endswith("label them too")

@@ -55,6 +55,36 @@ def warning(k: float, n: int) -> str | None:
     return None
 
 
+OUTLIER_Z = 5.0  # robust sd from the median beyond which an unlabelled query's judge value gets the outlier warning
+
+
+def outlying(f: np.ndarray) -> np.ndarray:
+    """(m, n) whether each query's judge value lies more than OUTLIER_Z robust sd from its row's median (robust sd:
+    1.4826 times the median absolute deviation, the sd where that is 0). The interval of a design sees human - judge
+    only on the labelled queries: an unlabelled query far out in the judge's values is where a large human - judge
+    difference the interval cannot see is likeliest; under heavy-tailed noise such draws are the intervals' misses
+    (docs/protocol.md#calibration)."""
+    f = np.atleast_2d(np.asarray(f, dtype=float))
+    dev = np.abs(f - np.median(f, axis=1, keepdims=True))
+    scale = 1.4826 * np.median(dev, axis=1, keepdims=True)
+    if f.shape[1] > 1:
+        scale = np.where(scale > 0, scale, f.std(axis=1, ddof=1, keepdims=True))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(scale > 0, dev / scale, 0.0) > OUTLIER_Z
+
+
+def outlier_warning(queries: list[str]) -> str | None:
+    """The line printed beside intervals read back from labels when ``queries`` (unlabelled, judge value outlying)
+    is not empty, None otherwise."""
+    if not queries:
+        return None
+    one = len(queries) == 1
+    return (f"warning: the judge's value on unlabelled quer{'y' if one else 'ies'} {', '.join(map(str, queries))} lies more "
+            f"than {OUTLIER_Z:g} robust sd from its median: a large human - judge difference there is invisible to the "
+            "intervals, which missed their coverage on such draws in benchmarks/calibration.py (heavy-tailed rows); "
+            f"label {'it' if one else 'them'} too")
+
+
 def _weighted_var(y: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarray:
     """(R, m) variance of y over the queries, each sampled query weighted 1/pi (w (R, n) zero elsewhere)."""
     tot = np.maximum(w.sum(axis=1, keepdims=True), 1e-300)

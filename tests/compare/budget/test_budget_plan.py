@@ -190,3 +190,36 @@ def test_the_plan_report_prints_the_alpha_and_power_in_force(toy_cell):
     pairs = budget_plan.pairs_of(cell, None)
     lax, strict = budget_plan.k_needed(cell, "uniform", pairs, 0.1), budget_plan.k_needed(cell, "uniform", pairs, 0.01)
     assert all(a <= b for a, b in zip(lax, strict) if isinstance(a, int) and isinstance(b, int))
+
+
+def test_read_back_warns_of_an_unlabelled_query_whose_judge_value_is_outlying(toy_cell, tmp_path):
+    """An unlabelled query whose judge value lies far from the others: the read-back names it in the rows of the
+    targets where it is outlying and prints the warning beside the intervals (text and markdown); labelled, it is not named."""
+    import dataclasses
+
+    from judgebench.compare.budget import plan_report
+
+    cell = toy_cell["cell"]
+    plan = budget_plan.make(cell, "uniform", 6, seed=3)
+    files = budget_files.write([plan], toy_cell["labels"], tmp_path)
+    rows = budget_files.read_plan(files[0])
+    labels = budget_files.read_labels(_label(files[1], toy_cell["human"], tmp_path / "labels.txt"), rows)
+    quiet = budget_files.readback([cell], rows, labels, toy_cell["runs"])
+    free = [q for q, s in zip(cell.queries, plan.selected) if not s]
+    f = cell.f.copy()
+    far, taken = cell.queries.index(free[0]), int(np.flatnonzero(plan.selected)[0])
+    f[0, far] = f[0, far] - 25 * (np.abs(f[0] - np.median(f[0])).max() + 0.1)  # system 0's judge value far out
+    loud = budget_files.readback([dataclasses.replace(cell, f=f)], rows, labels, toy_cell["runs"])
+    named = loud.set_index(["target", "system", "other"])["unlabelled_outliers"]
+    assert named[("mean", cell.systems[0], "")] == free[0]
+    assert all(v == "" for (t, s, o), v in named.items() if t == "mean" and s != cell.systems[0])
+    assert all(v == (free[0] if cell.systems[0] in (s, o) else "") for (t, s, o), v in named.items() if t == "difference")
+    assert (quiet["unlabelled_outliers"] == "").all()
+    warn = f"warning: the judge's value on unlabelled query {free[0]} lies more than 5 robust sd from its median"
+    for plan_dict in ({"readback": loud, "plan": rows},):
+        assert any(warn in line for line in plan_report.console(plan_dict))
+        assert any(warn in part for part in plan_report.markdown(plan_dict, 0.95))
+    assert not any("robust sd" in line for line in plan_report.console({"readback": quiet, "plan": rows}))
+    f[0, taken] = f[0, taken] - 25 * (np.abs(f[0] - np.median(f[0])).max() + 0.1)  # a labelled one: not named
+    again = budget_files.readback([dataclasses.replace(cell, f=f)], rows, labels, toy_cell["runs"])
+    assert cell.queries[taken] not in ",".join(again["unlabelled_outliers"])

@@ -27,7 +27,8 @@ from judgebench.metrics import designs
 
 PLAN_FILE = "human_budget_plan.tsv"
 PLAN_COLUMNS = ["dataset", "judge", "strategy", "budget", "query_id", "stratum", "inclusion_probability", "selected"]
-ESTIMATES = ["dataset", "judge", "strategy", "target", "system", "other", "estimate", "low", "high", "rank", "labelled_queries"]
+ESTIMATES = ["dataset", "judge", "strategy", "target", "system", "other", "estimate", "low", "high", "rank", "labelled_queries",
+             "unlabelled_outliers"]  # unlabelled queries where the row's system (or either of the pair) has an outlying judge value
 
 
 def template_name(dataset: str, judge: str) -> str:
@@ -195,13 +196,17 @@ def readback(cells: list[Cell], plan: pd.DataFrame, qrels: pd.DataFrame, runs, l
         yy, ff = np.vstack([y, y[i] - y[j]]), np.vstack([cell.f, cell.f[i] - cell.f[j]])
         e, half = estimate(d, yy, ff, mask[None, :], level)
         point, half = e.point[0], half[0]
+        far = designs.outlying(cell.f) & ~mask[None, :]  # (S, n): a system's judge value outlying, unlabelled
+        far = np.vstack([far, far[i] | far[j]])  # a difference's: either system's
+        outliers = [",".join(str(q) for q, x in zip(cell.queries, row) if x) for row in far]
         m = len(cell.systems)
         rank = pd.Series(-point[:m]).rank(method="min").astype(int).to_numpy()
         base = {"dataset": cell.dataset, "judge": cell.judge, "strategy": rows["strategy"].iloc[0], "labelled_queries": int(mask.sum())}
         out += [{**base, "target": "mean", "system": s, "other": "", "estimate": point[a], "low": point[a] - half[a],
-                 "high": point[a] + half[a], "rank": int(rank[a])} for a, s in enumerate(cell.systems)]
+                 "high": point[a] + half[a], "rank": int(rank[a]), "unlabelled_outliers": outliers[a]} for a, s in enumerate(cell.systems)]
         out += [{**base, "target": "difference", "system": cell.systems[a], "other": cell.systems[b], "estimate": point[m + p],
-                 "low": point[m + p] - half[m + p], "high": point[m + p] + half[m + p], "rank": ""}
+                 "low": point[m + p] - half[m + p], "high": point[m + p] + half[m + p], "rank": "",
+                 "unlabelled_outliers": outliers[m + p]}
                 for p, (a, b) in enumerate(zip(i, j))]
     if not out:
         raise CompareError("calibration.human_labels: no planned (dataset, judge) got labels on 2 or more queries")

@@ -22,7 +22,7 @@ from judgebench.compare.renderers import render
 from judgebench.compare.budget.files import PLAN_FILE, template_name  # noqa: E402
 from judgebench.compare.budget.plan import NOT_BETTER  # noqa: E402
 from judgebench.compare.renderers.figures import _save, plain_text  # noqa: E402
-from judgebench.metrics.designs import MIN_QUERIES, STRATEGIES, warning  # noqa: E402
+from judgebench.metrics.designs import MIN_QUERIES, STRATEGIES, outlier_warning, warning  # noqa: E402
 
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
@@ -65,7 +65,7 @@ def console(plan: dict) -> list[str]:
             lines.append(f"read back {names.plain(d)}/{names.plain(j)} from {int(g['labelled_queries'].iloc[0])} labelled "
                          "queries "
                          f"({g['strategy'].iloc[0]}):")
-            lines += [f"  {w}" for w in [_readback_warning(plan, d, j, g)] if w]
+            lines += [f"  {w}" for w in [_readback_warning(plan, d, j, g), _outlier_warning(g)] if w]
             lines += [f"  {x.rank:>2} {names.plain(x.system)[:40]:<40} {x.estimate:.3f} [{x.low:.3f}, {x.high:.3f}]"
                       for x in means.itertuples()]
     return lines
@@ -76,6 +76,13 @@ def _readback_warning(plan: dict, dataset: str, judge: str, g: pd.DataFrame) -> 
     rows = plan.get("plan")
     n = int(((rows["dataset"] == dataset) & (rows["judge"] == judge)).sum()) if rows is not None else MIN_QUERIES
     return warning(int(g["labelled_queries"].iloc[0]), n)
+
+
+def _outlier_warning(g: pd.DataFrame) -> str | None:
+    """designs.outlier_warning for a read-back's rows: the unlabelled queries with an outlying judge value in any target."""
+    column = g["unlabelled_outliers"] if "unlabelled_outliers" in g else pd.Series([], dtype=str)
+    found = {q for cell in column.fillna("").astype(str) for q in cell.split(",") if q}
+    return outlier_warning(sorted(found))
 
 
 def markdown(plan: dict, level: float) -> list[str]:
@@ -115,9 +122,9 @@ def markdown(plan: dict, level: float) -> list[str]:
         parts.append("From the returned labels alone, with the plan's design and inclusion probabilities "
                      f"({level:.0%} intervals about the all-query mean).\n")
         for (d, j), g in plan["readback"].groupby(["dataset", "judge"], sort=False):
-            w = _readback_warning(plan, d, j, g)
+            warned = [w for w in (_readback_warning(plan, d, j, g), _outlier_warning(g)) if w]
             parts += [f"\n### {names.markdown(f'{d} / {j}')} ({int(g['labelled_queries'].iloc[0])} labelled queries)\n",
-                      *([f"**{w}**\n"] if w else []),
+                      *[f"**{w}**\n" for w in warned],
                       render.markdown(g[g["target"] == "mean"].sort_values("rank")[["rank", "system", "estimate", "low", "high"]],
                                       index=False, integers=["rank"], digits=3)]
     return parts
