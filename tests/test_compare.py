@@ -93,7 +93,7 @@ def test_table1_and_table2_on_the_grid(grid):
     assert unbiased["tau_all"] > 0.9
     assert biased["kappa_graded"] < unbiased["kappa_graded"] and biased["kappa_ge2"] < unbiased["kappa_ge2"]
     # recomputed from the labels, each statistic equals what the judge's summary run logged once for all its systems
-    summary = grid["client"].get_run(runs[0].data.tags["judgebench.judge_summary"]).data.metrics
+    summary = grid["client"].get_run(runs[0].data.tags["judgebench.jobs.judge_summary"]).data.metrics
     for name in ("kappa_graded", "kappa_quadratic", "kappa_ge1", "kappa_ge3", "alpha_ordinal", "kappa_query_iqr", "judge_share_2"):
         assert biased[name] == pytest.approx(summary[name]), name
     # the human label distribution is the share of each grade in the label set (toy pool ∩ qrels, counted here)

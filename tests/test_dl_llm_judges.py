@@ -98,7 +98,7 @@ def test_a_few_cells_of_dl19_score_as_the_shared_files_say(tmp_path_factory):
         rows = _run(SHIPPED / RUN_FILES[r.data.tags["ranker"]].format(ds="dl19"))
         assert r.data.metrics["ndcg10_judge"] == pytest.approx(ref.ndcg(rows), abs=1e-9), r.data.tags["judge"]
         assert r.data.tags["ranker_family"] == {"BM25": "lexical", "RankGPT-gpt-3.5": "openai"}[r.data.tags["ranker"]]
-        summary = client.get_run(r.data.tags["judgebench.judge_summary"]).data.metrics
+        summary = client.get_run(r.data.tags["judgebench.jobs.judge_summary"]).data.metrics
         assert summary["kappa_relevant"] == pytest.approx(ref.kappa_relevant(), abs=1e-9)
         if JUDGES[config][2] == "binary":
             assert math.isnan(summary["kappa_graded"]) and math.isnan(summary["alpha_ordinal"])  # not comparable

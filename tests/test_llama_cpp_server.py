@@ -172,7 +172,7 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
     def cell_run():
         exp = mlflow.get_experiment_by_name("llama").experiment_id
         run = mlflow.search_runs([exp], "tags.`judgebench.kind` = 'job'", order_by=["attributes.start_time DESC"])[0]
-        summary = mlflow.get_run(run.data.tags["judgebench.judge_summary"])
+        summary = mlflow.get_run(run.data.tags["judgebench.jobs.judge_summary"])
         return run, {**summary.data.metrics, **run.data.metrics}
 
     def artifact(run, name):

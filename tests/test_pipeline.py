@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from judgebench.compare.cli import main as compare_main
 from judgebench.data.datasets import load_toy
 from judgebench.data.trec import read_qrels, read_run
-from judgebench import run_tags
+from judgebench.tracking import run_tags
 from judgebench.jobs.pipeline import run_job
 from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
 
@@ -64,7 +64,7 @@ def test_one_cell_logs_the_mlflow_contract(tmp_path):
         assert run.data.metrics[f"ndcg10_{name}"] == pytest.approx(sum(expected.values()) / len(expected), abs=1e-12), name
     # judge-level statistics are not on the system's run but on the judge's summary run, logged once
     assert "kappa_graded" not in run.data.metrics and "label_set_size" not in run.data.metrics
-    summary = client.get_run(tags["judgebench.judge_summary"])
+    summary = client.get_run(tags["judgebench.jobs.judge_summary"])
     assert summary.data.tags["judgebench.kind"] == "judge_summary" and summary.data.tags["judge"] == "simulated"
     assert summary.data.metrics["label_set_size"] == len(labelset) == 241
     judged = dict(((q, d), r) for q, d, r in frame_rows(judge_qrels, "query_id", "doc_id", "relevance"))

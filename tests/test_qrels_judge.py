@@ -163,7 +163,7 @@ def _runs(store: Path, experiment: str, judge: str | None = None):
 
 def _metrics(client, run) -> dict:
     """A cell's metrics with those of its judge summary (agreement statistics, labelled pairs), logged once per judge."""
-    return {**client.get_run(run.data.tags["judgebench.judge_summary"]).data.metrics, **run.data.metrics}
+    return {**client.get_run(run.data.tags["judgebench.jobs.judge_summary"]).data.metrics, **run.data.metrics}
 
 
 def test_run_py_bad_file_is_one_error_line(store, tmp_path, toy):

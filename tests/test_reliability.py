@@ -88,7 +88,7 @@ def latest_run(experiment: str, mlflow: MlflowClient | None = None):
 
 def metrics_of(run, mlflow: MlflowClient | None = None) -> dict:
     """A cell's own metrics with those of its judge summary (labelled pairs, label-set size, kappa)."""
-    summary = (mlflow or client()).get_run(run.data.tags["judgebench.judge_summary"])
+    summary = (mlflow or client()).get_run(run.data.tags["judgebench.jobs.judge_summary"])
     return {**summary.data.metrics, **run.data.metrics}
 
 

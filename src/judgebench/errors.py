@@ -1,6 +1,6 @@
 """Errors the user must fix, reported as one line: ``judgebench: error: <message>`` on stderr, exit code 2.
 
-``judgebench run`` (judgebench/run.py; ``python run.py`` in a clone) routes every job through
+``judgebench run`` (judgebench/cli/run.py; ``python run.py`` in a clone) routes every job through
 :func:`reported`. An exception is *user-facing* when it says what to change in the config, the input
 files or the environment:
 
@@ -13,11 +13,11 @@ files or the environment:
 * an MLflow tracking server that cannot be reached.
 
 Before Hydra starts, ``judgebench run`` also refuses an unknown group option (``judge=gpt5``: one line
-naming the valid options, exit 2, see cli_checks.py), and each job checks every typed setting (settings.py).
+naming the valid options, exit 2, see checks/cli_checks.py), and each job checks every typed setting (checks/settings.py).
 
 Hydra's own errors (a key a config does not have, ``judge.temprature=0``; bad override syntax; a config
 that cannot be composed) are one such line too, exit 2, with a "did you mean" for a near-miss key
-(override_errors.py), and so is a failed sweep's line, without
+(cli/override_errors.py), and so is a failed sweep's line, without
 Hydra's HYDRA_FULL_ERROR hint after it. Anything else is a bug and keeps its traceback.
 
 Tracebacks on demand: ``--verbose`` anywhere on the command line (taken off before Hydra parses it; it
@@ -52,7 +52,7 @@ VERBOSE_FLAG = "--verbose"
 
 from judgebench.exceptions import ConfigError, NoSystems, SecretInConfig, UserError  # noqa: E402,F401
 # One definition of what names or holds a secret (not the NAME of the variable holding it, like api_key_env).
-from judgebench.masking import ENV_NAME, MASK, SECRET_KEY, is_secret_key, mask_secrets, mask_url, scrub, secret_values  # noqa: E402,F401
+from judgebench.secrets import ENV_NAME, MASK, SECRET_KEY, is_secret_key, mask_secrets, mask_url, scrub, secret_values  # noqa: E402,F401
 
 log = logging.getLogger("judgebench")
 

@@ -30,7 +30,7 @@ from judgebench.metrics import designs
 from judgebench.compare import report as report_mod
 from judgebench.compare.reference import CHOICES, HUMAN_JUDGED
 from judgebench.exceptions import CompareError
-from judgebench.masking import install_log_scrubbing, mask_url, scrub
+from judgebench.secrets import install_log_scrubbing, mask_url, scrub
 
 def _field(default, shown: str, help: str, expected: str = ""):
     """A schema field: its default, how the usage line shows it, its help, what a valid value is."""

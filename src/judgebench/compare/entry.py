@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
 
         message = quick_checks.unknown_experiment(argv)
         if message is not None:
-            from judgebench.masking import scrub
+            from judgebench.secrets import scrub
 
             print(quick_checks.PREFIX + scrub(message), file=sys.stderr)
             return 2

@@ -14,7 +14,7 @@ import pandas as pd
 from judgebench.compare import columns
 from judgebench.compare.artifacts import HUMAN, REFERENCES
 from judgebench.compare.reference import References, own_rows
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
 
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
 TABLE2 = ["dataset", "judge", "reference", *columns.AGREEMENT, *columns.ORDERING_COLUMNS, "systems", "labelled_pairs", "failed_pairs",

@@ -22,7 +22,7 @@ from judgebench.llm.gemini_models import finish_reason, gemini_answer, normalise
 from judgebench.llm.http_transport import HTTP_TRANSPORTS, openai_http_client
 from judgebench.llm.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.llm.rate_limits import acquire_tokens, per_second_limiter
-from judgebench.masking import ENV_NAME, mask_url, register_secret_env
+from judgebench.secrets import ENV_NAME, mask_url, register_secret_env
 
 
 # Consecutive connection errors, before any answer, that end the job ("cannot connect to URL").

@@ -15,7 +15,7 @@ from judgebench.compare import names
 from judgebench.compare.renderers import render
 from judgebench.compare.findings import Finding
 from judgebench.compare.section import LatexTable, Section
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
 
 if TYPE_CHECKING:
     from judgebench.compare.report_model import Report
