@@ -20,7 +20,7 @@ from judgebench.compare import collect, console, findings
 from judgebench.compare.analyses import self_preference
 from judgebench.compare.renderers import label_layout
 from judgebench.compare.renderers import markdown
-from judgebench.tracking.run_tags import RunTags  # noqa: E402
+from judgebench.identity.run_tags import RunTags  # noqa: E402
 
 
 def _cells(rows):

@@ -8,7 +8,7 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 from judgebench.compare import collect
-from judgebench.tracking.run_tags import NAMES, PREFIX, RunTags
+from judgebench.identity.run_tags import NAMES, PREFIX, RunTags
 
 REPO = Path(__file__).resolve().parents[1]
 

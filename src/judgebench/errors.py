@@ -57,6 +57,12 @@ from judgebench.secrets import ENV_NAME, MASK, SECRET_KEY, is_secret_key, mask_s
 log = logging.getLogger("judgebench")
 
 
+def print_error(message: str, program: str = "judgebench", *, flush: bool = False) -> None:
+    """The one way an error reaches the user: ``<program>: error: <message>`` on stderr, every secret value the
+    process knows scrubbed (``judgebench``, its Hydra runs and sweeps, ``judgebench-compare``)."""
+    print(f"{program}: error: {scrub(message)}", file=sys.stderr, flush=flush)
+
+
 class CellError(CompactHydraException):
     """A multirun cell's user-facing error: Hydra marks the cell FAILED and goes on; printed as one line."""
 
@@ -169,7 +175,7 @@ def refuse_secret_overrides(argv: Sequence[str]) -> None:
     """Before Hydra writes anything: a secret on the command line is one line, exit 2 (value never printed)."""
     found = secret_override(argv)
     if found is not None:
-        print(PREFIX + _secret_message(*found), file=sys.stderr)
+        print_error(_secret_message(*found))
         raise SystemExit(EXIT_CODE)
 
 
@@ -215,6 +221,14 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(exc))
         yield exc
         exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+
+
+def did_you_mean(word: str, options: Sequence[str]) -> str:
+    """'; did you mean X?' for the closest of ``options`` to a misspelt ``word`` (difflib), else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(word, [str(o) for o in options], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _one_line(text: str) -> str:
@@ -315,7 +329,7 @@ def reported(tracking_uri: str | None = None) -> Iterator[None]:
             raise CellError(f"{PREFIX}{cell}: {message}") from None
         if verbose():
             print(scrub(traceback.format_exc()), file=sys.stderr, end="")
-        print(PREFIX + message, file=sys.stderr, flush=True)
+        print_error(message, flush=True)
         raise SystemExit(EXIT_CODE) from None
 
 
@@ -364,5 +378,5 @@ def exit_code(exc: SystemExit, failed_sweep: str | None = None) -> int | str | N
     if exc.code != 1 or not (cell_error or failed_sweep is not None):
         return exc.code
     if not cell_error:
-        print(PREFIX + scrub(failed_sweep or "the sweep failed"), file=sys.stderr, flush=True)
+        print_error(failed_sweep or "the sweep failed", flush=True)
     return EXIT_CODE

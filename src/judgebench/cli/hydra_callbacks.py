@@ -41,7 +41,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench.tracking.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 
 log = logging.getLogger("judgebench.sweep")
 

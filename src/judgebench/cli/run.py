@@ -135,7 +135,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
     sys.argv = errors.strip_verbose([sys.argv[0], *args])
     errors.refuse_secret_overrides(sys.argv[1:])
     cli_checks.unset_empty_env()
-    cli_checks.refuse_unknown_options(sys.argv[1:], CONF_DIR, errors.PREFIX, errors.EXIT_CODE)
+    cli_checks.refuse_unknown_options(sys.argv[1:], CONF_DIR)
     sys.argv = sweep_settings.defer(sys.argv, CONF_DIR)  # a sweep's per-component settings: applied by the sweeper
     override_errors.report_hydra_errors()  # Hydra's own errors (a misspelt key) as one line, exit 2
     try:
@@ -147,7 +147,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
         return errors.INTERRUPTED_CODE
     message = _no_systems_in_sweep()
     if message:
-        print(errors.PREFIX + message, file=sys.stderr)
+        errors.print_error(message)
         return errors.EXIT_CODE
     return 0
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Iterable
 
 from omegaconf import DictConfig, OmegaConf
@@ -154,5 +153,5 @@ def check(configs: Iterable[DictConfig]) -> None:
     if message is None:
         return
     _discard_parent_run()
-    print(errors.PREFIX + message + " (checked once for the sweep; no cell was started)", file=sys.stderr, flush=True)
+    errors.print_error(message + " (checked once for the sweep; no cell was started)", flush=True)
     raise SystemExit(errors.EXIT_CODE)

@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from judgebench.compare import dataset_identity
 from judgebench.exceptions import CompareError
-from judgebench.tracking.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 
 CELL = ["dataset", "system", "judge", "rewriter"]

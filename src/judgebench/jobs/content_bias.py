@@ -35,7 +35,7 @@ from judgebench.metrics.agreement import LEVELS
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.oracle import OracleRanker
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
-from judgebench.tracking.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")

@@ -29,7 +29,7 @@ from judgebench.data.trec import read_qrels
 from judgebench.evaluation import HUMAN, METRIC_VERSION
 from judgebench.exceptions import ConfigError
 from judgebench.jobs.common import JobOutcome, frame_text, sweep_id
-from judgebench.tracking.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")

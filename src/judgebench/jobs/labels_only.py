@@ -31,7 +31,7 @@ from judgebench.jobs.cell import CellSettings, semantic_part
 from judgebench.jobs.common import JobOutcome, config_hash, file_text, find_done, frame_text, identity_tags, load_dataset, open_job_run, sweep_id
 from judgebench.jobs.dry_run import plan_judging
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
-from judgebench.tracking.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")

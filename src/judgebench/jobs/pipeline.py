@@ -24,7 +24,7 @@ from judgebench.jobs.common import JobOutcome, file_text, find_done, frame_text,
 from judgebench.jobs.dry_run import dry_run
 from judgebench.rankers.base import Ranker
 from judgebench.rewriters.report import rewrites_checked
-from judgebench.tracking.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")

@@ -25,7 +25,7 @@ from judgebench.data.datasets import Dataset
 from judgebench.exceptions import DataError
 from judgebench.jobs.cell import CellSettings, CellSystem, resolve_system, semantic_part, skipped_duplicate
 from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id
-from judgebench.tracking.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")

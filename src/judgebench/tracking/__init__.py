@@ -30,7 +30,7 @@ from tenacity import Retrying, retry_if_exception, retry_if_result, stop_after_a
 
 from judgebench.tracking import artifact_store
 from judgebench.checks.store_writable import check_sqlite_writable
-from judgebench.tracking.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 from judgebench.secrets import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
 
 log = logging.getLogger("judgebench")
