@@ -40,7 +40,6 @@ import re
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from hydra.errors import CompactHydraException
@@ -90,126 +89,6 @@ def strip_verbose(argv: list[str]) -> list[str]:
         os.environ[VERBOSE_ENV] = "1"
         return [argv[0], *(a for a in argv[1:] if a != VERBOSE_FLAG)]
     return argv
-
-
-# --------------------------------------------------------------------------- secrets
-
-
-def _names_in(value: str) -> list[str]:
-    """The variable names of an ``api_key_env`` override value: ``A``, ``[A,B]``, ``'A'``."""
-    return [v.strip().strip("'\"") for v in value.strip().strip("[]").split(",") if v.strip()]
-
-
-def _secret_problem(key: str, value: Any) -> str | None:
-    """What is wrong with a config entry that carries a secret (the value is never part of the answer)."""
-    if value in (None, "", MASK) or (isinstance(value, (list, dict)) and not value):
-        return None
-    last = key.rsplit(".", 1)[-1]
-    if last.lower().endswith("_env"):
-        names = value if isinstance(value, list) else _names_in(str(value))
-        if any(not isinstance(n, str) or not ENV_NAME.match(n) for n in names):
-            return "env"
-        return None
-    if is_secret_key(last):
-        return "secret"
-    text = str(value)
-    if mask_url(text) != text:
-        return "url"
-    if any(v in text for v in secret_values()):
-        return "value"
-    return None
-
-
-def secret_override(argv: Sequence[str]) -> tuple[str, str] | None:
-    """(key, problem) of the first ``key=value`` override that carries a secret, else None."""
-    for arg in argv:
-        if arg.startswith("-") or "=" not in arg:
-            continue
-        key, _, value = arg.partition("=")
-        key = key.lstrip("+~")
-        problem = _secret_problem(key, value)
-        if problem:
-            return key, problem
-    return None
-
-
-def _secret_paths(node: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
-    if isinstance(node, dict):
-        for k, v in node.items():
-            path = f"{prefix}{k}"
-            problem = _secret_problem(path, v) if not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env")) else None
-            if problem:
-                yield path, problem
-            elif isinstance(v, (dict, list)):
-                yield from _secret_paths(v, f"{path}.")
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            if isinstance(v, (dict, list)):
-                yield from _secret_paths(v, f"{prefix}{i}.")
-            elif _secret_problem(f"{prefix}{i}", v) in ("url", "value"):
-                yield f"{prefix}{i}", "url"
-
-
-def _secret_message(key: str, problem: str = "secret") -> str:
-    where = (
-        "they would be written to the run's output directory (.hydra/), MLflow and the shell history"
-    )
-    if problem == "env":
-        return (
-            f"{key}: expected the name of an environment variable (letters, digits and _, e.g. OPENAI_API_KEY), "
-            f"not a key (the value is not shown: {where}); set the variable and name it here"
-        )
-    if problem == "url":
-        return (
-            f"{key}: credentials inside a URL (user:password@) are not taken from the config or the command line ({where}); "
-            "put the URL in the environment instead (OPENAI_BASE_URL) or use a URL without them"
-        )
-    return (
-        f"{key}: API keys and other secrets are read from the environment only, never from the config or the "
-        f"command line ({where}); remove it and "
-        "set the variable the backend names instead (api_key_env, e.g. OPENAI_API_KEY or GEMINI_API_KEY)"
-    )
-
-
-def refuse_secret_overrides(argv: Sequence[str]) -> None:
-    """Before Hydra writes anything: a secret on the command line is one line, exit 2 (value never printed)."""
-    found = secret_override(argv)
-    if found is not None:
-        print_error(_secret_message(*found))
-        raise SystemExit(EXIT_CODE)
-
-
-def _mask_saved(node: Any, prefix: str = "") -> Any:
-    if isinstance(node, dict):
-        out = {}
-        for k, v in node.items():
-            path = f"{prefix}{k}"
-            bad = not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env")) and _secret_problem(path, v)
-            out[k] = MASK if bad else _mask_saved(v, f"{path}.")
-        return out
-    if isinstance(node, list):
-        return [_mask_saved(v, prefix) for v in node]
-    return scrub(node)
-
-
-def refuse_secrets_in_config(cfg) -> None:
-    """A secret that came from a config file: mask it in Hydra's saved config.yaml and refuse the job."""
-    from omegaconf import OmegaConf
-
-    tree = OmegaConf.to_container(cfg, resolve=False)
-    found = [(p, why) for p, why in _secret_paths(tree) if not p.startswith("hydra.")]
-    if not found:
-        return
-    try:  # Hydra saved the composed config before the job started: mask the value there
-        from hydra.core.hydra_config import HydraConfig
-
-        saved = Path(HydraConfig.get().runtime.output_dir) / HydraConfig.get().output_subdir / "config.yaml"
-        if saved.is_file():
-            data = OmegaConf.to_container(OmegaConf.load(saved), resolve=False)
-            OmegaConf.save(OmegaConf.create(_mask_saved(mask_secrets(data))), saved)
-    except Exception:  # no Hydra context (tests) or output_subdir=null: nothing was saved
-        pass
-    raise SecretInConfig(_secret_message(*found[0]))
 
 
 # --------------------------------------------------------------------------- classification

@@ -11,6 +11,11 @@ Two rules, shared by MLflow logging, artifacts, logging, error messages, the CLI
   ``http://***@host``). Values shorter than :data:`MIN_SECRET_LEN` are left alone: they are no real key,
   and replacing them would mangle ordinary text.
 
+One config-tree masker, :func:`mask_secrets`, with a rule saying which entries to mask: the values of secret keys
+(params, logged configs, component hashes), or everything a saved config must not keep (:func:`secret_in_config`).
+A secret written in a config or an override is refused here too (:func:`refuse_secret_overrides`,
+:func:`refuse_secrets_in_config`): one line naming the key, never the value.
+
 Kept free of heavy imports so the command line can check overrides before anything starts.
 """
 
@@ -19,9 +24,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
+
+from judgebench.exceptions import SecretInConfig
 
 MASK = "***"
 MIN_SECRET_LEN = 8
@@ -82,24 +90,38 @@ def scrub(text: Any) -> Any:
     return out
 
 
-def scrub_tree(value: Any) -> Any:
-    """scrub() applied to every string of a nested config/JSON tree (keys included)."""
-    if isinstance(value, Mapping):
-        return {scrub_tree(k): scrub_tree(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [scrub_tree(v) for v in value]
-    return scrub(value)
+# A rule says whether one entry of a config tree holds a secret: (its dotted path, its key, its value already
+# masked and scrubbed below it, whether it is an element of a list).
+Rule = Callable[[str, str, Any, bool], bool]
 
 
-def mask_secrets(value: Any, key: str = "") -> Any:
-    """Replace every value whose key names a secret, at any depth; scrub the others."""
-    if isinstance(value, Mapping):
-        return {k: mask_secrets(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_secrets(v, key) for v in value]
-    if key and is_secret_key(key) and value not in (None, ""):
-        return MASK
-    return scrub(value)
+def secret_key_entry(path: str, key: str, value: Any, in_list: bool) -> bool:
+    """A value (or list element) under a key that names a secret (:func:`is_secret_key`), unless empty."""
+    return bool(key) and is_secret_key(key) and not isinstance(value, list) and value not in (None, "")
+
+
+def secret_in_config(path: str, key: str, value: Any, in_list: bool) -> bool:
+    """What a saved config must not keep: a secret key's value, and any entry :func:`secret_problem` refuses (a key in
+    an ``*_env`` setting, credentials in a URL, a known secret value), judged on the entry, not on a list's elements."""
+    if secret_key_entry(path, key, value, in_list):
+        return True
+    if in_list or not key or isinstance(value, dict) or (isinstance(value, list) and not key.endswith("_env")):
+        return False
+    return secret_problem(path, value) is not None
+
+
+def mask_secrets(value: Any, rule: Rule = secret_key_entry) -> Any:
+    """The one config-tree masker: every entry that ``rule`` says holds a secret becomes MASK, every other string
+    is scrubbed (:func:`scrub`), at any depth. The default rule masks the values of secret keys (params, logged
+    configs, component hashes); :func:`secret_in_config` also masks what a saved config must not keep."""
+    return _masked(value, rule, "", "", False)
+
+
+def _masked(node: Any, rule: Rule, path: str, key: str, in_list: bool) -> Any:
+    if isinstance(node, Mapping):
+        return {k: _masked(v, rule, f"{path}.{k}" if path else str(k), str(k), False) for k, v in node.items()}
+    out = [_masked(v, rule, path, key, True) for v in node] if isinstance(node, list) else scrub(node)
+    return MASK if rule(path, key, out, in_list) else out
 
 
 class ScrubFilter(logging.Filter):
@@ -141,3 +163,110 @@ def install_log_scrubbing() -> None:
         return record
 
     logging.setLogRecordFactory(factory)
+
+
+# --------------------------------------------------------------------------- refusing a secret in a config
+
+
+def _names_in(value: str) -> list[str]:
+    """The variable names of an ``api_key_env`` override value: ``A``, ``[A,B]``, ``'A'``."""
+    return [v.strip().strip("'\"") for v in value.strip().strip("[]").split(",") if v.strip()]
+
+
+def secret_problem(key: str, value: Any) -> str | None:
+    """What is wrong with a config entry that carries a secret (the value is never part of the answer)."""
+    if value in (None, "", MASK) or (isinstance(value, (list, dict)) and not value):
+        return None
+    last = key.rsplit(".", 1)[-1]
+    if last.lower().endswith("_env"):
+        names = value if isinstance(value, list) else _names_in(str(value))
+        if any(not isinstance(n, str) or not ENV_NAME.match(n) for n in names):
+            return "env"
+        return None
+    if is_secret_key(last):
+        return "secret"
+    text = str(value)
+    if mask_url(text) != text:
+        return "url"
+    if any(v in text for v in secret_values()):
+        return "value"
+    return None
+
+
+def secret_override(argv: Sequence[str]) -> tuple[str, str] | None:
+    """(key, problem) of the first ``key=value`` override that carries a secret, else None."""
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, _, value = arg.partition("=")
+        key = key.lstrip("+~")
+        problem = secret_problem(key, value)
+        if problem:
+            return key, problem
+    return None
+
+
+def _secret_paths(node: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            path = f"{prefix}{k}"
+            problem = secret_problem(path, v) if not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env")) else None
+            if problem:
+                yield path, problem
+            elif isinstance(v, (dict, list)):
+                yield from _secret_paths(v, f"{path}.")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            if isinstance(v, (dict, list)):
+                yield from _secret_paths(v, f"{prefix}{i}.")
+            elif secret_problem(f"{prefix}{i}", v) in ("url", "value"):
+                yield f"{prefix}{i}", "url"
+
+
+def _secret_message(key: str, problem: str = "secret") -> str:
+    where = (
+        "they would be written to the run's output directory (.hydra/), MLflow and the shell history"
+    )
+    if problem == "env":
+        return (
+            f"{key}: expected the name of an environment variable (letters, digits and _, e.g. OPENAI_API_KEY), "
+            f"not a key (the value is not shown: {where}); set the variable and name it here"
+        )
+    if problem == "url":
+        return (
+            f"{key}: credentials inside a URL (user:password@) are not taken from the config or the command line ({where}); "
+            "put the URL in the environment instead (OPENAI_BASE_URL) or use a URL without them"
+        )
+    return (
+        f"{key}: API keys and other secrets are read from the environment only, never from the config or the "
+        f"command line ({where}); remove it and "
+        "set the variable the backend names instead (api_key_env, e.g. OPENAI_API_KEY or GEMINI_API_KEY)"
+    )
+
+
+def refuse_secret_overrides(argv: Sequence[str]) -> None:
+    """Before Hydra writes anything: a secret on the command line is refused (value never in the message); the
+    command line prints it as one line, exit 2."""
+    found = secret_override(argv)
+    if found is not None:
+        raise SecretInConfig(_secret_message(*found))
+
+
+def refuse_secrets_in_config(cfg) -> None:
+    """A secret that came from a config file: mask it in Hydra's saved config.yaml and refuse the job."""
+    from omegaconf import OmegaConf
+
+    tree = OmegaConf.to_container(cfg, resolve=False)
+    found = [(p, why) for p, why in _secret_paths(tree) if not p.startswith("hydra.")]
+    if not found:
+        return
+    try:  # Hydra saved the composed config before the job started: mask the value there
+        from hydra.core.hydra_config import HydraConfig
+
+        saved = Path(HydraConfig.get().runtime.output_dir) / HydraConfig.get().output_subdir / "config.yaml"
+        if saved.is_file():
+            data = OmegaConf.to_container(OmegaConf.load(saved), resolve=False)
+            OmegaConf.save(OmegaConf.create(mask_secrets(data, secret_in_config)), saved)
+    except Exception:  # no Hydra context (tests) or output_subdir=null: nothing was saved
+        pass
+    raise SecretInConfig(_secret_message(*found[0]))

@@ -26,7 +26,7 @@ from judgebench import secrets
 from judgebench.cli import override_errors
 from judgebench.cli import sweep_settings
 from judgebench.config.config_dir import CONF_DIR
-from judgebench.exceptions import NoSystems, UserError
+from judgebench.exceptions import NoSystems, SecretInConfig, UserError
 from judgebench.identity import NON_SEMANTIC
 
 JOBS = ("grid_cell", "rank", "content_bias", "labels_only", "import_results")
@@ -53,7 +53,7 @@ main = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=
 
 def _dispatch(cfg: DictConfig) -> str:
     with errors.reported(cfg.get("tracking_uri")):
-        errors.refuse_secrets_in_config(cfg)
+        secrets.refuse_secrets_in_config(cfg)
         from judgebench.checks import settings
 
         kind = cfg.get("job", "grid_cell")
@@ -133,7 +133,11 @@ def cli(argv: Sequence[str] | None = None) -> int:
     errors.count_stored_answers_from_now()
     args = list(sys.argv[1:] if argv is None else argv)
     sys.argv = errors.strip_verbose([sys.argv[0], *args])
-    errors.refuse_secret_overrides(sys.argv[1:])
+    try:
+        secrets.refuse_secret_overrides(sys.argv[1:])
+    except SecretInConfig as exc:  # before Hydra writes anything: one line, exit 2
+        errors.print_error(str(exc))
+        return errors.EXIT_CODE
     cli_checks.unset_empty_env()
     cli_checks.refuse_unknown_options(sys.argv[1:], CONF_DIR)
     sys.argv = sweep_settings.defer(sys.argv, CONF_DIR)  # a sweep's per-component settings: applied by the sweeper

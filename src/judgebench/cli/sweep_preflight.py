@@ -98,7 +98,7 @@ def problem(configs: Iterable[DictConfig]) -> str | None:
 
 def _cell_problem(cfg: DictConfig, seen: set[tuple[str, ...]]) -> str | None | bool:
     """One covering cell: its problem as a line, None to leave the sweep to the cells, False when it is fine."""
-    from judgebench import errors
+    from judgebench import errors, secrets
     from judgebench.checks import settings
     from judgebench.exceptions import UserError
 
@@ -107,7 +107,7 @@ def _cell_problem(cfg: DictConfig, seen: set[tuple[str, ...]]) -> str | None | b
     if kind not in CHECKED_JOBS:
         return False
     try:
-        errors.refuse_secrets_in_config(cfg)
+        secrets.refuse_secrets_in_config(cfg)
         settings.validate(cfg)
         files = ("files", _part(cfg, "ranker.path"), _part(cfg, "judge.path"), _part(cfg, "dataset"))
         if files not in seen:
