@@ -1,6 +1,6 @@
-"""``python run.py [-m] key=value ...`` in a clone: the same entry point as ``judgebench run`` (judgebench/run.py)."""
+"""``python run.py [-m] key=value ...`` in a clone: the same entry point as ``judgebench run`` (judgebench/cli/run.py)."""
 
-from judgebench.run import cli
+from judgebench.cli.run import cli
 
 if __name__ == "__main__":
     raise SystemExit(cli())

@@ -69,8 +69,9 @@ def install() -> None:
     from hydra.core.plugins import Plugins
     from mlflow.tracking import MlflowClient
 
-    import judgebench.run as jrun
-    from judgebench import judge_summary, rankings, tracking
+    import judgebench.cli.run as jrun
+    from judgebench import rankings, tracking
+    from judgebench.jobs import judge_summary
     from judgebench.jobs import cell as cell_module, pipeline
     from judgebench.judges.qrels_file import QrelsFileJudge
     from judgebench.judges.simulated import SimulatedJudge
@@ -118,7 +119,7 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     out, _, args = argv[0], argv[1], argv[2:]
     install()
-    from judgebench.run import cli
+    from judgebench.cli.run import cli
 
     imported = time.perf_counter()
     code = 0

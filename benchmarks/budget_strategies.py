@@ -39,7 +39,7 @@ from judgebench.compare.base.artifacts import Artifacts
 from judgebench.compare.store.collect import collect_runs, select, split_views
 from judgebench.compare.base.reference import References
 from judgebench.metrics import designs
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
 
 
 def load(store: Path, experiment: str = "paper_human"):

@@ -57,7 +57,7 @@ from benchmarks.common import parser, table, write_json
 from judgebench.compare.budget import plan as budget_plan
 from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices, t_interval
 from judgebench.compare.analyses.significance import decision_agreement
-from judgebench.compare.reference import HUMAN, OWN, References
+from judgebench.compare.base.reference import HUMAN, OWN, References
 from judgebench.data.trec import read_qrels, read_run
 from judgebench.data.trec_dl import SHIPPED
 from judgebench.metrics import designs, ppi

@@ -34,7 +34,7 @@ SYSTEMS = ["bm25"] + [f"oracle_{p}" for p in PERTURBATIONS] + ["rankgpt_gpt35", 
 # path fragment, function name) -> phase
 PHASES = [
     ("metrics", [("judgebench/metrics/", ""), ("judgebench/evaluation.py", "")]),  # evaluation: the nDCG of every qrels
-    ("MLflow (store, runs, params, metrics, artifacts)", [("judgebench/tracking.py", ""), ("mlflow/", ""), ("judgebench/jobs/common.py", "file_text"), ("judgebench/jobs/common.py", "frame_text")]),
+    ("MLflow (store, runs, params, metrics, artifacts)", [("judgebench/tracking/__init__.py", ""), ("mlflow/", ""), ("judgebench/jobs/common.py", "file_text"), ("judgebench/jobs/common.py", "frame_text")]),
     ("judging", [("judgebench/judges/", "judge")]),
     ("ranking (+ perturbation, cut)", [("judgebench/rankers/", "")]),
     ("dataset load", [("judgebench/jobs/common.py", "load_dataset"), ("judgebench/data/", "")]),

@@ -4,7 +4,7 @@ What is checked, in every Markdown file of the front door (README.md) and docs/:
 
 - **File paths.** Every inline code span that is one token and looks like a path (it holds a ``/`` or ends with a
   known file extension) names a file or directory of the checkout: relative to the repository root, to ``src/``
-  (``judgebench/run.py``), to ``src/judgebench/`` (``metrics/ppi.py``, ``cache/``) or to the config tree
+  (``judgebench/cli/run.py``), to ``src/judgebench/`` (``metrics/ppi.py``, ``cache/``) or to the config tree
   ``src/judgebench/conf/``. A bare file name (``PROVENANCE.md``, ``sweep_summary.json``) must be a file of the
   checkout or a name the code writes (it appears in the source of ``src/`` or ``benchmarks/``). Paths named in
   commands (inline or in fenced blocks) are checked too when they start at a top-level entry of the checkout

@@ -21,8 +21,10 @@ from judgebench.data.trec_files import load_trec
 from judgebench.exceptions import DataError
 from judgebench.rankers.bm25 import BM25Ranker
 from judgebench.rankers.oracle import OracleRanker
-from judgebench.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 from trec_collection import TEXTS, collection
+from judgebench.identity.run_tags import RunTags
+from test_trec_files import TEXTS, collection
 
 BM25 = {"_target_": "judgebench.rankers.bm25.BM25Ranker", "name": "BM25", "k1": 0.9, "b": 0.4}
 

@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from judgebench import progress
-from judgebench.settings import problems
+from judgebench.checks.settings import problems
 import cli_runner
 
 

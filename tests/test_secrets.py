@@ -12,7 +12,7 @@ import pytest
 
 import cli_runner
 from cli_runner import env_with
-from judgebench import masking
+from judgebench import secrets
 from judgebench.testing.fake_process import FakeLLMServer
 
 STORE: dict[str, Path] = {}
@@ -88,12 +88,12 @@ def test_scrub_masks_known_values_and_userinfo_and_leaves_short_values(monkeypat
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-0123456789")
     monkeypatch.setenv("SOME_ENV_VAR_NAME", "sk-abcdefgh-not-secret-by-name")
     monkeypatch.setenv("GEMINI_API_KEY", "k")
-    masking.register_secret_env("CUSTOM_KEYVAR")
+    secrets.register_secret_env("CUSTOM_KEYVAR")
     monkeypatch.setenv("CUSTOM_KEYVAR", "custom-secret-value")
     text = "key sk-abcdefgh12345 tok-0123456789 custom-secret-value at https://u:p@h.example/v1 k kept"
-    assert masking.scrub(text) == "key *** *** *** at https://***@h.example/v1 k kept"
-    assert masking.is_secret_key("judge.backend.authorization") and masking.is_secret_key("apiKey")
-    assert not masking.is_secret_key("judge.backend.api_key_env") and not masking.is_secret_key("max_output_tokens")
+    assert secrets.scrub(text) == "key *** *** *** at https://***@h.example/v1 k kept"
+    assert secrets.is_secret_key("judge.backend.authorization") and secrets.is_secret_key("apiKey")
+    assert not secrets.is_secret_key("judge.backend.api_key_env") and not secrets.is_secret_key("max_output_tokens")
     record = logging.LogRecord("httpx", logging.INFO, __file__, 1, "HTTP Request: POST %s", ("http://a:sk-abcdefgh12345@h/v1",), None)
-    masking.ScrubFilter().filter(record)
+    secrets.ScrubFilter().filter(record)
     assert record.getMessage() == "HTTP Request: POST http://***@h/v1"

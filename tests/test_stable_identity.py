@@ -76,7 +76,7 @@ def identities(cells: list[tuple[str, ...]]) -> list[dict]:
     """The identity a job computes for the cell of each override list: its component hashes (as tagged), its resume
     key (with a fixed digest of its input files; the digests themselves are tested in test_input_digests.py) and
     its sweep id (a configured one, else the composed sweep folder under a frozen clock and token)."""
-    from judgebench import resolvers
+    from judgebench.config import resolvers
     from judgebench.jobs.cell import semantic_part
     from judgebench.jobs.common import config_hash, identity_tags, sweep_id
     from judgebench.jobs.labels_only import SEMANTIC as LABELS_SEMANTIC

@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from judgebench import resolvers as _resolvers  # noqa: E402
+from judgebench.config import resolvers as _resolvers  # noqa: E402
 
 _resolvers.register()

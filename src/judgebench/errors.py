@@ -1,6 +1,6 @@
 """Errors the user must fix, reported as one line: ``judgebench: error: <message>`` on stderr, exit code 2.
 
-``judgebench run`` (judgebench/run.py; ``python run.py`` in a clone) routes every job through
+``judgebench run`` (judgebench/cli/run.py; ``python run.py`` in a clone) routes every job through
 :func:`reported`. An exception is *user-facing* when it says what to change in the config, the input
 files or the environment:
 
@@ -13,11 +13,11 @@ files or the environment:
 * an MLflow tracking server that cannot be reached.
 
 Before Hydra starts, ``judgebench run`` also refuses an unknown group option (``judge=gpt5``: one line
-naming the valid options, exit 2, see cli_checks.py), and each job checks every typed setting (settings.py).
+naming the valid options, exit 2, see checks/cli_checks.py), and each job checks every typed setting (checks/settings.py).
 
 Hydra's own errors (a key a config does not have, ``judge.temprature=0``; bad override syntax; a config
 that cannot be composed) are one such line too, exit 2, with a "did you mean" for a near-miss key
-(override_errors.py), and so is a failed sweep's line, without
+(cli/override_errors.py), and so is a failed sweep's line, without
 Hydra's HYDRA_FULL_ERROR hint after it. Anything else is a bug and keeps its traceback.
 
 Tracebacks on demand: ``--verbose`` anywhere on the command line (taken off before Hydra parses it; it
@@ -40,7 +40,6 @@ import re
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from hydra.errors import CompactHydraException
@@ -52,9 +51,15 @@ VERBOSE_FLAG = "--verbose"
 
 from judgebench.exceptions import ConfigError, NoSystems, SecretInConfig, UserError  # noqa: E402,F401
 # One definition of what names or holds a secret (not the NAME of the variable holding it, like api_key_env).
-from judgebench.masking import ENV_NAME, MASK, SECRET_KEY, is_secret_key, mask_secrets, mask_url, scrub, secret_values  # noqa: E402,F401
+from judgebench.secrets import ENV_NAME, MASK, SECRET_KEY, is_secret_key, mask_secrets, mask_url, scrub, secret_values  # noqa: E402,F401
 
 log = logging.getLogger("judgebench")
+
+
+def print_error(message: str, program: str = "judgebench", *, flush: bool = False) -> None:
+    """The one way an error reaches the user: ``<program>: error: <message>`` on stderr, every secret value the
+    process knows scrubbed (``judgebench``, its Hydra runs and sweeps, ``judgebench-compare``)."""
+    print(f"{program}: error: {scrub(message)}", file=sys.stderr, flush=flush)
 
 
 class CellError(CompactHydraException):
@@ -86,127 +91,6 @@ def strip_verbose(argv: list[str]) -> list[str]:
     return argv
 
 
-# --------------------------------------------------------------------------- secrets
-
-
-def _names_in(value: str) -> list[str]:
-    """The variable names of an ``api_key_env`` override value: ``A``, ``[A,B]``, ``'A'``."""
-    return [v.strip().strip("'\"") for v in value.strip().strip("[]").split(",") if v.strip()]
-
-
-def _secret_problem(key: str, value: Any) -> str | None:
-    """What is wrong with a config entry that carries a secret (the value is never part of the answer)."""
-    if value in (None, "", MASK) or (isinstance(value, (list, dict)) and not value):
-        return None
-    last = key.rsplit(".", 1)[-1]
-    if last.lower().endswith("_env"):
-        names = value if isinstance(value, list) else _names_in(str(value))
-        if any(not isinstance(n, str) or not ENV_NAME.match(n) for n in names):
-            return "env"
-        return None
-    if is_secret_key(last):
-        return "secret"
-    text = str(value)
-    if mask_url(text) != text:
-        return "url"
-    if any(v in text for v in secret_values()):
-        return "value"
-    return None
-
-
-def secret_override(argv: Sequence[str]) -> tuple[str, str] | None:
-    """(key, problem) of the first ``key=value`` override that carries a secret, else None."""
-    for arg in argv:
-        if arg.startswith("-") or "=" not in arg:
-            continue
-        key, _, value = arg.partition("=")
-        key = key.lstrip("+~")
-        problem = _secret_problem(key, value)
-        if problem:
-            return key, problem
-    return None
-
-
-def _secret_paths(node: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
-    if isinstance(node, dict):
-        for k, v in node.items():
-            path = f"{prefix}{k}"
-            problem = _secret_problem(path, v) if not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env")) else None
-            if problem:
-                yield path, problem
-            elif isinstance(v, (dict, list)):
-                yield from _secret_paths(v, f"{path}.")
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            if isinstance(v, (dict, list)):
-                yield from _secret_paths(v, f"{prefix}{i}.")
-            elif _secret_problem(f"{prefix}{i}", v) in ("url", "value"):
-                yield f"{prefix}{i}", "url"
-
-
-def _secret_message(key: str, problem: str = "secret") -> str:
-    where = (
-        "they would be written to the run's output directory (.hydra/), MLflow and the shell history"
-    )
-    if problem == "env":
-        return (
-            f"{key}: expected the name of an environment variable (letters, digits and _, e.g. OPENAI_API_KEY), "
-            f"not a key (the value is not shown: {where}); set the variable and name it here"
-        )
-    if problem == "url":
-        return (
-            f"{key}: credentials inside a URL (user:password@) are not taken from the config or the command line "
-            f"({where}); "
-            "put the URL in the environment instead (OPENAI_BASE_URL) or use a URL without them"
-        )
-    return (
-        f"{key}: API keys and other secrets are read from the environment only, never from the config or the "
-        f"command line ({where}); remove it and "
-        "set the variable the backend names instead (api_key_env, e.g. OPENAI_API_KEY or GEMINI_API_KEY)"
-    )
-
-
-def refuse_secret_overrides(argv: Sequence[str]) -> None:
-    """Before Hydra writes anything: a secret on the command line is one line, exit 2 (value never printed)."""
-    found = secret_override(argv)
-    if found is not None:
-        print(PREFIX + _secret_message(*found), file=sys.stderr)
-        raise SystemExit(EXIT_CODE)
-
-
-def _mask_saved(node: Any, prefix: str = "") -> Any:
-    if isinstance(node, dict):
-        out = {}
-        for k, v in node.items():
-            path = f"{prefix}{k}"
-            bad = not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env")) and _secret_problem(path, v)
-            out[k] = MASK if bad else _mask_saved(v, f"{path}.")
-        return out
-    if isinstance(node, list):
-        return [_mask_saved(v, prefix) for v in node]
-    return scrub(node)
-
-
-def refuse_secrets_in_config(cfg) -> None:
-    """A secret that came from a config file: mask it in Hydra's saved config.yaml and refuse the job."""
-    from omegaconf import OmegaConf
-
-    tree = OmegaConf.to_container(cfg, resolve=False)
-    found = [(p, why) for p, why in _secret_paths(tree) if not p.startswith("hydra.")]
-    if not found:
-        return
-    try:  # Hydra saved the composed config before the job started: mask the value there
-        from hydra.core.hydra_config import HydraConfig
-
-        saved = Path(HydraConfig.get().runtime.output_dir) / HydraConfig.get().output_subdir / "config.yaml"
-        if saved.is_file():
-            data = OmegaConf.to_container(OmegaConf.load(saved), resolve=False)
-            OmegaConf.save(OmegaConf.create(_mask_saved(mask_secrets(data))), saved)
-    except Exception:  # no Hydra context (tests) or output_subdir=null: nothing was saved
-        pass
-    raise SecretInConfig(_secret_message(*found[0]))
-
-
 # --------------------------------------------------------------------------- classification
 
 
@@ -216,6 +100,14 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(exc))
         yield exc
         exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+
+
+def did_you_mean(word: str, options: Sequence[str]) -> str:
+    """'; did you mean X?' for the closest of ``options`` to a misspelt ``word`` (difflib), else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(word, [str(o) for o in options], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _one_line(text: str) -> str:
@@ -316,7 +208,7 @@ def reported(tracking_uri: str | None = None) -> Iterator[None]:
             raise CellError(f"{PREFIX}{cell}: {message}") from None
         if verbose():
             print(scrub(traceback.format_exc()), file=sys.stderr, end="")
-        print(PREFIX + message, file=sys.stderr, flush=True)
+        print_error(message, flush=True)
         raise SystemExit(EXIT_CODE) from None
 
 
@@ -347,8 +239,7 @@ def interrupted(cell: str | None = None) -> str:
 
         roots = ", ".join(sorted(STORED)) or "none written"
         line = (
-            f"judgebench: interrupted{f' during {cell}' if cell else ''}: {sum(STORED.values())} answers stored "
-            "in the call "
+            f"judgebench: interrupted{f' during {cell}' if cell else ''}: {sum(STORED.values())} answers stored in the call "
             f"cache ({roots}) are kept; rerun the same command to resume (finished cells are skipped, cached answers "
             "are not paid again)"
         )
@@ -366,5 +257,5 @@ def exit_code(exc: SystemExit, failed_sweep: str | None = None) -> int | str | N
     if exc.code != 1 or not (cell_error or failed_sweep is not None):
         return exc.code
     if not cell_error:
-        print(PREFIX + scrub(failed_sweep or "the sweep failed"), file=sys.stderr, flush=True)
+        print_error(failed_sweep or "the sweep failed", flush=True)
     return EXIT_CODE

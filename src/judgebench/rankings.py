@@ -43,7 +43,7 @@ from judgebench.exceptions import DataError
 from judgebench.identity import component_hash
 from judgebench.locks import exclusive
 from judgebench.progress import StageSettings
-from judgebench.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 
 log = logging.getLogger("judgebench")
 RANK_VERSION = "1"  # bump when a change to the ranking code changes a ranking: stored ones are then recomputed

@@ -136,7 +136,7 @@ def test_an_openai_compatible_server_without_the_model(srv, tmp_path):
 
 
 def test_a_dry_run_asks_no_server_but_refuses_a_retired_model_offline(srv, tmp_path):
-    """A dry run is offline (offline_checks.py): no model lookup, the backend listed as not checked; a retired
+    """A dry run is offline (checks/offline_checks.py): no model lookup, the backend listed as not checked; a retired
     Gemini id is still refused, since that needs no request."""
     cell = ["judge=gemini_flash", f"judge.base_url={srv.base_url}", "ranker=oracle", "dry_run=true", *common(tmp_path, "dry")]
     res = cli_runner.run(cell, cwd=tmp_path, env=gemini_env())

@@ -1,4 +1,4 @@
-"""One preflight per sweep (sweep_preflight.py, called by the sweeper before the launcher): what does not depend on
+"""One preflight per sweep (cli/sweep_preflight.py, called by the sweeper before the launcher): what does not depend on
 the cell is said once, exit 2, no cell started, nothing left in MLflow; a finished grid still reruns offline."""
 
 from __future__ import annotations

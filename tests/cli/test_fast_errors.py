@@ -1,5 +1,5 @@
 """Simple mistakes get their one line before the heavy work: input files before the job's imports and the MLflow
-store (input_checks.py), compare's unknown experiment before MLflow is imported (compare/quick_checks.py), models
+store (checks/input_checks.py), compare's unknown experiment before MLflow is imported (compare/quick_checks.py), models
 download offline without the hub client's retries; a run that failed on its input before any work is deleted.
 What is asserted is what is skipped (modules not imported, no store created, no retry), not a time: the times are
 in the issue's note."""
@@ -45,7 +45,7 @@ def probe(tmp: Path, setup: str, call: str, env: dict | None = None) -> tuple[di
 
 def run_py(tmp: Path, *args: str) -> tuple[dict, str]:
     argv = ["run.py", *args, "progress=false", f"hydra.run.dir={tmp}/out"]
-    return probe(tmp, f"import judgebench.run as r\nsys.argv = {argv!r}", "r.cli()")
+    return probe(tmp, f"import judgebench.cli.run as r\nsys.argv = {argv!r}", "r.cli()")
 
 
 def error_lines(err: str, prefix: str = "judgebench: error:") -> list[str]:

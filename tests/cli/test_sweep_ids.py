@@ -11,7 +11,7 @@ from hydra.types import RunMode
 from omegaconf import OmegaConf
 
 import cli_runner
-from judgebench.config_dir import CONF_DIR
+from judgebench.config.config_dir import CONF_DIR
 
 FROZEN = datetime(2026, 12, 5, 10, 0, 0)
 

@@ -14,8 +14,8 @@ from omegaconf import OmegaConf
 
 import cli_runner
 from hydra_plugins.judgebench_sweeper import group_settings
-from judgebench import sweep_settings
-from judgebench.config_dir import CONF_DIR
+from judgebench.cli import sweep_settings
+from judgebench.config.config_dir import CONF_DIR
 
 MODEL_SYSTEMS = {"rg_smollm2", "prp_smollm2", "rg_gemma3", "prp_gemma3"}  # the circularity systems that load a model
 MODEL_JUDGES = {"smollm2", "gemma3"}

@@ -36,7 +36,7 @@ def _compose_all(cells, memo: bool):
     from omegaconf import OmegaConf
 
     from hydra_plugins.judgebench_sweeper.config_memo import MemoConfigRepository
-    from judgebench.config_dir import CONF_DIR
+    from judgebench.config.config_dir import CONF_DIR
 
     parsed = []
     real = ConfigRepository.load_config

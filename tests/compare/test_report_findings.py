@@ -22,7 +22,7 @@ from judgebench.compare.base import findings
 from judgebench.compare.analyses import self_preference
 from judgebench.compare.renderers import label_layout
 from judgebench.compare.renderers import markdown
-from judgebench.run_tags import RunTags  # noqa: E402
+from judgebench.identity.run_tags import RunTags  # noqa: E402
 
 
 def _cells(rows):

@@ -283,7 +283,7 @@ def test_a_bad_cell_in_a_multirun_is_reported_and_the_sweep_goes_on(tmp_path):
     args = base_args(tmp_path, ["-m", "ranker=runfile", "ranker.name=Mine", f"ranker.path={tmp_path}/good.run,{tmp_path}/bad.run,{tmp_path}/good.run"])
     res = cli_runner.run(args, cwd=tmp_path, env=clean_env())
     text = assert_one_clear_error(res, "q_unknown")
-    cell = text.partition("):")[0]  # the cell's overrides, a component's own settings after it (sweep_settings.py)
+    cell = text.partition("):")[0]  # the cell's overrides, a component's own settings after it (cli/sweep_settings.py)
     assert cell.startswith("judgebench: error: cell #1 (ranker=runfile ") and "ranker.name=Mine" in cell and "bad.run" in cell, text
     summary = json.loads((tmp_path / "multirun" / "sweep_summary.json").read_text())
     assert (summary["cells"], summary["failed"]) == (3, 1), summary
@@ -295,7 +295,7 @@ def test_a_bad_cell_in_a_multirun_is_reported_and_the_sweep_goes_on(tmp_path):
 def test_a_sweep_whose_cell_fails_otherwise_exits_2_with_one_line(tmp_path, monkeypatch, where):
     """A cell that fails with an exception that is no user error (a bug in the job, or outside the job as when a
     SLURM job is killed): the sweep goes on, then exits 2 with one line naming the cell, as for a CellError."""
-    from judgebench import run as run_module
+    from judgebench.cli import run as run_module
     from judgebench.jobs import pipeline
 
     def killed(cfg):

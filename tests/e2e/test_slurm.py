@@ -126,7 +126,7 @@ def test_launcher_profiles_compose():
 def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
     """Hydra's basic launcher: cells ran / skipped / failed are reported, and a rerun skips what finished. The second
     run file names a query the dataset lacks, a problem of its cell alone (found when it ranks; a missing file would
-    stop the sweep before any cell, sweep_preflight.py)."""
+    stop the sweep before any cell, cli/sweep_preflight.py)."""
     missing = tmp_path / "later.trec"
     missing.write_text(TOY_RUN.read_text(encoding="utf-8") + "q_later Q0 d1 1 1.0 pool\n", encoding="utf-8")
     cells = ["ranker=runfile", "ranker.name=Pool", f"ranker.path={TOY_RUN},{missing}", "perturbation=perfect,swap_1", "judge=human"]
@@ -135,7 +135,7 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
     assert "judgebench sweep: 4 cells - 1 ran, 2 skipped, 1 failed" in first.stdout, explain(first)  # ... reported at exit
     s = summary(tmp_path)
     # keyed by the two swept settings, wherever the sweep lists them (a component's own settings move,
-    # sweep_settings.py)
+    # cli/sweep_settings.py)
     by = {tuple(next(o for o in r["overrides"] if o.startswith(k)) for k in ("ranker.path=", "perturbation=")): r for r in s["jobs"]}
     assert by[(f"ranker.path={TOY_RUN}", "perturbation=perfect")]["status"] == "finished"
     assert by[(f"ranker.path={TOY_RUN}", "perturbation=swap_1")]["status"] == "skipped-duplicate"
@@ -317,7 +317,7 @@ def test_a_two_by_two_grid_on_slurm_scores_each_ranking_once(slurm_cluster, tmp_
 
 def test_a_long_cell_error_keeps_its_cause():
     """The sweep record's error: a cell's message names the cell first (long paths) and the cause last."""
-    from judgebench.hydra_callbacks import short_error
+    from judgebench.cli.hydra_callbacks import short_error
 
     cell = "CellError: judgebench: error: cell #2 (ranker.path=/" + "d" * 400 + "/later.trec): file not found"
     short = short_error(cell)

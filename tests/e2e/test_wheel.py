@@ -105,7 +105,7 @@ def test_the_wheel_carries_the_config_groups_and_the_data(wheel):
 @pytest.mark.slow  # ~12 s: a grid and its compare run by the installed wheel's commands
 def test_judgebench_run_and_compare_from_an_empty_directory(venv, tmp_path):
     env = _clean_env(venv)
-    where = _sh([venv / "bin" / "python", "-c", "import judgebench, judgebench.config_dir as r; print(judgebench.__file__); print(r.CONF_DIR)"],
+    where = _sh([venv / "bin" / "python", "-c", "import judgebench, judgebench.config.config_dir as r; print(judgebench.__file__); print(r.CONF_DIR)"],
                 cwd=tmp_path, env=env).stdout.split()
     site = next((venv / "lib").glob("python3*/site-packages"))
     assert Path(where[0]) == site / "judgebench" / "__init__.py"  # the installed wheel, not the checkout

@@ -1,6 +1,6 @@
 """Resume sees file contents: a cell is skipped as done only when every input file is unchanged, not just its path.
 
-What is hashed is what the components opened, resolved as they resolve it (files_read.py): a qrels file judge's
+What is hashed is what the components opened, resolved as they resolve it (identity/files_read.py): a qrels file judge's
 ``root``/``path``, the files a ``data_dir`` implies, a runfile ranker's run, a prompt template; for every job kind.
 """
 
@@ -17,9 +17,9 @@ from omegaconf import OmegaConf
 
 import cli_runner
 from cli_runner import file_mode, write_dataset
-from judgebench import input_digests as digests_mod
-from judgebench.files_read import recording
-from judgebench.input_digests import JobInputs
+from judgebench.identity import input_digests as digests_mod
+from judgebench.identity.files_read import recording
+from judgebench.identity.input_digests import JobInputs
 from reference_impl import cohen_kappa
 
 STORE: dict[str, Path] = {}

@@ -1,5 +1,5 @@
 """Classes named by ``_target_`` in the configs moved (llm/ in four packages), yet every hash that keys a finished cell
-stays: identity.py hashes a moved class by the path it had when stores were written (``STABLE_TARGETS``)."""
+stays: identity/__init__.py hashes a moved class by the path it had when stores were written (``STABLE_TARGETS``)."""
 
 from __future__ import annotations
 

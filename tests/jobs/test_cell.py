@@ -8,7 +8,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from judgebench import input_digests, rankings
+from judgebench import rankings
+from judgebench.identity import input_digests
 from judgebench.jobs import common
 from judgebench.exceptions import ConfigError, UserError
 from judgebench.jobs.cell import resolve_cell, resolve_system

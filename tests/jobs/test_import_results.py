@@ -17,7 +17,7 @@ from judgebench.data.imported_results import gaps, read_run_table
 from judgebench.data.results_files import read_results
 from judgebench.exceptions import DataError
 from judgebench.jobs.import_results import run_import
-from judgebench.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 
 from shared_data import need_shared
 

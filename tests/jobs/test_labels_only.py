@@ -63,7 +63,7 @@ def test_labels_only_sweep_then_compare(store, tmp_path):
     paths = ",".join(f"submissions/{p}.txt" for p in PICK)
     common = ["job=labels_only", "dataset=llmjudge", f"dataset.data_dir={LLMJUDGE}", "judge=qrels", f"judge.root={LLMJUDGE}"]
     # without the clip policy the RMITIR file stops at its first 5, naming file and line, in the sweep's one
-    # preflight (sweep_preflight.py): no cell is started
+    # preflight (cli/sweep_preflight.py): no cell is started
     res = run(["-m", *_args(store, "experiment_name=lj", *common, f"judge.path={paths}")], cwd=tmp_path)
     assert res.rc == 2 and f"{LLMJUDGE}/submissions/RMITIR-llama70B.txt:2449: query q0 doc p3021: label 5 is outside 0..3" in res.err, res
     assert "no cell was started" in res.err, res

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from judgebench.compare.cli import main as compare_main
 from judgebench.data.datasets import load_toy
 from judgebench.data.trec import read_qrels, read_run
-from judgebench import run_tags
+from judgebench.identity import run_tags
 from judgebench.jobs.pipeline import run_job
 from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
 

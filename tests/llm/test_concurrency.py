@@ -231,7 +231,7 @@ def test_settings_are_checked():
         OpenAIBackend("m", initial_concurrency=0)
     from omegaconf import OmegaConf
 
-    from judgebench.settings import problems
+    from judgebench.checks.settings import problems
 
     cfg = OmegaConf.create({"judge": {"backend": {"adaptive": "yes", "min_concurrency": 0, "initial_concurrency": None}}})
     assert sorted(problems(cfg)) == ["judge.backend.adaptive='yes': expected true or false",

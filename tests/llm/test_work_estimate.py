@@ -177,7 +177,7 @@ def test_the_dry_run_prints_a_local_rankers_gpu_hours_and_the_time_limit(tmp_pat
 def test_slurm_gpu_memory_follows_the_cells_models():
     from hydra import compose, initialize_config_dir
 
-    from judgebench.config_dir import CONF_DIR
+    from judgebench.config.config_dir import CONF_DIR
 
     def mem(*overrides):
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):

@@ -12,7 +12,7 @@ from judgebench.rankers.oracle import OracleRanker
 from judgebench.evaluation import cut
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rankers.simulated import SimulatedLLMRanker
-from judgebench.simulation import latent_prior
+from judgebench.judges.simulation import latent_prior
 
 POOL_ORDER = ["d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"]
 LABELS = {"d2": 3, "d4": 1, "d5": 3, "d7": 0, "d8": 2}  # d1, d3, d6 unjudged
@@ -97,7 +97,7 @@ def test_simulated_judge_is_exact_without_bias_or_noise(tiny):
 
 
 def _prior_by_hand(seed: int, query_id: str, doc_id: str) -> float:
-    """simulation.py's documented recipe, recomputed here: N(0, 1) from numpy's default generator seeded with the
+    """judges/simulation.py's documented recipe, recomputed here: N(0, 1) from numpy's default generator seeded with the
     first 8 bytes (little-endian) of sha256("prior\\x1f<seed>\\x1f<query>\\x1f<doc>")."""
     import hashlib
 
@@ -129,7 +129,7 @@ def test_a_simulated_family_is_its_prior(tiny):
     seed of its own: the same in every process (sha256 of the name, recomputed here), different across names."""
     import hashlib
 
-    from judgebench.simulation import family_seed
+    from judgebench.judges.simulation import family_seed
 
     assert family_seed("simulated-2024") == 2024 and family_seed("simulated-5") == 5
     assert family_seed("simulated-A") == int.from_bytes(hashlib.sha256(b"family\x1fsimulated-A").digest()[:8], "little")

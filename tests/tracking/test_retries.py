@@ -1,4 +1,4 @@
-"""The retry loops on tenacity: the MLflow store's (tracking.py) and the batch API's (llm/batch_api/batch.py). Fakes that fail
+"""The retry loops on tenacity: the MLflow store's (tracking/__init__.py) and the batch API's (llm/batch_api/batch.py). Fakes that fail
 N times then answer, and fakes that always fail: how many tries, the waits between them, what is raised at the end."""
 
 import asyncio

@@ -8,7 +8,9 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 from judgebench.compare.store import collect
-from judgebench.run_tags import NAMES, PREFIX, RunTags
+from judgebench.identity.run_tags import NAMES, PREFIX, RunTags
+from judgebench.compare.store import collect
+from judgebench.identity.run_tags import NAMES, PREFIX, RunTags
 
 REPO = Path(__file__).resolve().parents[2]
 

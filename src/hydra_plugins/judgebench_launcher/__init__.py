@@ -9,7 +9,7 @@ is the library's, inherited through ``LocalLauncher`` / ``SlurmLauncher``. What 
   The stock ``launch`` returns ``[j.results()[0] for j in jobs]``: it raises at the first job that
   died without a result (scancel, time limit, OOM, node failure, kill -9), leaving the others
   running and unreported. Here such a job becomes a failed JobReturn carrying the scheduler's state,
-  and gets an outcome record like the others (``judgebench.hydra_callbacks.write_record``). A job
+  and gets an outcome record like the others (``judgebench.cli.hydra_callbacks.write_record``). A job
   whose Python task raised comes back from SLURM as COMPLETED, with a FAILED JobReturn inside.
 - ``JUDGEBENCH_JOB_PYTHON`` (when set) is passed to the executor as ``<cluster>_python``, to run the
   jobs with another interpreter than the submitting one.
@@ -37,7 +37,7 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLaunche
 from omegaconf import OmegaConf
 
 from judgebench.errors import PREFIX, CellError, scrub
-from judgebench.hydra_callbacks import RECORDS, _masked, close_runs_of_dead_job, job_status, short_error, sweep_dir, write_json, write_record
+from judgebench.cli.hydra_callbacks import RECORDS, _masked, close_runs_of_dead_job, job_status, short_error, sweep_dir, write_json, write_record
 
 log = logging.getLogger("judgebench.sweep")
 

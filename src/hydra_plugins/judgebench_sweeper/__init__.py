@@ -49,7 +49,7 @@ class CoveringSweeper(BasicSweeper):
             cells = group_settings.applied(chunks, compose)
         except ValueError as e:
             raise CellError(PREFIX + str(e)) from None
-        from judgebench import hydra_callbacks
+        from judgebench.cli import hydra_callbacks
 
         hydra_callbacks.record_planned([cell for batch in cells for cell in batch])  # the summary names any never started
         return cells
@@ -59,10 +59,10 @@ class CoveringSweeper(BasicSweeper):
         super().validate_batch_is_legal(chosen)
         if not getattr(self, "_preflown", False):  # once per sweep, before the launcher starts any cell
             self._preflown = True
-            from judgebench import sweep_preflight
+            from judgebench.cli import sweep_preflight
 
             loader = self.hydra_context.config_loader
             sweep_preflight.check(loader.load_sweep_config(master_config=self.config, sweep_overrides=list(o)) for o in chosen)
-            from judgebench import hydra_callbacks
+            from judgebench.cli import hydra_callbacks
 
             hydra_callbacks.open_sweep_store()  # the MLflow store and the parent run, only for a sweep that will run

@@ -10,7 +10,7 @@ Why: Hydra applies a plain override to every cell, so ``judge=gemini_pro,human j
 failed on ``human`` (no ``backend``) with Hydra's five-line struct error, and so did the documented GPU recipe
 of the circularity grid (``ranker.model_spec.device=cuda`` beside BM25 and the oracles, which load no model).
 Hydra also applies a non-sweep override to the sweep's own config, composed with the default components, before
-any sweeper runs; so ``judgebench.sweep_settings.defer`` (called by ``judgebench.run.cli`` before Hydra starts)
+any sweeper runs; so ``judgebench.cli.sweep_settings.defer`` (called by ``judgebench.cli.run.cli`` before Hydra starts)
 takes these settings off the command line and the sweeper (:func:`applied`) adds each to the cells that have the key.
 Written against hydra-core 1.3.8 (its override parser and BasicSweeper.split_arguments).
 """
@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench.sweep_settings import deferred, setting_key
+from judgebench.cli.sweep_settings import deferred, setting_key
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
                     "default, so it has no "
                     f"key {key[len(parent) + 1:]!r} yet; set it whole in one argument, e.g. "
                     f"\"{parent}={{{key[len(parent) + 1:]}: VALUE, ...}}\"")
-            from judgebench.override_errors import closest_setting
+            from judgebench.cli.override_errors import closest_setting
 
             near = closest_setting(key.partition(".")[2].rpartition(".")[2], OmegaConf.select(config_of(cells[0]), key.rpartition(".")[0]))
             meant = f"did you mean {key.rpartition('.')[0]}.{near}? else " if near else ""

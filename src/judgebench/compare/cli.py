@@ -30,8 +30,10 @@ from judgebench.compare.budget import experiment as human_budget
 from judgebench.metrics import designs
 from judgebench.compare import report as report_mod
 from judgebench.compare.base.reference import CHOICES, HUMAN_JUDGED
+from judgebench.compare.base.reference import CHOICES, HUMAN_JUDGED
+from judgebench.errors import print_error
 from judgebench.exceptions import CompareError
-from judgebench.masking import install_log_scrubbing, mask_url, scrub
+from judgebench.secrets import install_log_scrubbing, mask_url
 
 def _field(default, shown: str, help: str, expected: str = ""):
     """A schema field: its default, how the usage line shows it, its help, what a valid value is."""
@@ -310,6 +312,6 @@ def main(argv: list[str] | None = None) -> int:
                 run_id = labels_report.log_compare_run(client, labels, files)
                 print(console.logged(run_id, args["experiment"], labels.superseded))
     except CompareError as e:
-        print(f"judgebench-compare: error: {scrub(str(e))}", file=sys.stderr)
+        print_error(str(e), "judgebench-compare")
         return 2
     return 0

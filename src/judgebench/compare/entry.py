@@ -16,9 +16,9 @@ def main(argv: list[str] | None = None) -> int:
 
         message = quick_checks.unknown_experiment(argv)
         if message is not None:
-            from judgebench.masking import scrub
+            from judgebench.errors import print_error
 
-            print(quick_checks.PREFIX + scrub(message), file=sys.stderr)
+            print_error(message, quick_checks.PROGRAM)
             return 2
     from judgebench.compare.cli import main as compare
 

@@ -27,7 +27,7 @@ from judgebench.compare.renderers import views
 from judgebench.compare.base.artifacts import Artifacts
 from judgebench.compare.store.collect import display_names, run_row, search
 from judgebench.exceptions import CompareError
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
 
 KIND = "labels"
 TABLE = ["dataset", "judge", *columns.AGREEMENT, "labelled_pairs", "failed_pairs", *columns.SHARES]

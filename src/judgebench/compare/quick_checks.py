@@ -14,7 +14,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-PREFIX = "judgebench-compare: error: "
+PROGRAM = "judgebench-compare"  # its errors print as "judgebench-compare: error: ..." (errors.print_error)
 
 
 def tracking_uri(argv: list[str]) -> str:

@@ -29,7 +29,9 @@ from judgebench.compare.sections.header import box as header
 from judgebench.compare.sections.table2 import FIGURE_JUDGES, figure_judges
 from judgebench.exceptions import CompareError
 from judgebench.compare.store.collect import collect_runs, collect_summaries, missing_cells, running_cells, select, split_views
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
+from judgebench.compare.store.collect import collect_runs, collect_summaries, missing_cells, running_cells, select, split_views
+from judgebench.identity.text_view import ORIGINAL
 
 __all__ = ["FIGURE_JUDGES", "FORMATS", "Options", "Report", "build", "figure_judges", "write", "header", "log_compare_run"]
 

@@ -12,7 +12,7 @@ import pandas as pd
 from scipy.stats import ttest_rel
 
 from judgebench.metrics.agreement import LEVELS
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
 
 DISTRIBUTION = ["dataset", "judge", "view", "human", "label", "original", "rewritten"]
 SUMMARY = ["dataset", "judge", "view", "human", "pairs", "mean_original", "mean_rewritten", "share_up", "share_down"]

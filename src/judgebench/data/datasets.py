@@ -34,7 +34,7 @@ class Dataset:
     pool_provenance: dict = field(default_factory=dict)
     # Every topic id of the source (queries keeps the judged ones): runs may cover unjudged topics.
     topic_ids: frozenset = frozenset()
-    # The input files its loader opened (files_read.py): hashed into every job's resume key.
+    # The input files its loader opened (identity/files_read.py): hashed into every job's resume key.
     input_files: tuple = ()
     # Whether rankers can run on it (a pool of candidates with passage texts).
     has_pool: ClassVar[bool] = True

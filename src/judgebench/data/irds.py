@@ -24,7 +24,7 @@ from judgebench.data.datasets import Dataset, cut_pool
 from judgebench.data.trec import check_queries_known, read_qrels, read_run
 from judgebench.data.trec_files import pool_provenance
 from judgebench.exceptions import DataError
-from judgebench.files_read import opened
+from judgebench.identity.files_read import opened
 
 log = logging.getLogger("judgebench")
 LOCAL_KEYS = {"docs": "docs_tsv", "queries": "queries_tsv", "qrels": "qrels_trec"}

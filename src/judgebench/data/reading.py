@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from judgebench.exceptions import DataError
-from judgebench.files_read import opened
+from judgebench.identity.files_read import opened
 
 PathLike = str | os.PathLike[str]
 

@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgebench import input_digests
+from judgebench.identity import input_digests
 from judgebench.data.datasets import Dataset
 from judgebench.jobs.common import JobOutcome, config_hash, identity_tags, load_dataset, sweep_id, system_name
 from judgebench.progress import StageSettings

@@ -15,7 +15,9 @@ import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import __version__, files_read, input_digests, tracking
+from judgebench import __version__, tracking
+from judgebench.identity import files_read
+from judgebench.identity import input_digests
 from judgebench.data.datasets import TOY_DIR, Dataset
 from judgebench.evaluation import METRIC_VERSION
 from judgebench.exceptions import ConfigError
@@ -42,9 +44,9 @@ def resolved(config) -> dict:
 
 def config_hash(config, digests: dict[str, str]) -> str:
     """The resume key: the cell's semantic config, the contents of the input files its components read
-    (``digests``, see input_digests.py), the metric version and the answer-parsing version (a finished run of
+    (``digests``, see identity/input_digests.py), the metric version and the answer-parsing version (a finished run of
     an older evaluation core or parser is recomputed, not reused). ``config``: a DictConfig or its resolved tree,
-    which give the same key. A class that moved is hashed by its stable path (identity.py ``stable_targets``)."""
+    which give the same key. A class that moved is hashed by its stable path (identity/__init__.py ``stable_targets``)."""
     def strip(node):
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}

@@ -18,7 +18,10 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import input_digests, offline_checks, preflight, tracking
+from judgebench import tracking
+from judgebench.identity import input_digests
+from judgebench.checks import offline_checks
+from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.content_bias.figures import distribution_figure, histogram_figure
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
@@ -32,8 +35,8 @@ from judgebench.metrics.agreement import LEVELS
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.oracle import OracleRanker
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
-from judgebench.run_tags import RunTags
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.run_tags import RunTags
+from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 

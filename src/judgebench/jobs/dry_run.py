@@ -1,6 +1,6 @@
 """``dry_run=true``: what a cell (or the content-bias job) would still cost after the cache, asking nothing.
 
-No answer is asked for, rewrites included (only the preflight's free model lookup is sent, preflight.py):
+No answer is asked for, rewrites included (only the preflight's free model lookup is sent, checks/preflight.py):
 a rewriter reports the documents it would rewrite (a cached rewrite is used as the text view, a missing one
 is counted and its judge calls are counted as to make, with tokens
 estimated on the original text). Estimates: ~4 characters per token; a rewrite's output as long as its
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgebench.config_dir import CONF_DIR
+from judgebench.config.config_dir import CONF_DIR
 from judgebench.jobs.common import JobOutcome
 
 _PLANNED: dict[str, tuple[int, float]] = {}  # call key -> (est. tokens, est. cost), across the jobs of a process

@@ -21,9 +21,9 @@ DIR = ".judgebench/dry_run"  # under the sweep directory
 def save_cell(sweep_dir: Path, num: int, dataset: str | None = None) -> None:
     """What this process has planned so far (its cells' calls, summed once) for the sweep's total, and the cell's
     dataset (the total names what it priced: the default ``toy`` is not the collection a reader means to run)."""
-    from judgebench import offline_checks
+    from judgebench.checks import offline_checks
     from judgebench.jobs import dry_run
-    from judgebench.masking import mask_url
+    from judgebench.secrets import mask_url
 
     data = {"calls": {k: list(v) for k, v in dry_run._PLANNED.items()}, "gpu_hours": dict(dry_run._GPU_PLANNED),
             "cpu_hours": dict(dry_run._CPU_PLANNED),

@@ -21,15 +21,16 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import __version__, judge_summary, tracking
+from judgebench import __version__, tracking
+from judgebench.jobs import judge_summary
 from judgebench.data.imported_results import (RunInfo, Results, cell_means, cell_per_query, gaps, read_judge,
                                               read_run_table)
 from judgebench.data.trec import read_qrels
 from judgebench.evaluation import HUMAN, METRIC_VERSION
 from judgebench.exceptions import ConfigError
 from judgebench.jobs.common import JobOutcome, frame_text, sweep_id
-from judgebench.run_tags import RunTags
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.run_tags import RunTags
+from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 KIND = "import"  # the import's own run; its cells are of kind "job", found by compare as grid cells are

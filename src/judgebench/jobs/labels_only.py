@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import input_digests, offline_checks, preflight, tracking
+from judgebench import tracking
+from judgebench.identity import input_digests
+from judgebench.checks import offline_checks
+from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.data.corpus import available
 from judgebench.data.datasets import Dataset
@@ -28,8 +31,8 @@ from judgebench.jobs.cell import CellSettings, semantic_part
 from judgebench.jobs.common import JobOutcome, config_hash, file_text, find_done, frame_text, identity_tags, load_dataset, open_job_run, sweep_id
 from judgebench.jobs.dry_run import plan_judging
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
-from judgebench.run_tags import RunTags
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.run_tags import RunTags
+from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 KIND = "labels"

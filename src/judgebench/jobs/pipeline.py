@@ -9,7 +9,11 @@ import time
 
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import input_digests, judge_summary, offline_checks, preflight, rankings, tracking
+from judgebench import rankings, tracking
+from judgebench.identity import input_digests
+from judgebench.jobs import judge_summary
+from judgebench.checks import offline_checks
+from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
@@ -20,8 +24,8 @@ from judgebench.jobs.common import JobOutcome, file_text, find_done, frame_text,
 from judgebench.jobs.dry_run import dry_run
 from judgebench.rankers.base import Ranker
 from judgebench.rewriters.report import rewrites_checked
-from judgebench.run_tags import RunTags
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.run_tags import RunTags
+from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 

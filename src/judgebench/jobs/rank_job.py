@@ -16,14 +16,17 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import input_digests, offline_checks, preflight, rankings, tracking
+from judgebench import rankings, tracking
+from judgebench.identity import input_digests
+from judgebench.checks import offline_checks
+from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.data.datasets import Dataset
 from judgebench.exceptions import DataError
 from judgebench.jobs.cell import CellSettings, CellSystem, resolve_system, semantic_part, skipped_duplicate
 from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id
-from judgebench.run_tags import RunTags
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.run_tags import RunTags
+from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 SEMANTIC = ("job", "dataset", "ranker", "perturbation", "rewriter")

@@ -67,6 +67,6 @@ class Judge:
         return graded(relevant_from)
 
     def input_files(self) -> list:
-        """Files it reads when it judges, not when it is built (those are recorded then, files_read.py): their
+        """Files it reads when it judges, not when it is built (those are recorded then, identity/files_read.py): their
         contents join the resume key, computed before any judging."""
         return []

@@ -22,7 +22,7 @@ from judgebench.exceptions import DataError
 from judgebench.data.trec import read_judge_qrels
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.human import HumanJudge
-from judgebench.resolvers import file_stem
+from judgebench.config.resolvers import file_stem
 
 log = logging.getLogger("judgebench")
 _KEYS = ["query_id", "doc_id"]

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from judgebench.judges.base import Judge, JudgeResult
-from judgebench.simulation import family_seed, latent_prior, noise
+from judgebench.judges.simulation import family_seed, latent_prior, noise
 
 
 @dataclass
 class SimulatedJudge(Judge):
-    """Its latent prior is its family's (:mod:`judgebench.simulation`): ``family=simulated-A`` shares the prior of
+    """Its latent prior is its family's (:mod:`judgebench.judges.simulation`): ``family=simulated-A`` shares the prior of
     every simulated ranker of family ``simulated-A``."""
 
     name: str = "simulated"

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from judgebench.exceptions import ConfigError
-from judgebench.files_read import opened
+from judgebench.identity.files_read import opened
 
 PACKAGED = resources.files("judgebench") / "prompts"
 
@@ -62,7 +62,7 @@ def load_prompt(name_or_path: str, fields: tuple[str, ...] = ("query", "passage"
     path = Path(name_or_path).expanduser()
     if path.suffix == ".txt" and path.is_file():
         text, name = path.read_text(encoding="utf-8"), path.stem
-        opened(path)  # part of the job's resume key (files_read.py)
+        opened(path)  # part of the job's resume key (identity/files_read.py)
     else:
         packaged = PACKAGED / f"{name_or_path}.txt"
         if not packaged.is_file():

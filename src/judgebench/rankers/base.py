@@ -55,7 +55,7 @@ class Ranker:
         return {}
 
     def input_files(self) -> list:
-        """Files it reads when it ranks, not when it is built (those are recorded then, files_read.py): their
+        """Files it reads when it ranks, not when it is built (those are recorded then, identity/files_read.py): their
         contents join the resume and ranking keys, computed before any ranking."""
         return []
 

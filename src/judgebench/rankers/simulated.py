@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from judgebench.rankers.base import Ranker, ranking_from_scores
-from judgebench.simulation import family_seed, latent_prior, noise
+from judgebench.judges.simulation import family_seed, latent_prior, noise
 
 
 @dataclass
 class SimulatedLLMRanker(Ranker):
-    """Its latent prior is its family's (:mod:`judgebench.simulation`), shared with simulated judges of that family."""
+    """Its latent prior is its family's (:mod:`judgebench.judges.simulation`), shared with simulated judges of that family."""
 
     kind: str = "llm"
     family: str | None = "simulated-2024"

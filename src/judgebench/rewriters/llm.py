@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgebench import text_view
+from judgebench.identity import text_view
 from judgebench.cache.store import CallCache
 from judgebench.exceptions import ConfigError
 from judgebench.llm.prompts import PromptTemplate

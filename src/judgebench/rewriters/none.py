@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
 
 
 @dataclass

@@ -14,7 +14,7 @@ import logging
 import pandas as pd
 
 from judgebench.exceptions import TooManyRewriteFailures
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 

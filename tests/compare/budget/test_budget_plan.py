@@ -197,7 +197,7 @@ def test_read_back_warns_of_an_unlabelled_query_whose_judge_value_is_outlying(to
     targets where it is outlying and prints the warning beside the intervals (text and markdown); labelled, it is not named."""
     import dataclasses
 
-    from judgebench.compare.budget import plan_report
+    from judgebench.compare.sections import budget_plan
 
     cell = toy_cell["cell"]
     plan = budget_plan.make(cell, "uniform", 6, seed=3)
@@ -217,9 +217,9 @@ def test_read_back_warns_of_an_unlabelled_query_whose_judge_value_is_outlying(to
     assert (quiet["unlabelled_outliers"] == "").all()
     warn = f"warning: the judge's value on unlabelled query {free[0]} lies more than 5 robust sd from its median"
     for plan_dict in ({"readback": loud, "plan": rows},):
-        assert any(warn in line for line in plan_report.console(plan_dict))
-        assert any(warn in part for part in plan_report.markdown(plan_dict, 0.95))
-    assert not any("robust sd" in line for line in plan_report.console({"readback": quiet, "plan": rows}))
+        assert any(warn in line for line in budget_plan.console(plan_dict))
+        assert any(warn in part for part in budget_plan.markdown(plan_dict, 0.95))
+    assert not any("robust sd" in line for line in budget_plan.console({"readback": quiet, "plan": rows}))
     f[0, taken] = f[0, taken] - 25 * (np.abs(f[0] - np.median(f[0])).max() + 0.1)  # a labelled one: not named
     again = budget_files.readback([dataclasses.replace(cell, f=f)], rows, labels, toy_cell["runs"])
     assert cell.queries[taken] not in ",".join(again["unlabelled_outliers"])

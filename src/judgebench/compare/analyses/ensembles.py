@@ -22,7 +22,7 @@ from judgebench.compare.base.report_model import VirtualJudge  # a report's reco
 from judgebench.exceptions import CompareError
 from judgebench.evaluation import evaluate
 from judgebench.metrics.agreement import LEVELS
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
 
 NOT_PANEL_FAMILIES = (HUMAN, "simulated")
 
@@ -51,7 +51,7 @@ def default_panel(judges: list[str], families: dict[str, str]) -> list[str]:
     first: dict[str, str] = {}
     for j in judges:
         fam = families.get(j, j)
-        simulated = str(fam).startswith("simulated-")  # a simulated family (judgebench.simulation) is no real model family
+        simulated = str(fam).startswith("simulated-")  # a simulated family (judgebench.judges.simulation) is no real model family
         if j not in REFERENCES and fam not in NOT_PANEL_FAMILIES and not simulated:
             first.setdefault(fam, j)
     if len(first) >= 2:

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from judgebench import artifact_store, label_scale
+from judgebench import label_scale
+from judgebench.tracking import artifact_store
 from judgebench.data.trec import read_run
 from judgebench.compare.base.reference import OWN, ROLE
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, REFERENCES

@@ -14,7 +14,7 @@ import pandas as pd
 
 from judgebench.compare.base.reference import HUMAN_JUDGED, References
 from judgebench.evaluation import REFERENCES
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
 
 FORMATS = ("md", "csv", "tex", "png", "html")
 DEFAULT_K = ("5", "10", "20", "all")  # the human-budget experiment's k values (budget/experiment.py), by default

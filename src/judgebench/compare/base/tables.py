@@ -14,7 +14,11 @@ import pandas as pd
 from judgebench.compare.base import columns
 from judgebench.compare.base.artifacts import HUMAN, REFERENCES
 from judgebench.compare.base.reference import References, own_rows
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
+from judgebench.compare.base import columns
+from judgebench.compare.base.artifacts import HUMAN, REFERENCES
+from judgebench.compare.base.reference import References, own_rows
+from judgebench.identity.text_view import ORIGINAL
 
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
 TABLE2 = ["dataset", "judge", "reference", *columns.AGREEMENT, *columns.ORDERING_COLUMNS, "systems", "labelled_pairs", "failed_pairs",

@@ -62,7 +62,7 @@ def load_texts(dataset: str, config_yaml: str | None = None) -> Texts:
     from hydra.utils import instantiate
     from omegaconf import OmegaConf, open_dict
 
-    from judgebench.config_dir import CONF_DIR
+    from judgebench.config.config_dir import CONF_DIR
     from judgebench.data.corpus import available
 
     if config_yaml:

@@ -158,7 +158,7 @@ def figure(measured: pd.DataFrame, out: Path) -> list[Path]:
 def readback_command(r: Report, out: Path) -> str:
     """The command that reads the filled labels back: the same store, selection and folder as this plan (a read-back
     on another store or other datasets would score other runs). A credentialed store URI is masked."""
-    from judgebench.masking import mask_url
+    from judgebench.secrets import mask_url
 
     o = r.options
     parts = ["judgebench-compare", f"experiment={r.experiment}"]

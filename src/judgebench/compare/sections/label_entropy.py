@@ -15,7 +15,10 @@ from judgebench.compare.base import names
 from judgebench.compare.renderers import render
 from judgebench.compare.base.findings import Finding
 from judgebench.compare.base.section import LatexTable, Section
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.text_view import ORIGINAL
+from judgebench.compare.base.findings import Finding
+from judgebench.compare.base.section import LatexTable, Section
+from judgebench.identity.text_view import ORIGINAL
 
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report

@@ -13,8 +13,8 @@ from mlflow.tracking import MlflowClient
 
 from judgebench.compare.base import dataset_identity
 from judgebench.exceptions import CompareError
-from judgebench.run_tags import RunTags
-from judgebench.text_view import ORIGINAL
+from judgebench.identity.run_tags import RunTags
+from judgebench.identity.text_view import ORIGINAL
 
 CELL = ["dataset", "system", "judge", "rewriter"]
 TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_family", "ranker_model", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view",

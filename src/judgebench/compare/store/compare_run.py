@@ -19,7 +19,7 @@ from typing import Any
 from mlflow.tracking import MlflowClient
 
 from judgebench import tracking
-from judgebench.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 
 KIND = "compare"
 PARAM_MAX, NOTE_MAX = 6000, 4000  # MLflow refuses a param over 6000 characters, a tag over 8000: names can be longer

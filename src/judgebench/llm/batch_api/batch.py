@@ -33,7 +33,11 @@ from judgebench.exceptions import BackendUnreachable, BatchNotDone, ConfigError
 from judgebench.llm.remote.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError
 from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, LineAnswer, LineError
 from judgebench.llm.batch_api.batch_store import BatchStore
-from judgebench.masking import mask_url
+from judgebench.secrets import mask_url
+from judgebench.llm.remote.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError
+from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, LineAnswer, LineError
+from judgebench.llm.batch_api.batch_store import BatchStore
+from judgebench.secrets import mask_url
 
 log = logging.getLogger("judgebench")
 T = TypeVar("T")

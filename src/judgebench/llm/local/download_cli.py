@@ -50,7 +50,7 @@ def models_named(overrides: list[str]) -> dict[str, list[str]]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from judgebench.config_dir import CONF_DIR
+    from judgebench.config.config_dir import CONF_DIR
 
     found: dict[str, list[str]] = {}
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -163,8 +163,8 @@ def main(argv: Sequence[str]) -> int:
         print(f"{PREFIX}{hub.OFFLINE_ENV}=1 is set: models download needs the network; run it where there is one, "
               f"without {hub.OFFLINE_ENV}", file=sys.stderr)
         return EXIT_CODE
-    from judgebench import cli_checks
-    from judgebench.config_dir import CONF_DIR
+    from judgebench.checks import cli_checks
+    from judgebench.config.config_dir import CONF_DIR
 
     unknown = cli_checks.unknown_option(overrides, CONF_DIR)
     if unknown:

@@ -22,7 +22,14 @@ from judgebench.llm.remote.gemini_models import finish_reason, gemini_answer, no
 from judgebench.llm.remote.http_transport import HTTP_TRANSPORTS, openai_http_client
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.llm.remote.rate_limits import acquire_tokens, per_second_limiter
-from judgebench.masking import ENV_NAME, mask_url, register_secret_env
+from judgebench.secrets import ENV_NAME, mask_url, register_secret_env
+from judgebench.llm.remote.batch_settings import BatchSettings, check_mode
+from judgebench.llm.remote.concurrency import AdaptiveConcurrency
+from judgebench.llm.remote.gemini_models import finish_reason, gemini_answer, normalised, thinking_request
+from judgebench.llm.remote.http_transport import HTTP_TRANSPORTS, openai_http_client
+from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
+from judgebench.llm.remote.rate_limits import acquire_tokens, per_second_limiter
+from judgebench.secrets import ENV_NAME, mask_url, register_secret_env
 
 
 # Consecutive connection errors, before any answer, that end the job ("cannot connect to URL").

@@ -20,9 +20,13 @@ from collections.abc import Sequence
 import hydra
 from omegaconf import DictConfig
 
-from judgebench import cli_checks, errors, masking, override_errors, sweep_settings
-from judgebench.config_dir import CONF_DIR
-from judgebench.exceptions import NoSystems, UserError
+from judgebench import errors
+from judgebench.checks import cli_checks
+from judgebench import secrets
+from judgebench.cli import override_errors
+from judgebench.cli import sweep_settings
+from judgebench.config.config_dir import CONF_DIR
+from judgebench.exceptions import NoSystems, SecretInConfig, UserError
 from judgebench.identity import NON_SEMANTIC
 
 JOBS = ("grid_cell", "rank", "content_bias", "labels_only", "import_results")
@@ -32,11 +36,11 @@ _STATUSES: list[str] = []  # outcomes of the cells run in this process (the basi
 def job(cfg: DictConfig) -> str:
     """One Hydra job. A plain module-level function, so that submitit (SLURM, local_parallel) pickles it
     by reference and the job process imports it from the installed package."""
-    masking.install_log_scrubbing()  # also in jobs started elsewhere (SLURM), which never run cli()
+    secrets.install_log_scrubbing()  # also in jobs started elsewhere (SLURM), which never run cli()
     try:
         return _dispatch(cfg)
     except KeyboardInterrupt:
-        from judgebench import hydra_callbacks
+        from judgebench.cli import hydra_callbacks
 
         hydra_callbacks.record_interrupted()
         errors.interrupted(errors.sweep_cell()[1] or None)
@@ -49,20 +53,20 @@ main = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=
 
 def _dispatch(cfg: DictConfig) -> str:
     with errors.reported(cfg.get("tracking_uri")):
-        errors.refuse_secrets_in_config(cfg)
-        from judgebench import settings
+        secrets.refuse_secrets_in_config(cfg)
+        from judgebench.checks import settings
 
         kind = cfg.get("job", "grid_cell")
         if kind not in JOBS:
             raise UserError(f"job={kind}: expected one of {', '.join(JOBS)}")
         settings.validate(cfg)  # every typed setting, before any work
-        from judgebench import input_checks
+        from judgebench.checks import input_checks
 
         input_checks.check_config_files(cfg)  # run files and qrels, before the heavy imports and the MLflow store
         if cfg.get("dry_run"):
-            from judgebench import offline_checks
+            from judgebench.checks import offline_checks
 
-            offline_checks.go_offline()  # no model download, no server asked (offline_checks.py)
+            offline_checks.go_offline()  # no model download, no server asked (checks/offline_checks.py)
         if kind == "content_bias":
             from judgebench.jobs.content_bias import run_content_bias
 
@@ -94,7 +98,7 @@ def _dispatch(cfg: DictConfig) -> str:
 
 def _no_systems_in_sweep() -> str | None:
     """After a multirun: a message when no cell evaluated a system (every cell a skipped duplicate)."""
-    from judgebench import hydra_callbacks
+    from judgebench.cli import hydra_callbacks
 
     directory = hydra_callbacks._SWEEP.get("dir")
     statuses = [r["status"] for r in hydra_callbacks.read_records(directory)] if directory else []
@@ -111,7 +115,7 @@ def _no_systems_in_sweep() -> str | None:
 def _failed_sweep() -> str | None:
     """After a multirun started: its first failed cell as one line ("the sweep failed" without a record);
     None when no sweep started."""
-    from judgebench import hydra_callbacks
+    from judgebench.cli import hydra_callbacks
 
     directory = hydra_callbacks._SWEEP.get("dir")
     if directory is None:
@@ -125,13 +129,17 @@ def _failed_sweep() -> str | None:
 
 def cli(argv: Sequence[str] | None = None) -> int:
     """Checks made before Hydra starts, then Hydra (which reads sys.argv), then the exit code."""
-    masking.install_log_scrubbing()
+    secrets.install_log_scrubbing()
     errors.count_stored_answers_from_now()
     args = list(sys.argv[1:] if argv is None else argv)
     sys.argv = errors.strip_verbose([sys.argv[0], *args])
-    errors.refuse_secret_overrides(sys.argv[1:])
+    try:
+        secrets.refuse_secret_overrides(sys.argv[1:])
+    except SecretInConfig as exc:  # before Hydra writes anything: one line, exit 2
+        errors.print_error(str(exc))
+        return errors.EXIT_CODE
     cli_checks.unset_empty_env()
-    cli_checks.refuse_unknown_options(sys.argv[1:], CONF_DIR, errors.PREFIX, errors.EXIT_CODE)
+    cli_checks.refuse_unknown_options(sys.argv[1:], CONF_DIR)
     sys.argv = sweep_settings.defer(sys.argv, CONF_DIR)  # a sweep's per-component settings: applied by the sweeper
     override_errors.report_hydra_errors()  # Hydra's own errors (a misspelt key) as one line, exit 2
     try:
@@ -143,12 +151,12 @@ def cli(argv: Sequence[str] | None = None) -> int:
         return errors.INTERRUPTED_CODE
     message = _no_systems_in_sweep()
     if message:
-        print(errors.PREFIX + message, file=sys.stderr)
+        errors.print_error(message)
         return errors.EXIT_CODE
     return 0
 
 
-if __name__ == "__main__":  # python -m judgebench.run: run the package's module, not this __main__ copy of it
-    from judgebench.run import cli as _cli
+if __name__ == "__main__":  # python -m judgebench.cli.run: run the package's module, not this __main__ copy of it
+    from judgebench.cli.run import cli as _cli
 
     raise SystemExit(_cli())

@@ -10,7 +10,6 @@ treated as unset: ``${oc.env:...}`` would otherwise give an empty cache_dir, i.e
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -101,8 +100,11 @@ def unknown_option(argv: Sequence[str], primary: Path) -> str | None:
     return None
 
 
-def refuse_unknown_options(argv: Sequence[str], primary: Path, prefix: str, code: int) -> None:
+def refuse_unknown_options(argv: Sequence[str], primary: Path) -> None:
+    """An unknown group option: one ``judgebench: error:`` line (errors.print_error), exit 2."""
     message = unknown_option(argv, primary)
     if message:
-        print(prefix + message, file=sys.stderr)
-        raise SystemExit(code)
+        from judgebench import errors
+
+        errors.print_error(message)
+        raise SystemExit(errors.EXIT_CODE)

@@ -28,10 +28,10 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils import mlflow_tags
 from tenacity import Retrying, retry_if_exception, retry_if_result, stop_after_attempt, wait_exponential, wait_incrementing
 
-from judgebench import artifact_store
-from judgebench.sqlite_store import check_sqlite_writable
-from judgebench.run_tags import RunTags
-from judgebench.masking import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
+from judgebench.tracking import artifact_store
+from judgebench.checks.store_writable import check_sqlite_writable
+from judgebench.identity.run_tags import RunTags
+from judgebench.secrets import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
 
 log = logging.getLogger("judgebench")
 

@@ -51,7 +51,7 @@ def _parameters(target: str) -> list[str] | None:
 
 def unknown_added(cfg: DictConfig, overrides: Sequence[str]) -> str | None:
     """The message for the first ``+key=value`` override whose key its component does not take, else None."""
-    from judgebench.override_errors import did_you_mean
+    from judgebench.errors import did_you_mean
 
     for override in overrides:
         if not override.startswith("+"):

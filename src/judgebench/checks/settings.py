@@ -155,6 +155,6 @@ def validate(cfg: DictConfig) -> None:
     if found:
         more = f" (and {len(found) - 1} more bad setting(s))" if len(found) > 1 else ""
         raise UserError(found[0] + more)
-    from judgebench.added_settings import refuse_unknown_added
+    from judgebench.checks.added_settings import refuse_unknown_added
 
     refuse_unknown_added(cfg)  # +judge.temprature=0: a key its component does not take

@@ -8,18 +8,9 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
 from typing import Any
 
-from judgebench.errors import EXIT_CODE, PREFIX, CellError, _one_line, hydra_full_error, scrub
-
-
-def did_you_mean(word: str, options: Sequence[str]) -> str:
-    """'; did you mean X?' for the closest of ``options`` to a misspelt ``word`` (difflib), else ''."""
-    import difflib
-
-    close = difflib.get_close_matches(word, [str(o) for o in options], n=1, cutoff=0.6)
-    return f"; did you mean {close[0]}?" if close else ""
+from judgebench.errors import EXIT_CODE, PREFIX, CellError, _one_line, did_you_mean, hydra_full_error, scrub
 
 
 def _no_such_key(override: str, full_key: str, parent: Any) -> str:

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "run":
-        from judgebench.run import cli as run_cli
+        from judgebench.cli.run import cli as run_cli
 
         return run_cli(rest)
     if command == "cache":

@@ -1,6 +1,6 @@
 """SHA-256 of every input file a job reads, for the resume key: an input edited in place must rerun its cell.
 
-What is hashed is what the components opened, resolved as they resolved it (``files_read.py``), never a
+What is hashed is what the components opened, resolved as they resolved it (``identity/files_read.py``), never a
 guess from config values: the dataset's files as its loader read them (qrels, topics, pool, passages, the
 files a ``data_dir`` implies, id maps), the prompt templates a judge, ranker or rewriter loaded when it was
 built, and the files a component declares it reads later (``input_files()``: a qrels file judge's
@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from judgebench.files_read import declared, recording
+from judgebench.identity.files_read import declared, recording
 
 log = logging.getLogger("judgebench")
 CACHE_FILE = "input_digests.json"

@@ -1,18 +1,18 @@
 """One preflight per sweep: what does not depend on the cell is checked once, before the launcher starts any cell.
 
-Why: each cell runs the preflight (preflight.py) for itself, so a sweep of N cells without a key, or with a
+Why: each cell runs the preflight (checks/preflight.py) for itself, so a sweep of N cells without a key, or with a
 retired model id, an unreachable server or a missing run file, said the same thing N times (a per-cell ERROR
 line, Hydra's "Error executing job", the cell's ``judgebench: error:``, Hydra's HYDRA_FULL_ERROR hint and the
 summary's CellError each time), after starting every cell (SLURM jobs included).
 
 What is checked here, once per distinct part of the grid (the covering cells the sweeper composes anyway):
 
-- every typed setting (settings.py), as a cell would check it first;
-- the input files a ranker or judge names (``ranker.path``, ``judge.path``): read by input_checks.py;
+- every typed setting (checks/settings.py), as a cell would check it first;
+- the input files a ranker or judge names (``ranker.path``, ``judge.path``): read by checks/input_checks.py;
 - each API backend a grid cell or labels-only job would call, by the cell's own rule (preflight.check_cell:
   a backend whose every answer is cached is not checked, so a finished grid still reruns offline; a key,
   a retired model id, the server and the model are checked otherwise). Distinct (dataset, judge, rewriter,
-  API ranker) parts are checked once; a dry run checks offline only (offline_checks.py).
+  API ranker) parts are checked once; a dry run checks offline only (checks/offline_checks.py).
 
 The first problem is one ``judgebench: error:`` line, exit 2, no cell started and nothing in MLflow (the store
 and the sweep's parent run are opened only after this check: hydra_callbacks.open_sweep_store). Anything that is not
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Iterable
 
 from omegaconf import DictConfig, OmegaConf
@@ -45,7 +44,7 @@ def _calls_api(node) -> bool:
 
 
 def _check_files(cfg: DictConfig) -> None:
-    from judgebench import input_checks
+    from judgebench.checks import input_checks
 
     input_checks.check_config_files(cfg)
 
@@ -53,7 +52,8 @@ def _check_files(cfg: DictConfig) -> None:
 def _check_backends(cfg: DictConfig) -> None:
     from hydra.utils import instantiate
 
-    from judgebench import offline_checks, preflight
+    from judgebench.checks import offline_checks
+    from judgebench.checks import preflight
     from judgebench.jobs.common import load_dataset
 
     kind = cfg.get("job", "grid_cell")
@@ -99,7 +99,8 @@ def problem(configs: Iterable[DictConfig]) -> str | None:
 
 def _cell_problem(cfg: DictConfig, seen: set[tuple[str, ...]]) -> str | None | bool:
     """One covering cell: its problem as a line, None to leave the sweep to the cells, False when it is fine."""
-    from judgebench import errors, settings
+    from judgebench import errors, secrets
+    from judgebench.checks import settings
     from judgebench.exceptions import UserError
 
     uri = OmegaConf.select(cfg, "tracking_uri", default=None, throw_on_resolution_failure=False)
@@ -107,7 +108,7 @@ def _cell_problem(cfg: DictConfig, seen: set[tuple[str, ...]]) -> str | None | b
     if kind not in CHECKED_JOBS:
         return False
     try:
-        errors.refuse_secrets_in_config(cfg)
+        secrets.refuse_secrets_in_config(cfg)
         settings.validate(cfg)
         files = ("files", _part(cfg, "ranker.path"), _part(cfg, "judge.path"), _part(cfg, "dataset"))
         if files not in seen:
@@ -129,7 +130,7 @@ def _cell_problem(cfg: DictConfig, seen: set[tuple[str, ...]]) -> str | None | b
 def _discard_parent_run() -> None:
     """The sweep's MLflow parent run, where one was started before the checks (a sweeper other than judgebench's
     opens none before them): deleted, since no cell started. MLflow is imported only when there is one."""
-    from judgebench import hydra_callbacks
+    from judgebench.cli import hydra_callbacks
 
     hydra_callbacks._SWEEP["pending"] = None
     run, hydra_callbacks._SWEEP["parent"] = hydra_callbacks._SWEEP["parent"], None
@@ -153,5 +154,5 @@ def check(configs: Iterable[DictConfig]) -> None:
     if message is None:
         return
     _discard_parent_run()
-    print(errors.PREFIX + message + " (checked once for the sweep; no cell was started)", file=sys.stderr, flush=True)
+    errors.print_error(message + " (checked once for the sweep; no cell was started)", flush=True)
     raise SystemExit(errors.EXIT_CODE)

@@ -1,4 +1,4 @@
-"""OmegaConf resolvers the configs use; registered when judgebench is imported (run.py, jobs, tests).
+"""OmegaConf resolvers the configs use; registered when judgebench is imported (cli/run.py, jobs, tests).
 
 ``${judge_stem:${judge.path}}`` names a file judge after its file, so that ``judge.path=a.txt,b.txt``
 sweeps give columns ``a`` and ``b`` in every table and tag, without a ``judge.name`` per file.

@@ -3,8 +3,8 @@
 Why: a missing run file, or malformed qrels handed to ``judge=qrels``, was found only when the cell reached
 the component that reads it: after importing the job's modules (mlflow, sklearn, ...), opening the MLflow
 store and ranking, 20-40 s on a busy machine, and after a RUNNING run had been created (left FAILED). A
-config typo takes about a second; so should a bad file. run.py calls :func:`check_config_files` first thing
-in a job, and the sweep's preflight (sweep_preflight.py) once per distinct set of files.
+config typo takes about a second; so should a bad file. cli/run.py calls :func:`check_config_files` first thing
+in a job, and the sweep's preflight (cli/sweep_preflight.py) once per distinct set of files.
 
 What is read: ``ranker.path`` of a run-file ranker (by data/trec.py's run reader, the same one the ranker
 uses, so a line the ranker would refuse is refused here with the same message), ``judge.path`` of a qrels

@@ -14,7 +14,7 @@ the call cache is not checked (the cell sends nothing and spends nothing, so a f
 offline), while a backend with even one call to make is, and a retired model never passes then. Where the
 calls are not known before the work, the backend is always checked: an API ranker (PRP's sliding and sort
 variants ask according to earlier answers) and the content-bias job (three judgings of texts it makes).
-A dry run does not: it is offline (no key, no request), and offline_checks.py lists what it leaves unchecked.
+A dry run does not: it is offline (no key, no request), and checks/offline_checks.py lists what it leaves unchecked.
 """
 
 from __future__ import annotations
@@ -29,7 +29,11 @@ from judgebench.exceptions import BackendRefused, BackendUnreachable, ConfigErro
 from judgebench.llm.remote.api import APIBackend, _root_cause
 from judgebench.llm.remote.gemini_models import replacement
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
-from judgebench.masking import mask_url
+from judgebench.secrets import mask_url
+from judgebench.llm.remote.api import APIBackend, _root_cause
+from judgebench.llm.remote.gemini_models import replacement
+from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
+from judgebench.secrets import mask_url
 
 log = logging.getLogger("judgebench")
 

@@ -1,7 +1,7 @@
 """What a dry run checks without the network, and what it lists as "not checked".
 
 Why: a dry run is how a grid is priced before anyone has a key or a budget, so it must work with no key,
-no network and no model download. The preflight (preflight.py) asks each API backend's server about its
+no network and no model download. The preflight (checks/preflight.py) asks each API backend's server about its
 model, which needs both; a dry run skips that request. What can be known offline is still checked here:
 a retired Gemini model id is refused (the same line as the preflight's, nothing sent), and a backend
 whose key is not set, or whose server, key and model id are simply not asked, is listed once per process
@@ -16,7 +16,9 @@ from typing import Any
 
 from judgebench.exceptions import BackendRefused
 from judgebench.llm.remote.gemini_models import replacement
-from judgebench.masking import mask_url
+from judgebench.secrets import mask_url
+from judgebench.llm.remote.gemini_models import replacement
+from judgebench.secrets import mask_url
 
 _NOTED: set[tuple[str, str, str]] = set()  # (kind, URL, model) listed in this process (a local multirun lists once)
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}  # a dry run reads models from disk only

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from judgebench.masking import mask_secrets
+from judgebench.secrets import mask_secrets
 
 OPERATIONAL = frozenset({
     "cache_dir", "progress", "max_concurrency", "min_concurrency", "initial_concurrency", "adaptive",

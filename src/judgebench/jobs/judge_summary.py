@@ -19,7 +19,7 @@ from judgebench.label_scale import LabelScale
 from judgebench.locks import exclusive
 from judgebench.evaluation import METRIC_VERSION
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
-from judgebench.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 
 KIND = "judge_summary"
 

@@ -4,7 +4,7 @@
 
 - ``on_multirun_start`` (submitting process, before any job exists) clears the outcome records of an
   earlier run of the same sweep directory. Once the sweep's checks passed (``open_sweep_store``, called
-  by the sweeper after sweep_preflight.py, or at the first ``on_job_start``), the MLflow store and the
+  by the sweeper after cli/sweep_preflight.py, or at the first ``on_job_start``), the MLflow store and the
   experiment are created once, so that parallel jobs only ever find them (no race on schema or
   experiment creation), and the sweep's parent run (kind ``sweep``) is started: every cell's run (and a judge
   summary a cell creates)
@@ -43,7 +43,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench.run_tags import RunTags
+from judgebench.identity.run_tags import RunTags
 
 log = logging.getLogger("judgebench.sweep")
 
@@ -66,7 +66,7 @@ def sweep_dir(config: DictConfig) -> Path:
 
 
 def write_json(path: Path, data: Any) -> None:
-    from judgebench.masking import scrub
+    from judgebench.secrets import scrub
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -87,7 +87,7 @@ def short_error(exc: BaseException | str, lines: int = 1, limit: int = 300) -> s
 
 def _masked(overrides: Sequence[str]) -> list[str]:
     """key=value overrides with secret-looking keys masked, as tracking.mask_secrets does for params."""
-    from judgebench.masking import MASK, is_secret_key, scrub
+    from judgebench.secrets import MASK, is_secret_key, scrub
 
     out = []
     for o in overrides:
@@ -305,7 +305,7 @@ def start_parent_run(config: DictConfig, experiment_id: str) -> str:
 
 def open_sweep_store() -> None:
     """Create the MLflow experiment and start the sweep's parent run, once per sweep, in the submitting process,
-    after the sweep's checks (the sweeper calls this once sweep_preflight.py passed, before any cell starts).
+    after the sweep's checks (the sweeper calls this once cli/sweep_preflight.py passed, before any cell starts).
     Why not at ``on_multirun_start``: a sweep refused by its checks must leave nothing in MLflow (no parent run
     RUNNING or FAILED) and say so in seconds, without importing MLflow or creating the store first."""
     config, _SWEEP["pending"] = _SWEEP.get("pending"), None

@@ -1,0 +1,1 @@
+"""Where the packaged Hydra configs are and the OmegaConf resolvers they use."""
