@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
 from judgebench.compare import report, sections
-from judgebench.compare.base import findings
+from judgebench.compare.base.section import Section
 from judgebench.compare.sections import label_entropy
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "report_golden"
@@ -77,16 +77,15 @@ def test_label_entropy_is_one_section_in_the_list(rendered):
 
 def test_label_entropy_finding_for_a_collapsed_judge_only():
     """Judge b (0 bits against the humans' 1) has less than COLLAPSED of their entropy: one finding; judge a (1 bit
-    against 2: exactly half) has none. The section's producer is in findings.PRODUCERS, after the listed ones."""
+    against 2: exactly half) has none. Its findings join the report's, after those of FINDINGS_FIRST's sections."""
     table = pd.DataFrame([["d", "a", "graded 0-3", 4, 1.0, 2.0, -1.0], ["d", "b", "graded 0-3", 4, 0.0, 1.0, -1.0]],
                          columns=label_entropy.COLUMNS)
     section = next(s for s in sections.SECTIONS if s.name == "label_entropy")
     found = list(section.findings(SimpleNamespace(results={"label_entropy": table})))
     assert [(f.dataset, f.judge, f.topic) for f in found] == [("d", "b", "label entropy")]
     assert "0.00 bits against the humans' 1.00" in found[0].text
-    producers = [getattr(p, "__self__", None) for p in findings.PRODUCERS]
-    first = next(i for i, p in enumerate(producers) if p is not None)  # the sections' producers follow findings.py's
-    assert all(p is not None for p in producers[first:]) and section in producers[first:]
+    assert section.name not in sections.FINDINGS_FIRST and type(section).findings is not Section.findings
+    assert set(sections.FINDINGS_FIRST) <= {s.name for s in sections.SECTIONS}  # the order names sections that exist
 
 
 ANALYSES = {"oracle_tests", "all_tests", "agreement_counts", "agreement_pairs", "discrimination", "bias", "self_preference",
@@ -127,6 +126,26 @@ class _Answer(sections.Section):
         return {"answer": len(r.jobs) * 2}
 
 
+def test_the_compare_run_metrics_are_the_sections_own(built):
+    """report.log_compare_run logs what each section declares (Section.compare_run_metrics): Table 2's statistics per
+    (dataset, judge), recomputed here from the table, and self-preference's, from its frame; nothing else."""
+    from judgebench.compare.base import columns, names
+
+    metrics = sections.compare_run_metrics(built)
+    table2 = {f"{c}.{names.file_part(row['dataset'])}.{names.file_part(row['judge'])}": row[c]
+              for _, row in built.table2.iterrows() for c in columns.STATISTICS if row[c] == row[c]}
+    sp = built.self_preference["self_preference"]
+    own = {f"self_preference.{names.file_part(d)}.{names.file_part(j)}": v for d, j, v in zip(sp["dataset"], sp["judge"],
+                                                                                              sp["self_preference"])}
+    assert table2 and {k: metrics[k] for k in table2} == table2
+    assert {k: metrics[k] for k in own} == own
+    rest = {k.split(".")[0] for k in metrics.keys() - table2.keys() - own.keys()}
+    assert rest <= {"self_preference_lo", "self_preference_hi", "self_preference_p", "family_interaction",
+                    "family_interaction_lo", "family_interaction_hi", "family_interaction_p", "prp_order_consistency"}
+    owners = [s.name for s in sections.SECTIONS if type(s).compare_run_metrics is not sections.Section.compare_run_metrics]
+    assert owners == ["table2", "self_preference"]
+
+
 def test_a_section_in_the_list_computes_a_result_the_report_reads_by_name():
     """What adding an analysis needs: a section whose compute gives a named result; the Report reads it as an
     attribute with no field for it. Two sections giving one name is refused; an unknown name says what there is."""
@@ -137,7 +156,7 @@ def test_a_section_in_the_list_computes_a_result_the_report_reads_by_name():
         sections.compute(r, [_Answer()])
     with pytest.raises(AttributeError, match="no field or section result 'bias' \\(results: answer\\)"):
         r.bias
-    assert getattr(r, "discrimination", None) is None  # what findings.discrimination relies on for a report without it
+    assert getattr(r, "discrimination", None) is None  # what the Discrimination section's findings rely on for a report without it
 
 
 def test_table1_marks_a_run_file_that_kept_documents_outside_the_pool():

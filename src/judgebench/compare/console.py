@@ -34,7 +34,7 @@ def _fit(text: str, width: int = WIDTH) -> str:
 def findings_lines(r: Report) -> list[str]:
     """The findings (findings.py) in their brief form (the report has the sentences): one line per subject in a small
     report; by kind where a kind holds many judges (findings_panel.py), each kind at most two lines."""
-    found = findings.findings(r)
+    found = sections.findings(r)
     kinds = findings_panel.kinds(found, getattr(r, "table2", None), rows=KIND_ROWS)
     if not any(k.condensed for k in kinds):
         return [line for subject, items in findings.grouped(found).items()

@@ -13,15 +13,12 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench.compare import sections
-from judgebench.compare.base import columns
 from judgebench.compare.store import compare_run
 from judgebench.compare.base import dataset_identity
-from judgebench.compare.base import names
 from judgebench.compare.base import tables
 from judgebench.compare.analyses import ensembles
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers import latex
-from judgebench.compare.sections import self_preference
 from judgebench.compare.base.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.base.reference import CHOICES, References
 from judgebench.compare.base.report_model import FORMATS, Options, Report
@@ -154,8 +151,8 @@ def _prune(out: Path, files: list[Path]) -> None:
 
 
 def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, files: list[Path], report: Report | None = None) -> str:
-    """A run of kind "compare" in the same experiment: the options as params, tau and kappa per judge as
-    metrics, every file as an artifact, the runs read in inputs.json; it supersedes the previous compare
+    """A run of kind "compare" in the same experiment: the options as params, each section's compare-run metrics
+    (Table 2's statistics per judge, self-preference...), every file as an artifact, the runs read in inputs.json; it supersedes the previous compare
     run of the same selection (compare_run)."""
     params, metrics, inputs, note = {}, {}, {}, f"compare report of experiment {experiment}"
     if report is not None:
@@ -168,12 +165,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
                   "calibration": ",".join(o.calibration) or "none", "calibration_k": ",".join(o.calibration_k),
                   "resamples": o.resamples,
                   "plan": f"{o.strategy} budget {o.budget} signal {o.signal} allocation {o.allocation}" if o.plan else ("read back" if o.human_labels else "none")}
-        for row in report.table2.itertuples(index=False):
-            for name in columns.STATISTICS:
-                value = getattr(row, name)
-                if value == value:
-                    metrics[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
-        metrics.update(self_preference.metrics(report))
+        metrics = sections.compare_run_metrics(report)  # each section's own (Section.compare_run_metrics)
         inputs = report.read
         h = header(report)
         note = f"compare report: {h['selection']}; datasets {h['datasets']}; judges {h['judges']}; reference {h['reference']}"

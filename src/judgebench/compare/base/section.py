@@ -2,7 +2,7 @@
 
 A report is an ordered list of ``Section`` objects (``compare/sections/__init__.py``, ``SECTIONS``). Each section says,
 for one analysis, every place it appears: its Markdown blocks (report.md, and report.html, which is rendered from
-report.md), its LaTeX tables, its CSV files, its figures, its terminal lines and its findings. Adding an analysis is one new module
+report.md), its LaTeX tables, its CSV files, its figures, its terminal lines, its findings and its compare-run metrics. Adding an analysis is one new module
 under ``compare/sections/`` and one line in ``SECTIONS``; ``report.write`` walks the list once per format.
 
 ``report.build`` gathers only the shared inputs (the collected job runs, the per-query frame, the labels, Tables 1
@@ -78,3 +78,8 @@ class Section:
         """Sentences for the findings that open every output (compare/base/findings.py; a section that overrides this is
         appended to ``findings.PRODUCERS`` by ``compare/sections``, after the producers listed there)."""
         return []
+
+    def compare_run_metrics(self, r: Report) -> Mapping[str, float]:
+        """The section's numbers as MLflow metrics of the compare run (``report.log_compare_run`` logs every section's),
+        by metric key ``name.dataset.judge`` (names through names.file_part). None by default."""
+        return {}
