@@ -108,27 +108,36 @@ def _csv(frame: pd.DataFrame, path: Path, index: bool = False) -> Path:
 def write(report: Report, out: Path) -> list[Path]:
     """Write the formats asked for, each section's part of each (compare/sections); returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
-    fmt = set(report.options.formats)
-    files: list[Path] = []
-    if "csv" in fmt:
-        files += [_csv(frame, out / f"{name}.csv", index=index) for name, frame, index in sections.csv(report)]
-    files += sections.files(report, out)  # written whatever format= says (the planner's plan, templates, sheets)
-    if "tex" in fmt:
-        files += latex.write(sections.latex(report), out)
-    if "png" in fmt:
-        files += sections.figures(report, out)
     drawn, judges = figure_judges(report)
     note = (f"Per-judge figures (the confusion matrices, the panels of the scatter) are drawn for the first {len(drawn)} of "
             f"the {judges} judges, in report order; every judge's numbers are in the tables above."
-            if judges > len(drawn) and "png" in fmt else "")
-    text = sections.markdown(report) + html.figure_links(files, sections.captions(), note)  # report.md links its figures
+            if judges > len(drawn) and "png" in report.options.formats else "")
+    files = write_formats(report, out, report.options.formats, sections.SECTIONS, header(report),
+                          f"judgebench compare: {report.experiment}", note)
+    report.files = files
+    _prune(out, files)
+    return files
+
+
+def write_formats(r, out: Path, formats, parts: list, box: dict[str, str], title: str, note: str = "") -> list[Path]:
+    """Walk ``parts`` (a report's sections) once per format asked for: CSV, the files written whatever format= says,
+    LaTeX, figures, then report.md (which links the figures) and report.html; returns the files written, the two
+    reports first. The grid report and the labels-only one are written alike."""
+    fmt = set(formats)
+    files: list[Path] = []
+    if "csv" in fmt:
+        files += [_csv(frame, out / f"{name}.csv", index=index) for name, frame, index in sections.csv(r, parts)]
+    files += sections.files(r, out, parts)  # written whatever format= says (the planner's plan, templates, sheets)
+    if "tex" in fmt:
+        files += latex.write(sections.latex(r, parts), out)
+    if "png" in fmt:
+        files += sections.figures(r, out, parts)
+    text = sections.markdown(r, parts) + html.figure_links(files, sections.captions(parts), note)  # report.md links its figures
     if "md" in fmt:
         files.insert(0, out / "report.md")
         files[0].write_text(text, encoding="utf-8")
     if "html" in fmt:
-        files.insert(0, html.write(text, out, header(report), f"judgebench compare: {report.experiment}"))
-    report.files = files
-    _prune(out, files)
+        files.insert(0, html.write(text, out, box, title))
     return files
 
 

@@ -78,34 +78,43 @@ def compute(r: Report, sections: list[Section] | None = None) -> None:
             r.results[name] = value
 
 
-def markdown(r: Report) -> str:
+# Each walk below goes over ``parts``: the grid report's SECTIONS by default, or another report's list (the labels-only
+# report's, compare/sections/labels_only.py).
+
+
+def markdown(r: Report, parts: list[Section] | None = None) -> str:
     """The whole report as one Markdown text (report.md, and report.html's source), the figures' links aside."""
-    return "\n".join(block for s in SECTIONS for block in s.markdown(r)) + "\n"
+    return "\n".join(block for s in parts or SECTIONS for block in s.markdown(r)) + "\n"
 
 
-def latex(r: Report) -> list[LatexTable]:
-    return [t for s in SECTIONS for t in s.latex(r)]
+def latex(r: Report, parts: list[Section] | None = None) -> list[LatexTable]:
+    return [t for s in parts or SECTIONS for t in s.latex(r)]
 
 
-def csv(r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
-    return [f for s in SECTIONS for f in s.csv(r)]
+def csv(r: Report, parts: list[Section] | None = None) -> list[tuple[str, pd.DataFrame, bool]]:
+    return [f for s in parts or SECTIONS for f in s.csv(r)]
 
 
-def files(r: Report, out: Path) -> list[Path]:
-    return [p for s in SECTIONS for p in s.files(r, out)]
+def files(r: Report, out: Path, parts: list[Section] | None = None) -> list[Path]:
+    return [p for s in parts or SECTIONS for p in s.files(r, out)]
 
 
-def figures(r: Report, out: Path) -> list[Path]:
-    return [p for s in SECTIONS for p in s.figures(r, out)]
+def figures(r: Report, out: Path, parts: list[Section] | None = None) -> list[Path]:
+    return [p for s in parts or SECTIONS for p in s.figures(r, out)]
 
 
-def captions() -> dict[str, str]:
-    return {**figure_files.CAPTIONS, **{k: v for s in SECTIONS for k, v in s.captions().items()}}
+def captions(parts: list[Section] | None = None) -> dict[str, str]:
+    return {**figure_files.CAPTIONS, **{k: v for s in parts or SECTIONS for k, v in s.captions().items()}}
 
 
-def compare_run_metrics(r: Report) -> dict[str, float]:
+def compare_run_metrics(r: Report, parts: list[Section] | None = None) -> dict[str, float]:
     """The compare run's MLflow metrics: every section's own (``Section.compare_run_metrics``), in list order."""
-    return {k: v for s in SECTIONS for k, v in s.compare_run_metrics(r).items()}
+    return {k: v for s in parts or SECTIONS for k, v in s.compare_run_metrics(r).items()}
+
+
+def console_lines(r: Report, parts: list[Section]) -> list[str]:
+    """The terminal lines of a report without findings (the labels-only one): each section's, in list order."""
+    return [line for s in parts for line in s.console(r)]
 
 
 FINDINGS_AFTER = "table2"  # the terminal shows the headline tables first, then what they found, then the other sections
