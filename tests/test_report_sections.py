@@ -178,3 +178,38 @@ def test_table1_marks_a_run_file_that_kept_documents_outside_the_pool():
     (f,) = Table1().findings(r)
     assert f.alert and f.dataset == "dl19" and f.text.startswith("mine keeps 2 of 12 documents")
     assert list(Table1().findings(SimpleNamespace(jobs=jobs.drop(columns=["outside_pool_kept"])))) == []
+
+
+def test_the_labels_only_report_is_written_from_its_sections(tmp_path, monkeypatch):
+    """compare/labels_report.py has no path of its own: report.md, the CSV files and the compare run's metrics are its
+    sections' (compare/sections/labels_only.py), so a section added to that list reaches them; the metrics are every
+    Table 2 statistic of the table that has a value, recomputed here."""
+    from judgebench.compare import labels_report
+    from judgebench.compare.base import columns
+    from judgebench.compare.base.names import file_part
+    from judgebench.compare.sections import labels_only
+
+    table = pd.DataFrame([{"dataset": "d", "judge": "j", **{c: 0.5 for c in columns.AGREEMENT}, "labelled_pairs": 10,
+                           "failed_pairs": 0, **{c: 0.25 for c in columns.SHARES}}])[labels_report.TABLE]
+    table.loc[0, columns.AGREEMENT[0]] = float("nan")  # a statistic without a value is no metric
+
+    class Extra(Section):
+        name = "extra"
+
+        def markdown(self, r):
+            return ["\n## An extra section"]
+
+        def csv(self, r):
+            return [("extra", pd.DataFrame({"x": [1]}), False)]
+
+    monkeypatch.setattr(labels_only, "SECTIONS", [*labels_only.SECTIONS, Extra()])
+    r = labels_report.LabelsReport("e", None, ("md", "csv"), pd.DataFrame({"run_id": ["r"], "dataset": ["d"], "judge": ["j"]}),
+                                   table, pd.DataFrame(), pd.DataFrame(columns=["dataset", "judge"]))
+    files = {f.name for f in labels_report.write(r, tmp_path)}
+    assert files == {"report.md", "table2.csv", "extra.csv"}
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert text.index("## Table 2: agreement with the human labels per judge") < text.index(labels_only.NEEDS_SYSTEMS) \
+        < text.index("## An extra section")
+    want = {f"{c}.d.{file_part('j')}": table.loc[0, c] for c in [*columns.AGREEMENT, *columns.SHARES]}
+    del want[f"{columns.AGREEMENT[0]}.d.j"]
+    assert sections.compare_run_metrics(r, labels_only.SECTIONS) == want

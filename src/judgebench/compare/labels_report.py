@@ -75,15 +75,11 @@ def build(client: MlflowClient, experiment: str, sweep: str | None, options) -> 
     return LabelsReport(experiment, sweep, tuple(options.formats), runs, table, labels, missing, art.problems)
 
 
-def markdown(r: LabelsReport) -> str:
-    """report.md of a labels-only report, its figures' links aside."""
-    return sections.markdown(r, labels_only.SECTIONS)
-
-
 def write(r: LabelsReport, out: Path) -> list[Path]:
     """The formats asked for, each section's part of each (compare/sections/labels_only.py)."""
     out.mkdir(parents=True, exist_ok=True)
-    r.files = report.write_formats(r, out, r.formats, labels_only.SECTIONS, r.header(),
+    box = r.header() if "html" in r.formats else {}  # report.html's header box, read only for it
+    r.files = report.write_formats(r, out, r.formats, labels_only.SECTIONS, box,
                                    f"judgebench compare: {r.experiment} (labels)")
     return r.files
 

@@ -112,7 +112,8 @@ def write(report: Report, out: Path) -> list[Path]:
     note = (f"Per-judge figures (the confusion matrices, the panels of the scatter) are drawn for the first {len(drawn)} of "
             f"the {judges} judges, in report order; every judge's numbers are in the tables above."
             if judges > len(drawn) and "png" in report.options.formats else "")
-    files = write_formats(report, out, report.options.formats, sections.SECTIONS, header(report),
+    box = header(report) if "html" in report.options.formats else {}  # report.html's header box, read only for it
+    files = write_formats(report, out, report.options.formats, sections.SECTIONS, box,
                           f"judgebench compare: {report.experiment}", note)
     report.files = files
     _prune(out, files)
