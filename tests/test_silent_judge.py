@@ -14,7 +14,6 @@ import pandas as pd
 
 import cli_runner
 from judgebench.compare import sections
-from judgebench.compare.base import findings
 from judgebench.compare.base import tables
 from judgebench.compare import report as report_mod
 from judgebench.data.datasets import load_toy
@@ -65,7 +64,7 @@ def test_silent_judge_has_no_column_row_or_finding_only_a_note(silent_grid):
     assert "mute" not in table.columns and "simulated" in " ".join(table.columns)
     assert "mute" not in set(rep.table2["judge"]) and len(rep.table2)
     assert rep.silent[["judge", "failed_pairs"]].values.tolist() == [["mute", len(load_toy().label_set())]]
-    found = findings.findings(rep)
+    found = sections.findings(rep)
     about = [f for f in found if f.judge == "mute"]
     assert len(about) == 1 and "labelled none of its" in about[0].text and "no numbers" in about[0].text
     assert not any("mute" in f.text for f in found if f.judge != "mute")

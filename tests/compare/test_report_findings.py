@@ -16,7 +16,10 @@ import pytest  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
-from judgebench.compare import console
+from judgebench.compare import console, sections
+from judgebench.compare.base.section import Section
+from judgebench.compare.sections import discrimination as discrimination_section
+from judgebench.compare.sections import grid_state
 from judgebench.compare.store import collect
 from judgebench.compare.base import findings
 from judgebench.compare.analyses import self_preference
@@ -49,7 +52,7 @@ def test_a_running_sweep_counts_its_running_cells_as_missing(tmp_path):
         set(itertools.product(["toy"], ["BM25", "SimLLM"], ["simulated", "human"], ["none"])) - {("toy", "BM25", "simulated", "none")})
     assert collect.missing_cells(jobs).empty  # what compare said before: nothing missing
     report = SimpleNamespace(missing=missing, running=running, jobs=jobs, rewritten_runs=0)
-    (line,) = findings.grid(report)
+    (line,) = grid_state.GridState().findings(report)
     assert line.alert and line.text.startswith("3 of 4 grid cells have no finished run yet (2 still running, 1 not started or failed)")
 
 
@@ -70,7 +73,7 @@ def _report(**kw) -> SimpleNamespace:
 
 
 def test_findings_say_inversion_tau_with_interval_kappa_and_self_preference():
-    found = findings.findings(_report())
+    found = sections.findings(_report())
     assert [f.topic for f in found] == ["grid", "inversion", "oracle order", "label agreement", "self-preference"]
     text = {f.topic: f.text for f in found}
     assert text["grid"] == "all 20 grid cells have a finished run."
@@ -86,7 +89,7 @@ def test_findings_say_inversion_tau_with_interval_kappa_and_self_preference():
     assert [f.alert for f in found] == [False, True, False, False, True]
     calibrated = pd.DataFrame([{"dataset": "d", "judge": "j", "k_no_inversion": 10.0, "estimators_at_k": "ppi", "tau_best_at_k": 0.8,
                                 "tau_human_only_at_k": 0.6, "judge_adds": True}])
-    (c,) = [f for f in findings.findings(_report(calibration_summary=calibrated)) if f.topic == "calibration"]
+    (c,) = [f for f in sections.findings(_report(calibration_summary=calibrated)) if f.topic == "calibration"]
     assert c.text == ("calibration: 10 human-labelled queries remove the inversion (ppi); best τ there 0.80 vs 0.60 from the "
                       "human labels alone; the judge adds to the human labels there.")
 
@@ -101,25 +104,29 @@ def test_self_preference_panel_and_section_agree_when_holm_says_no():
     assert sp.at[0, "verdict"] == "no evidence"
     (section,) = self_preference.findings({"self_preference": sp}, _cells([]))
     assert "no evidence that it favours its own family" in section and "not significant after Holm's adjustment" in section
-    (panel,) = [f for f in findings.findings(_report(self_preference={"self_preference": sp})) if f.topic == "self-preference"]
+    (panel,) = [f for f in sections.findings(_report(self_preference={"self_preference": sp})) if f.topic == "self-preference"]
     assert panel.text.startswith("no evidence of self-preference for its family gemma (+0.030 [+0.005, +0.055] nDCG@10, "
                                  "Holm p = 0.2)") and not panel.alert
     # and where Holm agrees, both claim the direction
     sp2 = sp.assign(p_holm=0.01, verdict=lambda f: [self_preference.verdict(lo, hi, p) for lo, hi, p in zip(f.lo, f.hi, f.p_holm)])
     (section,) = self_preference.findings({"self_preference": sp2}, _cells([]))
-    (panel,) = [f for f in findings.findings(_report(self_preference={"self_preference": sp2})) if f.topic == "self-preference"]
+    (panel,) = [f for f in sections.findings(_report(self_preference={"self_preference": sp2})) if f.topic == "self-preference"]
     assert " favours its own family's rankers by " in section and panel.text.startswith("favours its own family's") and panel.alert
 
 
-def test_a_finding_appended_to_the_producers_reaches_every_output(monkeypatch):
-    """What another analysis does to open the report with its result: one function appended to PRODUCERS."""
-    def discrimination(r):
-        yield findings.Finding("discrimination", "tells relevant from non-relevant passages: AUC 0.81 [0.78, 0.84].", "d", "j",
-                               brief="AUC 0.81")
+def test_a_section_with_findings_reaches_every_output(monkeypatch):
+    """What another analysis does to open the report with its result: its section overrides ``findings`` (the one way
+    a finding is made), and the section joins SECTIONS."""
+    class Separation(Section):
+        name = "separation"
 
-    monkeypatch.setattr(findings, "PRODUCERS", [*findings.PRODUCERS, discrimination])
+        def findings(self, r):
+            yield findings.Finding("discrimination", "tells relevant from non-relevant passages: AUC 0.81 [0.78, 0.84].", "d",
+                                   "j", brief="AUC 0.81")
+
+    monkeypatch.setattr(sections, "SECTIONS", [*sections.SECTIONS, Separation()])
     r = _report()
-    found = findings.findings(r)
+    found = sections.findings(r)
     assert found[-1].topic == "discrimination" and found[-1].subject == "d / j"
     md = "\n".join(markdown.findings_section(found))
     assert md.index("**d / j**") < md.index("- tells relevant from non-relevant passages: AUC 0.81 \\[0.78, 0.84\\].")
@@ -149,11 +156,11 @@ def test_the_discrimination_answer_is_a_finding_of_its_dataset():
     too."""
     table = pd.DataFrame({"dataset": ["d", "d", "d"], "judge": ["a", "b", "c"], "as_constructed": [9, 9, 4]})
     d = SimpleNamespace(answers={"d": "label agreement predicts it: rho 0.8 [0.5, 1.0]"}, table=table, human={"d": (12, 15)})
-    (f,) = findings.discrimination(SimpleNamespace(discrimination=d))
+    (f,) = discrimination_section.Discrimination().findings(SimpleNamespace(discrimination=d))
     assert (f.dataset, f.judge, f.subject) == ("d", "", "d")
     assert f.text == ("humans order 12 of 15 oracle pairs as constructed; 2 of 3 judges order 9 (sign test per pair, Holm "
                       "over the pairs). label agreement predicts it: rho 0.8 [0.5, 1.0]")
-    assert list(findings.discrimination(SimpleNamespace())) == []  # a report without that analysis
+    assert list(discrimination_section.Discrimination().findings(SimpleNamespace())) == []  # a report without that analysis
 
 
 def _many_judges(n: int = 35) -> SimpleNamespace:
@@ -176,7 +183,7 @@ def _panel_lines(md_lines: list[str]) -> int:
 
 def test_at_35_judges_the_panel_groups_findings_by_kind_and_stays_a_screen():
     r = _many_judges()
-    found = findings.findings(r)
+    found = sections.findings(r)
     assert sum(f.judge != findings.GRID for f in found) == 35 * 4  # inversion, oracle order, agreement, self-preference
     md = markdown.findings_section(found, r.table2)
     text = "\n".join(md)
@@ -214,8 +221,8 @@ def test_the_html_panel_holds_the_kinds_and_ends_at_its_link(tmp_path):
     from judgebench.compare.renderers import html as report_html
 
     r = _many_judges()
-    md = "\n".join(["# t", *markdown.findings_section(findings.findings(r), r.table2), "", "12 job runs; selection prose.", "",
-                    "## Table 1", "", *markdown.findings_detail(findings.findings(r), r.table2)])
+    md = "\n".join(["# t", *markdown.findings_section(sections.findings(r), r.table2), "", "12 job runs; selection prose.", "",
+                    "## Table 1", "", *markdown.findings_detail(sections.findings(r), r.table2)])
     page = report_html.render(md, tmp_path, {}, "t")
     panel = page[page.index('<section class="findings">'):page.index("</section>")]
     assert panel.count("<table>") == 2 and "Findings per judge</a>" in panel and "selection prose" not in panel
@@ -263,7 +270,7 @@ def test_at_35_judges_the_findings_panel_fits_about_one_screen_in_a_browser(tmp_
     """The panel as Chromium draws it at 1400 px: about one screen (<= 1000 px) at 35 judges; the same findings one
     bullet per judge (the layout before) are several screens, so the measure tells the two apart."""
     r = _many_judges()
-    found = findings.findings(r)
+    found = sections.findings(r)
     tail = ["", "12 job runs.", "", "## Table 1", "", *markdown.findings_detail(found, r.table2)]
     by_kind = _panel_height(tmp_path, "\n".join(["# many", *markdown.findings_section(found, r.table2), *tail]), "by_kind")
     by_judge = _panel_height(tmp_path, "\n".join(["# many", "\n## Findings\n", *markdown.findings_by_subject(found), *tail]), "by_judge")
@@ -280,7 +287,7 @@ def test_without_oracle_rankers_the_panel_says_how_the_judge_orders_the_systems(
                         "tau_top10": np.nan, "kappa_graded": 0.26, "kappa_ge2": 0.43, "labelled_pairs": 22327}])
     ci = pd.DataFrame([{"dataset": "d", "judge": "j", "query_tau_all": 0.555, "query_tau_all_lo": 0.496, "query_tau_all_hi": 0.614}])
     counts = pd.DataFrame([{"dataset": "d", "judge": "j", "agree": 573, "missed": 5, "spurious": 17, "reversed": 0}])
-    found = findings.findings(_report(table2=t2, ci_tau=ci, agreement_counts=counts))
+    found = sections.findings(_report(table2=t2, ci_tau=ci, agreement_counts=counts))
     (said,) = [f for f in found if f.topic == "system order"]
     assert said.text == ("orders the systems: Kendall's τ of the mean orderings = 0.94 (τ_AP 0.90, among the human top 5 0.53); "
                          "per-query τ = 0.56 [0.50, 0.61] (95% t interval over queries: how often, query by query, it orders two "
@@ -288,4 +295,4 @@ def test_without_oracle_rankers_the_panel_says_how_the_judge_orders_the_systems(
                          "pairs (5 missed, 17 spurious, 0 reversed).")
     assert not any(f.topic == "oracle order" for f in found)
     # with oracle rankers the oracle-order finding speaks, not this one
-    assert not any(f.topic == "system order" for f in findings.findings(_report()))
+    assert not any(f.topic == "system order" for f in sections.findings(_report()))

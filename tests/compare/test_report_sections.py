@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from judgebench import __version__
 from judgebench.compare import report, sections
-from judgebench.compare.base import findings
+from judgebench.compare.base.section import Section
 from judgebench.compare.sections import label_entropy
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "report_golden"
@@ -77,16 +77,15 @@ def test_label_entropy_is_one_section_in_the_list(rendered):
 
 def test_label_entropy_finding_for_a_collapsed_judge_only():
     """Judge b (0 bits against the humans' 1) has less than COLLAPSED of their entropy: one finding; judge a (1 bit
-    against 2: exactly half) has none. The section's producer is in findings.PRODUCERS, after the listed ones."""
+    against 2: exactly half) has none. Its findings join the report's, after those of FINDINGS_FIRST's sections."""
     table = pd.DataFrame([["d", "a", "graded 0-3", 4, 1.0, 2.0, -1.0], ["d", "b", "graded 0-3", 4, 0.0, 1.0, -1.0]],
                          columns=label_entropy.COLUMNS)
     section = next(s for s in sections.SECTIONS if s.name == "label_entropy")
     found = list(section.findings(SimpleNamespace(results={"label_entropy": table})))
     assert [(f.dataset, f.judge, f.topic) for f in found] == [("d", "b", "label entropy")]
     assert "0.00 bits against the humans' 1.00" in found[0].text
-    producers = [getattr(p, "__self__", None) for p in findings.PRODUCERS]
-    first = next(i for i, p in enumerate(producers) if p is not None)  # the sections' producers follow findings.py's
-    assert all(p is not None for p in producers[first:]) and section in producers[first:]
+    assert section.name not in sections.FINDINGS_FIRST and type(section).findings is not Section.findings
+    assert set(sections.FINDINGS_FIRST) <= {s.name for s in sections.SECTIONS}  # the order names sections that exist
 
 
 ANALYSES = {"oracle_tests", "all_tests", "agreement_counts", "agreement_pairs", "discrimination", "bias", "self_preference",
@@ -127,6 +126,26 @@ class _Answer(sections.Section):
         return {"answer": len(r.jobs) * 2}
 
 
+def test_the_compare_run_metrics_are_the_sections_own(built):
+    """report.log_compare_run logs what each section declares (Section.compare_run_metrics): Table 2's statistics per
+    (dataset, judge), recomputed here from the table, and self-preference's, from its frame; nothing else."""
+    from judgebench.compare.base import columns, names
+
+    metrics = sections.compare_run_metrics(built)
+    table2 = {f"{c}.{names.file_part(row['dataset'])}.{names.file_part(row['judge'])}": row[c]
+              for _, row in built.table2.iterrows() for c in columns.STATISTICS if row[c] == row[c]}
+    sp = built.self_preference["self_preference"]
+    own = {f"self_preference.{names.file_part(d)}.{names.file_part(j)}": v for d, j, v in zip(sp["dataset"], sp["judge"],
+                                                                                              sp["self_preference"])}
+    assert table2 and {k: metrics[k] for k in table2} == table2
+    assert {k: metrics[k] for k in own} == own
+    rest = {k.split(".")[0] for k in metrics.keys() - table2.keys() - own.keys()}
+    assert rest <= {"self_preference_lo", "self_preference_hi", "self_preference_p", "family_interaction",
+                    "family_interaction_lo", "family_interaction_hi", "family_interaction_p", "prp_order_consistency"}
+    owners = [s.name for s in sections.SECTIONS if type(s).compare_run_metrics is not sections.Section.compare_run_metrics]
+    assert owners == ["table2", "self_preference"]
+
+
 def test_a_section_in_the_list_computes_a_result_the_report_reads_by_name():
     """What adding an analysis needs: a section whose compute gives a named result; the Report reads it as an
     attribute with no field for it. Two sections giving one name is refused; an unknown name says what there is."""
@@ -137,7 +156,7 @@ def test_a_section_in_the_list_computes_a_result_the_report_reads_by_name():
         sections.compute(r, [_Answer()])
     with pytest.raises(AttributeError, match="no field or section result 'bias' \\(results: answer\\)"):
         r.bias
-    assert getattr(r, "discrimination", None) is None  # what findings.discrimination relies on for a report without it
+    assert getattr(r, "discrimination", None) is None  # what the Discrimination section's findings rely on for a report without it
 
 
 def test_table1_marks_a_run_file_that_kept_documents_outside_the_pool():
@@ -159,3 +178,38 @@ def test_table1_marks_a_run_file_that_kept_documents_outside_the_pool():
     (f,) = Table1().findings(r)
     assert f.alert and f.dataset == "dl19" and f.text.startswith("mine keeps 2 of 12 documents")
     assert list(Table1().findings(SimpleNamespace(jobs=jobs.drop(columns=["outside_pool_kept"])))) == []
+
+
+def test_the_labels_only_report_is_written_from_its_sections(tmp_path, monkeypatch):
+    """compare/labels_report.py has no path of its own: report.md, the CSV files and the compare run's metrics are its
+    sections' (compare/sections/labels_only.py), so a section added to that list reaches them; the metrics are every
+    Table 2 statistic of the table that has a value, recomputed here."""
+    from judgebench.compare import labels_report
+    from judgebench.compare.base import columns
+    from judgebench.compare.base.names import file_part
+    from judgebench.compare.sections import labels_only
+
+    table = pd.DataFrame([{"dataset": "d", "judge": "j", **{c: 0.5 for c in columns.AGREEMENT}, "labelled_pairs": 10,
+                           "failed_pairs": 0, **{c: 0.25 for c in columns.SHARES}}])[labels_report.TABLE]
+    table.loc[0, columns.AGREEMENT[0]] = float("nan")  # a statistic without a value is no metric
+
+    class Extra(Section):
+        name = "extra"
+
+        def markdown(self, r):
+            return ["\n## An extra section"]
+
+        def csv(self, r):
+            return [("extra", pd.DataFrame({"x": [1]}), False)]
+
+    monkeypatch.setattr(labels_only, "SECTIONS", [*labels_only.SECTIONS, Extra()])
+    r = labels_report.LabelsReport("e", None, ("md", "csv"), pd.DataFrame({"run_id": ["r"], "dataset": ["d"], "judge": ["j"]}),
+                                   table, pd.DataFrame(), pd.DataFrame(columns=["dataset", "judge"]))
+    files = {f.name for f in labels_report.write(r, tmp_path)}
+    assert files == {"report.md", "table2.csv", "extra.csv"}
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert text.index("## Table 2: agreement with the human labels per judge") < text.index(labels_only.NEEDS_SYSTEMS) \
+        < text.index("## An extra section")
+    want = {f"{c}.d.{file_part('j')}": table.loc[0, c] for c in [*columns.AGREEMENT, *columns.SHARES]}
+    del want[f"{columns.AGREEMENT[0]}.d.j"]
+    assert sections.compare_run_metrics(r, labels_only.SECTIONS) == want

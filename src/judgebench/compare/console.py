@@ -17,7 +17,7 @@ from judgebench.compare.base import findings
 from judgebench.compare.renderers import findings_panel
 from judgebench.compare.base import names
 from judgebench.compare.renderers import render
-from judgebench.compare.sections import grid_state
+from judgebench.compare.sections import grid_state, labels_only
 from judgebench.compare.sections.header import plain_title
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def _fit(text: str, width: int = WIDTH) -> str:
 def findings_lines(r: Report) -> list[str]:
     """The findings (findings.py) in their brief form (the report has the sentences): one line per subject in a small
     report; by kind where a kind holds many judges (findings_panel.py), each kind at most two lines."""
-    found = findings.findings(r)
+    found = sections.findings(r)
     kinds = findings_panel.kinds(found, getattr(r, "table2", None), rows=KIND_ROWS)
     if not any(k.condensed for k in kinds):
         return [line for subject, items in findings.grouped(found).items()
@@ -74,15 +74,7 @@ def where(files: list[Path], out: Path, seconds: float) -> str:
 
 
 def labels_summary(r, out: Path, seconds: float) -> str:
-    """The labels-only report: one row per judge with the headline agreement columns."""
-    judges = list(dict.fromkeys(r.table["judge"]))
-    cols = [c for c in ("kappa_graded", "kappa_ge2", "alpha_ordinal", "labelled_pairs", "failed_pairs") if c in r.table.columns]
-    parts = [plain_title(r.experiment, None) + ", labels-only runs" + (f", sweep {names.plain(repr(r.sweep))}" if r.sweep else "")
-             + f": {len(r.runs)} runs, {len(judges)} judges",
-             "\nTable 2: agreement with the human labels (headline columns)",
-             render.plain(r.table[["dataset", "judge", *cols]], index=False, integers=["labelled_pairs", "failed_pairs"])]
-    parts.append("\nlabels-only runs: nDCG, tau and Tables 3-6 need systems, so they are not reported")
-    if len(r.missing):
-        parts.append(f"missing (dataset, judge) runs: {len(r.missing)}")
-    parts += grid_state.problem_lines(r.problems)
+    """The labels-only report: its sections' lines (compare/sections/labels_only.py), one row per judge with the
+    headline agreement columns."""
+    parts = sections.console_lines(r, labels_only.SECTIONS)
     return _fit("\n".join(parts)) + "\n\n" + where(r.files, out, seconds)

@@ -1,4 +1,5 @@
-"""compare for labels-only runs (``judgebench.kind=labels``): the agreement table, one row per judge.
+"""compare for labels-only runs (``judgebench.kind=labels``): the agreement table, one row per judge, presented by the
+sections of compare/sections/labels_only.py and written as the grid report is (``report.write_formats``).
 
 A labels-only experiment (e.g. LLMJudge: human labels, no passages, no systems) has judge labels and
 human labels and nothing else, so the report is Table 2's label statistics, its figures, and one line
@@ -8,22 +9,17 @@ saying what needs systems, instead of nDCG numbers nobody measured or a failure.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from judgebench import __version__
+from judgebench.compare import report, sections
 from judgebench.compare.base import columns
 from judgebench.compare.store import compare_run
 from judgebench.compare.base import dataset_identity
-from judgebench.compare.base import names
-from judgebench.compare.renderers import figures
-from judgebench.compare.renderers import html
-from judgebench.compare.renderers import markdown
-from judgebench.compare.renderers import render
-from judgebench.compare.renderers import views
+from judgebench.compare.base.report_model import LabelsReport
+from judgebench.compare.sections import labels_only
 from judgebench.compare.base.artifacts import Artifacts
 from judgebench.compare.store.collect import display_names, run_row, search
 from judgebench.exceptions import CompareError
@@ -31,9 +27,6 @@ from judgebench.identity.text_view import ORIGINAL
 
 KIND = "labels"
 TABLE = ["dataset", "judge", *columns.AGREEMENT, "labelled_pairs", "failed_pairs", *columns.SHARES]
-NEEDS_SYSTEMS = ("nDCG@10 (Table 1), the system-ordering statistics (tau, tau_AP, rho, tau_top5) and Tables 3-6 need systems: "
-                 "these runs are labels-only (job=labels_only: the dataset has no pool of passages or no rankers were run), "
-                 "so those tables are not reported.")
 
 
 def has_runs(client: MlflowClient, experiment: str, kind: str, sweep: str | None = None) -> bool:
@@ -62,47 +55,6 @@ def collect(client: MlflowClient, experiment: str, sweep: str | None, datasets: 
     return frame.reset_index(drop=True)
 
 
-@dataclass
-class LabelsReport:
-    experiment: str
-    sweep: str | None
-    formats: tuple[str, ...]
-    runs: pd.DataFrame
-    table: pd.DataFrame
-    labels: pd.DataFrame
-    missing: pd.DataFrame
-    problems: list[str] = field(default_factory=list)
-    files: list[Path] = field(default_factory=list)
-    superseded: list[str] = field(default_factory=list)
-
-    def header(self) -> dict[str, str]:
-        sweeps = sorted(set(self.runs.get("sweep_id", pd.Series(dtype=str)).dropna()))
-        identity = dataset_identity.describe(self.runs)
-        return {"experiment": self.experiment, "selection": f"sweep {self.sweep}" if self.sweep else f"latest run per (dataset, judge) "
-                f"({len(sweeps)} sweeps)", "datasets": ", ".join(identity.get(d, d) for d in dict.fromkeys(self.table["dataset"])),
-                "judges": ", ".join(dict.fromkeys(self.table["judge"])), "reference": "human labels (labels-only runs)",
-                "runs read": f"{len(self.runs)} labels-only runs", "versions": f"report by judgebench {__version__}"}
-
-    def markdown(self) -> str:
-        judges = list(dict.fromkeys(self.table["judge"]))
-        parts = [
-            markdown.report_title(self.experiment, self.sweep, ", labels-only runs"),
-            "",
-            f"{len(self.runs)} labels-only runs; datasets: {markdown.listed(dict.fromkeys(self.table['dataset']))}; "
-            f"{len(judges)} judges: {markdown.listed(judges)}.",
-            "\n## Table 2: agreement with the human labels per judge",
-        ]
-        for _, title, frame, integers in views.table2_blocks(self.table):
-            parts += [f"\n### {title}\n", render.markdown(frame, index=False, integers=integers)]
-        parts.append(f"\n{NEEDS_SYSTEMS}")
-        if len(self.missing):
-            parts.append(f"\n## Missing (dataset, judge) runs ({len(self.missing)}, no finished run)\n")
-            parts += [f"- {names.markdown(d)} / judge={names.markdown(j)}" for d, j in self.missing.itertuples(index=False)]
-        if self.problems:
-            parts += ["\n## Problems reading runs\n", *(f"- {names.markdown(p)}" for p in self.problems)]
-        return "\n".join(parts) + "\n"
-
-
 def build(client: MlflowClient, experiment: str, sweep: str | None, options) -> LabelsReport | None:
     """The labels-only report, or None when the experiment has no labels-only runs."""
     if not has_runs(client, experiment, KIND, sweep):
@@ -124,36 +76,18 @@ def build(client: MlflowClient, experiment: str, sweep: str | None, options) -> 
 
 
 def write(r: LabelsReport, out: Path) -> list[Path]:
+    """The formats asked for, each section's part of each (compare/sections/labels_only.py)."""
     out.mkdir(parents=True, exist_ok=True)
-    fmt, files = set(r.formats), []
-    if "csv" in fmt:
-        files.append(out / "table2.csv")
-        r.table.to_csv(files[-1], index=False)
-    if "tex" in fmt:
-        for suffix, title, frame, integers in views.table2_blocks(r.table):
-            files.append(out / f"table2{suffix}.tex")
-            files[-1].write_text(render.latex(frame, f"Per judge: {title} (labels-only runs).", f"tab:table2{suffix.replace('_', '-')}",
-                                              index=False, integers=integers), encoding="utf-8")
-    if "png" in fmt:
-        files.append(figures.agreement_dots(r.table, out / "figure_agreement.png"))
-        files.append(figures.label_shares(r.table, out / "figure_label_distribution.png"))
-        if len(r.labels):
-            files.append(figures.confusion_grid(r.labels, out / "figure_confusion.png"))
-    text = r.markdown() + html.figure_links(files, figures.CAPTIONS)  # report.md links its figures
-    if "md" in fmt:
-        files.insert(0, out / "report.md")
-        files[0].write_text(text, encoding="utf-8")
-    if "html" in fmt:
-        files.insert(0, html.write(text, out, r.header(), f"judgebench compare: {r.experiment} (labels)"))
-    r.files = files
-    return files
+    box = r.header() if "html" in r.formats else {}  # report.html's header box, read only for it
+    r.files = report.write_formats(r, out, r.formats, labels_only.SECTIONS, box,
+                                   f"judgebench compare: {r.experiment} (labels)")
+    return r.files
 
 
 def log_compare_run(client: MlflowClient, r: LabelsReport, files: list[Path]) -> str:
     """A compare run (kind "compare") in the experiment: every statistic per (dataset, judge) as a metric, the
     runs read in inputs.json; it supersedes the previous compare run of the same selection (compare_run)."""
-    metrics = {f"{c}.{names.file_part(row['dataset'])}.{names.file_part(row['judge'])}": row[c] for _, row in r.table.iterrows()
-               for c in [*columns.AGREEMENT, *columns.SHARES] if row[c] == row[c]}
+    metrics = sections.compare_run_metrics(r, labels_only.SECTIONS)  # the sections' own
     key = compare_run.compare_key(r.experiment, r.sweep, "labels", {"formats": r.formats, "datasets": sorted(set(r.table["dataset"])),
                                                                     "judges": sorted(set(r.table["judge"]))})
     h = r.header()

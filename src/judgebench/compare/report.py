@@ -13,15 +13,12 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench.compare import sections
-from judgebench.compare.base import columns
 from judgebench.compare.store import compare_run
 from judgebench.compare.base import dataset_identity
-from judgebench.compare.base import names
 from judgebench.compare.base import tables
 from judgebench.compare.analyses import ensembles
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers import latex
-from judgebench.compare.sections import self_preference
 from judgebench.compare.base.artifacts import HUMAN, REFERENCES, Artifacts
 from judgebench.compare.base.reference import CHOICES, References
 from judgebench.compare.base.report_model import FORMATS, Options, Report
@@ -113,28 +110,38 @@ def _csv(frame: pd.DataFrame, path: Path, index: bool = False) -> Path:
 def write(report: Report, out: Path) -> list[Path]:
     """Write the formats asked for, each section's part of each (compare/sections); returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
-    fmt = set(report.options.formats)
-    files: list[Path] = []
-    if "csv" in fmt:
-        files += [_csv(frame, out / f"{name}.csv", index=index) for name, frame, index in sections.csv(report)]
-    files += sections.files(report, out)  # written whatever format= says (the planner's plan, templates, sheets)
-    if "tex" in fmt:
-        files += latex.write(sections.latex(report), out)
-    if "png" in fmt:
-        files += sections.figures(report, out)
     drawn, judges = figure_judges(report)
     note = ("Per-judge figures (the confusion matrices, the panels of the scatter) are drawn for the first "
             f"{len(drawn)} of "
             f"the {judges} judges, in report order; every judge's numbers are in the tables above."
-            if judges > len(drawn) and "png" in fmt else "")
-    text = sections.markdown(report) + html.figure_links(files, sections.captions(), note)  # report.md links its figures
+            if judges > len(drawn) and "png" in report.options.formats else "")
+    box = header(report) if "html" in report.options.formats else {}  # report.html's header box, read only for it
+    files = write_formats(report, out, report.options.formats, sections.SECTIONS, box,
+                          f"judgebench compare: {report.experiment}", note)
+    report.files = files
+    _prune(out, files)
+    return files
+
+
+def write_formats(r, out: Path, formats, parts: list, box: dict[str, str], title: str, note: str = "") -> list[Path]:
+    """Walk ``parts`` (a report's sections) once per format asked for: CSV, the files written whatever format= says,
+    LaTeX, figures, then report.md (which links the figures) and report.html; returns the files written, the two
+    reports first. The grid report and the labels-only one are written alike."""
+    fmt = set(formats)
+    files: list[Path] = []
+    if "csv" in fmt:
+        files += [_csv(frame, out / f"{name}.csv", index=index) for name, frame, index in sections.csv(r, parts)]
+    files += sections.files(r, out, parts)  # written whatever format= says (the planner's plan, templates, sheets)
+    if "tex" in fmt:
+        files += latex.write(sections.latex(r, parts), out)
+    if "png" in fmt:
+        files += sections.figures(r, out, parts)
+    text = sections.markdown(r, parts) + html.figure_links(files, sections.captions(parts), note)  # report.md links its figures
     if "md" in fmt:
         files.insert(0, out / "report.md")
         files[0].write_text(text, encoding="utf-8")
     if "html" in fmt:
-        files.insert(0, html.write(text, out, header(report), f"judgebench compare: {report.experiment}"))
-    report.files = files
-    _prune(out, files)
+        files.insert(0, html.write(text, out, box, title))
     return files
 
 
@@ -157,8 +164,8 @@ def _prune(out: Path, files: list[Path]) -> None:
 
 
 def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, files: list[Path], report: Report | None = None) -> str:
-    """A run of kind "compare" in the same experiment: the options as params, tau and kappa per judge as
-    metrics, every file as an artifact, the runs read in inputs.json; it supersedes the previous compare
+    """A run of kind "compare" in the same experiment: the options as params, each section's compare-run metrics
+    (Table 2's statistics per judge, self-preference...), every file as an artifact, the runs read in inputs.json; it supersedes the previous compare
     run of the same selection (compare_run)."""
     params, metrics, inputs, note = {}, {}, {}, f"compare report of experiment {experiment}"
     if report is not None:
@@ -171,12 +178,7 @@ def log_compare_run(client: MlflowClient, experiment: str, sweep: str | None, fi
                   "calibration": ",".join(o.calibration) or "none", "calibration_k": ",".join(o.calibration_k),
                   "resamples": o.resamples,
                   "plan": f"{o.strategy} budget {o.budget} signal {o.signal} allocation {o.allocation}" if o.plan else ("read back" if o.human_labels else "none")}
-        for row in report.table2.itertuples(index=False):
-            for name in columns.STATISTICS:
-                value = getattr(row, name)
-                if value == value:
-                    metrics[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
-        metrics.update(self_preference.metrics(report))
+        metrics = sections.compare_run_metrics(report)  # each section's own (Section.compare_run_metrics)
         inputs = report.read
         h = header(report)
         note = (

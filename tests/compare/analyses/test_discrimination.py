@@ -158,8 +158,8 @@ def test_the_answer_and_the_finding_say_too_few_judges_with_four():
     d = _run(values, KAPPA)
     assert d.answers["d"].startswith("On d, there are too few judges (4; a permutation test needs 5 to reach alpha 0.05) to say")
     from types import SimpleNamespace
-    from judgebench.compare.base import findings
-    (found,) = findings.discrimination(SimpleNamespace(discrimination=d))
+    from judgebench.compare.sections.discrimination import Discrimination
+    (found,) = Discrimination().findings(SimpleNamespace(discrimination=d))
     assert "humans order 6 of 6 oracle pairs as constructed" in found.text and found.text.endswith(d.answers["d"])
 
 

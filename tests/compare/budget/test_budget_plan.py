@@ -162,10 +162,10 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
     np.testing.assert_allclose(plan.u, mean + 1e-3 * mean.mean())
     np.testing.assert_allclose(plan.design.pi, 0.5 * budget_plan.designs.proportional_pi(plan.u, 6) + 0.5 * 6 / len(mean))
     assert set(built["plan"]["signal"]) == {"labels"}
-    from judgebench.compare.sections import budget_plan as budget_plan_report
+    from judgebench.compare.sections import budget_plan as budget_plan_section
 
-    assert budget_plan_report.console(built)[0].startswith("plan toy/sim: active, budget 6, signal labels, ")
-    assert any("### toy / sim: active, budget 6, signal labels" in part for part in budget_plan_report.markdown(built, 0.95))
+    assert budget_plan_section.console(built)[0].startswith("plan toy/sim: active, budget 6, signal labels, ")
+    assert any("### toy / sim: active, budget 6, signal labels" in part for part in budget_plan_section.markdown(built, 0.95))
     with pytest.raises(CompareError, match="signal=entropy: judge sim on toy logged no label probabilities"):
         budget_files.build([cell], lab, None, Options(plan=True, budget=6, signal="entropy", resamples=20))
     with pytest.raises(CompareError, match="signal=judges: toy has one judge"):
@@ -173,16 +173,16 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
 
 
 def test_the_plan_report_prints_the_alpha_and_power_in_force(toy_cell):
-    from judgebench.compare.sections import budget_plan as budget_plan_report
+    from judgebench.compare.sections import budget_plan as budget_plan_section
     from judgebench.compare.base.report_model import Options
 
     cell, lab = toy_cell["cell"], toy_cell["labels"]
     built = budget_files.build([cell], lab, None, Options(plan=True, budget=6, alpha=0.1, resamples=20))
-    lines = budget_plan_report.console(built)
+    lines = budget_plan_section.console(built)
     assert "  k needed for power 0.8 at alpha 0.1 (two-sided t-test)" in lines
     # the toy's 12 queries and 6 labels are below what benchmarks/calibration.py finds on target: said where reported
     assert any(ln.startswith("  warning: 6 human labels (fewer than 10) and 12 queries (fewer than 20)") for ln in lines)
-    text = "\n".join(budget_plan_report.markdown(built, 0.95))
+    text = "\n".join(budget_plan_section.markdown(built, 0.95))
     assert "(alpha 0.1, power 0.8, two-sided t-test" in text and "**warning: 6 human labels" in text
     assert built["predictions"]["strategy"].iloc[0] == "uniform"  # the default: active did not beat it
     assert set(built["measured"]["flagged"]) == {"yes"}  # every k of the toy's 12 queries is flagged

@@ -19,7 +19,7 @@ import artifact_checks
 
 from cli_runner import run, warm_store
 from judgebench.compare.analyses import bias
-from judgebench.compare.sections import calibration as human_budget_report
+from judgebench.compare.sections import calibration as calibration_section
 from judgebench.compare.budget import experiment as calibration
 from judgebench.compare.base.reference import References
 from judgebench.compare.report import Options
@@ -487,11 +487,11 @@ def test_a_calibration_k_above_the_queries_is_noted():
     y = rng.random((3, 16))
     table = calibration.experiment([_cell(y, y + 0.1, ["oracle", "llm", "lexical"])], ["human_only"], ["4", "20", "1000", "all"], 10, 0)
     assert sorted(set(table["k"])) == [4, 16]  # 20, 1000 and all are the same sample: every query
-    notes = human_budget_report.k_notes(table, ("4", "20", "1000", "all"))
+    notes = calibration_section.k_notes(table, ("4", "20", "1000", "all"))
     assert notes == ["calibration_k=20,1000: d has 16 queries, so k=20,1000 is reported as all (16)"]
-    assert human_budget_report.k_notes(table, ("4", "16", "all")) == []
+    assert calibration_section.k_notes(table, ("4", "16", "all")) == []
     options = Options(resamples=10, reference="human_labelset", calibration=("human_only",), calibration_k=("4", "1000"))
-    text = "\n".join(human_budget_report.markdown(table, human_budget_report.summary(table), options))
+    text = "\n".join(calibration_section.markdown(table, calibration_section.summary(table), options))
     assert "- calibration_k=1000: d has 16 queries, so k=1000 is reported as all (16)." in text
 
 

@@ -12,6 +12,8 @@ from typing import Literal
 
 import pandas as pd
 
+from judgebench import __version__
+from judgebench.compare.base import dataset_identity
 from judgebench.compare.base.reference import HUMAN_JUDGED, References
 from judgebench.evaluation import REFERENCES
 from judgebench.identity.text_view import ORIGINAL
@@ -36,7 +38,8 @@ class VirtualJudge:
 
 @dataclass
 class Options:
-    """What the user can set on the command line (cli.py documents each)."""
+    """What the user can set on the command line, declared once: name, type and default here; compare/cli.py derives
+    its schema of arguments (``CompareArgs``) from these fields and adds how each reads there (its help)."""
 
     datasets: list[str] | None = None
     judges: list[str] | None = None
@@ -127,3 +130,28 @@ class Report:
         """The judges with runs of their own: no human reference, no virtual judge."""
         virtual = {v.name for v in self.virtual}
         return [j for j in self.judges if j not in REFERENCES and j not in virtual]
+
+
+@dataclass
+class LabelsReport:
+    """A labels-only report (compare/labels_report.py builds it, compare/sections/labels_only.py presents it): the
+    labels-only runs read, Table 2's label statistics per judge, the labels, the runs missing."""
+
+    experiment: str
+    sweep: str | None
+    formats: tuple[str, ...]
+    runs: pd.DataFrame
+    table: pd.DataFrame
+    labels: pd.DataFrame
+    missing: pd.DataFrame
+    problems: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+
+    def header(self) -> dict[str, str]:
+        sweeps = sorted(set(self.runs.get("sweep_id", pd.Series(dtype=str)).dropna()))
+        identity = dataset_identity.describe(self.runs)
+        return {"experiment": self.experiment, "selection": f"sweep {self.sweep}" if self.sweep else f"latest run per (dataset, judge) "
+                f"({len(sweeps)} sweeps)", "datasets": ", ".join(identity.get(d, d) for d in dict.fromkeys(self.table["dataset"])),
+                "judges": ", ".join(dict.fromkeys(self.table["judge"])), "reference": "human labels (labels-only runs)",
+                "runs read": f"{len(self.runs)} labels-only runs", "versions": f"report by judgebench {__version__}"}

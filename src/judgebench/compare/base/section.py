@@ -2,9 +2,9 @@
 
 A report is an ordered list of ``Section`` objects (``compare/sections/__init__.py``, ``SECTIONS``). Each section says,
 for one analysis, every place it appears: its Markdown blocks (report.md, and report.html, which is rendered from
-report.md), its LaTeX tables, its CSV files, its figures, its terminal lines and its findings. Adding an analysis is
-one new module
-under ``compare/sections/`` and one line in ``SECTIONS``; ``report.write`` walks the list once per format.
+report.md), its LaTeX tables, its CSV files, its figures, its terminal lines, its findings and its compare-run
+metrics. Adding an analysis is one new module under ``compare/sections/`` and one line in ``SECTIONS``;
+``report.write`` walks the list once per format (the labels-only report walks compare/sections/labels_only.py's).
 
 ``report.build`` gathers only the shared inputs (the collected job runs, the per-query frame, the labels, Tables 1
 and 2, the human references, the run files, the problems met); every analysis is computed by its section's
@@ -76,6 +76,11 @@ class Section:
         return []
 
     def findings(self, r: Report) -> Iterable[Finding]:
-        """Sentences for the findings that open every output (compare/base/findings.py; a section that overrides this is
-        appended to ``findings.PRODUCERS`` by ``compare/sections``, after the producers listed there)."""
+        """Sentences for the findings that open every output (compare/base/findings.py): the one way a finding is
+        made; ``compare/sections``' ``findings`` gathers every section's (FINDINGS_FIRST first, then in list order)."""
         return []
+
+    def compare_run_metrics(self, r: Report) -> Mapping[str, float]:
+        """The section's numbers as MLflow metrics of the compare run (``report.log_compare_run`` logs every section's),
+        by metric key ``name.dataset.judge`` (names through names.file_part). None by default."""
+        return {}

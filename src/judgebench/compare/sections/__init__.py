@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from judgebench.compare.renderers import figures as figure_files
-from judgebench.compare.base import findings
+from judgebench.compare.base import findings as found_order
+from judgebench.compare.base.findings import Finding
 from judgebench.compare.base.section import LatexTable, Section
 from judgebench.compare.sections.budget_plan import BudgetPlan
 from judgebench.compare.sections.calibration import Calibration
@@ -31,8 +32,24 @@ from judgebench.compare.sections.table2 import Table2
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
 
+# The sections whose findings open the report, in this order (the grid's state, then per judge: inversion, ordering,
+# agreement, self-preference, calibration; the discrimination answer per dataset); the other sections' findings follow
+# in SECTIONS order.
+FINDINGS_FIRST = ("grid_state", "ranker_bias", "confidence_intervals", "table2", "self_preference", "calibration",
+                  "discrimination")
+
+
+def findings(r: Report) -> list[Finding]:
+    """Every section's findings (``Section.findings``: the one way a finding is made), the sections in FINDINGS_FIRST
+    first, in its order, then the others in SECTIONS order; the selection-wide ones lead, then per (dataset, judge) in
+    report order (base/findings.ordered)."""
+    rank = {name: n for n, name in enumerate(FINDINGS_FIRST)}
+    producing = sorted(SECTIONS, key=lambda s: rank.get(s.name, len(rank)))
+    return found_order.ordered([f for s in producing for f in s.findings(r)], r.table2)
+
+
 SECTIONS: list[Section] = [
-    Header(),
+    Header(findings),
     Table1(),
     Table2(),
     LabelEntropy(),
@@ -47,10 +64,8 @@ SECTIONS: list[Section] = [
     BudgetPlan(),
     ContentBias(),
     GridState(),
-    FindingsDetail(),
+    FindingsDetail(findings),
 ]
-# The sections that have findings of their own join the producers, after those findings.py lists.
-findings.PRODUCERS.extend(s.findings for s in SECTIONS if type(s).findings is not Section.findings)
 
 
 def compute(r: Report, sections: list[Section] | None = None) -> None:
@@ -63,29 +78,43 @@ def compute(r: Report, sections: list[Section] | None = None) -> None:
             r.results[name] = value
 
 
-def markdown(r: Report) -> str:
+# Each walk below goes over ``parts``: the grid report's SECTIONS by default, or another report's list (the labels-only
+# report's, compare/sections/labels_only.py).
+
+
+def markdown(r: Report, parts: list[Section] | None = None) -> str:
     """The whole report as one Markdown text (report.md, and report.html's source), the figures' links aside."""
-    return "\n".join(block for s in SECTIONS for block in s.markdown(r)) + "\n"
+    return "\n".join(block for s in parts or SECTIONS for block in s.markdown(r)) + "\n"
 
 
-def latex(r: Report) -> list[LatexTable]:
-    return [t for s in SECTIONS for t in s.latex(r)]
+def latex(r: Report, parts: list[Section] | None = None) -> list[LatexTable]:
+    return [t for s in parts or SECTIONS for t in s.latex(r)]
 
 
-def csv(r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
-    return [f for s in SECTIONS for f in s.csv(r)]
+def csv(r: Report, parts: list[Section] | None = None) -> list[tuple[str, pd.DataFrame, bool]]:
+    return [f for s in parts or SECTIONS for f in s.csv(r)]
 
 
-def files(r: Report, out: Path) -> list[Path]:
-    return [p for s in SECTIONS for p in s.files(r, out)]
+def files(r: Report, out: Path, parts: list[Section] | None = None) -> list[Path]:
+    return [p for s in parts or SECTIONS for p in s.files(r, out)]
 
 
-def figures(r: Report, out: Path) -> list[Path]:
-    return [p for s in SECTIONS for p in s.figures(r, out)]
+def figures(r: Report, out: Path, parts: list[Section] | None = None) -> list[Path]:
+    return [p for s in parts or SECTIONS for p in s.figures(r, out)]
 
 
-def captions() -> dict[str, str]:
-    return {**figure_files.CAPTIONS, **{k: v for s in SECTIONS for k, v in s.captions().items()}}
+def captions(parts: list[Section] | None = None) -> dict[str, str]:
+    return {**figure_files.CAPTIONS, **{k: v for s in parts or SECTIONS for k, v in s.captions().items()}}
+
+
+def compare_run_metrics(r: Report, parts: list[Section] | None = None) -> dict[str, float]:
+    """The compare run's MLflow metrics: every section's own (``Section.compare_run_metrics``), in list order."""
+    return {k: v for s in parts or SECTIONS for k, v in s.compare_run_metrics(r).items()}
+
+
+def console_lines(r: Report, parts: list[Section]) -> list[str]:
+    """The terminal lines of a report without findings (the labels-only one): each section's, in list order."""
+    return [line for s in parts for line in s.console(r)]
 
 
 FINDINGS_AFTER = "table2"  # the terminal shows the headline tables first, then what they found, then the other sections

@@ -10,6 +10,7 @@ more than ``TAU_MARGIN`` at the same k.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from judgebench.compare.base import names
+from judgebench.compare.base.findings import Finding, known, number
 from judgebench.compare.base.section import LatexTable, Section
 from judgebench.compare.budget import experiment as budget
 from judgebench.compare.renderers import render
@@ -218,3 +220,19 @@ class Calibration(Section):
         if not len(r.calibration):
             return []
         return [f"note: {names.plain(line)}" for line in k_notes(r.calibration, r.options.calibration_k)]
+
+    def findings(self, r: Report) -> Iterable[Finding]:
+        """Where calibration= was asked: how many human-labelled queries remove the inversion, and whether the judge adds
+        anything over those human labels alone."""
+        for row in r.calibration_summary.itertuples(index=False) if len(r.calibration_summary) else ():
+            k = row.k_no_inversion
+            if not known(k):
+                text = "calibration: none of the human budgets tried removes the inversion."
+            else:
+                adds = {True: "the judge adds to the human labels there", False: "the judge adds nothing over those human labels alone",
+                        None: ""}.get(row.judge_adds if isinstance(row.judge_adds, bool) else None, "")
+                text = (f"calibration: {int(k)} human-labelled queries remove the inversion ({row.estimators_at_k}); best τ there "
+                        f"{number(row.tau_best_at_k)} vs {number(row.tau_human_only_at_k)} from the human labels alone"
+                        + (f"; {adds}." if adds else "."))
+            yield Finding("calibration", text, row.dataset, row.judge,
+                          brief=f"calibration: no inversion from k = {int(k)}" if known(k) else "calibration: inversion at every k")

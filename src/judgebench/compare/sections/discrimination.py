@@ -5,6 +5,7 @@ interval beside kappa). report.html renders the Markdown."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ import pandas as pd
 from judgebench.compare.base import names
 from judgebench.compare.renderers import render
 from judgebench.compare.analyses import discrimination as analysis
+from judgebench.compare.base.findings import Finding
 from judgebench.compare.base.section import Section
 
 if TYPE_CHECKING:
@@ -138,3 +140,18 @@ class Discrimination(Section):
 
     def captions(self) -> dict[str, str]:
         return {FIGURE: CAPTION}
+
+    def findings(self, r: Report) -> Iterable[Finding]:
+        """Per dataset, how the judges order the oracle rankers against their construction order and whether label
+        agreement predicts it, where the report holds that analysis (``r.discrimination``: compare/analyses/discrimination.py's
+        answers, table and human pair counts; read by attribute, so this module needs no import of it)."""
+        d = getattr(r, "discrimination", None)
+        if not d:
+            return
+        for dataset, sentence in d.answers.items():
+            t = d.table[d.table["dataset"] == dataset]
+            sig, total = d.human.get(dataset, (0, 0))
+            best = int(t["as_constructed"].max()) if len(t) else 0
+            head = (f"humans order {sig} of {total} oracle pairs as constructed; {int((t['as_constructed'] == best).sum())} of "
+                    f"{len(t)} judges order {best} (sign test per pair, Holm over the pairs). ")
+            yield Finding("discrimination", head + sentence, dataset, brief=head + sentence.partition(": ")[0])

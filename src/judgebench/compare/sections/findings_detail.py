@@ -3,18 +3,23 @@ condenses a kind held by many judges into a sentence, a line per verdict or a ra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from judgebench.compare.base import findings
 from judgebench.compare.renderers.markdown import findings_detail
 from judgebench.compare.base.section import Section
 
 if TYPE_CHECKING:
+    from judgebench.compare.base.findings import Finding
     from judgebench.compare.base.report_model import Report
 
 
 class FindingsDetail(Section):
     name = "findings_detail"
 
+    def __init__(self, found: Callable[[Report], list[Finding]]):
+        """``found``: the report's findings, from every section (compare/sections/__init__.py's ``findings``)."""
+        self.found = found
+
     def markdown(self, r: Report) -> list[str]:
-        return findings_detail(findings.findings(r), r.table2)
+        return findings_detail(self.found(r), r.table2)

@@ -3,6 +3,7 @@ run (some still running) and the runs that could not be read."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ import pandas as pd
 from judgebench.compare.base import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import render
+from judgebench.compare.base.findings import Finding
 from judgebench.compare.base.section import LatexTable, Section
 from judgebench.content_bias import statistics as content_bias
 
@@ -87,6 +89,17 @@ class GridState(Section):
             running = f"; {len(r.running)} of them still running" if len(r.running) else ""
             parts.append(f"\nmissing grid cells: {len(r.missing)} (e.g. {'; '.join(shown)}; all in the report){running}")
         return parts + problem_lines(r.problems)
+
+    def findings(self, r: Report) -> Iterable[Finding]:
+        """Whether the selection is complete: cells without a finished run, those still running counted."""
+        missing, running = len(r.missing), len(r.running)
+        total = len(r.jobs) + r.rewritten_runs + missing
+        if missing:
+            still = f"{running} still running, " if running else ""
+            yield Finding("grid", f"{missing} of {total} grid cells have no finished run yet ({still}{missing - running} not started "
+                                  "or failed): the numbers below are of the finished cells only.", alert=True)
+        else:
+            yield Finding("grid", f"all {total} grid cells have a finished run.")
 
 
 PROBLEM_LINES = 3  # problems the terminal names: 39 unreadable artifacts were 39 lines of a 76-line summary

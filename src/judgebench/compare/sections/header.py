@@ -5,16 +5,17 @@ report.html's header box (``box``) and as the terminal's first lines."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from judgebench import __version__
 from judgebench.compare.base import dataset_identity
-from judgebench.compare.base import findings
 from judgebench.compare.base import names
 from judgebench.compare.renderers.markdown import REFERENCE_TEXT, findings_section, listed, quoted, report_title
 from judgebench.compare.base.section import Section
 
 if TYPE_CHECKING:
+    from judgebench.compare.base.findings import Finding
     from judgebench.compare.base.report_model import Report
 
 
@@ -49,13 +50,17 @@ def box(r: Report) -> dict[str, str]:
 class Header(Section):
     name = "header"
 
+    def __init__(self, found: Callable[[Report], list[Finding]]):
+        """``found``: the report's findings, from every section (compare/sections/__init__.py's ``findings``)."""
+        self.found = found
+
     def markdown(self, r: Report) -> list[str]:
         o = r.options
         real = r.real_judges
         versions = names.markdown("; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()))
         return [
             report_title(r.experiment, r.sweep),
-            *findings_section(findings.findings(r), r.table2),
+            *findings_section(self.found(r), r.table2),
             "",
             f"{len(r.jobs)} job runs; datasets: {listed(r.table1)}; judges: {listed(real) or 'none'}"
             f"{'; virtual judges: ' + listed(v.name for v in r.virtual) if r.virtual else ''}. "

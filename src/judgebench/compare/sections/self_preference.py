@@ -7,6 +7,8 @@ presents them
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +24,7 @@ from judgebench.compare.renderers import render
 from judgebench.compare.renderers.figures import _names, _save, plain_text  # noqa: E402
 from judgebench.compare.analyses import order_bias  # noqa: E402
 from judgebench.compare.analyses.self_preference import analyse, findings  # noqa: E402
+from judgebench.compare.base.findings import Finding, known
 from judgebench.compare.base.section import LatexTable, Section  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES  # noqa: E402
 
@@ -177,6 +180,28 @@ class SelfPreference(Section):
     def captions(self) -> dict[str, str]:
         return {FIGURE: CAPTION}
 
+    def compare_run_metrics(self, r: Report) -> dict[str, float]:
+        return metrics(r)
+
     def console(self, r: Report) -> list[str]:
         return [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first "
                 f"position {x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
+
+    def findings(self, r: Report) -> Iterable[Finding]:
+        """Where a judge shares a family with rankers: the section's own verdict (the ``verdict`` column of
+        compare/analyses/self_preference.py: a direction only with the interval off 0 and the Holm-adjusted p below alpha),
+        with its interval and Holm p; nothing is decided here."""
+        for row in r.self_preference["self_preference"].itertuples(index=False):
+            value, lo, hi = row.self_preference, row.lo, row.hi
+            interval = f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10" if known(lo, hi) else f"{value:+.3f} nDCG@10 (no interval)"
+            p_holm = getattr(row, "p_holm", math.nan)
+            p = f", Holm p = {p_holm:.3g}" if known(p_holm) else ""
+            said = getattr(row, "verdict", "")
+            if said == "favours":
+                text, alert = f"favours its own family's ({row.judge_family}) rankers by {interval}{p}.", True
+            elif said == "disfavours":
+                text, alert = (f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by {interval}{p}.",
+                               False)
+            else:
+                text, alert = f"no evidence of self-preference for its family {row.judge_family} ({interval}{p}).", False
+            yield Finding("self-preference", text, row.dataset, row.judge, alert, brief=f"self-preference {interval}")

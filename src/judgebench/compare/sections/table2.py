@@ -3,16 +3,20 @@ human vs judge nDCG (scatter), kappa against tau, and a confusion matrix per jud
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from judgebench.compare.base import columns
 from judgebench.compare.base import names
 from judgebench.compare.renderers import figures
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers import views
 from judgebench.compare.base.artifacts import REFERENCES
+from judgebench.compare.base.findings import Finding, known, number
 from judgebench.compare.base.section import LatexTable, Section
 from judgebench.metrics.correlation import TOP_K_RULE
 
@@ -32,6 +36,14 @@ def figure_judges(r: Report) -> tuple[list[str], int]:
     (400 inches wide) nobody reads: beyond FIGURE_JUDGES the first ones are drawn, and the report says so."""
     judges = [j for j in r.judges if j not in REFERENCES]
     return judges[:FIGURE_JUDGES], len(judges)
+
+
+# Landis and Koch's words for kappa (1977), the ones the LLM-judge papers use.
+KAPPA_WORDS = ((0.8, "almost perfect"), (0.6, "substantial"), (0.4, "moderate"), (0.2, "fair"), (0.0, "slight"))
+
+
+def kappa_word(kappa: float) -> str:
+    return next((w for cut, w in KAPPA_WORDS if kappa > cut), "poor")
 
 
 class Table2(Section):
@@ -82,3 +94,32 @@ class Table2(Section):
         cols = [c for c in HEADLINE if c in r.table2.columns]
         return ["\nTable 2: agreement with the humans (headline columns)", render.plain(r.table2[["dataset", "judge", *cols]], index=False,
                                                                                     rows=render.TERMINAL_ROWS)]
+
+    def findings(self, r: Report) -> Iterable[Finding]:
+        """Label agreement with the humans on the label set: graded kappa (and >= 2 binary), pairs labelled."""
+        for row in r.table2.itertuples(index=False):
+            k = getattr(row, "kappa_graded", math.nan)
+            pairs = getattr(row, "labelled_pairs", math.nan)
+            on = f" over {int(pairs):,} labelled pairs" if known(pairs) else ""
+            relevant = getattr(row, "kappa_relevant", math.nan)
+            if not known(k) and known(relevant):  # a judge on a scale that does not reach every human level (binary)
+                yield Finding("label agreement", f"label agreement with the humans is {kappa_word(relevant)}: Cohen's κ = "
+                              f"{relevant:.2f} on relevant or not{on}; its scale has no 0–3 grades, so no graded κ (no interval "
+                              "computed).", row.dataset, row.judge, brief=f"binary kappa {relevant:.2f} ({kappa_word(relevant)})")
+                continue
+            if not known(k):
+                continue
+            text = (f"label agreement with the humans is {kappa_word(k)}: Cohen's κ = {k:.2f} on the 0–3 scale, "
+                    f"{number(getattr(row, 'kappa_ge2', math.nan))} on relevant (≥ 2) or not{on} (no interval computed).")
+            yield Finding("label agreement", text, row.dataset, row.judge, brief=f"kappa {k:.2f} ({kappa_word(k)})")
+
+    def compare_run_metrics(self, r: Report) -> dict[str, float]:
+        """Every Table 2 statistic per (dataset, judge) that has a value."""
+        out: dict[str, float] = {}
+        for row in r.table2.itertuples(index=False):
+            for name in columns.STATISTICS:
+                value = getattr(row, name)
+                if value == value:
+                    out[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
+        return out
+
