@@ -83,14 +83,16 @@ def test_a_finished_content_bias_job_is_skipped_on_rerun(tmp_path, monkeypatch):
 
     work = []
     distribution = content_bias.label_distribution
-    monkeypatch.setattr(content_bias, "label_distribution", lambda *a: work.append(1) or distribution(*a))  # design (1): work only
+    # design (1), which only the work computes
+    monkeypatch.setattr(content_bias, "label_distribution", lambda *a: work.append(1) or distribution(*a))
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     with FakeLLMServer() as srv:
         def run(*overrides):
             with initialize_config_dir(config_dir=str(REPO / "src" / "judgebench" / "conf"), version_base="1.3"):
                 cfg = compose(config_name="config", overrides=[
-                    "+experiment=content_bias", "judge=simulated", "rewriter=openai", f"rewriter.base_url={srv.openai_base_url}",
-                    "content_bias.score_with_ranker=false", "content_bias.per_level=3", "progress=false", "experiment_name=cb",
+                    "+experiment=content_bias", "judge=simulated", "rewriter=openai",
+                    f"rewriter.base_url={srv.openai_base_url}", "content_bias.score_with_ranker=false",
+                    "content_bias.per_level=3", "progress=false", "experiment_name=cb",
                     f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/artifacts",
                     f"cache_dir={tmp_path}/cache", *overrides])
             return content_bias.run_content_bias(cfg)
@@ -102,7 +104,9 @@ def test_a_finished_content_bias_job_is_skipped_on_rerun(tmp_path, monkeypatch):
         other = run("content_bias.seed=1")
     client = MlflowClient(f"sqlite:///{tmp_path}/mlruns/mlflow.db")
     runs = client.search_runs([client.get_experiment_by_name("cb").experiment_id])
-    assert first.status == "finished" and (again.status, again.run_id) == (dry.status, dry.run_id) == ("skipped-done", first.run_id)
+    assert first.status == "finished"
+    assert (again.status, again.run_id) == (dry.status, dry.run_id) == ("skipped-done", first.run_id)
     assert other.status == "finished" and len(work) == 2
-    assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"] and {r.info.run_id for r in runs} == {first.run_id, other.run_id}
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
+    assert {r.info.run_id for r in runs} == {first.run_id, other.run_id}
     assert len({r.data.tags["judgebench.config_hash"] for r in runs}) == 2  # the seed is in the resume key

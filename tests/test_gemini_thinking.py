@@ -286,5 +286,6 @@ def test_one_refusal_of_a_retired_model_for_the_dry_run_and_the_preflight(monkey
     assert judge.startswith("judge.backend.model=models/gemini-1.5-flash-001: Google has retired this model")
     assert "use gemini-3.8-flash instead (judge=gemini_flash, or judge.backend.model=gemini-3.8-flash)" in judge
     assert "use gemini-3.8-flash instead (rewriter.backend.model=gemini-3.8-flash)" in rewriter  # no judge option
-    offline_checks.note([("judge", OpenAIBackend("gemini-1.5-flash", base_url="http://127.0.0.1:9", api_key_env="JB_TEST_GEMINI_KEY"))])
+    other = OpenAIBackend("gemini-1.5-flash", base_url="http://127.0.0.1:9", api_key_env="JB_TEST_GEMINI_KEY")
+    offline_checks.note([("judge", other)])
     assert "not checked: judge openai gemini-1.5-flash" in capsys.readouterr().out

@@ -156,11 +156,12 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
                        dataset=dataset.name, judge=judge.name, judge_family=judge.family, judge_model=judge.model,
                        rewriter=rewriter.name, text_view=rewriter.view, ranker=scorer.name if scorer else "none",
                        git_commit=tracking.git_commit(), **fingerprint.tags(dataset, True, "")).to_tags()
-        note = (f"{dataset.name}: judge {judge.name} ({judge.family}, {judge.model}) on original and rewritten ({rewriter.name}) "
-                "texts: label distributions, the Perfect oracle's nDCG@10" + (f", {scorer.name}'s scores" if scorer else "")
+        note = (f"{dataset.name}: judge {judge.name} ({judge.family}, {judge.model}) on original and rewritten "
+                f"({rewriter.name}) texts: label distributions, the Perfect oracle's nDCG@10"
+                + (f", {scorer.name}'s scores" if scorer else "")
                 + (", a prompt-injection probe" if spec.injection else ""))
-        return RunOpening(f"content_bias/{dataset.name}/{judge.name}/{rewriter.name}", tags, note, cell.config, cell.cache_dir,
-                          dataset)
+        return RunOpening(f"content_bias/{dataset.name}/{judge.name}/{rewriter.name}", tags, note, cell.config,
+                          cell.cache_dir, dataset)
 
     def work(run: OpenRun) -> dict:
         label_set, sample, perfect, top, pairs = design()
@@ -249,5 +250,6 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
     return run_steps(JobSteps(
         "content_bias", f"content_bias / {dataset.name} / {judge.name} / {rewriter.name}", chash, settings,
         {"judge": judge, "rewriter": rewriter, "ranker": scorer}, plan=plan,
-        check=lambda: preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer)),  # before any work
+        # each API backend answers before any work
+        check=lambda: preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer)),
         opening=opening, work=work, finished=finished))

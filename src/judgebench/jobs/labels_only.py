@@ -84,7 +84,8 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
 
 
 def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
-    """The labels-only job's stages, each given the parts of ``cell`` it needs, in the job skeleton (jobs/skeleton.py)."""
+    """The labels-only job's stages, each given the parts of ``cell`` it needs, in the job skeleton
+    (jobs/skeleton.py)."""
     dataset, judge, settings = cell.dataset, cell.judge, cell.settings
     chash = cell.config_hash
     scale = functools.cache(lambda: judge.label_scale(dataset.relevant_from))
@@ -111,7 +112,8 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
             git_commit=tracking.git_commit(),
             **fingerprint.tags(dataset, judge.reads_texts, ""),
         ).to_tags()
-        note = f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no systems"
+        note = (f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human "
+                "labels, no systems")
         return RunOpening(f"{dataset.name}/labels/{judge.name}", tags, note, cell.logged, cell.cache_dir, dataset)
 
     def work(run: OpenRun) -> dict:
@@ -145,10 +147,11 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
         return metrics
 
     def finished(metrics: dict) -> None:
-        log.info("%s | labels | judge=%-24s kappa=%.3f kappa_relevant=%.3f alpha_ordinal=%.3f (%d pairs, scale %s, %.1fs)",
+        log.info("%s | labels | judge=%-24s kappa=%.3f kappa_relevant=%.3f alpha_ordinal=%.3f (%d pairs, scale %s, "
+                 "%.1fs)",
                  dataset.name, judge.name, metrics["kappa_graded"], metrics["kappa_relevant"], metrics["alpha_ordinal"],
                  metrics["labelled_pairs"], scale().describe(), metrics["wall_time_s"])
 
     return run_steps(JobSteps(KIND, cell.where, chash, settings, {"judge": judge}, plan=plan,
-                              check=lambda: preflight.check_labels(dataset, judge),  # an API judge answers before any work
+                              check=lambda: preflight.check_labels(dataset, judge),  # an API judge answers first
                               opening=opening, work=work, finished=finished))

@@ -173,7 +173,8 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         )
 
     return run_steps(JobSteps(
-        system, f"{name} / {system} / {judge.name}", chash, settings, {"judge": judge, "rewriter": rewriter, "ranker": ranker},
+        system, f"{name} / {system} / {judge.name}", chash, settings,
+        {"judge": judge, "rewriter": rewriter, "ranker": ranker},
         plan=lambda: dry_run(ranker, dataset, judge, rewriter, system, cell.where, settings.gpu_estimate),
-        check=lambda: preflight.check_cell(dataset, judge, rewriter, ranker),  # each API backend answers before any work
+        check=lambda: preflight.check_cell(dataset, judge, rewriter, ranker),  # each API backend answers first
         opening=opening, work=work, finished=finished))
