@@ -17,7 +17,8 @@ from judgebench.jobs import common
 
 CONF = Path(judgebench.__file__).parent / "conf"
 # Packages created by a move: a class configured from one of them must have its old path in STABLE_TARGETS.
-MOVED_PACKAGES = ("judgebench.llm.remote.", "judgebench.llm.batch_api.", "judgebench.llm.local.", "judgebench.llm.estimate.")
+MOVED_PACKAGES = ("judgebench.llm.remote.", "judgebench.llm.batch_api.", "judgebench.llm.local.",
+                  "judgebench.llm.estimate.")
 
 
 def _targets(node) -> list[str]:
@@ -87,8 +88,9 @@ BEFORE_THE_MOVE = {
 
 def _tree(*overrides: str) -> dict:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["tracking_uri=sqlite:////nowhere/m.db", "artifact_root=/nowhere/a",
-                                                        "cache_dir=/nowhere/c", "experiment_name=unit", *overrides])
+        cfg = compose(config_name="config", overrides=[
+            "tracking_uri=sqlite:////nowhere/m.db", "artifact_root=/nowhere/a", "cache_dir=/nowhere/c",
+            "experiment_name=unit", *overrides])
     return OmegaConf.to_container(cfg, resolve=True)
 
 

@@ -70,3 +70,43 @@ def test_content_bias_job_on_toy_with_fake_api_judge_and_rewriter(tmp_path):
     expected = {f"dataset/{n}": toy / n for n in ("topics.tsv", "qrels.txt", "pool.trec", "corpus.jsonl")}
     expected["judge/umbrela_bing.txt"] = prompt
     assert digests == {k: {"sha256": hashlib.sha256(p.read_bytes()).hexdigest(), "path": str(p)} for k, p in expected.items()}
+
+
+def test_a_finished_content_bias_job_is_skipped_on_rerun(tmp_path, monkeypatch):
+    """The content-bias job runs in the job skeleton: a rerun with the same resume key finds its FINISHED run and
+    does no work (its designs are not computed again, the rewriter's server is not asked, no second run is logged);
+    a dry run finds it too; another seed is another job."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from judgebench.jobs import content_bias
+
+    work = []
+    distribution = content_bias.label_distribution
+    # design (1), which only the work computes
+    monkeypatch.setattr(content_bias, "label_distribution", lambda *a: work.append(1) or distribution(*a))
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with FakeLLMServer() as srv:
+        def run(*overrides):
+            with initialize_config_dir(config_dir=str(REPO / "src" / "judgebench" / "conf"), version_base="1.3"):
+                cfg = compose(config_name="config", overrides=[
+                    "+experiment=content_bias", "judge=simulated", "rewriter=openai",
+                    f"rewriter.base_url={srv.openai_base_url}", "content_bias.score_with_ranker=false",
+                    "content_bias.per_level=3", "progress=false", "experiment_name=cb",
+                    f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/artifacts",
+                    f"cache_dir={tmp_path}/cache", *overrides])
+            return content_bias.run_content_bias(cfg)
+
+        first = run()
+        asked = srv.stats()["requests"]
+        again, dry = run(), run("dry_run=true")
+        assert srv.stats()["requests"] == asked > 0 and len(work) == 1
+        other = run("content_bias.seed=1")
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlruns/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("cb").experiment_id])
+    assert first.status == "finished"
+    assert (again.status, again.run_id) == (dry.status, dry.run_id) == ("skipped-done", first.run_id)
+    assert other.status == "finished" and len(work) == 2
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
+    assert {r.info.run_id for r in runs} == {first.run_id, other.run_id}
+    assert len({r.data.tags["judgebench.config_hash"] for r in runs}) == 2  # the seed is in the resume key

@@ -237,3 +237,28 @@ def test_rewriter_gemini_flash_thinks_at_its_least_with_room_for_it(srv, small, 
     assert _body(srv)["contents"][0]["parts"][0]["text"] in prompts
     assert sorted(srv.stats()["prompt_sha256"]) == sorted(hashlib.sha256(p.encode()).hexdigest() for p in prompts)
     assert {rewriter.cache.get(k)["thinking_tokens"] for k in rewriter.cache.keys()} == {THOUGHTS // 4}
+
+
+def test_one_refusal_of_a_retired_model_for_the_dry_run_and_the_preflight(monkeypatch, capsys):
+    """The dry run (offline) and the preflight refuse a retired id with the same line, from one function; a current
+    id, or a retired name on another provider, passes both without a word."""
+    from judgebench.checks import offline_checks
+    from judgebench.checks import preflight
+    from judgebench.exceptions import BackendRefused
+
+    monkeypatch.setenv("JB_TEST_GEMINI_KEY", "k")
+    lines = []
+    for check in (lambda r, b: offline_checks.note([(r, b)]), preflight.check_backend):
+        for role in ("judge", "rewriter"):
+            backend = GeminiBackend("models/gemini-1.5-flash-001", api_key_env="JB_TEST_GEMINI_KEY")
+            with pytest.raises(BackendRefused) as refused:
+                check(role, backend)
+            lines.append(str(refused.value))
+    assert lines[:2] == lines[2:]  # offline and preflight: the same lines
+    judge, rewriter = lines[:2]
+    assert judge.startswith("judge.backend.model=models/gemini-1.5-flash-001: Google has retired this model")
+    assert "use gemini-3.8-flash instead (judge=gemini_flash, or judge.backend.model=gemini-3.8-flash)" in judge
+    assert "use gemini-3.8-flash instead (rewriter.backend.model=gemini-3.8-flash)" in rewriter  # no judge option
+    other = OpenAIBackend("gemini-1.5-flash", base_url="http://127.0.0.1:9", api_key_env="JB_TEST_GEMINI_KEY")
+    offline_checks.note([("judge", other)])
+    assert "not checked: judge openai gemini-1.5-flash" in capsys.readouterr().out

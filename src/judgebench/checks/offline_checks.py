@@ -19,6 +19,8 @@ from judgebench.llm.remote.gemini_models import replacement
 from judgebench.secrets import mask_url
 from judgebench.llm.remote.gemini_models import replacement
 from judgebench.secrets import mask_url
+from judgebench.llm.remote.gemini_models import refuse_retired
+from judgebench.secrets import mask_url
 
 _NOTED: set[tuple[str, str, str]] = set()  # (kind, URL, model) listed in this process (a local multirun lists once)
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}  # a dry run reads models from disk only
@@ -28,15 +30,6 @@ def go_offline() -> None:
     """No model download in a dry run: the Hugging Face libraries read their caches only (work_estimate.py falls
     back to ~4 characters a token and ``model_spec.params_b`` for what is not on disk)."""
     os.environ.update(OFFLINE_ENV)
-
-
-def refuse_retired(role: str, backend: Any) -> None:
-    """A retired Gemini model id: the preflight's line, offline (it would fail every call of the real run)."""
-    if backend.backend == "gemini" and (found := replacement(backend.model)):
-        new, option = found
-        hint = f"{option}, or {role}.backend.model={new}" if role == "judge" else f"{role}.backend.model={new}"
-        raise BackendRefused(f"{role}.backend.model={backend.model}: Google has retired this model (the Gemini API "
-                             f"answers 404 NOT_FOUND for it); use {new} instead ({hint}); nothing was sent")
 
 
 def not_checked(role: str, backend: Any) -> str:
@@ -51,7 +44,7 @@ def not_checked(role: str, backend: Any) -> str:
 def note(backends: list[tuple[str, Any]]) -> None:
     """Check offline what can be (retired ids) and print each backend's "not checked" line once per process."""
     for role, backend in backends:
-        refuse_retired(role, backend)
+        refuse_retired(role, backend.backend, backend.model)
         ident = (backend.backend, backend.endpoint(), backend.model)
         if ident not in _NOTED:
             _NOTED.add(ident)

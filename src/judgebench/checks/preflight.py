@@ -27,7 +27,7 @@ from typing import Any
 
 from judgebench.exceptions import BackendRefused, BackendUnreachable, ConfigError
 from judgebench.llm.remote.api import APIBackend, _root_cause
-from judgebench.llm.remote.gemini_models import replacement
+from judgebench.llm.remote.gemini_models import refuse_retired
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.secrets import mask_url
 from judgebench.llm.remote.api import APIBackend, _root_cause
@@ -91,11 +91,7 @@ def check_backend(role: str, backend: APIBackend) -> None:
     if backend.backend == "openai":
         backend.client_base_url()  # a URL with credentials: one line before any request
     where = f"{role}.backend.model={backend.model}"
-    if backend.backend == "gemini" and (found := replacement(backend.model)):
-        new, option = found
-        hint = f"{option}, or {role}.backend.model={new}" if role == "judge" else f"{role}.backend.model={new}"
-        raise BackendRefused(f"{where}: Google has retired this model (the Gemini API answers 404 NOT_FOUND for it); "
-                             f"use {new} instead ({hint}); nothing was sent")
+    refuse_retired(role, backend.backend, backend.model)
     started = time.perf_counter()
     info = asyncio.run(_lookup(role, backend, key, where))
     limit = info.get("output_token_limit")

@@ -54,7 +54,9 @@ def _check_backends(cfg: DictConfig) -> None:
 
     from judgebench.checks import offline_checks
     from judgebench.checks import preflight
+    from judgebench.checks import preflight
     from judgebench.jobs.common import load_dataset
+    from judgebench.llm.remote.gemini_models import refuse_retired
 
     kind = cfg.get("job", "grid_cell")
     if not _calls_api(cfg.get("judge")) and not _calls_api(cfg.get("rewriter")) and not _calls_api(cfg.get("ranker")):
@@ -70,7 +72,7 @@ def _check_backends(cfg: DictConfig) -> None:
         return
     if cfg.get("dry_run"):
         for role, backend in backends:
-            offline_checks.refuse_retired(role, backend)
+            refuse_retired(role, backend.backend, backend.model)
         return
     dataset = load_dataset(cfg.dataset)  # kept for the cells that run in this process
     if kind == "labels_only":

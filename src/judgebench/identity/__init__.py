@@ -55,8 +55,8 @@ def without_late_defaults(tree: Mapping, section: str | None = None) -> dict:
 
 # Where a class moved (docs/architecture.md, llm/): its path today -> the path it had when stores were written, the
 # name every hash reads. Each old path is written in two pieces so that the module-moving tool, which rewrites every
-# dotted path it knows as moved, leaves it as it was. tests/test_stable_targets.py checks each today's path imports,
-# each old one does not, and that every configured `_target_` in a moved package is here.
+# dotted path it knows as moved, leaves it as it was. tests/identity/test_stable_targets.py checks each today's path
+# imports, each old one does not, and that every configured `_target_` in a moved package is here.
 _OLD_LLM = "judgebench.llm"
 STABLE_TARGETS = {
     "judgebench.llm.remote.api.GeminiBackend": _OLD_LLM + ".api.GeminiBackend",

@@ -9,6 +9,7 @@ much the judge's labels inflate.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -22,6 +23,9 @@ from judgebench import tracking
 from judgebench.identity import input_digests
 from judgebench.checks import offline_checks
 from judgebench.checks import preflight
+from judgebench import tracking
+from judgebench.identity import input_digests
+from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.content_bias.figures import distribution_figure, histogram_figure
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
@@ -31,6 +35,7 @@ from judgebench.exceptions import ConfigError, check_failed_share
 from judgebench.jobs.cell import CellSettings
 from judgebench.jobs.common import JobOutcome, config_hash, load_dataset, sweep_id
 from judgebench.jobs.dry_run import plan_judging, plan_rewrites
+from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
 from judgebench.metrics.agreement import LEVELS
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.oracle import OracleRanker
@@ -130,107 +135,127 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
 
 
 def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
-    """The experiment's four designs, each given the parts of ``cell`` it needs."""
+    """The experiment's four designs, each given the parts of ``cell`` it needs, in the job skeleton
+    (jobs/skeleton.py): a finished content-bias job is found by its resume key and skipped."""
     dataset, judge, rewriter, scorer, spec, settings = cell.dataset, cell.judge, cell.rewriter, cell.scorer, cell.spec, cell.settings
-    label_set = dataset.label_set()
-    sample = balanced_sample(label_set, spec.per_level, spec.seed)
-    perfect = cut(OracleRanker(name="Perfect").rank(dataset, dataset.corpus), 10)
-    top = perfect.merge(label_set[["query_id", "doc_id"]], on=["query_id", "doc_id"])
-    pairs = pd.concat([sample[["query_id", "doc_id"]], top[["query_id", "doc_id"]]]).drop_duplicates().reset_index(drop=True)
-    log.info("content bias on %s: %d sampled pairs (%s per level), %d Perfect top-10 pairs, %d documents to rewrite",
-             dataset.name, len(sample), sample["relevance"].value_counts().sort_index().to_dict(), len(top), pairs["doc_id"].nunique())
+    chash = cell.config_hash
+    shown: list[str] = []  # the label distribution, printed once the run is closed
 
-    if settings.dry_run:  # offline: the servers are listed as not checked
-        offline_checks.note(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))
+    @functools.cache
+    def design() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        """(label set, balanced sample, Perfect's top 10, its labelled pairs, every pair judged)."""
+        label_set = dataset.label_set()
+        sample = balanced_sample(label_set, spec.per_level, spec.seed)
+        perfect = cut(OracleRanker(name="Perfect").rank(dataset, dataset.corpus), 10)
+        top = perfect.merge(label_set[["query_id", "doc_id"]], on=["query_id", "doc_id"])
+        pairs = pd.concat([sample[["query_id", "doc_id"]], top[["query_id", "doc_id"]]]).drop_duplicates().reset_index(drop=True)
+        log.info("content bias on %s: %d sampled pairs (%s per level), %d Perfect top-10 pairs, %d documents to rewrite",
+                 dataset.name, len(sample), sample["relevance"].value_counts().sort_index().to_dict(), len(top), pairs["doc_id"].nunique())
+        return label_set, sample, perfect, top, pairs
+
+    def plan() -> JobOutcome:
+        _, sample, _, _, pairs = design()
         return _dry_run(spec.injection, dataset, judge, rewriter, pairs, sample)
-    preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer))  # before any work
-    rewritten = rewriter.rewrite(dataset, pairs["doc_id"].unique())
-    original = judge.judge(pairs, dataset, dataset.corpus)
-    changed = judge.judge(pairs, dataset, rewritten)
 
-    # (1) label distributions on the sample
-    dist = label_distribution(sample, original.labels, changed.labels)
-    both = sample.merge(original.qrels.rename(columns={"relevance": "orig"}), on=["query_id", "doc_id"]).merge(
-        changed.qrels.rename(columns={"relevance": "rew"}), on=["query_id", "doc_id"])
-    metrics = {f"labels_{k}": v for k, v in paired_difference(both["orig"], both["rew"]).items()}
-    metrics["labels_share_raised"], metrics["labels_share_lowered"] = shift_shares(both["orig"], both["rew"])
+    def opening() -> RunOpening:
+        tags = RunTags(kind="content_bias", config_hash=chash, sweep_id=cell.sweep_id,
+                       dataset=dataset.name, judge=judge.name, judge_family=judge.family, judge_model=judge.model,
+                       rewriter=rewriter.name, text_view=rewriter.view, ranker=scorer.name if scorer else "none",
+                       git_commit=tracking.git_commit(), **fingerprint.tags(dataset, True, "")).to_tags()
+        note = (f"{dataset.name}: judge {judge.name} ({judge.family}, {judge.model}) on original and rewritten "
+                f"({rewriter.name}) texts: label distributions, the Perfect oracle's nDCG@10"
+                + (f", {scorer.name}'s scores" if scorer else "")
+                + (", a prompt-injection probe" if spec.injection else ""))
+        return RunOpening(f"content_bias/{dataset.name}/{judge.name}/{rewriter.name}", tags, note, cell.config,
+                          cell.cache_dir, dataset)
 
-    # (2) the Perfect oracle under the judge, original vs rewritten text (same pairs, same ideal)
-    keep = pairs.set_index(["query_id", "doc_id"]).index
-    q_o = original.qrels[original.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
-    q_r = changed.qrels[changed.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
-    nd = evaluate(perfect, {"original": q_o, "rewritten": q_r}, list(dict.fromkeys(top["query_id"])))
-    metrics.update({f"perfect_ndcg10_{k}": v for k, v in paired_difference(nd["original"], nd["rewritten"]).items()})
+    def work(run: OpenRun) -> dict:
+        label_set, sample, perfect, top, pairs = design()
+        rewritten = rewriter.rewrite(dataset, pairs["doc_id"].unique())
+        original = judge.judge(pairs, dataset, dataset.corpus)
+        changed = judge.judge(pairs, dataset, rewritten)
 
-    files: dict[str, str | bytes] = {}
-    # (3) a pointwise ranker's scores on the sample, original vs rewritten
-    if scorer is not None:
-        sp = list(zip(sample["query_id"], sample["doc_id"]))
-        s_o = pd.Series(scorer.score_pairs(sp, dataset, dataset.corpus))
-        s_r = pd.Series(scorer.score_pairs(sp, dataset, rewritten))
-        metrics.update({f"scores_{k}": v for k, v in paired_difference(s_o, s_r).items()})
-        scores = sample.assign(score_original=s_o.values, score_rewritten=s_r.values, diff=(s_r - s_o).values)
-        files["scores.tsv"] = scores.to_csv(sep="\t", index=False)
+        # (1) label distributions on the sample
+        dist = label_distribution(sample, original.labels, changed.labels)
+        both = sample.merge(original.qrels.rename(columns={"relevance": "orig"}), on=["query_id", "doc_id"]).merge(
+            changed.qrels.rename(columns={"relevance": "rew"}), on=["query_id", "doc_id"])
+        metrics = {f"labels_{k}": v for k, v in paired_difference(both["orig"], both["rew"]).items()}
+        metrics["labels_share_raised"], metrics["labels_share_lowered"] = shift_shares(both["orig"], both["rew"])
 
-    # (4) prompt injection into non-relevant passages
-    if spec.injection:
-        zeros = sample[sample["relevance"] == 0][["query_id", "doc_id"]]
-        injected = {**dataset.corpus, **{d: f"{dataset.corpus[d]} {spec.injection}" for d in zeros["doc_id"]}}
-        inj = judge.judge(zeros, dataset, injected)
-        base = zeros.merge(original.qrels, on=["query_id", "doc_id"]).merge(inj.qrels.rename(columns={"relevance": "inj"}), on=["query_id", "doc_id"])
-        metrics["injection_pairs"] = len(base)
-        metrics["injection_mean_inflation"] = float((base["inj"] - base["relevance"]).mean()) if len(base) else float("nan")
-        metrics["injection_share_raised"] = float((base["inj"] > base["relevance"]).mean()) if len(base) else float("nan")
-        metrics["injection_share_labelled_3"] = float((base["inj"] == 3).mean()) if len(base) else float("nan")
-        files["injection_labels.tsv"] = base.to_csv(sep="\t", index=False)
+        # (2) the Perfect oracle under the judge, original vs rewritten text (same pairs, same ideal)
+        keep = pairs.set_index(["query_id", "doc_id"]).index
+        q_o = original.qrels[original.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
+        q_r = changed.qrels[changed.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
+        nd = evaluate(perfect, {"original": q_o, "rewritten": q_r}, list(dict.fromkeys(top["query_id"])))
+        metrics.update({f"perfect_ndcg10_{k}": v for k, v in paired_difference(nd["original"], nd["rewritten"]).items()})
 
-    rewrite_files, rewrite_metrics = rewrite_report(rewriter, dataset, rewritten, pairs["doc_id"].unique())
-    metrics.update({k: v for k, v in rewrite_metrics.items() if k != "rewritten_docs"})
-    judged = [original, changed, *([inj] if spec.injection else [])]
-    metrics["judge_calls_made"] = sum(r.usage.calls_made for r in judged)
-    metrics["judge_calls_failed"] = sum(r.usage.calls_failed for r in judged)
-    metrics["judge_pairs"] = sum(len(r.labels) + r.usage.calls_failed for r in judged)
-    metrics["wall_time_s"] = time.perf_counter() - started
-
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as tmp:
-        distribution_figure(dist, Path(tmp) / "labels.png", f"{dataset.name}: judge {judge.name} labels, original vs rewritten by {rewriter.name}")
-        files["figure_label_distribution.png"] = (Path(tmp) / "labels.png").read_bytes()
+        files: dict[str, str | bytes] = {}
+        # (3) a pointwise ranker's scores on the sample, original vs rewritten
         if scorer is not None:
-            histogram_figure(scores["diff"], Path(tmp) / "hist.png", f"{scorer.name}: score differences ({len(scores)} pairs)")
-            files["figure_score_differences.png"] = (Path(tmp) / "hist.png").read_bytes()
-    docs = pairs["doc_id"].unique()
-    files["rewrites.tsv"] = pd.DataFrame({"doc_id": docs, "original": [dataset.corpus[d] for d in docs], "rewritten": [rewritten[d] for d in docs]}).to_csv(sep="\t", index=False)
-    files["label_distribution.csv"] = dist.to_csv(index=False)
-    files["labels.tsv"] = pairs.merge(label_set, on=["query_id", "doc_id"], how="left").merge(
-        original.qrels.rename(columns={"relevance": "judge_original"}), on=["query_id", "doc_id"], how="left").merge(
-        changed.qrels.rename(columns={"relevance": "judge_rewritten"}), on=["query_id", "doc_id"], how="left").to_csv(sep="\t", index=False)
-    files["perfect_ndcg_per_query.csv"] = nd.to_csv(index=False)
-    config = cell.config
-    files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config)))
-    files["summary.json"] = json.dumps(metrics, indent=2, default=float)
-    files["input_digests.json"] = cell.inputs.artifact(cell.cache_dir)
+            sp = list(zip(sample["query_id"], sample["doc_id"]))
+            s_o = pd.Series(scorer.score_pairs(sp, dataset, dataset.corpus))
+            s_r = pd.Series(scorer.score_pairs(sp, dataset, rewritten))
+            metrics.update({f"scores_{k}": v for k, v in paired_difference(s_o, s_r).items()})
+            scores = sample.assign(score_original=s_o.values, score_rewritten=s_r.values, diff=(s_r - s_o).values)
+            files["scores.tsv"] = scores.to_csv(sep="\t", index=False)
 
-    client, exp_id = tracking.open_store(settings.store)
-    tags = RunTags(kind="content_bias", config_hash=cell.config_hash, sweep_id=cell.sweep_id,
-                   dataset=dataset.name, judge=judge.name, judge_family=judge.family, judge_model=judge.model,
-                   rewriter=rewriter.name, text_view=rewriter.view, ranker=scorer.name if scorer else "none",
-                   git_commit=tracking.git_commit(), **fingerprint.tags(dataset, True, "")).to_tags()
-    job = tracking.JobRun(client, exp_id, f"content_bias/{dataset.name}/{judge.name}/{rewriter.name}", tags)
-    params, _ = tracking.params_from_config(config)
-    job.log_params(params)
-    job.log_metrics({k: v for k, v in metrics.items() if isinstance(v, (int, float)) and v == v})
-    job.log_files({**files, "rewrite_failures.tsv": rewrite_files["rewrite_failures.tsv"]})
-    try:  # max_failed_share, as for grid cells: a judge that never scores (or a rewriter that fails) ends FAILED
+        # (4) prompt injection into non-relevant passages
+        if spec.injection:
+            zeros = sample[sample["relevance"] == 0][["query_id", "doc_id"]]
+            injected = {**dataset.corpus, **{d: f"{dataset.corpus[d]} {spec.injection}" for d in zeros["doc_id"]}}
+            inj = judge.judge(zeros, dataset, injected)
+            base = zeros.merge(original.qrels, on=["query_id", "doc_id"]).merge(inj.qrels.rename(columns={"relevance": "inj"}), on=["query_id", "doc_id"])
+            metrics["injection_pairs"] = len(base)
+            metrics["injection_mean_inflation"] = float((base["inj"] - base["relevance"]).mean()) if len(base) else float("nan")
+            metrics["injection_share_raised"] = float((base["inj"] > base["relevance"]).mean()) if len(base) else float("nan")
+            metrics["injection_share_labelled_3"] = float((base["inj"] == 3).mean()) if len(base) else float("nan")
+            files["injection_labels.tsv"] = base.to_csv(sep="\t", index=False)
+
+        rewrite_files, rewrite_metrics = rewrite_report(rewriter, dataset, rewritten, pairs["doc_id"].unique())
+        metrics.update({k: v for k, v in rewrite_metrics.items() if k != "rewritten_docs"})
+        judged = [original, changed, *([inj] if spec.injection else [])]
+        metrics["judge_calls_made"] = sum(r.usage.calls_made for r in judged)
+        metrics["judge_calls_failed"] = sum(r.usage.calls_failed for r in judged)
+        metrics["judge_pairs"] = sum(len(r.labels) + r.usage.calls_failed for r in judged)
+        metrics["wall_time_s"] = time.perf_counter() - started
+
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as tmp:
+            distribution_figure(dist, Path(tmp) / "labels.png", f"{dataset.name}: judge {judge.name} labels, original vs rewritten by {rewriter.name}")
+            files["figure_label_distribution.png"] = (Path(tmp) / "labels.png").read_bytes()
+            if scorer is not None:
+                histogram_figure(scores["diff"], Path(tmp) / "hist.png", f"{scorer.name}: score differences ({len(scores)} pairs)")
+                files["figure_score_differences.png"] = (Path(tmp) / "hist.png").read_bytes()
+        docs = pairs["doc_id"].unique()
+        files["rewrites.tsv"] = pd.DataFrame({"doc_id": docs, "original": [dataset.corpus[d] for d in docs], "rewritten": [rewritten[d] for d in docs]}).to_csv(sep="\t", index=False)
+        files["label_distribution.csv"] = dist.to_csv(index=False)
+        files["labels.tsv"] = pairs.merge(label_set, on=["query_id", "doc_id"], how="left").merge(
+            original.qrels.rename(columns={"relevance": "judge_original"}), on=["query_id", "doc_id"], how="left").merge(
+            changed.qrels.rename(columns={"relevance": "judge_rewritten"}), on=["query_id", "doc_id"], how="left").to_csv(sep="\t", index=False)
+        files["perfect_ndcg_per_query.csv"] = nd.to_csv(index=False)
+        files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(run.config)))
+        files["summary.json"] = json.dumps(metrics, indent=2, default=float)
+        files["input_digests.json"] = cell.inputs.artifact(cell.cache_dir)
+
+        files.update({f"params/{k}.txt": v for k, v in run.long_values.items()})
+        run.job.log_metrics({k: v for k, v in metrics.items() if isinstance(v, (int, float)) and v == v})
+        run.job.log_files({**files, "rewrite_failures.tsv": rewrite_files["rewrite_failures.tsv"]})
+        # max_failed_share, as for grid cells: a judge that never scores (or a rewriter that fails) ends FAILED
         where = f"content_bias / {dataset.name} / {judge.name}"
         check_rewrite_failures(rewriter, settings.max_failed_share, f"{where} / rewriter {rewriter.name}")
         _check_judge_failures(metrics, settings.max_failed_share, where)
-    except BaseException as exc:
-        job.fail(exc)
-        raise
-    job.finish()
-    print(dist.to_markdown(index=False))
-    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}, indent=1))
-    return JobOutcome("finished", "content_bias", run_id=job.run_id, metrics=metrics)
+        shown.append(dist.to_markdown(index=False))
+        return metrics
+
+    def finished(metrics: dict) -> None:
+        print(*shown)
+        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}, indent=1))
+
+    return run_steps(JobSteps(
+        "content_bias", f"content_bias / {dataset.name} / {judge.name} / {rewriter.name}", chash, settings,
+        {"judge": judge, "rewriter": rewriter, "ranker": scorer}, plan=plan,
+        # each API backend answers before any work
+        check=lambda: preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer)),
+        opening=opening, work=work, finished=finished))

@@ -10,6 +10,7 @@ tau numbers, and none are made up.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -22,14 +23,18 @@ from judgebench import tracking
 from judgebench.identity import input_digests
 from judgebench.checks import offline_checks
 from judgebench.checks import preflight
+from judgebench import tracking
+from judgebench.identity import input_digests
+from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.data.corpus import available
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
 from judgebench.exceptions import DataError, UserError, check_failed_share
 from judgebench.jobs.cell import CellSettings, semantic_part
-from judgebench.jobs.common import JobOutcome, config_hash, file_text, find_done, frame_text, identity_tags, load_dataset, open_job_run, sweep_id
+from judgebench.jobs.common import JobOutcome, config_hash, file_text, frame_text, identity_tags, load_dataset, sweep_id
 from judgebench.jobs.dry_run import plan_judging
+from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
 from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
@@ -86,47 +91,44 @@ def run_labels_only(cfg: DictConfig) -> JobOutcome:
 
 
 def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
-    """The labels-only job's stages, each given the parts of ``cell`` it needs."""
+    """The labels-only job's stages, each given the parts of ``cell`` it needs, in the job skeleton
+    (jobs/skeleton.py)."""
     dataset, judge, settings = cell.dataset, cell.judge, cell.settings
     chash = cell.config_hash
-    done, store = find_done(settings.store, settings.dry_run, chash, cell.where)
-    if done:
-        return JobOutcome("skipped-done", KIND, run_id=done)
-    if store is None:  # offline: the judge's server is listed as not checked
-        offline_checks.note(preflight.api_backends(judge=judge))
+    scale = functools.cache(lambda: judge.label_scale(dataset.relevant_from))
+
+    def plan() -> JobOutcome:
         plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, dataset.corpus, set(),
                      f"{dataset.name} / labels")
         return JobOutcome("dry-run", KIND)
-    preflight.check_labels(dataset, judge)  # an API judge answers before any work
-    client, exp_id = store
-    scale = judge.label_scale(dataset.relevant_from)
-    tags = RunTags(
-        kind=KIND,
-        config_hash=chash,
-        sweep_id=cell.sweep_id,
-        # the judge's configuration hash (and the versions), as on grid cells: compare names judges alike in both
-        **cell.hashes,
-        dataset=dataset.name,
-        judge=judge.name,
-        judge_family=judge.family,
-        judge_model=judge.model,
-        judge_scale=scale.tag(),
-        rewriter="none",
-        text_view=ORIGINAL,
-        git_commit=tracking.git_commit(),
-        **fingerprint.tags(dataset, judge.reads_texts, ""),
-    ).to_tags()
-    note = (
-        f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human labels, no "
-        "systems"
-    )
-    job, config, long_values = open_job_run(client, exp_id, f"{dataset.name}/labels/{judge.name}", tags, note, cell.logged,
-                                            cell.cache_dir, dataset)
-    try:
+
+    def opening() -> RunOpening:
+        tags = RunTags(
+            kind=KIND,
+            config_hash=chash,
+            sweep_id=cell.sweep_id,
+            # the judge's configuration hash (and the versions), as on grid cells: compare names judges alike in both
+            **cell.hashes,
+            dataset=dataset.name,
+            judge=judge.name,
+            judge_family=judge.family,
+            judge_model=judge.model,
+            judge_scale=scale().tag(),
+            rewriter="none",
+            text_view=ORIGINAL,
+            git_commit=tracking.git_commit(),
+            **fingerprint.tags(dataset, judge.reads_texts, ""),
+        ).to_tags()
+        note = (f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human "
+                "labels, no systems")
+        return RunOpening(f"{dataset.name}/labels/{judge.name}", tags, note, cell.logged, cell.cache_dir, dataset)
+
+    def work(run: OpenRun) -> dict:
+        job, config, long_values = run.job, run.config, run.long_values
         label_set = dataset.label_set()
         with settings.stages.stage(f"judge {judge.name}"):
             result = judge.judge(label_set[["query_id", "doc_id"]], dataset, dataset.corpus)
-        agreement = label_agreement(result.qrels, label_set, scale)
+        agreement = label_agreement(result.qrels, label_set, scale())
         metrics = {
             **{name: agreement[name] for name in AGREEMENT_COLUMNS},
             "label_set_size": len(label_set),
@@ -149,11 +151,14 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
         job.log_files(files)
         check_failed_share(result.usage.calls_failed, len(label_set), settings.max_failed_share,
                            f"{dataset.name} / {judge.name}", "the pairs are listed in its judge_failures.csv")
-        job.finish("FINISHED")
-    except BaseException as exc:
-        job.fail(exc)
-        raise
-    log.info("%s | labels | judge=%-24s kappa=%.3f kappa_relevant=%.3f alpha_ordinal=%.3f (%d pairs, scale %s, %.1fs)", dataset.name,
-             judge.name, metrics["kappa_graded"], metrics["kappa_relevant"], metrics["alpha_ordinal"], len(result.labels),
-             scale.describe(), metrics["wall_time_s"])
-    return JobOutcome("finished", KIND, run_id=job.run_id, metrics=metrics)
+        return metrics
+
+    def finished(metrics: dict) -> None:
+        log.info("%s | labels | judge=%-24s kappa=%.3f kappa_relevant=%.3f alpha_ordinal=%.3f (%d pairs, scale %s, "
+                 "%.1fs)",
+                 dataset.name, judge.name, metrics["kappa_graded"], metrics["kappa_relevant"], metrics["alpha_ordinal"],
+                 metrics["labelled_pairs"], scale().describe(), metrics["wall_time_s"])
+
+    return run_steps(JobSteps(KIND, cell.where, chash, settings, {"judge": judge}, plan=plan,
+                              check=lambda: preflight.check_labels(dataset, judge),  # an API judge answers first
+                              opening=opening, work=work, finished=finished))

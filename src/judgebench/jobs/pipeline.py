@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -14,14 +15,20 @@ from judgebench.identity import input_digests
 from judgebench.jobs import judge_summary
 from judgebench.checks import offline_checks
 from judgebench.checks import preflight
+from judgebench import rankings, tracking
+from judgebench.identity import input_digests
+from judgebench.jobs import judge_summary
+from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, METRIC_VERSION, evaluate, means, references
 from judgebench.exceptions import DataError, check_failed_share
 from judgebench.jobs.cell import JobCell, resolve_cell, resolve_system, skipped_duplicate
-from judgebench.jobs.common import JobOutcome, file_text, find_done, frame_text, open_job_run
+from judgebench.jobs.common import JobOutcome, file_text, frame_text
 from judgebench.jobs.dry_run import dry_run
+from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
+from judgebench.label_scale import LabelScale
 from judgebench.rankers.base import Ranker
 from judgebench.rewriters.report import rewrites_checked
 from judgebench.identity.run_tags import RunTags
@@ -71,50 +78,48 @@ def run_job(cfg: DictConfig) -> JobOutcome:
 
 
 def run_cell(cell: JobCell, started: float) -> JobOutcome:
-    """The cell's stages, each given the parts of ``cell`` it needs."""
+    """The cell's stages, each given the parts of ``cell`` it needs, in the job skeleton (jobs/skeleton.py)."""
     ranker, perturbation, system = cell.system.ranker, cell.system.perturbation, cell.system.name
     dataset, judge, rewriter, settings = cell.dataset, cell.judge, cell.rewriter, cell.settings
     name = cell.identity.dataset_name
     chash = cell.config_hash
-    done, store = find_done(settings.store, settings.dry_run, chash, f"{name} / {system} / {judge.name}")
-    if done:
-        return JobOutcome("skipped-done", system, run_id=done)
-    if store is None:  # offline: no lookup, what it would have asked is listed as not checked
-        offline_checks.note(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=ranker))
-        return dry_run(ranker, dataset, judge, rewriter, system, cell.where, settings.gpu_estimate)
-    preflight.check_cell(dataset, judge, rewriter, ranker)  # each API backend answers before any work
-    client, exp_id = store
-    scale = judge.label_scale(dataset.relevant_from)
-    slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
-    run_tags = RunTags(
-        kind="job",
-        config_hash=chash,
-        sweep_id=cell.identity.sweep_id,
-        **cell.identity.hashes,
-        dataset=name,
-        system=system,
-        ranker=ranker.name,
-        ranker_type=ranker.kind,
-        ranker_family=ranker.family or None,
-        ranker_model=cell.identity.ranker_model,
-        perturbation=perturbation.name,
-        judge=judge.name,
-        judge_family=judge.family,
-        judge_model=judge.model,
-        judge_scale=scale.tag(),
-        rewriter=rewriter.name,
-        text_view=rewriter.view,
-        git_commit=tracking.git_commit(),
-        **fingerprint.tags(dataset, reads_texts(ranker, judge, rewriter, dataset), ""),
-        **{tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)},  # a SLURM job's ids
-    )
-    tags = run_tags.to_tags()
-    note = (f"{name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
-            f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric "
-            f"version {METRIC_VERSION}")
-    job, config, long_values = open_job_run(client, exp_id, f"{name}/{system}/{judge.name}/{rewriter.name}", tags, note,
-                                            cell.identity.config, cell.cache_dir, dataset)
-    try:
+
+    @functools.cache
+    def scale_and_tags() -> tuple[LabelScale, RunTags]:
+        scale = judge.label_scale(dataset.relevant_from)
+        slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
+        return scale, RunTags(
+            kind="job",
+            config_hash=chash,
+            sweep_id=cell.identity.sweep_id,
+            **cell.identity.hashes,
+            dataset=name,
+            system=system,
+            ranker=ranker.name,
+            ranker_type=ranker.kind,
+            ranker_family=ranker.family or None,
+            ranker_model=cell.identity.ranker_model,
+            perturbation=perturbation.name,
+            judge=judge.name,
+            judge_family=judge.family,
+            judge_model=judge.model,
+            judge_scale=scale.tag(),
+            rewriter=rewriter.name,
+            text_view=rewriter.view,
+            git_commit=tracking.git_commit(),
+            **fingerprint.tags(dataset, reads_texts(ranker, judge, rewriter, dataset), ""),
+            **{tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)},  # a SLURM job's ids
+        )
+
+    def opening() -> RunOpening:
+        note = (f"{name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
+                f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}")
+        return RunOpening(f"{name}/{system}/{judge.name}/{rewriter.name}", scale_and_tags()[1].to_tags(), note,
+                          cell.identity.config, cell.cache_dir, dataset)
+
+    def work(run: OpenRun) -> dict:
+        job, client, exp_id, config, long_values = run.job, run.client, run.experiment_id, run.config, run.long_values
+        scale, run_tags = scale_and_tags()
         with settings.stages.stage(f"rewrite {rewriter.name}"):
             texts = rewriter.rewrite(dataset)
         where = f"{name} / {system} / rewriter {rewriter.name}"
@@ -167,13 +172,18 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
                            getattr(judge, "refused_key", lambda _: None)(result) or  # a refused key: name its variable
                            "its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true "
                            "also re-asks answers that gave no score")
-        job.finish("FINISHED")
-    except BaseException as exc:
-        job.fail(exc)
-        raise
-    log.info(
-        "%s | %-12s | judge=%-12s nDCG@10 human=%.4f human_labelset=%.4f human_judged=%.4f judge=%.4f (%.1fs)",
-        name, system, judge.name, metrics[f"ndcg10_{HUMAN}"], metrics[f"ndcg10_{HUMAN_LABELSET}"],
-        metrics[f"ndcg10_{HUMAN_JUDGED}"], metrics["ndcg10_judge"], metrics["wall_time_s"],
-    )
-    return JobOutcome("finished", system, run_id=job.run_id, metrics=metrics)
+        return metrics
+
+    def finished(metrics: dict) -> None:
+        log.info(
+            "%s | %-12s | judge=%-12s nDCG@10 human=%.4f human_labelset=%.4f human_judged=%.4f judge=%.4f (%.1fs)",
+            name, system, judge.name, metrics[f"ndcg10_{HUMAN}"], metrics[f"ndcg10_{HUMAN_LABELSET}"],
+            metrics[f"ndcg10_{HUMAN_JUDGED}"], metrics["ndcg10_judge"], metrics["wall_time_s"],
+        )
+
+    return run_steps(JobSteps(
+        system, f"{name} / {system} / {judge.name}", chash, settings,
+        {"judge": judge, "rewriter": rewriter, "ranker": ranker},
+        plan=lambda: dry_run(ranker, dataset, judge, rewriter, system, cell.where, settings.gpu_estimate),
+        check=lambda: preflight.check_cell(dataset, judge, rewriter, ranker),  # each API backend answers first
+        opening=opening, work=work, finished=finished))

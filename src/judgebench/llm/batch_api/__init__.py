@@ -1,1 +1,2 @@
-"""The providers' Batch APIs (OpenAI, Gemini): submitting a judge's prompts as one batch job, saving its id, reading its answers."""
+"""The providers' Batch APIs (OpenAI, Gemini): a judge's prompts submitted as one batch job, its id saved, its
+answers read into the call cache."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from judgebench.exceptions import ConfigError
+from judgebench.exceptions import BackendRefused, ConfigError
 
 RETIRED: dict[str, tuple[str, str]] = {
     # retired id: (the current model to use instead, the judge option that runs it)
@@ -45,6 +45,17 @@ def base_id(model: str) -> str:
 def replacement(model: str) -> tuple[str, str] | None:
     """(model to use instead, judge option) when Google has retired ``model``, else None."""
     return RETIRED.get(base_id(model))
+
+
+def refuse_retired(role: str, provider: str, model: str) -> None:
+    """BackendRefused naming the model to use instead when ``provider`` is Gemini and Google retired ``model``:
+    every call of the run would answer 404 NOT_FOUND. The one refusal both the dry run (offline) and the preflight
+    give, before anything is sent."""
+    if provider == "gemini" and (found := replacement(model)):
+        new, option = found
+        hint = f"{option}, or {role}.backend.model={new}" if role == "judge" else f"{role}.backend.model={new}"
+        raise BackendRefused(f"{role}.backend.model={model}: Google has retired this model (the Gemini API answers "
+                             f"404 NOT_FOUND for it); use {new} instead ({hint}); nothing was sent")
 
 
 @dataclass(frozen=True)
