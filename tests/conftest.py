@@ -49,6 +49,17 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Freeze again after a test that thawed the heap: compare's significance tests freeze it around their own
+    Holm calls and unfreeze everything when done (judgebench.compare.analyses.significance), which would leave
+    every later test of this worker with full collections over the whole heap. One collection here (a fraction
+    of a second) puts the heap back where the session froze it."""
+    if gc.get_freeze_count() == 0:
+        gc.collect()
+        gc.freeze()
+
+
 def pytest_collection_modifyitems(config, items):
     """Order modules by :data:`LONGEST_FIRST` (a stable sort: tests keep their order inside a module)."""
     seconds = SLOW_LONGEST_FIRST if config.getoption("markexpr", "").strip() == "slow" else LONGEST_FIRST
