@@ -6,6 +6,7 @@ checkout. Without it they skip with a reason that says how to enable them; under
 fail instead, because a check nobody ran must not look like a check that passed.
 """
 
+import gc
 import os
 import shutil
 import socket
@@ -35,6 +36,28 @@ SLOW_LONGEST_FIRST = {  # the same for `-m slow`
     "test_transformers_model.py": 90, "test_bm25.py": 47, "test_report_html.py": 47, "test_rank_job.py": 35,
     "test_content_bias.py": 31, "test_work_estimate.py": 30,
 }
+
+
+def pytest_collection_finish(session):
+    """Every object alive after collection (the imported libraries: pandas, MLflow, Hydra, torch's stubs...) goes to
+    the garbage collector's permanent generation, where no collection walks it again. A full collection then looks
+    only at what the tests made: statsmodels' ``multipletests`` runs one per call (0.3-1 s in a warm worker before
+    this, called hundreds of times by the Holm and self-preference tests), and Python's own gen-2 passes shrink the
+    same way. Forked children (tests/helpers/cli_runner.py) inherit the frozen heap, which also keeps its pages
+    shared. Nothing frozen is garbage: collected first."""
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Freeze again after a test that thawed the heap: compare's significance tests freeze it around their own
+    Holm calls and unfreeze everything when done (judgebench.compare.analyses.significance), which would leave
+    every later test of this worker with full collections over the whole heap. One collection here (a fraction
+    of a second) puts the heap back where the session froze it."""
+    if gc.get_freeze_count() == 0:
+        gc.collect()
+        gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -15,7 +15,7 @@ from judgebench.judges.simulated import SimulatedJudge
 from judgebench.rankers.simulated import SimulatedLLMRanker
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def toy_cell():
     ds = load_toy()
     label_set = ds.label_set()

@@ -23,7 +23,7 @@ from judgebench.rankers.prp import PRPRanker, comparisons_bound
 from judgebench.rankers.rankt5 import RankT5Ranker
 from tiny_models import tiny_seq2seq
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOCS = {"d1": "cat good good good tree water", "d2": "cat dog", "d3": "good tree water sun moon river city", "d4": "sun"}
 A100 = we.GPUThroughput()
 

@@ -50,7 +50,7 @@ def test_the_estimate_gives_cpu_hours_beside_the_gpu_ones(total, measured):
     import json
     from pathlib import Path
 
-    bench = json.loads((Path(__file__).parents[2] / "benchmarks/results/local_judge_prefix.json").read_text())
+    bench = json.loads((Path(__file__).parents[3] / "benchmarks/results/local_judge_prefix.json").read_text())
     row = next(r for r in bench["rows"] if r["path"] == "unshared")
     counter = we.TokenCounter("/nonexistent/model")
     gpu_cfg = we.GPUThroughput(gpu="A100", peak_tflops=312.0, utilisation=0.4)

@@ -24,7 +24,7 @@ from judgebench.rewriters.llm import REWRITE_PROMPT
 from judgebench.testing.fake_app import FakeConfig, fake_answer, fake_rewrite
 from fake_gemini import server, small, srv  # noqa: F401  (the fake server's fixtures, a 12-pair dataset)
 
-CONF = Path(__file__).resolve().parents[2] / "src" / "judgebench" / "conf"
+CONF = Path(__file__).resolve().parents[3] / "src" / "judgebench" / "conf"
 THOUGHTS = FakeConfig().thoughts  # what the fake thinks at level high; low is a quarter of it
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from judgebench.llm.local import llama_server
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

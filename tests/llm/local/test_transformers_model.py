@@ -278,7 +278,7 @@ def test_gemma3_is_a_plain_text_model_read_like_smollm2(gemma3):
     # RG as configured for it (conf/ranker/rg_gemma3.yaml): after the answer cue, " Yes" / " No" carry real mass
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "ranker" / "rg_gemma3.yaml")
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[3] / "conf" / "ranker" / "rg_gemma3.yaml")
     lp = lm.next_token_logprobs([cfg.prompt.format(query=q, passage=p) for q, p in PAIRS], [cfg["yes"], cfg["no"]])
     print(f"Gemma RG P( Yes), P( No): {np.exp(lp).round(3).tolist()}")
     assert (np.exp(lp).sum(axis=1) > 0.05).all()
