@@ -20,7 +20,9 @@ STAGES = ["hydra", "dataset load", "ranking", "judging", "evaluation", "mlflow",
 _stack: list[str] = []
 _mark = [0.0]
 cells: list[dict[str, float]] = []
-_outside: dict[str, float] = {s: 0.0 for s in STAGES}  # charged outside the launcher, or inside it before the first cell
+_outside: dict[str, float] = {
+    s: 0.0 for s in STAGES
+}  # charged outside the launcher, or inside it before the first cell
 _in_launch = [False]
 
 
@@ -49,6 +51,7 @@ def timed(stage: str, fn, new_cell: bool = False):
 
 def _hydra_launch(fn):
     """The launcher's whole time (every cell and Hydra between them)."""
+
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         started = time.perf_counter()
@@ -71,8 +74,8 @@ def install() -> None:
 
     import judgebench.cli.run as jrun
     from judgebench import rankings, tracking
-    from judgebench.jobs import judge_summary
-    from judgebench.jobs import cell as cell_module, pipeline
+    from judgebench.jobs import cell as cell_module
+    from judgebench.jobs import judge_summary, pipeline
     from judgebench.judges.qrels_file import QrelsFileJudge
     from judgebench.judges.simulated import SimulatedJudge
 
@@ -128,9 +131,15 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     total = time.perf_counter() - started
-    data = {"exit_code": code, "process_s": total, "imports_s": imported - started, "launch_s": _timings.get("launch_s", 0.0),
-            "validate_s": _timings.get("validate_s", 0.0),
-            "outside_launch": _outside, "cells": cells}
+    data = {
+        "exit_code": code,
+        "process_s": total,
+        "imports_s": imported - started,
+        "launch_s": _timings.get("launch_s", 0.0),
+        "validate_s": _timings.get("validate_s", 0.0),
+        "outside_launch": _outside,
+        "cells": cells,
+    }
     with open(out, "w", encoding="utf-8") as f:
         json.dump(data, f)
     return code

@@ -31,8 +31,9 @@ def stub_pyserini() -> None:
     lucene.IndexReader = type("IndexReader", (), {"from_prebuilt_index": staticmethod(unavailable)})
     search.get_qrels = search.get_topics = unavailable
     pkg.index, pkg.search, index.lucene = index, search, lucene
-    sys.modules.update({"pyserini": pkg, "pyserini.index": index, "pyserini.index.lucene": lucene,
-                        "pyserini.search": search})
+    sys.modules.update(
+        {"pyserini": pkg, "pyserini.index": index, "pyserini.index.lucene": lucene, "pyserini.search": search}
+    )
 
 
 def main() -> None:
@@ -53,8 +54,15 @@ def main() -> None:
             for j in judge.judge(request, max_new_tokens=spec.get("max_new_tokens", 100)):
                 out.append({"judgment": j["judgment"], "prediction": j["predition"]})
     seconds = time.perf_counter() - started
-    json.dump({"seconds": seconds, "version": version("umbrela"), "judgments": out,
-               "invalid_lines": log.getvalue().count("Invalid response")}, open(dst, "w", encoding="utf-8"))
+    json.dump(
+        {
+            "seconds": seconds,
+            "version": version("umbrela"),
+            "judgments": out,
+            "invalid_lines": log.getvalue().count("Invalid response"),
+        },
+        open(dst, "w", encoding="utf-8"),
+    )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,16 @@ def api_defaults() -> dict:
     from omegaconf import OmegaConf
 
     backend = OmegaConf.load(REPO / "conf" / "judge" / "base" / "api.yaml").backend
-    keys = ("adaptive", "max_concurrency", "min_concurrency", "initial_concurrency", "max_retries", "backoff_base_s",
-            "backoff_max_s", "timeout_s")
+    keys = (
+        "adaptive",
+        "max_concurrency",
+        "min_concurrency",
+        "initial_concurrency",
+        "max_retries",
+        "backoff_base_s",
+        "backoff_max_s",
+        "timeout_s",
+    )
     return {k: backend[k] for k in keys}
 
 
@@ -45,16 +53,22 @@ def judge_pairs(base_url: str, dataset, pairs, settings: dict) -> dict:
         seconds = time.perf_counter() - started
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    return {"seconds": seconds, "labels": len(result.labels), "failed": len(result.failed),
-            "window": backend.concurrency.summary()}
+    return {
+        "seconds": seconds,
+        "labels": len(result.labels),
+        "failed": len(result.failed),
+        "window": backend.concurrency.summary(),
+    }
 
 
 def scenario(srv, dataset, n: int, limit: str, bound: float, fixed: int, defaults: dict) -> list[dict]:
     pairs = dataset.label_set()[["query_id", "doc_id"]].iloc[:n]
     common = {k: defaults[k] for k in ("max_retries", "backoff_base_s", "backoff_max_s", "timeout_s")}
-    runs = [(f"fixed {STORM}", {**common, "adaptive": False, "max_concurrency": STORM}),
-            (f"fixed {fixed} (= the limit)", {**common, "adaptive": False, "max_concurrency": fixed}),
-            ("adaptive (defaults)", dict(defaults))]
+    runs = [
+        (f"fixed {STORM}", {**common, "adaptive": False, "max_concurrency": STORM}),
+        (f"fixed {fixed} (= the limit)", {**common, "adaptive": False, "max_concurrency": fixed}),
+        ("adaptive (defaults)", dict(defaults)),
+    ]
     rows = []
     for name, settings in runs:
         srv.reset()
@@ -62,20 +76,34 @@ def scenario(srv, dataset, n: int, limit: str, bound: float, fixed: int, default
         stats = srv.stats()
         refused = stats["by_outcome"]["429"]
         rate = m["labels"] / m["seconds"]
-        rows.append({
-            "limit": limit, "concurrency": name, "pairs": n, "seconds": round(m["seconds"], 2),
-            "judgments_per_s": round(rate, 2), "bound_per_s": round(bound, 2), "share_of_bound": round(rate / bound, 3),
-            "requests": stats["requests"], "429s": refused, "share_429": round(refused / stats["requests"], 4),
-            "labels": m["labels"], "failed": m["failed"], "server_max_in_flight": stats["max_in_flight"],
-            "final_window": m["window"]["window"] if settings["adaptive"] else "-",
-            "decreases": m["window"]["decreases"] if settings["adaptive"] else "-",
-        })
+        rows.append(
+            {
+                "limit": limit,
+                "concurrency": name,
+                "pairs": n,
+                "seconds": round(m["seconds"], 2),
+                "judgments_per_s": round(rate, 2),
+                "bound_per_s": round(bound, 2),
+                "share_of_bound": round(rate / bound, 3),
+                "requests": stats["requests"],
+                "429s": refused,
+                "share_429": round(refused / stats["requests"], 4),
+                "labels": m["labels"],
+                "failed": m["failed"],
+                "server_max_in_flight": stats["max_in_flight"],
+                "final_window": m["window"]["window"] if settings["adaptive"] else "-",
+                "decreases": m["window"]["decreases"] if settings["adaptive"] else "-",
+            }
+        )
         r = rows[-1]
         if len(rows) > 1:  # the fixed-at-the-limit row: what this machine's client achieves at the limit
             r["vs_fixed_at_limit"] = round(rate / rows[1]["judgments_per_s"], 3)
-        print(f"{limit}, {name}: {r['labels']}/{n} labels in {r['seconds']} s = {r['judgments_per_s']}/s "
-              f"({r['share_of_bound']:.0%} of {r['bound_per_s']}/s), 429 share {r['share_429']:.2%}, "
-              f"server max in flight {r['server_max_in_flight']}, final window {r['final_window']}", flush=True)
+        print(
+            f"{limit}, {name}: {r['labels']}/{n} labels in {r['seconds']} s = {r['judgments_per_s']}/s "
+            f"({r['share_of_bound']:.0%} of {r['bound_per_s']}/s), 429 share {r['share_429']:.2%}, "
+            f"server max in flight {r['server_max_in_flight']}, final window {r['final_window']}",
+            flush=True,
+        )
     return rows
 
 
@@ -89,7 +117,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rpm-pairs", type=int, default=1000)
     args = ap.parse_args(argv)
     if args.quick:
-        args.inflight, args.latency, args.pairs, args.rpm, args.rpm_latency, args.rpm_pairs = 4, 0.1, 300, 1200, 0.1, 100
+        args.inflight, args.latency, args.pairs, args.rpm, args.rpm_latency, args.rpm_pairs = (
+            4,
+            0.1,
+            300,
+            1200,
+            0.1,
+            100,
+        )
     os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-for-the-fake-server")
 
     from judgebench.testing.fake_process import FakeLLMServer
@@ -99,25 +134,46 @@ def main(argv: list[str] | None = None) -> dict:
     rows = []
     # Retry-After: one request's latency (when a slot frees) for the in-flight limit; the bucket's refill for RPM
     with FakeLLMServer(latency_s=args.latency, max_inflight=args.inflight, retry_after_s=args.latency) as srv:
-        rows += scenario(srv, dataset, args.pairs, f"max {args.inflight} in flight", args.inflight / args.latency,
-                         args.inflight, defaults)
+        rows += scenario(
+            srv,
+            dataset,
+            args.pairs,
+            f"max {args.inflight} in flight",
+            args.inflight / args.latency,
+            args.inflight,
+            defaults,
+        )
     rpm_fixed = max(1, round(args.rpm / 60 * args.rpm_latency))
     with FakeLLMServer(latency_s=args.rpm_latency, limit_rpm=args.rpm) as srv:
         rows += scenario(srv, dataset, args.rpm_pairs, f"{args.rpm:g} RPM", args.rpm / 60, rpm_fixed, defaults)
-    cols = ["limit", "concurrency", "pairs", "seconds", "judgments_per_s", "share_of_bound", "vs_fixed_at_limit", "share_429", "failed",
-            "server_max_in_flight", "final_window"]
+    cols = [
+        "limit",
+        "concurrency",
+        "pairs",
+        "seconds",
+        "judgments_per_s",
+        "share_of_bound",
+        "vs_fixed_at_limit",
+        "share_429",
+        "failed",
+        "server_max_in_flight",
+        "final_window",
+    ]
     md = table(rows, cols, "Fixed vs adaptive concurrency against a server-side limit (fresh cache per row)")
     adaptive = [r for r in rows if r["concurrency"].startswith("adaptive")]
     out = {
         "settings": {**vars(args), "out": str(args.out), "adaptive_defaults": defaults},
         "notes": "bound = inflight/latency or rpm/60; vs_fixed_at_limit = judgments/s over the fixed-at-the-limit "
-                 "row's (what the client achieves at the limit on this machine: a CPU-starved client falls short "
-                 "of the bound at any concurrency); share_429 = server 429s / server requests; the fixed rows "
-                 "share the defaults' retry settings; server on the same machine, in its own process",
-        "rows": rows, "markdown": md,
-        "targets": {"adaptive_within_10pct_of_bound": all(r["share_of_bound"] >= 0.9 for r in adaptive),
-                    "adaptive_within_10pct_of_fixed_at_limit": all(r["vs_fixed_at_limit"] >= 0.9 for r in adaptive),
-                    "adaptive_429_share_below_2pct": all(r["share_429"] < 0.02 for r in adaptive)},
+        "row's (what the client achieves at the limit on this machine: a CPU-starved client falls short "
+        "of the bound at any concurrency); share_429 = server 429s / server requests; the fixed rows "
+        "share the defaults' retry settings; server on the same machine, in its own process",
+        "rows": rows,
+        "markdown": md,
+        "targets": {
+            "adaptive_within_10pct_of_bound": all(r["share_of_bound"] >= 0.9 for r in adaptive),
+            "adaptive_within_10pct_of_fixed_at_limit": all(r["vs_fixed_at_limit"] >= 0.9 for r in adaptive),
+            "adaptive_429_share_below_2pct": all(r["share_429"] < 0.02 for r in adaptive),
+        },
     }
     write_json("adaptive_concurrency", out, args.out)
     return out

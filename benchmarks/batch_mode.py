@@ -43,16 +43,36 @@ def make_judge(url: str, cache_dir: Path, mode: str, poll_s: float):
     from judgebench.judges.llm import LLMJudge
     from judgebench.llm.remote.api import OpenAIBackend
 
-    backend = OpenAIBackend("gpt-4o-mini", base_url=url + "/v1", mode=mode, batch={"poll_interval_s": poll_s},
-                            price_input_per_mtok=PRICE_IN, price_output_per_mtok=PRICE_OUT, max_concurrency=8)
-    return LLMJudge(name="gpt_4o_mini", family="openai", model=backend.model, backend=backend,
-                    cache_dir=str(cache_dir), progress=False)
+    backend = OpenAIBackend(
+        "gpt-4o-mini",
+        base_url=url + "/v1",
+        mode=mode,
+        batch={"poll_interval_s": poll_s},
+        price_input_per_mtok=PRICE_IN,
+        price_output_per_mtok=PRICE_OUT,
+        max_concurrency=8,
+    )
+    return LLMJudge(
+        name="gpt_4o_mini",
+        family="openai",
+        model=backend.model,
+        backend=backend,
+        cache_dir=str(cache_dir),
+        progress=False,
+    )
 
 
 def judge_all(url: str, cache_dir: Path, mode: str, datasets: list[str], poll_s: float = 0.05) -> dict:
     """Each dataset's label set judged once (what the grid pays for); totals of the judges' usage."""
-    totals = {"labels": 0, "failed": 0, "calls_made": 0, "calls_cached": 0, "requests": 0, "batches": 0,
-              "cost_usd": 0.0}
+    totals = {
+        "labels": 0,
+        "failed": 0,
+        "calls_made": 0,
+        "calls_cached": 0,
+        "requests": 0,
+        "batches": 0,
+        "cost_usd": 0.0,
+    }
     started = time.perf_counter()
     for name in datasets:
         ds = load(name)
@@ -69,9 +89,11 @@ def judge_all(url: str, cache_dir: Path, mode: str, datasets: list[str], poll_s:
 def kill_while_polling(srv, url: str, cache_dir: Path, datasets: list[str], timeout_s: float = 600) -> dict:
     """A batch-mode job in a child process, SIGKILLed once its first batch has been polled 3 times."""
     srv.configure_batches(polls_in_progress=10**9)  # held in progress until released
-    code = (f"import sys; sys.path.insert(0, {str(REPO)!r})\nfrom pathlib import Path\n"
-            "from benchmarks.batch_mode import judge_all\n"
-            f"judge_all({url!r}, Path({str(cache_dir)!r}), 'batch', {datasets!r})\n")
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r})\nfrom pathlib import Path\n"
+        "from benchmarks.batch_mode import judge_all\n"
+        f"judge_all({url!r}, Path({str(cache_dir)!r}), 'batch', {datasets!r})\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     child = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout_s
@@ -90,9 +112,12 @@ def kill_while_polling(srv, url: str, cache_dir: Path, datasets: list[str], time
         child.stderr.close()
     stats = srv.batch_stats()
     srv.configure_batches(polls_in_progress=0)  # the provider finishes the batch while nobody waits
-    return {"killed_at_polls": stats["polls"], "batches_at_kill": stats["batches"],
-            "prompts_submitted_at_kill": stats["prompts_submitted"],
-            "saved_batch_files": len(list((cache_dir / "batches").glob("batch-*.json")))}
+    return {
+        "killed_at_polls": stats["polls"],
+        "batches_at_kill": stats["batches"],
+        "prompts_submitted_at_kill": stats["prompts_submitted"],
+        "saved_batch_files": len(list((cache_dir / "batches").glob("batch-*.json"))),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -106,19 +131,32 @@ def main(argv: list[str] | None = None) -> dict:
 
     root = Path(tempfile.mkdtemp(prefix="jb-batch-mode-"))
     rows: list[dict] = []
-    result: dict = {"settings": {"datasets": datasets, "latency_s": args.latency, "quick": args.quick,
-                                 "passages": (TREC_DL_DIR / "passages").is_dir(),
-                                 "prices_per_mtok": [PRICE_IN, PRICE_OUT]}}
+    result: dict = {
+        "settings": {
+            "datasets": datasets,
+            "latency_s": args.latency,
+            "quick": args.quick,
+            "passages": (TREC_DL_DIR / "passages").is_dir(),
+            "prices_per_mtok": [PRICE_IN, PRICE_OUT],
+        }
+    }
     try:
         with FakeLLMServer(latency_s=args.latency) as srv:
+
             def row(run: str, totals: dict) -> dict:
                 stats, bstats = srv.stats(), srv.batch_stats()
                 submitted = bstats["submitted_sha256"]
-                r = {"run": run, "labels": totals["labels"], "failed": totals["failed"],
-                     "online_calls": stats["requests"], "batches": bstats["batches"],
-                     "prompts_submitted": bstats["prompts_submitted"],
-                     "paid_twice": len(submitted) - len(set(submitted)), "cost_usd": totals["cost_usd"],
-                     "seconds": totals["seconds"]}
+                r = {
+                    "run": run,
+                    "labels": totals["labels"],
+                    "failed": totals["failed"],
+                    "online_calls": stats["requests"],
+                    "batches": bstats["batches"],
+                    "prompts_submitted": bstats["prompts_submitted"],
+                    "paid_twice": len(submitted) - len(set(submitted)),
+                    "cost_usd": totals["cost_usd"],
+                    "seconds": totals["seconds"],
+                }
                 rows.append(r)
                 print(f"{run}: {r}", flush=True)
                 return r
@@ -137,15 +175,37 @@ def main(argv: list[str] | None = None) -> dict:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     n = online["labels"]
-    md = table(rows, ["run", "labels", "failed", "online_calls", "batches", "prompts_submitted", "paid_twice",
-                      "cost_usd", "seconds"],
-               f"Batch mode vs online: {n} label-set pairs of {', '.join(datasets)}, gpt-4o-mini prices, fake server")
-    result.update({"rows": rows, "markdown": md, "label_set_total": n,
-                   "cost_ratio_batch_vs_online": round(batch["cost_usd"] / online["cost_usd"], 4) if online["cost_usd"] else None,
-                   "targets": {"same_label_count": batch["labels"] == online["labels"] == n,
-                               "one_batch_per_label_set": batch["batches"] == len(datasets),
-                               "paid_twice_zero": batch["paid_twice"] == 0 and batch["prompts_submitted"] == n,
-                               "online_after_batch_zero_calls": after["online_calls"] == 0}})
+    md = table(
+        rows,
+        [
+            "run",
+            "labels",
+            "failed",
+            "online_calls",
+            "batches",
+            "prompts_submitted",
+            "paid_twice",
+            "cost_usd",
+            "seconds",
+        ],
+        f"Batch mode vs online: {n} label-set pairs of {', '.join(datasets)}, gpt-4o-mini prices, fake server",
+    )
+    result.update(
+        {
+            "rows": rows,
+            "markdown": md,
+            "label_set_total": n,
+            "cost_ratio_batch_vs_online": round(batch["cost_usd"] / online["cost_usd"], 4)
+            if online["cost_usd"]
+            else None,
+            "targets": {
+                "same_label_count": batch["labels"] == online["labels"] == n,
+                "one_batch_per_label_set": batch["batches"] == len(datasets),
+                "paid_twice_zero": batch["paid_twice"] == 0 and batch["prompts_submitted"] == n,
+                "online_after_batch_zero_calls": after["online_calls"] == 0,
+            },
+        }
+    )
     write_json("batch_mode", result, args.out)
     return result
 

@@ -31,15 +31,15 @@ from scipy import stats
 from benchmarks.common import REPO, parser, write_json
 from benchmarks.common import table as markdown_table
 from judgebench.compare.base import tables
+from judgebench.compare.base.artifacts import Artifacts
+from judgebench.compare.base.reference import References
+from judgebench.compare.budget import experiment as budget
 from judgebench.compare.budget import files as budget_files
 from judgebench.compare.budget import plan as budget_plan
 from judgebench.compare.budget import signals as budget_signals
-from judgebench.compare.budget import experiment as budget
-from judgebench.compare.base.artifacts import Artifacts
 from judgebench.compare.store.collect import collect_runs, select, split_views
-from judgebench.compare.base.reference import References
-from judgebench.metrics import designs
 from judgebench.identity.text_view import ORIGINAL
+from judgebench.metrics import designs
 
 
 def load(store: Path, experiment: str = "paper_human"):
@@ -49,7 +49,9 @@ def load(store: Path, experiment: str = "paper_human"):
     jobs, _ = split_views(everything)
     art = Artifacts(client)
     per_query, labels = art.per_query(jobs), art.labels(everything)
-    t1 = tables.table1(per_query, tables.system_types(jobs), tables.judge_order(jobs, None), list(dict.fromkeys(jobs["dataset"])))
+    t1 = tables.table1(
+        per_query, tables.system_types(jobs), tables.judge_order(jobs, None), list(dict.fromkeys(jobs["dataset"]))
+    )
     original = labels[labels["text_view"] == ORIGINAL]
     cells = budget.cells(per_query, t1, original, References(per_query, "human_judged"), None, [])
     return cells, original, art.runs(jobs)
@@ -61,7 +63,9 @@ def measure(cell, ks, resamples, seed, u=None, signal="systems", allocation="ney
     y, f = cell.y[i] - cell.y[j], cell.f[i] - cell.f[j]
     truth, rows = y.mean(axis=1), []
     u = budget_plan.systems_disagreement(cell) if u is None else u
-    err = np.abs((y - f) - (y - f).mean(axis=1, keepdims=True)).mean(axis=0)  # per query: what the signal should predict
+    err = np.abs((y - f) - (y - f).mean(axis=1, keepdims=True)).mean(
+        axis=0
+    )  # per query: what the signal should predict
     rho = float(stats.spearmanr(u, err)[0])
     for k in ks:
         for strategy in designs.STRATEGIES:
@@ -71,11 +75,23 @@ def measure(cell, ks, resamples, seed, u=None, signal="systems", allocation="ney
             e, half = budget_plan.estimate(d, y, f, mask, 0.95)
             predicted = float(budget_plan.predicted_width(d, y, f, k, 0.95).mean())
             width = float((2 * half).mean())
-            rows.append({"dataset": cell.dataset, "judge": cell.judge, "signal": signal, "strategy": strategy, "k": k, "samples": len(mask),
-                         "labelled_mean": float(mask.sum(axis=1).mean()), "width": width,
-                         "coverage": float((np.abs(e.point - truth) <= half + 1e-12).mean()),
-                         "predicted_width": predicted, "predicted_over_measured": predicted / width,
-                         "sd_of_estimates": float(e.point.std(axis=0).mean()), "signal_error_spearman": rho})
+            rows.append(
+                {
+                    "dataset": cell.dataset,
+                    "judge": cell.judge,
+                    "signal": signal,
+                    "strategy": strategy,
+                    "k": k,
+                    "samples": len(mask),
+                    "labelled_mean": float(mask.sum(axis=1).mean()),
+                    "width": width,
+                    "coverage": float((np.abs(e.point - truth) <= half + 1e-12).mean()),
+                    "predicted_width": predicted,
+                    "predicted_over_measured": predicted / width,
+                    "sd_of_estimates": float(e.point.std(axis=0).mean()),
+                    "signal_error_spearman": rho,
+                }
+            )
     return rows
 
 
@@ -95,8 +111,17 @@ def read_back(cell, labels, runs, k, seed, tmp: Path, u=None, signal="systems", 
         est = budget_files.readback([cell], rows, budget_files.read_labels(filled, rows), runs)
         got = est[est["target"] == "mean"].set_index("system").loc[cell.systems, "estimate"].to_numpy()
         e, _ = budget_plan.estimate(plan.design, cell.y, cell.f, plan.selected[None, :], 0.95)
-        out.append({"dataset": cell.dataset, "signal": signal, "strategy": strategy, "k": k, "labelled_queries": int(plan.selected.sum()),
-                    "labels": len(lines), "max_abs_difference": float(np.abs(got - e.point[0]).max())})
+        out.append(
+            {
+                "dataset": cell.dataset,
+                "signal": signal,
+                "strategy": strategy,
+                "k": k,
+                "labelled_queries": int(plan.selected.sum()),
+                "labels": len(lines),
+                "max_abs_difference": float(np.abs(got - e.point[0]).max()),
+            }
+        )
     return out
 
 
@@ -110,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--experiment", default="paper_human", help="the grid's MLflow experiment (with --store)")
     ap.add_argument("--datasets", nargs="+", help="datasets to measure (default: every one of the judge's)")
     ap.add_argument("--judge", default="simulated")
-    ap.add_argument("--allocation", default="neyman", choices=("neyman", "proportional"), help="the stratified design's")
+    ap.add_argument(
+        "--allocation", default="neyman", choices=("neyman", "proportional"), help="the stratified design's"
+    )
     args = ap.parse_args(argv)
     args.ks = args.ks or ([4, 6] if args.quick else [10, 20])
     args.resamples = args.resamples or (30 if args.quick else 200)
@@ -120,29 +147,69 @@ def main(argv: list[str] | None = None) -> int:
         if store is None:
             store = Path(tmp) / "grid"
             store.mkdir()
-            subprocess.run([sys.executable, str(REPO / "run.py"), "-m", "+experiment=paper_human", "progress=false"],
-                           cwd=store, check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, str(REPO / "run.py"), "-m", "+experiment=paper_human", "progress=false"],
+                cwd=store,
+                check=True,
+                capture_output=True,
+            )
         everyone, labels, runs = load(store, args.experiment)
         cells = [c for c in everyone if c.judge == args.judge and (not args.datasets or c.dataset in args.datasets)]
         if not cells:
             raise SystemExit(f"--judge {args.judge} --datasets {args.datasets}: no such calibration cell in {store}")
         signal = {(c.dataset, s): budget_signals.signal(s, c, everyone, labels) for c in cells for s in args.signals}
-        rows = [r for c in cells for s in args.signals for r in measure(c, args.ks, args.resamples, args.seed, signal[c.dataset, s], s,
-                                                                                     args.allocation)]
+        rows = [
+            r
+            for c in cells
+            for s in args.signals
+            for r in measure(c, args.ks, args.resamples, args.seed, signal[c.dataset, s], s, args.allocation)
+        ]
         first = cells[0].dataset
-        back = [r for c in cells if c.dataset == first for s in args.signals
-                for r in read_back(c, labels, runs, args.ks[0], args.seed, Path(tmp) / s, signal[c.dataset, s], s, args.allocation)]
+        back = [
+            r
+            for c in cells
+            if c.dataset == first
+            for s in args.signals
+            for r in read_back(
+                c, labels, runs, args.ks[0], args.seed, Path(tmp) / s, signal[c.dataset, s], s, args.allocation
+            )
+        ]
     table = pd.DataFrame(rows)
     uniform = table[table["strategy"] == "uniform"].set_index(["dataset", "signal", "k"])["width"]
     table["width_vs_uniform"] = [uniform.loc[key] for key in zip(table["dataset"], table["signal"], table["k"])]
     table["width_vs_uniform"] = table["width"] / table["width_vs_uniform"]
-    shown = ["dataset", "signal", "strategy", "k", "width", "width_vs_uniform", "coverage", "predicted_over_measured",
-             "signal_error_spearman"]
+    shown = [
+        "dataset",
+        "signal",
+        "strategy",
+        "k",
+        "width",
+        "width_vs_uniform",
+        "coverage",
+        "predicted_over_measured",
+        "signal_error_spearman",
+    ]
     markdown = markdown_table(table[shown].round(3).to_dict("records")) + "\n\n" + markdown_table(back)
-    write_json("budget_strategies", {"settings": {"ks": args.ks, "resamples": args.resamples, "seed": args.seed,
-                                                  "signals": args.signals, "allocation": args.allocation, "experiment": args.experiment, "judge": args.judge,
-                                                  "reference": "human_judged", "targets": "every system pair's difference"},
-                                     "rows": table.to_dict("records"), "read_back": back, "markdown": markdown}, args.out)
+    write_json(
+        "budget_strategies",
+        {
+            "settings": {
+                "ks": args.ks,
+                "resamples": args.resamples,
+                "seed": args.seed,
+                "signals": args.signals,
+                "allocation": args.allocation,
+                "experiment": args.experiment,
+                "judge": args.judge,
+                "reference": "human_judged",
+                "targets": "every system pair's difference",
+            },
+            "rows": table.to_dict("records"),
+            "read_back": back,
+            "markdown": markdown,
+        },
+        args.out,
+    )
     return 0
 
 

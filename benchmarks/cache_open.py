@@ -74,8 +74,14 @@ def build(root: Path, n: int) -> None:
         writer = seg.SegmentWriter(root / seg.DIRNAME)
         frames = []
         for i in range(s * per, min(n, (s + 1) * per)):
-            rec = {"text": f"##final score: {i % 4}\n" + "reasoning " * 28, "parsed": i % 4, "input_tokens": 600,
-                   "output_tokens": 40, "latency_s": 0.05, "attempts": 1}
+            rec = {
+                "text": f"##final score: {i % 4}\n" + "reasoning " * 28,
+                "parsed": i % 4,
+                "input_tokens": 600,
+                "output_tokens": 40,
+                "latency_s": 0.05,
+                "attempts": 1,
+            }
             key = key_of(i)
             frames.append(seg.frame(key, envelope_bytes(key, rec, meta, 1.0)[1]))
             if len(frames) >= CHUNK:
@@ -112,13 +118,26 @@ def measure(n: int, workdir: Path) -> list[dict]:
     after = probe(root, n // 2)
     assert report["records"] == n and report["kept"] == 0, report
     for state, m in (("segments", before), ("compacted", after)):
-        rows.append({"entries": n, "state": state, "open_s": round(m["seconds"], 6), "peak_rss_mb": round(m["peak_rss_mb"], 1),
-                     "interpreter_rss_mb": round(m["rss_before_mb"], 1), "found": m["found"], "disk_mb": round(size_mb, 1),
-                     "build_s": round(built_s, 1), "compact_s": round(report["seconds"], 2) if state == "compacted" else None,
-                     "compact_peak_rss_mb": round(report["peak_rss_mb"], 1) if state == "compacted" else None,
-                     "meets_targets": m["seconds"] <= TARGET_S and m["peak_rss_mb"] <= TARGET_MB})
-        print(f"{n:>8} {state:>9}: open {m['seconds']:.3f} s, peak RSS {m['peak_rss_mb']:.0f} MB "
-              f"(interpreter {m['rss_before_mb']:.0f} MB)", flush=True)
+        rows.append(
+            {
+                "entries": n,
+                "state": state,
+                "open_s": round(m["seconds"], 6),
+                "peak_rss_mb": round(m["peak_rss_mb"], 1),
+                "interpreter_rss_mb": round(m["rss_before_mb"], 1),
+                "found": m["found"],
+                "disk_mb": round(size_mb, 1),
+                "build_s": round(built_s, 1),
+                "compact_s": round(report["seconds"], 2) if state == "compacted" else None,
+                "compact_peak_rss_mb": round(report["peak_rss_mb"], 1) if state == "compacted" else None,
+                "meets_targets": m["seconds"] <= TARGET_S and m["peak_rss_mb"] <= TARGET_MB,
+            }
+        )
+        print(
+            f"{n:>8} {state:>9}: open {m['seconds']:.3f} s, peak RSS {m['peak_rss_mb']:.0f} MB "
+            f"(interpreter {m['rss_before_mb']:.0f} MB)",
+            flush=True,
+        )
     shutil.rmtree(root, ignore_errors=True)
     return rows
 
@@ -135,12 +154,34 @@ def main(argv: list[str] | None = None) -> dict:
         rows = [row for n in args.sizes for row in measure(n, workdir)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    cols = ["entries", "state", "open_s", "peak_rss_mb", "interpreter_rss_mb", "found", "disk_mb", "compact_s",
-            "compact_peak_rss_mb", "meets_targets"]
-    md = table(rows, cols, f"Opening a segments cache in a fresh process and looking one key up (targets: <= {TARGET_S:g} s, "
-                           f"<= {TARGET_MB:g} MB peak RSS)")
-    result = {"settings": {"sizes": args.sizes, "segments": SEGMENTS, "quick": args.quick,
-                           "targets": {"open_s": TARGET_S, "peak_rss_mb": TARGET_MB}}, "rows": rows, "markdown": md}
+    cols = [
+        "entries",
+        "state",
+        "open_s",
+        "peak_rss_mb",
+        "interpreter_rss_mb",
+        "found",
+        "disk_mb",
+        "compact_s",
+        "compact_peak_rss_mb",
+        "meets_targets",
+    ]
+    md = table(
+        rows,
+        cols,
+        f"Opening a segments cache in a fresh process and looking one key up (targets: <= {TARGET_S:g} s, "
+        f"<= {TARGET_MB:g} MB peak RSS)",
+    )
+    result = {
+        "settings": {
+            "sizes": args.sizes,
+            "segments": SEGMENTS,
+            "quick": args.quick,
+            "targets": {"open_s": TARGET_S, "peak_rss_mb": TARGET_MB},
+        },
+        "rows": rows,
+        "markdown": md,
+    }
     write_json("cache_open", result, args.out)
     return result
 

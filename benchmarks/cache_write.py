@@ -31,7 +31,15 @@ def _records(n: int, salt: str) -> list[tuple[str, dict, dict]]:
     out = []
     for i in range(n):
         text = f"##final score: {i % 4}\n" + "reasoning " * 28
-        rec = {"text": text, "parsed": i % 4, "input_tokens": 600, "output_tokens": 40, "latency_s": 0.05, "attempts": 1, "time": 1.0}
+        rec = {
+            "text": text,
+            "parsed": i % 4,
+            "input_tokens": 600,
+            "output_tokens": 40,
+            "latency_s": 0.05,
+            "attempts": 1,
+            "time": 1.0,
+        }
         out.append((call_key(salt=salt, i=i), rec, meta))
     return out
 
@@ -43,7 +51,7 @@ def _write(root: str, layout: str, grouped: bool, fsync: bool, items: list) -> f
     started = time.perf_counter()
     if grouped:
         for i in range(0, len(items), GROUP):
-            cache.put_many(items[i:i + GROUP])
+            cache.put_many(items[i : i + GROUP])
     else:
         for key, rec, meta in items:
             cache.put(key, rec, meta)
@@ -105,21 +113,49 @@ def main(argv: list[str] | None = None) -> dict:
                 runs: dict[str, list[float]] = {layout: [] for layout in LAYOUTS}
                 for _ in range(args.rounds):
                     for layout in LAYOUTS:  # alternating, so both see the same load
-                        rate = one_process(layout, grouped, fsync, n) if procs == 1 else eight_processes(layout, grouped, fsync, n // 4 or 1)
+                        rate = (
+                            one_process(layout, grouped, fsync, n)
+                            if procs == 1
+                            else eight_processes(layout, grouped, fsync, n // 4 or 1)
+                        )
                         runs[layout].append(rate)
                 files, segments = (statistics.median(runs[layout]) for layout in LAYOUTS)
-                rows.append({
-                    "api": f"put_many({GROUP})" if grouped else "put", "processes": procs, "fsync": fsync,
-                    "records_per_process": n if procs == 1 else n // 4 or 1,
-                    "files_writes_per_s": round(files, 1), "segments_writes_per_s": round(segments, 1),
-                    "segments_vs_files": round(segments / files, 2),
-                    "files_runs": [round(r, 1) for r in runs["files"]], "segments_runs": [round(r, 1) for r in runs["segments"]],
-                })
-                print(f"{rows[-1]['api']:>13} x{procs} fsync={fsync}: files {files:.0f}/s, segments {segments:.0f}/s "
-                      f"({segments / files:.2f}x)", flush=True)
-    md = table(rows, ["api", "processes", "fsync", "records_per_process", "files_writes_per_s", "segments_writes_per_s", "segments_vs_files"],
-               f"Cache writes/s, one file per entry vs segments (median of {args.rounds}, alternating)")
-    result = {"settings": {"records": args.records, "rounds": args.rounds, "group": GROUP, "quick": args.quick}, "rows": rows, "markdown": md}
+                rows.append(
+                    {
+                        "api": f"put_many({GROUP})" if grouped else "put",
+                        "processes": procs,
+                        "fsync": fsync,
+                        "records_per_process": n if procs == 1 else n // 4 or 1,
+                        "files_writes_per_s": round(files, 1),
+                        "segments_writes_per_s": round(segments, 1),
+                        "segments_vs_files": round(segments / files, 2),
+                        "files_runs": [round(r, 1) for r in runs["files"]],
+                        "segments_runs": [round(r, 1) for r in runs["segments"]],
+                    }
+                )
+                print(
+                    f"{rows[-1]['api']:>13} x{procs} fsync={fsync}: files {files:.0f}/s, segments {segments:.0f}/s "
+                    f"({segments / files:.2f}x)",
+                    flush=True,
+                )
+    md = table(
+        rows,
+        [
+            "api",
+            "processes",
+            "fsync",
+            "records_per_process",
+            "files_writes_per_s",
+            "segments_writes_per_s",
+            "segments_vs_files",
+        ],
+        f"Cache writes/s, one file per entry vs segments (median of {args.rounds}, alternating)",
+    )
+    result = {
+        "settings": {"records": args.records, "rounds": args.rounds, "group": GROUP, "quick": args.quick},
+        "rows": rows,
+        "markdown": md,
+    }
     write_json("cache_write", result, args.out)
     return result
 

@@ -54,20 +54,28 @@ from scipy import stats
 from benchmarks import calibration_orderings as orderings
 from benchmarks.calibration_rows import COLUMNS, POWER_SE_LIMIT, SE_LIMIT, covers, ratio, row, within
 from benchmarks.common import parser, table, write_json
-from judgebench.compare.budget import plan as budget_plan
 from judgebench.compare.analyses.bootstrap import percentile_interval, resample_indices, t_interval
 from judgebench.compare.analyses.significance import decision_agreement
 from judgebench.compare.base.reference import HUMAN, OWN, References
+from judgebench.compare.budget import plan as budget_plan
 from judgebench.data.trec import read_qrels, read_run
 from judgebench.data.trec_dl import SHIPPED
 from judgebench.metrics import designs, ppi
 from judgebench.metrics.significance import pairwise_ttests
 
 SIZES = {12: "dl19", 43: "dl19", 54: "dl20"}
-RUNS = {"dl19": ["bm25.dl19.top100.trec", "reranker-runs/rankgpt-gpt-3.5-turbo.bm25top100.dl19.trec",
-                 "reranker-runs/rankvicuna-7b.bm25top100.dl19.trec"],
-        "dl20": ["bm25.dl20.top100.trec", "reranker-runs/rankgpt-gpt-3.5-turbo.bm25top100.dl20.trec",
-                 "reranker-runs/rankvicuna-7b.bm25top100.dl20.trec"]}
+RUNS = {
+    "dl19": [
+        "bm25.dl19.top100.trec",
+        "reranker-runs/rankgpt-gpt-3.5-turbo.bm25top100.dl19.trec",
+        "reranker-runs/rankvicuna-7b.bm25top100.dl19.trec",
+    ],
+    "dl20": [
+        "bm25.dl20.top100.trec",
+        "reranker-runs/rankgpt-gpt-3.5-turbo.bm25top100.dl20.trec",
+        "reranker-runs/rankvicuna-7b.bm25top100.dl20.trec",
+    ],
+}
 QRELS = {"dl19": "qrels.dl19-passage.txt", "dl20": "qrels.dl20-passage.txt"}
 SETTINGS = ("offset", "growing")
 BIAS = 0.1
@@ -119,10 +127,15 @@ def design_rows(rng, base, n, setting, P, D) -> list[dict]:
     rows = []
     for k in sorted({8, min(20, n - 4)}):  # some queries always unlabelled: with all labelled there is no error
         spread: dict[str, float] = {}
-        for strategy, allocation, sig in [("uniform", "", "none"), ("stratified", "neyman", "error"),
-                                          ("stratified", "proportional", "error"), ("active", "", "error"),
-                                          ("active", "", "spread"), ("active", "", "systems"),
-                                          ("stratified", "neyman", "systems")]:
+        for strategy, allocation, sig in [
+            ("uniform", "", "none"),
+            ("stratified", "neyman", "error"),
+            ("stratified", "proportional", "error"),
+            ("active", "", "error"),
+            ("active", "", "spread"),
+            ("active", "", "systems"),
+            ("stratified", "neyman", "systems"),
+        ]:
             cov, ratio, sd_ratio, sd = [], [], [], []
             for p in range(P):
                 y, f = targets(*population(rng, base, n, setting))
@@ -139,14 +152,30 @@ def design_rows(rng, base, n, setting, P, D) -> list[dict]:
                 sd.append(float(e.point.std(axis=0, ddof=1).mean()))
             name = f"{strategy}{'/' + allocation if allocation else ''} [{sig}]" if sig != "none" else strategy
             few = designs.warning(k, n) is not None
-            rows.append(row(f"planner {name}: coverage", setting, n, k, LEVEL, cov, "0.93-0.97", lambda m, _: covers(m), few))
-            rows.append(row(f"planner {name}: predicted/measured width", setting, n, k, 1.0, ratio, "+-10%", within(0.10), few))
-            rows.append(row(f"planner {name}: predicted/measured sd", setting, n, k, 1.0, sd_ratio, "+-10%", within(0.10), few))
+            rows.append(
+                row(f"planner {name}: coverage", setting, n, k, LEVEL, cov, "0.93-0.97", lambda m, _: covers(m), few)
+            )
+            rows.append(
+                row(f"planner {name}: predicted/measured width", setting, n, k, 1.0, ratio, "+-10%", within(0.10), few)
+            )
+            rows.append(
+                row(f"planner {name}: predicted/measured sd", setting, n, k, 1.0, sd_ratio, "+-10%", within(0.10), few)
+            )
             spread[name] = float(np.mean(sd))
         for name, value in spread.items():  # which design wins: its estimates' sd over uniform's (the same k)
             if name != "uniform":
-                rows.append(row(f"planner {name}: sd / uniform's sd", setting, n, k, 1.0, [value / spread["uniform"]] * 2,
-                                "report (< 1 beats uniform)", lambda m, _: True))
+                rows.append(
+                    row(
+                        f"planner {name}: sd / uniform's sd",
+                        setting,
+                        n,
+                        k,
+                        1.0,
+                        [value / spread["uniform"]] * 2,
+                        "report (< 1 beats uniform)",
+                        lambda m, _: True,
+                    )
+                )
     return rows
 
 
@@ -172,7 +201,9 @@ def power_rows(rng, base, n, setting, N, D) -> list[dict]:
                 y, f = (yb - y0[2])[None], (yb - BIAS - 0.05 * rng.standard_normal(n) - f0[2])[None]
                 d = budget_plan.build(strategy, signal("systems", y0, f0), k, "neyman")
                 if p < CLAIMS:
-                    shift = EFFECT - y.mean(axis=1, keepdims=True)  # the pilot at the true effect: human - judge unchanged
+                    shift = EFFECT - y.mean(
+                        axis=1, keepdims=True
+                    )  # the pilot at the true effect: human - judge unchanged
                     claim.append(float(budget_plan.power(d, y + shift, f + shift, k, ALPHA)[0]))
                 mask = d.draw(D, int(rng.integers(2**31)))
                 e, dfree = d.estimate(y, f, mask)
@@ -181,8 +212,17 @@ def power_rows(rng, base, n, setting, N, D) -> list[dict]:
                     hit.append(float((np.abs(e.point) / np.sqrt(e.var_test) > tcrit).mean()))
             c, hit = float(np.mean(claim)), np.asarray(hit)
             se = float(np.sqrt(hit.var(ddof=1) / len(hit) + np.var(claim, ddof=1) / len(claim)))
-            r = row(f"planner {strategy}: power (claimed vs simulated)", setting, n, k, c, hit, "+-0.05",
-                    lambda m, nominal: abs(m - nominal) <= 0.05, designs.warning(k, n) is not None)
+            r = row(
+                f"planner {strategy}: power (claimed vs simulated)",
+                setting,
+                n,
+                k,
+                c,
+                hit,
+                "+-0.05",
+                lambda m, nominal: abs(m - nominal) <= 0.05,
+                designs.warning(k, n) is not None,
+            )
             r["mc_se"] = round(se, 4)
             r["meets"] = bool(r["meets"] and se <= POWER_SE_LIMIT)
             rows.append(r)
@@ -209,12 +249,19 @@ def heavy_tail_rows(rng, base, n, P, D) -> list[dict]:
             z = rng.standard_normal(y.shape)
             if tail != "normal":
                 z[:, top] = rng.standard_t(int(tail[1:]), (len(y), int(top.sum())))
-            y, f = targets(y, y - BIAS - u * z)  # the read-back's targets: every system's mean and each pair's difference
+            y, f = targets(
+                y, y - BIAS - u * z
+            )  # the read-back's targets: every system's mean and each pair's difference
             truth = y.mean(axis=1)
-            far = designs.outlying(f[:len(base)]).any(axis=0)  # (n,) a query where some system's judge value is outlying: the read-back's rule
+            far = designs.outlying(f[: len(base)]).any(
+                axis=0
+            )  # (n,) a query where some system's judge value is outlying: the read-back's rule
             for name in names:
-                d = (designs.Uniform(20, n) if name == "uniform"
-                     else designs.Stratified.build(u, 20, allocation=name.split("/")[1]))
+                d = (
+                    designs.Uniform(20, n)
+                    if name == "uniform"
+                    else designs.Stratified.build(u, 20, allocation=name.split("/")[1])
+                )
                 mask = d.draw(D, int(rng.integers(2**31)))
                 e, dfree = d.estimate(y, f, mask)
                 half = stats.t.ppf((1 + LEVEL) / 2, dfree) * np.sqrt(e.var)
@@ -227,13 +274,42 @@ def heavy_tail_rows(rng, base, n, P, D) -> list[dict]:
         setting = f"{tail} top quartile"
         for name in names:
             stat = f"planner {name} [heavy top stratum]"
-            rows += [row(f"{stat}: coverage, no outlier warning", setting, n, 20, LEVEL, [], "0.93-0.97",
-                         lambda m, _: covers(m), estimate=ratio(*zip(*quiet[name]))),
-                     row(f"{stat}: coverage, outlier warning printed", setting, n, 20, LEVEL, [], "0.93-0.97",
-                         lambda m, _: covers(m), True, estimate=ratio(*zip(*loud[name]))),
-                     row(f"{stat}: share of draws warned", setting, n, 20, float("nan"), share[name], "report",
-                         lambda m, _: True),
-                     row(f"{stat}: coverage, all draws", setting, n, 20, LEVEL, every[name], "reference", lambda m, _: True)]
+            rows += [
+                row(
+                    f"{stat}: coverage, no outlier warning",
+                    setting,
+                    n,
+                    20,
+                    LEVEL,
+                    [],
+                    "0.93-0.97",
+                    lambda m, _: covers(m),
+                    estimate=ratio(*zip(*quiet[name])),
+                ),
+                row(
+                    f"{stat}: coverage, outlier warning printed",
+                    setting,
+                    n,
+                    20,
+                    LEVEL,
+                    [],
+                    "0.93-0.97",
+                    lambda m, _: covers(m),
+                    True,
+                    estimate=ratio(*zip(*loud[name])),
+                ),
+                row(
+                    f"{stat}: share of draws warned",
+                    setting,
+                    n,
+                    20,
+                    float("nan"),
+                    share[name],
+                    "report",
+                    lambda m, _: True,
+                ),
+                row(f"{stat}: coverage, all draws", setting, n, 20, LEVEL, every[name], "reference", lambda m, _: True),
+            ]
     return rows
 
 
@@ -259,17 +335,54 @@ def estimator_rows(rng, base, n, setting, P, D) -> list[dict]:
             lo, hi = t_interval(ff, LEVEL)
             cov_t.append(np.mean((lo <= truth_pool) & (truth_pool <= hi)))
             null = yy[1][None] + 0.1 * rng.standard_normal((3, n))
-            frame = pd.DataFrame({"system": np.repeat(["a", "b", "c"], n), "query_id": np.tile(np.arange(n), 3),
-                                  "value": null.ravel()})
+            frame = pd.DataFrame(
+                {"system": np.repeat(["a", "b", "c"], n), "query_id": np.tile(np.arange(n), 3), "value": null.ravel()}
+            )
             size_holm.append(float(pairwise_ttests(frame, ALPHA, "holm")["significant"].any()))
     big, few = n >= 20, designs.warning(k, n) is not None  # few: compare and the planner print designs.warning there
-    rows.append(row("PPI (uniform k labels): coverage", setting, n, k, LEVEL, cov_ppi, "0.93-0.97", lambda m, _: covers(m), few))
-    rows.append(row("PPI++ cross-fitted: coverage", setting, n, k, LEVEL, cov_pp, "0.93-0.97", lambda m, _: covers(m), few))
-    rows.append(row("Table 6 t interval of mean nDCG@10: coverage", setting, n, n, LEVEL, cov_t, "0.93-0.97",
-                    lambda m, _: covers(m), not big))
-    rows.append(row("percentile bootstrap of mean nDCG@10 (replaced): coverage", setting, n, n, LEVEL, cov_boot,
-                    "reference", lambda m, _: True))
-    rows.append(row("Table 3/4 paired t + Holm: family-wise size", setting, n, n, ALPHA, size_holm, "<=0.06", lambda m, _: m <= 0.06))
+    rows.append(
+        row("PPI (uniform k labels): coverage", setting, n, k, LEVEL, cov_ppi, "0.93-0.97", lambda m, _: covers(m), few)
+    )
+    rows.append(
+        row("PPI++ cross-fitted: coverage", setting, n, k, LEVEL, cov_pp, "0.93-0.97", lambda m, _: covers(m), few)
+    )
+    rows.append(
+        row(
+            "Table 6 t interval of mean nDCG@10: coverage",
+            setting,
+            n,
+            n,
+            LEVEL,
+            cov_t,
+            "0.93-0.97",
+            lambda m, _: covers(m),
+            not big,
+        )
+    )
+    rows.append(
+        row(
+            "percentile bootstrap of mean nDCG@10 (replaced): coverage",
+            setting,
+            n,
+            n,
+            LEVEL,
+            cov_boot,
+            "reference",
+            lambda m, _: True,
+        )
+    )
+    rows.append(
+        row(
+            "Table 3/4 paired t + Holm: family-wise size",
+            setting,
+            n,
+            n,
+            ALPHA,
+            size_holm,
+            "<=0.06",
+            lambda m, _: m <= 0.06,
+        )
+    )
     return rows
 
 
@@ -296,17 +409,40 @@ def agreement_rows(rng, base, n, setting, R) -> list[dict]:
         y = q[None] + delta[:, None] + sd * rng.standard_normal((10, n))
         noise = np.full(n, 0.05) if setting == "offset" else 0.25 * rng.random(n)
         f = y - bias[:, None] - noise * rng.standard_normal((10, n))
-        frames = [pd.DataFrame({"dataset": "d", "system": np.repeat(systems, n), "judge": name, "role": role,
-                                "query_id": np.tile([f"q{i:03d}" for i in range(n)], 10), "value": v.ravel()})
-                  for name, role, v in ((HUMAN, HUMAN, y), ("judge", OWN, f))]
+        frames = [
+            pd.DataFrame(
+                {
+                    "dataset": "d",
+                    "system": np.repeat(systems, n),
+                    "judge": name,
+                    "role": role,
+                    "query_id": np.tile([f"q{i:03d}" for i in range(n)], 10),
+                    "value": v.ravel(),
+                }
+            )
+            for name, role, v in ((HUMAN, HUMAN, y), ("judge", OWN, f))
+        ]
         per_query = pd.concat(frames, ignore_index=True)
-        counts, _ = decision_agreement(per_query, {"d": systems}, References(per_query, reference=HUMAN), ALPHA, use_holm=True)
+        counts, _ = decision_agreement(
+            per_query, {"d": systems}, References(per_query, reference=HUMAN), ALPHA, use_holm=True
+        )
         agree.append(counts.at[0, "agree"] / counts.at[0, "family"])
         reverse.append(counts.at[0, "reversed"] / counts.at[0, "family"])
-    return [row("Table 3/4 t + Holm: judge-human decision agreement", setting, n, n, float("nan"), agree,
-                "descriptive", lambda m, _: True),
-            row("Table 3/4 t + Holm: reversed pairs", setting, n, n, float("nan"), reverse, "descriptive",
-                lambda m, _: True)]
+    return [
+        row(
+            "Table 3/4 t + Holm: judge-human decision agreement",
+            setting,
+            n,
+            n,
+            float("nan"),
+            agree,
+            "descriptive",
+            lambda m, _: True,
+        ),
+        row(
+            "Table 3/4 t + Holm: reversed pairs", setting, n, n, float("nan"), reverse, "descriptive", lambda m, _: True
+        ),
+    ]
 
 
 ORDERING_FACTOR = 4  # the per-query tau rows are cheap (numpy over replications): 4 P D of them, MC s.e. near 0.004
@@ -340,8 +476,9 @@ def permutation_cell(seed: int, P: int, D: int, se_limit: float) -> list[dict]:
     return orderings.permutation_rows(row, np.random.default_rng([seed, 99]), P * D)
 
 
-def run(P: int, D: int, seed: int = 0, sizes=tuple(SIZES), power_populations: int | None = None,
-        workers: int | None = None) -> list[dict]:
+def run(
+    P: int, D: int, seed: int = 0, sizes=tuple(SIZES), power_populations: int | None = None, workers: int | None = None
+) -> list[dict]:
     """Every cell, each on its own stream, spread over ``workers`` processes (default: every core): the rows and
     figures do not depend on the number of workers."""
     se_limit, power_populations = row.se_limit, power_populations or 4 * P
@@ -351,7 +488,9 @@ def run(P: int, D: int, seed: int = 0, sizes=tuple(SIZES), power_populations: in
     if workers == 1:
         return [r for fn, a in jobs for r in fn(*a)]
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as ex:
-        order = sorted(range(len(jobs)), key=lambda i: -jobs[i][1][1] if jobs[i][0] is cell_rows else 0)  # largest n first
+        order = sorted(
+            range(len(jobs)), key=lambda i: -jobs[i][1][1] if jobs[i][0] is cell_rows else 0
+        )  # largest n first
         futures = {i: ex.submit(jobs[i][0], *jobs[i][1]) for i in order}
         return [r for i in range(len(jobs)) for r in futures[i].result()]
 
@@ -360,9 +499,15 @@ def main(argv=None) -> int:
     ap = parser(__doc__.splitlines()[0])
     ap.add_argument("--populations", type=int, default=None, help="populations per cell (quick 25, full 100)")
     ap.add_argument("--draws", type=int, default=None, help="design draws per population (quick 8, full 20)")
-    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), choices=list(SIZES), help="query counts (12 43 54)")
-    ap.add_argument("--power-populations", type=int, default=None,
-                    help="populations of the simulated power (quick 2000, full 4000; 4 x --populations when that is given)")
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", default=list(SIZES), choices=list(SIZES), help="query counts (12 43 54)"
+    )
+    ap.add_argument(
+        "--power-populations",
+        type=int,
+        default=None,
+        help="populations of the simulated power (quick 2000, full 4000; 4 x --populations when that is given)",
+    )
     ap.add_argument("--workers", type=int, default=None, help="worker processes (default: every core)")
     args = ap.parse_args(argv)
     P = args.populations or (40 if args.quick else 100)
@@ -376,12 +521,26 @@ def main(argv=None) -> int:
     text = table(rows, COLUMNS, f"Calibration ({P} populations x {D} draws a cell = {P * D} replications)")
     print(text)
     bad = frame[~frame["meets"] & ~frame["flagged"]]
-    print(f"\n{len(frame)} rows; {int(frame['meets'].sum())} meet their target, {int(frame['flagged'].sum())} flagged, "
-          f"{len(bad)} miss unflagged; {time.perf_counter() - t0:.0f} s")
-    write_json("calibration", {"populations": P, "draws": D, "replications": P * D, "quick": args.quick,
-                               "se_limit": row.se_limit, "power_populations": power_populations,
-                               "ordering_replications": ORDERING_FACTOR * P * D,
-                               "seconds": round(time.perf_counter() - t0, 1), "rows": rows, "markdown": text}, Path(args.out))
+    print(
+        f"\n{len(frame)} rows; {int(frame['meets'].sum())} meet their target, {int(frame['flagged'].sum())} flagged, "
+        f"{len(bad)} miss unflagged; {time.perf_counter() - t0:.0f} s"
+    )
+    write_json(
+        "calibration",
+        {
+            "populations": P,
+            "draws": D,
+            "replications": P * D,
+            "quick": args.quick,
+            "se_limit": row.se_limit,
+            "power_populations": power_populations,
+            "ordering_replications": ORDERING_FACTOR * P * D,
+            "seconds": round(time.perf_counter() - t0, 1),
+            "rows": rows,
+            "markdown": text,
+        },
+        Path(args.out),
+    )
     return 0
 
 

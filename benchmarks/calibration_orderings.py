@@ -25,8 +25,9 @@ LEVEL, ALPHA = 0.95, 0.05
 CHUNK = 100  # replications per block of the bootstrap: each block draws its own resamples
 
 
-def ten_systems(rng, base: np.ndarray, delta: np.ndarray, bias: np.ndarray, sd: float, setting: str, shape: tuple,
-                ties: bool) -> tuple[np.ndarray, np.ndarray]:
+def ten_systems(
+    rng, base: np.ndarray, delta: np.ndarray, bias: np.ndarray, sd: float, setting: str, shape: tuple, ties: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """(y, f) of shape (*shape, 10, n): the grounded ten systems (calibration.many_systems) and a judge of ``setting``;
     ``ties``: both clipped to [0, 1], as nDCG@10 is (Perfect's 1s, a failed query's 0s tie)."""
     *lead, n = shape
@@ -58,8 +59,9 @@ def ordering_rows(row, rng, base, n, setting, R, many_systems) -> list[dict]:
             q = query_tau(f, y, LEVEL)
             hit = (q.lo <= truth) & (truth <= q.hi)
             name = f"per-query tau t interval ({judge} judge{', ties' if ties else ''}): coverage"
-            rows.append(row(name, setting, n, n, LEVEL, hit.astype(float), "0.93-0.97", lambda m, _: 0.93 <= m <= 0.97,
-                            n < 20))
+            rows.append(
+                row(name, setting, n, n, LEVEL, hit.astype(float), "0.93-0.97", lambda m, _: 0.93 <= m <= 0.97, n < 20)
+            )
     return rows
 
 
@@ -88,12 +90,44 @@ def self_preference_rows(row, rng, base, n, setting, R, resamples: int = 500) ->
             size.append(p < ALPHA)
             power.append(guarded_bootstrap_t(contrast + 0.05, idx, LEVEL)[2] < ALPHA)
         flagged = n < 20
-        rows.append(row(f"self-preference bootstrap-t ({name} null): coverage", setting, n, n, LEVEL,
-                        np.concatenate(cover).astype(float), "0.93-0.97", lambda v, _: 0.93 <= v <= 0.97, flagged))
-        rows.append(row(f"self-preference bootstrap-t test ({name} null): size", setting, n, n, ALPHA,
-                        np.concatenate(size).astype(float), "<=0.06", lambda v, _: v <= 0.06, flagged))
-        rows.append(row(f"self-preference bootstrap-t test ({name} null): power at +0.05", setting, n, n, float("nan"),
-                        np.concatenate(power).astype(float), "report", lambda v, _: True))
+        rows.append(
+            row(
+                f"self-preference bootstrap-t ({name} null): coverage",
+                setting,
+                n,
+                n,
+                LEVEL,
+                np.concatenate(cover).astype(float),
+                "0.93-0.97",
+                lambda v, _: 0.93 <= v <= 0.97,
+                flagged,
+            )
+        )
+        rows.append(
+            row(
+                f"self-preference bootstrap-t test ({name} null): size",
+                setting,
+                n,
+                n,
+                ALPHA,
+                np.concatenate(size).astype(float),
+                "<=0.06",
+                lambda v, _: v <= 0.06,
+                flagged,
+            )
+        )
+        rows.append(
+            row(
+                f"self-preference bootstrap-t test ({name} null): power at +0.05",
+                setting,
+                n,
+                n,
+                float("nan"),
+                np.concatenate(power).astype(float),
+                "report",
+                lambda v, _: True,
+            )
+        )
     return rows
 
 
@@ -115,10 +149,28 @@ def discrimination_rows(row, rng, base, n, setting, R) -> list[dict]:
         blind.append(t["as_constructed"] + t["reversed"] > 0)
         t = pair_tests(oracle_values(rng, base, n, steps), human, ALPHA)
         worse.append(t["worse_than_humans"] > 0)
-    return [row("discrimination sign tests + Holm (blind judge): family-wise size", setting, n, n, ALPHA,
-                np.array(blind, float), "<=0.06", lambda v, _: v <= 0.06),
-            row("discrimination judge-minus-human + Holm (judge like humans): family-wise size", setting, n, n, ALPHA,
-                np.array(worse, float), "<=0.06", lambda v, _: v <= 0.06)]
+    return [
+        row(
+            "discrimination sign tests + Holm (blind judge): family-wise size",
+            setting,
+            n,
+            n,
+            ALPHA,
+            np.array(blind, float),
+            "<=0.06",
+            lambda v, _: v <= 0.06,
+        ),
+        row(
+            "discrimination judge-minus-human + Holm (judge like humans): family-wise size",
+            setting,
+            n,
+            n,
+            ALPHA,
+            np.array(worse, float),
+            "<=0.06",
+            lambda v, _: v <= 0.06,
+        ),
+    ]
 
 
 def permutation_rows(row, rng, R) -> list[dict]:
@@ -126,8 +178,21 @@ def permutation_rows(row, rng, R) -> list[dict]:
     the discrimination statistic independent, the statistic with ties as pair counts have)."""
     rows = []
     for judges in (5, 8, 12):
-        hits = [permutation_p(rng.random(judges), rng.integers(0, 6, judges).astype(float), 2_000,
-                              int(rng.integers(2**31))) < ALPHA for _ in range(R)]
-        rows.append(row("kappa vs discrimination permutation test (no association): size", "judges", 0, judges, ALPHA,
-                        np.array(hits, float), "<=0.06", lambda v, _: v <= 0.06))
+        hits = [
+            permutation_p(rng.random(judges), rng.integers(0, 6, judges).astype(float), 2_000, int(rng.integers(2**31)))
+            < ALPHA
+            for _ in range(R)
+        ]
+        rows.append(
+            row(
+                "kappa vs discrimination permutation test (no association): size",
+                "judges",
+                0,
+                judges,
+                ALPHA,
+                np.array(hits, float),
+                "<=0.06",
+                lambda v, _: v <= 0.06,
+            )
+        )
     return rows

@@ -36,8 +36,18 @@ def row(statistic, setting, n, k, nominal, per_pop, target, meets, flagged=False
         measured, se = estimate
     precise = target not in PRECISE or (se == se and se <= se_limit)
     ok = measured == measured and bool(meets(measured, nominal)) and precise
-    return {"statistic": statistic, "setting": setting, "n_queries": n, "k": k, "nominal": round(float(nominal), 4),
-            "measured": round(measured, 4), "mc_se": round(se, 4), "target": target, "meets": ok, "flagged": bool(flagged)}
+    return {
+        "statistic": statistic,
+        "setting": setting,
+        "n_queries": n,
+        "k": k,
+        "nominal": round(float(nominal), 4),
+        "measured": round(measured, 4),
+        "mc_se": round(se, 4),
+        "target": target,
+        "meets": ok,
+        "flagged": bool(flagged),
+    }
 
 
 row.se_limit = SE_LIMIT["full"]

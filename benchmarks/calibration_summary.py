@@ -17,7 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "protocol.md"
-BLOCK = re.compile(r"(<!-- calibration-summary: (?P<path>\S+) -->\n)(?P<body>.*?)(<!-- /calibration-summary -->)", re.DOTALL)
+BLOCK = re.compile(
+    r"(<!-- calibration-summary: (?P<path>\S+) -->\n)(?P<body>.*?)(<!-- /calibration-summary -->)", re.DOTALL
+)
 
 
 def _range(values: list[float]) -> str:
@@ -35,31 +37,48 @@ def summary(data: dict) -> str:
     flagged = sum(r["flagged"] for r in rows)
     misses = [r for r in rows if not r["meets"] and not r["flagged"]]
     kind = "quick" if data.get("quick") else "full"
-    lines = [f"{kind.capitalize()} run ({data['populations']} populations × {data['draws']} draws = "
-             f"{data['replications']} replications a cell; per-query τ rows {data.get('ordering_replications', data['replications'])}; "
-             f"simulated power over {data.get('power_populations', 4 * data['populations'])} populations; "
-             f"MC s.e. limit {data['se_limit']}; {data['seconds']:.0f} s): {len(rows)} rows, {meets} meet their target, "
-             f"{flagged} flagged, {len(misses)} unflagged misses.", "",
-             "| statistic | unflagged rows: meet / miss (+ flagged rows) | measured, unflagged rows |",
-             "|---|---|---|"]
+    lines = [
+        f"{kind.capitalize()} run ({data['populations']} populations × {data['draws']} draws = "
+        f"{data['replications']} replications a cell; per-query τ rows {data.get('ordering_replications', data['replications'])}; "
+        f"simulated power over {data.get('power_populations', 4 * data['populations'])} populations; "
+        f"MC s.e. limit {data['se_limit']}; {data['seconds']:.0f} s): {len(rows)} rows, {meets} meet their target, "
+        f"{flagged} flagged, {len(misses)} unflagged misses.",
+        "",
+        "| statistic | unflagged rows: meet / miss (+ flagged rows) | measured, unflagged rows |",
+        "|---|---|---|",
+    ]
     families: dict[str, list[dict]] = {}
     for r in rows:
         families.setdefault(r["statistic"], []).append(r)
     for name, group in families.items():
         quiet = [r for r in group if not r["flagged"]]
         values = [r["measured"] for r in quiet if r["measured"] == r["measured"]]
-        lines.append(f"| {name} | {sum(r['meets'] for r in quiet)} / {sum(not r['meets'] for r in quiet)} "
-                     f"(+{len(group) - len(quiet)}) | {_range(values)} |")
-    lines += ["", "Unflagged misses: " + ("; ".join(
-        f"{r['statistic']} ({r['setting']}, {r['n_queries']} queries, k = {r['k']}): {r['measured']} ± {r['mc_se']}"
-        + (f" against {r['nominal']}" if r["target"] == "+-0.05" else "") for r in misses) or "none") + "."]
+        lines.append(
+            f"| {name} | {sum(r['meets'] for r in quiet)} / {sum(not r['meets'] for r in quiet)} "
+            f"(+{len(group) - len(quiet)}) | {_range(values)} |"
+        )
+    lines += [
+        "",
+        "Unflagged misses: "
+        + (
+            "; ".join(
+                f"{r['statistic']} ({r['setting']}, {r['n_queries']} queries, k = {r['k']}): {r['measured']} ± {r['mc_se']}"
+                + (f" against {r['nominal']}" if r["target"] == "+-0.05" else "")
+                for r in misses
+            )
+            or "none"
+        )
+        + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def render(text: str, root: Path = ROOT) -> str:
     """``text`` with every marked block rewritten from the JSON its marker names (relative to ``root``)."""
-    return BLOCK.sub(lambda m: m.group(1) + summary(json.loads((root / m.group("path")).read_text(encoding="utf-8")))
-                     + m.group(4), text)
+    return BLOCK.sub(
+        lambda m: m.group(1) + summary(json.loads((root / m.group("path")).read_text(encoding="utf-8"))) + m.group(4),
+        text,
+    )
 
 
 def main(argv=None) -> int:

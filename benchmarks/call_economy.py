@@ -23,7 +23,12 @@ from benchmarks.common import REPO, TREC_DL_DIR, parser, server_duplicates, tabl
 
 RANKERS = ["bm25", "oracle", "rankgpt_gpt35", "rankvicuna_7b"] + [f"simllm_{i}" for i in range(1, 6)]
 PERTURBATIONS = ["perfect", "swap_3", "swap_2", "swap_1", "swap_2_3", "swap_1_2"]
-SYSTEMS = ["bm25"] + [f"oracle_{p}" for p in PERTURBATIONS] + ["rankgpt_gpt35", "rankvicuna_7b"] + [f"simllm_{i}" for i in range(1, 6)]
+SYSTEMS = (
+    ["bm25"]
+    + [f"oracle_{p}" for p in PERTURBATIONS]
+    + ["rankgpt_gpt35", "rankvicuna_7b"]
+    + [f"simllm_{i}" for i in range(1, 6)]
+)
 
 
 def grid_overrides(datasets: list[str], systems: list[str]) -> list[str]:
@@ -32,13 +37,24 @@ def grid_overrides(datasets: list[str], systems: list[str]) -> list[str]:
 
 
 def base_overrides(url: str, experiment: str) -> list[str]:
-    return [f"hydra.searchpath=[file://{REPO / 'benchmarks' / 'conf'}]", "judge=gpt_4o_mini", f"judge.base_url={url}",
-            f"experiment_name={experiment}", "progress=false"]
+    return [
+        f"hydra.searchpath=[file://{REPO / 'benchmarks' / 'conf'}]",
+        "judge=gpt_4o_mini",
+        f"judge.base_url={url}",
+        f"experiment_name={experiment}",
+        "progress=false",
+    ]
 
 
 def env_for_jobs() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "JUDGEBENCH_CACHE_DIR"}  # the cache lives under the temp cwd
-    env.update({"JUDGEBENCH_TREC_DL_DIR": str(TREC_DL_DIR), "OPENAI_API_KEY": "sk-dummy-for-the-fake-server", "HYDRA_FULL_ERROR": "1"})
+    env.update(
+        {
+            "JUDGEBENCH_TREC_DL_DIR": str(TREC_DL_DIR),
+            "OPENAI_API_KEY": "sk-dummy-for-the-fake-server",
+            "HYDRA_FULL_ERROR": "1",
+        }
+    )
     return env
 
 
@@ -60,16 +76,23 @@ def mlflow_summary(cwd: Path, experiment: str) -> dict:
     jobs = [r for r in runs if r.data.tags.get("judgebench.kind", "job") == "job" and "calls_made" in r.data.metrics]
     summaries = [r for r in runs if r.data.tags.get("judgebench.kind") == "judge_summary"]
     return {
-        "runs": len(jobs), "finished": sum(r.info.status == "FINISHED" for r in jobs),
-        "systems_per_dataset": {ds: len({r.data.tags.get("system") for r in jobs if r.data.tags.get("dataset") == ds})
-                                for ds in sorted({r.data.tags.get("dataset") for r in jobs})},
+        "runs": len(jobs),
+        "finished": sum(r.info.status == "FINISHED" for r in jobs),
+        "systems_per_dataset": {
+            ds: len({r.data.tags.get("system") for r in jobs if r.data.tags.get("dataset") == ds})
+            for ds in sorted({r.data.tags.get("dataset") for r in jobs})
+        },
         "calls_made": int(sum(r.data.metrics.get("calls_made", 0) for r in jobs)),
         "calls_cached": int(sum(r.data.metrics.get("calls_cached", 0) for r in jobs)),
         # judge-level numbers live on the judge-summary runs (one per dataset, judge and text view)
-        "label_set_sizes": {ds: int(max(r.data.metrics["label_set_size"] for r in summaries if r.data.tags.get("dataset") == ds))
-                            for ds in sorted({r.data.tags.get("dataset") for r in summaries})},
-        "queries": {ds: int(max(r.data.metrics.get("n_queries", 0) for r in jobs if r.data.tags.get("dataset") == ds))
-                    for ds in sorted({r.data.tags.get("dataset") for r in jobs})},
+        "label_set_sizes": {
+            ds: int(max(r.data.metrics["label_set_size"] for r in summaries if r.data.tags.get("dataset") == ds))
+            for ds in sorted({r.data.tags.get("dataset") for r in summaries})
+        },
+        "queries": {
+            ds: int(max(r.data.metrics.get("n_queries", 0) for r in jobs if r.data.tags.get("dataset") == ds))
+            for ds in sorted({r.data.tags.get("dataset") for r in jobs})
+        },
     }
 
 
@@ -108,19 +131,37 @@ def main(argv: list[str] | None = None) -> dict:
     root = args.keep or Path(tempfile.mkdtemp(prefix="jb-call-economy-"))
     root.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
-    result: dict = {"settings": {"datasets": datasets, "systems": systems,
-                                 "n_systems": n_systems, "latency_s": args.latency, "quick": args.quick, "workdir": str(root)},
-                    "label_set_sizes": {ds: n for ds, (n, _) in label_sets.items()}, "label_set_total": label_total,
-                    "judged_queries": {ds: q for ds, (_, q) in label_sets.items()},
-                    "naive_calls": naive}
+    result: dict = {
+        "settings": {
+            "datasets": datasets,
+            "systems": systems,
+            "n_systems": n_systems,
+            "latency_s": args.latency,
+            "quick": args.quick,
+            "workdir": str(root),
+        },
+        "label_set_sizes": {ds: n for ds, (n, _) in label_sets.items()},
+        "label_set_total": label_total,
+        "judged_queries": {ds: q for ds, (_, q) in label_sets.items()},
+        "naive_calls": naive,
+    }
     try:
         with FakeLLMServer(latency_s=args.latency) as srv:
             url = srv.openai_base_url
-            grid = [sys.executable, str(REPO / "run.py"), "-m", *base_overrides(url, "call_economy"),
-                    *grid_overrides(datasets, systems)]
+            grid = [
+                sys.executable,
+                str(REPO / "run.py"),
+                "-m",
+                *base_overrides(url, "call_economy"),
+                *grid_overrides(datasets, systems),
+            ]
             cold_dir = root / "grid"
             cold_dir.mkdir(exist_ok=True)
-            reruns = [("cold cache", []), ("rerun (finished cells skipped)", []), ("rerun force=true (every cell re-judged from the cache)", ["force=true"])]
+            reruns = [
+                ("cold cache", []),
+                ("rerun (finished cells skipped)", []),
+                ("rerun force=true (every cell re-judged from the cache)", ["force=true"]),
+            ]
             if args.quick:  # seconds: the force rerun alone exercises the cache path
                 del reruns[1]
             for label, extra in reruns:
@@ -128,11 +169,22 @@ def main(argv: list[str] | None = None) -> dict:
                 seconds, _ = run(grid + extra + [f"hydra.sweep.dir={cold_dir}/multirun/{len(rows)}"], cold_dir)
                 dup = server_duplicates(srv.stats())
                 ml = mlflow_summary(cold_dir, "call_economy")
-                rows.append({"run": label, "jobs": "1 process, sequential", "calls": dup["requests"],
-                             "distinct_prompts": dup["distinct_prompts"], "duplicates": dup["duplicates"],
-                             "label_set": label_total, "calls_vs_label_set": round(dup["requests"] / label_total, 4),
-                             "naive": naive, "seconds": round(seconds, 1)})
-                print(f"{label}: {dup['requests']} calls ({dup['duplicates']} duplicates) in {seconds:.1f} s", flush=True)
+                rows.append(
+                    {
+                        "run": label,
+                        "jobs": "1 process, sequential",
+                        "calls": dup["requests"],
+                        "distinct_prompts": dup["distinct_prompts"],
+                        "duplicates": dup["duplicates"],
+                        "label_set": label_total,
+                        "calls_vs_label_set": round(dup["requests"] / label_total, 4),
+                        "naive": naive,
+                        "seconds": round(seconds, 1),
+                    }
+                )
+                print(
+                    f"{label}: {dup['requests']} calls ({dup['duplicates']} duplicates) in {seconds:.1f} s", flush=True
+                )
                 if label == "cold cache":
                     result["mlflow_cold"] = ml
             result["mlflow_after_reruns"] = ml
@@ -140,16 +192,33 @@ def main(argv: list[str] | None = None) -> dict:
             # parallel: N single-cell jobs at once, cold cache, shared MLflow store
             par_dir = cold_dir  # same MLflow store (its schema exists), a fresh cache and experiment
             par_cache = root / "parallel-cache"
-            cells = [(ds, r) for ds in datasets for r in ["bm25", "oracle", "rankgpt_gpt35", "rankvicuna_7b"]][:parallel_cells]
+            cells = [(ds, r) for ds in datasets for r in ["bm25", "oracle", "rankgpt_gpt35", "rankvicuna_7b"]][
+                :parallel_cells
+            ]
             if args.quick:
                 cells = [("toy", "bm25"), ("toy", "oracle")][:parallel_cells]
             srv.reset()
             started = time.perf_counter()
-            procs = [subprocess.Popen([sys.executable, str(REPO / "run.py"), *base_overrides(url, "parallel"), f"dataset={ds}",
-                                       f"ranker={r}", "perturbation=perfect", f"cache_dir={par_cache}",
-                                       f"hydra.run.dir={root}/parallel-outputs/{i}"],
-                                      cwd=par_dir, env=env_for_jobs(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                     for i, (ds, r) in enumerate(cells)]
+            procs = [
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(REPO / "run.py"),
+                        *base_overrides(url, "parallel"),
+                        f"dataset={ds}",
+                        f"ranker={r}",
+                        "perturbation=perfect",
+                        f"cache_dir={par_cache}",
+                        f"hydra.run.dir={root}/parallel-outputs/{i}",
+                    ],
+                    cwd=par_dir,
+                    env=env_for_jobs(),
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for i, (ds, r) in enumerate(cells)
+            ]
             errs = [p.communicate(timeout=3600)[1] for p in procs]
             seconds = time.perf_counter() - started
             codes = [p.returncode for p in procs]
@@ -160,30 +229,66 @@ def main(argv: list[str] | None = None) -> dict:
             uncoordinated = sum(label_sets[ds][0] * k for ds, k in sharing.items())
             concurrency = 8  # judge.backend.max_concurrency of the API judge configs
             overlap = sum((k - 1) * concurrency for k in sharing.values())
-            rows.append({"run": f"{len(cells)} jobs in parallel, cold cache", "jobs": f"{len(cells)} processes",
-                         "calls": dup["requests"], "distinct_prompts": dup["distinct_prompts"], "duplicates": dup["duplicates"],
-                         "label_set": cells_label_total, "calls_vs_label_set": round(dup["requests"] / cells_label_total, 4),
-                         "naive": uncoordinated, "seconds": round(seconds, 1)})
+            rows.append(
+                {
+                    "run": f"{len(cells)} jobs in parallel, cold cache",
+                    "jobs": f"{len(cells)} processes",
+                    "calls": dup["requests"],
+                    "distinct_prompts": dup["distinct_prompts"],
+                    "duplicates": dup["duplicates"],
+                    "label_set": cells_label_total,
+                    "calls_vs_label_set": round(dup["requests"] / cells_label_total, 4),
+                    "naive": uncoordinated,
+                    "seconds": round(seconds, 1),
+                }
+            )
             result["parallel"] = {
-                "cells": [f"{d}/{r}" for d, r in cells], "return_codes": codes,
+                "cells": [f"{d}/{r}" for d, r in cells],
+                "return_codes": codes,
                 "stderr_tails": [e[-1500:] for e, c in zip(errs, codes) if c != 0],
-                "jobs_per_label_set": sharing, "max_in_flight": stats["max_in_flight"],
+                "jobs_per_label_set": sharing,
+                "max_in_flight": stats["max_in_flight"],
                 "in_flight_overlap_bound": overlap,
-                "uncoordinated_calls": uncoordinated, **dup,
+                "uncoordinated_calls": uncoordinated,
+                **dup,
                 "mlflow": mlflow_summary(par_dir, "parallel") if all(c == 0 for c in codes) else None,
             }
-            print(f"parallel: {dup['requests']} calls, {dup['distinct_prompts']} distinct, {dup['duplicates']} "
-                  "duplicates "
-                  f"(in-flight overlap bound {overlap}; uncoordinated worst case {uncoordinated}); exit codes {codes}", flush=True)
+            print(
+                f"parallel: {dup['requests']} calls, {dup['distinct_prompts']} distinct, {dup['duplicates']} "
+                "duplicates "
+                f"(in-flight overlap bound {overlap}; uncoordinated worst case {uncoordinated}); exit codes {codes}",
+                flush=True,
+            )
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
-    md = table(rows, ["run", "jobs", "calls", "distinct_prompts", "duplicates", "label_set", "calls_vs_label_set", "naive", "seconds"],
-               f"Paid judge calls: {n_systems} systems x {', '.join(datasets)} (naive = queries x systems x 100)")
-    result.update({"rows": rows, "markdown": md,
-                   "targets": {"cold_calls_equal_label_set": rows[0]["calls"] == label_total,
-                               "rerun_zero_calls": all(r["calls"] == 0 for r in rows[1:-1]),
-                               "parallel_duplicates_within_overlap": result["parallel"]["duplicates"] <= result["parallel"]["in_flight_overlap_bound"]}})
+    md = table(
+        rows,
+        [
+            "run",
+            "jobs",
+            "calls",
+            "distinct_prompts",
+            "duplicates",
+            "label_set",
+            "calls_vs_label_set",
+            "naive",
+            "seconds",
+        ],
+        f"Paid judge calls: {n_systems} systems x {', '.join(datasets)} (naive = queries x systems x 100)",
+    )
+    result.update(
+        {
+            "rows": rows,
+            "markdown": md,
+            "targets": {
+                "cold_calls_equal_label_set": rows[0]["calls"] == label_total,
+                "rerun_zero_calls": all(r["calls"] == 0 for r in rows[1:-1]),
+                "parallel_duplicates_within_overlap": result["parallel"]["duplicates"]
+                <= result["parallel"]["in_flight_overlap_bound"],
+            },
+        }
+    )
     write_json("call_economy", result, args.out)
     return result
 

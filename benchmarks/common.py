@@ -33,8 +33,12 @@ def machine() -> dict[str, Any]:
             return None
 
     return {
-        "python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
-        "openai": version("openai"), "judgebench": version("judgebench"), "torch": version("torch"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "openai": version("openai"),
+        "judgebench": version("judgebench"),
+        "torch": version("torch"),
         "transformers": version("transformers"),
         "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],  # other work on the machine skews the figures
     }
@@ -69,9 +73,14 @@ def synthetic_dataset(n_pairs: int, docs_per_query: int = 20, name: str = "synth
     from judgebench.data.datasets import Dataset
 
     n_queries = -(-n_pairs // docs_per_query)
-    words = ("river bank interest rate flood plain mortgage sediment loan delta current account erosion "
-             "deposit levee yield channel credit basin").split()
-    queries = {f"q{i}": f"what is the {words[i % len(words)]} {words[(3 * i) % len(words)]} number {i}" for i in range(n_queries)}
+    words = (
+        "river bank interest rate flood plain mortgage sediment loan delta current account erosion "
+        "deposit levee yield channel credit basin"
+    ).split()
+    queries = {
+        f"q{i}": f"what is the {words[i % len(words)]} {words[(3 * i) % len(words)]} number {i}"
+        for i in range(n_queries)
+    }
     rows, corpus = [], {}
     for i in range(n_queries):
         for j in range(docs_per_query):
@@ -88,7 +97,11 @@ def synthetic_dataset(n_pairs: int, docs_per_query: int = 20, name: str = "synth
 def server_duplicates(stats: dict[str, Any]) -> dict[str, int]:
     """Requests, distinct prompts and duplicates (requests - distinct prompts) from the fake server's counters."""
     hashes = stats["prompt_sha256"]
-    return {"requests": stats["requests"], "distinct_prompts": len(set(hashes)), "duplicates": len(hashes) - len(set(hashes))}
+    return {
+        "requests": stats["requests"],
+        "distinct_prompts": len(set(hashes)),
+        "duplicates": len(hashes) - len(set(hashes)),
+    }
 
 
 def expected_seconds(n: int, concurrency: int, latency_s: float, rpm: float | None) -> float:

@@ -58,21 +58,39 @@ def write_leaderboard(folder: Path, systems: int, queries: int = QUERIES, seed: 
 def config(folder: Path, store: Path, experiment: str):
     from omegaconf import OmegaConf
 
-    return OmegaConf.create({
-        "experiment_name": experiment, "tracking_uri": f"sqlite:///{store}/mlflow.db", "artifact_root": f"{store}/artifacts",
-        "sweep_id": experiment, "force": False,
-        "results": {"dataset": "leaderboard", "data_dir": str(folder), "measure": "ndcg_cut_10",
-                    "judges": {j: {"files": f"{j}.eval", "family": f, "model": j} for j, f in JUDGES.items()},
-                    "runs": {"table": "runs.txt", "id_column": "run_id", "type_column": "type", "llm_column": "isLLM",
-                             "families": TYPES}},
-    })
+    return OmegaConf.create(
+        {
+            "experiment_name": experiment,
+            "tracking_uri": f"sqlite:///{store}/mlflow.db",
+            "artifact_root": f"{store}/artifacts",
+            "sweep_id": experiment,
+            "force": False,
+            "results": {
+                "dataset": "leaderboard",
+                "data_dir": str(folder),
+                "measure": "ndcg_cut_10",
+                "judges": {j: {"files": f"{j}.eval", "family": f, "model": j} for j, f in JUDGES.items()},
+                "runs": {
+                    "table": "runs.txt",
+                    "id_column": "run_id",
+                    "type_column": "type",
+                    "llm_column": "isLLM",
+                    "families": TYPES,
+                },
+            },
+        }
+    )
 
 
 def ensure_store(work: Path, systems: int, queries: int) -> tuple[Path, str, float]:
     """(store folder, experiment, seconds spent importing now: 0 when the store was there)."""
     from judgebench.jobs.import_results import run_import
 
-    folder, store, experiment = work / f"data_{systems}x{queries}", work / f"store_{systems}x{queries}", f"scale_{systems}"
+    folder, store, experiment = (
+        work / f"data_{systems}x{queries}",
+        work / f"store_{systems}x{queries}",
+        f"scale_{systems}",
+    )
     write_leaderboard(folder, systems, queries)
     started = time.perf_counter()
     outcome = run_import(config(folder, store, experiment))
@@ -81,9 +99,20 @@ def ensure_store(work: Path, systems: int, queries: int) -> tuple[Path, str, flo
 
 def time_compare(store: Path, experiment: str, out: Path, formats: str | None = None) -> float:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "judgebench.compare", f"experiment={experiment}",
-                           f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", *([f"format={formats}"] if formats else [])],
-                          capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "judgebench.compare",
+            f"experiment={experiment}",
+            f"tracking_uri=sqlite:///{store}/mlflow.db",
+            f"out={out}",
+            *([f"format={formats}"] if formats else []),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"compare failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return time.perf_counter() - started
@@ -110,9 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__.splitlines()[0])
     ap.add_argument("--systems", default="35,100,300", help="comma-separated numbers of systems")
     ap.add_argument("--queries", type=int, default=QUERIES)
-    ap.add_argument("--work", type=Path, default=REPO / ".cache" / "judgebench" / "compare_scaling",
-                    help="where the generated stores are kept (reused by the next run)")
-    ap.add_argument("--no-figures", action="store_true", help="also time compare without figures (format=md,csv,tex,html)")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=REPO / ".cache" / "judgebench" / "compare_scaling",
+        help="where the generated stores are kept (reused by the next run)",
+    )
+    ap.add_argument(
+        "--no-figures", action="store_true", help="also time compare without figures (format=md,csv,tex,html)"
+    )
     ap.add_argument("--profile", action="store_true", help="also profile compare in this process (largest size)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.systems.split(",")]
@@ -123,23 +158,41 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         store, experiment, imported = ensure_store(args.work, n, queries)
         seconds = time_compare(store, experiment, args.work / f"report_{n}x{queries}")
-        row = {"systems": n, "judges": len(JUDGES), "queries": queries, "cells": n * len(JUDGES),
-               "pairs": n * (n - 1) // 2, "import s": round(imported, 1) if imported else "(kept)",
-               "compare s": round(seconds, 1)}
+        row = {
+            "systems": n,
+            "judges": len(JUDGES),
+            "queries": queries,
+            "cells": n * len(JUDGES),
+            "pairs": n * (n - 1) // 2,
+            "import s": round(imported, 1) if imported else "(kept)",
+            "compare s": round(seconds, 1),
+        }
         if args.no_figures:
-            row["without figures s"] = round(time_compare(store, experiment, args.work / f"report_{n}x{queries}_nofig",
-                                                          "md,csv,tex,html"), 1)
+            row["without figures s"] = round(
+                time_compare(store, experiment, args.work / f"report_{n}x{queries}_nofig", "md,csv,tex,html"), 1
+            )
         rows.append(row)
-        print(f"{n} systems: compare {seconds:.1f} s" + (f", without figures {row['without figures s']} s"
-                                                          if args.no_figures else ""), flush=True)
+        print(
+            f"{n} systems: compare {seconds:.1f} s"
+            + (f", without figures {row['without figures s']} s" if args.no_figures else ""),
+            flush=True,
+        )
     base = rows[0]
     for r in rows:
         r["compare vs smallest"] = round(r["compare s"] / base["compare s"], 2)
-    md = table(rows, title="compare's wall time (own process, every format) by number of systems "
-                           f"(5 judges, {queries} queries; target: 300 systems <= {TARGET_S:.0f} s on 2 idle cores)")
+    md = table(
+        rows,
+        title="compare's wall time (own process, every format) by number of systems "
+        f"(5 judges, {queries} queries; target: 300 systems <= {TARGET_S:.0f} s on 2 idle cores)",
+    )
     print(md)
-    result = {"settings": {"systems": sizes, "queries": queries, "judges": list(JUDGES)}, "rows": rows, "markdown": md,
-              "uptime": os.popen("uptime").read().strip(), "machine": machine()}
+    result = {
+        "settings": {"systems": sizes, "queries": queries, "judges": list(JUDGES)},
+        "rows": rows,
+        "markdown": md,
+        "uptime": os.popen("uptime").read().strip(),
+        "machine": machine(),
+    }
     if args.profile:
         text = profile(*ensure_store(args.work, sizes[-1], queries)[:2], args.work / "report_profiled")
         print(text)

@@ -20,8 +20,10 @@ from pathlib import Path
 
 from benchmarks.common import REPO, parser, table, write_json
 
-STEPS = (("run", [sys.executable, str(REPO / "run.py"), "+experiment=quick"]),
-         ("compare", [sys.executable, "-m", "judgebench.compare", "experiment=quick"]))
+STEPS = (
+    ("run", [sys.executable, str(REPO / "run.py"), "+experiment=quick"]),
+    ("compare", [sys.executable, "-m", "judgebench.compare", "experiment=quick"]),
+)
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
@@ -49,9 +51,16 @@ def main(argv: list[str] | None = None) -> dict:
     rows.append({"step": "total", "seconds": total, "exit": 0})
     markdown = table(rows, ["step", "seconds", "exit"], title="First look: the quick demo and its report")  # printed
     print("\n".join(findings))
-    data = {"rows": rows, "total_s": total, "cells": int(cells.group(1)) if cells else None,
-            "cells_ran": int(cells.group(2)) if cells else None, "findings": findings, "report_html": report,
-            "quick": args.quick, "markdown": markdown}
+    data = {
+        "rows": rows,
+        "total_s": total,
+        "cells": int(cells.group(1)) if cells else None,
+        "cells_ran": int(cells.group(2)) if cells else None,
+        "findings": findings,
+        "report_html": report,
+        "quick": args.quick,
+        "markdown": markdown,
+    }
     write_json("first_look", data, args.out)
     return data
 

@@ -30,8 +30,12 @@ from pathlib import Path
 REFUSED = 2
 RANKT5_MODELS = ("Soyoung97/RankT5-base",)
 PRP_MODELS = ("google/flan-t5-xxl", "google/flan-t5-xl", "google/flan-t5-large")
-SHAPE_OF = {"Soyoung97/RankT5-base": "t5-base", "google/flan-t5-xxl": "flan-t5-xxl", "google/flan-t5-xl": "flan-t5-xl",
-            "google/flan-t5-large": "flan-t5-large"}
+SHAPE_OF = {
+    "Soyoung97/RankT5-base": "t5-base",
+    "google/flan-t5-xxl": "flan-t5-xxl",
+    "google/flan-t5-xl": "flan-t5-xl",
+    "google/flan-t5-large": "flan-t5-large",
+}
 H200_BF16_PEAK_TFLOPS = 989.0  # dense bf16 (H100/H200 SXM); the dry run's default assumes A100: 312 x 0.4
 
 
@@ -42,22 +46,52 @@ def refuse(message: str) -> int:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="launch/gpu_check.sh", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cpu", action="store_true", help="run on the CPU in float32 (the smoke test); default: refuse without a GPU")
-    ap.add_argument("--tiny", action="store_true", help="tiny random stand-ins and the bundled toy data: seconds, any machine")
+    ap.add_argument(
+        "--cpu", action="store_true", help="run on the CPU in float32 (the smoke test); default: refuse without a GPU"
+    )
+    ap.add_argument(
+        "--tiny", action="store_true", help="tiny random stand-ins and the bundled toy data: seconds, any machine"
+    )
     ap.add_argument("--queries", type=int, default=5, help="DL19 queries to rank (default 5)")
-    ap.add_argument("--rankt5-depth", type=int, default=100, help="RankT5 re-ranks this much of each pool (default 100)")
-    ap.add_argument("--prp-depth", type=int, default=20, help="PRP all pairs over this much of each pool (default 20: 380 prompts a query)")
-    ap.add_argument("--rankt5-model", help=f"hub id or directory (default {RANKT5_MODELS[0]} when cached, else a stand-in)")
-    ap.add_argument("--prp-model", help=f"hub id or directory (default: the first cached of {', '.join(PRP_MODELS)}, else a flan-t5-xxl stand-in)")
+    ap.add_argument(
+        "--rankt5-depth", type=int, default=100, help="RankT5 re-ranks this much of each pool (default 100)"
+    )
+    ap.add_argument(
+        "--prp-depth",
+        type=int,
+        default=20,
+        help="PRP all pairs over this much of each pool (default 20: 380 prompts a query)",
+    )
+    ap.add_argument(
+        "--rankt5-model", help=f"hub id or directory (default {RANKT5_MODELS[0]} when cached, else a stand-in)"
+    )
+    ap.add_argument(
+        "--prp-model",
+        help=f"hub id or directory (default: the first cached of {', '.join(PRP_MODELS)}, else a flan-t5-xxl stand-in)",
+    )
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--judge-pairs", type=int, help="DL19 label-set pairs for the judge check (default 1024; --tiny: 24)")
-    ap.add_argument("--judge-batch-tokens", type=int, nargs="+",
-                    help="token budgets of the judge check, 0 = the default from free memory "
-                         "(default 16384 65536 0; --tiny: 512 4096)")
+    ap.add_argument(
+        "--judge-pairs", type=int, help="DL19 label-set pairs for the judge check (default 1024; --tiny: 24)"
+    )
+    ap.add_argument(
+        "--judge-batch-tokens",
+        type=int,
+        nargs="+",
+        help="token budgets of the judge check, 0 = the default from free memory "
+        "(default 16384 65536 0; --tiny: 512 4096)",
+    )
     ap.add_argument("--skip-judge", action="store_true", help="leave out the decoder-judge check")
-    ap.add_argument("--data-dir", help="TREC DL files with passages/ "
-                         "(default JUDGEBENCH_TREC_DL_DIR, ../shared/data/trec-dl, shared/data/trec-dl)")
-    ap.add_argument("--peak-tflops", type=float, default=H200_BF16_PEAK_TFLOPS, help="the GPU's dense peak, for the utilisation printed")
+    ap.add_argument(
+        "--data-dir",
+        help="TREC DL files with passages/ "
+        "(default JUDGEBENCH_TREC_DL_DIR, ../shared/data/trec-dl, shared/data/trec-dl)",
+    )
+    ap.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=H200_BF16_PEAK_TFLOPS,
+        help="the GPU's dense peak, for the utilisation printed",
+    )
     ap.add_argument("--out", type=Path, help="also write the results as JSON here")
     return ap.parse_args(argv)
 
@@ -72,16 +106,27 @@ def dataset(args: argparse.Namespace):
         from judgebench.data.trec_dl import DEFAULT_FILES, load_trec_dl
 
         repo = Path(__file__).resolve().parents[1]
-        candidates = [args.data_dir, os.environ.get("JUDGEBENCH_TREC_DL_DIR"), repo.parent / "shared/data/trec-dl", repo / "shared/data/trec-dl"]
+        candidates = [
+            args.data_dir,
+            os.environ.get("JUDGEBENCH_TREC_DL_DIR"),
+            repo.parent / "shared/data/trec-dl",
+            repo / "shared/data/trec-dl",
+        ]
         found = [Path(c) for c in candidates if c and (Path(c) / DEFAULT_FILES[2019]["passages"]).is_file()]
         if not found:
-            raise SystemExit(refuse(f"no DL19 passages ({DEFAULT_FILES[2019]['passages']}) under --data-dir, JUDGEBENCH_TREC_DL_DIR, "
-                                    "../shared/data/trec-dl or shared/data/trec-dl"))
+            raise SystemExit(
+                refuse(
+                    f"no DL19 passages ({DEFAULT_FILES[2019]['passages']}) under --data-dir, JUDGEBENCH_TREC_DL_DIR, "
+                    "../shared/data/trec-dl or shared/data/trec-dl"
+                )
+            )
         full = load_trec_dl("dl19", 2019, data_dir=str(found[0]))
     keep = full.judged_queries()[: args.queries]
     pool = full.pool[full.pool["query_id"].isin(keep)]
     corpus = {d: full.corpus[d] for d in pool["doc_id"].unique()}
-    return Dataset(full.name, {q: full.queries[q] for q in keep}, full.qrels[full.qrels["query_id"].isin(keep)], corpus, pool)
+    return Dataset(
+        full.name, {q: full.queries[q] for q in keep}, full.qrels[full.qrels["query_id"].isin(keep)], corpus, pool
+    )
 
 
 def choose_model(asked: str | None, defaults: tuple[str, ...], tiny: bool) -> tuple[str | None, str]:
@@ -92,7 +137,7 @@ def choose_model(asked: str | None, defaults: tuple[str, ...], tiny: bool) -> tu
 
     if tiny:
         return None, "tiny"
-    for name in ([asked] if asked else list(defaults)):
+    for name in [asked] if asked else list(defaults):
         if Path(name).is_dir():
             return name, "directory"
         if isinstance(try_to_load_from_cache(name, "config.json", cache_dir=str(hub_cache_dir())), str):
@@ -124,24 +169,47 @@ def run_check(kind: str, model: str, label: str, ds, args, device: str, dtype: s
     load_s = time.perf_counter() - t0
     plan = ranker.planned_prompts(ds, ds.corpus)
     size = we.size_of(lm.model, lm.kind, "the loaded model")
-    work = we.estimate(plan, size, we.TokenCounter(str(Path(model).expanduser() if Path(model).exists() else model)),
-                       lm.max_input_tokens, lm.kind == "seq2seq", ranker.cache, we.GPUThroughput())
+    work = we.estimate(
+        plan,
+        size,
+        we.TokenCounter(str(Path(model).expanduser() if Path(model).exists() else model)),
+        lm.max_input_tokens,
+        lm.kind == "seq2seq",
+        ranker.cache,
+        we.GPUThroughput(),
+    )
     t1 = time.perf_counter()
     run = ranker.rank(ds, ds.corpus)
     if gpu:
         torch.cuda.synchronize()
     score_s = time.perf_counter() - t1
-    peak = torch.cuda.max_memory_allocated() / 2**30 if gpu else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    peak = (
+        torch.cuda.max_memory_allocated() / 2**30 if gpu else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    )
     ndcg = means(evaluate(run, {HUMAN: ds.qrels}, ds.judged_queries()))[HUMAN]
     tflops = work.cost.flops / score_s / 1e12
-    return {"check": kind, "model": model if label != "stand-in" else f"random {Path(model).name}", "weights": label,
-            "dtype": lm.dtype, "device": lm.device_name, "queries": len(ds.judged_queries()), "prompts": ranker.scored_now,
-            "planned_prompts": work.prompts, "input_tokens": work.input_tokens, "load_s": round(load_s, 1),
-            "score_s": round(score_s, 2), "prompts_per_s": round(ranker.scored_now / score_s, 1),
-            "peak_gib": round(peak, 2), "peak_is": "GPU max_memory_allocated" if gpu else "process max RSS",
-            "tflops": float(f"{tflops:.3g}"), "utilisation": round(tflops / args.peak_tflops, 3) if gpu else None,
-            "ndcg10": round(ndcg, 4), "ndcg_meaningful": label != "stand-in", "params_b": float(f"{size.total / 1e9:.3g}"),
-            "run": run[["query_id", "doc_id", "rank"]].values.tolist()}
+    return {
+        "check": kind,
+        "model": model if label != "stand-in" else f"random {Path(model).name}",
+        "weights": label,
+        "dtype": lm.dtype,
+        "device": lm.device_name,
+        "queries": len(ds.judged_queries()),
+        "prompts": ranker.scored_now,
+        "planned_prompts": work.prompts,
+        "input_tokens": work.input_tokens,
+        "load_s": round(load_s, 1),
+        "score_s": round(score_s, 2),
+        "prompts_per_s": round(ranker.scored_now / score_s, 1),
+        "peak_gib": round(peak, 2),
+        "peak_is": "GPU max_memory_allocated" if gpu else "process max RSS",
+        "tflops": float(f"{tflops:.3g}"),
+        "utilisation": round(tflops / args.peak_tflops, 3) if gpu else None,
+        "ndcg10": round(ndcg, 4),
+        "ndcg_meaningful": label != "stand-in",
+        "params_b": float(f"{size.total / 1e9:.3g}"),
+        "run": run[["query_id", "doc_id", "rank"]].values.tolist(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,29 +219,39 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         return refuse("this python has no torch")
     if not args.cpu and not torch.cuda.is_available():
-        return refuse(f"no CUDA GPU visible to torch {torch.__version__} (CUDA build: {torch.version.cuda or 'no'}); "
-                      "run it on a GPU node, or `launch/gpu_check.sh --cpu --tiny` for the CPU smoke test")
+        return refuse(
+            f"no CUDA GPU visible to torch {torch.__version__} (CUDA build: {torch.version.cuda or 'no'}); "
+            "run it on a GPU node, or `launch/gpu_check.sh --cpu --tiny` for the CPU smoke test"
+        )
     device, dtype = ("cpu", "float32") if args.cpu else ("cuda", "bfloat16")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a check never downloads: models come from HF_HOME or are stand-ins
+    from benchmarks.standin_models import build_t5
     from judgebench.llm.local.hub import hub_cache_dir
     from judgebench.llm.local.model_registry import REGISTRY
-
-    from benchmarks.standin_models import build_t5
 
     ds = dataset(args)
     gpu_name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
     import transformers
 
-    print(f"gpu_check: {gpu_name}, torch {torch.__version__}, transformers {transformers.__version__}, {dtype}; "
-          f"{len(ds.judged_queries())} {ds.name} queries; HF cache {hub_cache_dir()}", flush=True)
+    print(
+        f"gpu_check: {gpu_name}, torch {torch.__version__}, transformers {transformers.__version__}, {dtype}; "
+        f"{len(ds.judged_queries())} {ds.name} queries; HF cache {hub_cache_dir()}",
+        flush=True,
+    )
     rows, failed = [], 0
     with tempfile.TemporaryDirectory(prefix="gpu_check-") as tmp:
-        for kind, asked, defaults in (("rankt5", args.rankt5_model, RANKT5_MODELS), ("prp", args.prp_model, PRP_MODELS)):
+        for kind, asked, defaults in (
+            ("rankt5", args.rankt5_model, RANKT5_MODELS),
+            ("prp", args.prp_model, PRP_MODELS),
+        ):
             model, how = choose_model(asked, defaults, args.tiny)
             if model is None:
                 why = "--tiny" if args.tiny else "no model in the HF cache"
-                print(f"  {kind}: {why}: building a random-weight {how} stand-in "
-                      "(prompts/s and memory are real, nDCG is noise)", flush=True)
+                print(
+                    f"  {kind}: {why}: building a random-weight {how} stand-in "
+                    "(prompts/s and memory are real, nDCG is noise)",
+                    flush=True,
+                )
                 t0 = time.perf_counter()
                 model = str(build_t5(how, Path(tmp) / f"standin-{how}", list(ds.corpus.values()), device, dtype))
                 print(f"  {kind}: stand-in built in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -182,14 +260,19 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(run_check(kind, model, how, ds, args, device, dtype, Path(tmp) / "cache"))
             except Exception as exc:  # noqa: BLE001 - report the check and go on with the next
                 failed += 1
-                print(f"  {kind}: FAILED {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", flush=True)
+                print(
+                    f"  {kind}: FAILED {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", flush=True
+                )
                 continue
             r = rows[-1]
             util = f" ({r['utilisation']:.0%} of {args.peak_tflops:g})" if r["utilisation"] is not None else ""
             ndcg = f"{r['ndcg10']:.4f}" + ("" if r["ndcg_meaningful"] else " (random weights: noise)")
-            print(f"  {kind}: {r['model']} [{r['weights']}, {r['params_b']}B params, {r['dtype']} on {r['device']}]: "
-                  f"{r['prompts']} prompts in {r['score_s']} s = {r['prompts_per_s']} prompts/s, load {r['load_s']} s, "
-                  f"peak {r['peak_gib']} GiB ({r['peak_is']}), {r['tflops']} TFLOP/s{util}, nDCG@10 {ndcg}", flush=True)
+            print(
+                f"  {kind}: {r['model']} [{r['weights']}, {r['params_b']}B params, {r['dtype']} on {r['device']}]: "
+                f"{r['prompts']} prompts in {r['score_s']} s = {r['prompts_per_s']} prompts/s, load {r['load_s']} s, "
+                f"peak {r['peak_gib']} GiB ({r['peak_is']}), {r['tflops']} TFLOP/s{util}, nDCG@10 {ndcg}",
+                flush=True,
+            )
         REGISTRY.release_all()
         judge = None
         if not args.skip_judge:
@@ -201,14 +284,22 @@ def main(argv: list[str] | None = None) -> int:
                 judge = judge_check(ds, args, device, dtype, Path(tmp) / "judge")
             except Exception as exc:  # noqa: BLE001 - report the check and go on
                 failed += 1
-                print(f"  judge: FAILED {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", flush=True)
+                print(
+                    f"  judge: FAILED {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", flush=True
+                )
             REGISTRY.release_all()
         held = torch.cuda.memory_allocated() / 2**30 if device == "cuda" else None
-    print(f"gpu_check: after releasing every model: {len(REGISTRY)} loaded"
-          + (f", {held:.3f} GiB still allocated on the GPU" if held is not None else ""), flush=True)
+    print(
+        f"gpu_check: after releasing every model: {len(REGISTRY)} loaded"
+        + (f", {held:.3f} GiB still allocated on the GPU" if held is not None else ""),
+        flush=True,
+    )
     if args.out:
-        args.out.write_text(json.dumps({"device": gpu_name, "rows": rows, "judge": judge, "failed": failed,
-                                        "gpu_gib_after_release": held}))
+        args.out.write_text(
+            json.dumps(
+                {"device": gpu_name, "rows": rows, "judge": judge, "failed": failed, "gpu_gib_after_release": held}
+            )
+        )
     return 1 if failed else 0
 
 

@@ -29,8 +29,19 @@ from pathlib import Path
 from benchmarks.call_economy import env_for_jobs
 from benchmarks.common import REPO, parser, table, write_json
 
-SYSTEMS = ["oracle_perfect", "oracle_swap_1", "oracle_swap_1_2", "oracle_swap_2", "oracle_swap_2_3", "oracle_swap_3",
-           "simllm_1", "simllm_2", "simllm_3", "simllm_4", "simllm_5"]
+SYSTEMS = [
+    "oracle_perfect",
+    "oracle_swap_1",
+    "oracle_swap_1_2",
+    "oracle_swap_2",
+    "oracle_swap_2_3",
+    "oracle_swap_3",
+    "simllm_1",
+    "simllm_2",
+    "simllm_3",
+    "simllm_4",
+    "simllm_5",
+]
 STAGES = ["hydra", "dataset load", "ranking", "judging", "evaluation", "mlflow", "rest of cell"]
 EXPERIMENT = "grid_scaling"
 
@@ -64,8 +75,15 @@ def grid_args(work: Path, dataset: str, judges: str, cells: int) -> tuple[list[s
     """The multirun's arguments and its number of cells (systems x judges, the nearest to ``cells``)."""
     n_systems = min(10, max(1, cells // 2))
     n_judges = max(1, round(cells / n_systems))
-    args = ["-m", f"hydra.searchpath=[file://{REPO / 'benchmarks' / 'conf'}]", f"hydra.sweep.dir={work / 'multirun'}",
-            f"experiment_name={EXPERIMENT}", "progress=false", f"dataset={dataset}", f"+system={','.join(SYSTEMS[:n_systems])}"]
+    args = [
+        "-m",
+        f"hydra.searchpath=[file://{REPO / 'benchmarks' / 'conf'}]",
+        f"hydra.sweep.dir={work / 'multirun'}",
+        f"experiment_name={EXPERIMENT}",
+        "progress=false",
+        f"dataset={dataset}",
+        f"+system={','.join(SYSTEMS[:n_systems])}",
+    ]
     if judges == "simulated":
         args += ["judge=simulated", f"judge.seed=range(0,{n_judges})"]
     else:
@@ -88,18 +106,41 @@ def run_grid(dataset: str, judges: str, cells: int, compare: bool) -> dict:
         args, n = grid_args(work, dataset, judges, cells)
         timings = work / "timings.json"
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "benchmarks._grid_timer", str(timings), "--", *args], cwd=work,
-                              env={**env_for_jobs(), "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=7200)
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks._grid_timer", str(timings), "--", *args],
+            cwd=work,
+            env={**env_for_jobs(), "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=7200,
+        )
         wall = time.perf_counter() - started
         if done.returncode != 0:
             raise RuntimeError(f"{dataset}/{judges}/{n} grid failed ({done.returncode}):\n{done.stderr[-3000:]}")
         t = json.loads(timings.read_text())
-        out = {"dataset": dataset, "judges": judges, "cells": n, "wall_s": wall, **finished_runs(work), **summarize(t, wall)}
+        out = {
+            "dataset": dataset,
+            "judges": judges,
+            "cells": n,
+            "wall_s": wall,
+            **finished_runs(work),
+            **summarize(t, wall),
+        }
         if compare:
             started = time.perf_counter()
-            done = subprocess.run([str(Path(sys.executable).parent / "judgebench-compare"), f"experiment={EXPERIMENT}",
-                                   f"tracking_uri=sqlite:///{work}/mlruns/mlflow.db", f"out={work / 'compare-out'}"],
-                                  cwd=work, env=env_for_jobs(), capture_output=True, text=True, timeout=7200)
+            done = subprocess.run(
+                [
+                    str(Path(sys.executable).parent / "judgebench-compare"),
+                    f"experiment={EXPERIMENT}",
+                    f"tracking_uri=sqlite:///{work}/mlruns/mlflow.db",
+                    f"out={work / 'compare-out'}",
+                ],
+                cwd=work,
+                env=env_for_jobs(),
+                capture_output=True,
+                text=True,
+                timeout=7200,
+            )
             out["compare_s"] = time.perf_counter() - started
             if done.returncode != 0:
                 raise RuntimeError(f"compare failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -117,13 +158,21 @@ def summarize(t: dict, wall: float) -> dict:
     tenth = max(1, n // 10)
     first, last = sum(per_cell[:tenth]) / tenth, sum(per_cell[-tenth:]) / tenth
     return {
-        "timed_cells": n, "process_s": t["process_s"], "startup_s": t["process_s"] - t["launch_s"] - t["validate_s"],
-        "launch_s": t["launch_s"], "validate_s": t["validate_s"], "split_s": split, "split_sum_s": sum(split.values()),
+        "timed_cells": n,
+        "process_s": t["process_s"],
+        "startup_s": t["process_s"] - t["launch_s"] - t["validate_s"],
+        "launch_s": t["launch_s"],
+        "validate_s": t["validate_s"],
+        "split_s": split,
+        "split_sum_s": sum(split.values()),
         "outside_launch_s": sum(t["outside_launch"].values()),
-        "per_cell_s": (t["launch_s"] + t["validate_s"]) / max(1, n), "per_cell_split_s": {s: v / max(1, n) for s, v in split.items()},
+        "per_cell_s": (t["launch_s"] + t["validate_s"]) / max(1, n),
+        "per_cell_split_s": {s: v / max(1, n) for s, v in split.items()},
         "first_tenth_split_s": {s: sum(c[s] for c in cells[:tenth]) / tenth for s in STAGES},
         "last_tenth_split_s": {s: sum(c[s] for c in cells[-tenth:]) / tenth for s in STAGES},
-        "first_tenth_per_cell_s": first, "last_tenth_per_cell_s": last, "growth_within_grid": last / first if first else None,
+        "first_tenth_per_cell_s": first,
+        "last_tenth_per_cell_s": last,
+        "growth_within_grid": last / first if first else None,
     }
 
 
@@ -131,7 +180,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap = parser(__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100,300,1000", help="grid sizes in cells (comma-separated)")
     ap.add_argument("--datasets", default="toy,dl19", help="datasets (toy, dl19)")
-    ap.add_argument("--judges", default=None, help="judge kinds: simulated (seeds), file (qrels files); default both (--quick: simulated)")
+    ap.add_argument(
+        "--judges",
+        default=None,
+        help="judge kinds: simulated (seeds), file (qrels files); default both (--quick: simulated)",
+    )
     ap.add_argument("--no-compare", action="store_true", help="skip judgebench-compare")
     args = ap.parse_args(argv)
     sizes = [4] if args.quick else [int(s) for s in args.sizes.split(",")]
@@ -144,21 +197,33 @@ def main(argv: list[str] | None = None) -> dict:
                 g = run_grid(dataset, kind, size, compare=not args.no_compare)
                 grids.append(g)
                 pc = g["per_cell_split_s"]
-                row = {"dataset": dataset, "judges": kind, "cells": g["cells"], "finished": g["finished"],
-                       "start-up s": round(g["startup_s"], 1), "per cell s": round(g["per_cell_s"], 3),
-                       **{s: round(pc[s], 4) for s in STAGES},
-                       "last/first tenth": round(g["growth_within_grid"], 2) if g["growth_within_grid"] else "",
-                       "compare s": round(g["compare_s"], 1) if "compare_s" in g else ""}
+                row = {
+                    "dataset": dataset,
+                    "judges": kind,
+                    "cells": g["cells"],
+                    "finished": g["finished"],
+                    "start-up s": round(g["startup_s"], 1),
+                    "per cell s": round(g["per_cell_s"], 3),
+                    **{s: round(pc[s], 4) for s in STAGES},
+                    "last/first tenth": round(g["growth_within_grid"], 2) if g["growth_within_grid"] else "",
+                    "compare s": round(g["compare_s"], 1) if "compare_s" in g else "",
+                }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     for r in rows:  # growth across sizes: per-cell time and compare time per cell, relative to the smallest grid
         base = next(b for b in rows if b["dataset"] == r["dataset"] and b["judges"] == r["judges"])
         r["per cell vs smallest"] = round(r["per cell s"] / base["per cell s"], 2)
         if r["compare s"] != "" and base["compare s"]:
-            r["compare/cell vs smallest"] = round((r["compare s"] / r["cells"]) / (base["compare s"] / base["cells"]), 2)
+            r["compare/cell vs smallest"] = round(
+                (r["compare s"] / r["cells"]) / (base["compare s"] / base["cells"]), 2
+            )
     md = table(rows, title="Grid scaling: per-cell wall time by stage (s), compare over the same store")
-    out = {"settings": {"sizes": sizes, "datasets": datasets, "judges": kinds, "compare": not args.no_compare},
-           "grids": grids, "rows": rows, "markdown": md}
+    out = {
+        "settings": {"sizes": sizes, "datasets": datasets, "judges": kinds, "compare": not args.no_compare},
+        "grids": grids,
+        "rows": rows,
+        "markdown": md,
+    }
     write_json("grid_scaling", out, args.out)
     return out
 

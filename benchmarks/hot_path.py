@@ -60,7 +60,7 @@ class ForwardClock:
             ids, mask = kw.get("input_ids"), kw.get("attention_mask")
             if ids is not None:
                 self.computed += int(ids.numel())
-                self.real += int(mask[:, -ids.shape[1]:].sum()) if mask is not None else int(ids.numel())
+                self.real += int(mask[:, -ids.shape[1] :].sum()) if mask is not None else int(ids.numel())
             self.calls += 1
             out = inner(*args, **kw)
             self.cpu += time.process_time() - c0
@@ -89,7 +89,9 @@ def dataset(quick: bool, queries: int):
     pool = full.pool[full.pool["query_id"].isin(keep)]
     docs = set(pool["doc_id"]) | set(full.qrels[full.qrels["query_id"].isin(keep)]["doc_id"])
     corpus = {d: full.corpus[d] for d in docs if d in full.corpus}
-    return Dataset(full.name, {q: full.queries[q] for q in keep}, full.qrels[full.qrels["query_id"].isin(keep)], corpus, pool)
+    return Dataset(
+        full.name, {q: full.queries[q] for q in keep}, full.qrels[full.qrels["query_id"].isin(keep)], corpus, pool
+    )
 
 
 def t5_model(path: Path, texts: list[str]) -> str:
@@ -102,8 +104,18 @@ def t5_model(path: Path, texts: list[str]) -> str:
     words = ["Passage A Passage B Output Passage A or Passage B: Query: Document: relevant query passage"] * 200
     train_tokenizer([*texts, *words], path, T5_VOCAB)
     tok = AutoTokenizer.from_pretrained(path)
-    cfg = T5Config(vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
-                   pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id)
+    cfg = T5Config(
+        vocab_size=len(tok),
+        d_model=16,
+        d_kv=8,
+        d_ff=32,
+        num_layers=1,
+        num_decoder_layers=1,
+        num_heads=2,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        decoder_start_token_id=tok.pad_token_id,
+    )
     torch.manual_seed(0)
     with library_bars_off():
         T5ForConditionalGeneration(cfg).save_pretrained(path)
@@ -119,9 +131,18 @@ def causal_model(path: Path, texts: list[str]) -> str:
 
     train_causal_tokenizer(texts, path, 32000)
     fast = AutoTokenizer.from_pretrained(path)
-    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                      num_key_value_heads=1, max_position_embeddings=4096, pad_token_id=fast.pad_token_id,
-                      eos_token_id=fast.eos_token_id, tie_word_embeddings=False)
+    cfg = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=4096,
+        pad_token_id=fast.pad_token_id,
+        eos_token_id=fast.eos_token_id,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     with library_bars_off():
         LlamaForCausalLM(cfg).save_pretrained(path)
@@ -149,13 +170,18 @@ def tokenize_us(model: Any, texts: list[str], special: bool, times: int = 3) -> 
 
 def run_path(path: str, model_dir: str, ds, args, clock: ForwardClock, tmp: Path) -> dict:
     """Time one path through its real code, ``args.repeats`` times on an empty cache; the best is kept."""
+    from judgebench.judges.transformers_judge import TransformersJudge
+    from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX
     from judgebench.llm.prompts import fill
     from judgebench.rankers.prp import PRP_PROMPT, PRPRanker
     from judgebench.rankers.rankt5 import RankT5Ranker
-    from judgebench.judges.transformers_judge import TransformersJudge
-    from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX
 
-    spec = {"model": model_dir, "device": "cpu", "dtype": "float32", "max_input_tokens": 4096 if path == "judge" else 512}
+    spec = {
+        "model": model_dir,
+        "device": "cpu",
+        "dtype": "float32",
+        "max_input_tokens": 4096 if path == "judge" else 512,
+    }
     if args.batch_size:
         spec["batch_size"] = args.batch_size
     if args.batch_tokens:
@@ -184,19 +210,27 @@ def run_path(path: str, model_dir: str, ds, args, clock: ForwardClock, tmp: Path
     pool = ds.pool.sort_values(["query_id", "rank"])
     if path == "rankt5":
         head = pool[pool["rank"] <= args.rankt5_depth]
-        prompts = [fill(RankT5Ranker.prompt, {"query": ds.queries[q], "passage": ds.corpus[d]})
-                   for q, d in zip(head["query_id"], head["doc_id"])]
+        prompts = [
+            fill(RankT5Ranker.prompt, {"query": ds.queries[q], "passage": ds.corpus[d]})
+            for q, d in zip(head["query_id"], head["doc_id"])
+        ]
         texts, special = final_texts(lm, prompts, "")
     elif path == "prp":
         prompts = []
         for q, g in pool[pool["rank"] <= args.prp_depth].groupby("query_id", sort=False):
             docs = [ds.corpus[d] for d in g["doc_id"]]
-            prompts += [fill(PRP_PROMPT, {"query": ds.queries[q], "doc1": a, "doc2": b})
-                        for i, a in enumerate(docs) for j, b in enumerate(docs) if i != j]
+            prompts += [
+                fill(PRP_PROMPT, {"query": ds.queries[q], "doc1": a, "doc2": b})
+                for i, a in enumerate(docs)
+                for j, b in enumerate(docs)
+                if i != j
+            ]
         texts, special = final_texts(lm, prompts, "Passage")
     else:
-        prompts = [warm.template.render(query=ds.queries[q], passage=ds.corpus[d])
-                   for q, d in zip(label_set["query_id"], label_set["doc_id"])]
+        prompts = [
+            warm.template.render(query=ds.queries[q], passage=ds.corpus[d])
+            for q, d in zip(label_set["query_id"], label_set["doc_id"])
+        ]
         texts, special = final_texts(lm, prompts, UMBRELA_PREFIX)
     runs: list[dict] = []
     refs = [tokenize_us(lm, texts, special)]
@@ -207,34 +241,59 @@ def run_path(path: str, model_dir: str, ds, args, clock: ForwardClock, tmp: Path
         t0, c0 = time.perf_counter(), time.process_time()
         n = go(obj)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        runs.append({"prompts": n, "wall_s": wall, "model_s": clock.seconds, "computed": clock.computed,
-                     "real": clock.real, "forwards": clock.calls, "cpu_outside_s": cpu - clock.cpu})
+        runs.append(
+            {
+                "prompts": n,
+                "wall_s": wall,
+                "model_s": clock.seconds,
+                "computed": clock.computed,
+                "real": clock.real,
+                "forwards": clock.calls,
+                "cpu_outside_s": cpu - clock.cpu,
+            }
+        )
         refs.append(tokenize_us(lm, texts, special, times=1))
     best = min(runs, key=lambda row: row["wall_s"] - row["model_s"])
     tok, tok_cpu = min(t for t, _ in refs), min(c for _, c in refs)
     outside = 1e6 * (best["wall_s"] - best["model_s"]) / max(1, best["prompts"])
     cpu_outside = 1e6 * min(row["cpu_outside_s"] for row in runs) / max(1, best["prompts"])
     tokens = lm.tokenizer(texts[: min(200, len(texts))], add_special_tokens=special)["input_ids"]
-    return {"path": path, "prompts": best["prompts"], "us_per_prompt": round(outside, 1),
-            "tokenize_us_per_prompt": round(tok, 1), "ratio": round(outside / tok, 2),
-            "cpu_us_per_prompt": round(cpu_outside, 1), "tokenize_cpu_us_per_prompt": round(tok_cpu, 1),
-            "cpu_ratio": round(cpu_outside / tok_cpu, 2),
-            "padding_waste": round(1 - best["real"] / best["computed"], 4) if best["computed"] else 0.0,
-            "tokens_per_prompt": round(sum(map(len, tokens)) / max(1, len(tokens)), 1),
-            "model_ms_per_prompt": round(1e3 * best["model_s"] / max(1, best["prompts"]), 3),
-            "wall_s": round(best["wall_s"], 3), "batches_tokens_computed": best["computed"], "tokens_real": best["real"],
-            "batch_size": lm.batch_size, "batch_tokens": lm.batch_tokens, "forwards": best["forwards"]}
+    return {
+        "path": path,
+        "prompts": best["prompts"],
+        "us_per_prompt": round(outside, 1),
+        "tokenize_us_per_prompt": round(tok, 1),
+        "ratio": round(outside / tok, 2),
+        "cpu_us_per_prompt": round(cpu_outside, 1),
+        "tokenize_cpu_us_per_prompt": round(tok_cpu, 1),
+        "cpu_ratio": round(cpu_outside / tok_cpu, 2),
+        "padding_waste": round(1 - best["real"] / best["computed"], 4) if best["computed"] else 0.0,
+        "tokens_per_prompt": round(sum(map(len, tokens)) / max(1, len(tokens)), 1),
+        "model_ms_per_prompt": round(1e3 * best["model_s"] / max(1, best["prompts"]), 3),
+        "wall_s": round(best["wall_s"], 3),
+        "batches_tokens_computed": best["computed"],
+        "tokens_real": best["real"],
+        "batch_size": lm.batch_size,
+        "batch_tokens": lm.batch_tokens,
+        "forwards": best["forwards"],
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = parser(__doc__.split("\n\n")[0])
     ap.add_argument("--queries", type=int, default=10, help="DL19 queries (their pools and label set)")
     ap.add_argument("--rankt5-depth", type=int, default=100)
-    ap.add_argument("--prp-depth", type=int, default=20, help="PRP all pairs over this much of each pool (n(n-1) prompts a query)")
+    ap.add_argument(
+        "--prp-depth", type=int, default=20, help="PRP all pairs over this much of each pool (n(n-1) prompts a query)"
+    )
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per path, each on an empty cache (best kept)")
     ap.add_argument("--batch-size", type=int, default=None, help="model_spec.batch_size (default: the spec's default)")
-    ap.add_argument("--batch-tokens", type=int, default=16384,
-                    help="model_spec.batch_tokens (default 16384, batches as a GPU's token budget makes them; 0: the CPU's rows)")
+    ap.add_argument(
+        "--batch-tokens",
+        type=int,
+        default=16384,
+        help="model_spec.batch_tokens (default 16384, batches as a GPU's token budget makes them; 0: the CPU's rows)",
+    )
     ap.add_argument("--paths", nargs="+", default=["rankt5", "prp", "judge"])
     args = ap.parse_args(argv)
     if args.quick:
@@ -252,24 +311,45 @@ def main(argv: list[str] | None = None) -> dict:
             row = run_path(path, causal if path == "judge" else t5, ds, args, clock, Path(tmp))
             row["meets_target"] = bool(row["ratio"] <= RATIO_TARGET and row["padding_waste"] <= WASTE_TARGET)
             rows.append(row)
-            print(f"{path:>7}: {row['us_per_prompt']:.0f} µs/prompt outside the model, the tokenizer "
-                  f"{row['tokenize_us_per_prompt']:.0f} µs (ratio {row['ratio']:.2f}), padding waste "
-                  f"{row['padding_waste']:.1%}, {row['prompts']} prompts; CPU time {row['cpu_us_per_prompt']:.0f} vs "
-                  f"{row['tokenize_cpu_us_per_prompt']:.0f} µs (ratio {row['cpu_ratio']:.2f})", flush=True)
+            print(
+                f"{path:>7}: {row['us_per_prompt']:.0f} µs/prompt outside the model, the tokenizer "
+                f"{row['tokenize_us_per_prompt']:.0f} µs (ratio {row['ratio']:.2f}), padding waste "
+                f"{row['padding_waste']:.1%}, {row['prompts']} prompts; CPU time {row['cpu_us_per_prompt']:.0f} vs "
+                f"{row['tokenize_cpu_us_per_prompt']:.0f} µs (ratio {row['cpu_ratio']:.2f})",
+                flush=True,
+            )
     from judgebench.llm.local.model_registry import REGISTRY
 
     REGISTRY.release_all()
-    md = table(rows, ["path", "prompts", "tokens_per_prompt", "us_per_prompt", "tokenize_us_per_prompt", "ratio",
-                      "cpu_ratio", "padding_waste", "model_ms_per_prompt", "forwards", "batch_tokens", "meets_target"],
-               "Per-prompt work outside the model vs one batch call of the fast tokenizer (CPU)")
-    out = {"settings": {k: v for k, v in vars(args).items() if k != "out"} | {"dataset": ds.name},
-           "targets": {"ratio": RATIO_TARGET, "padding_waste": WASTE_TARGET},
-           "notes": "us_per_prompt = (wall - seconds inside model.forward) / prompts, best of --repeats runs on an empty "
-                    "call cache; tokenize_us_per_prompt = one batch call of the model's fast tokenizer on the same final "
-                    "texts (best of 3 before the runs and one after each); cpu_*: the same in process CPU seconds (all "
-                    "threads; what the load of other processes does not inflate), best of the runs; padding_waste = pad "
-                    "share of the tokens in the tensors the forwards received",
-           "rows": rows, "markdown": md}
+    md = table(
+        rows,
+        [
+            "path",
+            "prompts",
+            "tokens_per_prompt",
+            "us_per_prompt",
+            "tokenize_us_per_prompt",
+            "ratio",
+            "cpu_ratio",
+            "padding_waste",
+            "model_ms_per_prompt",
+            "forwards",
+            "batch_tokens",
+            "meets_target",
+        ],
+        "Per-prompt work outside the model vs one batch call of the fast tokenizer (CPU)",
+    )
+    out = {
+        "settings": {k: v for k, v in vars(args).items() if k != "out"} | {"dataset": ds.name},
+        "targets": {"ratio": RATIO_TARGET, "padding_waste": WASTE_TARGET},
+        "notes": "us_per_prompt = (wall - seconds inside model.forward) / prompts, best of --repeats runs on an empty "
+        "call cache; tokenize_us_per_prompt = one batch call of the model's fast tokenizer on the same final "
+        "texts (best of 3 before the runs and one after each); cpu_*: the same in process CPU seconds (all "
+        "threads; what the load of other processes does not inflate), best of the runs; padding_waste = pad "
+        "share of the tokens in the tensors the forwards received",
+        "rows": rows,
+        "markdown": md,
+    }
     write_json("hot_path", out, args.out)
     return out
 

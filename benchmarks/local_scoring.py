@@ -62,7 +62,9 @@ def child(spec: dict) -> dict:
 
     rss0 = _rss_mb()
     t0 = time.perf_counter()
-    model = TransformersModel(spec["model_dir"], device="cpu", batch_size=spec["batch"], max_input_tokens=spec.get("max_input_tokens"))
+    model = TransformersModel(
+        spec["model_dir"], device="cpu", batch_size=spec["batch"], max_input_tokens=spec.get("max_input_tokens")
+    )
     load_s = time.perf_counter() - t0
     rss_loaded = _rss_mb()
     triples = _pairs(spec["pairs"])
@@ -70,7 +72,10 @@ def child(spec: dict) -> dict:
         prompts = [model.render(RG_PROMPT, {"query": q, "passage": p}, "passage")[0] for q, p, _ in triples]
         args = dict(candidates=["Yes", "No"])
     else:
-        prompts = [model.render(PRP_PROMPT, {"query": q, "doc1": a, "doc2": b}, "doc2", forced_prefix="Passage")[0] for q, a, b in triples]
+        prompts = [
+            model.render(PRP_PROMPT, {"query": q, "doc1": a, "doc2": b}, "doc2", forced_prefix="Passage")[0]
+            for q, a, b in triples
+        ]
         args = dict(candidates=[" A", " B"], forced_prefix="Passage")
     warm = model.next_token_logprobs(prompts[: min(2, len(prompts))], **args)  # first-call costs out of the timing
     assert warm.shape[1] == 2
@@ -83,12 +88,19 @@ def child(spec: dict) -> dict:
         assert lp.shape == (len(prompts), 2)
     seconds = min(timings)
     return {
-        "prompts": len(prompts), "seconds": seconds, "all_seconds": [round(t, 3) for t in timings], "ms_per_prompt": 1000 * seconds / len(prompts),
-        "input_tokens": model.usage.input_tokens, "batches": model.usage.batches,
-        "tokens_per_prompt": model.usage.input_tokens / len(prompts), "load_s": load_s,
-        "rss_before_mb": rss0, "rss_loaded_mb": rss_loaded,
+        "prompts": len(prompts),
+        "seconds": seconds,
+        "all_seconds": [round(t, 3) for t in timings],
+        "ms_per_prompt": 1000 * seconds / len(prompts),
+        "input_tokens": model.usage.input_tokens,
+        "batches": model.usage.batches,
+        "tokens_per_prompt": model.usage.input_tokens / len(prompts),
+        "load_s": load_s,
+        "rss_before_mb": rss0,
+        "rss_loaded_mb": rss_loaded,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "torch_threads": torch.get_num_threads(), "params": sum(p.numel() for p in model.model.parameters()),
+        "torch_threads": torch.get_num_threads(),
+        "params": sum(p.numel() for p in model.model.parameters()),
     }
 
 
@@ -96,7 +108,9 @@ def model_dirs(quick: bool, tmp: Path) -> dict[str, str]:
     sys.path.insert(0, str(REPO / "tests" / "helpers"))
     from tiny_models import BASE_WORDS, tiny_causal  # noqa: F401 - tests/helpers/tiny_models.py (another engineer's)
 
-    words = sorted({w.strip(".,\"'?!:;()").lower() for q, a, b in _pairs(64) for w in f"{q} {a} {b}".split()} - set(BASE_WORDS))
+    words = sorted(
+        {w.strip(".,\"'?!:;()").lower() for q, a, b in _pairs(64) for w in f"{q} {a} {b}".split()} - set(BASE_WORDS)
+    )
     dirs = {"tiny-llama": str(tiny_causal(tmp, vocab_extra=words[:2000]))}
     if not quick:
         from judgebench.llm.local.smollm2 import smollm2_model_dir
@@ -109,7 +123,9 @@ def model_dirs(quick: bool, tmp: Path) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> dict:
     ap = parser(__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=32, help="prompts per measurement")
-    ap.add_argument("--repeats", type=int, default=2, help="timed passes per measurement (best is kept); SmolLM2 gets 1")
+    ap.add_argument(
+        "--repeats", type=int, default=2, help="timed passes per measurement (best is kept); SmolLM2 gets 1"
+    )
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--child", type=str, default=None, help="internal: one measurement (JSON spec)")
     args = ap.parse_args(argv)
@@ -124,33 +140,76 @@ def main(argv: list[str] | None = None) -> dict:
         for name, path in dirs.items():
             for task in TASKS:
                 for b in args.batches:
-                    spec = {"model_dir": path, "task": task, "batch": b, "pairs": args.pairs,
-                            "repeats": args.repeats if name.startswith("tiny") else 1,  # SmolLM2: ~1 s/forward on 2 cores
-                            "max_input_tokens": 512 if name.startswith("tiny") else None}
+                    spec = {
+                        "model_dir": path,
+                        "task": task,
+                        "batch": b,
+                        "pairs": args.pairs,
+                        "repeats": args.repeats if name.startswith("tiny") else 1,  # SmolLM2: ~1 s/forward on 2 cores
+                        "max_input_tokens": 512 if name.startswith("tiny") else None,
+                    }
                     if args.quick:  # in this process: seconds, not minutes (peak RSS is then the process's)
                         m = child({**spec, "repeats": 1})
                     else:
-                        done = subprocess.run([sys.executable, "-m", "benchmarks.local_scoring", "--child", json.dumps(spec)],
-                                              cwd=REPO, capture_output=True, text=True, timeout=1800)
+                        done = subprocess.run(
+                            [sys.executable, "-m", "benchmarks.local_scoring", "--child", json.dumps(spec)],
+                            cwd=REPO,
+                            capture_output=True,
+                            text=True,
+                            timeout=1800,
+                        )
                         line = next((out for out in done.stdout.splitlines() if out.startswith("RESULT ")), None)
                         if done.returncode != 0 or line is None:
                             raise RuntimeError(f"{name}/{task}/batch {b} failed:\n{done.stderr[-3000:]}")
                         m = json.loads(line[7:])
-                    rows.append({"model": name, "task": task, "batch": b, **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in m.items()}})
-                    print(f"{name:>13} {task} batch {b:>2}: {m['ms_per_prompt']:.1f} ms/prompt "
-                          f"({m['tokens_per_prompt']:.0f} tokens/prompt), peak RSS {m['peak_rss_mb']:.0f} MB", flush=True)
+                    rows.append(
+                        {
+                            "model": name,
+                            "task": task,
+                            "batch": b,
+                            **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in m.items()},
+                        }
+                    )
+                    print(
+                        f"{name:>13} {task} batch {b:>2}: {m['ms_per_prompt']:.1f} ms/prompt "
+                        f"({m['tokens_per_prompt']:.0f} tokens/prompt), peak RSS {m['peak_rss_mb']:.0f} MB",
+                        flush=True,
+                    )
     for r in rows:
-        base = next(x for x in rows if x["model"] == r["model"] and x["task"] == r["task"] and x["batch"] == min(args.batches))
+        base = next(
+            x for x in rows if x["model"] == r["model"] and x["task"] == r["task"] and x["batch"] == min(args.batches)
+        )
         r["speedup_vs_batch1"] = round(base["ms_per_prompt"] / r["ms_per_prompt"], 2)
         r["ms_per_pair"] = round(r["ms_per_prompt"] * (2 if r["task"] == "prp" else 1), 2)
-    md = table(rows, ["model", "task", "batch", "tokens_per_prompt", "ms_per_prompt", "ms_per_pair", "speedup_vs_batch1",
-                      "peak_rss_mb", "rss_loaded_mb"],
-               "Local scoring on CPU (TransformersModel.next_token_logprobs; PRP pair = 2 prompts)")
-    out = {"settings": {"pairs": args.pairs, "batches": args.batches, "repeats": args.repeats, "quick": args.quick, "models": list(dirs)},
-           "notes": "each row in a fresh process (--quick: all in one); ms_per_prompt = best of --repeats timed passes (1 "
-                    "for SmolLM2), model "
-                    "loading and a 2-prompt warm-up excluded; peak_rss_mb is the process's ru_maxrss (loading included)",
-           "rows": rows, "markdown": md}
+    md = table(
+        rows,
+        [
+            "model",
+            "task",
+            "batch",
+            "tokens_per_prompt",
+            "ms_per_prompt",
+            "ms_per_pair",
+            "speedup_vs_batch1",
+            "peak_rss_mb",
+            "rss_loaded_mb",
+        ],
+        "Local scoring on CPU (TransformersModel.next_token_logprobs; PRP pair = 2 prompts)",
+    )
+    out = {
+        "settings": {
+            "pairs": args.pairs,
+            "batches": args.batches,
+            "repeats": args.repeats,
+            "quick": args.quick,
+            "models": list(dirs),
+        },
+        "notes": "each row in a fresh process (--quick: all in one); ms_per_prompt = best of --repeats timed passes (1 "
+        "for SmolLM2), model "
+        "loading and a 2-prompt warm-up excluded; peak_rss_mb is the process's ru_maxrss (loading included)",
+        "rows": rows,
+        "markdown": md,
+    }
     write_json("local_scoring", out, args.out)
     return out
 

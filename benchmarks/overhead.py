@@ -28,31 +28,69 @@ from pathlib import Path
 from benchmarks.call_economy import PERTURBATIONS, RANKERS, env_for_jobs
 from benchmarks.common import REPO, parser, table, write_json
 
-SYSTEMS = ["bm25"] + [f"oracle_{p}" for p in PERTURBATIONS] + ["rankgpt_gpt35", "rankvicuna_7b"] + [f"simllm_{i}" for i in range(1, 6)]
+SYSTEMS = (
+    ["bm25"]
+    + [f"oracle_{p}" for p in PERTURBATIONS]
+    + ["rankgpt_gpt35", "rankvicuna_7b"]
+    + [f"simllm_{i}" for i in range(1, 6)]
+)
 
 # direct callees of pipeline.run_job and of run_cell (the stages run_job hands its resolved cell to), by (module
 # path fragment, function name) -> phase
 PHASES = [
     ("metrics", [("judgebench/metrics/", ""), ("judgebench/evaluation.py", "")]),  # evaluation: the nDCG of every qrels
-    ("MLflow (store, runs, params, metrics, artifacts)", [("judgebench/tracking/__init__.py", ""), ("mlflow/", ""), ("judgebench/jobs/common.py", "file_text"), ("judgebench/jobs/common.py", "frame_text")]),
+    (
+        "MLflow (store, runs, params, metrics, artifacts)",
+        [
+            ("judgebench/tracking/__init__.py", ""),
+            ("mlflow/", ""),
+            ("judgebench/jobs/common.py", "file_text"),
+            ("judgebench/jobs/common.py", "frame_text"),
+        ],
+    ),
     ("judging", [("judgebench/judges/", "judge")]),
     ("ranking (+ perturbation, cut)", [("judgebench/rankers/", "")]),
     ("dataset load", [("judgebench/jobs/common.py", "load_dataset"), ("judgebench/data/", "")]),
-    ("config (instantiate, hash, to_container, yaml)", [("hydra/", ""), ("omegaconf/", ""), ("judgebench/jobs/common.py", "config_hash"), ("judgebench/jobs/cell.py", "")]),
+    (
+        "config (instantiate, hash, to_container, yaml)",
+        [
+            ("hydra/", ""),
+            ("omegaconf/", ""),
+            ("judgebench/jobs/common.py", "config_hash"),
+            ("judgebench/jobs/cell.py", ""),
+        ],
+    ),
 ]
 
 
 def grid_cmd(kind: str, quick: bool, sweep_dir: Path) -> list[str]:
-    common = [sys.executable, str(REPO / "run.py"), "-m", f"hydra.searchpath=[file://{REPO / 'benchmarks' / 'conf'}]",
-              "judge=human,simulated", "progress=false", f"hydra.sweep.dir={sweep_dir}"]
+    common = [
+        sys.executable,
+        str(REPO / "run.py"),
+        "-m",
+        f"hydra.searchpath=[file://{REPO / 'benchmarks' / 'conf'}]",
+        "judge=human,simulated",
+        "progress=false",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
     if quick:  # seconds: the toy dataset, 2 systems, 1 judge
         common[common.index("judge=human,simulated")] = "judge=human"
         if kind == "systems":
             return common + ["+experiment=paper_grid", "dataset=toy", "+system=oracle_swap_1"]
-        return common + ["experiment_name=paper_grid", "dataset=toy", "ranker=bm25,oracle", "perturbation=perfect,swap_1"]
+        return common + [
+            "experiment_name=paper_grid",
+            "dataset=toy",
+            "ranker=bm25,oracle",
+            "perturbation=perfect,swap_1",
+        ]
     if kind == "systems":
         return common + ["+experiment=paper_grid"]
-    return common + ["experiment_name=paper_grid", "dataset=dl19,dl20", f"ranker={','.join(RANKERS)}", f"perturbation={','.join(PERTURBATIONS)}"]
+    return common + [
+        "experiment_name=paper_grid",
+        "dataset=dl19,dl20",
+        f"ranker={','.join(RANKERS)}",
+        f"perturbation={','.join(PERTURBATIONS)}",
+    ]
 
 
 def run_grid(kind: str, quick: bool, profile: Path | None = None) -> dict:
@@ -73,8 +111,12 @@ def run_grid(kind: str, quick: bool, profile: Path | None = None) -> dict:
         runs = client.search_runs([exp.experiment_id], "tags.`judgebench.kind` = 'job'", max_results=10000)
         # one row per launched cell in the sweep summary ("  #3   finished  job 5120_3  ..."; no job id locally)
         launched = sum(1 for line in done.stderr.splitlines() + done.stdout.splitlines() if re.match(r"  #\d+ ", line))
-        return {"seconds": seconds, "finished_runs": sum(r.info.status == "FINISHED" for r in runs), "launches": launched,
-                "metrics_wall_s": sum(r.data.metrics.get("wall_time_s", 0) for r in runs)}
+        return {
+            "seconds": seconds,
+            "finished_runs": sum(r.info.status == "FINISHED" for r in runs),
+            "launches": launched,
+            "metrics_wall_s": sum(r.data.metrics.get("wall_time_s", 0) for r in runs),
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -123,9 +165,13 @@ def split_profile(path: Path) -> dict:
         **phases,
     }
     return {
-        "profile_total_s": total, "run_job_total_s": job_total, "jobs_launched": jobs,
-        "hydra_load_sweep_config_s": compose, "hydra_load_sweep_config_calls": composes,
-        "split_s": split, "top_run_job_callees_s": dict(sorted(callees.items(), key=lambda kv: -kv[1])[:12]),
+        "profile_total_s": total,
+        "run_job_total_s": job_total,
+        "jobs_launched": jobs,
+        "hydra_load_sweep_config_s": compose,
+        "hydra_load_sweep_config_calls": composes,
+        "split_s": split,
+        "top_run_job_callees_s": dict(sorted(callees.items(), key=lambda kv: -kv[1])[:12]),
     }
 
 
@@ -137,11 +183,18 @@ def main(argv: list[str] | None = None) -> dict:
     timings = {}
     if args.quick:
         args.skip_cartesian = True
-    for kind in ([] if args.quick else ["systems"] if args.skip_cartesian else ["cartesian", "systems"]):
+    for kind in [] if args.quick else ["systems"] if args.skip_cartesian else ["cartesian", "systems"]:
         m = run_grid(kind, args.quick)
         timings[kind] = m
-        rows.append({"grid": kind, "launches": m["launches"], "finished_runs": m["finished_runs"], "wall_s": round(m["seconds"], 1),
-                     "s_per_finished_run": round(m["seconds"] / max(1, m["finished_runs"]), 2)})
+        rows.append(
+            {
+                "grid": kind,
+                "launches": m["launches"],
+                "finished_runs": m["finished_runs"],
+                "wall_s": round(m["seconds"], 1),
+                "s_per_finished_run": round(m["seconds"] / max(1, m["finished_runs"]), 2),
+            }
+        )
         print(f"{kind}: {m['launches']} launches, {m['finished_runs']} runs in {m['seconds']:.1f} s", flush=True)
     with tempfile.TemporaryDirectory(prefix="jb-overhead-prof-") as tmp:
         prof = Path(tmp) / "grid.prof"
@@ -149,22 +202,46 @@ def main(argv: list[str] | None = None) -> dict:
         split = split_profile(prof)
     if args.quick:  # the profiled run is the only one
         timings["systems (profiled)"] = m
-        rows.append({"grid": "systems (under cProfile)", "launches": m["launches"], "finished_runs": m["finished_runs"],
-                     "wall_s": round(m["seconds"], 1), "s_per_finished_run": round(m["seconds"] / max(1, m["finished_runs"]), 2)})
+        rows.append(
+            {
+                "grid": "systems (under cProfile)",
+                "launches": m["launches"],
+                "finished_runs": m["finished_runs"],
+                "wall_s": round(m["seconds"], 1),
+                "s_per_finished_run": round(m["seconds"] / max(1, m["finished_runs"]), 2),
+            }
+        )
     total = split["profile_total_s"]
-    split_rows = [{"phase": k, "seconds": round(v, 2), "share": round(v / total, 3)} for k, v in split["split_s"].items()]
+    split_rows = [
+        {"phase": k, "seconds": round(v, 2), "share": round(v / total, 3)} for k, v in split["split_s"].items()
+    ]
     metrics_s = split["split_s"]["metrics"]
     outside = total - metrics_s
-    md = table(rows, ["grid", "launches", "finished_runs", "wall_s", "s_per_finished_run"], "Grid wall time (human + simulated judges)")
-    md += "\n\n" + table(split_rows, ["phase", "seconds", "share"], f"Where the time goes (systems grid under cProfile, {total:.0f} s)")
-    print(f"\nshare outside metrics: {outside / total:.1%}; Hydra load_sweep_config: "
-          f"{split['hydra_load_sweep_config_calls']} calls, "
-          f"{split['hydra_load_sweep_config_s']:.1f} s")
+    md = table(
+        rows,
+        ["grid", "launches", "finished_runs", "wall_s", "s_per_finished_run"],
+        "Grid wall time (human + simulated judges)",
+    )
+    md += "\n\n" + table(
+        split_rows, ["phase", "seconds", "share"], f"Where the time goes (systems grid under cProfile, {total:.0f} s)"
+    )
+    print(
+        f"\nshare outside metrics: {outside / total:.1%}; Hydra load_sweep_config: "
+        f"{split['hydra_load_sweep_config_calls']} calls, "
+        f"{split['hydra_load_sweep_config_s']:.1f} s"
+    )
     print("top direct callees of pipeline.run_job (s):")
     for k, v in split["top_run_job_callees_s"].items():
         print(f"  {v:7.2f}  {k}")
-    out = {"settings": {"quick": args.quick, "judges": ["human", "simulated"]}, "grids": timings, "rows": rows,
-           "profile": split, "share_outside_metrics": round(outside / total, 3), "split_rows": split_rows, "markdown": md}
+    out = {
+        "settings": {"quick": args.quick, "judges": ["human", "simulated"]},
+        "grids": timings,
+        "rows": rows,
+        "profile": split,
+        "share_outside_metrics": round(outside / total, 3),
+        "split_rows": split_rows,
+        "markdown": md,
+    }
     write_json("overhead", out, args.out)
     return out
 

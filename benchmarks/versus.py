@@ -35,21 +35,32 @@ UMBRELA_VERSION = "0.0.7"
 UMBRELA_VENV = Path(os.environ.get("UMBRELA_VENV", "/tmp/umbrela-venv"))
 
 
-async def _bare(base_url: str, prompts: list[str], concurrency: int, system: str | None, transport: str) -> tuple[float, float]:
+async def _bare(
+    base_url: str, prompts: list[str], concurrency: int, system: str | None, transport: str
+) -> tuple[float, float]:
     import openai
 
     from judgebench.llm.remote.http_transport import openai_http_client
 
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-dummy-for-the-fake-server", max_retries=0,
-                                http_client=openai_http_client(transport))
+    client = openai.AsyncOpenAI(
+        base_url=base_url,
+        api_key="sk-dummy-for-the-fake-server",
+        max_retries=0,
+        http_client=openai_http_client(transport),
+    )
     sem = asyncio.Semaphore(concurrency)
     messages_head = [{"role": "system", "content": system}] if system else []
 
     async def one(prompt: str) -> str:
         async with sem:
             resp = await client.chat.completions.create(
-                model=MODEL, messages=messages_head + [{"role": "user", "content": prompt}],
-                temperature=0.0, top_p=1.0, max_tokens=64, frequency_penalty=0.0)
+                model=MODEL,
+                messages=messages_head + [{"role": "user", "content": prompt}],
+                temperature=0.0,
+                top_p=1.0,
+                max_tokens=64,
+                frequency_penalty=0.0,
+            )
             return resp.choices[0].message.content or ""
 
     started, cpu = time.perf_counter(), time.process_time()
@@ -60,8 +71,9 @@ async def _bare(base_url: str, prompts: list[str], concurrency: int, system: str
     return seconds, cpu
 
 
-def bare_client(base_url: str, prompts: list[str], concurrency: int, system: str | None = None,
-                transport: str = "aiohttp") -> tuple[float, float]:
+def bare_client(
+    base_url: str, prompts: list[str], concurrency: int, system: str | None = None, transport: str = "aiohttp"
+) -> tuple[float, float]:
     """(wall seconds, client CPU seconds) of the bare loop on the SDK's `transport` (aiohttp or httpx)."""
     return asyncio.run(_bare(base_url, prompts, concurrency, system, transport))
 
@@ -109,13 +121,19 @@ def render_prompts(dataset, pairs) -> list[str]:
     from judgebench.llm.prompts import load_prompt
 
     template = load_prompt("umbrela_bing")
-    return [template.render(query=dataset.queries[q], passage=dataset.corpus[d]) for q, d in zip(pairs["query_id"], pairs["doc_id"])]
+    return [
+        template.render(query=dataset.queries[q], passage=dataset.corpus[d])
+        for q, d in zip(pairs["query_id"], pairs["doc_id"])
+    ]
 
 
 # ------------------------------------------------------------------------------------------- UMBRELA
 
+
 def _pip(venv: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(venv / "bin" / "python"), "-m", "pip", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def ensure_umbrela_venv(venv: Path = UMBRELA_VENV) -> tuple[Path | None, str]:
@@ -133,10 +151,16 @@ def ensure_umbrela_venv(venv: Path = UMBRELA_VENV) -> tuple[Path | None, str]:
         return py, f"reused {venv}"
     try:
         shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([getattr(sys, "_base_executable", None) or "python3", "-m", "venv", str(venv)],
-                       check=True, capture_output=True, timeout=300)
-        for args in (["install", "-q", "--no-deps", f"umbrela=={UMBRELA_VERSION}"],
-                     ["install", "-q", f"openai=={openai_version}", "tqdm", "setuptools<81"]):  # 0.0.7 imports pkg_resources
+        subprocess.run(
+            [getattr(sys, "_base_executable", None) or "python3", "-m", "venv", str(venv)],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        for args in (
+            ["install", "-q", "--no-deps", f"umbrela=={UMBRELA_VERSION}"],
+            ["install", "-q", f"openai=={openai_version}", "tqdm", "setuptools<81"],
+        ):  # 0.0.7 imports pkg_resources
             done = _pip(venv, *args)
             if done.returncode != 0:
                 return None, f"pip {' '.join(args)} failed: {done.stderr.strip().splitlines()[-1:]}"
@@ -150,7 +174,9 @@ def ensure_umbrela_venv(venv: Path = UMBRELA_VENV) -> tuple[Path | None, str]:
 def newest_umbrela_on_pypi(py: Path | None) -> str | None:
     if py is None:
         return None
-    done = subprocess.run([str(py), "-m", "pip", "index", "versions", "umbrela"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(py), "-m", "pip", "index", "versions", "umbrela"], capture_output=True, text=True, timeout=120
+    )
     m = re.search(r"Available versions:\s*([^\n]+)", done.stdout)
     return m.group(1).split(",")[0].strip() if m else None
 
@@ -164,12 +190,25 @@ def run_umbrela(py: Path, base_url: str, dataset, pairs) -> dict:
         queries.append({"query": dataset.queries[q], "passages": [dataset.corpus[d] for d in group["doc_id"]]})
     with tempfile.TemporaryDirectory(prefix="jb-umbrela-") as tmp:
         src, dst = Path(tmp) / "in.json", Path(tmp) / "out.json"
-        src.write_text(json.dumps({"prompt_file": str(PACKAGED / "umbrela_bing.txt"), "model": MODEL, "queries": queries}))
-        env = {**os.environ, "OPEN_AI_API_KEY": "sk-dummy-for-the-fake-server", "AZURE_OPENAI_API_VERSION": "", "AZURE_OPENAI_API_BASE": "",
-               "DEPLOYMENT_NAME": MODEL, "OPENAI_BASE_URL": base_url}
+        src.write_text(
+            json.dumps({"prompt_file": str(PACKAGED / "umbrela_bing.txt"), "model": MODEL, "queries": queries})
+        )
+        env = {
+            **os.environ,
+            "OPEN_AI_API_KEY": "sk-dummy-for-the-fake-server",
+            "AZURE_OPENAI_API_VERSION": "",
+            "AZURE_OPENAI_API_BASE": "",
+            "DEPLOYMENT_NAME": MODEL,
+            "OPENAI_BASE_URL": base_url,
+        }
         started = time.perf_counter()
-        done = subprocess.run([str(py), str(Path(__file__).with_name("_umbrela_runner.py")), str(src), str(dst)],
-                              env=env, capture_output=True, text=True, timeout=3600)
+        done = subprocess.run(
+            [str(py), str(Path(__file__).with_name("_umbrela_runner.py")), str(src), str(dst)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         process_seconds = time.perf_counter() - started
         if done.returncode != 0:
             raise RuntimeError(f"UMBRELA runner failed: {done.stderr[-2000:]}")
@@ -177,18 +216,22 @@ def run_umbrela(py: Path, base_url: str, dataset, pairs) -> dict:
     stated = [parse_label(j["prediction"]) for j in res["judgments"]]
     correct = sum(1 for j, s in zip(res["judgments"], stated) if s is not None and j["judgment"] == s)
     return {
-        "version": res["version"], "pairs": len(res["judgments"]), "seconds": res["seconds"],
+        "version": res["version"],
+        "pairs": len(res["judgments"]),
+        "seconds": res["seconds"],
         "process_seconds": process_seconds,
         # its parser wants '"final score": N' (JSON); an answer it cannot parse silently becomes label 0
         "labels_parsed": len(res["judgments"]) - res["invalid_lines"],
         "labels_equal_to_stated_score": correct,
-        "answers_stating_a_score": sum(s is not None for s in stated), "invalid_response_prints": res["invalid_lines"],
+        "answers_stating_a_score": sum(s is not None for s in stated),
+        "invalid_response_prints": res["invalid_lines"],
         "sample_answer": res["judgments"][0]["prediction"] if res["judgments"] else None,
         "sample_label": res["judgments"][0]["judgment"] if res["judgments"] else None,
     }
 
 
 # ------------------------------------------------------------------------------------------- main
+
 
 def _median_rate(n: int, runs: list[tuple[float, float]]) -> tuple[float, float]:
     """(pairs/s of the median wall time, median client CPU ms per pair)."""
@@ -203,14 +246,26 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[32, 64])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-umbrela", action="store_true")
-    ap.add_argument("--layouts", nargs="+", default=["default"], choices=["default", "files", "segments"],
-                    help="cache layouts LLMJudge writes (default: what a new cache gets); the first is the headline")
-    ap.add_argument("--transports", nargs="+", default=["aiohttp", "httpx"], choices=["aiohttp", "httpx"],
-                    help="the SDK's HTTP clients; the bare loop and LLMJudge run on each; the first is the headline")
+    ap.add_argument(
+        "--layouts",
+        nargs="+",
+        default=["default"],
+        choices=["default", "files", "segments"],
+        help="cache layouts LLMJudge writes (default: what a new cache gets); the first is the headline",
+    )
+    ap.add_argument(
+        "--transports",
+        nargs="+",
+        default=["aiohttp", "httpx"],
+        choices=["aiohttp", "httpx"],
+        help="the SDK's HTTP clients; the bare loop and LLMJudge run on each; the first is the headline",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.pairs, args.umbrela_pairs, args.latency, args.concurrency, args.repeats = 60, 10, 0.01, [8], 1
-    os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-for-the-fake-server")  # not a word of any path: secrets are scrubbed from text
+    os.environ.setdefault(
+        "OPENAI_API_KEY", "sk-dummy-for-the-fake-server"
+    )  # not a word of any path: secrets are scrubbed from text
 
     from judgebench.testing.fake_process import FakeLLMServer
 
@@ -220,9 +275,18 @@ def main(argv: list[str] | None = None) -> dict:
     n = len(pairs)
     head_t, head_l = args.transports[0], args.layouts[0]
     ceiling_rows, umbrela_rows, notes = [], [], []
-    result: dict = {"settings": {"pairs": n, "umbrela_pairs": args.umbrela_pairs, "latency_s": args.latency,
-                                 "concurrency": args.concurrency, "repeats": args.repeats, "quick": args.quick,
-                                 "layouts": args.layouts, "transports": args.transports}}
+    result: dict = {
+        "settings": {
+            "pairs": n,
+            "umbrela_pairs": args.umbrela_pairs,
+            "latency_s": args.latency,
+            "concurrency": args.concurrency,
+            "repeats": args.repeats,
+            "quick": args.quick,
+            "layouts": args.layouts,
+            "transports": args.transports,
+        }
+    }
     # LLMJudge runs: every layout on the headline transport, every other transport on the headline layout
     judge_runs = [(head_t, layout) for layout in args.layouts] + [(t, head_l) for t in args.transports[1:]]
     with FakeLLMServer(latency_s=args.latency) as srv:
@@ -255,12 +319,19 @@ def main(argv: list[str] | None = None) -> dict:
                 with cache_writes(mode), cache_layout(head_l):
                     diag[mode] = n / judge_pairs(url, dataset, pairs, c, None, http_transport=head_t)["seconds"]
             row = {
-                "concurrency": c, "pairs": n, "transport": head_t, "layout": head_l,
+                "concurrency": c,
+                "pairs": n,
+                "transport": head_t,
+                "layout": head_l,
                 "server_latency_ms": round(srv.stats()["config"]["latency_s"] * 1000, 3),  # what the server applied
-                "bare_client_per_s": round(head_bare, 1), "llmjudge_per_s": round(head_judge, 1),
-                "llmjudge_vs_bare": round(head_judge / head_bare, 3), "bound_per_s": round(bound, 1),
-                "bare_efficiency": round(head_bare / bound, 3), "llmjudge_efficiency": round(head_judge / bound, 3),
-                "llmjudge_no_fsync_per_s": round(diag["no-fsync"], 1), "llmjudge_no_cache_writes_per_s": round(diag["none"], 1),
+                "bare_client_per_s": round(head_bare, 1),
+                "llmjudge_per_s": round(head_judge, 1),
+                "llmjudge_vs_bare": round(head_judge / head_bare, 3),
+                "bound_per_s": round(bound, 1),
+                "bare_efficiency": round(head_bare / bound, 3),
+                "llmjudge_efficiency": round(head_judge / bound, 3),
+                "llmjudge_no_fsync_per_s": round(diag["no-fsync"], 1),
+                "llmjudge_no_cache_writes_per_s": round(diag["none"], 1),
                 "bare_runs_s": [round(s, 3) for s, _ in bare[head_t]],
                 "llmjudge_runs_s": [round(s, 3) for s, _ in judged[(head_t, head_l)]],
                 "http_clients": {t: name for t, name in sorted(clients)},
@@ -275,9 +346,12 @@ def main(argv: list[str] | None = None) -> dict:
                 for bt, (brate, _) in bare_rate.items():  # each judge run against the bare loop on each transport
                     row[f"{who}_vs_bare_{bt}"] = round(rate / brate, 3)
             ceiling_rows.append(row)
-            per_run = ", ".join(f"{t}/{layout} {rate:.1f}/s ("
-                                + ", ".join(f"{rate / brate:.3f} of bare {bt}" for bt, (brate, _) in bare_rate.items()) + ")"
-                                for (t, layout), (rate, _) in judge_rate.items())
+            per_run = ", ".join(
+                f"{t}/{layout} {rate:.1f}/s ("
+                + ", ".join(f"{rate / brate:.3f} of bare {bt}" for bt, (brate, _) in bare_rate.items())
+                + ")"
+                for (t, layout), (rate, _) in judge_rate.items()
+            )
             bares = ", ".join(f"{t} {rate:.1f}/s" for t, (rate, _) in bare_rate.items())
             print(f"concurrency {c}: bare {bares}; LLMJudge {per_run} (bound {bound:.0f}/s)", flush=True)
         result["ceiling"] = ceiling_rows
@@ -285,7 +359,9 @@ def main(argv: list[str] | None = None) -> dict:
         # (b) UMBRELA, and the shape of its newer async judge; every ratio at equal concurrency, on the same pairs
         sub = pairs.iloc[: args.umbrela_pairs]
         srv.reset()
-        jb_sub = judge_pairs(url, dataset, sub, 8, None, http_transport=head_t)  # its configured default concurrency (8)
+        jb_sub = judge_pairs(
+            url, dataset, sub, 8, None, http_transport=head_t
+        )  # its configured default concurrency (8)
         jb_sub_rate = len(sub) / jb_sub["seconds"]
         best_c = max(ceiling_rows, key=lambda r: r["llmjudge_per_s"]) if ceiling_rows else None
         umbrela: dict = {"requested": not args.skip_umbrela}
@@ -305,21 +381,37 @@ def main(argv: list[str] | None = None) -> dict:
                 u["per_s"] = u["pairs"] / u["seconds"]
                 umbrela["v0.0.7"] = u
                 srv.reset()
-                jb_c1 = judge_pairs(url, dataset, sub, 1, None, http_transport=head_t)  # UMBRELA 0.0.7 sends one at a time
+                jb_c1 = judge_pairs(
+                    url, dataset, sub, 1, None, http_transport=head_t
+                )  # UMBRELA 0.0.7 sends one at a time
                 ratios["llmjudge_vs_umbrela_0.0.7_c1"] = round(u["seconds"] / jb_c1["seconds"], 2)
-                umbrela_rows.append({"judge": f"UMBRELA {u['version']} (sync)", "concurrency": 1, "pairs": u["pairs"],
-                                     "per_s": round(u["per_s"], 1),
-                                     "labels_parsed_correctly": f"{u['labels_parsed']}/{u['pairs']} parsed; the rest became 0 "
-                                                                f"({u['labels_equal_to_stated_score']} right by chance)"})
-                umbrela_rows.append({"judge": "judgebench LLMJudge", "concurrency": 1, "pairs": len(sub),
-                                     "per_s": round(len(sub) / jb_c1["seconds"], 1),
-                                     "labels_parsed_correctly": f"{jb_c1['labels']}/{len(sub)}"})
+                umbrela_rows.append(
+                    {
+                        "judge": f"UMBRELA {u['version']} (sync)",
+                        "concurrency": 1,
+                        "pairs": u["pairs"],
+                        "per_s": round(u["per_s"], 1),
+                        "labels_parsed_correctly": f"{u['labels_parsed']}/{u['pairs']} parsed; the rest became 0 "
+                        f"({u['labels_equal_to_stated_score']} right by chance)",
+                    }
+                )
+                umbrela_rows.append(
+                    {
+                        "judge": "judgebench LLMJudge",
+                        "concurrency": 1,
+                        "pairs": len(sub),
+                        "per_s": round(len(sub) / jb_c1["seconds"], 1),
+                        "labels_parsed_correctly": f"{jb_c1['labels']}/{len(sub)}",
+                    }
+                )
             newest = newest_umbrela_on_pypi(py)
             umbrela["newest_on_pypi"] = newest
             if newest in (None, UMBRELA_VERSION):
-                umbrela["async"] = ("skipped: the newest UMBRELA on PyPI is %s (synchronous); the async judge "
-                                    "(GPTJudge(max_concurrency=8), Python >= 3.12) exists only in the castorini/umbrela "
-                                    "GitHub source, which this machine cannot reach" % (newest or "unknown"))
+                umbrela["async"] = (
+                    "skipped: the newest UMBRELA on PyPI is %s (synchronous); the async judge "
+                    "(GPTJudge(max_concurrency=8), Python >= 3.12) exists only in the castorini/umbrela "
+                    "GitHub source, which this machine cannot reach" % (newest or "unknown")
+                )
             else:
                 umbrela["async"] = f"skipped: PyPI has umbrela {newest}; installing it is not automated here yet"
             notes.append(f"UMBRELA async judge {umbrela['async']}")
@@ -327,25 +419,60 @@ def main(argv: list[str] | None = None) -> dict:
         # stand-in for UMBRELA's newer judge: the same shape (AsyncOpenAI, gather under Semaphore(8), a system
         # message), written here, not its code; on the same pairs and transport as LLMJudge at concurrency 8
         srv.reset()
-        shaped_s, _ = bare_client(url, render_prompts(dataset, sub), 8, system="You are a helpful assistant.", transport=head_t)
+        shaped_s, _ = bare_client(
+            url, render_prompts(dataset, sub), 8, system="You are a helpful assistant.", transport=head_t
+        )
         shaped_rate = len(sub) / shaped_s
-        umbrela_rows.append({"judge": "AsyncOpenAI + Semaphore(8) (shape of UMBRELA's async judge; stand-in)",
-                             "concurrency": 8, "pairs": len(sub), "per_s": round(shaped_rate, 1), "labels_parsed_correctly": "n/a"})
-        umbrela_rows.append({"judge": "judgebench LLMJudge", "concurrency": 8, "pairs": len(sub), "per_s": round(jb_sub_rate, 1),
-                             "labels_parsed_correctly": f"{jb_sub['labels']}/{len(sub)}"})
+        umbrela_rows.append(
+            {
+                "judge": "AsyncOpenAI + Semaphore(8) (shape of UMBRELA's async judge; stand-in)",
+                "concurrency": 8,
+                "pairs": len(sub),
+                "per_s": round(shaped_rate, 1),
+                "labels_parsed_correctly": "n/a",
+            }
+        )
+        umbrela_rows.append(
+            {
+                "judge": "judgebench LLMJudge",
+                "concurrency": 8,
+                "pairs": len(sub),
+                "per_s": round(jb_sub_rate, 1),
+                "labels_parsed_correctly": f"{jb_sub['labels']}/{len(sub)}",
+            }
+        )
         ratios["llmjudge_vs_async_shaped_c8"] = round(jb_sub_rate / shaped_rate, 2)
         if best_c:  # context, not a ratio: what concurrency adds
-            umbrela_rows.append({"judge": "judgebench LLMJudge", "concurrency": best_c["concurrency"], "pairs": n,
-                                 "per_s": best_c["llmjudge_per_s"], "labels_parsed_correctly": f"{n}/{n}"})
+            umbrela_rows.append(
+                {
+                    "judge": "judgebench LLMJudge",
+                    "concurrency": best_c["concurrency"],
+                    "pairs": n,
+                    "per_s": best_c["llmjudge_per_s"],
+                    "labels_parsed_correctly": f"{n}/{n}",
+                }
+            )
         umbrela["ratios"] = ratios
         result["umbrela"] = umbrela
     vs_cols = [f"llmjudge_{t}_{layout}_vs_bare_{bt}" for t, layout in judge_runs for bt in args.transports]
-    md_a = table(ceiling_rows, ["concurrency", "pairs", "bare_client_per_s", "llmjudge_per_s", "llmjudge_vs_bare", *vs_cols,
-                                *[f"bare_{t}_cpu_ms_per_pair" for t in args.transports],
-                                *[f"llmjudge_{t}_{layout}_cpu_ms_per_pair" for t, layout in judge_runs],
-                                "bound_per_s", "llmjudge_no_fsync_per_s", "llmjudge_no_cache_writes_per_s"],
-                 f"(a) LLMJudge ({head_t}, {head_l} layout) vs a bare AsyncOpenAI loop, {round(args.latency * 1000)} ms "
-                 f"latency (median of {args.repeats})")
+    md_a = table(
+        ceiling_rows,
+        [
+            "concurrency",
+            "pairs",
+            "bare_client_per_s",
+            "llmjudge_per_s",
+            "llmjudge_vs_bare",
+            *vs_cols,
+            *[f"bare_{t}_cpu_ms_per_pair" for t in args.transports],
+            *[f"llmjudge_{t}_{layout}_cpu_ms_per_pair" for t, layout in judge_runs],
+            "bound_per_s",
+            "llmjudge_no_fsync_per_s",
+            "llmjudge_no_cache_writes_per_s",
+        ],
+        f"(a) LLMJudge ({head_t}, {head_l} layout) vs a bare AsyncOpenAI loop, {round(args.latency * 1000)} ms "
+        f"latency (median of {args.repeats})",
+    )
     md_b = table(umbrela_rows, ["judge", "concurrency", "pairs", "per_s", "labels_parsed_correctly"], "(b) vs UMBRELA")
     for k, v in ratios.items():
         print(f"{k}: {v}")

@@ -26,6 +26,7 @@ def measure(n: int, concurrency: list[int], latency: float) -> dict:
     from benchmarks.common import synthetic_dataset
     from benchmarks.throughput import judge_pairs
     from benchmarks.versus import bare_client, render_prompts
+
     try:
         from judgebench.testing.fake_process import FakeLLMServer
     except ModuleNotFoundError:  # a checkout from before the fake server was split
@@ -53,20 +54,32 @@ def _run_in(tree: Path, layout: str, args) -> dict | None:
     env["PYTHONPATH"] = f"{tree}/src:{REPO}"  # the checkout's judgebench, this checkout's measuring code
     if layout:
         env["JUDGEBENCH_CACHE_LAYOUT"] = layout
-    cmd = [sys.executable, "-m", "benchmarks.versus_trees", "--child", "--pairs", str(args.pairs), "--latency", str(args.latency),
-           "--concurrency", *map(str, args.concurrency)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.versus_trees",
+        "--child",
+        "--pairs",
+        str(args.pairs),
+        "--latency",
+        str(args.latency),
+        "--concurrency",
+        *map(str, args.concurrency),
+    ]
     for _ in range(3):  # a connect timeout on an overloaded machine ends a bare run (no retries): measure again
         done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
         lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
         if lines:
-            return json.loads(lines[-1][len("RESULT "):])
+            return json.loads(lines[-1][len("RESULT ") :])
         print(f"  {tree}: measurement failed: {(done.stderr.strip().splitlines() or ['?'])[-1][:200]}", flush=True)
     return None
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = parser(__doc__.split("\n\n")[0])
-    ap.add_argument("--trees", nargs="+", default=["this=."], help="label=checkout[:layout] (layout: files or segments)")
+    ap.add_argument(
+        "--trees", nargs="+", default=["this=."], help="label=checkout[:layout] (layout: files or segments)"
+    )
     ap.add_argument("--pairs", type=int, default=1000)
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[32, 64])
@@ -90,13 +103,29 @@ def main(argv: list[str] | None = None) -> dict:
             if got:
                 runs[label].append(got)
                 print(f"round {r} {label}: " + ", ".join(f"c={c} {v['ratio']:.3f}" for c, v in got.items()), flush=True)
-    rows = [{"tree": label, "concurrency": c, "median_judge_vs_bare": round(statistics.median(o[str(c)]["ratio"] for o in outs), 3),
-             "ratios": [round(o[str(c)]["ratio"], 3) for o in outs]}
-            for label, outs in runs.items() if outs for c in args.concurrency]
-    md = table(rows, ["tree", "concurrency", "median_judge_vs_bare", "ratios"],
-               f"LLMJudge / bare AsyncOpenAI, {round(args.latency * 1000)} ms, {args.pairs} pairs "
-               f"(median of {args.rounds} alternating rounds)")
-    result = {"settings": {k: v for k, v in vars(args).items() if k not in ("out", "child")}, "rows": rows, "runs": runs, "markdown": md}
+    rows = [
+        {
+            "tree": label,
+            "concurrency": c,
+            "median_judge_vs_bare": round(statistics.median(o[str(c)]["ratio"] for o in outs), 3),
+            "ratios": [round(o[str(c)]["ratio"], 3) for o in outs],
+        }
+        for label, outs in runs.items()
+        if outs
+        for c in args.concurrency
+    ]
+    md = table(
+        rows,
+        ["tree", "concurrency", "median_judge_vs_bare", "ratios"],
+        f"LLMJudge / bare AsyncOpenAI, {round(args.latency * 1000)} ms, {args.pairs} pairs "
+        f"(median of {args.rounds} alternating rounds)",
+    )
+    result = {
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "child")},
+        "rows": rows,
+        "runs": runs,
+        "markdown": md,
+    }
     write_json("versus_trees", result, args.out)
     return result
 

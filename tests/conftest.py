@@ -24,17 +24,37 @@ from shared_data import need_module, need_shared  # noqa: F401  (tests used to i
 # 2 cores, 2026-12-03; a module not listed keeps its place after these. xdist would otherwise order modules
 # by their number of tests (pyproject sets --no-loadscope-reorder), which put test_wheel's 2 tests, 15 s, last.
 LONGEST_FIRST = {
-    "test_bad_input.py": 81, "test_compare.py": 49, "test_benchmarks.py": 44, "test_slurm.py": 40,
-    "test_model_loading.py": 37, "test_evaluation.py": 36, "test_calibration.py": 34, "test_labels_only.py": 22,
-    "test_concurrency.py": 22, "test_comparisons_cannot_mix.py": 21, "test_reliability.py": 20,
-    "test_preflight.py": 19, "test_dry_run_and_rewrites.py": 19, "test_architecture.py": 18, "test_pipeline.py": 17,
-    "test_wheel.py": 15, "test_qrels_file.py": 15, "test_model_download.py": 15,
+    "test_bad_input.py": 81,
+    "test_compare.py": 49,
+    "test_benchmarks.py": 44,
+    "test_slurm.py": 40,
+    "test_model_loading.py": 37,
+    "test_evaluation.py": 36,
+    "test_calibration.py": 34,
+    "test_labels_only.py": 22,
+    "test_concurrency.py": 22,
+    "test_comparisons_cannot_mix.py": 21,
+    "test_reliability.py": 20,
+    "test_preflight.py": 19,
+    "test_dry_run_and_rewrites.py": 19,
+    "test_architecture.py": 18,
+    "test_pipeline.py": 17,
+    "test_wheel.py": 15,
+    "test_qrels_file.py": 15,
+    "test_model_download.py": 15,
 }
 
 SLOW_LONGEST_FIRST = {  # the same for `-m slow`
-    "test_slurm.py": 150, "test_reliability.py": 140, "test_benchmarks.py": 130, "test_llama_cpp_server.py": 100,
-    "test_transformers_model.py": 90, "test_bm25.py": 47, "test_report_html.py": 47, "test_rank_job.py": 35,
-    "test_content_bias.py": 31, "test_work_estimate.py": 30,
+    "test_slurm.py": 150,
+    "test_reliability.py": 140,
+    "test_benchmarks.py": 130,
+    "test_llama_cpp_server.py": 100,
+    "test_transformers_model.py": 90,
+    "test_bm25.py": 47,
+    "test_report_html.py": 47,
+    "test_rank_job.py": 35,
+    "test_content_bias.py": 31,
+    "test_work_estimate.py": 30,
 }
 
 
@@ -64,6 +84,7 @@ def pytest_collection_modifyitems(config, items):
     """Order modules by :data:`LONGEST_FIRST` (a stable sort: tests keep their order inside a module)."""
     seconds = SLOW_LONGEST_FIRST if config.getoption("markexpr", "").strip() == "slow" else LONGEST_FIRST
     items.sort(key=lambda item: -seconds.get(item.path.name, 0))
+
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -120,7 +141,7 @@ def premigrated_mlflow_stores(tmp_path_factory):
 
     def from_template(tracking_uri: str) -> None:
         if tracking_uri.startswith("sqlite:///") and not getattr(from_template, "off", False):
-            db = Path(tracking_uri[len("sqlite:///"):])
+            db = Path(tracking_uri[len("sqlite:///") :])
             if not db.exists():
                 part = db.with_name(f".{db.name}.{os.getpid()}.copy")
                 try:  # copied aside, then linked into place: two children racing never overwrite an opened store
@@ -150,9 +171,11 @@ def _real_mlflow_schema(request, premigrated_mlflow_stores):
     premigrated_mlflow_stores.off = False
 
 
-TOY_GRID = ["+system=bm25,oracle_perfect,oracle_swap_3,oracle_swap_2,oracle_swap_1,"
-            "oracle_swap_2_3,oracle_swap_1_2,simulated_llm",
-            "judge=human,simulated,simulated_unbiased"]
+TOY_GRID = [
+    "+system=bm25,oracle_perfect,oracle_swap_3,oracle_swap_2,oracle_swap_1,"
+    "oracle_swap_2_3,oracle_swap_1_2,simulated_llm",
+    "judge=human,simulated,simulated_unbiased",
+]
 
 
 @pytest.fixture(scope="session")
@@ -178,8 +201,18 @@ def toy_grid_store(tmp_path_factory) -> Path:
         if not done.exists():
             shutil.rmtree(tmp, ignore_errors=True)  # what a failed build left
             tmp.mkdir()
-            res = cli_runner.run(["-m", *TOY_GRID, "experiment_name=grid", "progress=false", f"hydra.sweep.dir={tmp}/multirun",
-                                  f"cache_dir={tmp}/cache"], cwd=tmp, timeout=600)
+            res = cli_runner.run(
+                [
+                    "-m",
+                    *TOY_GRID,
+                    "experiment_name=grid",
+                    "progress=false",
+                    f"hydra.sweep.dir={tmp}/multirun",
+                    f"cache_dir={tmp}/cache",
+                ],
+                cwd=tmp,
+                timeout=600,
+            )
             assert res.rc == 0, str(res)
             done.touch()
     return tmp
@@ -211,4 +244,3 @@ def converted_smollm2(tmp_path_factory) -> Path:
     assert path == shared / MODEL_SUBDIR and (path / "model.safetensors").is_file()
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]  # the atomic rename left no temp dir
     return path
-

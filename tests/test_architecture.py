@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _doc_block(after: str, lang: str) -> str:
     """The first fenced block of language ``lang`` after the heading ``after`` in docs/architecture.md."""
     doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
-    section = doc[doc.index(after):]
+    section = doc[doc.index(after) :]
     return textwrap.dedent(re.search(rf"```{lang}\n(.*?)```", section, re.S).group(1))
 
 
@@ -35,14 +35,27 @@ def test_add_a_judge_as_the_doc_says(tmp_path, tmp_path_factory):
     # step 3: run it beside the human judge, then compare
     store = cli_runner.warm_store(tmp_path_factory)
     env = {**os.environ, "PYTHONPATH": f"{pkg}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    args = ["-m", "judge=human,always_two", "ranker=oracle,bm25", "experiment_name=newcomer", "progress=false",
-            f"hydra.searchpath=[file://{tmp_path / 'myconf'}]", f"tracking_uri=sqlite:///{store}/mlflow.db",
-            f"artifact_root={store}/artifacts", f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/multirun"]
+    args = [
+        "-m",
+        "judge=human,always_two",
+        "ranker=oracle,bm25",
+        "experiment_name=newcomer",
+        "progress=false",
+        f"hydra.searchpath=[file://{tmp_path / 'myconf'}]",
+        f"tracking_uri=sqlite:///{store}/mlflow.db",
+        f"artifact_root={store}/artifacts",
+        f"cache_dir={tmp_path}/cache",
+        f"hydra.sweep.dir={tmp_path}/multirun",
+    ]
     res = cli_runner.run(args, cwd=tmp_path, env=env, fresh=True)
     assert res.rc == 0, str(res)
     out = tmp_path / "report"
-    res = cli_runner.run(["experiment=newcomer", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", "bootstrap=0", "log=false"],
-                         cwd=tmp_path, env=env, module="judgebench.compare")
+    res = cli_runner.run(
+        ["experiment=newcomer", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", "bootstrap=0", "log=false"],
+        cwd=tmp_path,
+        env=env,
+        module="judgebench.compare",
+    )
     assert res.rc == 0, str(res)
     t1 = pd.read_csv(out / "table1_toy.csv", index_col="system")
     assert "always_two" in t1.columns
@@ -58,7 +71,11 @@ def test_every_module_is_named_in_the_architecture():
     """docs/architecture.md names every module under src/judgebench by its path there (``jobs/common.py``)."""
     doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     package = REPO / "src" / "judgebench"
-    unnamed = [str(p.relative_to(package)) for p in sorted(package.rglob("*.py"))
-               if p.name != "__init__.py" and f"`{p.relative_to(package).as_posix()}`" not in doc
-               and not (p.parent != package and p.relative_to(package).as_posix() in doc)]
+    unnamed = [
+        str(p.relative_to(package))
+        for p in sorted(package.rglob("*.py"))
+        if p.name != "__init__.py"
+        and f"`{p.relative_to(package).as_posix()}`" not in doc
+        and not (p.parent != package and p.relative_to(package).as_posix() in doc)
+    ]
     assert not unnamed, f"docs/architecture.md does not name: {', '.join(unnamed)}"

@@ -17,15 +17,15 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from judgebench.jobs import pipeline
 from judgebench.compare import report as report_mod
-from judgebench.compare.base import dataset_identity
 from judgebench.compare.analyses import significance
+from judgebench.compare.base import dataset_identity
 from judgebench.compare.base.reference import References
 from judgebench.data import fingerprint
 from judgebench.data.datasets import from_files
 from judgebench.data.trec_dl import load_trec_dl
 from judgebench.exceptions import CompareError, DataError
+from judgebench.jobs import pipeline
 from judgebench.metrics import classify_decisions, pairwise_ttests
 from judgebench.rankers.runfile import RunFileRanker
 from reference_impl import frame_rows, ndcg10_judged
@@ -35,9 +35,18 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _cfg(tmp: Path, *overrides: str):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"artifact_root={tmp}/artifacts",
-            f"cache_dir={tmp}/cache", "experiment_name=mix", "progress=false", "dataset.data_dir=null", *overrides])
+        return compose(
+            config_name="config",
+            overrides=[
+                f"tracking_uri=sqlite:///{tmp}/mlflow.db",
+                f"artifact_root={tmp}/artifacts",
+                f"cache_dir={tmp}/cache",
+                "experiment_name=mix",
+                "progress=false",
+                "dataset.data_dir=null",
+                *overrides,
+            ],
+        )
 
 
 def _build(tmp: Path, **options) -> report_mod.Report:
@@ -53,8 +62,11 @@ def two_pools(tmp_path_factory):
     """DL19 BM25 and Perfect on the shipped pool, BM25 again with dataset.pool_depth=50, DL20 BM25 once."""
     tmp = cli_runner.warm_store(tmp_path_factory)
     runs = {}
-    for name, extra in (("bm25", ["+system=bm25"]), ("perfect", ["+system=oracle_perfect"]),
-                        ("bm25@50", ["+system=bm25", "dataset.pool_depth=50"])):
+    for name, extra in (
+        ("bm25", ["+system=bm25"]),
+        ("perfect", ["+system=oracle_perfect"]),
+        ("bm25@50", ["+system=bm25", "dataset.pool_depth=50"]),
+    ):
         out = pipeline.run_job(_cfg(tmp, "dataset=dl19", *extra))
         assert out.status == "finished"
         runs[name] = out.run_id
@@ -92,10 +104,15 @@ def test_a_hash_prefix_selects_one_identity(two_pools):
     ds = load_trec_dl("dl19", 2019)
     pool50 = ds.pool[ds.pool["rank"] <= 50]
     labelset = pool50.merge(ds.qrels, on=["query_id", "doc_id"])
-    want = ndcg10_judged(frame_rows(pool50, "query_id", "doc_id", "rank"), frame_rows(labelset, "query_id", "doc_id", "relevance"),
-                         ds.judged_queries())
+    want = ndcg10_judged(
+        frame_rows(pool50, "query_id", "doc_id", "rank"),
+        frame_rows(labelset, "query_id", "doc_id", "relevance"),
+        ds.judged_queries(),
+    )
     assert t1.at["BM25", "human_labelset"] == pytest.approx(np.mean(list(want.values())), abs=1e-12)
-    full = _build(tmp, datasets=["dl19@" + client.get_run(runs["bm25"]).data.tags["judgebench.dataset_hash"]]).table1["dl19"]
+    full = _build(tmp, datasets=["dl19@" + client.get_run(runs["bm25"]).data.tags["judgebench.dataset_hash"]]).table1[
+        "dl19"
+    ]
     assert full.at["BM25", "human_labelset"] != pytest.approx(t1.at["BM25", "human_labelset"], abs=1e-4)
     assert f"dl19@{half}" in report_mod.header(rep)["datasets"]
     with pytest.raises(CompareError, match="no run of dataset dl19 has that identity"):
@@ -125,8 +142,11 @@ def test_the_fingerprint_is_content_not_paths(tmp_path):
 
 
 def test_two_passage_texts_under_one_name_are_refused_and_selectable():
-    rows = [("toy", "aaa", "q=1,qrels=2,pool=3", "t1", 1), ("toy", "aaa", "q=1,qrels=2,pool=3", None, 2),
-            ("toy", "aaa", "q=1,qrels=2,pool=3", "t2", 3)]
+    rows = [
+        ("toy", "aaa", "q=1,qrels=2,pool=3", "t1", 1),
+        ("toy", "aaa", "q=1,qrels=2,pool=3", None, 2),
+        ("toy", "aaa", "q=1,qrels=2,pool=3", "t2", 3),
+    ]
     frame = pd.DataFrame(rows, columns=["dataset", "dataset_hash", "dataset_parts", "texts_hash", "start_time"])
     with pytest.raises(CompareError, match="read 2 different texts") as err:
         dataset_identity.one_identity(frame)
@@ -148,12 +168,25 @@ def failing(tmp_path_factory):
         labelset = load_trec_dl(name, year).label_set().reset_index(drop=True)
         keep = labelset[labelset.index % 20 != 0]
         removed[name] = len(labelset) - len(keep)
-        (tmp / f"failing.{name}.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in keep.itertuples(index=False)))
+        (tmp / f"failing.{name}.txt").write_text(
+            "".join(f"{q} 0 {d} {r}\n" for q, d, r in keep.itertuples(index=False))
+        )
     systems = "bm25,oracle_perfect,oracle_swap_3,oracle_swap_1,oracle_swap_1_2,rankgpt_gpt35,simulated_llm"
-    args = ["-m", "dataset=dl19,dl20", f"+system={systems}", "judge=qrels", f"judge.path={tmp}/failing.${{dataset.name}}.txt",
-            "judge.name=failing", "max_failed_share=0.06", "experiment_name=failing", "progress=false",
-            f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"artifact_root={tmp}/artifacts", f"cache_dir={tmp}/cache",
-            f"hydra.sweep.dir={tmp}/multirun"]
+    args = [
+        "-m",
+        "dataset=dl19,dl20",
+        f"+system={systems}",
+        "judge=qrels",
+        f"judge.path={tmp}/failing.${{dataset.name}}.txt",
+        "judge.name=failing",
+        "max_failed_share=0.06",
+        "experiment_name=failing",
+        "progress=false",
+        f"tracking_uri=sqlite:///{tmp}/mlflow.db",
+        f"artifact_root={tmp}/artifacts",
+        f"cache_dir={tmp}/cache",
+        f"hydra.sweep.dir={tmp}/multirun",
+    ]
     done = cli_runner.run(args, cwd=tmp, timeout=600)
     assert done.rc == 0, str(done)
     return MlflowClient(f"sqlite:///{tmp}/mlflow.db"), removed
@@ -227,8 +260,11 @@ def test_the_label_correction_against_all_qrels_is_refused():
 
 
 def _pq(judge: str, values: dict[str, np.ndarray], role: str = "judge") -> list[dict]:
-    return [{"dataset": "d", "system": s, "judge": judge, "role": role, "query_id": f"q{i:02d}", "value": x}
-            for s, v in values.items() for i, x in enumerate(v)]
+    return [
+        {"dataset": "d", "system": s, "judge": judge, "role": role, "query_id": f"q{i:02d}", "value": x}
+        for s, v in values.items()
+        for i, x in enumerate(v)
+    ]
 
 
 def test_holm_runs_over_the_pairs_both_sides_scored():
@@ -236,17 +272,29 @@ def test_holm_runs_over_the_pairs_both_sides_scored():
     # (significant), over the 6 pairs with D by 6 (not); D is noise around B.
     rng = np.random.default_rng(14)
     base = rng.normal(0.5, 0.05, 12)
-    human = {"A": base + 0.02 + rng.normal(0, 0.025, 12), "B": base, "C": base + rng.normal(0, 0.05, 12),
-             "D": base + rng.normal(0, 0.05, 12)}
+    human = {
+        "A": base + 0.02 + rng.normal(0, 0.025, 12),
+        "B": base,
+        "C": base + rng.normal(0, 0.05, 12),
+        "D": base + rng.normal(0, 0.05, 12),
+    }
     judged = {s: v for s, v in human.items() if s != "D"}  # the judge has no cell for D: the same values otherwise
-    pq = pd.DataFrame(_pq("human_labelset", human, "human_labelset") + _pq("j", judged) + _pq("j", judged, "human_judged"))
-    raw = pairwise_ttests(pd.DataFrame(_pq("h", human))[["system", "query_id", "value"]]).set_index(["system_a", "system_b"])
+    pq = pd.DataFrame(
+        _pq("human_labelset", human, "human_labelset") + _pq("j", judged) + _pq("j", judged, "human_judged")
+    )
+    raw = pairwise_ttests(pd.DataFrame(_pq("h", human))[["system", "query_id", "value"]]).set_index(
+        ["system_a", "system_b"]
+    )
     p_ab = raw.at[("A", "B"), "p"]
     assert 0.05 / 6 < p_ab < 0.05 / 3 and p_ab == raw["p"].min()  # the construction holds
     six = pairwise_ttests(pd.DataFrame(_pq("h", human))[["system", "query_id", "value"]], correction="holm")
-    assert not six.set_index(["system_a", "system_b"]).at[("A", "B"), "significant"]  # over all 6 pairs: not significant
+    assert not six.set_index(["system_a", "system_b"]).at[
+        ("A", "B"), "significant"
+    ]  # over all 6 pairs: not significant
     for reference in ("human_judged", "human_labelset"):
-        counts, pairs = significance.decision_agreement(pq, {"d": list("ABCD")}, References(pq, reference), use_holm=True)
+        counts, pairs = significance.decision_agreement(
+            pq, {"d": list("ABCD")}, References(pq, reference), use_holm=True
+        )
         row = counts.iloc[0]
         assert row["family"] == 3 and row["dropped"] == 3, reference  # the pairs with D are counted, not silently lost
         # a family of 6 on the human side would make A vs B "spurious" for a judge that has the human values
@@ -255,7 +303,10 @@ def test_holm_runs_over_the_pairs_both_sides_scored():
         cls = pairs.set_index(["system_a", "system_b"])["agreement"]
         assert cls[("A", "D")] == cls[("B", "D")] == cls[("C", "D")] == "dropped"
     tests = significance.ttests(pq, {"d": list("ABCD")})
-    assert list(dict.fromkeys(tests["judge"])) == ["human_labelset", "j"]  # the per-judge references are no judge of Table 3
+    assert list(dict.fromkeys(tests["judge"])) == [
+        "human_labelset",
+        "j",
+    ]  # the per-judge references are no judge of Table 3
     assert len(tests[tests["judge"] == "j"]) == 3  # j's tests are its own 3 pairs, not doubled by its human_judged rows
     # Holm over the judge's 3 pairs, by hand: sorted p times 3, 2, 1, running maximum, capped at 1
     j = tests[tests["judge"] == "j"].sort_values("p")
@@ -264,9 +315,29 @@ def test_holm_runs_over_the_pairs_both_sides_scored():
 
 
 def test_a_pair_only_one_side_tested_is_dropped_and_counted():
-    judge = pd.DataFrame({"system_a": ["A", "A"], "system_b": ["B", "C"], "mean_a": [1, 1], "mean_b": [0, 0], "t": [5, 5],
-                          "p": [0.01, 0.01], "significant": [True, True], "better": ["a", "a"]})
-    human = pd.DataFrame({"system_a": ["B", "B"], "system_b": ["A", "C"], "mean_a": [0, 0], "mean_b": [1, 1], "t": [-5, 1],
-                          "p": [0.01, 0.4], "significant": [True, False], "better": ["b", None]})
+    judge = pd.DataFrame(
+        {
+            "system_a": ["A", "A"],
+            "system_b": ["B", "C"],
+            "mean_a": [1, 1],
+            "mean_b": [0, 0],
+            "t": [5, 5],
+            "p": [0.01, 0.01],
+            "significant": [True, True],
+            "better": ["a", "a"],
+        }
+    )
+    human = pd.DataFrame(
+        {
+            "system_a": ["B", "B"],
+            "system_b": ["A", "C"],
+            "mean_a": [0, 0],
+            "mean_b": [1, 1],
+            "t": [-5, 1],
+            "p": [0.01, 0.4],
+            "significant": [True, False],
+            "better": ["b", None],
+        }
+    )
     cls = classify_decisions(judge, human).set_index(["system_a", "system_b"])["agreement"].to_dict()
     assert cls == {("A", "B"): "agree", ("A", "C"): "dropped", ("B", "C"): "dropped"}

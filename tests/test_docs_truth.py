@@ -37,30 +37,68 @@ CONF = PKG / "conf"
 NOT_CHECKED: set[str] = set()  # every page is checked
 DOCS = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in NOT_CHECKED)]
 
-EXTENSIONS = (".py", ".yaml", ".yml", ".md", ".sh", ".json", ".jsonl", ".txt", ".csv", ".tsv", ".html",
-              ".png", ".toml", ".tex", ".db", ".trec", ".run", ".gguf", ".whl", ".err")
+EXTENSIONS = (
+    ".py",
+    ".yaml",
+    ".yml",
+    ".md",
+    ".sh",
+    ".json",
+    ".jsonl",
+    ".txt",
+    ".csv",
+    ".tsv",
+    ".html",
+    ".png",
+    ".toml",
+    ".tex",
+    ".db",
+    ".trec",
+    ".run",
+    ".gguf",
+    ".whl",
+    ".err",
+)
 
 # Written at run time (git-ignored), not part of a checkout.
-RUNTIME_PREFIXES = ("mlruns/", "outputs/", "multirun/", "compare-out/", ".cache/", "tests/artifacts/", "dist/",
-                    ".hydra/", ".venv/", ".submitit/")
+RUNTIME_PREFIXES = (
+    "mlruns/",
+    "outputs/",
+    "multirun/",
+    "compare-out/",
+    ".cache/",
+    "tests/artifacts/",
+    "dist/",
+    ".hydra/",
+    ".venv/",
+    ".submitit/",
+)
 # Data beside the checkout, which a checkout may lack.
 SHARED_PREFIX = "../shared"
 # Paths on the user's machine, in examples.
 USER_PATHS = {
-    "path/to/template.txt",               # judge.prompt=path/to/template.txt: your own template
+    "path/to/template.txt",  # judge.prompt=path/to/template.txt: your own template
     "conf/hydra/launcher/mycluster.yaml",  # a launcher profile of your own
-    "/path/to/python",                     # JUDGEBENCH_JOB_PYTHON=/path/to/python
+    "/path/to/python",  # JUDGEBENCH_JOB_PYTHON=/path/to/python
     "passages/bm25.dl19.top100.passages.json",  # inside the user's dataset.data_dir
-    "my.txt", "a.txt", "b.txt", "my.run",  # the user's qrels and run files
-    "metrics.json",                        # a benchmark --out file name, if named
+    "my.txt",
+    "a.txt",
+    "b.txt",
+    "my.run",  # the user's qrels and run files
+    "metrics.json",  # a benchmark --out file name, if named
     # docs/architecture.md walks through adding a judge of your own, "always_two" (tests/test_architecture.py
     # writes these files in a temporary copy and runs them)
-    "src/judgebench/judges/always_two.py", "conf/judge/always_two.yaml", "judge/always_two.yaml",
+    "src/judgebench/judges/always_two.py",
+    "conf/judge/always_two.yaml",
+    "judge/always_two.yaml",
 }
 USER_PREFIXES = ("/home/", "/shared/", "/tmp/", "../myconf")
 # Identifiers that hold a "/" but are no paths: Hugging Face hub ids, an ir_datasets id, HTTP header names.
 NOT_PATHS = {
-    "google/flan-ul2", "google/flan-t5-xl", "google/flan-t5-xxl", "Soyoung97/RankT5-3b",
+    "google/flan-ul2",
+    "google/flan-t5-xl",
+    "google/flan-t5-xxl",
+    "Soyoung97/RankT5-3b",
     "msmarco-passage/trec-dl-20XX/judged",
 }
 # group=option values that are not meant to exist: the documented example of an unknown option, and configs of
@@ -94,8 +132,14 @@ def _code(text: str) -> list[str]:
 
 
 def _source_text() -> str:
-    files = [*PKG.rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "launch").glob("*.sh"),
-             *SRC.joinpath("hydra_plugins").rglob("*.py"), *CONF.rglob("*.yaml"), ROOT / ".ci" / "run"]
+    files = [
+        *PKG.rglob("*.py"),
+        *(ROOT / "benchmarks").rglob("*.py"),
+        *(ROOT / "launch").glob("*.sh"),
+        *SRC.joinpath("hydra_plugins").rglob("*.py"),
+        *CONF.rglob("*.yaml"),
+        ROOT / ".ci" / "run",
+    ]
     return "\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files if f.is_file())
 
 
@@ -115,8 +159,13 @@ def _exists(path: str) -> bool:
 
 
 def _skipped(path: str) -> bool:
-    return (path.startswith(SHARED_PREFIX) or path.startswith(RUNTIME_PREFIXES) or path in USER_PATHS
-            or path.startswith(USER_PREFIXES) or path in NOT_PATHS)
+    return (
+        path.startswith(SHARED_PREFIX)
+        or path.startswith(RUNTIME_PREFIXES)
+        or path in USER_PATHS
+        or path.startswith(USER_PREFIXES)
+        or path in NOT_PATHS
+    )
 
 
 def _written_by_code(name: str, files: set[str], source: str) -> bool:
@@ -179,8 +228,7 @@ def _choice_problems(text: str) -> list[str]:
                 continue  # compare's experiment=NAME is an MLflow experiment; the config group is +experiment=
             for value in re.split(r"[,|]", values.split("@")[0]):
                 value = value.rstrip(".;:")
-                if (not value or value == "..." or value.isupper() or "<" in value
-                        or (group, value) in CHOICE_EXAMPLES):
+                if not value or value == "..." or value.isupper() or "<" in value or (group, value) in CHOICE_EXAMPLES:
                     continue
                 if group == "job":
                     if value not in _jobs():
@@ -214,7 +262,9 @@ def _command_problems(text: str) -> list[str]:
             problems.append(f"console script {name} is not in pyproject's [project.scripts] {sorted(scripts)}")
     commands = _commands()
     for code in _code(text):
-        for command, sub in re.findall(r"(?:^|[\s(;&|])judgebench\s+([a-z][\w-]*)(?![\w:-])(?:\s+([a-z][\w-]*))?", code):
+        for command, sub in re.findall(
+            r"(?:^|[\s(;&|])judgebench\s+([a-z][\w-]*)(?![\w:-])(?:\s+([a-z][\w-]*))?", code
+        ):
             if command not in commands:
                 problems.append(f"`judgebench {command}`: the judgebench script has no such command")
             elif command in ("cache", "models") and sub and sub not in commands[command]:
@@ -223,15 +273,19 @@ def _command_problems(text: str) -> list[str]:
             if module in ("venv", "pip", "pytest", "mlflow"):
                 continue
             rel = Path(*module.split("."))
-            if not any((base / f"{rel}.py").is_file() or (base / rel / "__main__.py").is_file()
-                       for base in (ROOT, SRC)):
+            if not any(
+                (base / f"{rel}.py").is_file() or (base / rel / "__main__.py").is_file() for base in (ROOT, SRC)
+            ):
                 problems.append(f"`python -m {module}`: no such module with a main in the checkout")
     return problems
 
 
 def _env_problems(text: str, source: str) -> list[str]:
-    return [f"environment variable {name} appears nowhere in the code"
-            for name in sorted(set(re.findall(r"\bJUDGEBENCH_[A-Z0-9_]+\b", text))) if name not in source]
+    return [
+        f"environment variable {name} appears nowhere in the code"
+        for name in sorted(set(re.findall(r"\bJUDGEBENCH_[A-Z0-9_]+\b", text)))
+        if name not in source
+    ]
 
 
 def _slug(heading: str) -> str:
@@ -317,6 +371,11 @@ def test_compare_usage_in_the_docs_is_the_schema_s():
     from judgebench.compare.cli import KEYS, USAGE
 
     documented = _compare_usage_keys((ROOT / "docs" / "compare.md").read_text(encoding="utf-8"))
-    assert documented == KEYS, f"in the docs only: {sorted(documented - KEYS)}; in the schema only: {sorted(KEYS - documented)}"
-    assert _compare_usage_keys("```bash\njudgebench-compare experiment=NAME [level=0.95]\n```") == {"experiment", "level"}
+    assert documented == KEYS, (
+        f"in the docs only: {sorted(documented - KEYS)}; in the schema only: {sorted(KEYS - documented)}"
+    )
+    assert _compare_usage_keys("```bash\njudgebench-compare experiment=NAME [level=0.95]\n```") == {
+        "experiment",
+        "level",
+    }
     assert all(f"[{k}=" in USAGE or f" {k}=" in USAGE for k in KEYS)  # --help is made from the same schema

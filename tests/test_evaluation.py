@@ -16,11 +16,11 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from judgebench.jobs import common, pipeline
 from judgebench.compare import report as report_mod
 from judgebench.compare.cli import main as compare_main
-from judgebench.exceptions import CompareError
 from judgebench.evaluation import evaluate, references
+from judgebench.exceptions import CompareError
+from judgebench.jobs import common, pipeline
 from judgebench.rankers.base import scores_from_order
 from judgebench.rankers.perturbation import Perturbation
 
@@ -39,7 +39,9 @@ def test_labelset_reference_normalises_like_a_judge():
     # human: DCG = 3/log2(2) = 3; ideal over all qrels = 3 + 2/log2(3) = 3 + 1.26186 = 4.26186 -> 0.70392
     # human_labelset: ideal over the label set {a} = 3 -> 1.0 (what a perfect judge scores)
     # q2: qrels c=0 only, in the pool: nothing to gain, 0 under both. q3: judged, absent from the run: 0.
-    qrels = _frame([("q1", "a", 3), ("q1", "b", 2), ("q2", "c", 0), ("q3", "d", 1)], ["query_id", "doc_id", "relevance"])
+    qrels = _frame(
+        [("q1", "a", 3), ("q1", "b", 2), ("q2", "c", 0), ("q3", "d", 1)], ["query_id", "doc_id", "relevance"]
+    )
     pool = _frame([("q1", "a"), ("q1", "x"), ("q2", "c")], ["query_id", "doc_id"])
     run = scores_from_order(pool)
     got = evaluate(run, references(qrels, pool), ["q1", "q2", "q3"]).set_index("query_id")
@@ -63,7 +65,16 @@ def test_swap_partners_mirror_and_hole():
     docs = ["r1", "r2", "r3", "r4", "u5", "r6", "u7", "r8"]  # u*: unjudged; r8 judged at the bottom
     judged = {("q", d) for d in docs if d.startswith("r")}
     # mirror: rank 1 <-> rank n-1+1 = 8 (r8, judged: the mirror brings up a judged document here)
-    assert _order(Perturbation("Swap[1]", [1]).apply(_ranking(docs))) == ["r8", "r2", "r3", "r4", "u5", "r6", "u7", "r1"]
+    assert _order(Perturbation("Swap[1]", [1]).apply(_ranking(docs))) == [
+        "r8",
+        "r2",
+        "r3",
+        "r4",
+        "u5",
+        "r6",
+        "u7",
+        "r1",
+    ]
     # hole: rank 1 <-> the lowest-ranked unjudged document, u7
     hole = Perturbation("Swap[1]", [1], partner="hole")
     assert _order(hole.apply(_ranking(docs), judged)) == ["u7", "r2", "r3", "r4", "u5", "r6", "r1", "r8"]
@@ -72,7 +83,9 @@ def test_swap_partners_mirror_and_hole():
     assert _order(two.apply(_ranking(docs), judged)) == ["u7", "u5", "r3", "r4", "r2", "r6", "r1", "r8"]
     # a fully judged ranking takes a document of another query's ranking that has no judgment for it,
     # and the displaced document goes to the bottom
-    two_queries = scores_from_order(_frame([("q", d) for d in ["r1", "r2"]] + [("p", "r1"), ("p", "u9")], ["query_id", "doc_id"]))
+    two_queries = scores_from_order(
+        _frame([("q", d) for d in ["r1", "r2"]] + [("p", "r1"), ("p", "u9")], ["query_id", "doc_id"])
+    )
     out = Perturbation("Swap[1]", [1], partner="hole").apply(two_queries, {("q", "r1"), ("q", "r2"), ("p", "r1")})
     assert _order(out[out["query_id"] == "q"]) == ["u9", "r2", "r1"]
     assert _order(out[out["query_id"] == "p"]) == ["u9", "r1"]
@@ -85,9 +98,17 @@ def test_swap_partners_mirror_and_hole():
 
 def _cfg(tmp: Path, *overrides: str):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            f"tracking_uri=sqlite:///{tmp}/mlruns/mlflow.db", f"artifact_root={tmp}/mlruns/artifacts",
-            f"cache_dir={tmp}/cache", "experiment_name=ident", "progress=false", *overrides])
+        return compose(
+            config_name="config",
+            overrides=[
+                f"tracking_uri=sqlite:///{tmp}/mlruns/mlflow.db",
+                f"artifact_root={tmp}/mlruns/artifacts",
+                f"cache_dir={tmp}/cache",
+                "experiment_name=ident",
+                "progress=false",
+                *overrides,
+            ],
+        )
 
 
 def _report(tmp: Path, **options) -> report_mod.Report:
@@ -111,7 +132,9 @@ def test_two_judge_configs_with_one_name_are_two_columns(tmp_path):
 
 def test_metric_version_bump_recomputes_and_compare_refuses_to_mix(tmp_path, monkeypatch):
     cfg = _cfg(tmp_path, "ranker=oracle", "judge=simulated")
-    assert pipeline.run_job(_cfg(tmp_path, "ranker=simulated_llm", "judge=simulated")).status == "finished"  # stays at "3"
+    assert (
+        pipeline.run_job(_cfg(tmp_path, "ranker=simulated_llm", "judge=simulated")).status == "finished"
+    )  # stays at "3"
     first = pipeline.run_job(cfg)
     assert first.status == "finished" and pipeline.run_job(cfg).status == "skipped-done"
     monkeypatch.setattr(common, "METRIC_VERSION", "999")  # as a release that changes a metric would
@@ -129,8 +152,22 @@ def test_metric_version_bump_recomputes_and_compare_refuses_to_mix(tmp_path, mon
 
 SYSTEMS = "bm25,oracle_perfect,oracle_swap_3,oracle_swap_1,oracle_swap_1_2,rankgpt_gpt35,simulated_llm"
 HUMAN_TABLE1 = {  # the paper's human column (all qrels), unchanged by the evaluation core
-    "dl19": {"Perfect": 0.8922, "Swap[3]": 0.8219, "Swap[1]": 0.7963, "Swap[1,2]": 0.7037, "RankGPT-gpt-3.5": 0.6832, "BM25": 0.5058},
-    "dl20": {"Perfect": 0.8707, "Swap[3]": 0.7945, "Swap[1]": 0.7637, "Swap[1,2]": 0.6722, "RankGPT-gpt-3.5": 0.6441, "BM25": 0.4829},
+    "dl19": {
+        "Perfect": 0.8922,
+        "Swap[3]": 0.8219,
+        "Swap[1]": 0.7963,
+        "Swap[1,2]": 0.7037,
+        "RankGPT-gpt-3.5": 0.6832,
+        "BM25": 0.5058,
+    },
+    "dl20": {
+        "Perfect": 0.8707,
+        "Swap[3]": 0.7945,
+        "Swap[1]": 0.7637,
+        "Swap[1,2]": 0.6722,
+        "RankGPT-gpt-3.5": 0.6441,
+        "BM25": 0.4829,
+    },
 }
 
 
@@ -140,9 +177,17 @@ def dl_grid(tmp_path_factory):
     shipped TREC DL files alone (no passage text is read: the judges read none)."""
     tmp = cli_runner.warm_store(tmp_path_factory)
     env = {k: v for k, v in os.environ.items() if k != "JUDGEBENCH_TREC_DL_DIR"}
-    common = ["-m", "dataset=dl19,dl20", f"+system={SYSTEMS}", "experiment_name=perfect", "progress=false",
-              f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"artifact_root={tmp}/artifacts", f"cache_dir={tmp}/cache",
-              f"hydra.sweep.dir={tmp}/multirun"]
+    common = [
+        "-m",
+        "dataset=dl19,dl20",
+        f"+system={SYSTEMS}",
+        "experiment_name=perfect",
+        "progress=false",
+        f"tracking_uri=sqlite:///{tmp}/mlflow.db",
+        f"artifact_root={tmp}/artifacts",
+        f"cache_dir={tmp}/cache",
+        f"hydra.sweep.dir={tmp}/multirun",
+    ]
     for judge in (["judge=human"], ["judge=simulated", "judge.name=perfect", "judge.weight=0", "judge.noise=0"]):
         done = cli_runner.run([*common, *judge], cwd=tmp, env=env, timeout=600)
         assert done.rc == 0, str(done)
@@ -157,16 +202,20 @@ def _trec_rows(path: Path, columns: tuple[int, ...]) -> list[tuple[str, ...]]:
 def _labelset_reference(dataset: str) -> dict[str, float]:
     """Mean nDCG@10 (judged only) of the two run-file systems against the human labels of the label set (BM25
     pool ∩ qrels), over every judged query, by tests/helpers/reference_impl.py straight from the shipped files."""
-    from reference_impl import ndcg10_judged
-
     from judgebench.data.trec_dl import SHIPPED
+    from reference_impl import ndcg10_judged
 
     qrels = _trec_rows(SHIPPED / f"qrels.{dataset}-passage.txt", (0, 2, 3))
     pool = _trec_rows(SHIPPED / f"bm25.{dataset}.top100.trec", (0, 2, 3))
     in_pool = {(q, d) for q, d, _ in pool}
     label_set = [row for row in qrels if (row[0], row[1]) in in_pool]
     queries = sorted({q for q, _, _ in qrels})
-    runs = {"BM25": pool, "RankGPT-gpt-3.5": _trec_rows(SHIPPED / f"reranker-runs/rankgpt-gpt-3.5-turbo.bm25top100.{dataset}.trec", (0, 2, 3))}
+    runs = {
+        "BM25": pool,
+        "RankGPT-gpt-3.5": _trec_rows(
+            SHIPPED / f"reranker-runs/rankgpt-gpt-3.5-turbo.bm25top100.{dataset}.trec", (0, 2, 3)
+        ),
+    }
     out = {}
     for system, run in runs.items():
         per_query = ndcg10_judged(run, label_set, queries)
@@ -205,7 +254,12 @@ def test_the_paper_reference_is_one_option_away_and_named(dl_grid):
     tmp, client = dl_grid
     out = tmp / "report-human"
     uri = f"sqlite:///{tmp}/mlflow.db"
-    assert compare_main(["experiment=perfect", f"tracking_uri={uri}", f"out={out}", "reference=human", "bootstrap=0", "log=false"]) == 0
+    assert (
+        compare_main(
+            ["experiment=perfect", f"tracking_uri={uri}", f"out={out}", "reference=human", "bootstrap=0", "log=false"]
+        )
+        == 0
+    )
     t2 = pd.read_csv(out / "table2.csv")
     assert set(t2["reference"]) == {"human"}
     # against all qrels even a perfect judge shows a gap: BM25 and the oracles gain for nothing

@@ -51,7 +51,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state:
                 found = visit(nxt)
                 if found:
@@ -93,7 +93,7 @@ def test_the_check_sees_a_circle_through_a_function_and_a_submodule(tmp_path):
 def room_of(module: str, package: str) -> str:
     """The folder of ``package`` a module lives in: ``package`` itself for its top-level modules (and its
     ``__init__``), ``package.sub`` for anything under ``sub/``."""
-    rest = module[len(package) + 1:].split(".") if module != package else []
+    rest = module[len(package) + 1 :].split(".") if module != package else []
     return f"{package}.{rest[0]}" if len(rest) > 1 else package
 
 
@@ -103,7 +103,8 @@ def room_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
     rooms: dict[str, set[str]] = {}
     for m in inside:
         rooms.setdefault(room_of(m, package), set()).update(
-            room_of(t, package) for t in graph[m] if t in inside and room_of(t, package) != room_of(m, package))
+            room_of(t, package) for t in graph[m] if t in inside and room_of(t, package) != room_of(m, package)
+        )
     return rooms
 
 
@@ -113,19 +114,33 @@ def test_compare_top_level_and_its_packages_import_no_circle():
     assert {f"{PACKAGE}.compare.base", f"{PACKAGE}.compare.sections"} <= set(rooms)
     cycle = find_cycle(rooms)
     assert cycle is None, "import circle between compare's rooms: " + " -> ".join(cycle)
-    assert not {r for r in rooms if r != f"{PACKAGE}.compare" and f"{PACKAGE}.compare" in rooms[r]}, "a package imports compare's top level"
+    assert not {r for r in rooms if r != f"{PACKAGE}.compare" and f"{PACKAGE}.compare" in rooms[r]}, (
+        "a package imports compare's top level"
+    )
 
 
 def test_the_shared_base_imports_no_section():
     base = f"{PACKAGE}.compare.base"
     graph = import_graph()
-    wrong = {(m, t) for m, targets in graph.items() if m.startswith(base) for t in targets
-             if t.startswith(f"{PACKAGE}.compare.") and not t.startswith(f"{PACKAGE}.compare.analyses") and not t.startswith(base)}
+    wrong = {
+        (m, t)
+        for m, targets in graph.items()
+        if m.startswith(base)
+        for t in targets
+        if t.startswith(f"{PACKAGE}.compare.")
+        and not t.startswith(f"{PACKAGE}.compare.analyses")
+        and not t.startswith(base)
+    }
     assert not wrong, f"compare/base imports outside the base and the analyses: {sorted(wrong)}"
 
 
 def test_the_room_check_sees_a_circle_between_a_top_level_module_and_a_package():
-    graph = {"p": set(), "p.cli": {"p.base.model"}, "p.base.model": {"p.base.names"}, "p.base.names": {"p.report"},
-             "p.report": set()}
+    graph = {
+        "p": set(),
+        "p.cli": {"p.base.model"},
+        "p.base.model": {"p.base.names"},
+        "p.base.names": {"p.report"},
+        "p.report": set(),
+    }
     assert room_graph(graph, "p") == {"p": {"p.base"}, "p.base": {"p"}}
     assert find_cycle(room_graph(graph, "p")) == ["p", "p.base", "p"]

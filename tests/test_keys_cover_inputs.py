@@ -19,12 +19,10 @@ from judgebench import rankings
 from judgebench.data.datasets import load_toy
 from judgebench.data.trec_files import load_trec
 from judgebench.exceptions import DataError
+from judgebench.identity.run_tags import RunTags
 from judgebench.rankers.bm25 import BM25Ranker
 from judgebench.rankers.oracle import OracleRanker
-from judgebench.identity.run_tags import RunTags
 from trec_collection import TEXTS, collection
-from judgebench.identity.run_tags import RunTags
-from test_trec_files import TEXTS, collection
 
 BM25 = {"_target_": "judgebench.rankers.bm25.BM25Ranker", "name": "BM25", "k1": 0.9, "b": 0.4}
 
@@ -36,8 +34,17 @@ class NoPerturbation:
 
 def _rank(cache: Path, dataset, ranker, components=None, client=None, experiment_id=None):
     settings = rankings.RankSettings({"ranker": components or BM25}, str(cache))
-    return rankings.rank_once(settings, dataset, ranker, NoPerturbation(), dataset.corpus, ranker.name,
-                              ranker.reads_texts(dataset), client, experiment_id)
+    return rankings.rank_once(
+        settings,
+        dataset,
+        ranker,
+        NoPerturbation(),
+        dataset.corpus,
+        ranker.name,
+        ranker.reads_texts(dataset),
+        client,
+        experiment_id,
+    )
 
 
 def test_key_bm25_hashes_every_passage_it_indexes_not_only_the_pool(tmp_path):
@@ -52,8 +59,9 @@ def test_key_bm25_hashes_every_passage_it_indexes_not_only_the_pool(tmp_path):
     assert rankings.ranking_key({"ranker": BM25}, after, True, None, ranker.key_inputs(after)) != key
     # an edit of nothing keeps the key (the same content read again)
     again = load_trec("mine", **files, pool_depth=2)
-    assert rankings.ranking_key({"ranker": BM25}, again, True, None, ranker.key_inputs(again)) == \
-        rankings.ranking_key({"ranker": BM25}, after, True, None, ranker.key_inputs(after))
+    assert rankings.ranking_key({"ranker": BM25}, again, True, None, ranker.key_inputs(again)) == rankings.ranking_key(
+        {"ranker": BM25}, after, True, None, ranker.key_inputs(after)
+    )
 
 
 def test_key_holds_the_declaration_that_the_pool_is_bm25_and_an_unkeyed_ranking_is_refused(tmp_path):
@@ -76,7 +84,9 @@ def test_key_a_ranking_edited_with_its_digest_is_not_the_one_the_rank_run_logged
     oracle = {"_target_": "judgebench.rankers.oracle.OracleRanker", "name": "Perfect"}
     ranker = OracleRanker(name="Perfect")
     first = _rank(tmp_path / "cache", toy, ranker, oracle)
-    logged = SimpleNamespace(info=SimpleNamespace(run_id="r1"), data=SimpleNamespace(tags=RunTags(ranking_sha256=first.sha256).to_tags()))
+    logged = SimpleNamespace(
+        info=SimpleNamespace(run_id="r1"), data=SimpleNamespace(tags=RunTags(ranking_sha256=first.sha256).to_tags())
+    )
     client = SimpleNamespace(search_runs=lambda *a, **k: [logged])
     assert _rank(tmp_path / "cache", toy, ranker, oracle, client, "0").text == first.text  # the logged one: read back
     lines = first.text.splitlines(keepends=True)
@@ -102,10 +112,14 @@ def test_key_irds_reads_the_docs_file_as_it_is_now_not_its_old_index(tmp_path):
     files = _local(tmp_path / "c")
     local = {k: str(files[k]) for k in ("docs", "queries", "qrels")}
     dataset_id = f"judgebench-test/{uuid.uuid4().hex[:8]}"
-    first = load_irds("mine", id=dataset_id, pool=str(files["pool"]), pool_depth=3, local=local, cache_dir=str(tmp_path / "cache"))
+    first = load_irds(
+        "mine", id=dataset_id, pool=str(files["pool"]), pool_depth=3, local=local, cache_dir=str(tmp_path / "cache")
+    )
     assert first.corpus["a"] == TEXTS["a"]
     files["docs"].write_text("".join(f"{d}\t{t} edited\n" for d, t in TEXTS.items()), encoding="utf-8")  # in place
-    second = load_irds("mine", id=dataset_id, pool=str(files["pool"]), pool_depth=3, local=local, cache_dir=str(tmp_path / "cache"))
+    second = load_irds(
+        "mine", id=dataset_id, pool=str(files["pool"]), pool_depth=3, local=local, cache_dir=str(tmp_path / "cache")
+    )
     assert second.corpus["a"] == TEXTS["a"] + " edited"
     assert not list(files["docs"].parent.glob("*.pklz4"))  # ir_datasets' index is never written beside the user's file
 
@@ -117,9 +131,17 @@ def test_key_one_irds_id_over_two_qrels_files_is_two_datasets(tmp_path):
     other = tmp_path / "qB.txt"
     other.write_text("t1 0 a 0\nt1 0 c 1\nt2 0 e 3\n", encoding="utf-8")
     dataset_id = f"judgebench-test/{uuid.uuid4().hex[:8]}"
-    loads = [load_irds("mine", id=dataset_id, pool=str(files["pool"]), pool_depth=3, cache_dir=str(tmp_path / "cache"),
-                       local={"docs": str(files["docs"]), "queries": str(files["queries"]), "qrels": str(q)})
-             for q in (files["qrels"], other)]
+    loads = [
+        load_irds(
+            "mine",
+            id=dataset_id,
+            pool=str(files["pool"]),
+            pool_depth=3,
+            cache_dir=str(tmp_path / "cache"),
+            local={"docs": str(files["docs"]), "queries": str(files["queries"]), "qrels": str(q)},
+        )
+        for q in (files["qrels"], other)
+    ]
     assert sorted(map(tuple, loads[1].qrels.values.tolist())) == [("t1", "a", 0), ("t1", "c", 1), ("t2", "e", 3)]
     assert len(loads[0].qrels) == 6
 
@@ -129,5 +151,10 @@ def test_key_irds_refuses_local_files_under_one_of_its_own_ids(tmp_path):
 
     files = _local(tmp_path / "c")
     with pytest.raises(DataError, match="antique/test is one of ir_datasets' own collections"):
-        load_irds("mine", id="antique/test", pool=str(files["pool"]), cache_dir=str(tmp_path / "cache"),
-                  local={k: str(files[k]) for k in ("docs", "queries", "qrels")})
+        load_irds(
+            "mine",
+            id="antique/test",
+            pool=str(files["pool"]),
+            cache_dir=str(tmp_path / "cache"),
+            local={k: str(files[k]) for k in ("docs", "queries", "qrels")},
+        )

@@ -30,7 +30,11 @@ def old_mask_saved(node, prefix=""):
         out = {}
         for k, v in node.items():
             path = f"{prefix}{k}"
-            bad = not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env")) and secret_problem(path, v)
+            bad = (
+                not isinstance(v, dict)
+                and (not isinstance(v, list) or str(k).endswith("_env"))
+                and secret_problem(path, v)
+            )
             out[k] = MASK if bad else old_mask_saved(v, f"{path}.")
         return out
     if isinstance(node, list):
@@ -39,15 +43,31 @@ def old_mask_saved(node, prefix=""):
 
 
 KEYS = ["model", "api_key", "api_key_env", "token", "base_url", "name", "headers", "password", "temperature", "x"]
-LEAVES = [None, "", 0, 1.5, True, "gpt-4o", KEY, f"prefix {KEY} suffix", "https://user:pw@host:1/v1", "OPENAI_API_KEY",
-          "not a name!", "[A,B]", MASK, "http://host/v1"]
+LEAVES = [
+    None,
+    "",
+    0,
+    1.5,
+    True,
+    "gpt-4o",
+    KEY,
+    f"prefix {KEY} suffix",
+    "https://user:pw@host:1/v1",
+    "OPENAI_API_KEY",
+    "not a name!",
+    "[A,B]",
+    MASK,
+    "http://host/v1",
+]
 
 
 def tree(rng: random.Random, depth: int = 0):
     roll = rng.random()
     if depth < 4 and roll < 0.35:
-        return {rng.choice(KEYS) + ("" if rng.random() < 0.7 else str(rng.randrange(3))): tree(rng, depth + 1)
-                for _ in range(rng.randrange(1, 5))}
+        return {
+            rng.choice(KEYS) + ("" if rng.random() < 0.7 else str(rng.randrange(3))): tree(rng, depth + 1)
+            for _ in range(rng.randrange(1, 5))
+        }
     if depth < 4 and roll < 0.5:
         return [tree(rng, depth + 1) for _ in range(rng.randrange(0, 4))]
     return rng.choice(LEAVES)
@@ -69,10 +89,16 @@ def test_the_default_rule_masks_as_mask_secrets_did(a_known_secret):
 def test_the_saved_config_rule_masks_as_the_two_passes_did(a_known_secret):
     rng = random.Random(2024)
     trees = [{"judge": tree(rng), "rewriter": tree(rng), "api_key_env": rng.choice(LEAVES)} for _ in range(400)]
-    assert [secrets.mask_secrets(t, secret_in_config) for t in trees] == [old_mask_saved(old_mask_secrets(t)) for t in trees]
-    saved = secrets.mask_secrets({"judge": {"api_key_env": "sk-not a name", "base_url": "https://u:p@h/v1",
-                                            "model": "m", "note": f"key {KEY}"}}, secret_in_config)
+    assert [secrets.mask_secrets(t, secret_in_config) for t in trees] == [
+        old_mask_saved(old_mask_secrets(t)) for t in trees
+    ]
+    saved = secrets.mask_secrets(
+        {"judge": {"api_key_env": "sk-not a name", "base_url": "https://u:p@h/v1", "model": "m", "note": f"key {KEY}"}},
+        secret_in_config,
+    )
     # the saved config is scrubbed before it is judged: the URL keeps its host, the note its words
-    assert saved == {"judge": {"api_key_env": MASK, "base_url": "https://***@h/v1", "model": "m", "note": f"key {MASK}"}}
+    assert saved == {
+        "judge": {"api_key_env": MASK, "base_url": "https://***@h/v1", "model": "m", "note": f"key {MASK}"}
+    }
     # the rule matters: on some trees it masks more than the default
     assert sum(secrets.mask_secrets(t, secret_in_config) != secrets.mask_secrets(t) for t in trees) > 20

@@ -48,11 +48,22 @@ def test_reader_a_duplicate_judgment_is_one_line_from_trec_files_and_irds_alike(
     with pytest.raises(DataError) as trec:
         load_trec("mine", **{k: str(v) for k, v in files.items()})
     with pytest.raises(DataError) as irds:
-        load_irds("mine", id=f"judgebench-test/{uuid.uuid4().hex[:8]}", pool=str(files["pool"]), cache_dir=str(tmp_path / "cache"),
-                  local={"docs": str(files["passages"]), "queries": str(tmp_path / "queries.tsv"), "qrels": str(files["qrels"])})
+        load_irds(
+            "mine",
+            id=f"judgebench-test/{uuid.uuid4().hex[:8]}",
+            pool=str(files["pool"]),
+            cache_dir=str(tmp_path / "cache"),
+            local={
+                "docs": str(files["passages"]),
+                "queries": str(tmp_path / "queries.tsv"),
+                "qrels": str(files["qrels"]),
+            },
+        )
     assert str(irds.value) == str(trec.value)
-    assert str(trec.value) == (f"{files['qrels']}:4: duplicate judgment for query t1 doc a (label 3; line 1 has label 2), "
-                               "expected one judgment per (query, doc)")
+    assert str(trec.value) == (
+        f"{files['qrels']}:4: duplicate judgment for query t1 doc a (label 3; line 1 has label 2), "
+        "expected one judgment per (query, doc)"
+    )
 
 
 def test_reader_tsv_passages_refuse_an_empty_text_as_jsonl_does(tmp_path):
@@ -65,15 +76,23 @@ def test_reader_tsv_passages_refuse_an_empty_text_as_jsonl_does(tmp_path):
 # ------------------------------------------------------------------ the assessor's sheet
 
 PLAN = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "selected": [1, 1, 1]})
-ROWS = [("q1", "d1", "2", "what is rye", '"Rye" is a grass, she said'), ("q1", "d2", "0", "what is rye", "nothing here"),
-        ("q2", "d3", "1", "lisbon flights", '"cheap flights to lisbon, one quote'), ("q2", "d4", "3", "lisbon flights", "flights, lisbon"),
-        ("q3", "d5", "2", "bake bread", 'knead the dough "well"')]
+ROWS = [
+    ("q1", "d1", "2", "what is rye", '"Rye" is a grass, she said'),
+    ("q1", "d2", "0", "what is rye", "nothing here"),
+    ("q2", "d3", "1", "lisbon flights", '"cheap flights to lisbon, one quote'),
+    ("q2", "d4", "3", "lisbon flights", "flights, lisbon"),
+    ("q3", "d5", "2", "bake bread", 'knead the dough "well"'),
+]
 EXPECTED = [(q, d, int(label)) for q, d, label, _, _ in ROWS]
 
 
 def _sheet(path: Path, quote, newline: str = "\n") -> Path:
     """A filled sheet as a spreadsheet tool saves it: ``quote`` renders each cell."""
-    lines = ["# Label each passage", "\t".join(map(quote, labelling_sheet.COLUMNS)), *("\t".join(map(quote, row)) for row in ROWS)]
+    lines = [
+        "# Label each passage",
+        "\t".join(map(quote, labelling_sheet.COLUMNS)),
+        *("\t".join(map(quote, row)) for row in ROWS),
+    ]
     path.write_bytes((newline.join(lines) + newline).encode("utf-8"))
     return path
 
@@ -86,8 +105,11 @@ def _minimal(cell: str) -> str:
     return _quoted(cell) if '"' in cell else cell
 
 
-@pytest.mark.parametrize("quote, newline", [(str, "\n"), (str, "\r\n"), (_quoted, "\n"), (_quoted, "\r\n"), (_minimal, "\n")],
-                         ids=["unquoted", "unquoted-crlf", "all-quoted", "all-quoted-crlf", "quoted-as-needed"])
+@pytest.mark.parametrize(
+    "quote, newline",
+    [(str, "\n"), (str, "\r\n"), (_quoted, "\n"), (_quoted, "\r\n"), (_minimal, "\n")],
+    ids=["unquoted", "unquoted-crlf", "all-quoted", "all-quoted-crlf", "quoted-as-needed"],
+)
 def test_reader_a_sheet_reads_as_spreadsheet_tools_write_it(tmp_path, quote, newline):
     path = _sheet(tmp_path / "labels.tsv", quote, newline)
     assert labelling_sheet.is_sheet(path)
@@ -97,7 +119,9 @@ def test_reader_a_sheet_reads_as_spreadsheet_tools_write_it(tmp_path, quote, new
 
 def test_reader_a_sheet_row_that_cannot_be_read_is_an_error(tmp_path):
     path = _sheet(tmp_path / "labels.tsv", str)
-    text = path.read_text(encoding="utf-8").replace("q2\td3\t1\tlisbon flights\t", "q2 d3 1\t")  # cells merged by an editor
+    text = path.read_text(encoding="utf-8").replace(
+        "q2\td3\t1\tlisbon flights\t", "q2 d3 1\t"
+    )  # cells merged by an editor
     path.write_text(text, encoding="utf-8")
     with pytest.raises(CompareError, match=r"labels.tsv, line 5: 2 tab-separated cells, expected 5"):
         labelling_sheet.read(path, PLAN)

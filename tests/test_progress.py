@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+import cli_runner
 from judgebench import progress
 from judgebench.checks.settings import problems
-import cli_runner
 
 
 class Clock:
@@ -120,7 +120,9 @@ def test_format_duration(seconds, text):
 
 @pytest.mark.parametrize("bad", [0, -5, "often"])
 def test_the_interval_is_a_positive_number(bad):
-    assert problems(OmegaConf.create({"progress_interval_s": bad})) == [f"progress_interval_s={bad!r}: expected a positive number"]
+    assert problems(OmegaConf.create({"progress_interval_s": bad})) == [
+        f"progress_interval_s={bad!r}: expected a positive number"
+    ]
 
 
 def test_run_py_with_stderr_to_a_file_logs_stage_lines_and_no_carriage_return(tmp_path_factory):
@@ -134,20 +136,33 @@ def test_run_py_with_stderr_to_a_file_logs_stage_lines_and_no_carriage_return(tm
     n_pairs = len(toy.pool.merge(toy.qrels, on=["query_id", "doc_id"])[["query_id", "doc_id"]].drop_duplicates())
     with FakeLLMServer() as srv:
         env = {**os.environ, "OPENAI_API_KEY": "sk-test", "JUDGEBENCH_CACHE_DIR": str(work / "cache")}
-        args = ["ranker=oracle", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "progress_interval_s=0.000001",
-                f"tracking_uri=sqlite:///{store}/mlflow.db", f"artifact_root={store}/artifacts", f"hydra.run.dir={work}/out"]
+        args = [
+            "ranker=oracle",
+            "judge=gpt_4o_mini",
+            f"judge.base_url={srv.openai_base_url}",
+            "progress_interval_s=0.000001",
+            f"tracking_uri=sqlite:///{store}/mlflow.db",
+            f"artifact_root={store}/artifacts",
+            f"hydra.run.dir={work}/out",
+        ]
         first = cli_runner.run(args, cwd=work, env=env)
         second = cli_runner.run([*args, "force=true"], cwd=work, env=env)
     for res in (first, second):
         assert res.rc == 0, str(res)
         assert "\r" not in res.err, repr(res.err[-500:])
-        assert not re.search(r"^(rewrite|rank) ", res.err, re.M), res.err  # no rewriter, an oracle ranker: no work to show
+        assert not re.search(r"^(rewrite|rank) ", res.err, re.M), (
+            res.err
+        )  # no rewriter, an oracle ranker: no work to show
     lines = re.findall(r"^judge gpt_4o_mini: .*$", first.err, re.M)
     assert len(lines) > 10, first.err  # a line at (nearly) every answer with a microsecond interval
     assert re.fullmatch(rf"judge gpt_4o_mini: 1/{n_pairs} pairs \(0%\), [\d.]+/s, ETA \S+", lines[0]), lines[0]
-    assert re.fullmatch(rf"judge gpt_4o_mini: {n_pairs}/{n_pairs} pairs \(100%\), [\d.]+/s, done in \S+", lines[-1]), lines[-1]
+    assert re.fullmatch(rf"judge gpt_4o_mini: {n_pairs}/{n_pairs} pairs \(100%\), [\d.]+/s, done in \S+", lines[-1]), (
+        lines[-1]
+    )
     rerun = re.findall(r"^judge gpt_4o_mini: .*$", second.err, re.M)
-    assert len(rerun) == 1 and rerun[0].startswith(f"judge gpt_4o_mini: {n_pairs}/{n_pairs} pairs (100%), {n_pairs} cached, 0.0/s, done in"), rerun
+    assert len(rerun) == 1 and rerun[0].startswith(
+        f"judge gpt_4o_mini: {n_pairs}/{n_pairs} pairs (100%), {n_pairs} cached, 0.0/s, done in"
+    ), rerun
 
 
 def test_loading_a_model_leaves_no_transformers_bar_behind(tmp_path, capfd):

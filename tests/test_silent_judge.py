@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
-import pandas as pd
-
 import cli_runner
+from judgebench.compare import report as report_mod
 from judgebench.compare import sections
 from judgebench.compare.base import tables
-from judgebench.compare import report as report_mod
 from judgebench.data.datasets import load_toy
 from judgebench.jobs import pipeline
 
@@ -25,9 +24,18 @@ SYSTEMS = ("oracle_perfect", "oracle_swap_3")
 
 def _cfg(tmp: Path, *overrides: str):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"artifact_root={tmp}/artifacts", f"cache_dir={tmp}/cache",
-            "experiment_name=silent", "progress=false", "dataset=toy", *overrides])
+        return compose(
+            config_name="config",
+            overrides=[
+                f"tracking_uri=sqlite:///{tmp}/mlflow.db",
+                f"artifact_root={tmp}/artifacts",
+                f"cache_dir={tmp}/cache",
+                "experiment_name=silent",
+                "progress=false",
+                "dataset=toy",
+                *overrides,
+            ],
+        )
 
 
 @pytest.fixture(scope="module")
@@ -38,22 +46,35 @@ def silent_grid(tmp_path_factory):
     labels = tmp / "nothing.txt"  # one label, for a pair outside the label set: the judge labels none of its pairs
     labels.write_text(f"{query} 0 not-a-pool-doc 2\n", encoding="utf-8")
     for system in SYSTEMS:
-        for judge in (["judge=simulated"], ["judge=qrels", f"judge.path={labels}", "judge.name=mute", "max_failed_share=1.0"]):
+        for judge in (
+            ["judge=simulated"],
+            ["judge=qrels", f"judge.path={labels}", "judge.name=mute", "max_failed_share=1.0"],
+        ):
             assert pipeline.run_job(_cfg(tmp, f"+system={system}", *judge)).status == "finished"
     client = MlflowClient(f"sqlite:///{tmp}/mlflow.db")
     return report_mod.build(client, "silent", options=report_mod.Options(bootstrap=0, formats=("md",)))
 
 
 def test_silent_judge_is_found_from_its_summary_and_its_rows_leave_every_frame():
-    summaries = pd.DataFrame({"dataset": ["a", "a", "b", "a"], "judge": ["mute", "talks", "mute", "mute"],
-                              "text_view": ["original", "original", "original", "rewritten:x"],
-                              "labelled_pairs": [0, 12, 5, 0], "failed_pairs": [40, 0, 3, 40]})
+    summaries = pd.DataFrame(
+        {
+            "dataset": ["a", "a", "b", "a"],
+            "judge": ["mute", "talks", "mute", "mute"],
+            "text_view": ["original", "original", "original", "rewritten:x"],
+            "labelled_pairs": [0, 12, 5, 0],
+            "failed_pairs": [40, 0, 3, 40],
+        }
+    )
     silent = tables.silent_judges(summaries)
     assert silent.values.tolist() == [["a", "mute", 40]]  # on b it labelled 5 pairs: it has numbers there
-    frame = pd.DataFrame({"dataset": ["a", "a", "b", "a"], "judge": ["mute", "talks", "mute", "human"], "value": [0.0, 0.5, 0.4, 0.6]})
+    frame = pd.DataFrame(
+        {"dataset": ["a", "a", "b", "a"], "judge": ["mute", "talks", "mute", "human"], "value": [0.0, 0.5, 0.4, 0.6]}
+    )
     assert tables.without(frame, silent)["value"].tolist() == [0.5, 0.4, 0.6]
     jobs = pd.DataFrame({"dataset": ["a", "b", "a"], "judge": ["mute", "mute", "quiet"]})
-    quiet = pd.concat([silent, pd.DataFrame({"dataset": ["a"], "judge": ["quiet"], "failed_pairs": [40]})], ignore_index=True)
+    quiet = pd.concat(
+        [silent, pd.DataFrame({"dataset": ["a"], "judge": ["quiet"], "failed_pairs": [40]})], ignore_index=True
+    )
     assert tables.silent_everywhere(jobs, quiet) == {"quiet"}
 
 

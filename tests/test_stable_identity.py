@@ -20,7 +20,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
@@ -86,24 +85,30 @@ def identities(cells: list[tuple[str, ...]]) -> list[dict]:
     try:
         with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
             resolvers.register()
-            OmegaConf.register_new_resolver("now", lambda pattern: FROZEN.strftime(pattern), use_cache=True, replace=True)
+            OmegaConf.register_new_resolver(
+                "now", lambda pattern: FROZEN.strftime(pattern), use_cache=True, replace=True
+            )
             OmegaConf.register_new_resolver("unique_token", lambda: "abc123", use_cache=True, replace=True)
             loader = GlobalHydra.instance().config_loader()
             for overrides in cells:
-                master = loader.load_configuration(config_name="config", overrides=[*FIXED, *overrides],
-                                                   run_mode=RunMode.MULTIRUN)
+                master = loader.load_configuration(
+                    config_name="config", overrides=[*FIXED, *overrides], run_mode=RunMode.MULTIRUN
+                )
                 sweep_dir = str(master.hydra.sweep.dir)
                 with open_dict(master):
                     del master["hydra"]  # what a job's config holds (compose() drops it the same way)
                 tree = _portable(OmegaConf.to_container(master, resolve=True), str(REPO))
                 tags = identity_tags(tree)
                 hashed = semantic_part(tree, LABELS_SEMANTIC) if tree.get("job") == "labels_only" else tree
-                out.append({
-                    "judge_hash": tags["judge_hash"], "system_hash": tags["system_hash"],
-                    "rewriter_hash": tags["rewriter_hash"],
-                    "config_hash": config_hash(hashed, {"dataset/qrels.txt": "0" * 64}),
-                    "sweep_id": sweep_id(tree.get("sweep_id") or sweep_dir),
-                })
+                out.append(
+                    {
+                        "judge_hash": tags["judge_hash"],
+                        "system_hash": tags["system_hash"],
+                        "rewriter_hash": tags["rewriter_hash"],
+                        "config_hash": config_hash(hashed, {"dataset/qrels.txt": "0" * 64}),
+                        "sweep_id": sweep_id(tree.get("sweep_id") or sweep_dir),
+                    }
+                )
     finally:
         from hydra.core.utils import setup_globals
 
@@ -153,8 +158,15 @@ def test_a_store_written_before_the_restructure_resumes_with_nothing_rerun(tmp_p
     before = _cell_runs(db)
     assert len(before) == 4
     cli_runner.warm()
-    done = cli_runner.run([*SWEEP, f"tracking_uri=sqlite:///{db}", f"artifact_root={tmp_path}/store/artifacts",
-                           f"cache_dir={tmp_path}/cache"], cwd=tmp_path)
+    done = cli_runner.run(
+        [
+            *SWEEP,
+            f"tracking_uri=sqlite:///{db}",
+            f"artifact_root={tmp_path}/store/artifacts",
+            f"cache_dir={tmp_path}/cache",
+        ],
+        cwd=tmp_path,
+    )
     assert done.rc == 0, str(done)
     assert "4 cells - 0 ran, 4 skipped, 0 failed" in done.out + done.err, str(done)
     assert _cell_runs(db) == before  # no cell run added, none replaced

@@ -25,8 +25,17 @@ def store(tmp_path_factory) -> Path:
 
 
 def _args(store: Path, tmp: Path, *extra: str, cache: str = "cache") -> list[str]:
-    return ["ranker=bm25", "judge=human", "progress=false", f"experiment_name={tmp.name}", f"tracking_uri=sqlite:///{store}/mlflow.db",
-            f"artifact_root={store}/artifacts", f"cache_dir={tmp / cache}", f"hydra.run.dir={tmp}/out", *extra]
+    return [
+        "ranker=bm25",
+        "judge=human",
+        "progress=false",
+        f"experiment_name={tmp.name}",
+        f"tracking_uri=sqlite:///{store}/mlflow.db",
+        f"artifact_root={store}/artifacts",
+        f"cache_dir={tmp / cache}",
+        f"hydra.run.dir={tmp}/out",
+        *extra,
+    ]
 
 
 def _cells(store: Path, tmp: Path, ranking: bool = False) -> list:
@@ -89,7 +98,10 @@ def test_a_grid_cell_with_force_repairs_a_damaged_ranking_and_one_without_a_dige
     path.write_bytes(DAMAGE["reversed"](path.read_bytes()))
     fixed = cli_runner.run(_args(store, tmp_path, "force=true"), cwd=tmp_path)
     assert fixed.rc == 0 and "computing it again" in fixed.out + fixed.err, str(fixed)
-    assert _cells(store, tmp_path)[0].data.metrics["ndcg10_human"] == truth and _cells(store, tmp_path)[0].data.metrics["ranking_computed"] == 1
+    assert (
+        _cells(store, tmp_path)[0].data.metrics["ndcg10_human"] == truth
+        and _cells(store, tmp_path)[0].data.metrics["ranking_computed"] == 1
+    )
 
 
 def test_a_truncated_mlflow_artifact_is_refused_on_a_machine_with_an_empty_store(store, tmp_path):
@@ -110,7 +122,9 @@ def test_a_truncated_mlflow_artifact_is_refused_on_a_machine_with_an_empty_store
 def test_an_empty_stored_ranking_names_the_stored_file(tmp_path):
     with pytest.raises(rankings.StoredRankingError) as e:
         rankings.parse("", str(tmp_path / "rankings" / "k.trec"))
-    assert str(e.value).startswith(str(tmp_path / "rankings" / "k.trec")) and "/tmp" not in str(e.value).replace(str(tmp_path), "")
+    assert str(e.value).startswith(str(tmp_path / "rankings" / "k.trec")) and "/tmp" not in str(e.value).replace(
+        str(tmp_path), ""
+    )
     store = rankings.RankingStore(tmp_path)
     store.write("k", "q1 Q0 d1 1 2.0 s\n", {})
     assert store.read("k") == "q1 Q0 d1 1 2.0 s\n"
@@ -129,9 +143,15 @@ def test_a_rank_job_killed_with_sigkill_is_marked_killed_by_the_rerun(store, tmp
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # its pid is free now: the process a SIGKILL left behind
     client = MlflowClient(f"sqlite:///{store}/mlflow.db")
-    killed = client.create_run(done.info.experiment_id, tags={
-        "judgebench.kind": "ranking", "judgebench.ranking_key": done.data.tags["judgebench.ranking_key"],
-        "judgebench.host": socket.gethostname(), "judgebench.pid": str(dead.pid)})
+    killed = client.create_run(
+        done.info.experiment_id,
+        tags={
+            "judgebench.kind": "ranking",
+            "judgebench.ranking_key": done.data.tags["judgebench.ranking_key"],
+            "judgebench.host": socket.gethostname(),
+            "judgebench.pid": str(dead.pid),
+        },
+    )
     again = cli_runner.run(_args(store, tmp_path, "job=rank"), cwd=tmp_path)
     assert again.rc == 0, str(again)
     assert client.get_run(killed.info.run_id).info.status == "KILLED"
@@ -154,5 +174,7 @@ def test_the_metrics_stored_beside_a_ranking_are_checked_when_read(tmp_path):
     meta_path.write_text(json.dumps({k: v for k, v in {**meta, "metrics": ["x"]}.items() if k != "metrics_sha256"}))
     with pytest.raises(rankings.StoredRankingError, match="not a mapping of names to numbers"):
         store.metrics("k")
-    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "metrics_sha256"}))  # stored before the digest
+    meta_path.write_text(
+        json.dumps({k: v for k, v in meta.items() if k != "metrics_sha256"})
+    )  # stored before the digest
     assert store.metrics("k") == {"outside_pool_kept": 2.0, "outside_pool_of": 12.0}

@@ -40,7 +40,6 @@ import re
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from hydra.errors import CompactHydraException
 
@@ -50,6 +49,7 @@ VERBOSE_ENV = "JUDGEBENCH_VERBOSE"
 VERBOSE_FLAG = "--verbose"
 
 from judgebench.exceptions import ConfigError, NoSystems, SecretInConfig, UserError  # noqa: E402,F401
+
 # One definition of what names or holds a secret (not the NAME of the variable holding it, like api_key_env).
 from judgebench.secrets import ENV_NAME, MASK, SECRET_KEY, is_secret_key, mask_secrets, mask_url, scrub, secret_values  # noqa: E402,F401
 
@@ -123,7 +123,12 @@ def _tracking_unreachable(exc: BaseException, tracking_uri: str | None) -> str |
         return None
     text = str(exc)
     causes = [type(e).__name__ for e in _chain(exc)] + [type(exc.__context__).__name__ if exc.__context__ else ""]
-    if not ("Max retries exceeded" in text or "Connection refused" in text or "ConnectionError" in causes or "ReadTimeout" in causes):
+    if not (
+        "Max retries exceeded" in text
+        or "Connection refused" in text
+        or "ConnectionError" in causes
+        or "ReadTimeout" in causes
+    ):
         return None
     reason = re.search(r"\[Errno -?\d+\] [^'\")]+", text)
     where = tracking_uri or (re.search(r"https?://[^/\s]+", text) or [""])[0]
@@ -153,8 +158,10 @@ def user_message(exc: BaseException, tracking_uri: str | None = None) -> str | N
         if unreachable:
             return unreachable
         if "attempt to write a readonly database" in str(e):  # a store that became read-only mid-job
-            return (f"the MLflow store {tracking_uri or ''} is read-only (attempt to write a readonly database); point "
-                    "tracking_uri at a writable store (the LLM answers received so far are in the call cache)")
+            return (
+                f"the MLflow store {tracking_uri or ''} is read-only (attempt to write a readonly database); point "
+                "tracking_uri at a writable store (the LLM answers received so far are in the call cache)"
+            )
         if isinstance(e, OmegaConfBaseException):
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             return where + first
@@ -179,7 +186,9 @@ def sweep_cell() -> tuple[bool, str]:
         return False, ""
     from judgebench.identity import NON_SEMANTIC  # where a job logs and caches, not which cell it is
 
-    shown = [re.sub(r"\\(.)", r"\1", o) for o in hc.overrides.task if o.partition("=")[0].lstrip("+~") not in NON_SEMANTIC]
+    shown = [
+        re.sub(r"\\(.)", r"\1", o) for o in hc.overrides.task if o.partition("=")[0].lstrip("+~") not in NON_SEMANTIC
+    ]
     return True, f"cell #{hc.job.num} ({' '.join(shown) or 'no overrides'})"
 
 
@@ -227,10 +236,9 @@ def interrupted(cell: str | None = None) -> str:
     """Ctrl-C: one line saying what stopped, what is kept, and how to resume; printed once (stderr)."""
     if not _INTERRUPTED:
         import threading
+        import time
 
         from judgebench.cache.store import STORED
-
-        import time
 
         deadline = time.monotonic() + 3
         for t in threading.enumerate():  # answers still being stored by writer threads: count them too

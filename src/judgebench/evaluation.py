@@ -57,7 +57,9 @@ class Protocol:
 
     def per_query(self, run: pd.DataFrame, qrels: pd.DataFrame, queries: Sequence[str] | None = None) -> pd.DataFrame:
         """query_id, value: one row per query of ``queries`` (default: the qrels' queries)."""
-        return per_query_ndcg(run, qrels, k=self.cutoff, judged_only=self.judged_only, missing=self.missing, queries=queries)
+        return per_query_ndcg(
+            run, qrels, k=self.cutoff, judged_only=self.judged_only, missing=self.missing, queries=queries
+        )
 
 
 PAPER = Protocol()  # nDCG@10, judged only, missing queries 0
@@ -84,7 +86,9 @@ def restrict(qrels: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     return q.merge(keys, on=KEYS, how="inner")[[*KEYS, "relevance"]].reset_index(drop=True)
 
 
-def references(human_qrels: pd.DataFrame, label_set: pd.DataFrame, judged: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+def references(
+    human_qrels: pd.DataFrame, label_set: pd.DataFrame, judged: pd.DataFrame | None = None
+) -> dict[str, pd.DataFrame]:
     """The human references of a dataset: all qrels, the human labels of the label set and, given the
     pairs a judge labelled (``judged``), the human labels of those pairs (``human_judged``)."""
     out = {HUMAN: human_qrels, HUMAN_LABELSET: restrict(human_qrels, label_set)}
@@ -93,8 +97,9 @@ def references(human_qrels: pd.DataFrame, label_set: pd.DataFrame, judged: pd.Da
     return out
 
 
-def evaluate(run: pd.DataFrame, qrels: Mapping[str, pd.DataFrame], queries: Sequence[str],
-             protocol: Protocol = PAPER) -> pd.DataFrame:
+def evaluate(
+    run: pd.DataFrame, qrels: Mapping[str, pd.DataFrame], queries: Sequence[str], protocol: Protocol = PAPER
+) -> pd.DataFrame:
     """Per-query values of one run under each named qrels: columns query_id, then one per name.
 
     Every name is evaluated over the same ``queries`` (the dataset's judged queries), so means
@@ -114,8 +119,9 @@ def means(per_query: pd.DataFrame) -> dict[str, float]:
 # --------------------------------------------------------------------------- fractional gains per label class
 
 
-def class_weights(run: pd.DataFrame, qrels: pd.DataFrame, queries: Sequence[str], levels: int = 4,
-                  protocol: Protocol = PAPER) -> tuple[np.ndarray, np.ndarray]:
+def class_weights(
+    run: pd.DataFrame, qrels: pd.DataFrame, queries: Sequence[str], levels: int = 4, protocol: Protocol = PAPER
+) -> tuple[np.ndarray, np.ndarray]:
     """nDCG split by label class, so that any gain per class can be scored without the engine again.
 
     Why: pytrec_eval takes integer relevance only, and the label-level correction of a judge gives
@@ -135,23 +141,32 @@ def class_weights(run: pd.DataFrame, qrels: pd.DataFrame, queries: Sequence[str]
     counts = np.zeros((len(qids), levels))
     np.add.at(counts, (q["query_id"].map(pos).to_numpy(), q["relevance"].astype(int).to_numpy()), 1)
     r = run.assign(query_id=run["query_id"].astype(str), doc_id=run["doc_id"].astype(str))
-    judged = r.merge(q[["query_id", "doc_id", "relevance"]], on=KEYS, how="inner").sort_values(["query_id", "rank"], kind="stable")
+    judged = r.merge(q[["query_id", "doc_id", "relevance"]], on=KEYS, how="inner").sort_values(
+        ["query_id", "rank"], kind="stable"
+    )
     place = judged.groupby("query_id", sort=False).cumcount().to_numpy() + 1  # rank among judged documents
     keep = place <= (protocol.cutoff or np.inf)
     weights = np.zeros((len(qids), levels))
-    np.add.at(weights, (judged["query_id"].map(pos).to_numpy()[keep], judged["relevance"].astype(int).to_numpy()[keep]),
-              1.0 / np.log2(place[keep] + 1))
+    np.add.at(
+        weights,
+        (judged["query_id"].map(pos).to_numpy()[keep], judged["relevance"].astype(int).to_numpy()[keep]),
+        1.0 / np.log2(place[keep] + 1),
+    )
     return weights, counts
 
 
-def ndcg_from_class_gains(weights: np.ndarray, counts: np.ndarray, gains: np.ndarray, cutoff: int | None = 10) -> np.ndarray:
+def ndcg_from_class_gains(
+    weights: np.ndarray, counts: np.ndarray, gains: np.ndarray, cutoff: int | None = 10
+) -> np.ndarray:
     """Per-query nDCG for gains per class (``gains`` (..., levels), broadcast against the (queries, levels)
     arrays of :func:`class_weights`; result (..., queries)); 0 where the ideal DCG is 0 (trec_eval)."""
     gains = np.asarray(gains, dtype=float)[..., None, :]
     dcg = (gains * weights).sum(axis=-1)
     order = np.argsort(-gains, axis=-1, kind="stable")  # classes by descending gain fill the ideal ranking
     g_sorted = np.take_along_axis(gains, order, axis=-1)
-    c_sorted = np.take_along_axis(np.broadcast_to(counts, np.broadcast_shapes(counts.shape, gains.shape)), order, axis=-1)
+    c_sorted = np.take_along_axis(
+        np.broadcast_to(counts, np.broadcast_shapes(counts.shape, gains.shape)), order, axis=-1
+    )
     depth = int(counts.sum(axis=1).max(initial=0)) if cutoff is None else cutoff
     disc = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, depth + 2)))])  # disc[m]: first m discounts
     after = np.minimum(np.cumsum(c_sorted, axis=-1), depth).astype(int)

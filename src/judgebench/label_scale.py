@@ -81,8 +81,15 @@ class LabelScale:
 
     def tag(self) -> str:
         """The scale as the ``judge_scale`` run tag: compact JSON, read back by :func:`from_tag`."""
-        return json.dumps({"name": self.name, "labels": list(self.labels), "to_human": list(self.to_human),
-                           "relevant_from": self.relevant_from}, separators=(",", ":"))
+        return json.dumps(
+            {
+                "name": self.name,
+                "labels": list(self.labels),
+                "to_human": list(self.to_human),
+                "relevant_from": self.relevant_from,
+            },
+            separators=(",", ":"),
+        )
 
 
 def out_of_scale_hint(scale: LabelScale) -> str:
@@ -120,11 +127,15 @@ def parse(value, relevant_from: int = RELEVANT_FROM, key: str = "judge.scale") -
         else:
             to_human = tuple(int(x) for x in (to_human or ()))
     except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"{key}.to_human: expected the human level (0-3) of every label, e.g. {EXAMPLE} ({exc})") from None
+        raise ConfigError(
+            f"{key}.to_human: expected the human level (0-3) of every label, e.g. {EXAMPLE} ({exc})"
+        ) from None
     if len(set(labels)) != len(labels) or list(labels) != sorted(labels):
         raise ConfigError(f"{key}.labels={list(labels)}: expected distinct labels in increasing order")
     if len(to_human) != len(labels) or not set(to_human) <= set(HUMAN_LEVELS):
-        raise ConfigError(f"{key}.to_human={list(to_human)}: expected one human level (0-3) per label of {list(labels)}")
+        raise ConfigError(
+            f"{key}.to_human={list(to_human)}: expected one human level (0-3) per label of {list(labels)}"
+        )
     if list(to_human) != sorted(to_human):
         raise ConfigError(f"{key}.to_human={list(to_human)}: expected a map that keeps the labels' order")
     name = str(value.get("name") or f"{labels[0]}-{labels[-1]}")
@@ -138,4 +149,6 @@ def from_tag(text: str | None, relevant_from: int = RELEVANT_FROM) -> LabelScale
     if not text or (isinstance(text, float) and np.isnan(text)):
         return graded(relevant_from)
     d = json.loads(text)
-    return LabelScale(str(d["name"]), tuple(d["labels"]), tuple(d["to_human"]), int(d.get("relevant_from", relevant_from)))
+    return LabelScale(
+        str(d["name"]), tuple(d["labels"]), tuple(d["to_human"]), int(d.get("relevant_from", relevant_from))
+    )

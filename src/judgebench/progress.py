@@ -52,9 +52,17 @@ class Progress:
     so that the timing of the log lines can be tested exactly.
     """
 
-    def __init__(self, desc: str, total: int | None = None, unit: str | None = None, *, enabled: bool = True,
-                 interval_s: float = DEFAULT_INTERVAL_S, stream: IO | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        desc: str,
+        total: int | None = None,
+        unit: str | None = None,
+        *,
+        enabled: bool = True,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        stream: IO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.desc, self.total, self.unit = desc, total, unit
         self.enabled, self.interval_s, self.clock = enabled, float(interval_s), clock
         self.stream = stream if stream is not None else sys.stderr
@@ -133,8 +141,15 @@ class Progress:
     def _shown(self) -> bool:
         """On a terminal: the bar, started at the first count (so that empty stages print nothing)."""
         if self._bar is None and self.enabled and self.tty and not self._closed:
-            self._bar = tqdm(total=self.total, desc=self.desc, unit=f" {self.unit or 'items'}", file=self.stream,
-                             smoothing=0, dynamic_ncols=True, initial=self.n)
+            self._bar = tqdm(
+                total=self.total,
+                desc=self.desc,
+                unit=f" {self.unit or 'items'}",
+                file=self.stream,
+                smoothing=0,
+                dynamic_ncols=True,
+                initial=self.n,
+            )
         return self._bar is not None
 
     def _write(self, text: str) -> None:
@@ -168,8 +183,14 @@ _current: ContextVar[Progress | None] = ContextVar("judgebench_progress_stage", 
 
 
 @contextmanager
-def stage(desc: str, *, enabled: bool = True, interval_s: float = DEFAULT_INTERVAL_S, stream: IO | None = None,
-          clock: Callable[[], float] = time.monotonic) -> Iterator[Progress]:
+def stage(
+    desc: str,
+    *,
+    enabled: bool = True,
+    interval_s: float = DEFAULT_INTERVAL_S,
+    stream: IO | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[Progress]:
     """One stage of a job (e.g. 'judge gpt_4o_mini'): every `counter()` opened inside counts into its one bar.
     `enabled=False` (the `progress=false` setting) silences the stage and every loop inside it."""
     bar = Progress(desc, enabled=enabled, interval_s=interval_s, stream=stream, clock=clock)

@@ -41,9 +41,9 @@ from judgebench.data.trec import read_run, write_run
 from judgebench.evaluation import cut
 from judgebench.exceptions import DataError
 from judgebench.identity import component_hash
+from judgebench.identity.run_tags import RunTags
 from judgebench.locks import exclusive
 from judgebench.progress import StageSettings
-from judgebench.identity.run_tags import RunTags
 
 log = logging.getLogger("judgebench")
 RANK_VERSION = "1"  # bump when a change to the ranking code changes a ranking: stored ones are then recomputed
@@ -67,11 +67,16 @@ def _metrics_digest(metrics: object) -> str:
 def checked_text(data: bytes, expected: str | None, where: str) -> str:
     """The text of stored ranking bytes whose SHA-256 is ``expected``; else :class:`StoredRankingError`."""
     if not expected:
-        raise StoredRankingError(where, f"stored without a digest (by an older judgebench), so it cannot be checked; {RECOMPUTE}")
+        raise StoredRankingError(
+            where, f"stored without a digest (by an older judgebench), so it cannot be checked; {RECOMPUTE}"
+        )
     found = hashlib.sha256(data).hexdigest()
     if found != expected:
-        raise StoredRankingError(where, f"does not match its digest (sha256 {found[:12]}..., stored {expected[:12]}...): "
-                                        f"it was edited, cut short or damaged since it was stored; {RECOMPUTE}")
+        raise StoredRankingError(
+            where,
+            f"does not match its digest (sha256 {found[:12]}..., stored {expected[:12]}...): "
+            f"it was edited, cut short or damaged since it was stored; {RECOMPUTE}",
+        )
     return data.decode("utf-8")
 
 
@@ -98,8 +103,9 @@ def _plain(node):
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
-def ranking_key(components, dataset, reads_texts: bool, files: dict[str, str] | None = None,
-                ranker_inputs: dict | None = None) -> str | None:
+def ranking_key(
+    components, dataset, reads_texts: bool, files: dict[str, str] | None = None, ranker_inputs: dict | None = None
+) -> str | None:
     """What decides a ranking: dataset identity, system and rewriter config hashes (``components``: a job's
     config, or its resolved ``ranker``, ``perturbation`` and ``rewriter`` nodes), the digests of the files
     the ranker and rewriter read (``files``: a runfile ranker's run edited in place is another ranking), what
@@ -112,9 +118,14 @@ def ranking_key(components, dataset, reads_texts: bool, files: dict[str, str] | 
     fp = fingerprint(dataset)
     if reads_texts and fp.texts is None:
         return None
-    tree = {"dataset": fp.hash, "texts": fp.texts if reads_texts else None,
-            "system": component_hash(node("ranker"), node("perturbation")), "rewriter": component_hash(node("rewriter")),
-            "rank_version": RANK_VERSION, "judgebench": __version__}
+    tree = {
+        "dataset": fp.hash,
+        "texts": fp.texts if reads_texts else None,
+        "system": component_hash(node("ranker"), node("perturbation")),
+        "rewriter": component_hash(node("rewriter")),
+        "rank_version": RANK_VERSION,
+        "judgebench": __version__,
+    }
     if files:  # absent when they read none: the keys of stored rankings of such systems stay what they were
         tree["files"] = dict(files)
     if ranker_inputs:  # likewise absent for rankers that depend on nothing more
@@ -126,7 +137,9 @@ def refuse_unkeyed(dataset) -> None:
     """A ranking whose key cannot be computed (it reads passage texts that are not here) is never served from the
     store: the corpus's own error (where, how to get the texts), as an empty store gives."""
     require_texts(dataset)
-    raise DataError(f"dataset {dataset.name}", "the ranking reads passage texts but the pool has none, so it has no key")
+    raise DataError(
+        f"dataset {dataset.name}", "the ranking reads passage texts but the pool has none, so it has no key"
+    )
 
 
 class RankingStore:
@@ -147,7 +160,9 @@ class RankingStore:
         try:
             probe_dir(self.root, "rankings")
         except CacheError as e:
-            log.warning("%s: %s; the ranking is computed and used (and logged), but other cells will compute it again", what, e)
+            log.warning(
+                "%s: %s; the ranking is computed and used (and logged), but other cells will compute it again", what, e
+            )
 
     def read(self, key: str) -> str | None:
         """The stored ranking, checked against the digest in ``<key>.json``; None when not stored.
@@ -177,7 +192,9 @@ class RankingStore:
         where = str(self.root / f"{key}.json")
         expected = meta.get("metrics_sha256")
         if expected is not None and expected != _metrics_digest(found):
-            raise StoredRankingError(where, f"its metrics do not match their digest: the file was edited or damaged; {RECOMPUTE}")
+            raise StoredRankingError(
+                where, f"its metrics do not match their digest: the file was edited or damaged; {RECOMPUTE}"
+            )
         try:
             return {str(k): float(v) for k, v in found.items()}
         except (AttributeError, TypeError, ValueError):
@@ -246,15 +263,22 @@ def check_logged(client, experiment_id, key: str, text: str, where: str) -> None
         return
     found = digest(text)
     filt = RunTags.where(kind=KIND, ranking_key=key, status="FINISHED")
-    for r in client.search_runs([experiment_id], filter_string=filt, max_results=1, order_by=["attributes.start_time DESC"]):
+    for r in client.search_runs(
+        [experiment_id], filter_string=filt, max_results=1, order_by=["attributes.start_time DESC"]
+    ):
         logged = RunTags.from_tags(r.data.tags).ranking_sha256  # the latest: force=true may have ranked it again since
         if logged and logged != found:
-            raise StoredRankingError(where, f"is not the ranking MLflow run {r.info.run_id} (job=rank) logged under key {key} "
-                                            f"(sha256 {found[:12]}..., logged {logged[:12]}...): the stored file and its digest "
-                                            f"were changed since; {RECOMPUTE}")
+            raise StoredRankingError(
+                where,
+                f"is not the ranking MLflow run {r.info.run_id} (job=rank) logged under key {key} "
+                f"(sha256 {found[:12]}..., logged {logged[:12]}...): the stored file and its digest "
+                f"were changed since; {RECOMPUTE}",
+            )
 
 
-def _stored(store: RankingStore, key: str, client, experiment_id, system: str, dataset, repair: bool) -> tuple[str, str] | None:
+def _stored(
+    store: RankingStore, key: str, client, experiment_id, system: str, dataset, repair: bool
+) -> tuple[str, str] | None:
     """(text, where it was read) of the stored ranking (this store, else an MLflow rank run's artifact), checked
     against its digest; None when none is stored. A failed check raises, unless ``repair`` (force=true): then
     it is logged and the ranking is computed again."""
@@ -292,9 +316,19 @@ class RankSettings:
         return cls(parts, str(cfg["cache_dir"]), bool(cfg.get("force")), StageSettings.from_config(cfg))
 
 
-def rank_once(settings: RankSettings, dataset, ranker, perturbation, texts, system: str, reads_texts: bool,
-              client=None, experiment_id: str | None = None, files: dict[str, str] | None = None,
-              recompute: bool = False) -> Ranking:
+def rank_once(
+    settings: RankSettings,
+    dataset,
+    ranker,
+    perturbation,
+    texts,
+    system: str,
+    reads_texts: bool,
+    client=None,
+    experiment_id: str | None = None,
+    files: dict[str, str] | None = None,
+    recompute: bool = False,
+) -> Ranking:
     """The cell's ranking: read back when stored (here, or in a ``job=rank`` run of the experiment), else
     computed under the ranking's lock (a job already computing it is waited for), stored, and read back.
     ``files``: digests of the ranker's and rewriter's input files (see :func:`ranking_key`). ``recompute``
@@ -314,7 +348,11 @@ def rank_once(settings: RankSettings, dataset, ranker, perturbation, texts, syst
     if found is not None:
         log.info("%s / %s: ranking %s read back (computed once for every judge)", dataset.name, system, key)
         return Ranking(key, parse(found[0], found[1]), found[0], computed=False, metrics=store.metrics(key))
-    with exclusive(store.locks, f"ranking-{key}", f"{dataset.name} / {system}: another job is computing this ranking; waiting for it"):
+    with exclusive(
+        store.locks,
+        f"ranking-{key}",
+        f"{dataset.name} / {system}: another job is computing this ranking; waiting for it",
+    ):
         found = None if recompute else _stored(store, key, client, experiment_id, system, dataset, repair)
         if found is not None:
             return Ranking(key, parse(found[0], found[1]), found[0], computed=False, metrics=store.metrics(key))
@@ -328,7 +366,17 @@ def rank_once(settings: RankSettings, dataset, ranker, perturbation, texts, syst
         text = trec_text(cut(run, ranker.depth), system)
         scored = int(getattr(ranker, "scored_now", 0) or 0)
         metrics = {k: float(v) for k, v in ranker.ranking_metrics().items() if v == v}  # undefined (nan) ones left out
-        store.write(key, text, {"system": system, "dataset": dataset.name, "ranker": ranker.name, "scored": scored,
-                                "seconds": round(time.perf_counter() - started, 3), "judgebench": __version__,
-                                "metrics": metrics})
+        store.write(
+            key,
+            text,
+            {
+                "system": system,
+                "dataset": dataset.name,
+                "ranker": ranker.name,
+                "scored": scored,
+                "seconds": round(time.perf_counter() - started, 3),
+                "judgebench": __version__,
+                "metrics": metrics,
+            },
+        )
     return Ranking(key, parse(text, str(store.path(key))), text, computed=True, scored=scored, metrics=metrics)

@@ -34,10 +34,24 @@ from judgebench.exceptions import SecretInConfig
 MASK = "***"
 MIN_SECRET_LEN = 8
 CREDENTIAL_WORDS = frozenset(
-    {"key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials", "authorization", "auth", "bearer"}
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "credential",
+        "credentials",
+        "authorization",
+        "auth",
+        "bearer",
+    }
 )
 # Kept for callers that match a key's last word with a regex (the same words, at the end of the key).
-SECRET_KEY = re.compile(r"(?:^|[_.-])(?:api[_-]?key|apikey|key|secret|token|password|passwd|credentials?|authorization|auth|bearer)$", re.I)
+SECRET_KEY = re.compile(
+    r"(?:^|[_.-])(?:api[_-]?key|apikey|key|secret|token|password|passwd|credentials?|authorization|auth|bearer)$", re.I
+)
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Variables the backends read, whatever their value looks like.
 KNOWN_SECRET_ENVS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -210,7 +224,11 @@ def _secret_paths(node: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
     if isinstance(node, dict):
         for k, v in node.items():
             path = f"{prefix}{k}"
-            problem = secret_problem(path, v) if not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env")) else None
+            problem = (
+                secret_problem(path, v)
+                if not isinstance(v, dict) and (not isinstance(v, list) or str(k).endswith("_env"))
+                else None
+            )
             if problem:
                 yield path, problem
             elif isinstance(v, (dict, list)):
@@ -224,9 +242,7 @@ def _secret_paths(node: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
 
 
 def _secret_message(key: str, problem: str = "secret") -> str:
-    where = (
-        "they would be written to the run's output directory (.hydra/), MLflow and the shell history"
-    )
+    where = "they would be written to the run's output directory (.hydra/), MLflow and the shell history"
     if problem == "env":
         return (
             f"{key}: expected the name of an environment variable (letters, digits and _, e.g. OPENAI_API_KEY), "

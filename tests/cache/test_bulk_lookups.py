@@ -40,8 +40,16 @@ def test_transformers_key_maker_keeps_the_keys_of_old_caches():
     spec = ModelSpec(model="some/model", dtype="float32")
 
     def old(p):
-        return _reference_key(backend="transformers", model="some/model", method="rankt5", prompt_version="rankt5@1",
-                              prompt=p, params={"token": "<extra_id_10>"}, dtype="float32", device="cpu")
+        return _reference_key(
+            backend="transformers",
+            model="some/model",
+            method="rankt5",
+            prompt_version="rankt5@1",
+            prompt=p,
+            params={"token": "<extra_id_10>"},
+            dtype="float32",
+            device="cpu",
+        )
 
     make = transformers_key_maker(spec, "rankt5", "rankt5@1", token="<extra_id_10>")
     for p in PROMPTS:
@@ -50,7 +58,7 @@ def test_transformers_key_maker_keeps_the_keys_of_old_caches():
 
 RECORDS = [
     {"score": -1.25},
-    {"score": 1e-300, "n": 10**30, "ok": True, "none": None, "neg0": -0.0, "text": "ü\n\"✓"},
+    {"score": 1e-300, "n": 10**30, "ok": True, "none": None, "neg0": -0.0, "text": 'ü\n"✓'},
     {"nested": {"b": [1, {"c": 2}], "a": []}, "nan": math.nan, "inf": -math.inf},
     {1: "a", 10: "b", 2: "c"},  # int keys become strings and sort as such ("10" < "2"): the round trip is needed
     {"tuple": (1, 2, ("x",)), "deep": {3: [4]}},

@@ -47,15 +47,15 @@ def test_the_compacted_file_is_laid_out_as_documented(tmp_path):
     fmagic, index_at, frecords, folded_len, body_crc, fcrc = struct.unpack_from(">4sQQIII", data, len(data) - 32)
     assert (fmagic, index_at, frecords) == (b"JBxF", data_end, 20) and fcrc == zlib.crc32(data[-32:-4])
     folded_at = index_at + 20 * 44
-    assert folded_at + folded_len == len(data) - 32 and body_crc == zlib.crc32(data[index_at:len(data) - 32])
+    assert folded_at + folded_len == len(data) - 32 and body_crc == zlib.crc32(data[index_at : len(data) - 32])
     index = [struct.unpack_from(">32sQI", data, index_at + i * 44) for i in range(20)]
     assert [raw.hex() for raw, _, _ in index] == sorted(keys)  # sorted by key
     for raw, offset, n in index:  # each points at a frame of that key whose body is the stored envelope
-        assert data[offset:offset + 4] == b"JBc1" and data[offset + 12:offset + 44] == raw
-        body = data[offset + 44:offset + 44 + n]
+        assert data[offset : offset + 4] == b"JBc1" and data[offset + 12 : offset + 44] == raw
+        body = data[offset + 44 : offset + 44 + n]
         assert zlib.crc32(raw + body) == struct.unpack_from(">I", data, offset + 8)[0]
         assert json.loads(body)["payload"]["record"] == _rec(keys.index(raw.hex()))
-    assert json.loads(data[folded_at:folded_at + folded_len])["segments"] and len(data) - 32 == folded_at + folded_len
+    assert json.loads(data[folded_at : folded_at + folded_len])["segments"] and len(data) - 32 == folded_at + folded_len
     fresh = CallCache(tmp_path)
     assert [fresh.get(k) for k in keys] == [_rec(i) for i in range(20)] and fresh.get(_key(99)) is None
     assert sorted(fresh.keys()) == sorted(keys) and maintenance.verify(fresh) == []
@@ -142,7 +142,9 @@ def test_a_reader_during_compaction_sees_every_entry(tmp_path):
     missing, rounds = out.get(timeout=120)
     r.join(30)
     assert missing == 0 and rounds >= 3
-    assert len(list((tmp_path / "segments").glob("*.seg"))) == 0 and len(list((tmp_path / "segments").glob("*.jbc"))) == 1
+    assert (
+        len(list((tmp_path / "segments").glob("*.seg"))) == 0 and len(list((tmp_path / "segments").glob("*.jbc"))) == 1
+    )
 
 
 @pytest.mark.parametrize("damage", ["index byte", "footer", "header", "truncated"])
@@ -162,7 +164,7 @@ def test_a_damaged_index_is_reported_and_its_records_still_read(tmp_path, caplog
     elif damage == "header":
         data[2] ^= 0xFF
     else:
-        data = data[:index_at + 10]
+        data = data[: index_at + 10]
     path.write_bytes(bytes(data))
     with pytest.raises(packed.PackCorrupt, match=rf"compacted cache index {path} is unusable: "):
         packed.Packed(path)
@@ -182,7 +184,7 @@ def test_a_live_writers_segment_is_kept_and_read_from_where_compaction_stopped(t
     live = CallCache(tmp_path)
     live.put_many([(_key(i, "l"), _rec(i), None) for i in range(10)])  # its segment stays open (and locked)
     report = compact(CallCache(tmp_path), min_age_s=0)
-    (seg_path, why), = report.kept
+    ((seg_path, why),) = report.kept
     assert "still running" in why and seg_path.exists()
     live.put_many([(_key(i, "l"), _rec(i), None) for i in range(10, 14)])
     fresh = CallCache(tmp_path)

@@ -39,8 +39,8 @@ def _frames_by_hand(path: Path) -> list[tuple[int, int, str]]:
     data, out, pos = path.read_bytes(), [], 0
     while pos < len(data):
         magic, n, crc = struct.unpack_from(">4sII", data, pos)
-        assert magic == b"JBc1" and zlib.crc32(data[pos + 12:pos + 44 + n]) == crc
-        out.append((pos, 44 + n, data[pos + 12:pos + 44].hex()))
+        assert magic == b"JBc1" and zlib.crc32(data[pos + 12 : pos + 44 + n]) == crc
+        out.append((pos, 44 + n, data[pos + 12 : pos + 44].hex()))
         pos += 44 + n
     return out
 
@@ -56,7 +56,7 @@ def test_records_are_framed_as_documented_and_read_back_by_a_new_process_view(tm
     c.put_many([(k, _rec(i), {"backend": "openai", "model": "m"}) for i, k in enumerate(keys)])
     frames = _frames_by_hand(_one_segment(tmp_path))
     assert [k for _, _, k in frames] == keys
-    body = _one_segment(tmp_path).read_bytes()[frames[2][0] + 44:frames[2][0] + frames[2][1]]
+    body = _one_segment(tmp_path).read_bytes()[frames[2][0] + 44 : frames[2][0] + frames[2][1]]
     assert json.loads(body)["payload"]["record"] == _rec(2)
     fresh = CallCache(tmp_path)  # no layout given: the segments folder keeps the layout
     assert fresh.layout == "segments"
@@ -105,7 +105,7 @@ def test_a_corrupt_middle_record_is_reported_and_the_rest_still_read(tmp_path, c
     frames = _frames_by_hand(path)
     data = bytearray(path.read_bytes())
     data[frames[1][0] + 60] ^= 0x01  # one bit inside the second record's body
-    data[frames[3][0]:frames[3][0] + 4] = b"XXXX"  # and the fourth frame's magic number
+    data[frames[3][0] : frames[3][0] + 4] = b"XXXX"  # and the fourth frame's magic number
     path.write_bytes(bytes(data))
     where1, where3 = path.with_name(f"{path.name}@{frames[1][0]}"), path.with_name(f"{path.name}@{frames[3][0]}")
     view = CallCache(tmp_path)
@@ -133,8 +133,12 @@ def _segment_writer(root: str, wid: int, start, seen_some) -> None:
     for i in range(0, len(js), 8):
         if i == 200:  # halfway: the reader must have read live entries before the rest is written
             seen_some.wait(60)
-        c.put_many([(_key(j, "conc"), {"j": j, "writer": wid, "blob": "w" * (j % 900)}, {"backend": f"w{wid}"})
-                    for j in js[i:i + 8]])
+        c.put_many(
+            [
+                (_key(j, "conc"), {"j": j, "writer": wid, "blob": "w" * (j % 900)}, {"backend": f"w{wid}"})
+                for j in js[i : i + 8]
+            ]
+        )
 
 
 def _segment_reader(root: str, start, stop, out, seen_some) -> None:
@@ -202,7 +206,9 @@ def test_an_old_one_file_per_entry_cache_is_read_exported_and_extended(tmp_path)
     lines = gzip.decompress(f1.read_bytes()).decode().splitlines()
     assert [json.loads(line)["payload"]["key"] for line in lines] == sorted(keys)
     into_segments = CallCache(tmp_path / "s", layout="segments")
-    assert maintenance.import_entries(into_segments, f2) == (8, 0) and maintenance.import_entries(into_segments, f2) == (0, 8)
+    assert maintenance.import_entries(into_segments, f2) == (8, 0) and maintenance.import_entries(
+        into_segments, f2
+    ) == (0, 8)
     assert [into_segments.get(k) for k in keys] == [_rec(i) for i in range(8)]
 
 
@@ -219,6 +225,7 @@ def test_the_group_writer_returns_only_once_stored_and_batches(tmp_path, layout,
 
     async def main() -> int:
         async with GroupWriter(CallCache(tmp_path, layout=layout), inline=inline) as w:
+
             async def one(i: int) -> None:
                 await w.put(keys[i], _rec(i), {"backend": "openai"})
                 readable_at_return.append(CallCache(tmp_path).get(keys[i]) == _rec(i))  # another reader sees it
@@ -248,6 +255,7 @@ def test_the_inline_group_writer_fails_every_answer_of_a_group_it_could_not_stor
 
     async def main() -> None:
         async with GroupWriter(c) as w:
+
             async def one(i: int) -> None:
                 try:
                     await w.put(_key(i, "seg"), _rec(i))
@@ -271,6 +279,7 @@ def test_the_group_writer_fails_the_answers_it_could_not_store(tmp_path):
 
     async def main() -> None:
         async with GroupWriter(c) as w:
+
             async def one(i: int, key: str) -> None:
                 try:
                     await w.put(key, _rec(i))
@@ -324,7 +333,9 @@ def _write_big(root: str, layout: str, ready, torn, cut: int) -> None:
 def _mid_write(root: Path, layout: str, frame_len: int) -> bool:
     """A write is under way: a temp entry file exists, or a segment ends inside a frame."""
     if layout == "files":
-        return any(name.endswith(".tmp") for k in KILL_KEYS if (root / k[:2]).is_dir() for name in os.listdir(root / k[:2]))
+        return any(
+            name.endswith(".tmp") for k in KILL_KEYS if (root / k[:2]).is_dir() for name in os.listdir(root / k[:2])
+        )
     return any(p.stat().st_size % frame_len for p in (root / "segments").glob("*.seg"))
 
 
@@ -340,11 +351,15 @@ def test_sigkill_mid_write_never_leaves_a_readable_torn_record(tmp_path, layout)
         ready, torn = ctx.Event(), ctx.Event()
         p = ctx.Process(target=_write_big, args=(str(root), layout, ready, torn, cut))
         p.start()
-        assert ready.wait(120) and torn.wait(120), f"the writer never reached its second record (exit code {p.exitcode})"
+        assert ready.wait(120) and torn.wait(120), (
+            f"the writer never reached its second record (exit code {p.exitcode})"
+        )
         os.kill(p.pid, signal.SIGKILL)
         p.join(10)
         assert p.exitcode == -signal.SIGKILL
-        assert _mid_write(root, layout, frame_len)  # killed inside the write: a temp file, or a segment ending in a frame
+        assert _mid_write(
+            root, layout, frame_len
+        )  # killed inside the write: a temp file, or a segment ending in a frame
         view = CallCache(root)
         assert maintenance.verify(view) == [] and view.corrupt_seen == 0
         assert view.get(KILL_KEYS[0]) == {"j": 0, "blob": "k" * BIG}  # the first record, written whole before the kill
@@ -367,8 +382,8 @@ def test_sigkill_mid_write_never_leaves_a_readable_torn_record(tmp_path, layout)
 def test_an_api_judge_on_a_segments_cache_stores_every_answer_and_reruns_for_free(tmp_path, monkeypatch):
     from judgebench.data.datasets import load_toy
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.remote.api import OpenAIBackend
     from judgebench.llm.prompts import load_prompt
+    from judgebench.llm.remote.api import OpenAIBackend
     from judgebench.testing.fake_app import fake_label
     from judgebench.testing.fake_process import FakeLLMServer
 
@@ -378,9 +393,17 @@ def test_an_api_judge_on_a_segments_cache_stores_every_answer_and_reruns_for_fre
     pairs = toy.label_set()[["query_id", "doc_id"]].head(60).reset_index(drop=True)
     template = load_prompt("umbrela_bing")
     with FakeLLMServer(latency_s=0.002) as srv:
+
         def judge():
             backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, max_concurrency=16)
-            return LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(tmp_path), progress=False)
+            return LLMJudge(
+                name="fake",
+                family="openai",
+                model="gpt-4o-mini",
+                backend=backend,
+                cache_dir=str(tmp_path),
+                progress=False,
+            )
 
         first = judge().judge(pairs, toy, toy.corpus)
         assert srv.stats()["requests"] == 60
@@ -405,7 +428,9 @@ def _judge_in_child(base_url: str, cache_dir: str, conc: int) -> None:
     os.environ["OPENAI_API_KEY"] = "test-key"
     toy = load_toy()
     backend = OpenAIBackend("gpt-4o-mini", base_url=base_url, max_concurrency=conc)
-    judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=cache_dir, progress=False)
+    judge = LLMJudge(
+        name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=cache_dir, progress=False
+    )
     judge.judge(toy.label_set()[["query_id", "doc_id"]], toy, toy.corpus)
 
 
@@ -414,8 +439,8 @@ def test_a_judge_killed_mid_run_on_a_segments_cache_loses_only_its_in_flight_cal
     pays exactly for the rest, and what it pays twice is at most the calls in flight (max_concurrency)."""
     from judgebench.data.datasets import load_toy
     from judgebench.judges.llm import LLMJudge
-    from judgebench.llm.remote.api import OpenAIBackend
     from judgebench.llm.prompts import load_prompt
+    from judgebench.llm.remote.api import OpenAIBackend
     from judgebench.testing.fake_app import fake_label
     from judgebench.testing.fake_process import FakeLLMServer
 
@@ -445,7 +470,14 @@ def test_a_judge_killed_mid_run_on_a_segments_cache_loses_only_its_in_flight_cal
             stored = sum(1 for _ in cache.keys())
             assert maintenance.verify(cache) == [] and 0 <= sent - stored <= conc, (sent, stored)
             backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, max_concurrency=conc)
-            judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(cache_dir), progress=False)
+            judge = LLMJudge(
+                name="fake",
+                family="openai",
+                model="gpt-4o-mini",
+                backend=backend,
+                cache_dir=str(cache_dir),
+                progress=False,
+            )
             result = judge.judge(pairs, toy, toy.corpus)
             assert srv.stats()["requests"] - sent == n - stored  # the rerun asked exactly for what was missing
             assert len(result.labels) == n and result.usage.calls_cached == stored
@@ -489,7 +521,9 @@ def test_an_unwritable_answer_folder_under_a_writable_root_fails_before_paying(t
     pairs = toy.label_set()[["query_id", "doc_id"]]
     with FakeLLMServer() as srv:
         backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, max_concurrency=16)
-        judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(tmp_path), progress=False)
+        judge = LLMJudge(
+            name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(tmp_path), progress=False
+        )
         calls = tmp_path / "calls"
         if layout == "segments":
             folder = calls / "segments"
@@ -500,7 +534,9 @@ def test_an_unwritable_answer_folder_under_a_writable_root_fails_before_paying(t
         with pytest.raises(CacheError, match=rf"^cache {folder} is not writable: \[Errno 13\] Permission denied"):
             judge.judge(pairs, toy, toy.corpus)
         assert srv.stats()["requests"] == 0
-        assert list(folder.iterdir()) == [] and [p.name for p in calls.iterdir()] == [folder.name]  # no probe left behind
+        assert list(folder.iterdir()) == [] and [p.name for p in calls.iterdir()] == [
+            folder.name
+        ]  # no probe left behind
 
 
 def _segment_of(root: Path, n: int) -> tuple[CallCache, list[str], Path, list[tuple[int, int, str]]]:
@@ -533,7 +569,9 @@ def test_a_corrupt_length_field_mid_segment_is_corruption_not_a_torn_tail(tmp_pa
     assert maintenance.verify(view) == [where]
     reason = view.reasons[where]
     first_good = frames[11][0]
-    assert reason.startswith("frame length runs past the end of the file" if length == "past-the-end" else "frame checksum mismatch")
+    assert reason.startswith(
+        "frame length runs past the end of the file" if length == "past-the-end" else "frame checksum mismatch"
+    )
     assert f"1 record lost in the {first_good - at} bytes up to the next good frame at byte {first_good}" in reason
     assert maintenance.stats(view).entries == 29 and maintenance.stats(view).corrupt == 1
     assert seg.scan_file(path).torn_tail is False
@@ -557,7 +595,7 @@ def test_verify_reports_what_a_torn_tail_cut_short(tmp_path, capsys):
     assert "1 segment(s) end in a torn tail" in out
     view = CallCache(tmp_path)
     assert maintenance.stats(view).entries == 15 == sum(1 for k in keys if view.get(k) is not None)
-    path.write_bytes(data[:cut_at + 20])  # cut inside the frame header: that is all it can say
+    path.write_bytes(data[: cut_at + 20])  # cut inside the frame header: that is all it can say
     assert main(["verify", "--root", str(tmp_path)]) == 0
     assert f"torn tail: {path}@{cut_at} (20 bytes of an unfinished frame header" in capsys.readouterr().out
 
@@ -591,7 +629,9 @@ def test_an_open_view_still_hits_after_verify_rewrote_its_segment(tmp_path):
     path.write_bytes(bytes(data))
     old = time.time() - 2 * 3600
     os.utime(path, (old, old))
-    maintenance.verify(CallCache(tmp_path), remove_corrupt=True)  # another process rewrites the segment without record 3
+    maintenance.verify(
+        CallCache(tmp_path), remove_corrupt=True
+    )  # another process rewrites the segment without record 3
     assert not path.exists()
     assert [view.get(k) for k in keys] == [_rec(i) if i != 3 else None for i in range(8)]
     assert view.hits == 7

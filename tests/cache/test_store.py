@@ -19,10 +19,10 @@ import pytest
 
 from judgebench.cache import maintenance
 from judgebench.cache import store as cache_mod
+from judgebench.cache.cli import main
 from judgebench.cache.keys import call_key
 from judgebench.cache.store import CacheStats, CallCache
 from judgebench.exceptions import CacheError
-from judgebench.cache.cli import main
 
 PARTS = dict(
     backend="openai",
@@ -62,14 +62,19 @@ def test_a_new_cache_is_written_in_segments_unless_told_files(tmp_path, monkeypa
 def test_call_key_is_stable_canonical_sha256():
     # the canonical JSON written out by hand (keys sorted, no spaces, UTF-8 kept), and its digest pinned: a key that
     # changed between versions would orphan every cached answer
-    canonical = ('{"backend":"openai","model":"gpt-4o-mini","params":{"max_tokens":8,"seed":1,"temperature":0.0},'
-                 '"prompt":"Query: q\\nPassage: p\\nScore 0-3:","template_version":"umbrela-v1"}')
+    canonical = (
+        '{"backend":"openai","model":"gpt-4o-mini","params":{"max_tokens":8,"seed":1,"temperature":0.0},'
+        '"prompt":"Query: q\\nPassage: p\\nScore 0-3:","template_version":"umbrela-v1"}'
+    )
     expected = "4949dec5966ddf9b1f296b59f2af6275016aa16a6467c043cc5dba2cadc099fa"
     assert hashlib.sha256(canonical.encode()).hexdigest() == expected
     assert call_key(**PARTS) == expected
     accents = canonical.replace("Query: q\\nPassage: p\\nScore 0-3:", "café ☕")
-    assert call_key(**{**PARTS, "prompt": "café ☕"}) == hashlib.sha256(accents.encode("utf-8")).hexdigest() == (
-        "af5b1b1011aa734f627a9556b9f689b1e984b5adae52f774f197522c41d9d4cb")
+    assert (
+        call_key(**{**PARTS, "prompt": "café ☕"})
+        == hashlib.sha256(accents.encode("utf-8")).hexdigest()
+        == ("af5b1b1011aa734f627a9556b9f689b1e984b5adae52f774f197522c41d9d4cb")
+    )
     # argument and nested dict order do not matter
     reordered = dict(reversed(list(PARTS.items())))
     reordered["params"] = dict(reversed(list(PARTS["params"].items())))
@@ -286,7 +291,7 @@ def _writer(root: str, wid: int, start) -> None:
     c = CallCache(root)
     own = range(SHARED + wid * (PER_WRITER - SHARED), SHARED + (wid + 1) * (PER_WRITER - SHARED))
     js = [*range(SHARED), *own]
-    js = js[wid * 7 % len(js):] + js[: wid * 7 % len(js)]  # start at different shared keys
+    js = js[wid * 7 % len(js) :] + js[: wid * 7 % len(js)]  # start at different shared keys
     start.wait()
     for j in js:
         c.put(_conc_key(j), {"j": j, "writer": wid, "blob": "x" * (500 + j % 1500)}, meta={"backend": f"w{wid}"})
@@ -431,13 +436,24 @@ def test_cli_errors_exit_2_with_one_line(tmp_path, capsys):
 
 def _judge_entry(key: str, record: dict) -> dict:
     """An entry as another tool (or an older judgebench) might have written it: checksum right, record not."""
-    payload = {"key": key, "meta": {"backend": "openai", "model": "gpt-4o-mini", "prompt_version": "umbrela_bing@x"},
-               "record": record, "written_at": 1.0}
+    payload = {
+        "key": key,
+        "meta": {"backend": "openai", "model": "gpt-4o-mini", "prompt_version": "umbrela_bing@x"},
+        "record": record,
+        "written_at": 1.0,
+    }
     payload = json.loads(cache_mod._canon(payload))
     return {"sha256": cache_mod._checksum(payload), "payload": payload}
 
 
-GOOD = {"text": "##final score: 2", "parsed": 2, "input_tokens": 10, "output_tokens": 4, "latency_s": 0.1, "attempts": 1}
+GOOD = {
+    "text": "##final score: 2",
+    "parsed": 2,
+    "input_tokens": 10,
+    "output_tokens": 4,
+    "latency_s": 0.1,
+    "attempts": 1,
+}
 BAD = {
     "no-tokens": {"text": "##final score: 2", "parsed": 2},
     "label-7": {**GOOD, "parsed": 7, "text": "##final score: 7"},
@@ -490,8 +506,12 @@ def test_a_bad_shared_entry_is_a_warned_miss_at_run_time_never_a_crash_or_a_labe
     template = load_prompt("umbrela_bing")
     with FakeLLMServer() as srv:
         backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url)
-        judge = LLMJudge(name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(tmp_path), progress=False)
-        prompts = [template.render(query=toy.queries[q], passage=toy.corpus[d]) for q, d in pairs.itertuples(index=False)]
+        judge = LLMJudge(
+            name="fake", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(tmp_path), progress=False
+        )
+        prompts = [
+            template.render(query=toy.queries[q], passage=toy.corpus[d]) for q, d in pairs.itertuples(index=False)
+        ]
         for prompt, record in zip(prompts, [GOOD, *BAD.values()]):
             key = judge.key_for(prompt)
             judge.cache._write(judge.cache.path_for(key), _judge_entry(key, record))

@@ -13,10 +13,20 @@ PLANTED = "AIza-planted-refused-4b7e19"
 
 def test_a_gemini_key_refused_on_the_model_lookup_is_one_line_naming_its_variable(tmp_path: Path):
     with FakeLLMServer(reject_keys=[PLANTED]) as srv:
-        res = cli_runner.run(["judge=gemini_flash", f"judge.base_url={srv.base_url}", "ranker=oracle", "progress=false",
-                              f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
-                              f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"],
-                             cwd=tmp_path, env=env_with(GEMINI_API_KEY=PLANTED))
+        res = cli_runner.run(
+            [
+                "judge=gemini_flash",
+                f"judge.base_url={srv.base_url}",
+                "ranker=oracle",
+                "progress=false",
+                f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+                f"artifact_root={tmp_path}/artifacts",
+                f"cache_dir={tmp_path}/cache",
+                f"hydra.run.dir={tmp_path}/out",
+            ],
+            cwd=tmp_path,
+            env=env_with(GEMINI_API_KEY=PLANTED),
+        )
         stats = srv.stats()
     assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err + res.out, str(res)
     line = res.error_lines[0]
@@ -28,10 +38,21 @@ def test_a_gemini_key_refused_on_the_model_lookup_is_one_line_naming_its_variabl
 def test_a_key_refused_on_every_pair_after_the_lookup_names_its_variable(tmp_path: Path):
     planted = "sk-planted-refused-every-pair-8d21"
     with FakeLLMServer(reject_keys=[planted], lookup_any_key=True) as srv:  # a public model list: only the chat refuses
-        res = cli_runner.run(["judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "ranker=oracle", "progress=false",
-                              "judge.backend.max_retries=0", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
-                              f"artifact_root={tmp_path}/artifacts", f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"],
-                             cwd=tmp_path, env=env_with(OPENAI_API_KEY=planted))
+        res = cli_runner.run(
+            [
+                "judge=gpt_4o_mini",
+                f"judge.base_url={srv.openai_base_url}",
+                "ranker=oracle",
+                "progress=false",
+                "judge.backend.max_retries=0",
+                f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+                f"artifact_root={tmp_path}/artifacts",
+                f"cache_dir={tmp_path}/cache",
+                f"hydra.run.dir={tmp_path}/out",
+            ],
+            cwd=tmp_path,
+            env=env_with(OPENAI_API_KEY=planted),
+        )
         assert srv.stats()["by_outcome"]["unauthorized"] > 0
     assert res.rc == 2 and len(res.error_lines) == 1, str(res)
     line = res.error_lines[0]
@@ -42,10 +63,20 @@ def test_a_key_refused_on_every_pair_after_the_lookup_names_its_variable(tmp_pat
 def test_sentence_an_openai_key_refused_on_the_model_lookup_is_one_line_and_nothing_is_judged(tmp_path: Path):
     planted = "sk-planted-refused-lookup-5c03"
     with FakeLLMServer(reject_keys=[planted]) as srv:
-        res = cli_runner.run(["judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "ranker=oracle", "progress=false",
-                              f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
-                              f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"],
-                             cwd=tmp_path, env=env_with(OPENAI_API_KEY=planted))
+        res = cli_runner.run(
+            [
+                "judge=gpt_4o_mini",
+                f"judge.base_url={srv.openai_base_url}",
+                "ranker=oracle",
+                "progress=false",
+                f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+                f"artifact_root={tmp_path}/artifacts",
+                f"cache_dir={tmp_path}/cache",
+                f"hydra.run.dir={tmp_path}/out",
+            ],
+            cwd=tmp_path,
+            env=env_with(OPENAI_API_KEY=planted),
+        )
         stats = srv.stats()
     assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err + res.out, str(res)
     assert "refused the API key in OPENAI_API_KEY (401" in res.error_lines[0], res.error_lines[0]
@@ -56,13 +87,24 @@ def test_sentence_an_openai_key_refused_on_the_model_lookup_is_one_line_and_noth
 def test_sentence_a_credentialed_base_url_is_refused_not_blamed_on_the_key(tmp_path: Path):
     with FakeLLMServer() as srv:
         url = srv.openai_base_url.replace("://", "://someone:pw-planted-77@")
-        res = cli_runner.run(["judge=gpt_4o_mini", "ranker=oracle", "progress=false",
-                              f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
-                              f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"],
-                             cwd=tmp_path, env=env_with(OPENAI_API_KEY="sk-fine", OPENAI_BASE_URL=url))
+        res = cli_runner.run(
+            [
+                "judge=gpt_4o_mini",
+                "ranker=oracle",
+                "progress=false",
+                f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+                f"artifact_root={tmp_path}/artifacts",
+                f"cache_dir={tmp_path}/cache",
+                f"hydra.run.dir={tmp_path}/out",
+            ],
+            cwd=tmp_path,
+            env=env_with(OPENAI_API_KEY="sk-fine", OPENAI_BASE_URL=url),
+        )
         stats = srv.stats()
     assert res.rc == 2 and len(res.error_lines) == 1, str(res)
     line = res.error_lines[0]
-    assert "OPENAI_BASE_URL=http://***@" in line and "holds credentials" in line and "refused the API key" not in line, line
+    assert (
+        "OPENAI_BASE_URL=http://***@" in line and "holds credentials" in line and "refused the API key" not in line
+    ), line
     assert "pw-planted-77" not in res.out + res.err
     assert stats["requests"] == 0 and stats["model_gets"]["openai"] == 0, stats

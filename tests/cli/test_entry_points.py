@@ -10,7 +10,7 @@ import tomllib
 from importlib import import_module
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_console_scripts_name_functions_that_exist():
@@ -38,6 +38,7 @@ def test_the_job_function_pickles_by_reference_and_loads_in_a_fresh_process(tmp_
 def test_python_m_judgebench_cli_and_run_py_answer_help():
     cli = subprocess.run([sys.executable, "-m", "judgebench.cli"], capture_output=True, text=True, timeout=120)
     assert "judgebench run" in cli.stdout + cli.stderr, cli.stderr
-    run_py = subprocess.run([sys.executable, str(REPO / "run.py"), "--help"], capture_output=True, text=True,
-                            timeout=120, cwd=REPO)
+    run_py = subprocess.run(
+        [sys.executable, str(REPO / "run.py"), "--help"], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
     assert run_py.returncode == 0 and "judge" in run_py.stdout, run_py.stderr

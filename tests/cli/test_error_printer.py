@@ -15,8 +15,7 @@ def test_the_printer_writes_one_line_per_program_with_the_secret_masked(capsys, 
     errors.print_error("no experiment 'demo2'", "judgebench-compare")
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == ("judgebench: error: bad key *** for judge.model\n"
-                   "judgebench-compare: error: no experiment 'demo2'\n")
+    assert err == ("judgebench: error: bad key *** for judge.model\njudgebench-compare: error: no experiment 'demo2'\n")
     assert errors.PREFIX == "judgebench: error: "  # the prefix the sweeper's CellError lines still start with
 
 

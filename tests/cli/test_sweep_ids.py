@@ -21,13 +21,23 @@ def _sweep_dirs(n: int) -> tuple[list[str], list[str], list[str]]:
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             # after Hydra registered its own ${now:}: a clock frozen within one second
-            OmegaConf.register_new_resolver("now", lambda pattern: FROZEN.strftime(pattern), use_cache=True, replace=True)
+            OmegaConf.register_new_resolver(
+                "now", lambda pattern: FROZEN.strftime(pattern), use_cache=True, replace=True
+            )
             loader = GlobalHydra.instance().config_loader()
-            masters = [loader.load_configuration(config_name="config", overrides=[], run_mode=RunMode.MULTIRUN) for _ in range(n)]
+            masters = [
+                loader.load_configuration(config_name="config", overrides=[], run_mode=RunMode.MULTIRUN)
+                for _ in range(n)
+            ]
             sweeps = [str(m.hydra.sweep.dir) for m in masters]
-            runs = [str(loader.load_configuration(config_name="config", overrides=[], run_mode=RunMode.RUN).hydra.run.dir)
-                    for _ in range(n)]
-            cells = [str(loader.load_sweep_config(masters[0], [f"judge={j}"]).hydra.sweep.dir) for j in ("human", "simulated")]
+            runs = [
+                str(loader.load_configuration(config_name="config", overrides=[], run_mode=RunMode.RUN).hydra.run.dir)
+                for _ in range(n)
+            ]
+            cells = [
+                str(loader.load_sweep_config(masters[0], [f"judge={j}"]).hydra.sweep.dir)
+                for j in ("human", "simulated")
+            ]
     finally:
         from hydra.core.utils import setup_globals
 
@@ -44,7 +54,9 @@ def test_sweeps_and_runs_started_in_one_second_never_share_a_folder():
 
 def test_two_sweeps_started_together_have_two_ids(tmp_path):
     cli_runner.warm()
-    children = [cli_runner.start(["-m", "judge=human", "dry_run=true", "progress=false"], cwd=tmp_path) for _ in range(2)]
+    children = [
+        cli_runner.start(["-m", "judge=human", "dry_run=true", "progress=false"], cwd=tmp_path) for _ in range(2)
+    ]
     done = [c.wait(300) for c in children]
     assert all(d.rc == 0 for d in done), [str(d) for d in done]
     dirs = [re.search(r"judgebench sweep: .*\((.*)\)", d.out + d.err).group(1) for d in done]

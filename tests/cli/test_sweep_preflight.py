@@ -18,8 +18,14 @@ NOISE = ("Error executing job", "HYDRA_FULL_ERROR", "CellError", "Traceback", "[
 
 
 def common(tmp: Path, experiment: str) -> list[str]:
-    return ["progress=false", f"tracking_uri=sqlite:///{STORE['dir']}/mlflow.db", f"artifact_root={STORE['dir']}/artifacts",
-            f"cache_dir={tmp}/cache", f"hydra.sweep.dir={tmp}/multirun", f"experiment_name={experiment}"]
+    return [
+        "progress=false",
+        f"tracking_uri=sqlite:///{STORE['dir']}/mlflow.db",
+        f"artifact_root={STORE['dir']}/artifacts",
+        f"cache_dir={tmp}/cache",
+        f"hydra.sweep.dir={tmp}/multirun",
+        f"experiment_name={experiment}",
+    ]
 
 
 def no_keys() -> dict[str, str]:
@@ -50,23 +56,40 @@ def said_once(res: cli_runner.Result, *phrases: str) -> str:
 
 
 def test_a_four_cell_sweep_without_a_key_says_so_once_and_starts_no_cell(tmp_path):
-    res = cli_runner.run(["-m", "judge=gemini_pro,gemini_flash", "ranker=oracle,bm25", *common(tmp_path, "nokey")],
-                         cwd=tmp_path, env=no_keys())
+    res = cli_runner.run(
+        ["-m", "judge=gemini_pro,gemini_flash", "ranker=oracle,bm25", *common(tmp_path, "nokey")],
+        cwd=tmp_path,
+        env=no_keys(),
+    )
     said_once(res, "needs an API key: set GEMINI_API_KEY or GOOGLE_API_KEY", "no cell was started")
     assert not list((tmp_path / "multirun").rglob(".judgebench/jobs/*.json"))  # no cell record: none started
     assert "#0" not in res.out and runs_of("nokey") == []  # no summary of failed cells; no parent run
 
 
 def test_a_missing_run_file_in_a_sweep_is_said_once(tmp_path):
-    res = cli_runner.run(["-m", "ranker=runfile", f"ranker.path={tmp_path}/nope.run", "ranker.name=Mine", "judge=human,simulated",
-                          *common(tmp_path, "norun")], cwd=tmp_path, env=env_with())
+    res = cli_runner.run(
+        [
+            "-m",
+            "ranker=runfile",
+            f"ranker.path={tmp_path}/nope.run",
+            "ranker.name=Mine",
+            "judge=human,simulated",
+            *common(tmp_path, "norun"),
+        ],
+        cwd=tmp_path,
+        env=env_with(),
+    )
     said_once(res, f"{tmp_path}/nope.run: file not found (ranker.path)")
     assert runs_of("norun") == []  # nothing RUNNING, FAILED or deleted
 
 
 def test_a_misspelt_added_key_in_a_sweep_is_said_once_and_leaves_no_run(tmp_path):
-    res = cli_runner.run(["-m", "judge=human,simulated", "+judge.nam=x", *common(tmp_path, "typo")], cwd=tmp_path, env=env_with())
-    said_once(res, "+judge.nam=x: judge (human) takes no setting 'nam'; did you mean judge.name?", "no cell was started")
+    res = cli_runner.run(
+        ["-m", "judge=human,simulated", "+judge.nam=x", *common(tmp_path, "typo")], cwd=tmp_path, env=env_with()
+    )
+    said_once(
+        res, "+judge.nam=x: judge (human) takes no setting 'nam'; did you mean judge.name?", "no cell was started"
+    )
     assert runs_of("typo") == []
 
 

@@ -27,8 +27,9 @@ def _sweep(argv: list[str]):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         parser = OverridesParser.create(config_loader=loader)
-        master = loader.load_configuration(config_name="config", overrides=[o for o in rest if "," not in o],
-                                           run_mode=RunMode.MULTIRUN)
+        master = loader.load_configuration(
+            config_name="config", overrides=[o for o in rest if "," not in o], run_mode=RunMode.MULTIRUN
+        )
         params = [f"{k}={v}" for k, v in (master.hydra.sweeper.get("params") or {}).items()]
         chunks = BasicSweeper.split_arguments(parser.parse_overrides([*params, *rest]), None)
         compose = lambda cell: loader.load_sweep_config(master, list(cell))  # noqa: E731
@@ -41,7 +42,9 @@ def _choice(cell: list[str], group: str) -> str:
 
 
 def test_the_documented_gpu_recipe_of_the_circularity_grid_sets_the_device_where_a_model_is_loaded():
-    cells, configs = _sweep(["+experiment=circularity", "ranker.model_spec.device=cuda", "judge.model_spec.device=cuda"])
+    cells, configs = _sweep(
+        ["+experiment=circularity", "ranker.model_spec.device=cuda", "judge.model_spec.device=cuda"]
+    )
     assert len(cells) == 33
     for cell, cfg in zip(cells, configs):
         system, judge = _choice(cell, "system"), _choice(cell, "judge")
@@ -55,13 +58,26 @@ def test_the_documented_gpu_recipe_of_the_circularity_grid_sets_the_device_where
             assert "model_spec" not in cfg.judge
 
 
-@pytest.mark.parametrize("argv, key, value, holders", [
-    (["judge=gemini_pro,gemini_flash", "judge.backend.max_retries=2"], "judge.backend.max_retries", 2, {"gemini_pro", "gemini_flash"}),
-    (["judge=human,gemini_flash", "judge.backend.max_retries=7"], "judge.backend.max_retries", 7, {"gemini_flash"}),
-    (["judge=simulated,human", "judge.noise=0.5"], "judge.noise", 0.5, {"simulated"}),
-    # one judge's own server beside the human judge (the issue's case: ++ would have added it to human too)
-    (["judge=human,gemini_flash", "judge.base_url=http://127.0.0.1:9"], "judge.base_url", "http://127.0.0.1:9", {"gemini_flash"}),
-])
+@pytest.mark.parametrize(
+    "argv, key, value, holders",
+    [
+        (
+            ["judge=gemini_pro,gemini_flash", "judge.backend.max_retries=2"],
+            "judge.backend.max_retries",
+            2,
+            {"gemini_pro", "gemini_flash"},
+        ),
+        (["judge=human,gemini_flash", "judge.backend.max_retries=7"], "judge.backend.max_retries", 7, {"gemini_flash"}),
+        (["judge=simulated,human", "judge.noise=0.5"], "judge.noise", 0.5, {"simulated"}),
+        # one judge's own server beside the human judge (the issue's case: ++ would have added it to human too)
+        (
+            ["judge=human,gemini_flash", "judge.base_url=http://127.0.0.1:9"],
+            "judge.base_url",
+            "http://127.0.0.1:9",
+            {"gemini_flash"},
+        ),
+    ],
+)
 def test_a_setting_beside_a_list_of_judges_goes_to_the_judges_that_have_it(argv, key, value, holders):
     cells, configs = _sweep(argv)
     assert len(cells) == 2
@@ -74,8 +90,16 @@ def test_a_setting_beside_a_list_of_judges_goes_to_the_judges_that_have_it(argv,
 
 def test_a_setting_no_member_has_is_one_line_and_the_sweep_runs_nothing(tmp_path):
     cli_runner.warm()
-    res = cli_runner.run(["-m", "judge=human,simulated", "judge.backend.max_retries=2", "dry_run=true",
-                          f"hydra.sweep.dir={tmp_path}/sweep"], cwd=tmp_path)
+    res = cli_runner.run(
+        [
+            "-m",
+            "judge=human,simulated",
+            "judge.backend.max_retries=2",
+            "dry_run=true",
+            f"hydra.sweep.dir={tmp_path}/sweep",
+        ],
+        cwd=tmp_path,
+    )
     assert res.rc == 2, str(res)
     (line,) = res.error_lines
     assert "judge.backend.max_retries" in line and "human, simulated" in line and "+judge.backend.max_retries" in line
@@ -84,8 +108,10 @@ def test_a_setting_no_member_has_is_one_line_and_the_sweep_runs_nothing(tmp_path
 
 def test_the_sweep_runs_with_the_setting_in_the_cells_that_have_it(tmp_path):
     cli_runner.warm()
-    res = cli_runner.run(["-m", "judge=human,simulated", "judge.noise=0.9", "dry_run=true", f"hydra.sweep.dir={tmp_path}/sweep"],
-                         cwd=tmp_path)
+    res = cli_runner.run(
+        ["-m", "judge=human,simulated", "judge.noise=0.9", "dry_run=true", f"hydra.sweep.dir={tmp_path}/sweep"],
+        cwd=tmp_path,
+    )
     assert res.rc == 0, str(res)
     got = {}
     for n in (0, 1):
@@ -98,5 +124,7 @@ def test_sentence_a_key_under_a_null_setting_is_named_as_such_not_unknown():
     """irds's ``local`` exists, null by default: ``dataset.local.docs=`` in a sweep names it and says how to set it."""
     with pytest.raises(ValueError) as e:
         _sweep(["dataset=irds", "dataset.id=x/y", "dataset.local.docs=docs.tsv", "judge=human,simulated"])
-    assert str(e.value) == ("dataset.local.docs: dataset.local is a setting of dataset irds, null by default, so it has no key "
-                            "'docs' yet; set it whole in one argument, e.g. \"dataset.local={docs: VALUE, ...}\"")
+    assert str(e.value) == (
+        "dataset.local.docs: dataset.local is a setting of dataset irds, null by default, so it has no key "
+        "'docs' yet; set it whole in one argument, e.g. \"dataset.local={docs: VALUE, ...}\""
+    )

@@ -40,8 +40,14 @@ def _compose_all(cells, memo: bool):
 
     parsed = []
     real = ConfigRepository.load_config
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"), \
-            mock.patch.object(ConfigRepository, "load_config", lambda self, config_path: parsed.append(config_path) or real(self, config_path)):
+    with (
+        initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"),
+        mock.patch.object(
+            ConfigRepository,
+            "load_config",
+            lambda self, config_path: parsed.append(config_path) or real(self, config_path),
+        ),
+    ):
         loader = GlobalHydra.instance().config_loader()
         if memo:
             loader.repository = MemoConfigRepository.wrapping(loader.repository)
@@ -52,9 +58,14 @@ def _compose_all(cells, memo: bool):
 def test_the_config_memo_composes_the_configs_hydra_composes_and_parses_each_file_once():
     # value overrides, group overrides and a cell that edits a nested value: a memo that handed out shared
     # objects would carry one cell's edit into the next cell's config
-    cells = [["+system=bm25", "judge=simulated", "judge.seed=1"], ["+system=oracle_swap_1", "judge=simulated", "judge.seed=2"],
-             ["+system=bm25", "judge=human"], ["+system=bm25", "judge=simulated", "judge.seed=1"],
-             ["+system=simulated_llm", "judge=simulated_unbiased", "dataset=toy"], ["+system=bm25", "judge=simulated"]]
+    cells = [
+        ["+system=bm25", "judge=simulated", "judge.seed=1"],
+        ["+system=oracle_swap_1", "judge=simulated", "judge.seed=2"],
+        ["+system=bm25", "judge=human"],
+        ["+system=bm25", "judge=simulated", "judge.seed=1"],
+        ["+system=simulated_llm", "judge=simulated_unbiased", "dataset=toy"],
+        ["+system=bm25", "judge=simulated"],
+    ]
     plain, plain_parsed = _compose_all(cells, memo=False)
     memo, memo_parsed = _compose_all(cells, memo=True)
     assert memo == plain

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from judgebench.compare.base import tables
 from judgebench.compare.analyses import ensembles
+from judgebench.compare.base import tables
 from judgebench.compare.base.artifacts import Artifacts
 from judgebench.compare.base.reference import ROLES, References
 from reference_impl import frame_rows, ndcg10_judged
@@ -38,7 +38,9 @@ def toy(toy_grid_store):
 
 def _by_hand(run: pd.DataFrame, labels: pd.DataFrame, column: str, queries: list[str]) -> dict[str, float]:
     """nDCG@10 of ``run`` on ``queries`` with ``labels[column]`` as the relevance of the pairs in ``labels``."""
-    return ndcg10_judged(frame_rows(run, "query_id", "doc_id", "rank"), frame_rows(labels, "query_id", "doc_id", column), queries)
+    return ndcg10_judged(
+        frame_rows(run, "query_id", "doc_id", "rank"), frame_rows(labels, "query_id", "doc_id", column), queries
+    )
 
 
 def _values(rows: pd.DataFrame, system: str) -> dict[str, float]:
@@ -50,8 +52,12 @@ def test_no_judge_is_named_after_a_reference_the_role_column_says(toy):
     assert not pq["judge"].str.contains(r"[\[\]]").any()
     assert set(pq["role"]) == set(ROLES) == {"judge", "human_judged", "human_labelset", "human"}
     pairs = set(zip(pq["judge"], pq["role"]))
-    assert pairs == {("human", "human"), ("human_labelset", "human_labelset"),
-                     *((j, "judge") for j in JUDGES), *((j, "human_judged") for j in JUDGES)}
+    assert pairs == {
+        ("human", "human"),
+        ("human_labelset", "human_labelset"),
+        *((j, "judge") for j in JUDGES),
+        *((j, "human_judged") for j in JUDGES),
+    }
     # one row per (system, judge, role, query): 8 systems x 12 queries for each pair
     assert pq.groupby(["judge", "role"]).size().eq(8 * 12).all()
 
@@ -72,14 +78,22 @@ def test_a_judges_reference_rows_are_found_by_the_column_and_are_its_human_label
         disagree += any(abs(human[q] - mine[q]) > 1e-9 for q in queries)
     assert disagree  # the judge's labels differ from the humans': own and reference rows cannot be confused unseen
     # Table 1 shows the judge's own means and the shared references, never the per-judge reference rows
-    t1 = tables.table1(pq, tables.system_types(pd.DataFrame({"system": [s for _, s in runs], "ranker_type": "llm",
-                                                             "start_time": range(len(runs))})),
-                       ["human", "human_labelset", *JUDGES], ["toy"])["toy"]
+    t1 = tables.table1(
+        pq,
+        tables.system_types(
+            pd.DataFrame({"system": [s for _, s in runs], "ranker_type": "llm", "start_time": range(len(runs))})
+        ),
+        ["human", "human_labelset", *JUDGES],
+        ["toy"],
+    )["toy"]
     assert list(t1.columns) == ["type", "human", "human_labelset", *JUDGES]
     expected = own.groupby("system")["value"].mean()
     assert np.allclose(t1[judge].to_numpy(), expected.reindex(t1.index).to_numpy(), atol=1e-12)
-    assert np.allclose(refs.column("toy", judge, t1.index).to_numpy(),
-                       reference.groupby("system")["value"].mean().reindex(t1.index).to_numpy(), atol=1e-12)
+    assert np.allclose(
+        refs.column("toy", judge, t1.index).to_numpy(),
+        reference.groupby("system")["value"].mean().reindex(t1.index).to_numpy(),
+        atol=1e-12,
+    )
 
 
 def test_a_virtual_judge_gets_its_reference_rows_the_same_way(toy):
@@ -94,7 +108,10 @@ def test_a_virtual_judge_gets_its_reference_rows_the_same_way(toy):
     vlabels = ensembles.virtual_labels(kept, virtual)
     queries = {"toy": sorted(pq["query_id"].unique())}
     frame = pd.concat([pq, ensembles.virtual_per_query(runs, vlabels, queries)], ignore_index=True)
-    assert set(zip(frame["judge"], frame["role"])) - set(zip(pq["judge"], pq["role"])) == {("both", "judge"), ("both", "human_judged")}
+    assert set(zip(frame["judge"], frame["role"])) - set(zip(pq["judge"], pq["role"])) == {
+        ("both", "judge"),
+        ("both", "human_judged"),
+    }
     reference = References(frame, "human_judged").rows("toy", "both")
     labelset = References(frame, "human_labelset").rows("toy", "both")
     assert set(labelset["judge"]) == {"human_labelset"}

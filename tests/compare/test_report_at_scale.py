@@ -31,8 +31,14 @@ def _table1(judges: int, systems: int, seed: int = 0) -> pd.DataFrame:
 
 
 def _report(t: pd.DataFrame) -> SimpleNamespace:
-    return SimpleNamespace(table1={"dl20": t}, options=SimpleNamespace(panel=None), virtual=[], aliases={}, real_judges=["a", "b"],
-                           jobs=pd.DataFrame({"dataset": ["dl20"], "system": ["x"]}))
+    return SimpleNamespace(
+        table1={"dl20": t},
+        options=SimpleNamespace(panel=None),
+        virtual=[],
+        aliases={},
+        real_judges=["a", "b"],
+        jobs=pd.DataFrame({"dataset": ["dl20"], "system": ["x"]}),
+    )
 
 
 def _md_table(lines: list[str]) -> list[list[str]]:
@@ -62,9 +68,13 @@ def test_table1_keeps_systems_as_rows_up_to_12_judges_and_turns_past_it():
 
 def test_table1_in_the_terminal_is_one_line_past_12_judges():
     few, many = _table1(6, 8), _table1(35, 8)
-    assert len("\n".join(Table1().console(_report(few))).strip().splitlines()) == 1 + 2 + 6 + 1  # title, header and rule, 6 rows, note
+    assert (
+        len("\n".join(Table1().console(_report(few))).strip().splitlines()) == 1 + 2 + 6 + 1
+    )  # title, header and rule, 6 rows, note
     (line,) = Table1().console(_report(many))
-    assert line == "\nTable 1 (dl20): mean nDCG@10, judged only, 8 systems x 35 judges: in the report (one row per judge)"
+    assert (
+        line == "\nTable 1 (dl20): mean nDCG@10, judged only, 8 systems x 35 judges: in the report (one row per judge)"
+    )
 
 
 def test_the_terminal_names_3_problems_and_counts_the_rest():
@@ -72,7 +82,9 @@ def test_the_terminal_names_3_problems_and_counts_the_rest():
 
     problems = [f"run r{i}: cannot read run.trec" for i in range(39)]
     lines = grid_state.problem_lines(problems)
-    assert lines == [f"problem: run r{i}: cannot read run.trec" for i in range(3)] + ["(+ 36 more problems like these: every one in the report)"]
+    assert lines == [f"problem: run r{i}: cannot read run.trec" for i in range(3)] + [
+        "(+ 36 more problems like these: every one in the report)"
+    ]
     assert grid_state.problem_lines(problems[:3]) == lines[:3]
 
 
@@ -80,8 +92,13 @@ def test_table3_turns_past_12_judges():
     from judgebench.compare.sections.significance_tests import OracleTests
 
     judges = [f"judge{i:02d}" for i in range(35)]
-    tests = pd.DataFrame([{"dataset": "dl20", "system_a": a, "system_b": b, "judge": j, "p": 0.01 * (n + 1), "p_holm": 0.02 * (n + 1)}
-                          for n, (a, b) in enumerate([("s1", "s2"), ("s1", "s3")]) for j in judges])
+    tests = pd.DataFrame(
+        [
+            {"dataset": "dl20", "system_a": a, "system_b": b, "judge": j, "p": 0.01 * (n + 1), "p_holm": 0.02 * (n + 1)}
+            for n, (a, b) in enumerate([("s1", "s2"), ("s1", "s3")])
+            for j in judges
+        ]
+    )
     r = SimpleNamespace(oracle_tests=tests, options=SimpleNamespace(alpha=0.05), judges=judges)
     md = OracleTests().markdown(r)
     rows = _md_table(md)
@@ -104,7 +121,9 @@ def test_the_check_finds_a_clipped_legend_and_overlapping_labels():
     found = figure_check.problems(fig)
     plt.close(fig)
     assert any(x.startswith("legend passes the image's edge") for x in found), found
-    assert any(x.startswith("x tick 'system_0_long_name' overlaps x tick 'system_1_long_name'") for x in found), found[:5]
+    assert any(x.startswith("x tick 'system_0_long_name' overlaps x tick 'system_1_long_name'") for x in found), found[
+        :5
+    ]
 
 
 @pytest.fixture
@@ -124,18 +143,26 @@ def checked(monkeypatch):
 def _t2(t: pd.DataFrame, rng) -> pd.DataFrame:
     judges = [c for c in t.columns if c != "type"]
     tau = rng.choice([0.4, 0.6, 0.8, 1.0], len(judges))  # many ties, as 35 judges over 8 systems have
-    return pd.DataFrame({"dataset": "dl20", "judge": judges, "tau_all": tau, "kappa_graded": rng.choice([0.2, 0.3, 0.5], len(judges))})
+    return pd.DataFrame(
+        {"dataset": "dl20", "judge": judges, "tau_all": tau, "kappa_graded": rng.choice([0.2, 0.3, 0.5], len(judges))}
+    )
 
 
 @pytest.mark.parametrize("judges, systems", [(35, 8), (5, 35), (35, 35)])
-def test_every_figure_of_a_large_report_is_inside_its_canvas_and_its_labels_do_not_overlap(tmp_path, checked, judges, systems):
+def test_every_figure_of_a_large_report_is_inside_its_canvas_and_its_labels_do_not_overlap(
+    tmp_path, checked, judges, systems
+):
     rng = np.random.default_rng(1)
     t = _table1(judges, systems)
     refs = SimpleNamespace(reference="human", column=lambda d, j, index: t["human"].reindex(index))
     t2 = _t2(t, rng)
-    drawn = [c for c in t.columns if c not in ("type", "human", "human_labelset")][:12]  # the report caps per-judge figures
+    drawn = [c for c in t.columns if c not in ("type", "human", "human_labelset")][
+        :12
+    ]  # the report caps per-judge figures
     drawn_bars = figures.ndcg_bars({"dl20": t}, tmp_path / "figure_ndcg_bars.png")
-    assert drawn_bars.name == ("figure_ndcg_heatmap.png" if judges > 10 or judges * systems > 120 else "figure_ndcg_bars.png")
+    assert drawn_bars.name == (
+        "figure_ndcg_heatmap.png" if judges > 10 or judges * systems > 120 else "figure_ndcg_bars.png"
+    )
     figures.scatter({"dl20": t[["type", "human", *drawn]]}, tmp_path / "figure_scatter.png", refs, t2)
     figures.kappa_tau(t2, tmp_path / "figure_kappa_tau.png")
     labels = pd.DataFrame({"dataset": "dl20", "human": rng.integers(0, 4, 200), "relevance": rng.integers(0, 4, 200)})
@@ -172,22 +199,27 @@ def test_kappa_tau_at_35_judges_labels_10_points_and_counts_the_ties(tmp_path, m
 def test_a_35_judge_and_a_35_system_page_never_scrolls_sideways_in_chromium(tmp_path, judges, systems):
     """report.html's Table 1 and its figures (ndcg bars or heatmap, kappa-tau) at 1400 px: the page's scroll width
     is its client width, Table 1 fits its box (as 37 columns it scrolled inside it), each figure is shown whole."""
-    from judgebench.compare.renderers import html as report_html
     from browser import chromium, headless
+    from judgebench.compare.renderers import html as report_html
 
     binary = chromium()
     t = _table1(judges, systems)
     bars = figures.ndcg_bars({"dl20": t}, tmp_path / "figure_ndcg_bars.png")
     figures.kappa_tau(_t2(t, np.random.default_rng(3)), tmp_path / "figure_kappa_tau.png")
-    md = "\n".join(["# scale", *Table1().markdown(_report(t)), "", f"![bars]({bars.name})", "", "![kt](figure_kappa_tau.png)"])
+    md = "\n".join(
+        ["# scale", *Table1().markdown(_report(t)), "", f"![bars]({bars.name})", "", "![kt](figure_kappa_tau.png)"]
+    )
     page = report_html.render(md, tmp_path, {"experiment": "scale"}, "scale")
-    probe = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace("</body>", """<script>
+    probe = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace(
+        "</body>",
+        """<script>
 const s = document.scrollingElement;
 const imgs = [...document.images].map(i => [i.naturalWidth, i.clientWidth]);
 const wide = [...document.querySelectorAll("table")].filter(t => t.scrollWidth > t.clientWidth + 1).length;
 const found = JSON.stringify({scroll: s.scrollWidth, client: s.clientWidth, wide, imgs});
 document.body.insertAdjacentHTML("beforeend", `<pre id="probe">${found}</pre>`);
-</script></body>""")
+</script></body>""",
+    )
     copy = tmp_path / "probe.html"
     copy.write_text(probe, encoding="utf-8")
     dom = headless(binary, "--dump-dom", "--window-size=1400,2000", copy.as_uri())

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 import os
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -57,10 +57,17 @@ def test_the_report_matches_its_golden_copy(rendered):
 def test_label_entropy_known_answers():
     """Judge grades 0,0,1,1 (two equally likely: 1 bit) against human grades 0,1,2,3 (four: 2 bits); a judge that
     gives one grade has 0 bits; the rewritten view is left out."""
-    labels = pd.DataFrame({
-        "dataset": ["d"] * 9, "judge": ["a"] * 4 + ["b"] * 4 + ["a"],
-        "relevance": [0, 0, 1, 1, 2, 2, 2, 2, 3], "human": [0, 1, 2, 3, 0, 0, 1, 1, 3],
-        "text_view": ["original"] * 8 + ["rewritten:x"], "query_id": list("qqqqqqqqq"), "doc_id": list("123412345")})
+    labels = pd.DataFrame(
+        {
+            "dataset": ["d"] * 9,
+            "judge": ["a"] * 4 + ["b"] * 4 + ["a"],
+            "relevance": [0, 0, 1, 1, 2, 2, 2, 2, 3],
+            "human": [0, 1, 2, 3, 0, 0, 1, 1, 3],
+            "text_view": ["original"] * 8 + ["rewritten:x"],
+            "query_id": list("qqqqqqqqq"),
+            "doc_id": list("123412345"),
+        }
+    )
     table = label_entropy.label_entropy(labels).set_index("judge")
     assert table.loc["a", "pairs"] == 4 and table.loc["b", "pairs"] == 4
     assert table.loc["a", "judge_bits"] == pytest.approx(1.0) and table.loc["a", "human_bits"] == pytest.approx(2.0)
@@ -71,15 +78,19 @@ def test_label_entropy_known_answers():
 
 
 def test_label_entropy_is_one_section_in_the_list(rendered):
-    assert [s.name for s in sections.SECTIONS].index("label_entropy") == [s.name for s in sections.SECTIONS].index("table2") + 1
+    assert [s.name for s in sections.SECTIONS].index("label_entropy") == [s.name for s in sections.SECTIONS].index(
+        "table2"
+    ) + 1
     assert "## Label entropy per judge" in rendered["report.md"] and "label_entropy.csv" in rendered
 
 
 def test_label_entropy_finding_for_a_collapsed_judge_only():
     """Judge b (0 bits against the humans' 1) has less than COLLAPSED of their entropy: one finding; judge a (1 bit
     against 2: exactly half) has none. Its findings join the report's, after those of FINDINGS_FIRST's sections."""
-    table = pd.DataFrame([["d", "a", "graded 0-3", 4, 1.0, 2.0, -1.0], ["d", "b", "graded 0-3", 4, 0.0, 1.0, -1.0]],
-                         columns=label_entropy.COLUMNS)
+    table = pd.DataFrame(
+        [["d", "a", "graded 0-3", 4, 1.0, 2.0, -1.0], ["d", "b", "graded 0-3", 4, 0.0, 1.0, -1.0]],
+        columns=label_entropy.COLUMNS,
+    )
     section = next(s for s in sections.SECTIONS if s.name == "label_entropy")
     found = list(section.findings(SimpleNamespace(results={"label_entropy": table})))
     assert [(f.dataset, f.judge, f.topic) for f in found] == [("d", "b", "label entropy")]
@@ -88,9 +99,25 @@ def test_label_entropy_finding_for_a_collapsed_judge_only():
     assert set(sections.FINDINGS_FIRST) <= {s.name for s in sections.SECTIONS}  # the order names sections that exist
 
 
-ANALYSES = {"oracle_tests", "all_tests", "agreement_counts", "agreement_pairs", "discrimination", "bias", "self_preference",
-            "order_bias", "ci_means", "ci_tau", "calibration", "calibration_summary", "budget_plan", "content_distribution",
-            "content_summary", "label_entropy", "family_bias"}
+ANALYSES = {
+    "oracle_tests",
+    "all_tests",
+    "agreement_counts",
+    "agreement_pairs",
+    "discrimination",
+    "bias",
+    "self_preference",
+    "order_bias",
+    "ci_means",
+    "ci_tau",
+    "calibration",
+    "calibration_summary",
+    "budget_plan",
+    "content_distribution",
+    "content_summary",
+    "label_entropy",
+    "family_bias",
+}
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +143,9 @@ def test_every_analysis_is_computed_by_its_section_not_by_build(built):
     wide = pq.pivot(index="query_id", columns="system", values="value")[[row.system_a, row.system_b]].dropna()
     t, p = ttest_rel(wide[row.system_a], wide[row.system_b])
     assert (row.t, row.p) == pytest.approx((t, p), rel=1e-12)
-    assert list(built.ci_tau["judge"]) == list(built.table2["judge"])  # the bootstrap ran (bootstrap=200): one row a judge
+    assert list(built.ci_tau["judge"]) == list(
+        built.table2["judge"]
+    )  # the bootstrap ran (bootstrap=200): one row a judge
 
 
 class _Answer(sections.Section):
@@ -132,17 +161,33 @@ def test_the_compare_run_metrics_are_the_sections_own(built):
     from judgebench.compare.base import columns, names
 
     metrics = sections.compare_run_metrics(built)
-    table2 = {f"{c}.{names.file_part(row['dataset'])}.{names.file_part(row['judge'])}": row[c]
-              for _, row in built.table2.iterrows() for c in columns.STATISTICS if row[c] == row[c]}
+    table2 = {
+        f"{c}.{names.file_part(row['dataset'])}.{names.file_part(row['judge'])}": row[c]
+        for _, row in built.table2.iterrows()
+        for c in columns.STATISTICS
+        if row[c] == row[c]
+    }
     sp = built.self_preference["self_preference"]
-    own = {f"self_preference.{names.file_part(d)}.{names.file_part(j)}": v for d, j, v in zip(sp["dataset"], sp["judge"],
-                                                                                              sp["self_preference"])}
+    own = {
+        f"self_preference.{names.file_part(d)}.{names.file_part(j)}": v
+        for d, j, v in zip(sp["dataset"], sp["judge"], sp["self_preference"])
+    }
     assert table2 and {k: metrics[k] for k in table2} == table2
     assert {k: metrics[k] for k in own} == own
     rest = {k.split(".")[0] for k in metrics.keys() - table2.keys() - own.keys()}
-    assert rest <= {"self_preference_lo", "self_preference_hi", "self_preference_p", "family_interaction",
-                    "family_interaction_lo", "family_interaction_hi", "family_interaction_p", "prp_order_consistency"}
-    owners = [s.name for s in sections.SECTIONS if type(s).compare_run_metrics is not sections.Section.compare_run_metrics]
+    assert rest <= {
+        "self_preference_lo",
+        "self_preference_hi",
+        "self_preference_p",
+        "family_interaction",
+        "family_interaction_lo",
+        "family_interaction_hi",
+        "family_interaction_p",
+        "prp_order_consistency",
+    }
+    owners = [
+        s.name for s in sections.SECTIONS if type(s).compare_run_metrics is not sections.Section.compare_run_metrics
+    ]
     assert owners == ["table2", "self_preference"]
 
 
@@ -156,7 +201,9 @@ def test_a_section_in_the_list_computes_a_result_the_report_reads_by_name():
         sections.compute(r, [_Answer()])
     with pytest.raises(AttributeError, match="no field or section result 'bias' \\(results: answer\\)"):
         r.bias
-    assert getattr(r, "discrimination", None) is None  # what the Discrimination section's findings rely on for a report without it
+    assert (
+        getattr(r, "discrimination", None) is None
+    )  # what the Discrimination section's findings rely on for a report without it
 
 
 def test_table1_marks_a_run_file_that_kept_documents_outside_the_pool():
@@ -166,12 +213,25 @@ def test_table1_marks_a_run_file_that_kept_documents_outside_the_pool():
     from judgebench.compare.base.report_model import Options
     from judgebench.compare.sections.table1 import Table1
 
-    jobs = pd.DataFrame({"dataset": ["dl19", "dl19", "dl19", "dl20"], "system": ["mine", "mine", "bm25", "mine"],
-                         "judge": ["human", "j", "human", "human"], "outside_pool_kept": [2.0, 2.0, None, 0.0],
-                         "outside_pool_of": [12.0, 12.0, None, 10.0]})
+    jobs = pd.DataFrame(
+        {
+            "dataset": ["dl19", "dl19", "dl19", "dl20"],
+            "system": ["mine", "mine", "bm25", "mine"],
+            "judge": ["human", "j", "human", "human"],
+            "outside_pool_kept": [2.0, 2.0, None, 0.0],
+            "outside_pool_of": [12.0, 12.0, None, 10.0],
+        }
+    )
     table = pd.DataFrame({"type": ["run", "run"], "human": [0.5, 0.4], "j": [0.3, 0.35]}, index=["mine", "bm25"])
-    r = SimpleNamespace(jobs=jobs, table1={"dl19": table, "dl20": table}, options=Options(), virtual=[], judges=["j"],
-                        real_judges=["j"], aliases={})
+    r = SimpleNamespace(
+        jobs=jobs,
+        table1={"dl19": table, "dl20": table},
+        options=Options(),
+        virtual=[],
+        judges=["j"],
+        real_judges=["j"],
+        aliases={},
+    )
     md = "\n".join(Table1().markdown(r))
     assert md.count("outside the judged pool") == 1 and "mine keeps 2 of 12 documents outside the judged pool" in md
     assert sum("outside the judged pool" in line for line in Table1().console(r)) == 1
@@ -189,8 +249,18 @@ def test_the_labels_only_report_is_written_from_its_sections(tmp_path, monkeypat
     from judgebench.compare.base.names import file_part
     from judgebench.compare.sections import labels_only
 
-    table = pd.DataFrame([{"dataset": "d", "judge": "j", **{c: 0.5 for c in columns.AGREEMENT}, "labelled_pairs": 10,
-                           "failed_pairs": 0, **{c: 0.25 for c in columns.SHARES}}])[labels_report.TABLE]
+    table = pd.DataFrame(
+        [
+            {
+                "dataset": "d",
+                "judge": "j",
+                **{c: 0.5 for c in columns.AGREEMENT},
+                "labelled_pairs": 10,
+                "failed_pairs": 0,
+                **{c: 0.25 for c in columns.SHARES},
+            }
+        ]
+    )[labels_report.TABLE]
     table.loc[0, columns.AGREEMENT[0]] = float("nan")  # a statistic without a value is no metric
 
     class Extra(Section):
@@ -203,13 +273,23 @@ def test_the_labels_only_report_is_written_from_its_sections(tmp_path, monkeypat
             return [("extra", pd.DataFrame({"x": [1]}), False)]
 
     monkeypatch.setattr(labels_only, "SECTIONS", [*labels_only.SECTIONS, Extra()])
-    r = labels_report.LabelsReport("e", None, ("md", "csv"), pd.DataFrame({"run_id": ["r"], "dataset": ["d"], "judge": ["j"]}),
-                                   table, pd.DataFrame(), pd.DataFrame(columns=["dataset", "judge"]))
+    r = labels_report.LabelsReport(
+        "e",
+        None,
+        ("md", "csv"),
+        pd.DataFrame({"run_id": ["r"], "dataset": ["d"], "judge": ["j"]}),
+        table,
+        pd.DataFrame(),
+        pd.DataFrame(columns=["dataset", "judge"]),
+    )
     files = {f.name for f in labels_report.write(r, tmp_path)}
     assert files == {"report.md", "table2.csv", "extra.csv"}
     text = (tmp_path / "report.md").read_text(encoding="utf-8")
-    assert text.index("## Table 2: agreement with the human labels per judge") < text.index(labels_only.NEEDS_SYSTEMS) \
+    assert (
+        text.index("## Table 2: agreement with the human labels per judge")
+        < text.index(labels_only.NEEDS_SYSTEMS)
         < text.index("## An extra section")
+    )
     want = {f"{c}.d.{file_part('j')}": table.loc[0, c] for c in [*columns.AGREEMENT, *columns.SHARES]}
     del want[f"{columns.AGREEMENT[0]}.d.j"]
     assert sections.compare_run_metrics(r, labels_only.SECTIONS) == want

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+from judgebench.compare.base.report_model import Options
 from judgebench.compare.renderers import html
 from judgebench.compare.renderers.markdown import report_title
-from judgebench.compare.base.report_model import Options
-from judgebench.compare.sections.header import plain_title
 from judgebench.compare.sections.budget_plan import readback_command
+from judgebench.compare.sections.header import plain_title
 
 
 def test_sentence_the_title_shows_backslashes_as_written(tmp_path):
@@ -32,11 +32,17 @@ def test_sentence_a_long_name_wraps_inside_the_page(tmp_path):
 
 
 def test_sentence_the_readback_command_names_the_store_and_the_selection(tmp_path):
-    r = SimpleNamespace(experiment="e", sweep="s1", tracking_uri="https://user:secret@mlflow.example/",
-                        options=Options(datasets=["dl19", "dl20"], judges=["gpt"]))
+    r = SimpleNamespace(
+        experiment="e",
+        sweep="s1",
+        tracking_uri="https://user:secret@mlflow.example/",
+        options=Options(datasets=["dl19", "dl20"], judges=["gpt"]),
+    )
     command = readback_command(r, Path(tmp_path / "out" / "plan"))
-    assert command == (f"judgebench-compare experiment=e tracking_uri=https://***@mlflow.example/ sweep=s1 datasets=dl19,dl20 "
-                       f"judges=gpt out={tmp_path / 'out'} calibration.human_labels={tmp_path / 'out' / 'plan' / 'labels.tsv'}")
+    assert command == (
+        f"judgebench-compare experiment=e tracking_uri=https://***@mlflow.example/ sweep=s1 datasets=dl19,dl20 "
+        f"judges=gpt out={tmp_path / 'out'} calibration.human_labels={tmp_path / 'out' / 'plan' / 'labels.tsv'}"
+    )
     assert "secret" not in command
 
 
@@ -48,7 +54,8 @@ def test_sentence_a_trec_grid_sheet_carries_its_passages_from_the_cells_config(t
 
     files = collection(tmp_path / "c", "tsv")
     config = "dataset:\n  _target_: judgebench.data.trec_files.load_trec\n  name: mine\n" + "".join(
-        f"  {k}: {v}\n" for k, v in files.items())
+        f"  {k}: {v}\n" for k, v in files.items()
+    )
     texts = labelling_sheet.load_texts("mine", config)
     assert not texts.note and dict(texts.passages) == TEXTS and texts.queries["t1"] == "cheap flights to lisbon"
     assert "not one of judgebench's dataset configs" in labelling_sheet.load_texts("mine").note  # what it gave before

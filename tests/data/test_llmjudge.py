@@ -15,8 +15,16 @@ from judgebench.exceptions import DataError
 from judgebench.rankers.oracle import OracleRanker
 
 # (query, doc, label) in qrels-file order; the pairs file lists them in another order
-QRELS = [("q1", "d1", 0), ("q1", "d2", 2), ("q1", "d3", 2), ("q1", "d4", 1), ("q1", "d5", 2),
-         ("q2", "e1", 1), ("q2", "e2", 3), ("q2", "e3", 1)]
+QRELS = [
+    ("q1", "d1", 0),
+    ("q1", "d2", 2),
+    ("q1", "d3", 2),
+    ("q1", "d4", 1),
+    ("q1", "d5", 2),
+    ("q2", "e1", 1),
+    ("q2", "e2", 3),
+    ("q2", "e3", 1),
+]
 PAIRS = [("q2", "e3"), ("q1", "d5"), ("q1", "d1"), ("q1", "d3"), ("q2", "e2"), ("q1", "d4"), ("q1", "d2"), ("q2", "e1")]
 
 
@@ -38,18 +46,25 @@ def test_perfect_breaks_ties_in_pairs_file_order(tmp_path):
         expected = sorted((p for p in PAIRS if p[0] == q), key=lambda p: (-label[p], position[p]))
         got = run_[run_["query_id"] == q].sort_values("rank")["doc_id"].tolist()
         assert got == [d for _, d in expected], q
-    assert [d for _, d in sorted((p for p in PAIRS if p[0] == "q1"), key=lambda p: (-label[p], position[p]))][:3] == ["d5", "d3", "d2"]
+    assert [d for _, d in sorted((p for p in PAIRS if p[0] == "q1"), key=lambda p: (-label[p], position[p]))][:3] == [
+        "d5",
+        "d3",
+        "d2",
+    ]
     # without a pairs file the qrels file's order breaks them
     (tmp_path / "lj" / "llm4eval_test_qrel_2024.txt").unlink()
     again = OracleRanker(name="Oracle", depth=None).rank(load_llmjudge(data_dir=str(tmp_path / "lj")), None)
     assert again[again["query_id"] == "q1"].sort_values("rank")["doc_id"].tolist()[:3] == ["d2", "d3", "d5"]
 
 
-@pytest.mark.parametrize("pairs, message, line", [
-    ([*PAIRS, ("q1", "d9")], "query q1 doc d9 has no human label in", 9),
-    ([*PAIRS[:-1]], "lacks 1 labelled pairs of", None),
-    ([*PAIRS, ("q1", "d5")], "query q1 doc d5 is listed twice", 9),
-])
+@pytest.mark.parametrize(
+    "pairs, message, line",
+    [
+        ([*PAIRS, ("q1", "d9")], "query q1 doc d9 has no human label in", 9),
+        ([*PAIRS[:-1]], "lacks 1 labelled pairs of", None),
+        ([*PAIRS, ("q1", "d5")], "query q1 doc d5 is listed twice", 9),
+    ],
+)
 def test_a_pairs_file_of_other_pairs_is_an_error(tmp_path, pairs, message, line):
     root = _collection(tmp_path / "lj", pairs)
     with pytest.raises(DataError) as e:
@@ -63,14 +78,29 @@ def test_an_oracle_cell_runs_with_no_passage(tmp_path_factory, tmp_path):
     root = _collection(tmp_path / "lj")
     (root / "submissions").mkdir()
     # a judge file that calls every 2 a 1: Perfect still puts them first, so its nDCG under itself stays 1
-    (root / "submissions" / "team-a.txt").write_text("".join(f"{q} 0 {d} {1 if r == 2 else r}\n" for q, d, r in QRELS), encoding="utf-8")
-    args = [f"tracking_uri=sqlite:///{store}/mlflow.db", f"artifact_root={store}/artifacts", f"cache_dir={store}/cache", "progress=false",
-            "experiment_name=ljgrid", "dataset=llmjudge", f"dataset.data_dir={root}", "ranker=oracle", "judge=qrels",
-            f"judge.root={root}", "judge.path=human,submissions/team-a.txt", "perturbation=swap_1"]
+    (root / "submissions" / "team-a.txt").write_text(
+        "".join(f"{q} 0 {d} {1 if r == 2 else r}\n" for q, d, r in QRELS), encoding="utf-8"
+    )
+    args = [
+        f"tracking_uri=sqlite:///{store}/mlflow.db",
+        f"artifact_root={store}/artifacts",
+        f"cache_dir={store}/cache",
+        "progress=false",
+        "experiment_name=ljgrid",
+        "dataset=llmjudge",
+        f"dataset.data_dir={root}",
+        "ranker=oracle",
+        "judge=qrels",
+        f"judge.root={root}",
+        "judge.path=human,submissions/team-a.txt",
+        "perturbation=swap_1",
+    ]
     res = run(["-m", *args], cwd=tmp_path)
     assert res.rc == 0, res
     client = MlflowClient(f"sqlite:///{store}/mlflow.db")
-    runs = client.search_runs([client.get_experiment_by_name("ljgrid").experiment_id], filter_string="tags.`judgebench.kind` = 'job'")
+    runs = client.search_runs(
+        [client.get_experiment_by_name("ljgrid").experiment_id], filter_string="tags.`judgebench.kind` = 'job'"
+    )
     by_judge = {r.data.tags["judge"]: r for r in runs}
     assert set(by_judge) == {"human", "team-a"} and by_judge["human"].data.tags["judge_family"] == "human"
     # Swap[1] exchanges rank 1 with the last of the query's judged pool (n = 5 and 3), cut to depth 10:
@@ -86,11 +116,20 @@ def test_an_oracle_cell_runs_with_no_passage(tmp_path_factory, tmp_path):
     j1 = dcg([0, 1, 1, 1, 1]) / dcg([1, 1, 1, 1, 0])
     assert by_judge["team-a"].data.metrics["ndcg10_judge"] == pytest.approx((j1 + q2) / 2)
     res = run([*args[:-3], "judge=qrels", "judge.path=human", "ranker=bm25"], cwd=tmp_path)
-    assert res.rc == 2 and len(res.error_lines) == 1 and res.error_lines[0].startswith(f"{ERROR_PREFIX} dataset llmjudge:"), res
+    assert (
+        res.rc == 2 and len(res.error_lines) == 1 and res.error_lines[0].startswith(f"{ERROR_PREFIX} dataset llmjudge:")
+    ), res
 
 
 # The human column of Table 1 on the real collection (4 decimals), as +experiment=llmjudge_oracles gives it
-HUMAN_TABLE1 = {"Perfect": 1.0, "Swap[3]": 0.8844, "Swap[2]": 0.8489, "Swap[1]": 0.7470, "Swap[2,3]": 0.7332, "Swap[1,2]": 0.5959}
+HUMAN_TABLE1 = {
+    "Perfect": 1.0,
+    "Swap[3]": 0.8844,
+    "Swap[2]": 0.8489,
+    "Swap[1]": 0.7470,
+    "Swap[2,3]": 0.7332,
+    "Swap[1,2]": 0.5959,
+}
 SWAPS = {"Perfect": [], "Swap[3]": [3], "Swap[2]": [2], "Swap[1]": [1], "Swap[2,3]": [2, 3], "Swap[1,2]": [1, 2]}
 
 
@@ -99,7 +138,9 @@ def _oracle_rows(pairs: pd.DataFrame, labels: dict, swaps: list[int]) -> list[tu
     10."""
     rows = []
     for q, g in pairs.groupby("query_id", sort=False):
-        docs = sorted(g["doc_id"], key=lambda d, order={d: i for i, d in enumerate(g["doc_id"])}: (-labels[(q, d)], order[d]))
+        docs = sorted(
+            g["doc_id"], key=lambda d, order={d: i for i, d in enumerate(g["doc_id"])}: (-labels[(q, d)], order[d])
+        )
         for k in swaps:
             docs[k - 1], docs[len(docs) - k] = docs[len(docs) - k], docs[k - 1]
         rows += [(q, d, r) for r, d in enumerate(docs[:10], start=1)]
@@ -111,17 +152,33 @@ def test_human_table1_of_the_real_collection(llmjudge_dir, tmp_path_factory, tmp
     from reference_impl import ndcg10_judged
 
     store = warm_store(tmp_path_factory)
-    args = [f"tracking_uri=sqlite:///{store}/mlflow.db", f"artifact_root={store}/artifacts", f"cache_dir={store}/cache", "progress=false",
-            "experiment_name=ljhuman", "dataset=llmjudge", f"dataset.data_dir={llmjudge_dir}", "ranker=oracle", "judge=qrels",
-            "judge.path=human", "perturbation=perfect,swap_3,swap_2,swap_1,swap_2_3,swap_1_2"]
+    args = [
+        f"tracking_uri=sqlite:///{store}/mlflow.db",
+        f"artifact_root={store}/artifacts",
+        f"cache_dir={store}/cache",
+        "progress=false",
+        "experiment_name=ljhuman",
+        "dataset=llmjudge",
+        f"dataset.data_dir={llmjudge_dir}",
+        "ranker=oracle",
+        "judge=qrels",
+        "judge.path=human",
+        "perturbation=perfect,swap_3,swap_2,swap_1,swap_2_3,swap_1_2",
+    ]
     res = run(["-m", *args], cwd=tmp_path)
     assert res.rc == 0, res
     client = MlflowClient(f"sqlite:///{store}/mlflow.db")
-    runs = client.search_runs([client.get_experiment_by_name("ljhuman").experiment_id], filter_string="tags.`judgebench.kind` = 'job'")
+    runs = client.search_runs(
+        [client.get_experiment_by_name("ljhuman").experiment_id], filter_string="tags.`judgebench.kind` = 'job'"
+    )
     got = {r.data.tags["system"]: r.data.metrics["ndcg10_human"] for r in runs}
     assert {k: round(v, 4) for k, v in got.items()} == HUMAN_TABLE1
-    human = pd.read_csv(llmjudge_dir / "llmjudge_test_qrel_idx.txt", sep=" ", names=["query_id", "it", "doc_id", "label"], dtype=str)
-    pairs = pd.read_csv(llmjudge_dir / "llm4eval_test_qrel_2024.txt", sep=" ", names=["query_id", "it", "doc_id"], dtype=str)
+    human = pd.read_csv(
+        llmjudge_dir / "llmjudge_test_qrel_idx.txt", sep=" ", names=["query_id", "it", "doc_id", "label"], dtype=str
+    )
+    pairs = pd.read_csv(
+        llmjudge_dir / "llm4eval_test_qrel_2024.txt", sep=" ", names=["query_id", "it", "doc_id"], dtype=str
+    )
     labels = {(q, d): int(r) for q, d, r in zip(human["query_id"], human["doc_id"], human["label"])}
     qrels = [(q, d, r) for (q, d), r in labels.items()]
     for name, swaps in SWAPS.items():

@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from judgebench.exceptions import DataError
 from judgebench.data.trec import (
     check_queries_known,
     read_passages,
@@ -20,6 +19,7 @@ from judgebench.data.trec import (
     write_qrels,
     write_run,
 )
+from judgebench.exceptions import DataError
 
 READERS: dict[str, Callable[..., object]] = {
     "qrels": read_qrels,
@@ -44,8 +44,13 @@ def _hit(docid: str = "d1", content: str = "some text", qid: int = 7) -> dict:
 
 BAD_INPUTS = [
     # ---- qrels
-    case("qrels-3-fields", "qrels", "1 0 d1 1\n1 0 d2\n", 2,
-         "expected 4 fields 'query_id iteration doc_id relevance', got 3"),
+    case(
+        "qrels-3-fields",
+        "qrels",
+        "1 0 d1 1\n1 0 d2\n",
+        2,
+        "expected 4 fields 'query_id iteration doc_id relevance', got 3",
+    ),
     case("qrels-5-fields", "qrels", "1 0 d1 1 x\n", 1, "expected 4 fields", "got 5"),
     case("qrels-label-word", "qrels", "1 Q0 d1 1\n1 Q0 d2 high\n", 2, "expected an integer relevance label", "'high'"),
     case("qrels-label-float", "qrels", "1 0 d1 1.5\n", 1, "expected an integer relevance label"),
@@ -53,75 +58,214 @@ BAD_INPUTS = [
     case("qrels-label-minus-1", "qrels", "1 0 d1 0\n1 0 d2 -1\n", 2, "expected a relevance label in 0..3, got -1"),
     case("qrels-label-minus-2", "qrels", "1 0 d1 -2\n", 1, "expected a relevance label in 0..3, got -2"),
     case("qrels-label-above-custom-max", "qrels", "1 0 d1 2\n", 1, "in 0..1, got 2", max_label=1),
-    case("qrels-dup-different-label", "qrels", "1 0 d1 1\n1 0 d2 0\n1 0 d1 2\n", 3,
-         "duplicate judgment for query 1 doc d1", "line 1", "expected one judgment per (query, doc)"),
+    case(
+        "qrels-dup-different-label",
+        "qrels",
+        "1 0 d1 1\n1 0 d2 0\n1 0 d1 2\n",
+        3,
+        "duplicate judgment for query 1 doc d1",
+        "line 1",
+        "expected one judgment per (query, doc)",
+    ),
     case("qrels-dup-same-label", "qrels", "1 0 d1 1\n\n1 0 d1 1\n", 3, "duplicate judgment", "line 1"),
     case("qrels-empty", "qrels", "", None, "no judgments", "expected at least one"),
     case("qrels-blank-only", "qrels", "\n  \n", None, "no judgments"),
-    case("qrels-non-utf8", "qrels", b"1 0 d1 1\n1 0 d\xff2 1\n", 2,
-         "invalid UTF-8 byte 0xff at byte offset 14", "expected UTF-8"),
+    case(
+        "qrels-non-utf8",
+        "qrels",
+        b"1 0 d1 1\n1 0 d\xff2 1\n",
+        2,
+        "invalid UTF-8 byte 0xff at byte offset 14",
+        "expected UTF-8",
+    ),
     # ---- runs
-    case("run-5-fields", "run", "1 Q0 d1 1 2.0 t\n1 Q0 d2 2 1.0\n", 2,
-         "expected 6 fields 'query_id Q0 doc_id rank score tag', got 5"),
+    case(
+        "run-5-fields",
+        "run",
+        "1 Q0 d1 1 2.0 t\n1 Q0 d2 2 1.0\n",
+        2,
+        "expected 6 fields 'query_id Q0 doc_id rank score tag', got 5",
+    ),
     case("run-7-fields", "run", "1 Q0 d1 1 2.0 t extra\n", 1, "expected 6 fields", "got 7"),
     case("run-rank-word", "run", "1 Q0 d1 first 2.0 t\n", 1, "expected an integer rank", "'first'"),
     case("run-rank-float", "run", "1 Q0 d1 1.0 2.0 t\n", 1, "expected an integer rank"),
     case("run-score-word", "run", "1 Q0 d1 1 high t\n", 1, "expected a finite number as score", "'high'"),
     case("run-score-nan", "run", "1 Q0 d1 1 2.0 t\n1 Q0 d2 2 nan t\n", 2, "expected a finite number as score"),
     case("run-score-inf", "run", "1 Q0 d1 1 inf t\n", 1, "expected a finite number as score"),
-    case("run-dup-doc", "run", "1 Q0 d1 1 3.0 t\n2 Q0 d1 1 3.0 t\n1 Q0 d1 2 2.0 t\n", 3,
-         "duplicate doc d1 for query 1", "line 1", "expected each doc once per query"),
-    case("run-rank-score-disagree", "run", "1 Q0 d1 1 3.0 t\n1 Q0 d2 2 2.0 t\n1 Q0 d3 3 2.5 t\n", 3,
-         "rank and score disagree", "line 2", "expected scores non-increasing with rank",
-         'order_by="rank"', 'order_by="score"'),
-    case("run-disagree-file-out-of-rank-order", "run", "1 Q0 d2 2 5.0 t\n1 Q0 d1 1 4.0 t\n", 1,
-         "rank and score disagree", "line 2"),
-    case("run-dup-rank", "run", "1 Q0 d1 1 3.0 t\n1 Q0 d2 1 2.0 t\n", 2, "rank 1 also on line 1", "expected distinct ranks"),
-    case("run-dup-rank-order-by-rank", "run", "1 Q0 d1 1 3.0 t\n1 Q0 d2 1 2.0 t\n", 2,
-         "expected distinct ranks", order_by="rank"),
+    case(
+        "run-dup-doc",
+        "run",
+        "1 Q0 d1 1 3.0 t\n2 Q0 d1 1 3.0 t\n1 Q0 d1 2 2.0 t\n",
+        3,
+        "duplicate doc d1 for query 1",
+        "line 1",
+        "expected each doc once per query",
+    ),
+    case(
+        "run-rank-score-disagree",
+        "run",
+        "1 Q0 d1 1 3.0 t\n1 Q0 d2 2 2.0 t\n1 Q0 d3 3 2.5 t\n",
+        3,
+        "rank and score disagree",
+        "line 2",
+        "expected scores non-increasing with rank",
+        'order_by="rank"',
+        'order_by="score"',
+    ),
+    case(
+        "run-disagree-file-out-of-rank-order",
+        "run",
+        "1 Q0 d2 2 5.0 t\n1 Q0 d1 1 4.0 t\n",
+        1,
+        "rank and score disagree",
+        "line 2",
+    ),
+    case(
+        "run-dup-rank",
+        "run",
+        "1 Q0 d1 1 3.0 t\n1 Q0 d2 1 2.0 t\n",
+        2,
+        "rank 1 also on line 1",
+        "expected distinct ranks",
+    ),
+    case(
+        "run-dup-rank-order-by-rank",
+        "run",
+        "1 Q0 d1 1 3.0 t\n1 Q0 d2 1 2.0 t\n",
+        2,
+        "expected distinct ranks",
+        order_by="rank",
+    ),
     case("run-empty", "run", "", None, "no run lines", "expected at least one"),
-    case("run-non-utf8", "run", b"1 Q0 d1 1 3.0 t\n\n\xc3\x28 Q0 d2 2 2.0 t\n", 3,
-         "invalid UTF-8 byte 0xc3 at byte offset 17", "byte 1 of the line"),
+    case(
+        "run-non-utf8",
+        "run",
+        b"1 Q0 d1 1 3.0 t\n\n\xc3\x28 Q0 d2 2 2.0 t\n",
+        3,
+        "invalid UTF-8 byte 0xc3 at byte offset 17",
+        "byte 1 of the line",
+    ),
     # ---- topics
-    case("topics-space-not-tab", "topics", "1\tfirst\n2 second query\n", 2,
-         "expected 2 tab-separated fields 'query_id<TAB>text', got 1"),
+    case(
+        "topics-space-not-tab",
+        "topics",
+        "1\tfirst\n2 second query\n",
+        2,
+        "expected 2 tab-separated fields 'query_id<TAB>text', got 1",
+    ),
     case("topics-3-fields", "topics", "1\tfirst\tmore\n", 1, "expected 2 tab-separated fields", "got 3"),
-    case("topics-dup-id", "topics", "1\tfirst\n2\tsecond\n1\tagain\n", 3,
-         "duplicate query id 1", "line 1", "expected each query once"),
+    case(
+        "topics-dup-id",
+        "topics",
+        "1\tfirst\n2\tsecond\n1\tagain\n",
+        3,
+        "duplicate query id 1",
+        "line 1",
+        "expected each query once",
+    ),
     case("topics-empty-text", "topics", "1\tfirst\n2\t  \n", 2, "empty text for query 2", "expected the query text"),
     case("topics-empty-id", "topics", "\tfirst\n", 1, "expected a query id"),
     case("topics-empty", "topics", "", None, "no topics", "expected at least one"),
     case("topics-non-utf8", "topics", b"1\tcaf\xe9\n", 1, "invalid UTF-8 byte 0xe9 at byte offset 5"),
     # ---- passages: JSONL
-    case("jsonl-bad-json", "passages", '{"docid": "d1", "text": "a"}\n{"docid": "d2", "text": \n', 2,
-         "invalid JSON", "expected one JSON object per line"),
-    case("jsonl-not-object", "passages", '{"docid": "d1", "text": "a"}\n"just text"\n', 2,
-         "expected a JSON object per line, got str"),
-    case("jsonl-no-text-key", "passages", '{"docid": "d1", "text": "a"}\n{"docid": "d2"}\n', 2,
-         "doc d2: expected the passage text under one of the keys text, contents, content, passage"),
-    case("jsonl-no-id", "passages", '{"docid": "d1", "text": "a"}\n{"title": "x", "text": "b"}\n', 2,
-         "expected a doc id", "docid, doc_id, id, _id"),
-    case("jsonl-empty-text", "passages", '{"docid": "d1", "text": "a"}\n{"_id": "d2", "contents": ""}\n', 2,
-         "doc d2: empty text", "expected a non-empty passage text"),
+    case(
+        "jsonl-bad-json",
+        "passages",
+        '{"docid": "d1", "text": "a"}\n{"docid": "d2", "text": \n',
+        2,
+        "invalid JSON",
+        "expected one JSON object per line",
+    ),
+    case(
+        "jsonl-not-object",
+        "passages",
+        '{"docid": "d1", "text": "a"}\n"just text"\n',
+        2,
+        "expected a JSON object per line, got str",
+    ),
+    case(
+        "jsonl-no-text-key",
+        "passages",
+        '{"docid": "d1", "text": "a"}\n{"docid": "d2"}\n',
+        2,
+        "doc d2: expected the passage text under one of the keys text, contents, content, passage",
+    ),
+    case(
+        "jsonl-no-id",
+        "passages",
+        '{"docid": "d1", "text": "a"}\n{"title": "x", "text": "b"}\n',
+        2,
+        "expected a doc id",
+        "docid, doc_id, id, _id",
+    ),
+    case(
+        "jsonl-empty-text",
+        "passages",
+        '{"docid": "d1", "text": "a"}\n{"_id": "d2", "contents": ""}\n',
+        2,
+        "doc d2: empty text",
+        "expected a non-empty passage text",
+    ),
     case("jsonl-whitespace-text", "passages", '{"id": 5, "passage": " \\n\\t "}\n', 1, "doc 5: empty text"),
-    case("jsonl-two-texts", "passages",
-         '{"doc_id": "d1", "text": "a"}\n{"doc_id": "d2", "text": "b"}\n{"doc_id": "d1", "text": "c"}\n', 3,
-         "doc d1 on line 3 has a different text than on line 1", "expected one text per doc"),
-    case("json-list-of-strings", "passages", '["d1", "a"]\n', None, "list entry 0: expected an object with a 'hits' list"),
+    case(
+        "jsonl-two-texts",
+        "passages",
+        '{"doc_id": "d1", "text": "a"}\n{"doc_id": "d2", "text": "b"}\n{"doc_id": "d1", "text": "c"}\n',
+        3,
+        "doc d1 on line 3 has a different text than on line 1",
+        "expected one text per doc",
+    ),
+    case(
+        "json-list-of-strings", "passages", '["d1", "a"]\n', None, "list entry 0: expected an object with a 'hits' list"
+    ),
     # ---- passages: rank_llm JSON list
-    case("json-bad-json", "passages", '[\n  {"query": "q",\n   "hits": [}\n]\n', 3,
-         "invalid JSON", "expected a rank_llm JSON list"),
-    case("json-empty-content", "passages", _json_list(_hit("d1"), _hit("d2", "  ", qid=42)), None,
-         "docid d2 (qid 42): empty 'content'", "expected a non-empty passage text"),
-    case("json-missing-docid", "passages", json.dumps([{"query": "q", "hits": [{"content": "x", "qid": 3}]}]), None,
-         "(qid 3), hit 0: expected an object with a 'docid'"),
-    case("json-no-hits", "passages", json.dumps([{"query": "q"}]), None, "list entry 0: expected an object with a 'hits' list"),
-    case("json-two-texts", "passages", json.dumps([
-        {"query": "a", "hits": [_hit("d1", "one", qid=1)]}, {"query": "b", "hits": [_hit("d1", "two", qid=2)]}]),
-         None, "doc d1 under qid 2 has a different text than under qid 1"),
+    case(
+        "json-bad-json",
+        "passages",
+        '[\n  {"query": "q",\n   "hits": [}\n]\n',
+        3,
+        "invalid JSON",
+        "expected a rank_llm JSON list",
+    ),
+    case(
+        "json-empty-content",
+        "passages",
+        _json_list(_hit("d1"), _hit("d2", "  ", qid=42)),
+        None,
+        "docid d2 (qid 42): empty 'content'",
+        "expected a non-empty passage text",
+    ),
+    case(
+        "json-missing-docid",
+        "passages",
+        json.dumps([{"query": "q", "hits": [{"content": "x", "qid": 3}]}]),
+        None,
+        "(qid 3), hit 0: expected an object with a 'docid'",
+    ),
+    case(
+        "json-no-hits",
+        "passages",
+        json.dumps([{"query": "q"}]),
+        None,
+        "list entry 0: expected an object with a 'hits' list",
+    ),
+    case(
+        "json-two-texts",
+        "passages",
+        json.dumps(
+            [{"query": "a", "hits": [_hit("d1", "one", qid=1)]}, {"query": "b", "hits": [_hit("d1", "two", qid=2)]}]
+        ),
+        None,
+        "doc d1 under qid 2 has a different text than under qid 1",
+    ),
     case("passages-empty", "passages", "  \n", None, "empty file", "expected JSONL passages or a rank_llm JSON list"),
-    case("passages-non-utf8", "passages", b'{"docid": "d1", "text": "a"}\n{"docid": "d2", "text": "\x80"}\n', 2,
-         "invalid UTF-8 byte 0x80 at byte offset 54"),
+    case(
+        "passages-non-utf8",
+        "passages",
+        b'{"docid": "d1", "text": "a"}\n{"docid": "d2", "text": "\x80"}\n',
+        2,
+        "invalid UTF-8 byte 0x80 at byte offset 54",
+    ),
 ]
 
 
@@ -176,12 +320,14 @@ def test_qrels_round_trip_and_formats(tmp_path: Path) -> None:
 
 
 def test_run_round_trip_exact_scores(tmp_path: Path) -> None:
-    run = pd.DataFrame({
-        "query_id": ["b", "b", "b", "a"],
-        "doc_id": ["d1", "d2", "d3", "d1"],
-        "score": [1 / 3, 1e-17, 1e-17, -2.5],
-        "rank": [1, 2, 3, 1],
-    })
+    run = pd.DataFrame(
+        {
+            "query_id": ["b", "b", "b", "a"],
+            "doc_id": ["d1", "d2", "d3", "d1"],
+            "score": [1 / 3, 1e-17, 1e-17, -2.5],
+            "rank": [1, 2, 3, 1],
+        }
+    )
     path = tmp_path / "run.trec"
     write_run(run, path, tag="mytag")
     assert path.read_text().splitlines()[0] == f"b Q0 d1 1 {1 / 3!r} mytag"
@@ -303,7 +449,9 @@ def test_real_dl20_tied_scores(trec_dl_files: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["qrels.txt.gz", "qrels.txt"])  # told apart by content, whatever the name says
-def test_gzip_files_are_read_transparently_with_line_numbers_of_their_text(tmp_path: Path, trec_dl_files: Path, name) -> None:
+def test_gzip_files_are_read_transparently_with_line_numbers_of_their_text(
+    tmp_path: Path, trec_dl_files: Path, name
+) -> None:
     import gzip
 
     plain = trec_dl_files / "qrels.dl19-passage.txt"
@@ -317,5 +465,7 @@ def test_gzip_files_are_read_transparently_with_line_numbers_of_their_text(tmp_p
         read_qrels(packed)
     assert str(err.value) == f"{packed}:7: expected a relevance label in 0..3, got 7"
     packed.write_bytes(gzip.compress(plain.read_bytes())[:200])  # cut short
-    with pytest.raises(DataError, match=rf"^{packed}: is gzip-compressed but cannot be decompressed .*expected a complete \.gz file"):
+    with pytest.raises(
+        DataError, match=rf"^{packed}: is gzip-compressed but cannot be decompressed .*expected a complete \.gz file"
+    ):
         read_qrels(packed)

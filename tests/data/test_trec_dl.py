@@ -2,16 +2,23 @@
 
 import pytest
 
-from judgebench.exceptions import DataError
 from judgebench.data.trec_dl import load_trec_dl
+from judgebench.evaluation import cut
+from judgebench.exceptions import DataError
 from judgebench.metrics import per_query_ndcg
 from judgebench.rankers.bm25 import BM25Ranker
 from judgebench.rankers.oracle import OracleRanker
-from judgebench.evaluation import cut
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rankers.runfile import RunFileRanker
 
-ORACLES = [("Perfect", []), ("Swap[3]", [3]), ("Swap[2]", [2]), ("Swap[1]", [1]), ("Swap[2,3]", [2, 3]), ("Swap[1,2]", [1, 2])]
+ORACLES = [
+    ("Perfect", []),
+    ("Swap[3]", [3]),
+    ("Swap[2]", [2]),
+    ("Swap[1]", [1]),
+    ("Swap[2,3]", [2, 3]),
+    ("Swap[1,2]", [1, 2]),
+]
 FACTS = {  # year: (queries, pool ∩ qrels, BM25, Perfect, RankGPT, RankVicuna)
     2019: (43, 2257, 0.5058, 0.8922, 0.6832, 0.6730),
     2020: (54, 2859, 0.4829, 0.8707, 0.6441, 0.6619),
@@ -56,11 +63,15 @@ def test_real_llm_reranker_runs(dl, trec_dl_files):
         assert per_query_ndcg(run, ds.qrels)["value"].mean() == pytest.approx(expected, abs=1e-3)
 
 
-def test_texts_are_read_only_when_needed_and_online_mode_fails_clearly(trec_dl_files, tmp_path, monkeypatch, no_network):
+def test_texts_are_read_only_when_needed_and_online_mode_fails_clearly(
+    trec_dl_files, tmp_path, monkeypatch, no_network
+):
     # one file overridden, the rest shipped; without passages the corpus says how to get them when read
     ds = load_trec_dl("dl19", 2019, qrels=str(trec_dl_files / "qrels.dl19-passage.txt"))
     assert len(ds.label_set()) == 2257 and ds.summary()["corpus"].startswith("not available")
-    with pytest.raises(DataError, match=r"passage texts of dl19 are not shipped .* dataset.data_dir=DIR or JUDGEBENCH_TREC_DL_DIR"):
+    with pytest.raises(
+        DataError, match=r"passage texts of dl19 are not shipped .* dataset.data_dir=DIR or JUDGEBENCH_TREC_DL_DIR"
+    ):
         ds.corpus[ds.pool["doc_id"].iloc[0]]
     with pytest.raises(DataError, match="year 2021 is not a TREC DL passage year"):
         load_trec_dl("dl21", 2021)
@@ -77,4 +88,6 @@ def test_qrels_of_another_dataset_are_refused(trec_dl_files):
 
 def test_the_passage_texts_load_from_a_data_dir(trec_dl_dir):
     ds = load_trec_dl("dl19", 2019, data_dir=str(trec_dl_dir))
-    assert ds.summary()["corpus"] == ds.pool["doc_id"].nunique() == 4297 and all(ds.corpus[d] for d in ds.pool["doc_id"])
+    assert ds.summary()["corpus"] == ds.pool["doc_id"].nunique() == 4297 and all(
+        ds.corpus[d] for d in ds.pool["doc_id"]
+    )

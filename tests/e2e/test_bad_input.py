@@ -36,15 +36,24 @@ def base_args(tmp: Path, args: list[str]) -> list[str]:
     """Case args first; defaults (oracle ranker: no index to build) only for keys the case leaves alone."""
     keys = {a.partition("=")[0].lstrip("+~") for a in args}
     defaults = {
-        "ranker": "oracle", "progress": "false", "tracking_uri": f"sqlite:///{STORE['dir']}/mlflow.db",
-        "artifact_root": f"{STORE['dir']}/artifacts", "cache_dir": f"{tmp}/cache", "hydra.run.dir": f"{tmp}/out",
+        "ranker": "oracle",
+        "progress": "false",
+        "tracking_uri": f"sqlite:///{STORE['dir']}/mlflow.db",
+        "artifact_root": f"{STORE['dir']}/artifacts",
+        "cache_dir": f"{tmp}/cache",
+        "hydra.run.dir": f"{tmp}/out",
         "hydra.sweep.dir": f"{tmp}/multirun",
     }
     return [*args, *(f"{k}={v}" for k, v in defaults.items() if k not in keys)]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in ("OPENAI_BASE_URL", "HYDRA_FULL_ERROR", "JUDGEBENCH_VERBOSE", "JUDGEBENCH_CACHE_DIR")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY")
+        and k not in ("OPENAI_BASE_URL", "HYDRA_FULL_ERROR", "JUDGEBENCH_VERBOSE", "JUDGEBENCH_CACHE_DIR")
+    }
     return {**env, **extra}
 
 
@@ -136,80 +145,262 @@ def case(id: str, edit: Edit, *phrases: str, rc: int = 2, env: dict[str, str] | 
 
 CASES = [
     # ---- config
-    case("unknown-group-option", _args("judge=gpt5"), "judge=gpt5: no such judge", "valid options:", "gpt_4o_mini", "simulated"),
-    case("unknown-dataset-name", _args("dataset=dl21"), "dataset=dl21: no such dataset", "dl19, dl20, irds, llmjudge, toy, trec"),
+    case(
+        "unknown-group-option",
+        _args("judge=gpt5"),
+        "judge=gpt5: no such judge",
+        "valid options:",
+        "gpt_4o_mini",
+        "simulated",
+    ),
+    case(
+        "unknown-dataset-name",
+        _args("dataset=dl21"),
+        "dataset=dl21: no such dataset",
+        "dl19, dl20, irds, llmjudge, toy, trec",
+    ),
     case("unknown-option-in-a-sweep", _args("-m", "judge=human,gpt5"), "judge=gpt5: no such judge"),
     case("unknown-experiment", _args("+experiment=dmeo"), "experiment=dmeo: no such experiment", "demo"),
     case("no-api-key-openai", _args("judge=gpt_4o_mini"), "needs an API key", "set OPENAI_API_KEY"),
     case("no-api-key-gemini", _args("judge=gemini_flash"), "needs an API key", "GEMINI_API_KEY or GOOGLE_API_KEY"),
-    case("negative-concurrency", _args("judge=gpt_4o_mini", "judge.backend.max_concurrency=-1"), "judge.backend", "max_concurrency=-1", "expected an integer >= 1",
-         env={"OPENAI_API_KEY": "k"}),
-    case("zero-requests-per-minute", _args("judge=gpt_4o_mini", "judge.backend.requests_per_minute=0"), "requests_per_minute=0", "positive number",
-         env={"OPENAI_API_KEY": "k"}),
-    case("unknown-backend-setting", _args("judge=gpt_4o_mini", "+judge.backend.temprature=0"),
-         "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean "
-         "judge.backend.temperature?",
-         env={"OPENAI_API_KEY": "k"}),
+    case(
+        "negative-concurrency",
+        _args("judge=gpt_4o_mini", "judge.backend.max_concurrency=-1"),
+        "judge.backend",
+        "max_concurrency=-1",
+        "expected an integer >= 1",
+        env={"OPENAI_API_KEY": "k"},
+    ),
+    case(
+        "zero-requests-per-minute",
+        _args("judge=gpt_4o_mini", "judge.backend.requests_per_minute=0"),
+        "requests_per_minute=0",
+        "positive number",
+        env={"OPENAI_API_KEY": "k"},
+    ),
+    case(
+        "unknown-backend-setting",
+        _args("judge=gpt_4o_mini", "+judge.backend.temprature=0"),
+        "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean "
+        "judge.backend.temperature?",
+        env={"OPENAI_API_KEY": "k"},
+    ),
     # ---- misspelt keys and names: Hydra's own errors as one line, exit 2, with the key or option probably meant
-    case("misspelt-key", _args("judge=gpt_4o_mini", "judge.temprature=0"),
-         "judge.temprature=0: judge (gpt_4o_mini) has no setting 'temprature'; did you mean judge.backend.temperature?"),
-    case("misspelt-top-level-key", _args("progres=false"), "progres=false: the config has no setting 'progres'; did you mean progress?"),
-    case("key-the-judge-lacks", _args("judge.temprature=0"), "judge.temprature=0: judge (human) has no setting 'temprature'; its settings: family, model, name"),
-    case("misspelt-added-key", _args("judge=gpt_4o_mini", "+judge.promt=x"),
-         "+judge.promt=x: judge (gpt_4o_mini) takes no setting 'promt'; did you mean judge.prompt?", env={"OPENAI_API_KEY": "k"}),
-    case("misspelt-key-in-a-sweep", _args("-m", "judge=gpt_4o_mini,gpt_4o", "judge.temprature=0"),
-         "judge.temprature: no judge of this sweep has that setting (judge gpt_4o, gpt_4o_mini); "
-         "did you mean judge.backend.temperature?"),
-    case("misspelt-added-key-in-a-sweep", _args("-m", "judge=gpt_4o_mini,gpt_4o", "+judge.backend.temprature=0"),
-         "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean "
-         "judge.backend.temperature?",
-         "no cell was started", env={"OPENAI_API_KEY": "k"}),
-    case("misspelt-judge-name", _args("judge=gpt4o_mini"), "judge=gpt4o_mini: no such judge; did you mean judge=gpt_4o_mini?"),
+    case(
+        "misspelt-key",
+        _args("judge=gpt_4o_mini", "judge.temprature=0"),
+        "judge.temprature=0: judge (gpt_4o_mini) has no setting 'temprature'; did you mean judge.backend.temperature?",
+    ),
+    case(
+        "misspelt-top-level-key",
+        _args("progres=false"),
+        "progres=false: the config has no setting 'progres'; did you mean progress?",
+    ),
+    case(
+        "key-the-judge-lacks",
+        _args("judge.temprature=0"),
+        "judge.temprature=0: judge (human) has no setting 'temprature'; its settings: family, model, name",
+    ),
+    case(
+        "misspelt-added-key",
+        _args("judge=gpt_4o_mini", "+judge.promt=x"),
+        "+judge.promt=x: judge (gpt_4o_mini) takes no setting 'promt'; did you mean judge.prompt?",
+        env={"OPENAI_API_KEY": "k"},
+    ),
+    case(
+        "misspelt-key-in-a-sweep",
+        _args("-m", "judge=gpt_4o_mini,gpt_4o", "judge.temprature=0"),
+        "judge.temprature: no judge of this sweep has that setting (judge gpt_4o, gpt_4o_mini); "
+        "did you mean judge.backend.temperature?",
+    ),
+    case(
+        "misspelt-added-key-in-a-sweep",
+        _args("-m", "judge=gpt_4o_mini,gpt_4o", "+judge.backend.temprature=0"),
+        "+judge.backend.temprature=0: judge.backend takes no setting 'temprature'; did you mean "
+        "judge.backend.temperature?",
+        "no cell was started",
+        env={"OPENAI_API_KEY": "k"},
+    ),
+    case(
+        "misspelt-judge-name",
+        _args("judge=gpt4o_mini"),
+        "judge=gpt4o_mini: no such judge; did you mean judge=gpt_4o_mini?",
+    ),
     case("misspelt-dataset-name", _args("dataset=dl_19"), "dataset=dl_19: no such dataset; did you mean dataset=dl19?"),
     case("bad-override-syntax", _args("judge.name=["), "judge.name=[", "no viable alternative"),
-    case("perturbation-rank-beyond-pool", _args("perturbation=swap_1", "perturbation.swaps=[30]"), "rank 30 is beyond the ranking", "(25 documents)"),
-    case("single-cell-with-zero-systems", _args("ranker=bm25", "perturbation=swap_1"), "BM25 x Swap[1] evaluates no system", "ranker.perturbable=true"),
-    case("experiment-with-zero-systems", _args("-m", "ranker=bm25,simulated_llm", "perturbation=swap_1,swap_2"),
-         "no cell of this sweep evaluates a system", "all 4 cells", "perturbations apply to oracle rankers only"),
-    case("prompt-without-query", _prompt("Passage: {passage}\n##final score:"), "lacks the placeholder(s) {query}", "my_prompt.txt"),
-    case("prompt-without-passage", _prompt("Query: {query}\n##final score:"), "lacks the placeholder(s) {passage}", "my_prompt.txt"),
+    case(
+        "perturbation-rank-beyond-pool",
+        _args("perturbation=swap_1", "perturbation.swaps=[30]"),
+        "rank 30 is beyond the ranking",
+        "(25 documents)",
+    ),
+    case(
+        "single-cell-with-zero-systems",
+        _args("ranker=bm25", "perturbation=swap_1"),
+        "BM25 x Swap[1] evaluates no system",
+        "ranker.perturbable=true",
+    ),
+    case(
+        "experiment-with-zero-systems",
+        _args("-m", "ranker=bm25,simulated_llm", "perturbation=swap_1,swap_2"),
+        "no cell of this sweep evaluates a system",
+        "all 4 cells",
+        "perturbations apply to oracle rankers only",
+    ),
+    case(
+        "prompt-without-query",
+        _prompt("Passage: {passage}\n##final score:"),
+        "lacks the placeholder(s) {query}",
+        "my_prompt.txt",
+    ),
+    case(
+        "prompt-without-passage",
+        _prompt("Query: {query}\n##final score:"),
+        "lacks the placeholder(s) {passage}",
+        "my_prompt.txt",
+    ),
     case("runfile-without-path", _args("ranker=runfile", "ranker.name=X"), "Missing mandatory value: ranker.path"),
-    case("missing-model-directory", _args("judge=smollm2", "judge.model_spec.model=/nonexistent/model-dir"), "/nonexistent/model-dir", "no such file or directory"),
-    case("content-bias-without-rewriter", _args("+experiment=content_bias", "rewriter=none", "judge=simulated"), "content_bias needs an LLM rewriter"),
-    case("secret-as-override", _args("+judge.backend.api_key=sk-not-a-real-key"), "judge.backend.api_key", "environment only"),
+    case(
+        "missing-model-directory",
+        _args("judge=smollm2", "judge.model_spec.model=/nonexistent/model-dir"),
+        "/nonexistent/model-dir",
+        "no such file or directory",
+    ),
+    case(
+        "content-bias-without-rewriter",
+        _args("+experiment=content_bias", "rewriter=none", "judge=simulated"),
+        "content_bias needs an LLM rewriter",
+    ),
+    case(
+        "secret-as-override",
+        _args("+judge.backend.api_key=sk-not-a-real-key"),
+        "judge.backend.api_key",
+        "environment only",
+    ),
     # ---- values of the wrong type or range: checked before any work, one line naming the key
-    case("swaps-not-a-list", _args("perturbation=swap_1", "perturbation.swaps=3"), "perturbation.swaps=3", "expected a list of ranks (integers >= 1)"),
-    case("concurrency-not-a-number", _args("judge=gpt_4o_mini", "judge.backend.max_concurrency=abc"), "judge.backend.max_concurrency='abc'", "expected an integer >= 1",
-         env={"OPENAI_API_KEY": "k"}),
-    case("timeout-not-a-number", _args("judge=gpt_4o_mini", "judge.backend.timeout_s=fast"), "judge.backend.timeout_s='fast'", "expected a positive number",
-         env={"OPENAI_API_KEY": "k"}),
+    case(
+        "swaps-not-a-list",
+        _args("perturbation=swap_1", "perturbation.swaps=3"),
+        "perturbation.swaps=3",
+        "expected a list of ranks (integers >= 1)",
+    ),
+    case(
+        "concurrency-not-a-number",
+        _args("judge=gpt_4o_mini", "judge.backend.max_concurrency=abc"),
+        "judge.backend.max_concurrency='abc'",
+        "expected an integer >= 1",
+        env={"OPENAI_API_KEY": "k"},
+    ),
+    case(
+        "timeout-not-a-number",
+        _args("judge=gpt_4o_mini", "judge.backend.timeout_s=fast"),
+        "judge.backend.timeout_s='fast'",
+        "expected a positive number",
+        env={"OPENAI_API_KEY": "k"},
+    ),
     case("depth-not-a-number", _args("ranker.depth=ten"), "ranker.depth='ten'", "expected an integer >= 1 or null"),
-    case("parse-attempts-not-a-number", _args("judge=gpt_4o_mini", "judge.parse_attempts=many"), "judge.parse_attempts='many'", "expected an integer >= 1",
-         env={"OPENAI_API_KEY": "k"}),
-    case("noise-not-a-number", _args("judge=simulated", "judge.noise=loud"), "judge.noise='loud'", "expected a number >= 0"),
+    case(
+        "parse-attempts-not-a-number",
+        _args("judge=gpt_4o_mini", "judge.parse_attempts=many"),
+        "judge.parse_attempts='many'",
+        "expected an integer >= 1",
+        env={"OPENAI_API_KEY": "k"},
+    ),
+    case(
+        "noise-not-a-number",
+        _args("judge=simulated", "judge.noise=loud"),
+        "judge.noise='loud'",
+        "expected a number >= 0",
+    ),
     case("empty-experiment-name", _args("experiment_name="), "experiment_name=''", "expected a non-empty name"),
-    case("max-failed-share-negative", _args("max_failed_share=-1"), "max_failed_share=-1", "expected a number between 0 and 1"),
-    case("max-failed-share-word", _args("max_failed_share=lots"), "max_failed_share='lots'", "expected a number between 0 and 1"),
-    case("max-failed-share-above-1", _args("max_failed_share=2"), "max_failed_share=2", "expected a number between 0 and 1"),
-    case("rewriter-max-failed-share", _args("rewriter=openai", "rewriter.max_failed_share=1.5"), "rewriter.max_failed_share=1.5", "between 0 and 1 or null",
-         env={"OPENAI_API_KEY": "k"}),
-    case("content-bias-per-level", _args("+experiment=content_bias", "content_bias.per_level=0"), "content_bias.per_level=0", "expected an integer >= 1"),
+    case(
+        "max-failed-share-negative",
+        _args("max_failed_share=-1"),
+        "max_failed_share=-1",
+        "expected a number between 0 and 1",
+    ),
+    case(
+        "max-failed-share-word",
+        _args("max_failed_share=lots"),
+        "max_failed_share='lots'",
+        "expected a number between 0 and 1",
+    ),
+    case(
+        "max-failed-share-above-1",
+        _args("max_failed_share=2"),
+        "max_failed_share=2",
+        "expected a number between 0 and 1",
+    ),
+    case(
+        "rewriter-max-failed-share",
+        _args("rewriter=openai", "rewriter.max_failed_share=1.5"),
+        "rewriter.max_failed_share=1.5",
+        "between 0 and 1 or null",
+        env={"OPENAI_API_KEY": "k"},
+    ),
+    case(
+        "content-bias-per-level",
+        _args("+experiment=content_bias", "content_bias.per_level=0"),
+        "content_bias.per_level=0",
+        "expected an integer >= 1",
+    ),
     # ---- dataset files (file mode)
     case("pool-doc-without-passage", _drop_passage, "pool.trec:", "has no passage text in", "passages.jsonl"),
     case("empty-pool", _rewrite("pool", lambda t: ""), "pool.trec", "no run lines"),
-    case("qrels-of-another-dataset", _rewrite("qrels", lambda t: t.replace("q0", "90")), "qrels.txt", "another dataset"),
-    case("qrels-line-with-3-fields", _rewrite("qrels", _line(2, lambda s: " ".join(s.split()[:3]) + "\n")), "qrels.txt:2", "expected 4 fields", "got 3"),
-    case("qrels-non-integer-label", _rewrite("qrels", _line(3, lambda s: s.rsplit(" ", 1)[0] + " high\n")), "qrels.txt:3", "expected an integer relevance label", "'high'"),
-    case("pool-duplicate-doc-id", _rewrite("pool", lambda t: t + t.splitlines(keepends=True)[4].replace(" 5 ", " 26 ")), "pool.trec:76", "duplicate doc", "also on line 5"),
-    case("run-ranks-and-scores-disagree", _ranks_scores_disagree, "system.run:3", "rank and score disagree", 'order_by="rank"'),
-    case("pool-query-not-in-topics", _rewrite("pool", lambda t: t + "q99 Q0 d001 1 9.0 bm25\n"), "pool.trec", "1 query id(s) not in the topics: q99"),
-    case("duplicated-topic-id", _rewrite("topics", lambda t: t + "q02\tanother text\n"), "topics.tsv:4", "duplicate query id q02", "also on line 2"),
+    case(
+        "qrels-of-another-dataset", _rewrite("qrels", lambda t: t.replace("q0", "90")), "qrels.txt", "another dataset"
+    ),
+    case(
+        "qrels-line-with-3-fields",
+        _rewrite("qrels", _line(2, lambda s: " ".join(s.split()[:3]) + "\n")),
+        "qrels.txt:2",
+        "expected 4 fields",
+        "got 3",
+    ),
+    case(
+        "qrels-non-integer-label",
+        _rewrite("qrels", _line(3, lambda s: s.rsplit(" ", 1)[0] + " high\n")),
+        "qrels.txt:3",
+        "expected an integer relevance label",
+        "'high'",
+    ),
+    case(
+        "pool-duplicate-doc-id",
+        _rewrite("pool", lambda t: t + t.splitlines(keepends=True)[4].replace(" 5 ", " 26 ")),
+        "pool.trec:76",
+        "duplicate doc",
+        "also on line 5",
+    ),
+    case(
+        "run-ranks-and-scores-disagree",
+        _ranks_scores_disagree,
+        "system.run:3",
+        "rank and score disagree",
+        'order_by="rank"',
+    ),
+    case(
+        "pool-query-not-in-topics",
+        _rewrite("pool", lambda t: t + "q99 Q0 d001 1 9.0 bm25\n"),
+        "pool.trec",
+        "1 query id(s) not in the topics: q99",
+    ),
+    case(
+        "duplicated-topic-id",
+        _rewrite("topics", lambda t: t + "q02\tanother text\n"),
+        "topics.tsv:4",
+        "duplicate query id q02",
+        "also on line 2",
+    ),
     case("empty-passage-text", _empty_passage, "passages.jsonl:3", "empty text"),
     case("non-utf8-byte", _non_utf8, "passages.jsonl:2", "invalid UTF-8 byte 0xe9"),
     case("missing-file", _missing, "no-such-qrels.txt", "file not found"),
     # no passages file: fine until a component reads a text (here BM25 re-indexing a pool that is not its own run)
-    case("texts-needed-but-no-passages", lambda f, t: [*file_mode(f)[:-1], "dataset.passages=null", "ranker=bm25"],
-         "dataset dl19: passage texts are needed here but not available", "dataset.passages=FILE"),
+    case(
+        "texts-needed-but-no-passages",
+        lambda f, t: [*file_mode(f)[:-1], "dataset.passages=null", "ranker=bm25"],
+        "dataset dl19: passage texts are needed here but not available",
+        "dataset.passages=FILE",
+    ),
 ]
 
 
@@ -232,12 +423,21 @@ def test_compare_over_an_experiment_without_runs(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlruns/mlflow.db"
     (tmp_path / "mlruns").mkdir()
     MlflowClient(uri).create_experiment("nothing_ran_yet")
-    res = cli_runner.run(["experiment=nothing_ran_yet", f"tracking_uri={uri}", "log=false", f"out={tmp_path}/cmp"],
-                         cwd=tmp_path, env=clean_env(), module="judgebench.compare")
+    res = cli_runner.run(
+        ["experiment=nothing_ran_yet", f"tracking_uri={uri}", "log=false", f"out={tmp_path}/cmp"],
+        cwd=tmp_path,
+        env=clean_env(),
+        module="judgebench.compare",
+    )
     assert res.rc == 2 and "Traceback" not in res.err, str(res)
     lines = [line for line in res.err.splitlines() if line.startswith("judgebench-compare:")]
     assert len(lines) == 1 and "'nothing_ran_yet' has no finished job runs" in lines[0], str(res)
-    res = cli_runner.run(["experiment=never_created", f"tracking_uri={uri}", "log=false"], cwd=tmp_path, env=clean_env(), module="judgebench.compare")
+    res = cli_runner.run(
+        ["experiment=never_created", f"tracking_uri={uri}", "log=false"],
+        cwd=tmp_path,
+        env=clean_env(),
+        module="judgebench.compare",
+    )
     assert res.rc == 2 and "no MLflow experiment named 'never_created'" in res.err, str(res)
 
 
@@ -277,14 +477,29 @@ def test_a_bad_cell_in_a_multirun_is_reported_and_the_sweep_goes_on(tmp_path):
     from judgebench.data.datasets import load_toy
 
     pool = load_toy().pool
-    lines = "".join(f"{q} Q0 {d} {r} {s!r} mine\n" for q, d, s, r in pool[["query_id", "doc_id", "score", "rank"]].itertuples(index=False))
+    lines = "".join(
+        f"{q} Q0 {d} {r} {s!r} mine\n"
+        for q, d, s, r in pool[["query_id", "doc_id", "score", "rank"]].itertuples(index=False)
+    )
     (tmp_path / "good.run").write_text(lines, encoding="utf-8")
     (tmp_path / "bad.run").write_text(lines + "q_unknown Q0 d1 1 1.0 mine\n", encoding="utf-8")
-    args = base_args(tmp_path, ["-m", "ranker=runfile", "ranker.name=Mine", f"ranker.path={tmp_path}/good.run,{tmp_path}/bad.run,{tmp_path}/good.run"])
+    args = base_args(
+        tmp_path,
+        [
+            "-m",
+            "ranker=runfile",
+            "ranker.name=Mine",
+            f"ranker.path={tmp_path}/good.run,{tmp_path}/bad.run,{tmp_path}/good.run",
+        ],
+    )
     res = cli_runner.run(args, cwd=tmp_path, env=clean_env())
     text = assert_one_clear_error(res, "q_unknown")
     cell = text.partition("):")[0]  # the cell's overrides, a component's own settings after it (cli/sweep_settings.py)
-    assert cell.startswith("judgebench: error: cell #1 (ranker=runfile ") and "ranker.name=Mine" in cell and "bad.run" in cell, text
+    assert (
+        cell.startswith("judgebench: error: cell #1 (ranker=runfile ")
+        and "ranker.name=Mine" in cell
+        and "bad.run" in cell
+    ), text
     summary = json.loads((tmp_path / "multirun" / "sweep_summary.json").read_text())
     assert (summary["cells"], summary["failed"]) == (3, 1), summary
     assert [j["status"] for j in summary["jobs"]][:2] == ["finished", "failed"]
@@ -314,7 +529,9 @@ def test_a_sweep_whose_cell_fails_otherwise_exits_2_with_one_line(tmp_path, monk
     assert res.error_lines[0].startswith("judgebench: error: cell #1 (judge=human"), str(res)
     assert "RuntimeError: killed by the planted fault" in res.error_lines[0], str(res)
     summary = json.loads((tmp_path / "multirun" / "sweep_summary.json").read_text())
-    assert [j["status"] for j in summary["jobs"]][1:] == ["failed"] and summary["ran"] + summary["skipped"] == 1, summary
+    assert [j["status"] for j in summary["jobs"]][1:] == ["failed"] and summary["ran"] + summary["skipped"] == 1, (
+        summary
+    )
 
 
 def test_a_passage_longer_than_the_context_is_truncated_warned_and_counted(tmp_path):
@@ -333,12 +550,16 @@ def test_a_passage_longer_than_the_context_is_truncated_warned_and_counted(tmp_p
         if p["docid"] == long_doc:
             p["text"] = "the water of the river " * 180  # 900 words: the prompt is ~270 tokens without it
     files["passages"].write_text("".join(json.dumps(p) + "\n" for p in passages), encoding="utf-8")
-    args = base_args(tmp_path, [*file_mode(files), "judge=smollm2", f"judge.model_spec.model={model}", "experiment_name=trunc"])
+    args = base_args(
+        tmp_path, [*file_mode(files), "judge=smollm2", f"judge.model_spec.model={model}", "experiment_name=trunc"]
+    )
     res = cli_runner.run(args, cwd=tmp_path, env=clean_env(), fresh=True)  # torch in the child: a new interpreter
     assert res.rc == 0, str(res)
     assert f"{long_pairs} of {len(label_set)} passages were truncated" in res.out + res.err, str(res)
     client = MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
-    run = client.search_runs([client.get_experiment_by_name("trunc").experiment_id], "tags.`judgebench.kind` = 'job'")[0]
+    run = client.search_runs([client.get_experiment_by_name("trunc").experiment_id], "tags.`judgebench.kind` = 'job'")[
+        0
+    ]
     assert run.data.metrics["truncated"] == long_pairs
     summary = client.get_run(run.data.tags["judgebench.judge_summary"])
     assert summary.data.metrics["labelled_pairs"] == len(label_set)
@@ -360,17 +581,36 @@ def test_compare_sweep_id_with_a_quote_unusable_out_and_unreachable_server(tmp_p
     import time
 
     sweep = "/home/o'brien/multirun/1"
-    res = cli_runner.run(base_args(tmp_path, ["judge=human", "experiment_name=cmp_quote", f'sweep_id="{sweep}"']), cwd=tmp_path, env=clean_env())
+    res = cli_runner.run(
+        base_args(tmp_path, ["judge=human", "experiment_name=cmp_quote", f'sweep_id="{sweep}"']),
+        cwd=tmp_path,
+        env=clean_env(),
+    )
     assert res.rc == 0, str(res)
     uri = f"sqlite:///{STORE['dir']}/mlflow.db"
-    res = cli_runner.run(["experiment=cmp_quote", f"sweep={sweep}", f"tracking_uri={uri}", "log=false", f"out={tmp_path}/cmp", "bootstrap=0"],
-                         cwd=tmp_path, env=clean_env(), module="judgebench.compare")
+    res = cli_runner.run(
+        [
+            "experiment=cmp_quote",
+            f"sweep={sweep}",
+            f"tracking_uri={uri}",
+            "log=false",
+            f"out={tmp_path}/cmp",
+            "bootstrap=0",
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
+        module="judgebench.compare",
+    )
     assert res.rc == 0 and "Perfect" in res.out, str(res)
 
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    res = cli_runner.run(["experiment=cmp_quote", f"tracking_uri={uri}", "log=false", f"out={blocker}/cmp"], cwd=tmp_path, env=clean_env(),
-                         module="judgebench.compare")
+    res = cli_runner.run(
+        ["experiment=cmp_quote", f"tracking_uri={uri}", "log=false", f"out={blocker}/cmp"],
+        cwd=tmp_path,
+        env=clean_env(),
+        module="judgebench.compare",
+    )
     lines = [x for x in res.err.splitlines() if x.startswith("judgebench-compare:")]
     assert res.rc == 2 and "Traceback" not in res.err and len(lines) == 1 and f"out={blocker}/cmp" in lines[0], str(res)
     assert "Table" not in res.out  # found before the report was built
@@ -379,8 +619,12 @@ def test_compare_sweep_id_with_a_quote_unusable_out_and_unreachable_server(tmp_p
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     started = time.monotonic()
-    res = cli_runner.run(["experiment=x", f"tracking_uri=http://u:pw-planted-77@127.0.0.1:{port}", "log=false"], cwd=tmp_path, env=clean_env(),
-                         module="judgebench.compare")
+    res = cli_runner.run(
+        ["experiment=x", f"tracking_uri=http://u:pw-planted-77@127.0.0.1:{port}", "log=false"],
+        cwd=tmp_path,
+        env=clean_env(),
+        module="judgebench.compare",
+    )
     lines = [x for x in res.err.splitlines() if x.startswith("judgebench-compare:")]
     assert res.rc == 2 and len(lines) == 1 and "cannot be reached" in lines[0] and "Traceback" not in res.err, str(res)
     assert f"http://***@127.0.0.1:{port}" in lines[0] and "pw-planted" not in res.err
@@ -411,15 +655,25 @@ def test_a_read_only_mlflow_store_is_one_line_up_front(tmp_path):
         tracking._READY_STORES.discard(uri)  # the job (a fork of this process) must look at the store itself
         (store / "mlflow.db").chmod(0o444)
         store.chmod(0o555)
-        args = ["ranker=oracle", "judge=human", "progress=false", f"tracking_uri={uri}", f"artifact_root={work}/artifacts",
-                f"cache_dir={work}/cache", f"hydra.run.dir={work}/out"]
+        args = [
+            "ranker=oracle",
+            "judge=human",
+            "progress=false",
+            f"tracking_uri={uri}",
+            f"artifact_root={work}/artifacts",
+            f"cache_dir={work}/cache",
+            f"hydra.run.dir={work}/out",
+        ]
         started = time.monotonic()
-        res = cli_runner.start(args, cwd=work, env={**env_with(), "HOME": str(work)},
-                               uid=65534 if os.geteuid() == 0 else None).wait(120)
+        res = cli_runner.start(
+            args, cwd=work, env={**env_with(), "HOME": str(work)}, uid=65534 if os.geteuid() == 0 else None
+        ).wait(120)
         elapsed = time.monotonic() - started
         assert res.rc == 2 and "Traceback" not in res.err and len(res.error_lines) == 1, str(res)
         line = res.error_lines[0]
-        assert f"tracking_uri={uri}: the MLflow store" in line and "point tracking_uri at a writable store" in line, line
+        assert f"tracking_uri={uri}: the MLflow store" in line and "point tracking_uri at a writable store" in line, (
+            line
+        )
         assert "not writable" in line or "readonly database" in line, line
         assert elapsed < 10, elapsed  # up front, not after MLflow's retries
     finally:

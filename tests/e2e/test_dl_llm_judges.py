@@ -16,10 +16,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from cli_runner import ERROR_PREFIX, REPO, run, warm_store
-from shared_data import need_shared
-from reference_impl import cohen_kappa, ndcg10_judged
-
 from judgebench.data.trec_dl import SHIPPED
+from reference_impl import cohen_kappa, ndcg10_judged
+from shared_data import need_shared
 
 # judge config -> (name in the report, file stem, scale)
 JUDGES = {
@@ -28,8 +27,11 @@ JUDGES = {
     "dl_binary_gpt4o": ("binary-gpt4o", "binary-gpt4o", "binary"),
     "dl_binary_llama32": ("binary-llama3.2", "binary-llama3.2", "binary"),
 }
-RUN_FILES = {"BM25": "bm25.{ds}.top100.trec", "RankGPT-gpt-3.5": "reranker-runs/rankgpt-gpt-3.5-turbo.bm25top100.{ds}.trec",
-             "RankVicuna-7B": "reranker-runs/rankvicuna-7b.bm25top100.{ds}.trec"}
+RUN_FILES = {
+    "BM25": "bm25.{ds}.top100.trec",
+    "RankGPT-gpt-3.5": "reranker-runs/rankgpt-gpt-3.5-turbo.bm25top100.{ds}.trec",
+    "RankVicuna-7B": "reranker-runs/rankvicuna-7b.bm25top100.{ds}.trec",
+}
 
 
 def _qrels(path) -> dict[tuple[str, str], int]:
@@ -66,7 +68,9 @@ class Reference:
         """Relevant or not on both sides: the judge's label as a human level (binary 1 -> 2) >= 2, the humans' >= 2."""
         level = (lambda x: 2 * x) if self.scale == "binary" else (lambda x: x)
         pairs = list(self.judge)
-        return cohen_kappa([int(level(self.judge[p]) >= 2) for p in pairs], [int(self.label_set[p] >= 2) for p in pairs])
+        return cohen_kappa(
+            [int(level(self.judge[p]) >= 2) for p in pairs], [int(self.label_set[p] >= 2) for p in pairs]
+        )
 
     def kappa(self) -> float:
         pairs = list(self.judge)
@@ -76,8 +80,14 @@ class Reference:
 
 
 def _args(store, experiment: str) -> list[str]:
-    return [f"tracking_uri=sqlite:///{store}/mlflow.db", f"artifact_root={store}/artifacts", f"cache_dir={store}/cache",
-            "progress=false", f"experiment_name={experiment}", f"hydra.sweep.dir={store}/sweep"]
+    return [
+        f"tracking_uri=sqlite:///{store}/mlflow.db",
+        f"artifact_root={store}/artifacts",
+        f"cache_dir={store}/cache",
+        "progress=false",
+        f"experiment_name={experiment}",
+        f"hydra.sweep.dir={store}/sweep",
+    ]
 
 
 def test_a_few_cells_of_dl19_score_as_the_shared_files_say(tmp_path_factory):
@@ -85,8 +95,17 @@ def test_a_few_cells_of_dl19_score_as_the_shared_files_say(tmp_path_factory):
     judge's nDCG@10 and its judge-summary kappa on its own scale, as recomputed from the files."""
     need_shared("data/llm-qrels-dl", "the real LLM labels of TREC DL 2019/2020")
     store = warm_store(tmp_path_factory)
-    res = run(["-m", "+experiment=dl_llm_judges", *_args(store, "few"), "dataset=dl19", "+system=bm25,rankgpt_gpt35",
-               "judge=dl_umbrela_gpt4,dl_binary_gpt4"], cwd=REPO)
+    res = run(
+        [
+            "-m",
+            "+experiment=dl_llm_judges",
+            *_args(store, "few"),
+            "dataset=dl19",
+            "+system=bm25,rankgpt_gpt35",
+            "judge=dl_umbrela_gpt4,dl_binary_gpt4",
+        ],
+        cwd=REPO,
+    )
     assert res.rc == 0, res
     client = MlflowClient(f"sqlite:///{store}/mlflow.db")
     exp = client.get_experiment_by_name("few").experiment_id
@@ -116,8 +135,12 @@ def test_the_experiment_and_its_report(tmp_path_factory, tmp_path):
     res = run(["-m", "+experiment=dl_llm_judges", *_args(store, "dl_llm_judges")], cwd=REPO, timeout=1800)
     assert res.rc == 0, res
     out = tmp_path / "report"
-    res = run(["experiment=dl_llm_judges", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", "bootstrap=0"],
-              cwd=tmp_path, module="judgebench.compare", timeout=900)
+    res = run(
+        ["experiment=dl_llm_judges", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", "bootstrap=0"],
+        cwd=tmp_path,
+        module="judgebench.compare",
+        timeout=900,
+    )
     assert res.rc == 0, res
     client = MlflowClient(f"sqlite:///{store}/mlflow.db")
     exp = client.get_experiment_by_name("dl_llm_judges").experiment_id

@@ -20,14 +20,13 @@ from markdown_it import MarkdownIt
 from mlflow.tracking import MlflowClient
 
 import cli_runner
+from browser import Elements, chromium, headless
 from cli_runner import run_compare
 from judgebench.compare import cli
 from judgebench.compare.base import names
-from judgebench.compare.renderers import figures
+from judgebench.compare.renderers import figures, render
 from judgebench.compare.renderers import html as report_html
-from judgebench.compare.renderers import render
 from judgebench.exceptions import CompareError
-from browser import Elements, chromium, headless
 
 LONG = "long " + "x" * 6100  # longer than MLflow keeps of a param (6000): compare's own run must still log
 
@@ -59,7 +58,7 @@ def hostile(port: int) -> dict[str, str]:
         "mathtext": "cost $\\frac$ x",
         "image": f"![px]({url}/px.png)",
         "markup": f"line1\nline2 <script>alert(1)</script> & <img src={url}/raw.png> "
-                  f"a|b `code` _u_ *s* 100% #1 back\\slash {{x}} ~t~ ^",
+        f"a|b `code` _u_ *s* 100% #1 back\\slash {{x}} ~t~ ^",
         "long": LONG,
         "unicode": "Ünïcødé, 日本 → ✓",
     }
@@ -85,13 +84,28 @@ def grid(tmp_path_factory):
     trap = Trap()
     tmp = tmp_path_factory.mktemp("hostile")
     judges = hostile(trap.port)
-    setting = {"experiment": f"exp <b>x</b> $e$ ../up ![e](http://127.0.0.1:{trap.port}/e.png)",
-               "dataset": "toy <i>&</i> | $d$ % _x_", "bm25": f"BM25 ![r](http://127.0.0.1:{trap.port}/r.png)",
-               "perfect": "[1] Perfect *p* \\ #"}
-    res = cli_runner.run(["-m", "+system=bm25,oracle_perfect", "judge=simulated", "judge.name=" + ",".join(map(override, judges.values())),
-                          f"dataset.name={override(setting['dataset'])}", f"ranker.name={override(setting['bm25'])}",
-                          f"perturbation.name={override(setting['perfect'])}", f"experiment_name={override(setting['experiment'])}",
-                          "progress=false", f"hydra.sweep.dir={tmp}/multirun", f"cache_dir={tmp}/cache"], cwd=tmp)
+    setting = {
+        "experiment": f"exp <b>x</b> $e$ ../up ![e](http://127.0.0.1:{trap.port}/e.png)",
+        "dataset": "toy <i>&</i> | $d$ % _x_",
+        "bm25": f"BM25 ![r](http://127.0.0.1:{trap.port}/r.png)",
+        "perfect": "[1] Perfect *p* \\ #",
+    }
+    res = cli_runner.run(
+        [
+            "-m",
+            "+system=bm25,oracle_perfect",
+            "judge=simulated",
+            "judge.name=" + ",".join(map(override, judges.values())),
+            f"dataset.name={override(setting['dataset'])}",
+            f"ranker.name={override(setting['bm25'])}",
+            f"perturbation.name={override(setting['perfect'])}",
+            f"experiment_name={override(setting['experiment'])}",
+            "progress=false",
+            f"hydra.sweep.dir={tmp}/multirun",
+            f"cache_dir={tmp}/cache",
+        ],
+        cwd=tmp,
+    )
     assert res.rc == 0, str(res)
     uri = f"sqlite:///{tmp}/mlruns/mlflow.db"
     here = os.getcwd()
@@ -109,8 +123,15 @@ def grid(tmp_path_factory):
 def test_hostile_names_render_everywhere_and_the_page_loads_nothing(grid):
     out, judges, trap = grid["out"], grid["judges"], grid["trap"]
     # no crash: every file written, every figure a real image; one confusion figure per judge, none overwritten
-    for name in ("report.md", "report.html", "table2.csv", "table2.tex", "figure_ndcg_bars.png", "figure_scatter.png",
-                 "figure_kappa_tau.png"):
+    for name in (
+        "report.md",
+        "report.html",
+        "table2.csv",
+        "table2.tex",
+        "figure_ndcg_bars.png",
+        "figure_scatter.png",
+        "figure_kappa_tau.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     confusions = sorted(out.glob("figure_confusion_*.png"))
     assert len(confusions) == len(judges) + 2  # and the majority and mean-label judges
@@ -135,7 +156,13 @@ def test_hostile_names_render_everywhere_and_the_page_loads_nothing(grid):
     tex = next(out.glob("table1_*.tex")).read_text(encoding="utf-8")
     rows = [line for line in tex.splitlines() if line.endswith("\\\\")]
     assert len(rows) == 3 and len({len(re.findall(r"(?<!\\)&", r)) for r in rows}) == 1
-    for escaped in (r"cost \$\textbackslash{}frac\$ x", r"100\% \#1", r"\{x\}", r"{[}1{]} Perfect {*}p{*}", r"\textbackslash{}slash"):
+    for escaped in (
+        r"cost \$\textbackslash{}frac\$ x",
+        r"100\% \#1",
+        r"\{x\}",
+        r"{[}1{]} Perfect {*}p{*}",
+        r"\textbackslash{}slash",
+    ):
         assert escaped in tex, escaped
 
     # the browser: a control page with one <img> does reach the trap, report.html does not
@@ -153,7 +180,9 @@ def test_hostile_names_render_everywhere_and_the_page_loads_nothing(grid):
     assert not [t for t, _ in parsed.tags if t in ("script", "link", "iframe", "object", "embed")]
     images = [a["src"] for t, a in parsed.tags if t == "img"]
     assert len(images) == len(list(out.glob("*.png"))) and all(s.startswith("data:image/png;base64,") for s in images)
-    policy = [a.get("content", "") for t, a in parsed.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    policy = [
+        a.get("content", "") for t, a in parsed.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    ]
     assert policy and "default-src 'none'" in policy[0]
     # every name is readable in the page's text, as itself (a newline as \n)
     text = html.unescape(re.sub(r"<[^>]+>", "", dom.stdout))
@@ -162,14 +191,18 @@ def test_hostile_names_render_everywhere_and_the_page_loads_nothing(grid):
     # the terminal summary: one line per name, no line over 120 characters
     printed = grid["printed"]
     assert "line1\\nline2" in printed and "\x1b" not in printed
-    assert max(len(line) for line in printed.splitlines() if not line.startswith("full report: ")) <= 120  # a path is never cut
+    assert (
+        max(len(line) for line in printed.splitlines() if not line.startswith("full report: ")) <= 120
+    )  # a path is never cut
 
 
 @pytest.mark.slow  # the grid above
 def test_compare_run_logs_every_judge_under_its_own_key(grid):
     client = MlflowClient(grid["uri"])
-    (run,) = client.search_runs([client.get_experiment_by_name(grid["experiment"]).experiment_id],
-                                filter_string="tags.`judgebench.kind` = 'compare'")
+    (run,) = client.search_runs(
+        [client.get_experiment_by_name(grid["experiment"]).experiment_id],
+        filter_string="tags.`judgebench.kind` = 'compare'",
+    )
     keys = [k for k in run.data.metrics if k.startswith("kappa_graded.")]
     assert len(keys) == len(grid["judges"]) + 2  # two virtual judges
     assert len(run.data.params["judges"]) <= 6000 and run.data.params["judges"].endswith("the report has them all)")
@@ -178,12 +211,29 @@ def test_compare_run_logs_every_judge_under_its_own_key(grid):
 @pytest.mark.slow  # the grid above (test_names_options_take_double_quotes is the quick check)
 def test_a_judge_name_with_a_comma_is_selected_in_double_quotes(grid, tmp_path):
     unicode, maths = grid["judges"]["unicode"], grid["judges"]["mathtext"]
-    code, _, err = run_compare(f"experiment={grid['experiment']}", f"tracking_uri={grid['uri']}", f"out={tmp_path}",
-                               f'judges="{unicode}",{maths}', "format=csv", "bootstrap=0", "log=false")
+    code, _, err = run_compare(
+        f"experiment={grid['experiment']}",
+        f"tracking_uri={grid['uri']}",
+        f"out={tmp_path}",
+        f'judges="{unicode}",{maths}',
+        "format=csv",
+        "bootstrap=0",
+        "log=false",
+    )
     assert code == 0, err
-    assert set(pd.read_csv(tmp_path / "table2.csv")["judge"]) == {unicode, maths, "majority", "mean_label"}  # and their ensembles
-    code, printed, err = run_compare(f"experiment={grid['experiment']}", f"tracking_uri={grid['uri']}", f"out={tmp_path}",
-                                     f'judges="{unicode},{maths}', "log=false")
+    assert set(pd.read_csv(tmp_path / "table2.csv")["judge"]) == {
+        unicode,
+        maths,
+        "majority",
+        "mean_label",
+    }  # and their ensembles
+    code, printed, err = run_compare(
+        f"experiment={grid['experiment']}",
+        f"tracking_uri={grid['uri']}",
+        f"out={tmp_path}",
+        f'judges="{unicode},{maths}',
+        "log=false",
+    )
     assert code == 2 and printed == "" and len(err.strip().splitlines()) == 1
     assert err.startswith("judgebench-compare: error: judges=") and "double quotes" in err
 
@@ -191,8 +241,23 @@ def test_a_judge_name_with_a_comma_is_selected_in_double_quotes(grid, tmp_path):
 # --------------------------------------------------------------------------- each output on its own, no grid
 
 
-NAMES = [*hostile(9).values(), "a_b", "_lead", "tab\there", "esc\x1b[2J", "rtl\u202eevil", "&amp; &#60;", "<http://127.0.0.1:9/a>",
-         "www.example.com", "**bold** __b__", "~~s~~", "[x]: http://127.0.0.1:9/ref", "# heading", "- item", "1. one"]
+NAMES = [
+    *hostile(9).values(),
+    "a_b",
+    "_lead",
+    "tab\there",
+    "esc\x1b[2J",
+    "rtl\u202eevil",
+    "&amp; &#60;",
+    "<http://127.0.0.1:9/a>",
+    "www.example.com",
+    "**bold** __b__",
+    "~~s~~",
+    "[x]: http://127.0.0.1:9/ref",
+    "# heading",
+    "- item",
+    "1. one",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -209,15 +274,34 @@ def test_markdown_it_renders_an_escaped_name_as_the_name(name):
 
 def test_figures_draw_hostile_names_as_text(tmp_path):
     systems = pd.Index(NAMES[:6], name="system")
-    table = pd.DataFrame({"type": ["oracle", "llm", "lexical", "oracle", "llm", "lexical"], "human": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4],
-                          **{n: [0.5, 0.4, 0.8, 0.2, 0.3, 0.1] for n in NAMES[:5]}}, index=systems)
+    table = pd.DataFrame(
+        {
+            "type": ["oracle", "llm", "lexical", "oracle", "llm", "lexical"],
+            "human": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4],
+            **{n: [0.5, 0.4, 0.8, 0.2, 0.3, 0.1] for n in NAMES[:5]},
+        },
+        index=systems,
+    )
     path = figures.ndcg_bars({NAMES[0]: table}, tmp_path / "bars.png")
     assert path.stat().st_size > 10_000
-    levels = pd.DataFrame({"dataset": NAMES[1], "judge": NAMES[0], "query_id": "q", "doc_id": list("abcd"),
-                           "relevance": [0, 1, 2, 3], "human": [0, 1, 3, 3]})
+    levels = pd.DataFrame(
+        {
+            "dataset": NAMES[1],
+            "judge": NAMES[0],
+            "query_id": "q",
+            "doc_id": list("abcd"),
+            "relevance": [0, 1, 2, 3],
+            "human": [0, 1, 3, 3],
+        }
+    )
     assert figures.confusion(levels, NAMES[0], tmp_path / "c.png").stat().st_size > 10_000
-    assert figures.confusion_grid(pd.concat([levels, levels.assign(judge=NAMES[2])]), tmp_path / "g.png").stat().st_size > 10_000
-    assert names.plot("_lead") == " _lead" and names.plot(LONG).endswith("…") and len(names.plot(LONG)) == names.PLOT_LIMIT
+    assert (
+        figures.confusion_grid(pd.concat([levels, levels.assign(judge=NAMES[2])]), tmp_path / "g.png").stat().st_size
+        > 10_000
+    )
+    assert (
+        names.plot("_lead") == " _lead" and names.plot(LONG).endswith("…") and len(names.plot(LONG)) == names.PLOT_LIMIT
+    )
 
 
 def test_file_parts_are_plain_distinct_and_keep_plain_names():
@@ -233,18 +317,26 @@ def test_latex_cells_escape_every_special():
     frame = pd.DataFrame({"judge": ["[x] *y* 50% & $z$ #1 _u_ {b} ~ ^ \\ < > |"], "v": [0.5]})
     tex = render.latex(frame, "caption with $ and %", "tab:x", index=False)
     row = next(line for line in tex.splitlines() if "0.5000" in line)
-    assert row == (r"{[}x{]} {*}y{*} 50\% \& \$z\$ \#1 \_u\_ \{b\} \textasciitilde{} \textasciicircum{} \textbackslash{} "
-                   r"\textless{} \textgreater{} \textbar{} & 0.5000 \\")
+    assert row == (
+        r"{[}x{]} {*}y{*} 50\% \& \$z\$ \#1 \_u\_ \{b\} \textasciitilde{} \textasciicircum{} \textbackslash{} "
+        r"\textless{} \textgreater{} \textbar{} & 0.5000 \\"
+    )
     assert r"\caption{caption with \$ and \%}" in tex
 
 
 def test_report_html_forbids_network_loads_whatever_the_markdown(tmp_path):
     (tmp_path / "figure_x.png").write_bytes(b"\x89PNG fake")
-    page = report_html.render("![a](http://127.0.0.1:9/a.png) ![b](../b.png) ![c](figure_x.png) <img src=http://127.0.0.1:9/c.png>",
-                              tmp_path, {"judges": "x\ny <b>"}, "t")
+    page = report_html.render(
+        "![a](http://127.0.0.1:9/a.png) ![b](../b.png) ![c](figure_x.png) <img src=http://127.0.0.1:9/c.png>",
+        tmp_path,
+        {"judges": "x\ny <b>"},
+        "t",
+    )
     parsed = Elements()
     parsed.feed(page)
-    assert [a["src"][:22] for t, a in parsed.tags if t == "img"] == ["data:image/png;base64,"]  # only the figure beside it
+    assert [a["src"][:22] for t, a in parsed.tags if t == "img"] == [
+        "data:image/png;base64,"
+    ]  # only the figure beside it
     assert "[image: a]" in page and "[image: b]" in page and "&lt;img src=" in page
     assert "<dd>x\\ny &lt;b&gt;</dd>" in page
     (meta,) = [a for t, a in parsed.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
@@ -257,4 +349,4 @@ def test_names_options_take_double_quotes():
     assert cli.options(cli.parse(["experiment=x", "judges=a, b"])).judges == ["a", "b"]  # unquoted: as before
     with pytest.raises(CompareError, match=r"""judges='"a, b': expected names separated by commas"""):
         cli.options(cli.parse(["experiment=x", 'judges="a, b']))
-    assert 'judges=\'"gpt, tuned",human\'' in cli.USAGE
+    assert "judges='\"gpt, tuned\",human'" in cli.USAGE

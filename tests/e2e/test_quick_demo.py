@@ -17,8 +17,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_quick_demo_shows_an_inversion_and_writes_its_report(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlruns/mlflow.db"
-    res = cli_runner.run(["+experiment=quick", "progress=false", f"tracking_uri={uri}", f"artifact_root={tmp_path}/mlruns/artifacts",
-                          f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/multirun"], cwd=tmp_path, env=env_with())
+    res = cli_runner.run(
+        [
+            "+experiment=quick",
+            "progress=false",
+            f"tracking_uri={uri}",
+            f"artifact_root={tmp_path}/mlruns/artifacts",
+            f"cache_dir={tmp_path}/cache",
+            f"hydra.sweep.dir={tmp_path}/multirun",
+        ],
+        cwd=tmp_path,
+        env=env_with(),
+    )
     assert res.rc == 0 and "judgebench sweep: 10 cells - 10 ran, 0 skipped, 0 failed" in res.out, str(res)
     assert not any(name in res.out + res.err for name in ("smollm2", "SmolLM2"))  # no model anywhere
 
@@ -32,7 +42,9 @@ def test_the_quick_demo_shows_an_inversion_and_writes_its_report(tmp_path):
     assert human["ndcg10_judge"] == human["ndcg10_human"]  # the human "judge" is the human qrels: no inversion
 
     out = tmp_path / "compare-out"
-    code, stdout, err = run_compare(f"tracking_uri={uri}", "experiment=quick", f"out={out}", "bootstrap=50", "log=false")
+    code, stdout, err = run_compare(
+        f"tracking_uri={uri}", "experiment=quick", f"out={out}", "bootstrap=50", "log=false"
+    )
     assert code == 0, err
     assert "toy / simulated: INVERTED (LLM above oracles)" in stdout, stdout
     assert (out / "report.html").is_file()

@@ -29,20 +29,19 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import cli_runner
-from cli_runner import env_with
-from mlflow_server import MlflowServer, free_port
-from cli_runner import file_mode, write_dataset
+from cli_runner import env_with, file_mode, write_dataset
 from judgebench.cache import maintenance
 from judgebench.cache import store as cache_mod
 from judgebench.cache.store import CallCache
-from judgebench.exceptions import CacheError
 from judgebench.data.datasets import load_toy
+from judgebench.exceptions import CacheError
 from judgebench.judges.llm import LLMJudge
 from judgebench.llm.prompts import load_prompt
 from judgebench.llm.remote.api import OpenAIBackend
-from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
 from judgebench.testing.fake_app import fake_label
 from judgebench.testing.fake_process import FakeLLMServer
+from mlflow_server import MlflowServer, free_port
+from reference_impl import cohen_kappa, frame_rows, ndcg10_judged
 
 REPO = Path(__file__).resolve().parents[2]
 TOY = load_toy()
@@ -65,22 +64,38 @@ def client() -> MlflowClient:
     return MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
 
 
-def cell(tmp: Path, srv: FakeLLMServer, *extra: str, cache: Path | None = None, experiment: str = "rel",
-         tracking_uri: str | None = None) -> list[str]:
+def cell(
+    tmp: Path,
+    srv: FakeLLMServer,
+    *extra: str,
+    cache: Path | None = None,
+    experiment: str = "rel",
+    tracking_uri: str | None = None,
+) -> list[str]:
     """One toy cell (Perfect oracle) judged by gpt_4o_mini on the fake server."""
     return [
-        "ranker=oracle", "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "progress=false",
+        "ranker=oracle",
+        "judge=gpt_4o_mini",
+        f"judge.base_url={srv.openai_base_url}",
+        "progress=false",
         f"tracking_uri={tracking_uri or 'sqlite:///' + str(STORE['dir']) + '/mlflow.db'}",
-        f"artifact_root={STORE['dir']}/artifacts", f"cache_dir={cache or tmp / 'cache'}", f"hydra.run.dir={tmp}/out",
-        f"hydra.sweep.dir={tmp}/multirun", f"experiment_name={experiment}", *extra,
+        f"artifact_root={STORE['dir']}/artifacts",
+        f"cache_dir={cache or tmp / 'cache'}",
+        f"hydra.run.dir={tmp}/out",
+        f"hydra.sweep.dir={tmp}/multirun",
+        f"experiment_name={experiment}",
+        *extra,
     ]
 
 
 def latest_run(experiment: str, mlflow: MlflowClient | None = None):
     """The latest run of a grid cell or content-bias job (not a judge summary)."""
     mlflow = mlflow or client()
-    runs = mlflow.search_runs([mlflow.get_experiment_by_name(experiment).experiment_id], "tags.`judgebench.kind` != 'judge_summary'",
-                              order_by=["attributes.start_time DESC"])
+    runs = mlflow.search_runs(
+        [mlflow.get_experiment_by_name(experiment).experiment_id],
+        "tags.`judgebench.kind` != 'judge_summary'",
+        order_by=["attributes.start_time DESC"],
+    )
     return runs[0]
 
 
@@ -108,8 +123,13 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
     a cell above max_failed_share ends FAILED with one clear line and exit code 2.
     """
     faults = dict(fail_429=0.2, fail_500=0.1, fail_timeout=0.05, fail_malformed=0.05, fail_noscore=0.1)
-    backend = ["judge.backend.timeout_s=1.5", "judge.backend.backoff_base_s=0.01", "judge.backend.backoff_max_s=0.05",
-               "judge.backend.max_retries=3", "judge.parse_attempts=2"]
+    backend = [
+        "judge.backend.timeout_s=1.5",
+        "judge.backend.backoff_base_s=0.01",
+        "judge.backend.backoff_max_s=0.05",
+        "judge.backend.max_retries=3",
+        "judge.parse_attempts=2",
+    ]
     with FakeLLMServer(**faults, timeout_hang_s=10, seed=7) as srv:
         args = cell(tmp_path, srv, *backend, "max_failed_share=0.5", experiment="faults")
         res = cli_runner.run(args, cwd=tmp_path, env=env_with())
@@ -122,8 +142,13 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         assert run.info.status == "FINISHED"
         # every request and every fault, as the server saw them
         assert m["requests"] == stats["requests"] == sum(outcomes.values())
-        for metric, outcome in (("errors_429", "429"), ("errors_5xx", "500"), ("errors_timeout", "timeout"),
-                                ("errors_malformed", "malformed"), ("errors_unparsable", "noscore")):
+        for metric, outcome in (
+            ("errors_429", "429"),
+            ("errors_5xx", "500"),
+            ("errors_timeout", "timeout"),
+            ("errors_malformed", "malformed"),
+            ("errors_unparsable", "noscore"),
+        ):
             assert m.get(metric, 0) == outcomes[outcome] > 0, (metric, m, outcomes)
         # a pair is labelled by exactly one ok answer; the rest are failures, reported
         unparsable_final = int(m.get("errors_unparsable_final", 0))
@@ -141,20 +166,33 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         for q, d, label in labels[["query_id", "doc_id", "relevance"]].itertuples(index=False):
             assert label == fake_label(prompt_of(q, d)), (q, d)  # the server's answer, never a made-up one
         assert not set(zip(failures["query_id"], failures["doc_id"])) & set(zip(labels["query_id"], labels["doc_id"]))
-        qrels = pd.read_csv(client().download_artifacts(run.info.run_id, "judge_qrels.txt", str(tmp_path / "dl")), sep=" ", header=None)
+        qrels = pd.read_csv(
+            client().download_artifacts(run.info.run_id, "judge_qrels.txt", str(tmp_path / "dl")), sep=" ", header=None
+        )
         assert len(qrels) == m["labelled_pairs"]  # failed pairs are not in the judge's qrels
 
         # kappa and nDCG on the labelled pairs only
-        assert m["kappa_graded"] == pytest.approx(cohen_kappa(list(labels["human"]), list(labels["relevance"])), abs=1e-12)
-        run_file = pd.read_csv(client().download_artifacts(run.info.run_id, "run.trec", str(tmp_path / "dl")), sep=" ",
-                               names=["query_id", "q0", "doc_id", "rank", "score", "tag"], dtype={"query_id": str, "doc_id": str})
+        assert m["kappa_graded"] == pytest.approx(
+            cohen_kappa(list(labels["human"]), list(labels["relevance"])), abs=1e-12
+        )
+        run_file = pd.read_csv(
+            client().download_artifacts(run.info.run_id, "run.trec", str(tmp_path / "dl")),
+            sep=" ",
+            names=["query_id", "q0", "doc_id", "rank", "score", "tag"],
+            dtype={"query_id": str, "doc_id": str},
+        )
         judge_qrels = labels[["query_id", "doc_id", "relevance"]]
-        expected = ndcg10_judged(frame_rows(run_file, "query_id", "doc_id", "rank"), frame_rows(judge_qrels, "query_id", "doc_id", "relevance"),
-                                 list(dict.fromkeys(run_file["query_id"])))
+        expected = ndcg10_judged(
+            frame_rows(run_file, "query_id", "doc_id", "rank"),
+            frame_rows(judge_qrels, "query_id", "doc_id", "relevance"),
+            list(dict.fromkeys(run_file["query_id"])),
+        )
         assert m["ndcg10_judge"] == pytest.approx(sum(expected.values()) / len(expected), abs=1e-12)
-        print(f"\nfaults: {stats['requests']} requests, injected {({k: v for k, v in outcomes.items() if v})}, "
-              f"retries {m['retries']:.0f}, labelled {m['labelled_pairs']:.0f}/{N}, failed {m['calls_failed']:.0f} "
-              f"({transient_failed} gave up after retries, {unparsable_final} never parsable)")
+        print(
+            f"\nfaults: {stats['requests']} requests, injected { ({k: v for k, v in outcomes.items() if v}) }, "
+            f"retries {m['retries']:.0f}, labelled {m['labelled_pairs']:.0f}/{N}, failed {m['calls_failed']:.0f} "
+            f"({transient_failed} gave up after retries, {unparsable_final} never parsable)"
+        )
 
         # the rerun, faults gone: only the pairs without an answer are asked; scoreless answers are cached results
         srv.configure(**FAULT_FREE)
@@ -165,15 +203,25 @@ def test_api_faults_are_survived_counted_and_never_become_labels(tmp_path):
         again = latest_run("faults")
         assert metrics_of(again)["labelled_pairs"] == N - unparsable_final
         relabelled = artifact(again, "judge_labels.csv")
-        assert labels.merge(relabelled, on=["query_id", "doc_id"], suffixes=("", "_again")).eval("relevance == relevance_again").all()
+        assert (
+            labels.merge(relabelled, on=["query_id", "doc_id"], suffixes=("", "_again"))
+            .eval("relevance == relevance_again")
+            .all()
+        )
 
         # above max_failed_share (default 5%): FAILED, one line, exit 2, metrics logged beside it
         srv.configure(fail_500=1.0)
         srv.reset()
-        res = cli_runner.run(cell(tmp_path, srv, *backend, cache=tmp_path / "cache_failing", experiment="faults_fail"),
-                             cwd=tmp_path, env=env_with())
+        res = cli_runner.run(
+            cell(tmp_path, srv, *backend, cache=tmp_path / "cache_failing", experiment="faults_fail"),
+            cwd=tmp_path,
+            env=env_with(),
+        )
         assert res.rc == 2 and "Traceback" not in res.err, str(res)
-        assert len(res.error_lines) == 1 and f"{N} of {N} pairs (100.0%) have no label, above max_failed_share=5.0%" in res.error_lines[0], str(res)
+        assert (
+            len(res.error_lines) == 1
+            and f"{N} of {N} pairs (100.0%) have no label, above max_failed_share=5.0%" in res.error_lines[0]
+        ), str(res)
         failed = latest_run("faults_fail")
         assert failed.info.status == "FAILED"
         assert failed.data.metrics["calls_failed"] == N and metrics_of(failed)["labelled_pairs"] == 0
@@ -246,8 +294,10 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path):
             assert maintenance.verify(CallCache(calls)) == [] and _cache_entries(calls) == N
             assert not list(calls.glob("??/*.json"))  # the default layout: segments
             report.append((target, in_flight, stored, lost))
-    print(f"kill test: {KILLS} kills, labels lost 0, extra calls {sum(r[3] for r in report)} "
-          f"(per kill {[r[3] for r in report]}, max_concurrency {conc}); kills after request #{[r[0] for r in report]}")
+    print(
+        f"kill test: {KILLS} kills, labels lost 0, extra calls {sum(r[3] for r in report)} "
+        f"(per kill {[r[3] for r in report]}, max_concurrency {conc}); kills after request #{[r[0] for r in report]}"
+    )
 
 
 # =============================================================== the cache: corrupt, full, read-only, 8 writers
@@ -261,7 +311,9 @@ def server():
 
 def make_judge(srv: FakeLLMServer, cache_dir: Path, **kw) -> LLMJudge:
     backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, backoff_base_s=0.01, backoff_max_s=0.05, **kw)
-    return LLMJudge(name="fake", family="openai", model=backend.model, backend=backend, cache_dir=str(cache_dir), progress=False)
+    return LLMJudge(
+        name="fake", family="openai", model=backend.model, backend=backend, cache_dir=str(cache_dir), progress=False
+    )
 
 
 def judge_toy(srv: FakeLLMServer, cache_dir: Path, pairs: pd.DataFrame | None = None):
@@ -280,8 +332,8 @@ def _frames(path: Path) -> list[tuple[int, bytes, bytes]]:
     data, out, pos = path.read_bytes(), [], 0
     while pos < len(data):
         magic, n, crc = struct.unpack_from(">4sII", data, pos)
-        assert magic == b"JBc1" and zlib.crc32(data[pos + 12:pos + 44 + n]) == crc
-        out.append((pos, data[pos + 12:pos + 44], data[pos + 44:pos + 44 + n]))
+        assert magic == b"JBc1" and zlib.crc32(data[pos + 12 : pos + 44 + n]) == crc
+        out.append((pos, data[pos + 12 : pos + 44], data[pos + 44 : pos + 44 + n]))
         pos += 44 + n
     return out
 
@@ -372,7 +424,9 @@ class _FaultyOS:
         return done
 
 
-@pytest.mark.parametrize(("err", "words"), [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")])
+@pytest.mark.parametrize(
+    ("err", "words"), [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")]
+)
 def test_full_or_read_only_cache_fails_before_paying(server, tmp_path, monkeypatch, err, words):
     """Nothing is asked when nothing could be stored: one error naming the cache path, zero requests."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
@@ -394,14 +448,19 @@ def test_disk_full_mid_run_stops_with_the_path_and_the_rerun_pays_only_the_rest(
     judge = make_judge(server, tmp_path, max_concurrency=4)
     faulty = _FaultyOS(errno.ENOSPC, after=12)  # the two probe files (root, segments/), then 10 groups
     monkeypatch.setattr(cache_mod, "os", faulty)
-    with pytest.raises(CacheError, match=rf"cannot write cache entry {tmp_path / 'calls'}/segments/[^/ ]+\.seg: .*No space left on device"):
+    with pytest.raises(
+        CacheError,
+        match=rf"cannot write cache entry {tmp_path / 'calls'}/segments/[^/ ]+\.seg: .*No space left on device",
+    ):
         judge.judge(LABEL_SET[["query_id", "doc_id"]], TOY, TOY.corpus)
     monkeypatch.undo()
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     cache = CallCache(tmp_path / "calls")
     assert maintenance.verify(cache) == [] and maintenance.torn_tails(cache) == [] and cache.temp_files() == []
     stored, sent = _cache_entries(tmp_path / "calls"), _wait_idle(server)["requests"]
-    assert stored == faulty.records >= 10 and sent - stored <= 4  # every record written is there; lost: the in-flight ones
+    assert (
+        stored == faulty.records >= 10 and sent - stored <= 4
+    )  # every record written is there; lost: the in-flight ones
     again = judge_toy(server, tmp_path)  # space freed
     assert len(again.labels) == N and server.stats()["requests"] == sent + N - stored
     assert_server_labels(again)
@@ -414,7 +473,10 @@ def test_unusable_cache_dir_through_run_py_is_one_line_naming_the_path(tmp_path)
     with FakeLLMServer() as srv:
         res = cli_runner.run(cell(tmp_path, srv, cache=blocker / "cache"), cwd=tmp_path, env=env_with())
         assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err, str(res)
-        assert f"cannot create cache root {blocker}/cache/calls" in res.error_lines[0] and "Not a directory" in res.error_lines[0]
+        assert (
+            f"cannot create cache root {blocker}/cache/calls" in res.error_lines[0]
+            and "Not a directory" in res.error_lines[0]
+        )
         if os.geteuid() != 0:
             ro = tmp_path / "read-only"
             (ro / "calls").mkdir(parents=True)
@@ -431,11 +493,20 @@ def _writer(i: int, base_url: str, cache_dir: str, pairs: list, barrier, results
     try:
         os.environ["OPENAI_API_KEY"] = "test-key"
         backend = OpenAIBackend("gpt-4o-mini", base_url=base_url, backoff_base_s=0.01, backoff_max_s=0.05)
-        judge = LLMJudge(name="fake", family="openai", model=backend.model, backend=backend, cache_dir=cache_dir, progress=False)
+        judge = LLMJudge(
+            name="fake", family="openai", model=backend.model, backend=backend, cache_dir=cache_dir, progress=False
+        )
         frame = pd.DataFrame(pairs, columns=["query_id", "doc_id"])
         barrier.wait()
         result = judge.judge(frame, TOY, TOY.corpus)
-        results.put((i, len(result.labels), len(result.failed), sorted(map(tuple, result.labels[["query_id", "doc_id", "relevance"]].values.tolist()))))
+        results.put(
+            (
+                i,
+                len(result.labels),
+                len(result.failed),
+                sorted(map(tuple, result.labels[["query_id", "doc_id", "relevance"]].values.tolist())),
+            )
+        )
     except BaseException as exc:  # report, never hang the parent
         results.put((i, -1, -1, repr(exc)[:500]))
 
@@ -449,7 +520,10 @@ def test_eight_processes_judging_into_one_cache(server, tmp_path):
     windows = [[pairs[(i * 30 + j) % N] for j in range(90)] for i in range(8)]
     assert set().union(*windows) == set(pairs)
     barrier, results = _FORK.Barrier(8), _FORK.Queue()
-    procs = [_FORK.Process(target=_writer, args=(i, server.openai_base_url, str(tmp_path), w, barrier, results)) for i, w in enumerate(windows)]
+    procs = [
+        _FORK.Process(target=_writer, args=(i, server.openai_base_url, str(tmp_path), w, barrier, results))
+        for i, w in enumerate(windows)
+    ]
     for p in procs:
         p.start()
     out = sorted(results.get(timeout=240) for _ in procs)
@@ -460,8 +534,12 @@ def test_eight_processes_judging_into_one_cache(server, tmp_path):
         assert (n_labels, n_failed) == (90, 0), labels
         assert all(label == fake_label(prompt_of(q, d)) for q, d, label in labels)
     cache = CallCache(tmp_path / "calls")
-    assert len(list((tmp_path / "calls" / "segments").glob("*.seg"))) >= 8 and not list((tmp_path / "calls").glob("??/*.json"))
-    assert maintenance.verify(cache) == [] and maintenance.stats(cache).entries == N  # every distinct pair stored once, none corrupt
+    assert len(list((tmp_path / "calls" / "segments").glob("*.seg"))) >= 8 and not list(
+        (tmp_path / "calls").glob("??/*.json")
+    )
+    assert (
+        maintenance.verify(cache) == [] and maintenance.stats(cache).entries == N
+    )  # every distinct pair stored once, none corrupt
     for q, d in pairs:
         key = make_judge(server, tmp_path / "unused").key_for(prompt_of(q, d))
         assert cache.get(key)["parsed"] == fake_label(prompt_of(q, d))
@@ -505,11 +583,19 @@ def test_mlflow_server_going_away_mid_sweep(tmp_path):
         first.wait_ready()
         bound = _listening(first.port)
         assert bound and set(bound) == {"0100007F"}, bound  # 127.0.0.1 only
-        mlflow_env = env_with(MLFLOW_HTTP_REQUEST_MAX_RETRIES="1", MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR="0",
-                              MLFLOW_HTTP_REQUEST_BACKOFF_JITTER="0", MLFLOW_HTTP_REQUEST_TIMEOUT="10")
+        mlflow_env = env_with(
+            MLFLOW_HTTP_REQUEST_MAX_RETRIES="1",
+            MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR="0",
+            MLFLOW_HTTP_REQUEST_BACKOFF_JITTER="0",
+            MLFLOW_HTTP_REQUEST_TIMEOUT="10",
+        )
         with FakeLLMServer(latency_s=0.03) as srv:
             sweep = ["perturbation=perfect,swap_1", "judge.backend.max_concurrency=4"]
-            child = cli_runner.start(["-m", *cell(tmp_path, srv, *sweep, experiment="gone", tracking_uri=first.uri)], cwd=tmp_path, env=mlflow_env)
+            child = cli_runner.start(
+                ["-m", *cell(tmp_path, srv, *sweep, experiment="gone", tracking_uri=first.uri)],
+                cwd=tmp_path,
+                env=mlflow_env,
+            )
             deadline = time.monotonic() + 120
             while srv.stats()["requests"] < 1:
                 assert child.poll() is None and time.monotonic() < deadline, str(child.result())
@@ -519,21 +605,33 @@ def test_mlflow_server_going_away_mid_sweep(tmp_path):
             res = child.wait(180)
             assert res.rc == 2 and "Traceback" not in res.err and len(res.error_lines) == 1, str(res)
             line = res.error_lines[0]
-            assert line.startswith("judgebench: error: cell #0 (") and "perturbation=perfect" in line.split("): ")[0], line
-            assert f"the MLflow tracking server {first.uri} cannot be reached" in line and "Connection refused" in line, line
+            assert line.startswith("judgebench: error: cell #0 (") and "perturbation=perfect" in line.split("): ")[0], (
+                line
+            )
+            assert (
+                f"the MLflow tracking server {first.uri} cannot be reached" in line and "Connection refused" in line
+            ), line
             assert "judgebench sweep: 2 cells - 0 ran, 0 skipped, 2 failed" in res.out, str(res)
             assert srv.stats()["requests"] == N  # cell #0 judged everything before failing
             cache = CallCache(tmp_path / "cache" / "calls")
             assert maintenance.verify(cache) == [] and maintenance.stats(cache).entries == N
 
             second.wait_ready()
-            res = cli_runner.run(["-m", *cell(tmp_path, srv, *sweep, experiment="gone", tracking_uri=second.uri)], cwd=tmp_path, env=mlflow_env)
+            res = cli_runner.run(
+                ["-m", *cell(tmp_path, srv, *sweep, experiment="gone", tracking_uri=second.uri)],
+                cwd=tmp_path,
+                env=mlflow_env,
+            )
             assert res.rc == 0, str(res)
             assert srv.stats()["requests"] == N  # the rerun cost nothing
         mlflow = MlflowClient(second.uri)
-        runs = mlflow.search_runs([mlflow.get_experiment_by_name("gone").experiment_id], "tags.`judgebench.kind` = 'job'")
+        runs = mlflow.search_runs(
+            [mlflow.get_experiment_by_name("gone").experiment_id], "tags.`judgebench.kind` = 'job'"
+        )
         finished = [r for r in runs if r.info.status == "FINISHED"]
-        assert len(finished) == 2 and all(r.data.metrics["calls_made"] == 0 and r.data.metrics["calls_cached"] == N for r in finished)
+        assert len(finished) == 2 and all(
+            r.data.metrics["calls_made"] == 0 and r.data.metrics["calls_cached"] == N for r in finished
+        )
         assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED", "KILLED"]
         (dead,) = [r for r in runs if r.info.status == "KILLED"]
         assert dead.info.run_name == "toy/Perfect/gpt_4o_mini/none", dead.info.run_name  # cell #0's run
@@ -593,8 +691,13 @@ def test_mlflow_helper_script_binds_localhost_by_default(tmp_path):
         port, args_file = free_port(), tmp_path / "args.txt"
         args_file.unlink(missing_ok=True)
         env = {**os.environ, "MLFLOW": str(fake), "ARGS_FILE": str(args_file)}
-        res = subprocess.run(["bash", str(script), "--foreground", "--port", str(port), *options], env=env,
-                             capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            ["bash", str(script), "--foreground", "--port", str(port), *options],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert res.returncode == 0, res.stderr
         argv = args_file.read_text().splitlines()
         assert argv[0] == "server" and argv[argv.index("--port") + 1] == str(port)
@@ -615,10 +718,20 @@ def test_injection_probe_with_the_simulated_judge_is_exactly_zero_and_leaks_no_k
     fake server's; the API key planted in the environment appears in no output (mlruns, Hydra dir, cache)."""
     planted = "sk-planted-env-content-bias-77c1"
     with FakeLLMServer() as srv:
-        args = ["+experiment=content_bias", "judge=simulated", "rewriter=openai", f"rewriter.base_url={srv.openai_base_url}",
-                "content_bias.per_level=2", "content_bias.score_with_ranker=false", "experiment_name=injection_sim",
-                "progress=false", f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/mlruns/artifacts",
-                f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"]
+        args = [
+            "+experiment=content_bias",
+            "judge=simulated",
+            "rewriter=openai",
+            f"rewriter.base_url={srv.openai_base_url}",
+            "content_bias.per_level=2",
+            "content_bias.score_with_ranker=false",
+            "experiment_name=injection_sim",
+            "progress=false",
+            f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db",
+            f"artifact_root={tmp_path}/mlruns/artifacts",
+            f"cache_dir={tmp_path}/cache",
+            f"hydra.run.dir={tmp_path}/out",
+        ]
         res = cli_runner.run(args, cwd=tmp_path, env=env_with(OPENAI_API_KEY=planted))
         assert res.rc == 0, str(res)
         assert srv.stats()["requests"] > 0
@@ -645,14 +758,29 @@ def test_injection_probe_with_the_smollm2_judge(tmp_path, converted_smollm2):
         if need.get(level, 0) > 0:
             need[level] -= 1
             keep.append(line)
-    files["pool"].write_text("".join(f"{q} Q0 {d} {i} {sc} {t}\n" for i, (q, _, d, _, sc, t) in enumerate((x.split() for x in keep), 1)))
+    files["pool"].write_text(
+        "".join(f"{q} Q0 {d} {i} {sc} {t}\n" for i, (q, _, d, _, sc, t) in enumerate((x.split() for x in keep), 1))
+    )
     with FakeLLMServer() as srv:
-        args = ["+experiment=content_bias", *file_mode(files), "judge=smollm2", f"judge.model_spec.model={converted_smollm2}",
-                "rewriter=openai", f"rewriter.base_url={srv.openai_base_url}", "content_bias.per_level=2",
-                "content_bias.score_with_ranker=false", "experiment_name=injection_smollm2", "progress=false",
-                f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/mlruns/artifacts",
-                f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"]
-        res = cli_runner.run(args, cwd=tmp_path, env=env_with(OPENAI_API_KEY=planted), fresh=True)  # torch: a new interpreter
+        args = [
+            "+experiment=content_bias",
+            *file_mode(files),
+            "judge=smollm2",
+            f"judge.model_spec.model={converted_smollm2}",
+            "rewriter=openai",
+            f"rewriter.base_url={srv.openai_base_url}",
+            "content_bias.per_level=2",
+            "content_bias.score_with_ranker=false",
+            "experiment_name=injection_smollm2",
+            "progress=false",
+            f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db",
+            f"artifact_root={tmp_path}/mlruns/artifacts",
+            f"cache_dir={tmp_path}/cache",
+            f"hydra.run.dir={tmp_path}/out",
+        ]
+        res = cli_runner.run(
+            args, cwd=tmp_path, env=env_with(OPENAI_API_KEY=planted), fresh=True
+        )  # torch: a new interpreter
         assert res.rc == 0, str(res)
     mlflow = MlflowClient(f"sqlite:///{tmp_path}/mlruns/mlflow.db")
     run = latest_run("injection_smollm2", mlflow)
@@ -674,6 +802,8 @@ def test_injection_probe_with_the_smollm2_judge(tmp_path, converted_smollm2):
     assert m["injection_share_labelled_3"] == sum(b == 3 for _, b in rows) / 2
     # a fresh cache: 3 judged pairs x (original, rewritten) + the 2 injected ones, each a new prompt
     assert m["judge_calls_made"] == 8 and m["judge_pairs"] == 8
-    print(f"\nsmollm2 injection probe: mean inflation {m['injection_mean_inflation']:+.2f}, share raised "
-          f"{m['injection_share_raised']:.2f}")
+    print(
+        f"\nsmollm2 injection probe: mean inflation {m['injection_mean_inflation']:+.2f}, share raised "
+        f"{m['injection_share_raised']:.2f}"
+    )
     assert _grep(tmp_path, planted) == []

@@ -35,6 +35,8 @@ from mlflow_server import MlflowServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
+
+
 @pytest.fixture(scope="module")
 def grid(toy_grid_store, tmp_path_factory):
     """conftest's toy grid (shared with test_compare), compared here into a folder of this module's; ``log=false``
@@ -85,8 +87,16 @@ def test_report_html_renders_every_table_and_figure(grid):
     assert not [u for u in urls if u.startswith(("http:", "https:", "//"))], urls
     # the header states dataset, judges, reference, selection and versions
     text = re.sub(r"<[^>]+>", " ", dom.stdout)
-    for words in ("datasets", "toy", "simulated_unbiased", "panel = majority here", "human_labelset", "selection",
-                  "metric_version", "report by judgebench"):
+    for words in (
+        "datasets",
+        "toy",
+        "simulated_unbiased",
+        "panel = majority here",
+        "human_labelset",
+        "selection",
+        "metric_version",
+        "report by judgebench",
+    ):
         assert words in text, words
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -104,10 +114,16 @@ def test_report_html_renders_every_table_and_figure(grid):
     print(f"screenshot of report.html: {shot} {drawn}")
     # the same measures on an error page (a title and a traceback) fail: the check tells the report from one
     error_page = out.parent / "error.html"
-    error_page.write_text("<html><body><h1>Internal Server Error</h1><pre>" + "Traceback (most recent call last):\n"
-                          + "  File \"report.py\", line 1, in build\n" * 40 + "KeyError: 'table1'</pre></body></html>")
+    error_page.write_text(
+        "<html><body><h1>Internal Server Error</h1><pre>"
+        + "Traceback (most recent call last):\n"
+        + '  File "report.py", line 1, in build\n' * 40
+        + "KeyError: 'table1'</pre></body></html>"
+    )
     error_shot = out.parent / "error.png"
-    done = headless(binary, f"--screenshot={error_shot}", "--window-size=1400,4000", "--hide-scrollbars", error_page.as_uri())
+    done = headless(
+        binary, f"--screenshot={error_shot}", "--window-size=1400,4000", "--hide-scrollbars", error_page.as_uri()
+    )
     assert done.returncode == 0 and error_shot.is_file(), done.stderr[-2000:]
     error = rendered_report(error_shot)
     assert error["dark"] > 0.002 and error["table_rules"] < 20, error
@@ -123,8 +139,12 @@ def rendered_report(png: Path) -> dict:
     grey = rgb.mean(axis=2)
     rule = (rgb == 204).all(axis=2)
     chroma = rgb.max(axis=2) - rgb.min(axis=2)
-    return {"size": image.size, "dark": float((grey < 200).mean()), "table_rules": int((rule.sum(axis=1) >= 60).sum()),
-            "coloured": float((chroma > 60).mean())}
+    return {
+        "size": image.size,
+        "dark": float((grey < 200).mean()),
+        "table_rules": int((rule.sum(axis=1) >= 60).sum()),
+        "coloured": float((chroma > 60).mean()),
+    }
 
 
 # --------------------------------------------------------------------------- the store, moved, and a real server
@@ -140,7 +160,9 @@ def rest(uri: str, endpoint: str, body: dict | None = None, raw: bool = False):
 
 
 def search(uri: str, experiment_id: str) -> list[dict]:
-    return rest(uri, "/api/2.0/mlflow/runs/search", {"experiment_ids": [experiment_id], "max_results": 1000}).get("runs", [])
+    return rest(uri, "/api/2.0/mlflow/runs/search", {"experiment_ids": [experiment_id], "max_results": 1000}).get(
+        "runs", []
+    )
 
 
 def tags(run: dict) -> dict[str, str]:
@@ -174,8 +196,9 @@ def test_moved_store_and_mlflow_server(grid, tmp_path):
 def _moved_store_and_server(grid, tmp_path: Path, store: Path) -> None:
     uri = f"sqlite:///{store}/mlflow.db"
     # 1. without a server: compare reads every artifact of the moved store, same numbers
-    code, printed, err = compare("experiment=grid", f"tracking_uri={uri}", f"out={tmp_path}/out", "bootstrap=0", "log=false",
-                                 "format=csv")
+    code, printed, err = compare(
+        "experiment=grid", f"tracking_uri={uri}", f"out={tmp_path}/out", "bootstrap=0", "log=false", "format=csv"
+    )
     assert code == 0 and "problem:" not in printed, printed + err
     before, after = (pd.read_csv(d / "table1_toy.csv", index_col="system") for d in (grid["out"], tmp_path / "out"))
     pd.testing.assert_frame_equal(before, after)
@@ -190,7 +213,9 @@ def _moved_store_and_server(grid, tmp_path: Path, store: Path) -> None:
         run_id = job["info"]["run_id"]
         listed = rest(server.uri, f"/ajax-api/2.0/mlflow/artifacts/list?run_id={run_id}")
         names = {f["path"] for f in listed["files"]}
-        assert {"per_query.csv", "judge_labels.csv", "judge_failures.csv", "config.yaml"} <= names and not any(n.endswith(".tsv") for n in names)
+        assert {"per_query.csv", "judge_labels.csv", "judge_failures.csv", "config.yaml"} <= names and not any(
+            n.endswith(".tsv") for n in names
+        )
         query = urllib.parse.urlencode({"path": "per_query.csv", "run_uuid": run_id})
         served = rest(server.uri, f"/get-artifact?{query}", raw=True)
         assert served == (store / "artifacts" / "grid" / run_id / "artifacts" / "per_query.csv").read_bytes()
@@ -198,9 +223,21 @@ def _moved_store_and_server(grid, tmp_path: Path, store: Path) -> None:
         # 3. a grid over HTTP: one parent, its children, MLflow's tags, the dataset input, reduced params
         cwd = tmp_path / "http"
         cwd.mkdir()
-        res = cli_runner.run(["-m", "ranker=bm25,oracle", "perturbation=perfect", "judge=human,simulated",
-                              "experiment_name=served", "artifact_root=null", f"tracking_uri={server.uri}", "progress=false",
-                              f"hydra.sweep.dir={cwd}/multirun", f"cache_dir={grid['tmp']}/cache"], cwd=cwd)
+        res = cli_runner.run(
+            [
+                "-m",
+                "ranker=bm25,oracle",
+                "perturbation=perfect",
+                "judge=human,simulated",
+                "experiment_name=served",
+                "artifact_root=null",
+                f"tracking_uri={server.uri}",
+                "progress=false",
+                f"hydra.sweep.dir={cwd}/multirun",
+                f"cache_dir={grid['tmp']}/cache",
+            ],
+            cwd=cwd,
+        )
         assert res.rc == 0, str(res)
         served_exp = rest(server.uri, "/api/2.0/mlflow/experiments/get-by-name?experiment_name=served")["experiment"]
         runs = search(server.uri, served_exp["experiment_id"])
@@ -222,15 +259,44 @@ def _moved_store_and_server(grid, tmp_path: Path, store: Path) -> None:
             ds = inp["dataset"]
             assert ds["name"] == "toy" and ds["digest"] == toy_digest() and str(TOY_DIR) in ds["source"]
             assert json.loads(ds["profile"])["num_rows"] == 241  # the label set: pool ∩ qrels
-            assert [c["name"] for c in json.loads(ds["schema"])["mlflow_colspec"]] == ["query_id", "doc_id", "relevance"]
-            assert {"dataset.name", "ranker.name", "perturbation.name", "judge.name", "judge.model", "rewriter.name",
-                    "simulation.prior_seed"} <= set(p) and len(p) <= 22
-            noise = [k for k, v in p.items() if "_target_" in k or v == "None" or k.split(".")[-1] in
-                     ("cache_dir", "tracking_uri", "artifact_root", "progress", "dry_run", "sweep_id", "experiment_name", "force")]
+            assert [c["name"] for c in json.loads(ds["schema"])["mlflow_colspec"]] == [
+                "query_id",
+                "doc_id",
+                "relevance",
+            ]
+            assert {
+                "dataset.name",
+                "ranker.name",
+                "perturbation.name",
+                "judge.name",
+                "judge.model",
+                "rewriter.name",
+                "simulation.prior_seed",
+            } <= set(p) and len(p) <= 22
+            noise = [
+                k
+                for k, v in p.items()
+                if "_target_" in k
+                or v == "None"
+                or k.split(".")[-1]
+                in (
+                    "cache_dir",
+                    "tracking_uri",
+                    "artifact_root",
+                    "progress",
+                    "dry_run",
+                    "sweep_id",
+                    "experiment_name",
+                    "force",
+                )
+            ]
             assert noise == [], noise
         cell = next(r for r in jobs if tags(r)["judge"] == "simulated" and tags(r)["system"] == "BM25")
         assert params(cell)["judge.weight"] == "1.0" and params(cell)["ranker.name"] == "BM25"
-        names = {f["path"] for f in rest(server.uri, f"/ajax-api/2.0/mlflow/artifacts/list?run_id={cell['info']['run_id']}")["files"]}
+        names = {
+            f["path"]
+            for f in rest(server.uri, f"/ajax-api/2.0/mlflow/artifacts/list?run_id={cell['info']['run_id']}")["files"]
+        }
         assert {"per_query.csv", "judge_labels.csv", "config.yaml"} <= names
         query = urllib.parse.urlencode({"path": "per_query.csv", "run_uuid": cell["info"]["run_id"]})
         http_bytes = rest(server.uri, f"/get-artifact?{query}", raw=True)
@@ -251,23 +317,33 @@ def test_report_html_opens_on_title_findings_and_contents(grid):
     """The page reads top down: the title, the findings panel, the contents (a link to every table and figure),
     then the metadata and Table 1. Long column names may break after an underscore; no header is nowrap."""
     page = (grid["out"] / "report.html").read_text(encoding="utf-8")
-    body = page[page.index("<body>"):]
-    where = {k: body.find(s) for k, s in (("title", "<h1>"), ("findings", '<section class="findings">'),
-                                           ("contents", '<nav class="toc">'), ("header", '<dl class="header">'),
-                                           ("table1", 'id="table-1-mean-ndcg-10'))}
+    body = page[page.index("<body>") :]
+    where = {
+        k: body.find(s)
+        for k, s in (
+            ("title", "<h1>"),
+            ("findings", '<section class="findings">'),
+            ("contents", '<nav class="toc">'),
+            ("header", '<dl class="header">'),
+            ("table1", 'id="table-1-mean-ndcg-10'),
+        )
+    }
     assert all(v >= 0 for v in where.values()), where
     assert where["title"] < where["findings"] < where["contents"] < where["header"] < where["table1"], where
-    panel = html.unescape(body[where["findings"]:body.index("</section>")])
+    panel = html.unescape(body[where["findings"] : body.index("</section>")])
     assert "toy / simulated" in panel and "INVERTS the LLM and oracle rankers" in panel
-    assert re.search(r"per-query τ = \d\.\d\d \[\d\.\d\d, \d\.\d\d\] against human_judged", panel) and "Cohen's κ = " in panel
+    assert (
+        re.search(r"per-query τ = \d\.\d\d \[\d\.\d\d, \d\.\d\d\] against human_judged", panel)
+        and "Cohen's κ = " in panel
+    )
     assert "all 24 grid cells have a finished run" in panel
-    toc = body[where["contents"]:body.index("</nav>")]
+    toc = body[where["contents"] : body.index("</nav>")]
     anchors = re.findall(r'href="#([^"]+)"', toc)
     ids = set(re.findall(r'<h[23] id="([^"]+)"', body))
     assert len(anchors) >= 15 and set(anchors) <= ids  # every link lands on a heading
     for heading in ("table-1-", "table-2-", "table-5-", "table-6-", "figures", "label-confusion-per-judge"):
         assert any(a.startswith(heading) for a in anchors), heading
-    style = page[page.index("<style>"):page.index("</style>")]
+    style = page[page.index("<style>") : page.index("</style>")]
     assert not re.search(r"th[^{}]*\{[^}]*nowrap", style)
     assert "kappa_<wbr>query_<wbr>median" in body
     # the per-judge confusion matrices share one paragraph: the page lays it out as a grid
@@ -280,12 +356,15 @@ def test_report_html_tables_fit_the_page_in_chromium(grid, tmp_path):
     the DOM that --dump-dom prints."""
     binary = chromium()
     page = (grid["out"] / "report.html").read_text(encoding="utf-8")
-    probe = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace("</body>", """<script>
+    probe = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace(
+        "</body>",
+        """<script>
 const wide = [...document.querySelectorAll("table")].filter(t => t.scrollWidth > t.clientWidth + 1).length;
 const cut = [...document.querySelectorAll("th")].filter(h => h.scrollWidth > h.clientWidth + 1).map(h => h.textContent);
 const found = JSON.stringify({tables: document.querySelectorAll("table").length, wide, cut});
 document.body.insertAdjacentHTML("beforeend", `<pre id="probe">${found}</pre>`);
-</script></body>""")
+</script></body>""",
+    )
     copy = tmp_path / "probe.html"
     copy.write_text(probe, encoding="utf-8")
     dom = headless(binary, "--dump-dom", "--window-size=1100,2000", copy.as_uri())

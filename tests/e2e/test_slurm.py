@@ -27,7 +27,12 @@ REPO = Path(__file__).resolve().parents[2]
 TOY_RUN = REPO / "src" / "judgebench" / "data" / "toy" / "pool.trec"
 # Small, fast SLURM jobs on the 2-core test node: 2 run at once; USR2 10 s before the limit
 # (the default signal_delay_s=120 with a short timeout_min kills jobs as they start).
-SLURM_SMALL = ["hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=1", "hydra.launcher.timeout_min=5", "hydra.launcher.signal_delay_s=10"]
+SLURM_SMALL = [
+    "hydra.launcher.cpus_per_task=1",
+    "hydra.launcher.mem_gb=1",
+    "hydra.launcher.timeout_min=5",
+    "hydra.launcher.signal_delay_s=10",
+]
 
 
 def _slurm_problem() -> str | None:
@@ -90,9 +95,16 @@ def sacct_states(job: str, expect: int = 1, timeout: float = 60) -> dict[str, tu
     update), and an array task can reach accounting seconds after its siblings."""
     end = time.time() + timeout
     while True:
-        out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job, "-o", "JobID,JobIDRaw,State"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["sacct", "-n", "-X", "-P", "-j", job, "-o", "JobID,JobIDRaw,State"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         rows = {jid: (raw, state) for jid, raw, state in (line.split("|") for line in out.stdout.split())}
-        settled = len(rows) >= expect and not any(state in ("PENDING", "RUNNING", "COMPLETING") for _, state in rows.values())
+        settled = len(rows) >= expect and not any(
+            state in ("PENDING", "RUNNING", "COMPLETING") for _, state in rows.values()
+        )
         if settled or time.time() > end:
             return rows
         time.sleep(1)
@@ -105,7 +117,9 @@ def sacct_states(job: str, expect: int = 1, timeout: float = 60) -> dict[str, tu
 def launcher_config(profile: str) -> str:
     done = subprocess.run(
         [sys.executable, str(REPO / "run.py"), f"hydra/launcher={profile}", "--cfg", "hydra", "-p", "hydra.launcher"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, explain(done)
     return done.stdout
@@ -117,7 +131,18 @@ def test_launcher_profiles_compose():
     assert "_target_: hydra_plugins.judgebench_launcher.SubmititLocalLauncher" in local
     slurm = launcher_config("slurm")
     assert "_target_: hydra_plugins.judgebench_launcher.SubmititSlurmLauncher" in slurm
-    for field in ("partition:", "account:", "qos:", "timeout_min:", "cpus_per_task:", "mem_gb:", "gpus_per_node:", "gres:", "setup:", "array_parallelism:"):
+    for field in (
+        "partition:",
+        "account:",
+        "qos:",
+        "timeout_min:",
+        "cpus_per_task:",
+        "mem_gb:",
+        "gpus_per_node:",
+        "gres:",
+        "setup:",
+        "array_parallelism:",
+    ):
         assert field in slurm
     gpu = launcher_config("slurm_gpu")
     assert "gpus_per_node: 1" in gpu and "SubmititSlurmLauncher" in gpu
@@ -129,14 +154,25 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
     stop the sweep before any cell, cli/sweep_preflight.py)."""
     missing = tmp_path / "later.trec"
     missing.write_text(TOY_RUN.read_text(encoding="utf-8") + "q_later Q0 d1 1 1.0 pool\n", encoding="utf-8")
-    cells = ["ranker=runfile", "ranker.name=Pool", f"ranker.path={TOY_RUN},{missing}", "perturbation=perfect,swap_1", "judge=human"]
+    cells = [
+        "ranker=runfile",
+        "ranker.name=Pool",
+        f"ranker.path={TOY_RUN},{missing}",
+        "perturbation=perfect,swap_1",
+        "judge=human",
+    ]
     first = sweep(tmp_path, *cells, launcher="local")
     assert first.returncode != 0, explain(first)  # a failed cell fails the sweep ...
-    assert "judgebench sweep: 4 cells - 1 ran, 2 skipped, 1 failed" in first.stdout, explain(first)  # ... reported at exit
+    assert "judgebench sweep: 4 cells - 1 ran, 2 skipped, 1 failed" in first.stdout, explain(
+        first
+    )  # ... reported at exit
     s = summary(tmp_path)
     # keyed by the two swept settings, wherever the sweep lists them (a component's own settings move,
     # cli/sweep_settings.py)
-    by = {tuple(next(o for o in r["overrides"] if o.startswith(k)) for k in ("ranker.path=", "perturbation=")): r for r in s["jobs"]}
+    by = {
+        tuple(next(o for o in r["overrides"] if o.startswith(k)) for k in ("ranker.path=", "perturbation=")): r
+        for r in s["jobs"]
+    }
     assert by[(f"ranker.path={TOY_RUN}", "perturbation=perfect")]["status"] == "finished"
     assert by[(f"ranker.path={TOY_RUN}", "perturbation=swap_1")]["status"] == "skipped-duplicate"
     assert by[(f"ranker.path={missing}", "perturbation=swap_1")]["status"] == "skipped-duplicate"
@@ -148,7 +184,12 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
     assert second.returncode == 0, explain(second)
     s = summary(tmp_path)
     assert (s["ran"], s["skipped"], s["failed"]) == (1, 3, 0)
-    assert sorted(r["status"] for r in s["jobs"]) == ["finished", "skipped-done", "skipped-duplicate", "skipped-duplicate"]
+    assert sorted(r["status"] for r in s["jobs"]) == [
+        "finished",
+        "skipped-done",
+        "skipped-duplicate",
+        "skipped-duplicate",
+    ]
     # the failed cell's run failed on its input before any work: deleted, not left FAILED (tracking.JobRun.fail)
     assert sorted(r.info.status for r in runs(tmp_path)) == ["FINISHED", "FINISHED"]
 
@@ -187,7 +228,10 @@ def test_slurm_sweep_logs_every_cell_with_its_job_id(slurm_cluster, tmp_path):
     logged = runs(tmp_path)
     assert len(logged) == 4 and {r.info.status for r in logged} == {"FINISHED"}
     assert {(r.data.tags["system"], r.data.tags["judge"]) for r in logged} == {
-        ("Perfect", "human"), ("Perfect", "simulated"), ("Swap[1]", "human"), ("Swap[1]", "simulated")
+        ("Perfect", "human"),
+        ("Perfect", "simulated"),
+        ("Swap[1]", "human"),
+        ("Swap[1]", "simulated"),
     }
     job_ids = {r.data.tags["slurm_job_id"] for r in logged}
     assert len(job_ids) == 4 and {r.data.tags["slurm_array_job_id"] for r in logged} == {array}
@@ -221,7 +265,9 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
     the rerun skips the finished cell and reruns the others, reusing the killed cell's cached LLM calls."""
     from judgebench.testing.fake_process import FakeLLMServer
 
-    later = tmp_path / "later.trec"  # a query the dataset lacks: its cells' own problem (a missing file stops the sweep first)
+    later = (
+        tmp_path / "later.trec"
+    )  # a query the dataset lacks: its cells' own problem (a missing file stops the sweep first)
     later.write_text(TOY_RUN.read_text(encoding="utf-8") + "q_later Q0 d1 1 1.0 pool\n", encoding="utf-8")
     with FakeLLMServer(latency_s=0.2) as srv:
         env = {**os.environ, "OPENAI_API_KEY": "test-key"}
@@ -233,15 +279,33 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
             "max_concurrency: 1\n"
         )
         cells = [
-            f"hydra.searchpath=[file://{tmp_path}/conf]", "ranker=runfile", "ranker.name=Pool",
-            f"ranker.path={TOY_RUN},{later}", "judge=human,fake", *SLURM_SMALL,
+            f"hydra.searchpath=[file://{tmp_path}/conf]",
+            "ranker=runfile",
+            "ranker.name=Pool",
+            f"ranker.path={TOY_RUN},{later}",
+            "judge=human,fake",
+            *SLURM_SMALL,
         ]
         # cells: #0 (pool, human) finishes; #1 (pool, fake) is slow and gets cancelled; #2, #3 (unknown query) raise
         proc = subprocess.Popen(
-            [sys.executable, str(REPO / "run.py"), "-m", "hydra/launcher=slurm", *cells, "experiment_name=launch",
-             f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/mlruns/artifacts",
-             f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/multirun", "progress=false"],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                str(REPO / "run.py"),
+                "-m",
+                "hydra/launcher=slurm",
+                *cells,
+                "experiment_name=launch",
+                f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db",
+                f"artifact_root={tmp_path}/mlruns/artifacts",
+                f"cache_dir={tmp_path}/cache",
+                f"hydra.sweep.dir={tmp_path}/multirun",
+                "progress=false",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             tags = _wait_running_run(tmp_path, proc, judge="fake")
@@ -266,7 +330,11 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
             # the job itself ran to its end: SLURM reports COMPLETED, the result says failed
             assert [state for _, state in sacct_states(by[n]["job_id"]).values()] == ["COMPLETED"]
         assert "judgebench sweep: 4 cells - 1 ran, 0 skipped, 3 failed" in first.stdout
-        killed = [r for r in runs(tmp_path) if r.data.tags.get("judge") == "fake" and r.data.params["ranker.path"] == str(TOY_RUN)]
+        killed = [
+            r
+            for r in runs(tmp_path)
+            if r.data.tags.get("judge") == "fake" and r.data.params["ranker.path"] == str(TOY_RUN)
+        ]
         # killed with SIGKILL its Python cannot close its run: the submitter marks it KILLED, never RUNNING for ever
         assert [r.info.status for r in killed] == ["KILLED"]
         made_before = srv.stats()["requests"]
@@ -278,10 +346,17 @@ def test_slurm_reports_failed_and_cancelled_cells_then_resumes(slurm_cluster, tm
         again = sweep(tmp_path, *cells, env=env)
         assert again.returncode == 0, explain(again)
         s = summary(tmp_path)
-        assert [r["status"] for r in sorted(s["jobs"], key=lambda r: r["num"])] == ["skipped-done", "finished", "finished", "finished"]
+        assert [r["status"] for r in sorted(s["jobs"], key=lambda r: r["num"])] == [
+            "skipped-done",
+            "finished",
+            "finished",
+            "finished",
+        ]
         finished = [r for r in runs(tmp_path) if r.info.status == "FINISHED"]
         assert len(finished) == 4
-        resumed = [r for r in finished if r.data.tags["judge"] == "fake" and r.data.params["ranker.path"] == str(TOY_RUN)]
+        resumed = [
+            r for r in finished if r.data.tags["judge"] == "fake" and r.data.params["ranker.path"] == str(TOY_RUN)
+        ]
         assert len(resumed) == 1 and resumed[0].data.metrics["calls_cached"] > 0  # the killed job's calls were kept
 
 
@@ -297,15 +372,29 @@ def test_a_two_by_two_grid_on_slurm_scores_each_ranking_once(slurm_cluster, tmp_
     on the test node: the two cells of one ranker start together, one computes, the other waits under the
     ranking's lock and reads it back. Here, beside the other cluster tests, so that one xdist worker runs them
     in turn instead of two workers waiting for each other's cluster lock (~45 s of an idle core)."""
-    cmd = [sys.executable, str(REPO / "run.py"), "-m", "hydra/launcher=slurm", "ranker=rg_smollm2,prp_smollm2",
-           "judge=human,simulated", f"++ranker.model_spec.model={tiny}", f"++ranker.rerank_depth={DEPTH}", *SLURM_SMALL,
-           "experiment_name=once", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
-           f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/multirun", "progress=false"]
+    cmd = [
+        sys.executable,
+        str(REPO / "run.py"),
+        "-m",
+        "hydra/launcher=slurm",
+        "ranker=rg_smollm2,prp_smollm2",
+        "judge=human,simulated",
+        f"++ranker.model_spec.model={tiny}",
+        f"++ranker.rerank_depth={DEPTH}",
+        *SLURM_SMALL,
+        "experiment_name=once",
+        f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+        f"artifact_root={tmp_path}/artifacts",
+        f"cache_dir={tmp_path}/cache",
+        f"hydra.sweep.dir={tmp_path}/multirun",
+        "progress=false",
+    ]
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, explain(done)
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    cells = client.search_runs([client.get_experiment_by_name("once").experiment_id],
-                               filter_string="tags.`judgebench.kind` = 'job'")
+    cells = client.search_runs(
+        [client.get_experiment_by_name("once").experiment_id], filter_string="tags.`judgebench.kind` = 'job'"
+    )
     assert len(cells) == 4 and len({r.data.tags["slurm_job_id"] for r in cells}) == 4
     for ranker, kind in (("RG-SmolLM2", "rg"), ("PRP-SmolLM2", "prp")):
         mine = [r for r in cells if r.data.tags["ranker"] == ranker]

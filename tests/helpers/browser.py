@@ -24,9 +24,21 @@ def chromium() -> str:
 
 def headless(binary: str, *args: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
-        cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-               "--virtual-time-budget=15000", *args]
+        cmd = [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=15000",
+            *args,
+        ]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 

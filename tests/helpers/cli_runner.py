@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import io
+import json
 import os
 import runpy
 import signal
@@ -22,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import json
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +40,8 @@ def warm() -> None:
 
     import judgebench.compare.cli  # noqa: F401
     import judgebench.jobs.content_bias  # noqa: F401
-    import judgebench.judges.llm  # noqa: F401
     import judgebench.jobs.pipeline  # noqa: F401
+    import judgebench.judges.llm  # noqa: F401
 
 
 @dataclass
@@ -88,7 +88,9 @@ class Child:
             status = Path(f"/proc/{self.pid}/status").read_text()
         except OSError as e:
             return f"no /proc status: {e}"
-        return " ".join(line.replace("\t", "") for line in status.splitlines() if line.startswith(("Sig", "Shd", "Threads")))
+        return " ".join(
+            line.replace("\t", "") for line in status.splitlines() if line.startswith(("Sig", "Shd", "Threads"))
+        )
 
     def kill(self) -> None:
         if self.poll() is None:
@@ -157,8 +159,9 @@ def _target(module: str | None) -> list[str]:
     return ["-m", module] if module else [str(RUN_PY)]
 
 
-def start(args: list[str], *, cwd: Path, env: dict[str, str] | None = None, module: str | None = None,
-          uid: int | None = None) -> Child:
+def start(
+    args: list[str], *, cwd: Path, env: dict[str, str] | None = None, module: str | None = None, uid: int | None = None
+) -> Child:
     """Fork the warm test process into `python run.py ARGS` (or `python -m MODULE ARGS`); ``uid``: the child runs
     as that user (the test process must be root), to meet permissions that root ignores."""
     env = dict(os.environ if env is None else env)
@@ -178,13 +181,21 @@ def start(args: list[str], *, cwd: Path, env: dict[str, str] | None = None, modu
     return Child(pid, list(args), out, err)
 
 
-def run(args: list[str], *, cwd: Path, env: dict[str, str] | None = None, module: str | None = None,
-        fresh: bool = False, timeout: float = 300) -> Result:
+def run(
+    args: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    module: str | None = None,
+    fresh: bool = False,
+    timeout: float = 300,
+) -> Result:
     """`python run.py ARGS` (or `python -m MODULE ARGS`): exit code, stdout, stderr."""
     if fresh:
         cmd = [sys.executable, *_target(module), *args]
-        done = subprocess.run(cmd, cwd=cwd, env=dict(os.environ if env is None else env), capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run(
+            cmd, cwd=cwd, env=dict(os.environ if env is None else env), capture_output=True, text=True, timeout=timeout
+        )
         return Result(list(args), done.returncode, done.stdout, done.stderr)
     return start(args, cwd=cwd, env=env, module=module).wait(timeout)
 
@@ -198,18 +209,41 @@ def write_dataset(root: Path, queries: list[str] = QUERIES) -> dict[str, Path]:
 
     toy = load_toy()
     root.mkdir(parents=True, exist_ok=True)
-    files = {k: root / n for k, n in (("topics", "topics.tsv"), ("qrels", "qrels.txt"), ("pool", "pool.trec"), ("passages", "passages.jsonl"))}
+    files = {
+        k: root / n
+        for k, n in (
+            ("topics", "topics.tsv"),
+            ("qrels", "qrels.txt"),
+            ("pool", "pool.trec"),
+            ("passages", "passages.jsonl"),
+        )
+    }
     files["topics"].write_text("".join(f"{q}\t{toy.queries[q]}\n" for q in queries), encoding="utf-8")
     qrels = toy.qrels[toy.qrels["query_id"].isin(queries)]
-    files["qrels"].write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in qrels.itertuples(index=False)), encoding="utf-8")
+    files["qrels"].write_text(
+        "".join(f"{q} 0 {d} {r}\n" for q, d, r in qrels.itertuples(index=False)), encoding="utf-8"
+    )
     pool = toy.pool[toy.pool["query_id"].isin(queries)]
-    files["pool"].write_text("".join(f"{q} Q0 {d} {r} {s!r} bm25\n" for q, d, s, r in pool[["query_id", "doc_id", "score", "rank"]].itertuples(index=False)), encoding="utf-8")
-    files["passages"].write_text("".join(json.dumps({"docid": d, "text": toy.corpus[d]}) + "\n" for d in pool["doc_id"].unique()), encoding="utf-8")
+    files["pool"].write_text(
+        "".join(
+            f"{q} Q0 {d} {r} {s!r} bm25\n"
+            for q, d, s, r in pool[["query_id", "doc_id", "score", "rank"]].itertuples(index=False)
+        ),
+        encoding="utf-8",
+    )
+    files["passages"].write_text(
+        "".join(json.dumps({"docid": d, "text": toy.corpus[d]}) + "\n" for d in pool["doc_id"].unique()),
+        encoding="utf-8",
+    )
     return files
 
 
 def file_mode(files: dict[str, Path]) -> list[str]:
-    return ["dataset=dl19", "dataset.data_dir=null", *(f"dataset.{k}={files[k]}" for k in ("topics", "qrels", "pool", "passages"))]
+    return [
+        "dataset=dl19",
+        "dataset.data_dir=null",
+        *(f"dataset.{k}={files[k]}" for k in ("topics", "qrels", "pool", "passages")),
+    ]
 
 
 def store_fixture(store: dict[str, Path]):

@@ -32,7 +32,9 @@ def srv(server, monkeypatch):
 def small() -> Dataset:
     queries = {f"q{i}": f"question {i}" for i in range(2)}
     docs = {f"d{i}": f"passage {i} about zebra number {i}. It is short." for i in range(6)}
-    pool = pd.DataFrame([(q, f"d{j}", 6.0 - j, j + 1) for q in queries for j in range(6)],
-                        columns=["query_id", "doc_id", "score", "rank"])
+    pool = pd.DataFrame(
+        [(q, f"d{j}", 6.0 - j, j + 1) for q in queries for j in range(6)],
+        columns=["query_id", "doc_id", "score", "rank"],
+    )
     qrels = pool[["query_id", "doc_id"]].assign(relevance=[j % 4 for j in range(len(pool))])
     return Dataset("small", queries, qrels, docs, pool)

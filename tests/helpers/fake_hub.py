@@ -34,7 +34,9 @@ class FakeHub:
 
     def fetched(self) -> list[str]:
         """Paths of the files whose bodies were sent (GET .../resolve/...)."""
-        return [p.split("/resolve/", 1)[1].split("/", 1)[1] for m, p in self.requests if m == "GET" and "/resolve/" in p]
+        return [
+            p.split("/resolve/", 1)[1].split("/", 1)[1] for m, p in self.requests if m == "GET" and "/resolve/" in p
+        ]
 
     def __enter__(self) -> FakeHub:
         self._thread.start()
@@ -63,24 +65,35 @@ class FakeHub:
                 path = unquote(urlparse(self.path).path)
                 hub.requests.append(("HEAD" if head else "GET", path))
                 if path.startswith("/api/models/"):
-                    return self._api(path[len("/api/models/"):])
+                    return self._api(path[len("/api/models/") :])
                 for repo in hub.repos:
                     prefix = f"/{repo}/resolve/"
                     if path.startswith(prefix):
-                        _, _, name = path[len(prefix):].partition("/")
+                        _, _, name = path[len(prefix) :].partition("/")
                         return self._file(repo, name, head)
                 self._json({"error": "Repository not found"}, 404)
 
             def _api(self, rest: str) -> None:
                 for repo in hub.repos:
                     if rest.startswith(repo + "/") or rest == repo:
-                        tail = rest[len(repo):].strip("/")
+                        tail = rest[len(repo) :].strip("/")
                         files = hub.files(repo)
                         if tail.startswith("tree/"):
-                            return self._json([{"type": "file", "path": n, "size": len(b),
-                                                "oid": hashlib.sha1(b).hexdigest()} for n, b in files.items()])
-                        return self._json({"id": repo, "modelId": repo, "sha": hub.sha[repo], "private": False,
-                                           "siblings": [{"rfilename": n} for n in files]})
+                            return self._json(
+                                [
+                                    {"type": "file", "path": n, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
+                                    for n, b in files.items()
+                                ]
+                            )
+                        return self._json(
+                            {
+                                "id": repo,
+                                "modelId": repo,
+                                "sha": hub.sha[repo],
+                                "private": False,
+                                "siblings": [{"rfilename": n} for n in files],
+                            }
+                        )
                 self._json({"error": "Repository not found"}, 404)
 
             def _file(self, repo: str, name: str, head: bool) -> None:

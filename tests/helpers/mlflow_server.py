@@ -27,8 +27,21 @@ class MlflowServer:
         self.port, self.uri = port, f"http://127.0.0.1:{port}"
         self.log = open(db.parent / f"mlflow-{port}.log", "w")
         where = ["--artifacts-destination", str(artifacts)] if proxied else ["--default-artifact-root", str(artifacts)]
-        cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}", *where,
-               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{db}",
+            *where,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_ready(self, timeout: float = 120) -> None:
@@ -41,7 +54,9 @@ class MlflowServer:
                         return
             except OSError:
                 time.sleep(0.2)
-        raise TimeoutError(f"mlflow server {self.uri} not ready in {timeout}s: {Path(self.log.name).read_text()[-2000:]}")
+        raise TimeoutError(
+            f"mlflow server {self.uri} not ready in {timeout}s: {Path(self.log.name).read_text()[-2000:]}"
+        )
 
     def kill(self) -> None:
         if self.proc.poll() is None:

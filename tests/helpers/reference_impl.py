@@ -21,7 +21,7 @@ def ndcg10_judged(run_rows, qrels_rows, queries=None) -> dict[str, float]:
     for q, d, rk in run_rows:
         ranked.setdefault(str(q), []).append((int(rk), str(d)))
     out = {}
-    for q in (queries if queries is not None else labels):
+    for q in queries if queries is not None else labels:
         lab = labels.get(str(q), {})
         docs = [d for _, d in sorted(ranked.get(str(q), []))]
         judged = [d for d in docs if d in lab][:10]

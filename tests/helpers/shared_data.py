@@ -19,8 +19,10 @@ def need_shared(relative: str, what: str) -> Path:
     path = SHARED / relative
     if path.exists():
         return path
-    message = (f"{what} not found at {path}: these are not part of the repository; put the project's shared data beside "
-               f"the checkout (../shared/{relative}) to run this test")
+    message = (
+        f"{what} not found at {path}: these are not part of the repository; put the project's shared data beside "
+        f"the checkout (../shared/{relative}) to run this test"
+    )
     if os.environ.get("CI"):
         pytest.fail(message + " (CI must run it)")
     pytest.skip(message)

@@ -43,8 +43,15 @@ def _per_query(run: pd.DataFrame, qrels: dict[str, pd.DataFrame], queries: list[
     return out
 
 
-def grid(tag: str, judge_priors: dict[str, str], reported: dict[str, str] | None = None, rankers_per_family: int = 2,
-         ranker_weight: float = 2.5, judge_weight: float = 1.0, pipeline: bool = False):
+def grid(
+    tag: str,
+    judge_priors: dict[str, str],
+    reported: dict[str, str] | None = None,
+    rankers_per_family: int = 2,
+    ranker_weight: float = 2.5,
+    judge_weight: float = 1.0,
+    pipeline: bool = False,
+):
     """(per_query, t1, jobs, refs) of rankers of families simulated-A<tag>, simulated-B<tag> x the judges
     ``judge_priors`` {judge name: the family letter its prior comes from}, reported under ``reported``
     {name: letter} (default: the prior's family)."""
@@ -61,17 +68,36 @@ def grid(tag: str, judge_priors: dict[str, str], reported: dict[str, str] | None
     rows, jobs = [], []
     for letter in ("A", "B"):
         for k in range(rankers_per_family):
-            ranker = SimulatedLLMRanker(name=f"Sim{letter}{k}", family=fam(letter), weight=ranker_weight, noise=0.3,
-                                        seed=_seed(tag, letter, k))
+            ranker = SimulatedLLMRanker(
+                name=f"Sim{letter}{k}", family=fam(letter), weight=ranker_weight, noise=0.3, seed=_seed(tag, letter, k)
+            )
             scores = _per_query(ranker.rank(ds, ds.corpus), qrels, queries, pipeline)
-            rows.append(scores[["query_id", HUMAN_LABELSET]].rename(columns={HUMAN_LABELSET: "value"}).assign(judge=HUMAN_LABELSET, role=HUMAN_LABELSET))
+            rows.append(
+                scores[["query_id", HUMAN_LABELSET]]
+                .rename(columns={HUMAN_LABELSET: "value"})
+                .assign(judge=HUMAN_LABELSET, role=HUMAN_LABELSET)
+            )
             for name in judge_priors:
                 rows.append(scores[["query_id", name]].rename(columns={name: "value"}).assign(judge=name, role=OWN))
-                rows.append(scores[["query_id", HUMAN_LABELSET]].rename(columns={HUMAN_LABELSET: "value"})
-                            .assign(judge=name, role=HUMAN_JUDGED))
-                jobs.append({"dataset": "toy", "system": ranker.name, "ranker_type": "llm", "ranker_family": fam(letter),
-                             "judge": name, "judge_family": fam(reported[name]), "start_time": len(jobs)})
-            rows[-1 - 2 * len(judge_priors):] = [r.assign(dataset="toy", system=ranker.name) for r in rows[-1 - 2 * len(judge_priors):]]
+                rows.append(
+                    scores[["query_id", HUMAN_LABELSET]]
+                    .rename(columns={HUMAN_LABELSET: "value"})
+                    .assign(judge=name, role=HUMAN_JUDGED)
+                )
+                jobs.append(
+                    {
+                        "dataset": "toy",
+                        "system": ranker.name,
+                        "ranker_type": "llm",
+                        "ranker_family": fam(letter),
+                        "judge": name,
+                        "judge_family": fam(reported[name]),
+                        "start_time": len(jobs),
+                    }
+                )
+            rows[-1 - 2 * len(judge_priors) :] = [
+                r.assign(dataset="toy", system=ranker.name) for r in rows[-1 - 2 * len(judge_priors) :]
+            ]
     per_query = pd.concat(rows, ignore_index=True)[["dataset", "system", "judge", "role", "query_id", "value"]]
     jobs = pd.DataFrame(jobs)
     t1 = tables.table1(per_query, tables.system_types(jobs), [HUMAN_LABELSET, *judge_priors], ["toy"])

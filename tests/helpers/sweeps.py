@@ -10,11 +10,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def sweep(tmp: Path, *overrides: str, launcher: str = "slurm", env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+def sweep(
+    tmp: Path, *overrides: str, launcher: str = "slurm", env: dict | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess:
     cmd = [
-        sys.executable, str(REPO / "run.py"), "-m", f"hydra/launcher={launcher}", *overrides,
-        "experiment_name=launch", f"tracking_uri=sqlite:///{tmp}/mlruns/mlflow.db", f"artifact_root={tmp}/mlruns/artifacts",
-        f"cache_dir={tmp}/cache", f"hydra.sweep.dir={tmp}/multirun", "progress=false",
+        sys.executable,
+        str(REPO / "run.py"),
+        "-m",
+        f"hydra/launcher={launcher}",
+        *overrides,
+        "experiment_name=launch",
+        f"tracking_uri=sqlite:///{tmp}/mlruns/mlflow.db",
+        f"artifact_root={tmp}/mlruns/artifacts",
+        f"cache_dir={tmp}/cache",
+        f"hydra.sweep.dir={tmp}/multirun",
+        "progress=false",
     ]
     if launcher == "local":  # the basic launcher runs the cells in run.py's process: fork the warm test process
         import cli_runner

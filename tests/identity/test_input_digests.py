@@ -36,12 +36,20 @@ def _runs(experiment: str, kind: str | None = None):
     client = MlflowClient(f"sqlite:///{STORE['dir']}/mlflow.db")
     exp = client.get_experiment_by_name(experiment)
     filt = f"tags.`judgebench.kind` = '{kind}'" if kind else "tags.`judgebench.kind` != 'judge_summary'"
-    return client, (client.search_runs([exp.experiment_id], filt, order_by=["attributes.start_time ASC"]) if exp else [])
+    return client, (
+        client.search_runs([exp.experiment_id], filt, order_by=["attributes.start_time ASC"]) if exp else []
+    )
 
 
 def _store_args(tmp: Path, experiment: str) -> list[str]:
-    return ["progress=false", f"tracking_uri=sqlite:///{STORE['dir']}/mlflow.db", f"artifact_root={STORE['dir']}/artifacts",
-            f"cache_dir={tmp}/cache", f"hydra.run.dir={tmp}/out", f"experiment_name={experiment}"]
+    return [
+        "progress=false",
+        f"tracking_uri=sqlite:///{STORE['dir']}/mlflow.db",
+        f"artifact_root={STORE['dir']}/artifacts",
+        f"cache_dir={tmp}/cache",
+        f"hydra.run.dir={tmp}/out",
+        f"experiment_name={experiment}",
+    ]
 
 
 def _args(tmp: Path, files: dict[str, Path], experiment: str, *extra: str) -> list[str]:
@@ -61,7 +69,9 @@ def _zero_labels(path: Path) -> None:
 
 
 def _logged_digests(client, run, tmp: Path) -> dict:
-    return json.loads(Path(client.download_artifacts(run.info.run_id, "input_digests.json", str(tmp / run.info.run_id))).read_text())
+    return json.loads(
+        Path(client.download_artifacts(run.info.run_id, "input_digests.json", str(tmp / run.info.run_id))).read_text()
+    )
 
 
 def _ok(res) -> None:
@@ -102,8 +112,14 @@ def test_editing_an_input_file_in_place_reruns_the_cell(tmp_path, edited):
     again = _logged_digests(client, runs[1], tmp_path / "dl2")
     assert again[key]["sha256"] == _sha(target) != logged[key]["sha256"]
     if edited == "qrels":  # the rerun read the edited file: one 0 became a 3
-        summary = [json.loads(Path(client.download_artifacts(r.info.run_id, "dataset_summary.json", str(tmp_path / f"s{i}"))).read_text())
-                   for i, r in enumerate(runs)]
+        summary = [
+            json.loads(
+                Path(
+                    client.download_artifacts(r.info.run_id, "dataset_summary.json", str(tmp_path / f"s{i}"))
+                ).read_text()
+            )
+            for i, r in enumerate(runs)
+        ]
         assert summary[1]["qrels_level_0"] == summary[0]["qrels_level_0"] - 1
         assert summary[1]["qrels_level_3"] == summary[0]["qrels_level_3"] + 1
     else:  # another run file is another ranking: computed, not read back under the old key
@@ -119,8 +135,14 @@ def test_a_qrels_judge_file_relative_to_judge_root_edited_in_place_reruns_the_ce
     labels = judges / "mine.txt"
     labels.write_text(files["qrels"].read_text(encoding="utf-8"), encoding="utf-8")  # the human labels: a perfect judge
     experiment = "digests_judge_root"
-    args = [*file_mode(files), "ranker=oracle", "judge=qrels", f"judge.root={judges}", "judge.path=mine.txt",
-            *_store_args(tmp_path, experiment)]
+    args = [
+        *file_mode(files),
+        "ranker=oracle",
+        "judge=qrels",
+        f"judge.root={judges}",
+        "judge.path=mine.txt",
+        *_store_args(tmp_path, experiment),
+    ]
     assert not (tmp_path / "mine.txt").exists()  # not a file as seen from the working directory
     for _ in range(2):
         _ok(cli_runner.run(args, cwd=tmp_path))
@@ -145,7 +167,9 @@ def _llmjudge_dir(root: Path) -> tuple[Path, pd.DataFrame]:
     toy = load_toy()
     qrels = toy.qrels[toy.qrels["query_id"].isin(["q01", "q02", "q03", "q04"])].reset_index(drop=True)
     (root / "submissions").mkdir(parents=True)
-    (root / "llm4eval_query_2024.txt").write_text("".join(f"{q}\t{toy.queries[q]}\n" for q in sorted(set(qrels["query_id"]))), encoding="utf-8")
+    (root / "llm4eval_query_2024.txt").write_text(
+        "".join(f"{q}\t{toy.queries[q]}\n" for q in sorted(set(qrels["query_id"]))), encoding="utf-8"
+    )
     text = "".join(f"{q} 0 {d} {r}\n" for q, d, r in qrels.itertuples(index=False))
     (root / "llmjudge_test_qrel_idx.txt").write_text(text, encoding="utf-8")
     (root / "submissions" / "team-run1.txt").write_text(text, encoding="utf-8")
@@ -156,29 +180,49 @@ def test_labels_only_reruns_when_a_submission_or_the_human_labels_change_in_plac
     data, qrels = _llmjudge_dir(tmp_path / "llmjudge")
     submission, human = data / "submissions" / "team-run1.txt", data / "llmjudge_test_qrel_idx.txt"
     experiment = "digests_labels_only"
-    args = ["job=labels_only", "dataset=llmjudge", f"dataset.data_dir={data}", "judge=qrels", f"judge.root={data}",
-            "judge.path=submissions/team-run1.txt", *_store_args(tmp_path, experiment)]
+    args = [
+        "job=labels_only",
+        "dataset=llmjudge",
+        f"dataset.data_dir={data}",
+        "judge=qrels",
+        f"judge.root={data}",
+        "judge.path=submissions/team-run1.txt",
+        *_store_args(tmp_path, experiment),
+    ]
     for _ in range(2):
         _ok(cli_runner.run(args, cwd=tmp_path))
     client, runs = _runs(experiment, "labels")
     assert len(runs) == 1 and runs[0].data.metrics["kappa_graded"] == pytest.approx(1.0)
     logged = _logged_digests(client, runs[0], tmp_path / "dl0")
-    assert logged == {"dataset/llm4eval_query_2024.txt": {"sha256": _sha(data / "llm4eval_query_2024.txt"), "path": str(data / "llm4eval_query_2024.txt")},
-                      "dataset/llmjudge_test_qrel_idx.txt": {"sha256": _sha(human), "path": str(human)},
-                      "judge/team-run1.txt": {"sha256": _sha(submission), "path": str(submission)}}
+    assert logged == {
+        "dataset/llm4eval_query_2024.txt": {
+            "sha256": _sha(data / "llm4eval_query_2024.txt"),
+            "path": str(data / "llm4eval_query_2024.txt"),
+        },
+        "dataset/llmjudge_test_qrel_idx.txt": {"sha256": _sha(human), "path": str(human)},
+        "judge/team-run1.txt": {"sha256": _sha(submission), "path": str(submission)},
+    }
 
     _zero_labels(submission)  # the submission zeroed: kappa of a constant judge against varied human labels is 0
     _ok(cli_runner.run(args, cwd=tmp_path))
     _, runs = _runs(experiment, "labels")
     assert len(runs) == 2
-    assert runs[1].data.metrics["kappa_graded"] == pytest.approx(cohen_kappa(list(qrels["relevance"]), [0] * len(qrels)), abs=1e-12) == 0.0
+    assert (
+        runs[1].data.metrics["kappa_graded"]
+        == pytest.approx(cohen_kappa(list(qrels["relevance"]), [0] * len(qrels)), abs=1e-12)
+        == 0.0
+    )
 
     _zero_labels(human)  # now the humans agree with the zeroed submission (all 0: kappa is undefined, not 1.0 again)
     _ok(cli_runner.run(args, cwd=tmp_path))
     _, runs = _runs(experiment, "labels")
-    assert len(runs) == 3 and runs[2].data.tags["judgebench.config_hash"] not in {r.data.tags["judgebench.config_hash"] for r in runs[:2]}
+    assert len(runs) == 3 and runs[2].data.tags["judgebench.config_hash"] not in {
+        r.data.tags["judgebench.config_hash"] for r in runs[:2]
+    }
     assert runs[2].data.metrics["label_set_size"] == len(qrels)
-    assert _logged_digests(client, runs[2], tmp_path / "dl2")["dataset/llmjudge_test_qrel_idx.txt"]["sha256"] == _sha(human)
+    assert _logged_digests(client, runs[2], tmp_path / "dl2")["dataset/llmjudge_test_qrel_idx.txt"]["sha256"] == _sha(
+        human
+    )
 
 
 def test_job_rank_recomputes_a_run_file_edited_in_place(tmp_path):
@@ -187,7 +231,14 @@ def test_job_rank_recomputes_a_run_file_edited_in_place(tmp_path):
     run.parent.mkdir()
     run.write_text("q01 Q0 d005 1 3.0 sys\nq01 Q0 d008 2 2.0 sys\nq01 Q0 d028 3 1.0 sys\n", encoding="utf-8")
     experiment = "digests_rank"
-    args = [*file_mode(files), "job=rank", "ranker=runfile", "ranker.name=MySystem", f"ranker.path={run}", *_store_args(tmp_path, experiment)]
+    args = [
+        *file_mode(files),
+        "job=rank",
+        "ranker=runfile",
+        "ranker.name=MySystem",
+        f"ranker.path={run}",
+        *_store_args(tmp_path, experiment),
+    ]
     for _ in range(2):
         _ok(cli_runner.run(args, cwd=tmp_path))
     client, runs = _runs(experiment, "ranking")
@@ -197,7 +248,11 @@ def test_job_rank_recomputes_a_run_file_edited_in_place(tmp_path):
     _, runs = _runs(experiment, "ranking")
     assert len(runs) == 2 and runs[0].data.tags["judgebench.ranking_key"] != runs[1].data.tags["judgebench.ranking_key"]
     text = Path(client.download_artifacts(runs[1].info.run_id, "run.trec", str(tmp_path / "dl"))).read_text()
-    assert [line.split()[2] for line in text.splitlines()] == ["d008", "d005", "d028"]  # the edited order, not the stored one
+    assert [line.split()[2] for line in text.splitlines()] == [
+        "d008",
+        "d005",
+        "d028",
+    ]  # the edited order, not the stored one
     assert _logged_digests(client, runs[1], tmp_path / "dl1")["ranker/system.run"]["sha256"] == _sha(run)
 
 
@@ -213,12 +268,39 @@ def test_components_report_the_files_they_read_resolved_as_they_resolve_them(tmp
     inputs = JobInputs()
     from judgebench.jobs.common import load_dataset
 
-    dataset = load_dataset(OmegaConf.create({"_target_": "judgebench.data.llmjudge.load_llmjudge", "name": "llmjudge",
-                                             "data_dir": str(data), "split": "test", "qrels": None, "queries": None}))
+    dataset = load_dataset(
+        OmegaConf.create(
+            {
+                "_target_": "judgebench.data.llmjudge.load_llmjudge",
+                "name": "llmjudge",
+                "data_dir": str(data),
+                "split": "test",
+                "qrels": None,
+                "queries": None,
+            }
+        )
+    )
     inputs.add("dataset", dataset.input_files)
-    inputs.build("judge", {"_target_": "judgebench.judges.qrels_file.QrelsFileJudge", "path": "submissions/team-run1.txt", "root": str(data)})
-    inputs.build("local_judge", {"_target_": "judgebench.judges.transformers_judge.TransformersJudge", "name": "t", "family": "f",
-                            "model": "m", "model_spec": {"model": "unused"}, "prompt": str(prompt), "cache_dir": str(tmp_path / "c")})
+    inputs.build(
+        "judge",
+        {
+            "_target_": "judgebench.judges.qrels_file.QrelsFileJudge",
+            "path": "submissions/team-run1.txt",
+            "root": str(data),
+        },
+    )
+    inputs.build(
+        "local_judge",
+        {
+            "_target_": "judgebench.judges.transformers_judge.TransformersJudge",
+            "name": "t",
+            "family": "f",
+            "model": "m",
+            "model_spec": {"model": "unused"},
+            "prompt": str(prompt),
+            "cache_dir": str(tmp_path / "c"),
+        },
+    )
     names = {k: str(p) for k, p in inputs.named().items()}
     assert names == {
         "dataset/llm4eval_query_2024.txt": str(data / "llm4eval_query_2024.txt"),
@@ -231,14 +313,38 @@ def test_components_report_the_files_they_read_resolved_as_they_resolve_them(tmp
     digests = inputs.digests(tmp_path / "cache")
     assert digests == {k: _sha(Path(p)) for k, p in names.items()}
     with recording() as opened:  # a second load in this process comes from memory: the files it read are kept
-        again = load_dataset(OmegaConf.create({"_target_": "judgebench.data.llmjudge.load_llmjudge", "name": "llmjudge",
-                                               "data_dir": str(data), "split": "test", "qrels": None, "queries": None}))
+        again = load_dataset(
+            OmegaConf.create(
+                {
+                    "_target_": "judgebench.data.llmjudge.load_llmjudge",
+                    "name": "llmjudge",
+                    "data_dir": str(data),
+                    "split": "test",
+                    "qrels": None,
+                    "queries": None,
+                }
+            )
+        )
     assert again is dataset and opened == []
     _zero_labels(data / "llmjudge_test_qrel_idx.txt")  # ... until one of them changes: then it is read again
     with recording() as opened:
-        changed = load_dataset(OmegaConf.create({"_target_": "judgebench.data.llmjudge.load_llmjudge", "name": "llmjudge",
-                                                 "data_dir": str(data), "split": "test", "qrels": None, "queries": None}))
-    assert changed is not dataset and set(changed.qrels["relevance"]) == {0} and data / "llmjudge_test_qrel_idx.txt" in opened
+        changed = load_dataset(
+            OmegaConf.create(
+                {
+                    "_target_": "judgebench.data.llmjudge.load_llmjudge",
+                    "name": "llmjudge",
+                    "data_dir": str(data),
+                    "split": "test",
+                    "qrels": None,
+                    "queries": None,
+                }
+            )
+        )
+    assert (
+        changed is not dataset
+        and set(changed.qrels["relevance"]) == {0}
+        and data / "llmjudge_test_qrel_idx.txt" in opened
+    )
 
 
 def test_digests_are_cached_by_size_and_mtime(tmp_path, monkeypatch):

@@ -9,8 +9,6 @@ from mlflow.tracking import MlflowClient
 
 from judgebench.compare.store import collect
 from judgebench.identity.run_tags import NAMES, PREFIX, RunTags
-from judgebench.compare.store import collect
-from judgebench.identity.run_tags import NAMES, PREFIX, RunTags
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,9 +29,18 @@ def test_round_trip_keeps_every_field_and_ignores_foreign_tags():
 
 def _cfg(tmp: Path, *overrides: str):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            f"tracking_uri=sqlite:///{tmp}/mlruns/mlflow.db", f"artifact_root={tmp}/mlruns/artifacts",
-            f"cache_dir={tmp}/cache", "experiment_name=tags", "sweep_id=s1", "progress=false", *overrides])
+        return compose(
+            config_name="config",
+            overrides=[
+                f"tracking_uri=sqlite:///{tmp}/mlruns/mlflow.db",
+                f"artifact_root={tmp}/mlruns/artifacts",
+                f"cache_dir={tmp}/cache",
+                "experiment_name=tags",
+                "sweep_id=s1",
+                "progress=false",
+                *overrides,
+            ],
+        )
 
 
 def test_every_tag_the_jobs_write_is_declared_and_compare_reads_it_back(tmp_path, monkeypatch):
@@ -63,22 +70,30 @@ def test_every_tag_the_jobs_write_is_declared_and_compare_reads_it_back(tmp_path
     assert read.to_tags() == {k: v for k, v in written.items() if k in NAMES}  # nothing of ours lost on the way back
     row = collect.run_row(client.get_run(cell.run_id))
     assert (row["system"], row["judge"], row["sweep_id"]) == ("Swap[1]", "simulated", "s1")
-    assert row["judge_hash"] == written["judgebench.judge_hash"] and row["dataset_hash"] == written["judgebench.dataset_hash"]
+    assert (
+        row["judge_hash"] == written["judgebench.judge_hash"]
+        and row["dataset_hash"] == written["judgebench.dataset_hash"]
+    )
 
 
 def test_where_finds_runs_by_declared_tag_names_and_status(tmp_path):
     """Searches for runs name their tags through RunTags, as the writers do: the filter finds exactly the runs
     written with those values (and that status)."""
     assert RunTags.where(kind="ranking", ranking_key="k1", status="FINISHED") == (
-        "tags.`judgebench.kind` = 'ranking' and tags.`judgebench.ranking_key` = 'k1' and attributes.status = 'FINISHED'")
+        "tags.`judgebench.kind` = 'ranking' and tags.`judgebench.ranking_key` = 'k1' and attributes.status = 'FINISHED'"
+    )
     assert RunTags.where(dataset="toy") == "tags.`dataset` = 'toy'"  # a shown tag: its bare name
     with pytest.raises(KeyError):
         RunTags.where(rankingkey="k1")  # an undeclared tag cannot be searched for
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.create_experiment("w", artifact_location=str(tmp_path / "artifacts"))
     made = {}
-    for kind, key, status in (("ranking", "k1", "FINISHED"), ("ranking", "k1", "RUNNING"), ("ranking", "k2", "FINISHED"),
-                              ("job", "k1", "FINISHED")):
+    for kind, key, status in (
+        ("ranking", "k1", "FINISHED"),
+        ("ranking", "k1", "RUNNING"),
+        ("ranking", "k2", "FINISHED"),
+        ("job", "k1", "FINISHED"),
+    ):
         run = client.create_run(exp, tags=RunTags(kind=kind, ranking_key=key, dataset="toy").to_tags())
         if status == "FINISHED":
             client.set_terminated(run.info.run_id, "FINISHED")
@@ -87,6 +102,11 @@ def test_where_finds_runs_by_declared_tag_names_and_status(tmp_path):
     def found(filt):
         return {r.info.run_id for r in client.search_runs([exp], filter_string=filt)}
 
-    assert found(RunTags.where(kind="ranking", ranking_key="k1", status="FINISHED")) == {made[("ranking", "k1", "FINISHED")]}
-    assert found(RunTags.where(kind="ranking", ranking_key="k1")) == {made[("ranking", "k1", "FINISHED")], made[("ranking", "k1", "RUNNING")]}
+    assert found(RunTags.where(kind="ranking", ranking_key="k1", status="FINISHED")) == {
+        made[("ranking", "k1", "FINISHED")]
+    }
+    assert found(RunTags.where(kind="ranking", ranking_key="k1")) == {
+        made[("ranking", "k1", "FINISHED")],
+        made[("ranking", "k1", "RUNNING")],
+    }
     assert found(RunTags.where(dataset="toy", status="RUNNING")) == {made[("ranking", "k1", "RUNNING")]}

@@ -17,8 +17,12 @@ from judgebench.jobs import common
 
 CONF = Path(judgebench.__file__).parent / "conf"
 # Packages created by a move: a class configured from one of them must have its old path in STABLE_TARGETS.
-MOVED_PACKAGES = ("judgebench.llm.remote.", "judgebench.llm.batch_api.", "judgebench.llm.local.",
-                  "judgebench.llm.estimate.")
+MOVED_PACKAGES = (
+    "judgebench.llm.remote.",
+    "judgebench.llm.batch_api.",
+    "judgebench.llm.local.",
+    "judgebench.llm.estimate.",
+)
 
 
 def _targets(node) -> list[str]:
@@ -61,8 +65,11 @@ def test_each_stable_name_is_the_old_path_of_the_same_class():
 
 
 def test_stable_targets_rewrites_nested_targets_only():
-    node = {"_target_": "judgebench.llm.remote.api.GeminiBackend", "model": "judgebench.llm.remote.api.GeminiBackend",
-            "inner": [{"_target_": "judgebench.llm.remote.api.OpenAIBackend"}, {"_target_": "x.Y"}]}
+    node = {
+        "_target_": "judgebench.llm.remote.api.GeminiBackend",
+        "model": "judgebench.llm.remote.api.GeminiBackend",
+        "inner": [{"_target_": "judgebench.llm.remote.api.OpenAIBackend"}, {"_target_": "x.Y"}],
+    }
     out = stable_targets(node)
     assert out["_target_"].endswith(".api.GeminiBackend") and ".remote." not in out["_target_"]
     assert out["model"] == node["model"]  # only a `_target_` value is a class path
@@ -88,9 +95,16 @@ BEFORE_THE_MOVE = {
 
 def _tree(*overrides: str) -> dict:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
-            "tracking_uri=sqlite:////nowhere/m.db", "artifact_root=/nowhere/a", "cache_dir=/nowhere/c",
-            "experiment_name=unit", *overrides])
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "tracking_uri=sqlite:////nowhere/m.db",
+                "artifact_root=/nowhere/a",
+                "cache_dir=/nowhere/c",
+                "experiment_name=unit",
+                *overrides,
+            ],
+        )
     return OmegaConf.to_container(cfg, resolve=True)
 
 

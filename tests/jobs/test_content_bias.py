@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from judgebench.jobs.content_bias import balanced_sample
 from judgebench.content_bias.statistics import label_distribution
+from judgebench.jobs.content_bias import balanced_sample
 from judgebench.testing.fake_process import FakeLLMServer
 from tiny_models import tiny_causal
 
@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_balanced_sample_takes_n_per_level_or_all_with_a_fixed_seed():
-    ls = pd.DataFrame({"query_id": "q", "doc_id": [f"d{i}" for i in range(20)], "relevance": [0] * 10 + [1] * 6 + [2] * 3 + [3] * 1})
+    ls = pd.DataFrame(
+        {"query_id": "q", "doc_id": [f"d{i}" for i in range(20)], "relevance": [0] * 10 + [1] * 6 + [2] * 3 + [3] * 1}
+    )
     s = balanced_sample(ls, 4, seed=1)
     assert s["relevance"].value_counts().sort_index().to_dict() == {0: 4, 1: 4, 2: 3, 3: 1}
     assert s.equals(balanced_sample(ls, 4, seed=1)) and not s.equals(balanced_sample(ls, 4, seed=2))
@@ -40,14 +42,30 @@ def test_content_bias_job_on_toy_with_fake_api_judge_and_rewriter(tmp_path):
     with FakeLLMServer(labels={"In other words": 3}) as srv:  # the fake judge rates every rewritten passage 3
         env = {**os.environ, "OPENAI_API_KEY": "k", "JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
         cmd = [
-            sys.executable, str(REPO / "run.py"), "+experiment=content_bias", "rewriter=openai", f"rewriter.base_url={srv.openai_base_url}",
-            "judge=gpt_4o_mini", f"judge.base_url={srv.openai_base_url}", "ranker=rg_smollm2", f"ranker.model_spec.model={tiny}",
-            "content_bias.per_level=5", "progress=false", "hydra.run.dir=" + str(tmp_path / "out"),
+            sys.executable,
+            str(REPO / "run.py"),
+            "+experiment=content_bias",
+            "rewriter=openai",
+            f"rewriter.base_url={srv.openai_base_url}",
+            "judge=gpt_4o_mini",
+            f"judge.base_url={srv.openai_base_url}",
+            "ranker=rg_smollm2",
+            f"ranker.model_spec.model={tiny}",
+            "content_bias.per_level=5",
+            "progress=false",
+            "hydra.run.dir=" + str(tmp_path / "out"),
         ]
         done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
         first = srv.stats()["requests"]
-        again = subprocess.run([*cmd, "experiment_name=content_bias_again"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        again = subprocess.run(
+            [*cmd, "experiment_name=content_bias_again"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert again.returncode == 0 and srv.stats()["requests"] == first  # the rerun makes no call
     client = MlflowClient(f"sqlite:///{tmp_path}/mlruns/mlflow.db")
     run = client.search_runs([client.get_experiment_by_name("content_bias").experiment_id])[0]
@@ -56,20 +74,31 @@ def test_content_bias_job_on_toy_with_fake_api_judge_and_rewriter(tmp_path):
     assert m["labels_share_raised"] > 0 and m["labels_share_lowered"] == 0 and m["perfect_ndcg10_n"] == 12
     assert m["scores_n"] == 20 and m["injection_pairs"] == 5
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"rewrites.tsv", "label_distribution.csv", "figure_label_distribution.png", "figure_score_differences.png", "scores.tsv"} <= names
+    assert {
+        "rewrites.tsv",
+        "label_distribution.csv",
+        "figure_label_distribution.png",
+        "figure_score_differences.png",
+        "scores.tsv",
+    } <= names
     rewrites = pd.read_csv(client.download_artifacts(run.info.run_id, "rewrites.tsv", str(tmp_path)), sep="\t")
     assert rewrites["rewritten"].str.startswith("In other words: ").all()
     assert run.data.tags["text_view"] == "rewritten:openai"
     # every file its components opened is in its digests: the toy dataset's four files and the judge's prompt
-    from judgebench.data.datasets import TOY_DIR
-    from judgebench.llm.prompts import PACKAGED
     import hashlib
 
-    digests = json.loads(Path(client.download_artifacts(run.info.run_id, "input_digests.json", str(tmp_path / "dg"))).read_text())
+    from judgebench.data.datasets import TOY_DIR
+    from judgebench.llm.prompts import PACKAGED
+
+    digests = json.loads(
+        Path(client.download_artifacts(run.info.run_id, "input_digests.json", str(tmp_path / "dg"))).read_text()
+    )
     toy, prompt = Path(str(TOY_DIR)), Path(str(PACKAGED)) / "umbrela_bing.txt"
     expected = {f"dataset/{n}": toy / n for n in ("topics.tsv", "qrels.txt", "pool.trec", "corpus.jsonl")}
     expected["judge/umbrela_bing.txt"] = prompt
-    assert digests == {k: {"sha256": hashlib.sha256(p.read_bytes()).hexdigest(), "path": str(p)} for k, p in expected.items()}
+    assert digests == {
+        k: {"sha256": hashlib.sha256(p.read_bytes()).hexdigest(), "path": str(p)} for k, p in expected.items()
+    }
 
 
 def test_a_finished_content_bias_job_is_skipped_on_rerun(tmp_path, monkeypatch):
@@ -77,7 +106,6 @@ def test_a_finished_content_bias_job_is_skipped_on_rerun(tmp_path, monkeypatch):
     does no work (its designs are not computed again, the rewriter's server is not asked, no second run is logged);
     a dry run finds it too; another seed is another job."""
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
     from judgebench.jobs import content_bias
 
@@ -87,14 +115,26 @@ def test_a_finished_content_bias_job_is_skipped_on_rerun(tmp_path, monkeypatch):
     monkeypatch.setattr(content_bias, "label_distribution", lambda *a: work.append(1) or distribution(*a))
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     with FakeLLMServer() as srv:
+
         def run(*overrides):
             with initialize_config_dir(config_dir=str(REPO / "src" / "judgebench" / "conf"), version_base="1.3"):
-                cfg = compose(config_name="config", overrides=[
-                    "+experiment=content_bias", "judge=simulated", "rewriter=openai",
-                    f"rewriter.base_url={srv.openai_base_url}", "content_bias.score_with_ranker=false",
-                    "content_bias.per_level=3", "progress=false", "experiment_name=cb",
-                    f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db", f"artifact_root={tmp_path}/artifacts",
-                    f"cache_dir={tmp_path}/cache", *overrides])
+                cfg = compose(
+                    config_name="config",
+                    overrides=[
+                        "+experiment=content_bias",
+                        "judge=simulated",
+                        "rewriter=openai",
+                        f"rewriter.base_url={srv.openai_base_url}",
+                        "content_bias.score_with_ranker=false",
+                        "content_bias.per_level=3",
+                        "progress=false",
+                        "experiment_name=cb",
+                        f"tracking_uri=sqlite:///{tmp_path}/mlruns/mlflow.db",
+                        f"artifact_root={tmp_path}/artifacts",
+                        f"cache_dir={tmp_path}/cache",
+                        *overrides,
+                    ],
+                )
             return content_bias.run_content_bias(cfg)
 
         first = run()

@@ -16,20 +16,32 @@ from omegaconf import OmegaConf
 from judgebench.data.imported_results import gaps, read_run_table
 from judgebench.data.results_files import read_results
 from judgebench.exceptions import DataError
-from judgebench.jobs.import_results import run_import
 from judgebench.identity.run_tags import RunTags
-
+from judgebench.jobs.import_results import run_import
 from shared_data import need_shared
 
 EXPERIMENT = Path(__file__).resolve().parents[2] / "src/judgebench/conf/experiment/dl2023_leaderboard.yaml"
 
 
-def _config(tmp: Path, data_dir: Path, judges: dict, runs: dict | None = None, measure: str = "ndcg_cut_10") -> OmegaConf:
-    return OmegaConf.create({
-        "experiment_name": "imported", "tracking_uri": f"sqlite:///{tmp}/mlflow.db", "artifact_root": f"{tmp}/artifacts",
-        "sweep_id": "test", "force": False,
-        "results": {"dataset": "lb", "data_dir": str(data_dir), "measure": measure, "judges": judges, "runs": runs or {}},
-    })
+def _config(
+    tmp: Path, data_dir: Path, judges: dict, runs: dict | None = None, measure: str = "ndcg_cut_10"
+) -> OmegaConf:
+    return OmegaConf.create(
+        {
+            "experiment_name": "imported",
+            "tracking_uri": f"sqlite:///{tmp}/mlflow.db",
+            "artifact_root": f"{tmp}/artifacts",
+            "sweep_id": "test",
+            "force": False,
+            "results": {
+                "dataset": "lb",
+                "data_dir": str(data_dir),
+                "measure": measure,
+                "judges": judges,
+                "runs": runs or {},
+            },
+        }
+    )
 
 
 def _job_runs(tmp: Path) -> list:
@@ -43,8 +55,10 @@ def _job_runs(tmp: Path) -> list:
 
 def test_trec_eval_q_layout_takes_its_runid_and_the_leaderboard_layout_its_first_field(tmp_path):
     q = tmp_path / "bm25.eval"
-    q.write_text("runid\tall\tmy_bm25\nndcg_cut_10\t1\t0.5000\nndcg_cut_10\t2\t0.2500\nP_5\t1\t0.4\n"
-                 "num_q\tall\t2\nndcg_cut_10\tall\t0.3750\n")
+    q.write_text(
+        "runid\tall\tmy_bm25\nndcg_cut_10\t1\t0.5000\nndcg_cut_10\t2\t0.2500\nP_5\t1\t0.4\n"
+        "num_q\tall\t2\nndcg_cut_10\tall\t0.3750\n"
+    )
     rows = read_results(q, {"ndcg_cut_10"}).rows
     assert rows["run"].unique().tolist() == ["my_bm25"]
     assert rows.set_index("query_id")["value"].to_dict() == {"1": 0.5, "2": 0.25}
@@ -54,13 +68,20 @@ def test_trec_eval_q_layout_takes_its_runid_and_the_leaderboard_layout_its_first
     assert sorted(read.rows["run"]) == ["a", "b"] and read.checked_means == 1
 
 
-@pytest.mark.parametrize("text, line, words", [
-    ("a ndcg_cut_10 1 0.5\na ndcg_cut_10 2 x\n", 2, "is not a number"),
-    ("a ndcg_cut_10 1 0.5\na ndcg_cut_10 2\n", 2, "expected 4 fields"),
-    ("a ndcg_cut_10 1 0.5\na ndcg_cut_10 1 0.4\n", 2, "given twice"),
-    # the all row is a stored mean: verified when read (0.5 and 0.3 have mean 0.4, not 0.45)
-    ("a ndcg_cut_10 1 0.5\na ndcg_cut_10 2 0.3\na ndcg_cut_10 all 0.45\n", 3, "mean of its 2 per-query values is 0.4"),
-])
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        ("a ndcg_cut_10 1 0.5\na ndcg_cut_10 2 x\n", 2, "is not a number"),
+        ("a ndcg_cut_10 1 0.5\na ndcg_cut_10 2\n", 2, "expected 4 fields"),
+        ("a ndcg_cut_10 1 0.5\na ndcg_cut_10 1 0.4\n", 2, "given twice"),
+        # the all row is a stored mean: verified when read (0.5 and 0.3 have mean 0.4, not 0.45)
+        (
+            "a ndcg_cut_10 1 0.5\na ndcg_cut_10 2 0.3\na ndcg_cut_10 all 0.45\n",
+            3,
+            "mean of its 2 per-query values is 0.4",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_naming_file_and_line(tmp_path, text, line, words):
     path = tmp_path / "bad.eval"
     path.write_text(text)
@@ -97,9 +118,18 @@ def _leaderboard(tmp: Path) -> Path:
 
 def test_a_rerun_imports_nothing_twice_and_every_gap_is_reported(tmp_path, caplog):
     data = _leaderboard(tmp_path)
-    cfg = _config(tmp_path, data, {"human": {"files": "human.eval"}, "j1": {"files": ["j1.eval"], "family": "openai"}},
-                  {"table": "runs.txt", "id_column": "run_id", "type_column": "ST", "llm_column": "isLLM",
-                   "families": {"GPT": "openai", "T5": "t5", "Other": "other"}})
+    cfg = _config(
+        tmp_path,
+        data,
+        {"human": {"files": "human.eval"}, "j1": {"files": ["j1.eval"], "family": "openai"}},
+        {
+            "table": "runs.txt",
+            "id_column": "run_id",
+            "type_column": "ST",
+            "llm_column": "isLLM",
+            "families": {"GPT": "openai", "T5": "t5", "Other": "other"},
+        },
+    )
     with caplog.at_level(logging.WARNING, logger="judgebench"):
         first = run_import(cfg)
     assert first.metrics == {"cells_imported": 5, "cells_skipped": 0, "gaps": 2}  # 3 human cells + 2 of j1
@@ -111,7 +141,11 @@ def test_a_rerun_imports_nothing_twice_and_every_gap_is_reported(tmp_path, caplo
     runs = _job_runs(tmp_path)
     assert len(runs) == 5
     tags = {(t.system, t.judge): t for t in (RunTags.from_tags(r.data.tags) for r in runs)}
-    assert (tags[("r1", "j1")].ranker_family, tags[("r1", "j1")].ranker_type, tags[("r1", "j1")].ranker_model) == ("openai", "llm", "GPT")
+    assert (tags[("r1", "j1")].ranker_family, tags[("r1", "j1")].ranker_type, tags[("r1", "j1")].ranker_model) == (
+        "openai",
+        "llm",
+        "GPT",
+    )
     assert tags[("r3", "human")].ranker_type == "external" and tags[("r1", "j1")].imported == "ndcg_cut_10"
 
     # compare reads the imported cells as grid cells: the missing run is a missing cell, the missing query a nan
@@ -132,7 +166,9 @@ def test_a_rerun_imports_nothing_twice_and_every_gap_is_reported(tmp_path, caplo
 def test_gaps_of_a_run_missing_everywhere_but_one_judge():
     from judgebench.data.imported_results import Results
 
-    values = pd.DataFrame({"run": ["a", "a", "b"], "judge": ["human", "j", "human"], "query_id": ["1", "1", "1"], "value": 0.5})
+    values = pd.DataFrame(
+        {"run": ["a", "a", "b"], "judge": ["human", "j", "human"], "query_id": ["1", "1", "1"], "value": 0.5}
+    )
     assert gaps(Results("m", values)).values.tolist() == [["b", "j", "run", 1]]
 
 
@@ -140,7 +176,9 @@ def test_a_results_node_without_the_human_labels_is_refused_with_the_setting(tmp
     from judgebench.exceptions import ConfigError
 
     data = _leaderboard(tmp_path)
-    with pytest.raises(ConfigError, match="results.judges: expected the human reference's labels under the name 'human'"):
+    with pytest.raises(
+        ConfigError, match="results.judges: expected the human reference's labels under the name 'human'"
+    ):
         run_import(_config(tmp_path, data, {"nist": {"files": "human.eval"}, "j1": {"files": "j1.eval"}}))
 
 
@@ -165,8 +203,10 @@ def _tau_ap_reference(judge: dict, human: dict) -> float:
         order = [s for g in orders for s in g]
         total = 0.0
         for i in range(1, len(order)):
-            c = sum(1.0 if human[order[j]] > human[order[i]] else 0.5 if human[order[j]] == human[order[i]] else 0.0
-                    for j in range(i))
+            c = sum(
+                1.0 if human[order[j]] > human[order[i]] else 0.5 if human[order[j]] == human[order[i]] else 0.0
+                for j in range(i)
+            )
             total += c / i
         values.append(2.0 * total / (len(order) - 1) - 1.0)
     return float(np.mean(values))
@@ -182,8 +222,8 @@ def dl2023_report(tmp_path_factory):
     cfg.results.judges.gpt4.qrels = None
     cfg.merge_with({"tracking_uri": f"sqlite:///{tmp}/mlflow.db", "artifact_root": f"{tmp}/artifacts", "sweep_id": "t"})
     assert run_import(cfg).metrics["cells_imported"] == 70
-    from judgebench.compare.report import build
     from judgebench.compare.base.report_model import Options
+    from judgebench.compare.report import build
 
     return data, build(MlflowClient(f"sqlite:///{tmp}/mlflow.db"), "dl2023_leaderboard", options=Options(bootstrap=300))
 
@@ -205,7 +245,9 @@ def test_dl2023_run_type_bias_is_the_per_query_contrast_of_the_files(dl2023_repo
     data, report = dl2023_report
     frames = {}
     for name in ("nist", "gpt4"):
-        f = pd.read_csv(data / f"all.pass.{name}.ndcgeval", sep=r"\s+", header=None, names=["run", "m", "q", "v"], dtype={"q": str})
+        f = pd.read_csv(
+            data / f"all.pass.{name}.ndcgeval", sep=r"\s+", header=None, names=["run", "m", "q", "v"], dtype={"q": str}
+        )
         frames[name] = f[(f["m"] == "ndcg_cut_10") & (f["q"] != "all")].pivot(index="run", columns="q", values="v")
     gap = frames["gpt4"] - frames["nist"]
     info = pd.read_csv(data / "model_to_info.txt", sep="\t").set_index("run_id")["ST"]

@@ -43,7 +43,12 @@ def test_one_cell_logs_the_mlflow_contract(tmp_path):
     run = client.get_run(outcome.run_id)
     assert run.info.status == "FINISHED"
     tags = run.data.tags
-    assert tags["ranker_type"] == "oracle" and tags["judge_family"] == "simulated-2024" and tags["ranker_family"] == "oracle" and tags["dataset"] == "toy"
+    assert (
+        tags["ranker_type"] == "oracle"
+        and tags["judge_family"] == "simulated-2024"
+        and tags["ranker_family"] == "oracle"
+        and tags["dataset"] == "toy"
+    )
     assert tags["judgebench.sweep_id"] == "s1" and tags["text_view"] == "original"
     assert run.data.params["ranker.depth"] == "10" and run.data.params["judge.weight"] == "1.0"
     names = {a.path for a in client.list_artifacts(outcome.run_id)}
@@ -59,9 +64,15 @@ def test_one_cell_logs_the_mlflow_contract(tmp_path):
     human = frame_rows(ds.qrels, "query_id", "doc_id", "relevance")
     labelset = [r for r in human if (r[0], r[1]) in pool]
     run_rows = frame_rows(logged_run, "query_id", "doc_id", "rank")
-    for name, qrels in (("human", human), ("human_labelset", labelset), ("judge", frame_rows(judge_qrels, "query_id", "doc_id", "relevance"))):
+    for name, qrels in (
+        ("human", human),
+        ("human_labelset", labelset),
+        ("judge", frame_rows(judge_qrels, "query_id", "doc_id", "relevance")),
+    ):
         expected = ndcg10_judged(run_rows, qrels, ds.judged_queries())
-        assert run.data.metrics[f"ndcg10_{name}"] == pytest.approx(sum(expected.values()) / len(expected), abs=1e-12), name
+        assert run.data.metrics[f"ndcg10_{name}"] == pytest.approx(sum(expected.values()) / len(expected), abs=1e-12), (
+            name
+        )
     # judge-level statistics are not on the system's run but on the judge's summary run, logged once
     assert "kappa_graded" not in run.data.metrics and "label_set_size" not in run.data.metrics
     summary = client.get_run(tags["judgebench.judge_summary"])
@@ -69,11 +80,16 @@ def test_one_cell_logs_the_mlflow_contract(tmp_path):
     assert summary.data.metrics["label_set_size"] == len(labelset) == 241
     judged = dict(((q, d), r) for q, d, r in frame_rows(judge_qrels, "query_id", "doc_id", "relevance"))
     pairs = [(r[2], judged[(r[0], r[1])]) for r in labelset]
-    assert summary.data.metrics["kappa_graded"] == pytest.approx(cohen_kappa([h for h, _ in pairs], [j for _, j in pairs]), abs=1e-12)
+    assert summary.data.metrics["kappa_graded"] == pytest.approx(
+        cohen_kappa([h for h, _ in pairs], [j for _, j in pairs]), abs=1e-12
+    )
 
     # the same cell again is skipped (resume), unless forced
     assert run_job(cfg).status == "skipped-done"
-    assert run_job(cfg_for(tmp_path, "ranker=oracle", "perturbation=swap_1", "judge=simulated", "force=true")).status == "finished"
+    assert (
+        run_job(cfg_for(tmp_path, "ranker=oracle", "perturbation=swap_1", "judge=simulated", "force=true")).status
+        == "finished"
+    )
     # the rerun's labels are the same: it found the judge summary instead of logging a second one
     exp = client.get_experiment_by_name("unit").experiment_id
     assert len(client.search_runs([exp], "tags.`judgebench.kind` = 'judge_summary'")) == 1
@@ -85,9 +101,15 @@ def test_non_oracle_ranker_skips_perturbed_duplicates(tmp_path):
 
 def test_multirun_then_compare_reads_it_back(tmp_path):
     cmd = [
-        sys.executable, str(REPO / "run.py"), "-m",
-        "ranker=simulated_llm,oracle", "perturbation=perfect,swap_1,swap_1_2", "judge=human,simulated",
-        "experiment_name=sweep", f"hydra.sweep.dir={tmp_path}/multirun", "progress=false",
+        sys.executable,
+        str(REPO / "run.py"),
+        "-m",
+        "ranker=simulated_llm,oracle",
+        "perturbation=perfect,swap_1,swap_1_2",
+        "judge=human,simulated",
+        "experiment_name=sweep",
+        f"hydra.sweep.dir={tmp_path}/multirun",
+        "progress=false",
         f"cache_dir={tmp_path}/cache",
     ]
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)

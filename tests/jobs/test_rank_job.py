@@ -14,8 +14,8 @@ from mlflow.tracking import MlflowClient
 
 import cli_runner
 from judgebench import rankings
-from judgebench.jobs import pipeline
 from judgebench.data.trec_dl import load_trec_dl
+from judgebench.jobs import pipeline
 from rank_once import DEPTH, expected_prompts, run_artifact_bytes
 from tiny_models import tiny_causal
 
@@ -29,10 +29,20 @@ def tiny(tmp_path_factory) -> Path:
 
 def _cfg(tmp: Path, tiny: Path, *overrides: str):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=[
-            f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"artifact_root={tmp}/artifacts", f"cache_dir={tmp}/cache",
-            "experiment_name=once", "progress=false", "ranker=rg_smollm2", f"ranker.model_spec.model={tiny}",
-            f"ranker.rerank_depth={DEPTH}", *overrides])
+        return compose(
+            config_name="config",
+            overrides=[
+                f"tracking_uri=sqlite:///{tmp}/mlflow.db",
+                f"artifact_root={tmp}/artifacts",
+                f"cache_dir={tmp}/cache",
+                "experiment_name=once",
+                "progress=false",
+                "ranker=rg_smollm2",
+                f"ranker.model_spec.model={tiny}",
+                f"ranker.rerank_depth={DEPTH}",
+                *overrides,
+            ],
+        )
 
 
 # The sweeps below run in fresh interpreters: a fork of this process after torch ran a model in it can hang.
@@ -58,10 +68,18 @@ def test_the_second_judge_reads_the_ranking_back(tmp_path_factory, tiny):
 
 @pytest.mark.slow  # ~60 s: three sweeps in fresh interpreters, RG and PRP
 def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(tmp_path, tiny):
-    common = [f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts",
-              "experiment_name=stages", "progress=false", f"++ranker.model_spec.model={tiny}", f"++ranker.rerank_depth={DEPTH}"]
+    common = [
+        f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+        f"artifact_root={tmp_path}/artifacts",
+        "experiment_name=stages",
+        "progress=false",
+        f"++ranker.model_spec.model={tiny}",
+        f"++ranker.rerank_depth={DEPTH}",
+    ]
     gpu = [*common, f"cache_dir={tmp_path}/gpu-cache", f"hydra.sweep.dir={tmp_path}/rank"]
-    done = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
+    done = cli_runner.run(
+        ["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True
+    )
     assert done.rc == 0, str(done)
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name("stages").experiment_id
@@ -70,14 +88,19 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
     assert scored == {"RG-SmolLM2": expected_prompts("rg"), "PRP-SmolLM2": expected_prompts("prp")}
     # the judging stage on "another machine": its own, empty cache dir; the rankings come from the MLflow runs
     cpu = [*common, f"cache_dir={tmp_path}/cpu-cache", f"hydra.sweep.dir={tmp_path}/judge"]
-    done = cli_runner.run(["-m", "ranker=rg_smollm2,prp_smollm2", "judge=human,simulated", *cpu], cwd=tmp_path, timeout=600, fresh=True)
+    done = cli_runner.run(
+        ["-m", "ranker=rg_smollm2,prp_smollm2", "judge=human,simulated", *cpu], cwd=tmp_path, timeout=600, fresh=True
+    )
     assert done.rc == 0, str(done)
     cells = client.search_runs([exp], filter_string="tags.`judgebench.kind` = 'job'")
-    assert len(cells) == 4 and all(r.data.metrics["ranking_computed"] == 0 and r.data.metrics["ranker_prompts_scored"] == 0
-                                   for r in cells)
+    assert len(cells) == 4 and all(
+        r.data.metrics["ranking_computed"] == 0 and r.data.metrics["ranker_prompts_scored"] == 0 for r in cells
+    )
     by_key = {r.data.tags["judgebench.ranking_key"]: r.info.run_id for r in ranked}
     for r in cells:
-        assert run_artifact_bytes(client, r.info.run_id) == run_artifact_bytes(client, by_key[r.data.tags["judgebench.ranking_key"]])
+        assert run_artifact_bytes(client, r.info.run_id) == run_artifact_bytes(
+            client, by_key[r.data.tags["judgebench.ranking_key"]]
+        )
         assert r.data.tags["ranker_family"] == "smollm"
     # PRP's order statistics travel with the ranking: logged by the rank job, read back from MLflow on the judging
     # machine, logged by both of its cells (there is no local store there to hold them)
@@ -89,9 +112,13 @@ def test_job_rank_then_the_grid_spends_nothing_and_mlflow_fills_an_empty_store(t
         assert own["prp_pairs"] == pairs and 0 <= own["prp_order_consistency"] <= 1
         for name in ("prp_pairs", "prp_order_consistency", "prp_first_position"):
             assert r.data.metrics[name] == own[name], name
-    assert len(prp) == 2 and not any("prp_pairs" in r.data.metrics for r in cells if r.data.tags["ranker"] == "RG-SmolLM2")
+    assert len(prp) == 2 and not any(
+        "prp_pairs" in r.data.metrics for r in cells if r.data.tags["ranker"] == "RG-SmolLM2"
+    )
     # a rerun of the ranking stage finds everything done
-    again = cli_runner.run(["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True)
+    again = cli_runner.run(
+        ["-m", "job=rank", "ranker=rg_smollm2,prp_smollm2", *gpu], cwd=tmp_path, timeout=600, fresh=True
+    )
     assert again.rc == 0 and "2 cells - 0 ran, 2 skipped" in again.out, str(again)
 
 
@@ -99,13 +126,25 @@ def test_an_unwritable_rankings_folder_is_said_before_ranking_and_the_cell_still
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "rankings").write_text("not a folder")
-    res = cli_runner.run(["ranker=bm25", "judge=human", "progress=false", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
-                          f"artifact_root={tmp_path}/artifacts", f"cache_dir={cache}", f"hydra.run.dir={tmp_path}/out"], cwd=tmp_path)
+    res = cli_runner.run(
+        [
+            "ranker=bm25",
+            "judge=human",
+            "progress=false",
+            f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+            f"artifact_root={tmp_path}/artifacts",
+            f"cache_dir={cache}",
+            f"hydra.run.dir={tmp_path}/out",
+        ],
+        cwd=tmp_path,
+    )
     assert res.rc == 0, str(res)
     log = res.out + res.err
     warned = next(line for line in log.splitlines() if "rankings is not writable" in line)
     assert f"cache {cache / 'rankings'} is not writable" in warned and "other cells will compute it again" in warned
     assert log.index("rankings is not writable") < log.index("not stored in")  # said before ranking, not only after
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    (run,) = client.search_runs([client.get_experiment_by_name("judgebench").experiment_id], "tags.`judgebench.kind` = 'job'")
+    (run,) = client.search_runs(
+        [client.get_experiment_by_name("judgebench").experiment_id], "tags.`judgebench.kind` = 'job'"
+    )
     assert run.info.status == "FINISHED" and run.data.metrics["ranking_computed"] == 1

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from judgebench.data.datasets import Dataset
+from judgebench.exceptions import ConfigError
 from judgebench.judges.llm import LLMJudge
 from judgebench.judges.parsing import parse_label
 from judgebench.llm.prompts import load_prompt
-from judgebench.exceptions import ConfigError
 from judgebench.llm.remote.api import GeminiBackend, OpenAIBackend
 from judgebench.testing.fake_app import fake_label
 from judgebench.testing.fake_process import FakeLLMServer
@@ -30,7 +30,10 @@ def server():
 def small() -> Dataset:
     queries = {f"q{i}": f"question number {i} about {{braces}}" for i in range(4)}
     docs = {f"d{i}": f"passage {i} with text {{not a field}} and zebra{i % 3}" for i in range(30)}
-    pool = pd.DataFrame([(q, f"d{j}", 30.0 - j, j + 1) for q in queries for j in range(30)], columns=["query_id", "doc_id", "score", "rank"])
+    pool = pd.DataFrame(
+        [(q, f"d{j}", 30.0 - j, j + 1) for q in queries for j in range(30)],
+        columns=["query_id", "doc_id", "score", "rank"],
+    )
     qrels = pool.iloc[::2][["query_id", "doc_id"]].assign(relevance=lambda f: [i % 4 for i in range(len(f))])
     return Dataset("small", queries, qrels.reset_index(drop=True), docs, pool)
 
@@ -41,7 +44,9 @@ def make_judge(srv, tmp_path, backend="openai", **kw) -> LLMJudge:
         be = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, **opts)
     else:
         be = GeminiBackend("gemini-3.8-flash", base_url=srv.base_url, **opts)
-    return LLMJudge(name=f"fake-{backend}", family=backend, model=be.model, backend=be, cache_dir=str(tmp_path), progress=False)
+    return LLMJudge(
+        name=f"fake-{backend}", family=backend, model=be.model, backend=be, cache_dir=str(tmp_path), progress=False
+    )
 
 
 @pytest.mark.parametrize("backend", ["openai", "gemini"])
@@ -70,8 +75,16 @@ def test_labels_come_from_the_answers_and_a_rerun_makes_no_call(server, small, t
 
 def test_faults_are_retried_counted_and_never_become_labels(server, small, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    server.configure(latency_s=0.0, fail_429=0.2, fail_500=0.1, fail_timeout=0.05, fail_malformed=0.05,
-                     fail_noscore=0.1, timeout_hang_s=2.0, seed=3)
+    server.configure(
+        latency_s=0.0,
+        fail_429=0.2,
+        fail_500=0.1,
+        fail_timeout=0.05,
+        fail_malformed=0.05,
+        fail_noscore=0.1,
+        timeout_hang_s=2.0,
+        seed=3,
+    )
     server.reset()
     pairs = small.label_set()[["query_id", "doc_id"]]
     judge = make_judge(server, tmp_path, timeout_s=0.3, max_retries=8)
@@ -133,22 +146,32 @@ def test_missing_key_names_the_variable(server, small, tmp_path, monkeypatch):
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     with pytest.raises(ConfigError, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
-        make_judge(server, tmp_path, "gemini").judge(small.label_set()[["query_id", "doc_id"]].head(2), small, small.corpus)
+        make_judge(server, tmp_path, "gemini").judge(
+            small.label_set()[["query_id", "doc_id"]].head(2), small, small.corpus
+        )
 
 
-@pytest.mark.parametrize(("transport", "client_class"), [("aiohttp", "_InstalledAioHttpClient"), ("httpx", "AsyncHttpxClientWrapper")])
-def test_openai_judge_sends_through_the_http_transport_it_names(server, small, tmp_path, monkeypatch, transport, client_class):
+@pytest.mark.parametrize(
+    ("transport", "client_class"), [("aiohttp", "_InstalledAioHttpClient"), ("httpx", "AsyncHttpxClientWrapper")]
+)
+def test_openai_judge_sends_through_the_http_transport_it_names(
+    server, small, tmp_path, monkeypatch, transport, client_class
+):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     server.configure(latency_s=0.0, fail_429=0, fail_500=0, fail_timeout=0, fail_malformed=0, fail_noscore=0)
     server.reset()
     pairs = small.label_set()[["query_id", "doc_id"]]
     judge = make_judge(server, tmp_path, http_transport=transport)
     result = judge.judge(pairs, small, small.corpus)
-    assert type(judge.backend._client._client).__name__ == client_class  # the SDK's aiohttp client, or its httpx default
+    assert (
+        type(judge.backend._client._client).__name__ == client_class
+    )  # the SDK's aiohttp client, or its httpx default
     assert server.stats()["requests"] == 60 and result.failed.empty
     template = load_prompt("umbrela_bing")
-    assert [fake_label(template.render(query=small.queries[q], passage=small.corpus[d])) for q, d in
-            result.labels[["query_id", "doc_id"]].itertuples(index=False)] == result.labels["relevance"].tolist()
+    assert [
+        fake_label(template.render(query=small.queries[q], passage=small.corpus[d]))
+        for q, d in result.labels[["query_id", "doc_id"]].itertuples(index=False)
+    ] == result.labels["relevance"].tolist()
 
 
 def test_bad_backend_settings_are_config_errors():
@@ -163,18 +186,34 @@ def test_bad_backend_settings_are_config_errors():
 @pytest.mark.parametrize(
     ("text", "label"),
     [
-        ("##final score: 2", 2), ("## Final Score: **3**", 3), ("M: 2\nT: 1\n##final score:1", 1),
-        ("final score - 0", 0), ("2", 2), ("**1**", 1),
-        ("I think it is relevant.", None), ("##final score: 7", None), ("", None), (None, None),
-        ("##final score: 2.5", None), ("score 3/3", None),
+        ("##final score: 2", 2),
+        ("## Final Score: **3**", 3),
+        ("M: 2\nT: 1\n##final score:1", 1),
+        ("final score - 0", 0),
+        ("2", 2),
+        ("**1**", 1),
+        ("I think it is relevant.", None),
+        ("##final score: 7", None),
+        ("", None),
+        (None, None),
+        ("##final score: 2.5", None),
+        ("score 3/3", None),
         # the scale, not a grade (a real SmolLM2 answer through llama.cpp), and a grade followed by words
-        ("determine the final score: 0, 1, or 2. Then ... the final score: 0, 1, or 2", None), ("final score 0-3", None),
-        ("final score 0 to 3", None), ("##final score: 2, because the passage answers it", 2), ("##final score: 2/3", 2),
+        ("determine the final score: 0, 1, or 2. Then ... the final score: 0, 1, or 2", None),
+        ("final score 0-3", None),
+        ("final score 0 to 3", None),
+        ("##final score: 2, because the passage answers it", 2),
+        ("##final score: 2/3", 2),
         # trailing punctuation
-        ("##final score: 2.", 2), ("##final score: 3!", 3), ("##final score: **1**.", 1), ("Final score: 0;", 0),
+        ("##final score: 2.", 2),
+        ("##final score: 3!", 3),
+        ("##final score: **1**.", 1),
+        ("Final score: 0;", 0),
         # several scores: they must agree, else the answer has no score (re-asked, then a failure)
-        ("##final score: 2\n##final score: 3", None), ("##final score: 1 ... '##final score: 3'", None),
-        ("##final score: 2 (so: ##final score: 2.)", 2), ("##final score: 1\n##final score: 7", None),
+        ("##final score: 2\n##final score: 3", None),
+        ("##final score: 1 ... '##final score: 3'", None),
+        ("##final score: 2 (so: ##final score: 2.)", 2),
+        ("##final score: 1\n##final score: 7", None),
     ],
 )
 def test_parse_label(text, label):
@@ -192,7 +231,9 @@ def test_answers_with_several_scores_are_counted(server, small, tmp_path, monkey
     first, second = pairs["doc_id"].iloc[0], pairs["doc_id"].iloc[1]
     texts[first] += " AGREE"
     texts[second] += " CONFLICT"
-    server.configure(answers={"AGREE": "##final score: 2\nso: ##final score: 2.", "CONFLICT": "##final score: 1 or ##final score: 3"})
+    server.configure(
+        answers={"AGREE": "##final score: 2\nso: ##final score: 2.", "CONFLICT": "##final score: 1 or ##final score: 3"}
+    )
     try:
         result = judge.judge(pairs, small, texts)
     finally:
@@ -225,8 +266,18 @@ def test_grid_with_an_api_judge_leaks_no_key_and_reruns_free(tmp_path):
     planted = "sk-planted-7f3a9c1e5b"
     with FakeLLMServer() as srv:
         env = {**os.environ, "OPENAI_API_KEY": planted, "JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
-        cmd = [sys.executable, str(REPO / "run.py"), "-m", "ranker=oracle", "perturbation=perfect,swap_1", "judge=gpt_4o_mini",
-               f"judge.base_url={srv.openai_base_url}", "experiment_name=api", f"hydra.sweep.dir={tmp_path}/multirun", "progress=false"]
+        cmd = [
+            sys.executable,
+            str(REPO / "run.py"),
+            "-m",
+            "ranker=oracle",
+            "perturbation=perfect,swap_1",
+            "judge=gpt_4o_mini",
+            f"judge.base_url={srv.openai_base_url}",
+            "experiment_name=api",
+            f"hydra.sweep.dir={tmp_path}/multirun",
+            "progress=false",
+        ]
         first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert first.returncode == 0, first.stderr[-3000:]
         made = srv.stats()["requests"]
@@ -234,9 +285,13 @@ def test_grid_with_an_api_judge_leaks_no_key_and_reruns_free(tmp_path):
         from judgebench.data.datasets import load_toy
 
         assert made == len(load_toy().label_set())
-        dry = subprocess.run([*cmd, "dry_run=true", "force=true"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        dry = subprocess.run(
+            [*cmd, "dry_run=true", "force=true"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
         assert dry.returncode == 0 and "0 calls to make" in dry.stdout, dry.stdout + dry.stderr[-2000:]
-        second = subprocess.run([*cmd, "force=true"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        second = subprocess.run(
+            [*cmd, "force=true"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
         assert second.returncode == 0, second.stderr[-3000:]
         assert srv.stats()["requests"] == made  # the rerun made zero calls
     hits = subprocess.run(["grep", "-rl", planted, str(tmp_path)], capture_output=True, text=True)

@@ -12,8 +12,8 @@ from mlflow.tracking import MlflowClient
 
 from cli_runner import ERROR_PREFIX, run, warm_store
 from judgebench.data.datasets import load_toy
-from judgebench.exceptions import DataError
 from judgebench.data.llmjudge import load_llmjudge
+from judgebench.exceptions import DataError
 from judgebench.judges.qrels_file import QrelsFileJudge
 
 LLMJUDGE = Path(__file__).resolve().parents[3] / "shared" / "data" / "llmjudge"  # read through the llmjudge_dir fixture
@@ -49,7 +49,9 @@ def _pairs(toy, n: int) -> list[tuple[str, str, int]]:
 # --------------------------------------------------------------------------- bad input: file, line, value
 
 
-@pytest.mark.parametrize("label, value", [("4", "label 4"), ("-1", "label -1"), ("2.5", "'2.5'"), ("two", "'two'"), ("1_0", "'1_0'")])
+@pytest.mark.parametrize(
+    "label, value", [("4", "label 4"), ("-1", "label -1"), ("2.5", "'2.5'"), ("two", "'two'"), ("1_0", "'1_0'")]
+)
 def test_bad_labels_name_file_line_and_value(tmp_path, toy, label, value):
     (q1, d1, _), (q2, d2, _) = _pairs(toy, 2)
     path = _write(tmp_path, f"{q1} 0 {d1} 1\n\n{q2} 0 {d2} {label}\n")  # the blank line still counts: line 3
@@ -81,7 +83,7 @@ def test_duplicates(tmp_path, toy):
 
 
 def test_unknown_query_and_malformed_lines(tmp_path, toy):
-    (q1, d1, _), = _pairs(toy, 1)
+    ((q1, d1, _),) = _pairs(toy, 1)
     path = _write(tmp_path, f"{q1} 0 {d1} 1\nq999 0 {d1} 2\n")
     with pytest.raises(DataError) as e:
         _judge(path, toy)
@@ -115,7 +117,9 @@ def test_name_is_the_file_stem_unless_given(tmp_path):
 # --------------------------------------------------------------------------- the real LLMJudge submissions
 
 
-@pytest.mark.parametrize("name, line, doc, value", [("RMITIR-llama70B", 2449, "p3021", 5), ("h2oloo-zeroshot2", 3187, "p8028", 10)])
+@pytest.mark.parametrize(
+    "name, line, doc, value", [("RMITIR-llama70B", 2449, "p3021", 5), ("h2oloo-zeroshot2", 3187, "p8028", 10)]
+)
 def test_real_out_of_range_labels_fail_by_default_and_pass_with_clip(llmjudge, name, line, doc, value):
     path = SUBMISSIONS / f"{name}.txt"
     with pytest.raises(DataError) as e:
@@ -125,7 +129,9 @@ def test_real_out_of_range_labels_fail_by_default_and_pass_with_clip(llmjudge, n
     assert len(result.labels) == 4423 and result.usage.calls_failed == 0
     assert result.labels.set_index("doc_id").loc[doc, "relevance"] == 3
     # every other label is the file's own: compare with a plain read of the file
-    plain = pd.read_csv(path, sep=" ", names=["query_id", "it", "doc_id", "label"], dtype={"query_id": str, "doc_id": str})
+    plain = pd.read_csv(
+        path, sep=" ", names=["query_id", "it", "doc_id", "label"], dtype={"query_id": str, "doc_id": str}
+    )
     merged = plain.merge(result.labels, on=["query_id", "doc_id"])
     assert len(merged) == 4423 and (merged["label"].clip(0, 3) == merged["relevance"]).all()
     assert result.usage.errors["clipped"] == int((plain["label"] > 3).sum()) == (2 if name.startswith("RMITIR") else 1)
@@ -150,14 +156,21 @@ def store(tmp_path_factory):
 
 
 def _args(store: Path, *extra: str) -> list[str]:
-    return [f"tracking_uri=sqlite:///{store}/mlflow.db", f"artifact_root={store}/artifacts", f"cache_dir={store}/cache",
-            "progress=false", *extra]
+    return [
+        f"tracking_uri=sqlite:///{store}/mlflow.db",
+        f"artifact_root={store}/artifacts",
+        f"cache_dir={store}/cache",
+        "progress=false",
+        *extra,
+    ]
 
 
 def _runs(store: Path, experiment: str, judge: str | None = None):
     client = MlflowClient(f"sqlite:///{store}/mlflow.db")
     exp = client.get_experiment_by_name(experiment)
-    filt = "attributes.status = 'FINISHED' and tags.`judgebench.kind` = 'job'" + (f" and tags.judge = '{judge}'" if judge else "")
+    filt = "attributes.status = 'FINISHED' and tags.`judgebench.kind` = 'job'" + (
+        f" and tags.judge = '{judge}'" if judge else ""
+    )
     return client, client.search_runs([exp.experiment_id], filter_string=filt)
 
 
@@ -168,26 +181,40 @@ def _metrics(client, run) -> dict:
 
 
 def test_run_py_bad_file_is_one_error_line(store, tmp_path, toy):
-    (q1, d1, _), = _pairs(toy, 1)
+    ((q1, d1, _),) = _pairs(toy, 1)
     path = _write(tmp_path, f"{q1} 0 {d1} 9\n")
     res = run(_args(store, "experiment_name=bad", "ranker=oracle", "judge=qrels", f"judge.path={path}"), cwd=tmp_path)
     assert res.rc == 2, res
-    assert res.error_lines == [f"{ERROR_PREFIX} {path}:1: query {q1} doc {d1}: label 9 is outside 0..3, expected 0..3 "
-                               "(a judge on another scale declares it: judge.scale=binary, or "
-                               "judge.scale={labels:[0,1,2,3,4,5],to_human:[0,0,1,1,2,3]} (labels and their human levels); "
-                               "judge.out_of_range=clip clamps such labels into range)"], res
+    assert res.error_lines == [
+        f"{ERROR_PREFIX} {path}:1: query {q1} doc {d1}: label 9 is outside 0..3, expected 0..3 "
+        "(a judge on another scale declares it: judge.scale=binary, or "
+        "judge.scale={labels:[0,1,2,3,4,5],to_human:[0,0,1,1,2,3]} (labels and their human levels); "
+        "judge.out_of_range=clip clamps such labels into range)"
+    ], res
 
 
 def test_run_py_missing_share_applies(store, tmp_path, toy):
     pairs = toy.label_set()
     keep = len(pairs) - 5  # 5 of 241 missing: 2.1 %, under the default 5 %
-    path = _write(tmp_path, "".join(f"{q} 0 {d} {h}\n" for q, d, h in pairs.head(keep).itertuples(index=False)), "most.txt")
+    path = _write(
+        tmp_path, "".join(f"{q} 0 {d} {h}\n" for q, d, h in pairs.head(keep).itertuples(index=False)), "most.txt"
+    )
     res = run(_args(store, "experiment_name=share", "ranker=oracle", "judge=qrels", f"judge.path={path}"), cwd=tmp_path)
     assert res.rc == 0, res
     client, (r,) = _runs(store, "share", "most")
     m = _metrics(client, r)
     assert m["calls_failed"] == 5 and m["labelled_pairs"] == keep and m["errors_missing"] == 5
-    res = run(_args(store, "experiment_name=share", "ranker=oracle", "judge=qrels", f"judge.path={path}", "max_failed_share=0.01"), cwd=tmp_path)
+    res = run(
+        _args(
+            store,
+            "experiment_name=share",
+            "ranker=oracle",
+            "judge=qrels",
+            f"judge.path={path}",
+            "max_failed_share=0.01",
+        ),
+        cwd=tmp_path,
+    )
     assert res.rc == 2 and "5 of 241 pairs (2.1%) have no label, above max_failed_share=1.0%" in res.err, res
 
 
@@ -201,7 +228,9 @@ def test_sweep_over_files_and_reproducing_the_live_judge(store, tmp_path):
     a, b = tmp_path / "sim_a.txt", tmp_path / "sim_b.txt"
     a.write_bytes(exported.read_bytes())
     b.write_bytes(exported.read_bytes())
-    res = run(["-m", *_args(store, "experiment_name=replay", *cells, "judge=qrels", f"judge.path={a},{b}")], cwd=tmp_path)
+    res = run(
+        ["-m", *_args(store, "experiment_name=replay", *cells, "judge=qrels", f"judge.path={a},{b}")], cwd=tmp_path
+    )
     assert res.rc == 0, res
     for name in ("sim_a", "sim_b"):  # one judge per file, named after it
         client, replayed = _runs(store, "replay", name)
@@ -209,13 +238,29 @@ def test_sweep_over_files_and_reproducing_the_live_judge(store, tmp_path):
         for r in replayed:
             (twin,) = [x for x in live if x.data.tags["system"] == r.data.tags["system"]]
             assert r.data.tags["judge_family"] == "file" and r.data.metrics["calls_made"] == 0
-            for metric in ("ndcg10_judge", "ndcg10_human", "kappa_graded", "kappa_quadratic", "kappa_ge1", "kappa_ge3",
-                           "alpha_ordinal", "kappa_query_iqr", "judge_share_3", "labelled_pairs", "calls_failed"):
-                assert _metrics(client, r)[metric] == _metrics(client, twin)[metric], metric  # exactly, not approximately
+            for metric in (
+                "ndcg10_judge",
+                "ndcg10_human",
+                "kappa_graded",
+                "kappa_quadratic",
+                "kappa_ge1",
+                "kappa_ge3",
+                "alpha_ordinal",
+                "kappa_query_iqr",
+                "judge_share_3",
+                "labelled_pairs",
+                "calls_failed",
+            ):
+                assert _metrics(client, r)[metric] == _metrics(client, twin)[metric], (
+                    metric
+                )  # exactly, not approximately
     # compare: the file judges' Table 2 rows are the live judge's
     out = tmp_path / "out"
-    res = run(["experiment=replay", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", "bootstrap=0", "log=false"],
-              cwd=tmp_path, module="judgebench.compare")
+    res = run(
+        ["experiment=replay", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", "bootstrap=0", "log=false"],
+        cwd=tmp_path,
+        module="judgebench.compare",
+    )
     assert res.rc == 0, res
     t2 = pd.read_csv(out / "table2.csv").set_index("judge")
     stats = [c for c in t2.columns if c not in ("dataset", "reference", "labelled_pairs", "failed_pairs")]

@@ -58,12 +58,24 @@ def test_a_killed_local_judge_cell_keeps_its_answers_and_logged_progress(tmp_pat
     model = tiny_causal(tmp_path / "model")
     marker = tmp_path / "scored-before-kill"
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(kill_after=KILL_AFTER_S, per_pair=SECONDS_PER_PAIR, marker=str(marker),
-                                   run_py=str(REPO / "run.py")), encoding="utf-8")
+    script.write_text(
+        CHILD.format(
+            kill_after=KILL_AFTER_S, per_pair=SECONDS_PER_PAIR, marker=str(marker), run_py=str(REPO / "run.py")
+        ),
+        encoding="utf-8",
+    )
     cache = tmp_path / "cache"
-    args = ["ranker=oracle", "judge=smollm2", f"judge.model_spec.model={model}", "progress=true", "progress_interval_s=0.001",
-            f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/artifacts", f"cache_dir={cache}",
-            f"hydra.run.dir={tmp_path}/out"]
+    args = [
+        "ranker=oracle",
+        "judge=smollm2",
+        f"judge.model_spec.model={model}",
+        "progress=true",
+        "progress_interval_s=0.001",
+        f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+        f"artifact_root={tmp_path}/artifacts",
+        f"cache_dir={cache}",
+        f"hydra.run.dir={tmp_path}/out",
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("JUDGEBENCH_CACHE_DIR", "HYDRA_FULL_ERROR")}
     with open(tmp_path / "stderr.txt", "w") as err:
         child = subprocess.Popen([sys.executable, str(script), *args], cwd=tmp_path, env=env, stdout=err, stderr=err)
@@ -83,7 +95,10 @@ def test_a_killed_local_judge_cell_keeps_its_answers_and_logged_progress(tmp_pat
     # killed after 38 s of answers, scoring the third chunk, far short of the 241-pair label set
     assert done == 8 + 30, log[-2000:]
     stored = stats(CallCache(cache / "calls"))
-    assert stored.entries == done and stored.corrupt == 0, (stored, log[-2000:])  # every answered pair, nothing of the chunk in flight
+    assert stored.entries == done and stored.corrupt == 0, (
+        stored,
+        log[-2000:],
+    )  # every answered pair, nothing of the chunk in flight
     lines = re.findall(r"^judge smollm2: (\d+)/(\d+) pairs.*$", log, re.M)
     assert [int(n) for n, _ in lines] == [8, done], log[-2000:]  # one line per stored chunk at this interval
     assert {int(total) for _, total in lines} == {241}, lines

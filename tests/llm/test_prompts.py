@@ -22,7 +22,10 @@ def test_fill_equals_one_regex_substitution(seed):
     rng = random.Random(seed)
     for _ in range(2000):
         names = rng.sample(["query", "passage", "q", "doc1", "doc2"], rng.randint(1, 4))
-        parts = [rng.choice(["a", " ", "{", "}", "{{", "}}", "{zz}", "{" + rng.choice(names) + "}"]) for _ in range(rng.randint(0, 12))]
+        parts = [
+            rng.choice(["a", " ", "{", "}", "{{", "}}", "{zz}", "{" + rng.choice(names) + "}"])
+            for _ in range(rng.randint(0, 12))
+        ]
         template = "".join(parts)
         values = {name: rng.choice(["V", "{query}", "{passage}", "{", "", "x}y", 7]) for name in names}
         assert fill(template, values) == substituted(template, values), (template, values)

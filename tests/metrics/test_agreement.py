@@ -17,7 +17,9 @@ JUDGE = [0, 1, 1, 3, 3, 2]
 
 
 def _qrels(labels, query="q", prefix="d"):
-    return pd.DataFrame({"query_id": query, "doc_id": [f"{prefix}{i}" for i in range(len(labels))], "relevance": labels})
+    return pd.DataFrame(
+        {"query_id": query, "doc_id": [f"{prefix}{i}" for i in range(len(labels))], "relevance": labels}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +29,25 @@ def six():
 
 def test_column_names_are_the_issue_names():
     assert AGREEMENT_COLUMNS == [
-        "kappa_graded", "kappa_linear", "kappa_quadratic", "kappa_ge1", "kappa_ge2", "kappa_ge3", "kappa_relevant",
-        "alpha_ordinal", "alpha_interval", "kappa_query_median", "kappa_query_iqr",
-        "judge_share_0", "judge_share_1", "judge_share_2", "judge_share_3",
-        "human_share_0", "human_share_1", "human_share_2", "human_share_3",
+        "kappa_graded",
+        "kappa_linear",
+        "kappa_quadratic",
+        "kappa_ge1",
+        "kappa_ge2",
+        "kappa_ge3",
+        "kappa_relevant",
+        "alpha_ordinal",
+        "alpha_interval",
+        "kappa_query_median",
+        "kappa_query_iqr",
+        "judge_share_0",
+        "judge_share_1",
+        "judge_share_2",
+        "judge_share_3",
+        "human_share_0",
+        "human_share_1",
+        "human_share_2",
+        "human_share_3",
     ]
     assert ORDERING_COLUMNS == ["tau_all", "tau_ap", "rho_all", "tau_top5", "tau_top10"]
 

@@ -9,8 +9,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judgebench.metrics.designs import (OUTLIER_Z, Active, Stratified, Uniform, allocate, design, outlier_warning, outlying,
-                                       proportional_pi)
+from judgebench.metrics.designs import (
+    OUTLIER_Z,
+    Active,
+    Stratified,
+    Uniform,
+    allocate,
+    design,
+    outlier_warning,
+    outlying,
+    proportional_pi,
+)
 
 
 def _mask(n, sampled):
@@ -65,7 +74,9 @@ def test_proportional_pi_caps_at_one_and_sums_to_k():
     # the first is capped at 1; the remaining 2 spread over four equal signals
     assert pi.tolist() == pytest.approx([1, 0.5, 0.5, 0.5, 0.5])
     a = Active.build(np.array([10.0, 1, 1, 1, 1]), 3, mix=0.5)
-    assert a.pi.tolist() == pytest.approx([0.5 * 1 + 0.5 * 0.6] + [0.5 * 0.5 + 0.5 * 0.6] * 4) and a.pi.sum() == pytest.approx(3)
+    assert a.pi.tolist() == pytest.approx(
+        [0.5 * 1 + 0.5 * 0.6] + [0.5 * 0.5 + 0.5 * 0.6] * 4
+    ) and a.pi.sum() == pytest.approx(3)
 
 
 def test_allocate_bounds():
@@ -99,8 +110,11 @@ def test_stratified_is_exactly_unbiased_over_every_sample():
     rng = np.random.default_rng(5)
     y, f = rng.random((1, 7)), rng.random((1, 7))
     s = Stratified(np.array([0, 0, 0, 1, 1, 1, 1]), np.array([2, 2]))
-    points = [s.estimate(y, f, _mask(7, [*a, *b]))[0].point[0, 0]
-              for a in itertools.combinations(range(3), 2) for b in itertools.combinations(range(3, 7), 2)]
+    points = [
+        s.estimate(y, f, _mask(7, [*a, *b]))[0].point[0, 0]
+        for a in itertools.combinations(range(3), 2)
+        for b in itertools.combinations(range(3, 7), 2)
+    ]
     assert np.mean(points) == pytest.approx(y.mean(), abs=1e-12)
 
 
@@ -157,5 +171,9 @@ def test_outlying_against_scipys_median_absolute_deviation():
     assert got[0, 7] and got[1, 3] and not got[1, 30] and got[2, 2] and got.sum() == 3
     assert not outlying(np.zeros((1, 5))).any()  # a constant row has no outlier
     assert outlier_warning([]) is None
-    assert "query q7 lies more than 5 robust sd" in outlier_warning(["q7"]) and "label it too" in outlier_warning(["q7"])
-    assert "queries q1, q9" in outlier_warning(["q1", "q9"]) and outlier_warning(["q1", "q9"]).endswith("label them too")
+    assert "query q7 lies more than 5 robust sd" in outlier_warning(["q7"]) and "label it too" in outlier_warning(
+        ["q7"]
+    )
+    assert "queries q1, q9" in outlier_warning(["q1", "q9"]) and outlier_warning(["q1", "q9"]).endswith(
+        "label them too"
+    )

@@ -153,15 +153,21 @@ def _data_dir() -> Path:
 
 def _read_run(path: Path) -> pd.DataFrame:
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
-    return pd.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[2] for r in rows],
-                         "rank": [int(r[3]) for r in rows],
-                         "score": [float(r[4]) for r in rows]})
+    return pd.DataFrame(
+        {
+            "query_id": [r[0] for r in rows],
+            "doc_id": [r[2] for r in rows],
+            "rank": [int(r[3]) for r in rows],
+            "score": [float(r[4]) for r in rows],
+        }
+    )
 
 
 def _read_qrels(path: Path) -> pd.DataFrame:
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
-    return pd.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[2] for r in rows],
-                         "relevance": [int(r[3]) for r in rows]})
+    return pd.DataFrame(
+        {"query_id": [r[0] for r in rows], "doc_id": [r[2] for r in rows], "relevance": [int(r[3]) for r in rows]}
+    )
 
 
 @pytest.mark.parametrize(
@@ -276,10 +282,7 @@ def test_kappa_ge2_binary_2x2_by_hand():
 
 
 def test_kappa_graded_4x4_and_binary_mapping_by_hand():
-    m = [[4, 1, 0, 0],
-         [1, 3, 1, 0],
-         [0, 1, 2, 1],
-         [0, 0, 1, 2]]
+    m = [[4, 1, 0, 0], [1, 3, 1, 0], [0, 1, 2, 1], [0, 0, 1, 2]]
     judge, human = _qrels_from_confusion(m)
     n = 17
     p_o = (4 + 3 + 2 + 2) / n
@@ -364,8 +367,9 @@ def test_kendall_tau_needs_two_common_systems():
 
 
 def _per_query(table: dict[str, dict[str, float]]) -> pd.DataFrame:
-    return pd.DataFrame([{"system": s, "query_id": q, "value": v}
-                         for s, vals in table.items() for q, v in vals.items()])
+    return pd.DataFrame(
+        [{"system": s, "query_id": q, "value": v} for s, vals in table.items() for q, v in vals.items()]
+    )
 
 
 def _hand_t(x: list[float], y: list[float]) -> float:
@@ -436,39 +440,61 @@ def test_holm_counts_a_pair_without_a_test_as_p_1():
     res = pairwise_ttests(_per_query(table), correction="holm")
     assert math.isnan(res["p"].iloc[2])
     # Holm on (p_ab, p_ab, 1): the smallest times 3, the next times 2 (running max), then 1
-    assert res["p_adj"].to_list() == pytest.approx([min(1, 3 * p_ab), max(min(1, 3 * p_ab), min(1, 2 * p_ab)), 1.0], rel=1e-12)
+    assert res["p_adj"].to_list() == pytest.approx(
+        [min(1, 3 * p_ab), max(min(1, 3 * p_ab), min(1, 2 * p_ab)), 1.0], rel=1e-12
+    )
 
 
 def _decisions(rows):
     return pd.DataFrame(
-        [{"system_a": a, "system_b": b, "mean_a": 0.0, "mean_b": 0.0, "t": 0.0, "p": 0.0,
-          "p_adj": 0.0, "significant": s, "better": w} for a, b, s, w in rows])
+        [
+            {
+                "system_a": a,
+                "system_b": b,
+                "mean_a": 0.0,
+                "mean_b": 0.0,
+                "t": 0.0,
+                "p": 0.0,
+                "p_adj": 0.0,
+                "significant": s,
+                "better": w,
+            }
+            for a, b, s, w in rows
+        ]
+    )
 
 
 def test_classify_decisions_all_four_classes():
-    judge = _decisions([
-        ("A", "B", False, None),   # human not sig      -> agree
-        ("A", "C", False, None),   # human sig          -> missed
-        ("A", "D", True, "a"),     # human not sig      -> spurious
-        ("B", "C", True, "a"),     # human (C,B) C wins -> reversed
-        ("B", "D", True, "a"),     # human (D,B) B wins -> agree
-        ("C", "D", True, "b"),     # human D wins       -> agree
-    ])
-    human = _decisions([
-        ("A", "B", False, None),
-        ("A", "C", True, "b"),
-        ("A", "D", False, None),
-        ("C", "B", True, "a"),
-        ("D", "B", True, "b"),
-        ("C", "D", True, "b"),
-    ])
+    judge = _decisions(
+        [
+            ("A", "B", False, None),  # human not sig      -> agree
+            ("A", "C", False, None),  # human sig          -> missed
+            ("A", "D", True, "a"),  # human not sig      -> spurious
+            ("B", "C", True, "a"),  # human (C,B) C wins -> reversed
+            ("B", "D", True, "a"),  # human (D,B) B wins -> agree
+            ("C", "D", True, "b"),  # human D wins       -> agree
+        ]
+    )
+    human = _decisions(
+        [
+            ("A", "B", False, None),
+            ("A", "C", True, "b"),
+            ("A", "D", False, None),
+            ("C", "B", True, "a"),
+            ("D", "B", True, "b"),
+            ("C", "D", True, "b"),
+        ]
+    )
     out = classify_decisions(judge, human)
     got = dict(zip(zip(out["system_a"], out["system_b"]), out["agreement"]))
     assert got == {
-        ("A", "B"): "agree", ("A", "C"): "missed", ("A", "D"): "spurious",
-        ("B", "C"): "reversed", ("B", "D"): "agree", ("C", "D"): "agree",
+        ("A", "B"): "agree",
+        ("A", "C"): "missed",
+        ("A", "D"): "spurious",
+        ("B", "C"): "reversed",
+        ("B", "D"): "agree",
+        ("C", "D"): "agree",
     }
-    assert {"significant_judge", "significant_human", "better_judge", "better_human"} <= set(
-        out.columns)
+    assert {"significant_judge", "significant_human", "better_judge", "better_human"} <= set(out.columns)
     # flipped human row is expressed in the judge's orientation
     assert out.set_index(["system_a", "system_b"]).loc[("B", "D"), "better_human"] == "a"

@@ -32,13 +32,19 @@ def test_matches_the_reference(seed):
     scores = rng.integers(0, 4, n).astype(float)  # few values: many ties
     if seed % 2:
         scores[rng.random(n) < 0.25] = np.nan
-    frame = pd.DataFrame({"query_id": queries, "doc_id": [f"d{i}" for i in range(n)], "score": scores},
-                         index=rng.permutation(n) + 5)
+    frame = pd.DataFrame(
+        {"query_id": queries, "doc_id": [f"d{i}" for i in range(n)], "score": scores}, index=rng.permutation(n) + 5
+    )
     pdt.assert_frame_equal(ranking_from_scores(frame), reference(frame))
 
 
 def test_empty_frame():
-    empty = pd.DataFrame({"query_id": pd.Series([], dtype=object), "doc_id": pd.Series([], dtype=object),
-                          "score": pd.Series([], dtype=float)})
+    empty = pd.DataFrame(
+        {
+            "query_id": pd.Series([], dtype=object),
+            "doc_id": pd.Series([], dtype=object),
+            "score": pd.Series([], dtype=float),
+        }
+    )
     out = ranking_from_scores(empty)
     assert list(out.columns) == ["query_id", "doc_id", "score", "rank"] and out.empty

@@ -7,7 +7,9 @@ from judgebench.rankers.bm25 import BM25Ranker
 def test_bundled_toy_pool_is_the_lucene_bm25_order(tmp_path):
     ds = load_toy()
     regenerated = toy_pool_from_bm25(tmp_path)
-    assert list(zip(regenerated["query_id"], regenerated["doc_id"])) == list(zip(ds.pool["query_id"], ds.pool["doc_id"]))
+    assert list(zip(regenerated["query_id"], regenerated["doc_id"])) == list(
+        zip(ds.pool["query_id"], ds.pool["doc_id"])
+    )
     assert (regenerated["score"] - ds.pool["score"]).abs().max() < 1e-6
 
 

@@ -10,8 +10,6 @@ import torch
 
 from judgebench.data.datasets import Dataset
 from judgebench.llm.remote.api import OpenAIBackend
-from judgebench.llm.local.transformers_model import TransformersModel
-from judgebench.llm.local.models import ModelSpec
 from judgebench.rankers.prp import PRP_PROMPT, PRPRanker, parse_prp, points
 from judgebench.rankers.rankt5 import RankT5Ranker
 from judgebench.rankers.rg import RG_PROMPT, RGRanker, rg_score
@@ -19,8 +17,11 @@ from judgebench.testing.fake_process import FakeLLMServer
 from tiny_models import controlled_logits, log_softmax, tiny_controlled_causal, tiny_seq2seq
 
 DOCS = {  # share of the marker word "good" differs per passage
-    "d1": "cat good good good good", "d2": "cat dog", "d3": "good good tree water",
-    "d4": "sun moon good river", "d5": "bad bad city music",
+    "d1": "cat good good good good",
+    "d2": "cat dog",
+    "d3": "good good tree water",
+    "d4": "sun moon good river",
+    "d5": "bad bad city music",
 }
 
 
@@ -28,9 +29,13 @@ DOCS = {  # share of the marker word "good" differs per passage
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny")
     return {
-        "controlled": tiny_controlled_causal(root, bias={"Yes": 0.0, "No": 0.5, "A": 0.0, "B": 0.2}, slope={"Yes": 6.0, "No": -2.0, "A": 3.0}),
+        "controlled": tiny_controlled_causal(
+            root, bias={"Yes": 0.0, "No": 0.5, "A": 0.0, "B": 0.2}, slope={"Yes": 6.0, "No": -2.0, "A": 3.0}
+        ),
         # attention concentrated near the end of the prompt: says "B" when the SECOND passage holds "good"
-        "recency": tiny_controlled_causal(root, bias={"A": 2.0, "B": 0.0}, slope={"B": 300.0}, recency=0.3, name="tiny-recency"),
+        "recency": tiny_controlled_causal(
+            root, bias={"A": 2.0, "B": 0.0}, slope={"B": 300.0}, recency=0.3, name="tiny-recency"
+        ),
         "t5": tiny_seq2seq(root),
     }
 
@@ -77,7 +82,9 @@ def test_rg_score_formula():
 
 
 def test_rerank_depth_keeps_the_tail_in_pool_order(models, ds, tmp_path):
-    ranker = RGRanker(name="RG", model_spec=spec(models["controlled"]), cache_dir=str(tmp_path), progress=False, rerank_depth=3)
+    ranker = RGRanker(
+        name="RG", model_spec=spec(models["controlled"]), cache_dir=str(tmp_path), progress=False, rerank_depth=3
+    )
     run = ranker.rank(ds, ds.corpus)
     assert set(run["doc_id"][:3]) == {"d1", "d2", "d3"} and list(run["doc_id"][3:]) == ["d4", "d5"]
     assert list(run["doc_id"][:3]) == ["d1", "d3", "d2"]
@@ -108,7 +115,15 @@ class OraclePRP(PRPRanker):
 
 @pytest.mark.parametrize("variant", ["allpairs", "sliding", "sort"])
 def test_prp_variants_recover_a_consistent_order(ds, tmp_path, variant):
-    r = OraclePRP(name="PRP", model_spec={"model": "unused"}, cache_dir=str(tmp_path), variant=variant, passes=5, top_k=5, progress=False)
+    r = OraclePRP(
+        name="PRP",
+        model_spec={"model": "unused"},
+        cache_dir=str(tmp_path),
+        variant=variant,
+        passes=5,
+        top_k=5,
+        progress=False,
+    )
     r.asked = 0
     run = r.rank(ds, ds.corpus)
     assert list(run["doc_id"]) == ["d1", "d3", "d4", "d5", "d2"]
@@ -128,8 +143,12 @@ def test_prp_inconsistent_answers_give_half_points(ds, tmp_path):
     scores = dict(zip(run["doc_id"], run["score"]))
     assert scores["d1"] == 3.5 and scores["d2"] == 0.5
     # order bias: 9 of the 10 pairs answered consistently (one "A" each); (d1, d2) got "A" in both orders: 11 of 20
-    assert r.ranking_metrics() == {"prp_pairs": 10.0, "prp_failed_pairs": 0.0, "prp_order_consistency": 0.9,
-                                   "prp_first_position": 0.55}
+    assert r.ranking_metrics() == {
+        "prp_pairs": 10.0,
+        "prp_failed_pairs": 0.0,
+        "prp_order_consistency": 0.9,
+        "prp_first_position": 0.55,
+    }
 
 
 def test_prp_local_model_with_position_blind_logits_learns_nothing(models, ds, tmp_path):
@@ -163,8 +182,12 @@ def test_prp_local_model_that_prefers_the_passage_with_the_marker(models, ds, tm
     # order bias, counted by hand from the same rule: the 6 marker-vs-plain pairs agree across the two orders (one
     # "A" each), the 3 marker-vs-marker pairs are "B" twice, the plain pair (d2, d5) "A" twice: 6/10 consistent,
     # 8/20 "A"
-    assert r.ranking_metrics() == {"prp_pairs": 10.0, "prp_failed_pairs": 0.0, "prp_order_consistency": 0.6,
-                                   "prp_first_position": 0.4}
+    assert r.ranking_metrics() == {
+        "prp_pairs": 10.0,
+        "prp_failed_pairs": 0.0,
+        "prp_order_consistency": 0.6,
+        "prp_first_position": 0.4,
+    }
 
 
 def test_prp_through_the_api_parses_answers_and_records_failures(ds, tmp_path, monkeypatch):
@@ -176,8 +199,12 @@ def test_prp_through_the_api_parses_answers_and_records_failures(ds, tmp_path, m
         assert list(run["doc_id"])[:2] == ["d1", "d3"] and r.failed == 0
         assert srv.stats()["requests"] == 20
         srv.configure(fail_noscore=1.0)
-        r2 = PRPRanker(name="PRP-API", backend=OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, backoff_base_s=0.01),
-                       cache_dir=str(tmp_path / "fresh"), progress=False)
+        r2 = PRPRanker(
+            name="PRP-API",
+            backend=OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, backoff_base_s=0.01),
+            cache_dir=str(tmp_path / "fresh"),
+            progress=False,
+        )
         run2 = r2.rank(ds, ds.corpus)
         assert r2.failed == 20 and set(run2["score"]) == {2.0}  # no silent "A": every pair is 0.5 / 0.5
 
@@ -207,7 +234,9 @@ def test_rankt5_refuses_a_causal_model(models, ds, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["RG", "RankT5"])
-def test_pointwise_scoring_takes_the_prompt_filled_for_the_key_and_does_not_fill_it_again(models, ds, tmp_path, monkeypatch, kind):
+def test_pointwise_scoring_takes_the_prompt_filled_for_the_key_and_does_not_fill_it_again(
+    models, ds, tmp_path, monkeypatch, kind
+):
     """score_pairs fills each prompt once, for its cache key, and hands it to scoring: the same records as scoring
     from (query, passage) alone, the same keys as key_maker's, and no second fill."""
     from judgebench.llm.local import encoding

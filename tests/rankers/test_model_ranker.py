@@ -20,15 +20,25 @@ def reference(head: pd.DataFrame, tail: pd.DataFrame) -> pd.DataFrame:
     for qid, h in head.groupby("query_id", sort=False):
         t = tail[tail["query_id"] == qid]
         floor = h["score"].min() - 1.0
-        parts += [h, pd.DataFrame({"query_id": qid, "doc_id": t["doc_id"], "score": floor - pd.RangeIndex(len(t)).to_numpy()})]
+        parts += [
+            h,
+            pd.DataFrame({"query_id": qid, "doc_id": t["doc_id"], "score": floor - pd.RangeIndex(len(t)).to_numpy()}),
+        ]
     return ranking_from_scores(pd.concat(parts, ignore_index=True)[["query_id", "doc_id", "score"]])
 
 
 def frame(rng, n: int, queries: list[str], prefix: str, missing: float) -> pd.DataFrame:
     scores = rng.integers(0, 4, n).astype(float)  # few values: ties
     scores[rng.random(n) < missing] = np.nan
-    return pd.DataFrame({"query_id": rng.choice(queries, n), "doc_id": [f"{prefix}{i}" for i in range(n)],
-                         "score": scores, "rank": np.arange(n) + 1}, index=rng.permutation(n) + 3)
+    return pd.DataFrame(
+        {
+            "query_id": rng.choice(queries, n),
+            "doc_id": [f"{prefix}{i}" for i in range(n)],
+            "score": scores,
+            "rank": np.arange(n) + 1,
+        },
+        index=rng.permutation(n) + 3,
+    )
 
 
 @pytest.mark.parametrize("seed", range(40))

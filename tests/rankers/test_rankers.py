@@ -6,13 +6,13 @@ import pandas as pd
 import pytest
 
 from judgebench.data.datasets import Dataset
+from judgebench.evaluation import cut
 from judgebench.judges.simulated import SimulatedJudge
+from judgebench.judges.simulation import latent_prior
 from judgebench.metrics import per_query_ndcg
 from judgebench.rankers.oracle import OracleRanker
-from judgebench.evaluation import cut
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rankers.simulated import SimulatedLLMRanker
-from judgebench.judges.simulation import latent_prior
 
 POOL_ORDER = ["d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"]
 LABELS = {"d2": 3, "d4": 1, "d5": 3, "d7": 0, "d8": 2}  # d1, d3, d6 unjudged
@@ -20,7 +20,9 @@ LABELS = {"d2": 3, "d4": 1, "d5": 3, "d7": 0, "d8": 2}  # d1, d3, d6 unjudged
 
 @pytest.fixture
 def tiny() -> Dataset:
-    pool = pd.DataFrame({"query_id": "q1", "doc_id": POOL_ORDER, "score": [8.0 - i for i in range(8)], "rank": range(1, 9)})
+    pool = pd.DataFrame(
+        {"query_id": "q1", "doc_id": POOL_ORDER, "score": [8.0 - i for i in range(8)], "rank": range(1, 9)}
+    )
     qrels = pd.DataFrame({"query_id": "q1", "doc_id": list(LABELS), "relevance": list(LABELS.values())})
     corpus = {d: f"text of {d}" for d in POOL_ORDER}
     return Dataset("tiny", {"q1": "a query"}, qrels, corpus, pool)
@@ -73,7 +75,9 @@ def test_swap_beyond_ranking_is_a_clear_error(tiny):
 def test_perturbation_order_matches_the_paper_on_a_realistic_pool():
     """100-document pool, judged documents spread through it: nDCG@10 falls in the paper's order."""
     pool_docs = [f"p{i:03d}" for i in range(100)]
-    labels = {f"p{i:03d}": lab for i, lab in zip(range(0, 100, 3), [3, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0] + [0] * 20)}
+    labels = {
+        f"p{i:03d}": lab for i, lab in zip(range(0, 100, 3), [3, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0] + [0] * 20)
+    }
     pool = pd.DataFrame({"query_id": "q", "doc_id": pool_docs, "score": range(100, 0, -1), "rank": range(1, 101)})
     qrels = pd.DataFrame({"query_id": "q", "doc_id": list(labels), "relevance": list(labels.values())})
     ds = Dataset("t", {"q": "x"}, qrels, {d: d for d in pool_docs}, pool)
@@ -111,15 +115,29 @@ def test_simulated_judge_and_ranker_share_the_latent_prior(tiny):
     u = {d: _prior_by_hand(5, "q1", d) for d in POOL_ORDER}
     assert {d: latent_prior(5, "q1", d) for d in POOL_ORDER} == u  # a pure function of (seed, q, d), as documented
     # pinned values (seed 5, q1): a change of the recipe changes every stored simulated result
-    assert [round(u[d], 6) for d in POOL_ORDER] == [1.375023, 0.408867, 0.943589, -0.737418, -1.053638, 0.636558, 0.761239, -1.02049]
-    assert [round(latent_prior(6, "q1", d), 6) for d in ("d1", "d2")] == [-0.953064, -0.575208]  # another family, another prior
+    assert [round(u[d], 6) for d in POOL_ORDER] == [
+        1.375023,
+        0.408867,
+        0.943589,
+        -0.737418,
+        -1.053638,
+        0.636558,
+        0.761239,
+        -1.02049,
+    ]
+    assert [round(latent_prior(6, "q1", d), 6) for d in ("d1", "d2")] == [
+        -0.953064,
+        -0.575208,
+    ]  # another family, another prior
     assert latent_prior(5, "q2", "d1") != u["d1"]  # and the query is part of the key
     # with no human signal in play (all scores = weight * u) the ranker orders by u
     ranker = SimulatedLLMRanker(name="SimLLM", family="simulated-5", weight=1.0, noise=0.0)  # the family's seed is 5
     run = ranker.rank(tiny, tiny.corpus)
     expected = {d: LABELS.get(d, 0) + u[d] for d in POOL_ORDER}
     assert docs(run) == sorted(POOL_ORDER, key=lambda d: -expected[d])
-    judge = SimulatedJudge(family="simulated-5", weight=1.0, noise=0.0).judge(tiny.label_set()[["query_id", "doc_id"]], tiny, tiny.corpus)
+    judge = SimulatedJudge(family="simulated-5", weight=1.0, noise=0.0).judge(
+        tiny.label_set()[["query_id", "doc_id"]], tiny, tiny.corpus
+    )
     got = dict(zip(judge.labels["doc_id"], judge.labels["relevance"]))
     assert got == {d: int(min(3, max(0, round(LABELS[d] + u[d])))) for d in LABELS}
 
@@ -141,7 +159,8 @@ def test_a_simulated_family_is_its_prior(tiny):
 
     a = label("simulated-A")
     seed = family_seed("simulated-A")
-    assert dict(zip(a["doc_id"], a["relevance"])) == {d: int(min(3, max(0, round(LABELS[d] + latent_prior(seed, "q1", d)))))
-                                                     for d in LABELS}
+    assert dict(zip(a["doc_id"], a["relevance"])) == {
+        d: int(min(3, max(0, round(LABELS[d] + latent_prior(seed, "q1", d))))) for d in LABELS
+    }
     assert not a["relevance"].equals(label("simulated-B")["relevance"])  # another family, another prior
     assert SimulatedLLMRanker(name="S").family == SimulatedJudge().family == "simulated-2024"

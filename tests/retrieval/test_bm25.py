@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-from shared_data import need_module
 
 from judgebench.retrieval import index as lucene_index
 from judgebench.retrieval import java, search
 from judgebench.retrieval.search import bm25_search
+from shared_data import need_module
 
 # skipped on a bare clone, a failure under CI (conftest.need_module)
 need_module("pyserini", "needs the bm25 extra: pip install 'judgebench[bm25]'")
@@ -143,7 +143,9 @@ def test_prebuilt_without_network_raises_quickly(tmp_path: Path, monkeypatch: py
     search.import_lucene_searcher()  # JVM start and imports are not what is timed
     # offline, whatever this machine's network: no probe leaves the process (and nothing downloads 2 GB)
     probed = []
-    monkeypatch.setattr(search.socket, "create_connection", lambda address, *a, **k: probed.append(address) or _refuse())
+    monkeypatch.setattr(
+        search.socket, "create_connection", lambda address, *a, **k: probed.append(address) or _refuse()
+    )
     started = time.perf_counter()
     with pytest.raises(RuntimeError, match=r"'msmarco-v1-passage' is not in the Pyserini cache .*no network"):
         search.prebuilt_searcher("msmarco-v1-passage")
@@ -178,8 +180,14 @@ TEMURIN = Path("/usr/lib/jvm/temurin-25-jdk-amd64")  # a full JDK >= 21 that thi
 
 def python(code: str, **env: str) -> dict:
     """Run ``code`` in a fresh interpreter with Java/OpenAI variables cleared; it prints one JSON line."""
-    clean = {k: v for k, v in os.environ.items() if k not in {"JAVA_HOME", "JDK_HOME", "JRE_HOME", "JVM_PATH", "OPENAI_API_KEY"}}
-    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=240)
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"JAVA_HOME", "JDK_HOME", "JRE_HOME", "JVM_PATH", "OPENAI_API_KEY"}
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=240
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

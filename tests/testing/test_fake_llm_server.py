@@ -40,9 +40,17 @@ from judgebench.testing.fake_app import (
 from judgebench.testing.fake_process import FakeLLMServer
 
 JUDGE_PROMPTS = [
-    f"Query: {q}\nPassage: {p}\nRate 0-3. Answer as ##final score: N" for q, p in
-    [("cats", "cats purr"), ("dogs", "dogs bark"), ("tax law", "the 1040 form"), ("x", "y"), ("a b", "c d e"),
-     ("zebra facts", "zebras have stripes"), ("mars", "red planet"), ("rust", "borrow checker")]
+    f"Query: {q}\nPassage: {p}\nRate 0-3. Answer as ##final score: N"
+    for q, p in [
+        ("cats", "cats purr"),
+        ("dogs", "dogs bark"),
+        ("tax law", "the 1040 form"),
+        ("x", "y"),
+        ("a b", "c d e"),
+        ("zebra facts", "zebras have stripes"),
+        ("mars", "red planet"),
+        ("rust", "borrow checker"),
+    ]
 ]
 
 
@@ -92,8 +100,12 @@ def test_openai_judge_answers_usage_and_request(client: openai.OpenAI, srv: Fake
     labels = set()
     for prompt in JUDGE_PROMPTS:
         r = client.chat.completions.create(
-            model="fake-judge", temperature=0, top_p=1, max_tokens=20,
-            messages=[{"role": "system", "content": "You are a judge."}, {"role": "user", "content": prompt}])
+            model="fake-judge",
+            temperature=0,
+            top_p=1,
+            max_tokens=20,
+            messages=[{"role": "system", "content": "You are a judge."}, {"role": "user", "content": prompt}],
+        )
         text = r.choices[0].message.content
         assert text == f"##final score: {fake_label(prompt)}" == fake_answer(prompt)
         assert r.object == "chat.completion" and r.model == "fake-judge" and r.choices[0].finish_reason == "stop"
@@ -115,8 +127,10 @@ def test_openai_label_override_first_match_wins(client: openai.OpenAI, srv: Fake
 
 
 def _prp(a: str, b: str) -> str:
-    return (f'Given a query "animals", which of the following two passages is more relevant to the query?\n\n'
-            f'Passage A: "{a}"\n\nPassage B: "{b}"\n\nOutput Passage A or Passage B:')
+    return (
+        f'Given a query "animals", which of the following two passages is more relevant to the query?\n\n'
+        f'Passage A: "{a}"\n\nPassage B: "{b}"\n\nOutput Passage A or Passage B:'
+    )
 
 
 def test_openai_pairwise_and_prefer(client: openai.OpenAI, srv: FakeLLMServer) -> None:
@@ -150,8 +164,14 @@ def test_async_openai_concurrency_is_real(srv: FakeLLMServer) -> None:
     async def run() -> tuple[list[str], float]:
         async with openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="test-key", max_retries=0) as c:
             t0 = time.perf_counter()
-            rs = await asyncio.gather(*[c.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": f"doc {i} ##final score"}]) for i in range(32)])
+            rs = await asyncio.gather(
+                *[
+                    c.chat.completions.create(
+                        model="m", messages=[{"role": "user", "content": f"doc {i} ##final score"}]
+                    )
+                    for i in range(32)
+                ]
+            )
             return [r.choices[0].message.content or "" for r in rs], time.perf_counter() - t0
 
     answers, elapsed = asyncio.run(run())
@@ -191,8 +211,17 @@ def test_openai_fault_exception_types(client: openai.OpenAI, srv: FakeLLMServer)
 
     srv.configure(fail_malformed=0.0, fail_noscore=1.0)
     assert _chat(client, "x ##final score") == NOSCORE_TEXT
-    assert srv.stats()["by_outcome"] == {"ok": 0, "429": 1, "500": 1, "timeout": 1, "malformed": 1,
-                                         "noscore": 1, "unauthorized": 0, "bad_request": 0, "not_found": 0}
+    assert srv.stats()["by_outcome"] == {
+        "ok": 0,
+        "429": 1,
+        "500": 1,
+        "timeout": 1,
+        "malformed": 1,
+        "noscore": 1,
+        "unauthorized": 0,
+        "bad_request": 0,
+        "not_found": 0,
+    }
 
 
 def test_seeded_faults_match_client_exceptions_exactly(client: openai.OpenAI, srv: FakeLLMServer) -> None:
@@ -247,7 +276,9 @@ def test_genai_sync_and_async(srv: FakeLLMServer) -> None:
     async def run() -> types.GenerateContentResponse:
         a = _gemini(srv, api_version="v1beta").aio
         try:
-            return await a.models.generate_content(model="gemini-3.1-pro-preview", contents=JUDGE_PROMPTS[3], config=config)
+            return await a.models.generate_content(
+                model="gemini-3.1-pro-preview", contents=JUDGE_PROMPTS[3], config=config
+            )
         finally:
             await a.aclose()
 
@@ -299,8 +330,12 @@ def test_genai_fault_exception_types(srv: FakeLLMServer) -> None:
 
 
 def _post(url: str, payload: object, headers: dict[str, str] | None = None) -> tuple[int, dict]:
-    req = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
-                                 headers={"Content-Type": "application/json", **(headers or {})})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(payload).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
     try:
         with urllib.request.urlopen(req, timeout=5) as resp:
             return resp.status, json.loads(resp.read())
@@ -319,7 +354,9 @@ def test_auth_required(srv: FakeLLMServer) -> None:
     status, body = _post(srv.base_url + "/v1beta/models/g:generateContent", gem)
     assert status == 403 and body["error"]["status"] == "PERMISSION_DENIED"
     assert _post(srv.base_url + "/v1beta/models/g:generateContent?key=k", gem)[1]["candidates"][0]["content"] == {
-        "role": "model", "parts": [{"text": "OK"}]}
+        "role": "model",
+        "parts": [{"text": "OK"}],
+    }
     assert srv.stats()["by_outcome"]["unauthorized"] == 4
 
 
@@ -371,8 +408,10 @@ def test_close_leaves_no_process() -> None:
 
 def test_server_dies_with_killed_parent(tmp_path: Path) -> None:
     """A parent killed with SIGKILL runs no cleanup: the server must notice its pipe closing and exit."""
-    code = ("import os, signal\nfrom judgebench.testing.fake_process import FakeLLMServer\n"
-            "srv = FakeLLMServer()\nprint(srv.pid, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    code = (
+        "import os, signal\nfrom judgebench.testing.fake_process import FakeLLMServer\n"
+        "srv = FakeLLMServer()\nprint(srv.pid, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == -signal.SIGKILL, out.stderr
     pid = int(out.stdout.split()[0])
@@ -386,8 +425,21 @@ def test_server_dies_with_killed_parent(tmp_path: Path) -> None:
 
 def test_cli_foreground() -> None:
     with subprocess.Popen(
-            [sys.executable, "-m", "judgebench.testing.fake_process", "--port", "0", "--label", "zebra=2",
-             "--fail-429", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
+        [
+            sys.executable,
+            "-m",
+            "judgebench.testing.fake_process",
+            "--port",
+            "0",
+            "--label",
+            "zebra=2",
+            "--fail-429",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline()

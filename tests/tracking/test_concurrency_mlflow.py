@@ -30,8 +30,13 @@ def cfg_for(tmp: Path, *overrides: str, return_hydra_config: bool = False):
             config_name="config",
             return_hydra_config=return_hydra_config,
             overrides=[
-                f"tracking_uri=sqlite:///{tmp}/mlruns/mlflow.db", f"artifact_root={tmp}/mlruns/artifacts",
-                f"cache_dir={tmp}/cache", "experiment_name=concurrent", "sweep_id=c1", "progress=false", *overrides,
+                f"tracking_uri=sqlite:///{tmp}/mlruns/mlflow.db",
+                f"artifact_root={tmp}/mlruns/artifacts",
+                f"cache_dir={tmp}/cache",
+                "experiment_name=concurrent",
+                "sweep_id=c1",
+                "progress=false",
+                *overrides,
             ],
         )
 
@@ -73,7 +78,10 @@ def test_eight_concurrent_jobs_on_a_fresh_store_make_eight_complete_runs(tmp_pat
     assert {r.info.run_id for r in runs} == {run_id for _, run_id in outcomes}
     assert len({r.data.tags["judgebench.config_hash"] for r in runs}) == 8
     for r in runs:  # complete: params, metrics and artifacts all logged
-        assert r.info.experiment_id == client.get_experiment_by_name("concurrent").experiment_id and "ndcg10_human" in r.data.metrics
+        assert (
+            r.info.experiment_id == client.get_experiment_by_name("concurrent").experiment_id
+            and "ndcg10_human" in r.data.metrics
+        )
         assert {"run.trec", "per_query.csv", "config.yaml"} <= {a.path for a in client.list_artifacts(r.info.run_id)}
 
     # and all eight again at once: every cell is found finished, nothing is logged twice
@@ -113,7 +121,9 @@ def test_sweep_callback_creates_the_experiment_before_the_jobs(tmp_path, monkeyp
     exp_id = precreate_experiment(cfg)
     client = MlflowClient(f"sqlite:///{tmp_path}/mlruns/mlflow.db")
     experiment = client.get_experiment_by_name("concurrent")
-    assert experiment.experiment_id == exp_id and experiment.artifact_location == "mlflow-artifacts:/concurrent"  # beside the store: relative
+    assert (
+        experiment.experiment_id == exp_id and experiment.artifact_location == "mlflow-artifacts:/concurrent"
+    )  # beside the store: relative
     assert (tmp_path / "mlruns" / "mlflow.db.ready").exists()
     # a swept experiment name cannot be created up front: the jobs create theirs
     swept = cfg_for(tmp_path / "other", return_hydra_config=True)
@@ -136,4 +146,6 @@ def test_transient_store_errors_are_retried(attempts_failing):
 
     assert tracking._retry(flaky) == "ok" and len(calls) == attempts_failing + 1
     with pytest.raises(MlflowException):  # anything else is raised at once
-        tracking._retry(lambda: (_ for _ in ()).throw(MlflowException("bad param", error_code="INVALID_PARAMETER_VALUE")))
+        tracking._retry(
+            lambda: (_ for _ in ()).throw(MlflowException("bad param", error_code="INVALID_PARAMETER_VALUE"))
+        )

@@ -10,8 +10,8 @@ from mlflow.exceptions import MlflowException
 
 from judgebench import tracking
 from judgebench.exceptions import BackendUnreachable
-from judgebench.llm.remote.api import CONNECT_FAILS
 from judgebench.llm.batch_api import batch
+from judgebench.llm.remote.api import CONNECT_FAILS
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError
 
 
@@ -54,8 +54,9 @@ def test_store_retry_gives_up_after_8_tries_with_the_last_error(waits):
     assert waits == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0])  # capped at 5 s, none after the last try
 
 
-@pytest.mark.parametrize("error", [MlflowException("bad param", error_code="INVALID_PARAMETER_VALUE"),
-                                   OSError("database is locked")])  # only MLflow's errors are the store's
+@pytest.mark.parametrize(
+    "error", [MlflowException("bad param", error_code="INVALID_PARAMETER_VALUE"), OSError("database is locked")]
+)  # only MLflow's errors are the store's
 def test_store_retry_raises_anything_else_at_once(waits, error):
     other = Failing(1, lambda: error)
     with pytest.raises(type(error)) as raised:
@@ -142,13 +143,17 @@ def test_batch_request_gives_up_after_max_retries_with_the_last_error(slept):
 
 
 def test_batch_request_to_a_server_that_never_answers_is_unreachable_after_connect_fails(slept):
-    kinds = iter(["500", *["connection"] * 10])  # every failure counts towards CONNECT_FAILS, the last must be a connection
+    kinds = iter(
+        ["500", *["connection"] * 10]
+    )  # every failure counts towards CONNECT_FAILS, the last must be a connection
     backend, always = FakeBackend(max_retries=10), Failing(10**6, lambda: TransientError(next(kinds), "refused"))
     with pytest.raises(BackendUnreachable) as raised:
         _batch(backend, always)
     assert always.calls == CONNECT_FAILS == 3
-    assert str(raised.value).startswith(f"cannot connect to http://127.0.0.1:9/v1 (connection: refused; {CONNECT_FAILS} attempts "
-                                        "to poll batch b1): is the server running")
+    assert str(raised.value).startswith(
+        f"cannot connect to http://127.0.0.1:9/v1 (connection: refused; {CONNECT_FAILS} attempts "
+        "to poll batch b1): is the server running"
+    )
     assert backend.stats.errors == Counter({"500": 1, "connection": 2})
 
 

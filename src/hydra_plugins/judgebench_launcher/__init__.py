@@ -33,11 +33,20 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
-from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher, SlurmLauncher
 from omegaconf import OmegaConf
 
+from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher, SlurmLauncher
+from judgebench.cli.hydra_callbacks import (
+    RECORDS,
+    _masked,
+    close_runs_of_dead_job,
+    job_status,
+    short_error,
+    sweep_dir,
+    write_json,
+    write_record,
+)
 from judgebench.errors import PREFIX, CellError, scrub
-from judgebench.cli.hydra_callbacks import RECORDS, _masked, close_runs_of_dead_job, job_status, short_error, sweep_dir, write_json, write_record
 
 log = logging.getLogger("judgebench.sweep")
 
@@ -50,6 +59,7 @@ class WaitForAllJobs:
         import submitit
         from hydra.core.singleton import Singleton
         from hydra.core.utils import filter_overrides
+
         from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 
         assert self.config is not None
@@ -83,7 +93,9 @@ class WaitForAllJobs:
             settings = [self._job_settings(per_job, overrides) for overrides in job_overrides]
             jobs = [None] * len(job_params)
             for values, members in group_by_settings(settings):
-                executor.update_parameters(**{k if k in baseparams else f"{self._EXECUTOR}_{k}": v for k, v in values.items()})
+                executor.update_parameters(
+                    **{k if k in baseparams else f"{self._EXECUTOR}_{k}": v for k, v in values.items()}
+                )
                 log.info("%d cells with %s", len(members), " ".join(f"{k}={v}" for k, v in values.items()))
                 for i, job in zip(members, executor.map_array(self, *zip(*[job_params[i] for i in members]))):
                     jobs[i] = job
@@ -116,8 +128,12 @@ class WaitForAllJobs:
                 f"{PREFIX}cell #{num} ({' '.join(_masked(overrides)) or 'no overrides'}): died without a result: "
                 f"{error}"
             )
-            ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=CellError(scrub(line)))  # one line, exit 2
-            write_record(directory, num, overrides, "failed", error, job_id=job.job_id, state=state, log=str(job.paths.stderr))
+            ret = JobReturn(
+                overrides=overrides, status=JobStatus.FAILED, _return_value=CellError(scrub(line))
+            )  # one line, exit 2
+            write_record(
+                directory, num, overrides, "failed", error, job_id=job.job_id, state=state, log=str(job.paths.stderr)
+            )
             close_runs_of_dead_job(job.job_id)  # changed: its MLflow run ends KILLED, not RUNNING for ever
             log.error("job %s (#%d %s) died without a result: %s", job.job_id, num, " ".join(overrides), state)
             return ret

@@ -51,7 +51,9 @@ class CoveringSweeper(BasicSweeper):
             raise CellError(PREFIX + str(e)) from None
         from judgebench.cli import hydra_callbacks
 
-        hydra_callbacks.record_planned([cell for batch in cells for cell in batch])  # the summary names any never started
+        hydra_callbacks.record_planned(
+            [cell for batch in cells for cell in batch]
+        )  # the summary names any never started
         return cells
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
@@ -62,7 +64,9 @@ class CoveringSweeper(BasicSweeper):
             from judgebench.cli import sweep_preflight
 
             loader = self.hydra_context.config_loader
-            sweep_preflight.check(loader.load_sweep_config(master_config=self.config, sweep_overrides=list(o)) for o in chosen)
+            sweep_preflight.check(
+                loader.load_sweep_config(master_config=self.config, sweep_overrides=list(o)) for o in chosen
+            )
             from judgebench.cli import hydra_callbacks
 
             hydra_callbacks.open_sweep_store()  # the MLflow store and the parent run, only for a sweep that will run

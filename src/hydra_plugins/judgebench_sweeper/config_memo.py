@@ -44,5 +44,9 @@ class MemoConfigRepository(ConfigRepository):
         found = self._memo[key]
         if found is None:
             return None
-        return replace(found, config=copy.deepcopy(found.config), header=dict(found.header),
-                       defaults_list=copy.deepcopy(found.defaults_list))
+        return replace(
+            found,
+            config=copy.deepcopy(found.config),
+            header=dict(found.header),
+            defaults_list=copy.deepcopy(found.defaults_list),
+        )

@@ -89,22 +89,31 @@ def applied(chunks: list[list[list[str]]], compose: Callable[[list[str]], DictCo
                 raise ValueError(
                     f"{key}: {parent} is a setting of {group} {_choice(config_of(cells[0]), group)}, null by "
                     "default, so it has no "
-                    f"key {key[len(parent) + 1:]!r} yet; set it whole in one argument, e.g. "
-                    f"\"{parent}={{{key[len(parent) + 1:]}: VALUE, ...}}\"")
+                    f"key {key[len(parent) + 1 :]!r} yet; set it whole in one argument, e.g. "
+                    f'"{parent}={{{key[len(parent) + 1 :]}: VALUE, ...}}"'
+                )
             from judgebench.cli.override_errors import closest_setting
 
-            near = closest_setting(key.partition(".")[2].rpartition(".")[2], OmegaConf.select(config_of(cells[0]), key.rpartition(".")[0]))
+            near = closest_setting(
+                key.partition(".")[2].rpartition(".")[2], OmegaConf.select(config_of(cells[0]), key.rpartition(".")[0])
+            )
             meant = f"did you mean {key.rpartition('.')[0]}.{near}? else " if near else ""
             raise ValueError(
                 f"{key}: no {group} of this sweep has that setting ({group} {', '.join(components(False))}); "
                 f"{meant}check its "
-                f"name in conf/{group}/, or write +{key}=... to add it to every cell")
+                f"name in conf/{group}/, or write +{key}=... to add it to every cell"
+            )
         if not all(holding):
-            log.info("%s applies to %s %s only; left out of %s (they have no such setting)", key, group,
-                     ", ".join(components(True)), ", ".join(components(False)))
+            log.info(
+                "%s applies to %s %s only; left out of %s (they have no such setting)",
+                key,
+                group,
+                ", ".join(components(True)),
+                ", ".join(components(False)),
+            )
         cells = [c if h else [o for o in c if (setting_key(o) or ("", ""))[1] != key] for c, h in zip(cells, holding)]
     out, i = [], 0
     for chunk in chunks:
-        out.append(cells[i:i + len(chunk)])
+        out.append(cells[i : i + len(chunk)])
         i += len(chunk)
     return out

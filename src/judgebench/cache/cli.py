@@ -25,20 +25,29 @@ def default_root() -> Path:
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--root", type=Path, default=None,
-                        help="cache directory (default: $JUDGEBENCH_CACHE_DIR/calls or ./.cache/judgebench/calls)")
+    common.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="cache directory (default: $JUDGEBENCH_CACHE_DIR/calls or ./.cache/judgebench/calls)",
+    )
     p = argparse.ArgumentParser(prog="judgebench cache", description="Inspect and share the LLM call cache.")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("stats", parents=[common], help="entries, size, corrupt, per backend/model")
     v = sub.add_parser("verify", parents=[common], help="check every entry's checksum")
-    v.add_argument("--remove", action="store_true",
-                   help="delete corrupt entries and temp files older than 1 h (left by killed writers)")
+    v.add_argument(
+        "--remove",
+        action="store_true",
+        help="delete corrupt entries and temp files older than 1 h (left by killed writers)",
+    )
     e = sub.add_parser("export", parents=[common], help="write all entries to one .jsonl.gz file")
     e.add_argument("file", type=Path)
     i = sub.add_parser("import", parents=[common], help="add entries from an exported file")
     i.add_argument("file", type=Path)
     i.add_argument("--overwrite", action="store_true", help="replace entries that already exist")
-    sub.add_parser("compact", parents=[common], help="fold the segments into one indexed file (fast to open; safe while jobs run)")
+    sub.add_parser(
+        "compact", parents=[common], help="fold the segments into one indexed file (fast to open; safe while jobs run)"
+    )
     m = sub.add_parser("migrate", parents=[common], help="move every entry to the other layout (safe to rerun)")
     m.add_argument("--to", required=True, choices=["segments", "files"], help="the layout to move the entries into")
     return p
@@ -53,8 +62,11 @@ def _compact(cache: CallCache) -> int:
         return 0
     for p, why in r.kept:
         print(f"kept: {p} ({why})")
-    print(f"compacted {r.records} entries from {r.folded} segment(s) into {r.path}; removed {len(r.removed)} "
-          f"file(s), kept {len(r.kept)}" + (f"; {r.skipped} damaged record(s) not copied (see verify)" if r.skipped else ""))
+    print(
+        f"compacted {r.records} entries from {r.folded} segment(s) into {r.path}; removed {len(r.removed)} "
+        f"file(s), kept {len(r.kept)}"
+        + (f"; {r.skipped} damaged record(s) not copied (see verify)" if r.skipped else "")
+    )
     return 0
 
 
@@ -66,8 +78,10 @@ def _migrate(cache: CallCache, to: str) -> int:
         print(f"corrupt, left in place: {p}")
     for p, why in r.kept:
         print(f"kept: {p} ({why})")
-    print(f"migrated {r.moved} entries to {to} in {cache.root} ({r.already} were there already), removed {r.removed} "
-          f"old file(s), left {len(r.corrupt)} corrupt")
+    print(
+        f"migrated {r.moved} entries to {to} in {cache.root} ({r.already} were there already), removed {r.removed} "
+        f"old file(s), left {len(r.corrupt)} corrupt"
+    )
     if to == "files":
         print("later jobs write segments (the default) unless JUDGEBENCH_CACHE_LAYOUT=files is set")
     return 1 if r.corrupt else 0

@@ -86,7 +86,7 @@ def _write_pack(tmp: Path, sources: list[tuple[Path, list]], folded: dict[str, i
         at, buf, index, records, skipped = packed._HEAD.size, bytearray(packed.header_bytes(0, 0)), bytearray(), 0, 0
         for key in sorted(newest):
             i, offset, n = newest[key]
-            fr = maps[i][offset:offset + seg.HEADER + n]
+            fr = maps[i][offset : offset + seg.HEADER + n]
             if seg.read_body_bytes(fr, key, n) is None:  # damaged since it was scanned
                 skipped += 1
                 continue
@@ -116,7 +116,7 @@ def _write_pack(tmp: Path, sources: list[tuple[Path, list]], folded: dict[str, i
 def _write_all(fd: int, data) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _remove_if_done(path: Path, upto: int, min_age_s: float) -> str | None:
@@ -169,7 +169,9 @@ def compact(cache: CallCache, min_age_s: float | None = None) -> CompactReport:
             _fsync_dir(directory)
         except OSError as e:
             tmp.unlink(missing_ok=True)
-            raise CacheError(f"cannot write the compacted cache file {final}: [Errno {e.errno}] {e.strerror or e}") from None
+            raise CacheError(
+                f"cannot write the compacted cache file {final}: [Errno {e.errno}] {e.strerror or e}"
+            ) from None
         report = CompactReport(final, records, len(folded), skipped=skipped)
         for p in directory.glob(f"{packed.PREFIX}*{packed.SUFFIX}"):
             if p != final and packed.generation(p.name) < gen:

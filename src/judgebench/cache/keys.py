@@ -19,7 +19,9 @@ from judgebench.cache.schema import problem as record_problem
 KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
-_CANON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode  # what json.dumps builds per call
+_CANON = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False
+).encode  # what json.dumps builds per call
 
 
 def canon(obj: Any) -> str:
@@ -43,7 +45,9 @@ def key_maker(varying: str, **fixed: Any) -> Callable[[Any], str]:
     if varying in fixed:
         raise TypeError(f"key_maker: {varying!r} is both the varying part and a fixed one")
     mark = "\u0000mark-" + secrets.token_hex(8)
-    text = json.dumps({**fixed, varying: mark}, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(
+        {**fixed, varying: mark}, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
     marked = json.dumps(mark, ensure_ascii=False)
     before, found, after = text.partition(marked)
     if not found or marked in after:

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("judgebench.cache.store")
 
 
-def _segment_sources(cache: CallCache) -> tuple[dict[str, list[tuple[Path, int, int]]], list[tuple[Path, str]], list[tuple[Path, str]]]:
+def _segment_sources(
+    cache: CallCache,
+) -> tuple[dict[str, list[tuple[Path, int, int]]], list[tuple[Path, str]], list[tuple[Path, str]]]:
     """Every good frame per key (newest last), every corrupt region and every torn tail, by a full scan of each
     segment."""
     frames: dict[str, list[tuple[Path, int, int]]] = {}
@@ -43,8 +45,13 @@ def _segment_sources(cache: CallCache) -> tuple[dict[str, list[tuple[Path, int, 
         try:
             packed.Packed(pack).close()
         except packed.PackCorrupt as e:
-            problems.append((pack, f"its index is unusable ({e.reason}); its records are read by a scan, and "
-                                   "compact or verify --remove rebuilds it"))
+            problems.append(
+                (
+                    pack,
+                    f"its index is unusable ({e.reason}); its records are read by a scan, and "
+                    "compact or verify --remove rebuilds it",
+                )
+            )
         except FileNotFoundError:
             pack = None
     for path in ([pack] if pack is not None else []) + cache.segments.files():
@@ -142,7 +149,9 @@ class VerifyReport:
 
 def verify_report(cache: CallCache, remove_corrupt: bool = False) -> VerifyReport:
     """Every corrupt entry and torn tail; with ``remove_corrupt``, what was removed and what had to stay."""
-    report = VerifyReport([where for where, _key, payload, _n in scan(cache) if payload is None], torn=torn_tails(cache))
+    report = VerifyReport(
+        [where for where, _key, payload, _n in scan(cache) if payload is None], torn=torn_tails(cache)
+    )
     for where in report.corrupt:
         log.warning("corrupt cache entry %s", where)
     if remove_corrupt:
@@ -161,8 +170,14 @@ def verify_report(cache: CallCache, remove_corrupt: bool = False) -> VerifyRepor
             if rewrite_segment(cache, path):
                 report.removed.extend(entries)
             else:
-                report.kept.extend((where, "its segment changed in the last hour (its writer may be running), so it was "
-                                           "not rewritten: run verify --remove again later") for where in entries)
+                report.kept.extend(
+                    (
+                        where,
+                        "its segment changed in the last hour (its writer may be running), so it was "
+                        "not rewritten: run verify --remove again later",
+                    )
+                    for where in entries
+                )
         cache.clean_temp()
     return report
 
@@ -180,7 +195,11 @@ def rewrite_segment(cache: CallCache, path: Path, min_age_s: float | None = None
         min_age_s = 0  # a compacted file is never appended to
     try:
         if time.time() - path.stat().st_mtime < min_age_s:
-            log.warning("cache segment %s changed in the last %.0f s (its writer may be running); not rewritten", path, min_age_s)
+            log.warning(
+                "cache segment %s changed in the last %.0f s (its writer may be running); not rewritten",
+                path,
+                min_age_s,
+            )
             return False
         res = scan_whole(path)
     except FileNotFoundError:

@@ -46,8 +46,10 @@ def to_segments(cache: CallCache) -> MigrateReport:
             try:
                 writer.append([seg.frame(k, body) for k, body in group])
             except OSError as e:
-                raise CacheError(f"cannot write cache segment {writer.path or cache.segment_dir}: "
-                                 f"[Errno {e.errno}] {e.strerror or e} ({report.moved} records moved before)") from None
+                raise CacheError(
+                    f"cannot write cache segment {writer.path or cache.segment_dir}: "
+                    f"[Errno {e.errno}] {e.strerror or e} ({report.moved} records moved before)"
+                ) from None
             report.moved += len(group)
             done.extend(k for k, _ in group)
             group.clear()
@@ -127,8 +129,10 @@ def to_files(cache: CallCache, min_age_s: float | None = None) -> MigrateReport:
         files._write(files.path_for(key), {"payload": payload, "sha256": checksum(payload)})
         report.moved += 1
     if report.corrupt:
-        report.kept.extend((p, "holds a corrupt record (see verify); not removed") for p in
-                           sorted({seg.segment_of(c) or c for c in report.corrupt}))
+        report.kept.extend(
+            (p, "holds a corrupt record (see verify); not removed")
+            for p in sorted({seg.segment_of(c) or c for c in report.corrupt})
+        )
         return report
     if old is not None:
         old.unlink(missing_ok=True)

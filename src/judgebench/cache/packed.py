@@ -53,7 +53,7 @@ def is_pack(name: str) -> bool:
 
 def generation(name: str) -> int:
     """The generation in ``compact-<generation>-<random>.jbc`` (-1 for a name that is not one)."""
-    part = name[len(PREFIX):].split("-", 1)[0]
+    part = name[len(PREFIX) :].split("-", 1)[0]
     return int(part) if is_pack(name) and part.isdigit() else -1
 
 
@@ -85,7 +85,7 @@ def entry_bytes(key: str, offset: int, n: int) -> bytes:
 def _crc(buf, start: int, end: int) -> int:
     crc = 0
     for at in range(start, end, _CHUNK):
-        crc = zlib.crc32(buf[at:min(end, at + _CHUNK)], crc)
+        crc = zlib.crc32(buf[at : min(end, at + _CHUNK)], crc)
     return crc
 
 
@@ -130,12 +130,17 @@ class Packed:
             raise PackCorrupt(path, f"format version {version}, expected {VERSION}")
         foot_at = size - _FOOT.size
         fmagic, index_at, frecords, folded_len, body_crc, fcrc = _FOOT.unpack_from(mm, foot_at)
-        if fmagic != FOOT_MAGIC or fcrc != zlib.crc32(mm[foot_at:foot_at + 28]):
-            raise PackCorrupt(path, f"bad footer (expected {FOOT_MAGIC!r} and its crc32 in the last {_FOOT.size} bytes)")
+        if fmagic != FOOT_MAGIC or fcrc != zlib.crc32(mm[foot_at : foot_at + 28]):
+            raise PackCorrupt(
+                path, f"bad footer (expected {FOOT_MAGIC!r} and its crc32 in the last {_FOOT.size} bytes)"
+            )
         folded_at = index_at + records * _ENTRY.size
         if (index_at, frecords) != (data_end, records) or folded_at + folded_len != foot_at:
-            raise PackCorrupt(path, f"header and footer disagree (data end {data_end}, index at {index_at}, records "
-                                    f"{records} and {frecords}, {size} bytes)")
+            raise PackCorrupt(
+                path,
+                f"header and footer disagree (data end {data_end}, index at {index_at}, records "
+                f"{records} and {frecords}, {size} bytes)",
+            )
         if _crc(mm, index_at, foot_at) != body_crc:
             raise PackCorrupt(path, "index checksum mismatch")
         try:
@@ -153,7 +158,7 @@ class Packed:
         while lo < hi:
             mid = (lo + hi) // 2
             at = base + mid * width
-            if mm[at:at + 32] < raw:
+            if mm[at : at + 32] < raw:
                 lo = mid + 1
             else:
                 hi = mid
@@ -174,4 +179,3 @@ class Packed:
             self._mm.close()
         except (AttributeError, BufferError):
             pass
-

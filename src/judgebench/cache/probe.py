@@ -37,7 +37,9 @@ def probe_dir(directory: str | os.PathLike[str], what: str, os_module=os, sync: 
         finally:
             os.close(fd)
     except OSError as e:
-        raise CacheError(f"cache {path} is not writable: [Errno {e.errno}] {e.strerror or e} (the folder of {what})") from None
+        raise CacheError(
+            f"cache {path} is not writable: [Errno {e.errno}] {e.strerror or e} (the folder of {what})"
+        ) from None
     finally:
         try:
             os.unlink(tmp)
@@ -55,5 +57,7 @@ def check_call_cache(cache, keys=(), os_module=os) -> None:
         return
     for shard in sorted({cache.root / k[:2] for k in keys if isinstance(k, str)}):
         if shard.is_dir() and not os_module.access(shard, os.W_OK | os.X_OK):
-            raise CacheError(f"cache {shard} is not writable: [Errno 13] Permission denied (the folder of call answers "
-                             f"whose key starts with {shard.name})")
+            raise CacheError(
+                f"cache {shard} is not writable: [Errno 13] Permission denied (the folder of call answers "
+                f"whose key starts with {shard.name})"
+            )

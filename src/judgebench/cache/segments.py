@@ -67,7 +67,7 @@ class ScanResult:
 def _frame_ok(buf, pos: int, n: int) -> bool:
     start = pos + _HEAD.size
     crc = _HEAD.unpack_from(buf, pos)[2]
-    return zlib.crc32(buf[start:start + 32 + n]) == crc
+    return zlib.crc32(buf[start : start + 32 + n]) == crc
 
 
 def _resync(buf, pos: int, size: int) -> int:
@@ -85,19 +85,25 @@ def _resync(buf, pos: int, size: int) -> int:
 def _skipped(buf, pos: int, nxt: int, reason: str) -> str:
     """The reason, with what the bad bytes from ``pos`` up to the next good frame hold."""
     records = max(1, buf[pos:nxt].count(MAGIC))
-    return (f"{reason}; {records} record{'s' if records > 1 else ''} lost in the {nxt - pos} bytes up to the next good "
-            f"frame at byte {nxt}, the records after it are read")
+    return (
+        f"{reason}; {records} record{'s' if records > 1 else ''} lost in the {nxt - pos} bytes up to the next good "
+        f"frame at byte {nxt}, the records after it are read"
+    )
 
 
 def _torn(buf, pos: int, size: int) -> str:
     """What a torn tail at ``pos`` cut short."""
-    if size - pos >= HEADER and buf[pos:pos + 4] == MAGIC:
+    if size - pos >= HEADER and buf[pos : pos + 4] == MAGIC:
         n = _HEAD.unpack_from(buf, pos)[1]
-        key = buf[pos + _HEAD.size:pos + HEADER].hex()
-        return (f"the last record (key {key[:16]}...) is cut short: {size - pos} of its {HEADER + n} bytes are here; "
-                "a writer killed mid-write or still writing, and any records written after it are gone too")
-    return (f"{size - pos} bytes of an unfinished frame header: a writer killed mid-write or still writing, and any "
-            "records written after it are gone too")
+        key = buf[pos + _HEAD.size : pos + HEADER].hex()
+        return (
+            f"the last record (key {key[:16]}...) is cut short: {size - pos} of its {HEADER + n} bytes are here; "
+            "a writer killed mid-write or still writing, and any records written after it are gone too"
+        )
+    return (
+        f"{size - pos} bytes of an unfinished frame header: a writer killed mid-write or still writing, and any "
+        "records written after it are gone too"
+    )
 
 
 def scan_bytes(buf, start: int = 0, end: int | None = None) -> ScanResult:
@@ -110,8 +116,15 @@ def scan_bytes(buf, start: int = 0, end: int | None = None) -> ScanResult:
             break
         magic, n, _ = _HEAD.unpack_from(buf, pos)
         end = pos + HEADER + n
-        bad = BAD_HEADER if magic != MAGIC or n > MAX_BODY else BAD_LENGTH if end > size else \
-            BAD_CRC if not _frame_ok(buf, pos, n) else None
+        bad = (
+            BAD_HEADER
+            if magic != MAGIC or n > MAX_BODY
+            else BAD_LENGTH
+            if end > size
+            else BAD_CRC
+            if not _frame_ok(buf, pos, n)
+            else None
+        )
         if bad is not None:
             nxt = _resync(buf, pos, size)
             if nxt >= size and bad != BAD_HEADER:  # nothing good after it: the last frame, torn (or being written)
@@ -120,7 +133,7 @@ def scan_bytes(buf, start: int = 0, end: int | None = None) -> ScanResult:
             res.problems.append((pos, _skipped(buf, pos, nxt, bad)))
             pos = nxt
             continue
-        res.entries.append((buf[pos + _HEAD.size:pos + HEADER].hex(), pos, n))
+        res.entries.append((buf[pos + _HEAD.size : pos + HEADER].hex(), pos, n))
         pos = end
     if res.torn_tail:
         res.torn = _torn(buf, pos, size)
@@ -147,7 +160,7 @@ def read_body_bytes(data: bytes, key: str, n: int) -> bytes | None:
     """The body of the frame ``data`` if it is ``key``'s, ``n`` bytes long and checks out, else None."""
     if len(data) != HEADER + n or data[:4] != MAGIC or _HEAD.unpack_from(data)[1] != n:
         return None
-    if data[_HEAD.size:HEADER] != bytes.fromhex(key) or not _frame_ok(data, 0, n):
+    if data[_HEAD.size : HEADER] != bytes.fromhex(key) or not _frame_ok(data, 0, n):
         return None
     return data[HEADER:]
 
@@ -194,7 +207,7 @@ class SegmentWriter:
         view = memoryview(b"".join(frames))
         try:
             while view:
-                view = view[self.os.write(self._fd, view):]
+                view = view[self.os.write(self._fd, view) :]
             if self.fsync:
                 os.fsync(self._fd)
         except OSError:

@@ -36,11 +36,15 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from judgebench.cache import segments as seg
-from judgebench.cache.view import SegmentIndex
+
 # call_key, _canon and _checksum are re-exported: callers and tools build keys and envelopes from here
-from judgebench.cache.keys import KEY_RE as _KEY_RE, Corrupt as _Corrupt, call_key, canon as _canon
+from judgebench.cache.keys import KEY_RE as _KEY_RE
+from judgebench.cache.keys import Corrupt as _Corrupt
+from judgebench.cache.keys import call_key, envelopes, is_key
+from judgebench.cache.keys import canon as _canon
 from judgebench.cache.keys import checksum as _checksum  # noqa: F401 (re-exported, as the comment above says)
-from judgebench.cache.keys import envelopes, is_key, validate as _validate
+from judgebench.cache.keys import validate as _validate
+from judgebench.cache.view import SegmentIndex
 from judgebench.exceptions import CacheError
 
 __all__ = ["CallCache", "CacheStats", "call_key", "STORED", "STALE_TEMP_S", "LAYOUTS"]
@@ -70,7 +74,9 @@ class CacheStats:
 class CallCache:
     """Checksummed entries in one directory; safe for many concurrent processes, on local disks and NFS."""
 
-    def __init__(self, root: str | Path, fsync: bool | None = None, layout: str | None = None, create: bool = True) -> None:
+    def __init__(
+        self, root: str | Path, fsync: bool | None = None, layout: str | None = None, create: bool = True
+    ) -> None:
         self.root = Path(root).expanduser()
         self.fsync = os.environ.get("JUDGEBENCH_CACHE_FSYNC", "0") not in ("", "0", "false") if fsync is None else fsync
         if not create and not self.root.is_dir():  # a tool reading a cache: a mistyped path is not a new cache
@@ -221,7 +227,9 @@ class CallCache:
             found = {k: hit for k in wanted if (hit := self.segments.locate(k)) is not None}
             if len(found) < len(wanted) and time.monotonic() - self.segments.refreshed_at >= REFRESH_S:
                 self.segments.refresh()
-                found.update((k, hit) for k in wanted if k not in found and (hit := self.segments.locate(k)) is not None)
+                found.update(
+                    (k, hit) for k in wanted if k not in found and (hit := self.segments.locate(k)) is not None
+                )
         except OSError as e:
             raise CacheError(f"cannot read cache segments in {self.segment_dir}: {_oserr(e)}") from None
         try:
@@ -342,7 +350,7 @@ class CallCache:
             try:
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
                 if self.fsync:
                     os.fsync(fd)
             finally:

@@ -72,7 +72,7 @@ class GroupWriter:
 
     def _flush(self) -> None:
         while self._pending:
-            group, self._pending = self._pending[:self.max_group], self._pending[self.max_group:]
+            group, self._pending = self._pending[: self.max_group], self._pending[self.max_group :]
             _settle(group, *self._write(group))
 
     def _write(self, group: list) -> tuple[int, BaseException | None]:

@@ -36,12 +36,21 @@ def _parameters(target: str) -> list[str] | None:
 
     try:
         found = _locate(target)
-        inits = [k.__init__ for k in found.__mro__ if "__init__" in vars(k) and k is not object] if inspect.isclass(found) else [found]
+        inits = (
+            [k.__init__ for k in found.__mro__ if "__init__" in vars(k) and k is not object]
+            if inspect.isclass(found)
+            else [found]
+        )
         names: list[str] = []
         for init in inits:
             params = list(inspect.signature(init).parameters.values())
-            names += [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                      and p.name != "self" and not p.name.startswith("_")]
+            names += [
+                p.name
+                for p in params
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and p.name != "self"
+                and not p.name.startswith("_")
+            ]
             if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
                 return sorted(set(names))
     except Exception:  # not importable here, or no signature: the job reports it
@@ -69,7 +78,11 @@ def unknown_added(cfg: DictConfig, overrides: Sequence[str]) -> str | None:
             continue
         label = f"{path} ({node.get('name')})" if node.get("name") else path
         meant = did_you_mean(name, params)
-        meant = meant.replace("did you mean ", f"did you mean {path}.") if meant else f"; its settings: {', '.join(sorted(params))}"
+        meant = (
+            meant.replace("did you mean ", f"did you mean {path}.")
+            if meant
+            else f"; its settings: {', '.join(sorted(params))}"
+        )
         return f"{override}: {label} takes no setting {name!r}{meant}"
     return None
 

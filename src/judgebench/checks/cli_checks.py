@@ -30,7 +30,7 @@ def _searchpath(arg: str) -> list[Path] | None:
     for entry in (e.strip().strip("'\"") for e in value.split(",") if e.strip()):
         if not entry.startswith("file://"):
             return None
-        out.append(Path(entry[len("file://"):]).expanduser())
+        out.append(Path(entry[len("file://") :]).expanduser())
     return out
 
 

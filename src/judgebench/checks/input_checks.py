@@ -61,7 +61,11 @@ def check_config_files(cfg: DictConfig) -> None:
 
             read_run(path, order_by=_value(ranker, "order_by"))
     # judge.path=human names the dataset's own human qrels (judges/qrels_file.py): no file to read
-    if _target(judge).endswith("QrelsFileJudge") and isinstance(_value(judge, "path"), str) and _value(judge, "path") != "human":
+    if (
+        _target(judge).endswith("QrelsFileJudge")
+        and isinstance(_value(judge, "path"), str)
+        and _value(judge, "path") != "human"
+    ):
         path = Path(_value(judge, "path")).expanduser()
         root = _value(judge, "root")
         path = path if path.is_absolute() or not root else Path(str(root)).expanduser() / path
@@ -70,9 +74,13 @@ def check_config_files(cfg: DictConfig) -> None:
             from judgebench.data.trec import read_judge_qrels
 
             scale = label_scale.parse(_value(judge, "scale"))  # the labels the judge declares (judges/qrels_file.py)
-            read_judge_qrels(path, out_of_range=str(_value(judge, "out_of_range") or "error"),
-                             duplicates=str(_value(judge, "duplicates") or "error"), max_label=max(scale.labels),
-                             hint=label_scale.out_of_scale_hint(scale))
+            read_judge_qrels(
+                path,
+                out_of_range=str(_value(judge, "out_of_range") or "error"),
+                duplicates=str(_value(judge, "duplicates") or "error"),
+                max_label=max(scale.labels),
+                hint=label_scale.out_of_scale_hint(scale),
+            )
     if dataset is None:
         return
     for key in DATASET_FILES:

@@ -14,11 +14,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from judgebench.exceptions import BackendRefused
-from judgebench.llm.remote.gemini_models import replacement
-from judgebench.secrets import mask_url
-from judgebench.llm.remote.gemini_models import replacement
-from judgebench.secrets import mask_url
 from judgebench.llm.remote.gemini_models import refuse_retired
 from judgebench.secrets import mask_url
 
@@ -35,10 +30,15 @@ def go_offline() -> None:
 def not_checked(role: str, backend: Any) -> str:
     """The line for what a dry run leaves to the real run's preflight."""
     keys = " or ".join(backend.key_envs)
-    key = ("no key needed" if not backend.key_envs else
-           f"key {'set' if any(os.environ.get(k) for k in backend.key_envs) else 'NOT SET'} ({keys})")
-    return (f"[dry run] not checked: {role} {backend.backend} {backend.model} at {mask_url(backend.endpoint())} "
-            f"({key}; the server, the key's validity and the model id are asked by the real run's preflight)")
+    key = (
+        "no key needed"
+        if not backend.key_envs
+        else f"key {'set' if any(os.environ.get(k) for k in backend.key_envs) else 'NOT SET'} ({keys})"
+    )
+    return (
+        f"[dry run] not checked: {role} {backend.backend} {backend.model} at {mask_url(backend.endpoint())} "
+        f"({key}; the server, the key's validity and the model id are asked by the real run's preflight)"
+    )
 
 
 def note(backends: list[tuple[str, Any]]) -> None:

@@ -30,10 +30,6 @@ from judgebench.llm.remote.api import APIBackend, _root_cause
 from judgebench.llm.remote.gemini_models import refuse_retired
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.secrets import mask_url
-from judgebench.llm.remote.api import APIBackend, _root_cause
-from judgebench.llm.remote.gemini_models import replacement
-from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
-from judgebench.secrets import mask_url
 
 log = logging.getLogger("judgebench")
 
@@ -44,7 +40,9 @@ _PASSED: set[tuple[str, str, str]] = set()  # (kind, URL, model) checked in this
 
 def api_backends(**parts: Any) -> list[tuple[str, APIBackend]]:
     """(role, backend) of every part (judge=..., ranker=..., rewriter=...) that calls an API."""
-    return [(role, part.backend) for role, part in parts.items() if isinstance(getattr(part, "backend", None), APIBackend)]
+    return [
+        (role, part.backend) for role, part in parts.items() if isinstance(getattr(part, "backend", None), APIBackend)
+    ]
 
 
 def check(backends: list[tuple[str, APIBackend]]) -> None:
@@ -70,7 +68,7 @@ def check_labels(dataset, judge) -> None:
 
 def _roles_calling(dataset, judge, rewriter) -> set[str]:
     """Which of rewriter and judge have calls to make, by the cache (the same plan a dry run prints)."""
-    texts, pending = (rewriter.plan(dataset) if hasattr(rewriter, "plan") else (dataset.corpus, {}))
+    texts, pending = rewriter.plan(dataset) if hasattr(rewriter, "plan") else (dataset.corpus, {})
     roles = {"rewriter"} if pending else set()
     if hasattr(judge, "plan"):
         pairs = dataset.label_set()[["query_id", "doc_id"]]
@@ -96,14 +94,24 @@ def check_backend(role: str, backend: APIBackend) -> None:
     info = asyncio.run(_lookup(role, backend, key, where))
     limit = info.get("output_token_limit")
     if limit and backend.request_max_output_tokens > limit:
-        raise ConfigError(f"{role}.backend.max_output_tokens={backend.max_output_tokens}: with thinking "
-                          f"({backend.thinking_allowance} tokens) a request asks for {backend.request_max_output_tokens} "
-                          f"output tokens, above {backend.model}'s limit of {limit}; lower max_output_tokens or thinking")
+        raise ConfigError(
+            f"{role}.backend.max_output_tokens={backend.max_output_tokens}: with thinking "
+            f"({backend.thinking_allowance} tokens) a request asks for {backend.request_max_output_tokens} "
+            f"output tokens, above {backend.model}'s limit of {limit}; lower max_output_tokens or thinking"
+        )
     if info.get("thinking") is False and backend.thinking_config:
-        raise ConfigError(f"{role}.backend.thinking={backend.thinking}: {backend.model} does not think (its model "
-                          "description says so); set thinking=off")
+        raise ConfigError(
+            f"{role}.backend.thinking={backend.thinking}: {backend.model} does not think (its model "
+            "description says so); set thinking=off"
+        )
     _PASSED.add(ident)
-    log.info("preflight: %s %s at %s answers (%.2fs)", backend.backend, backend.model, mask_url(url), time.perf_counter() - started)
+    log.info(
+        "preflight: %s %s at %s answers (%.2fs)",
+        backend.backend,
+        backend.model,
+        mask_url(url),
+        time.perf_counter() - started,
+    )
 
 
 async def _lookup(role: str, backend: APIBackend, key: str, where: str) -> dict:
@@ -120,15 +128,24 @@ async def _lookup(role: str, backend: APIBackend, key: str, where: str) -> dict:
             if e.kind == "connection":
                 raise BackendUnreachable(
                     f"cannot connect to {url} ({_root_cause(e)}): is the server running and the URL right "
-                    f"({role}.base_url{', OPENAI_BASE_URL' if backend.backend == 'openai' else ''})?") from None
+                    f"({role}.base_url{', OPENAI_BASE_URL' if backend.backend == 'openai' else ''})?"
+                ) from None
             if e.kind == "timeout" and attempt == ATTEMPTS:
-                raise BackendUnreachable(f"no answer from {url} within {TIMEOUT_S:g}s ({ATTEMPTS} attempts) to a model "
-                                         f"lookup: is the server up and the URL right ({role}.base_url)?") from None
+                raise BackendUnreachable(
+                    f"no answer from {url} within {TIMEOUT_S:g}s ({ATTEMPTS} attempts) to a model "
+                    f"lookup: is the server up and the URL right ({role}.base_url)?"
+                ) from None
             if attempt == ATTEMPTS:
-                log.warning("preflight: %s %s at %s: %s after %d attempts; going on (the job retries on its own)",
-                            backend.backend, backend.model, url, e, attempt)
+                log.warning(
+                    "preflight: %s %s at %s: %s after %d attempts; going on (the job retries on its own)",
+                    backend.backend,
+                    backend.model,
+                    url,
+                    e,
+                    attempt,
+                )
                 return {}
-            await asyncio.sleep(min(10.0, e.retry_after if e.retry_after is not None else 0.5 * 2 ** attempt))
+            await asyncio.sleep(min(10.0, e.retry_after if e.retry_after is not None else 0.5 * 2**attempt))
     return {}
 
 
@@ -138,8 +155,10 @@ def _refused(role: str, backend: APIBackend, where: str, url: str, e: PermanentE
         return BackendRefused(f"{where}: {url} has no such model (404 NOT_FOUND: {message}); check the model name")
     env = next((n for n in backend.key_envs if os.environ.get(n)), None)
     if e.kind in ("400", "401", "403") and env:
-        return BackendRefused(f"{role}: {url} refused the API key in {env} ({e.kind}: {message}); set a valid key "
-                              f"in {' or '.join(backend.key_envs)}")
+        return BackendRefused(
+            f"{role}: {url} refused the API key in {env} ({e.kind}: {message}); set a valid key "
+            f"in {' or '.join(backend.key_envs)}"
+        )
     return BackendRefused(f"{where}: {url} refused a lookup of the model ({e.kind}: {message})")
 
 
@@ -147,8 +166,9 @@ async def _gemini(backend: APIBackend, key: str) -> dict:
     from google import genai
     from google.genai import types
 
-    options = types.HttpOptions(base_url=backend.base_url, timeout=int(TIMEOUT_S * 1000),
-                                retry_options=types.HttpRetryOptions(attempts=1))
+    options = types.HttpOptions(
+        base_url=backend.base_url, timeout=int(TIMEOUT_S * 1000), retry_options=types.HttpRetryOptions(attempts=1)
+    )
     client = genai.Client(api_key=key, http_options=options)
     try:
         with gemini_errors():
@@ -161,7 +181,9 @@ async def _gemini(backend: APIBackend, key: str) -> dict:
 async def _openai(backend: APIBackend, key: str) -> dict:
     import openai
 
-    async with openai.AsyncOpenAI(api_key=key, base_url=backend.client_base_url(), max_retries=0, timeout=TIMEOUT_S) as client:
+    async with openai.AsyncOpenAI(
+        api_key=key, base_url=backend.client_base_url(), max_retries=0, timeout=TIMEOUT_S
+    ) as client:
         try:
             with openai_errors():
                 await client.models.retrieve(backend.model)
@@ -172,6 +194,9 @@ async def _openai(backend: APIBackend, key: str) -> dict:
         with openai_errors():  # vLLM and llama.cpp serve only the list
             served = [m.id async for m in client.models.list()]
         if backend.model not in served:
-            raise PermanentError("404", f"the server serves {', '.join(served[:8]) or 'no model'}"
-                                        f"{' ...' if len(served) > 8 else ''}, not {backend.model}")
+            raise PermanentError(
+                "404",
+                f"the server serves {', '.join(served[:8]) or 'no model'}"
+                f"{' ...' if len(served) > 8 else ''}, not {backend.model}",
+            )
     return {}

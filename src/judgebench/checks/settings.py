@@ -59,11 +59,20 @@ def number(low: float | None = None, high: float | None = None, *, above: bool =
 
 NAME = Rule("a non-empty name", lambda v: isinstance(v, str) and bool(v.strip()))
 PATH = Rule("a non-empty path", lambda v: isinstance(v, str) and bool(v.strip()))
-RANKS = Rule("a list of ranks (integers >= 1), e.g. [1] or [2,3]", lambda v: isinstance(v, list) and all(_int(k) and k >= 1 for k in v))
+RANKS = Rule(
+    "a list of ranks (integers >= 1), e.g. [1] or [2,3]",
+    lambda v: isinstance(v, list) and all(_int(k) and k >= 1 for k in v),
+)
 SHARE = number(0, 1)
-THINKING = Rule("off, a thinking budget in tokens (an integer >= 0) or a level (minimal, low, medium, high)",
-                lambda v: v is False or (_int(v) and v >= 0) or (isinstance(v, str) and v.lower() in ("off", "minimal", "low", "medium", "high")),
-                nullable=True)
+THINKING = Rule(
+    "off, a thinking budget in tokens (an integer >= 0) or a level (minimal, low, medium, high)",
+    lambda v: (
+        v is False
+        or (_int(v) and v >= 0)
+        or (isinstance(v, str) and v.lower() in ("off", "minimal", "low", "medium", "high"))
+    ),
+    nullable=True,
+)
 
 BACKEND = {
     "max_concurrency": integer(1),
@@ -86,11 +95,18 @@ BACKEND = {
     "thinking_reserve": integer(0),
 }
 MODEL_SPEC = {
-    "batch_size": integer(1), "batch_tokens": integer(1, nullable=True), "max_input_tokens": integer(1, nullable=True),
-    "memory_gb": number(0, above=True, nullable=True), "params_b": number(0, above=True, nullable=True),
+    "batch_size": integer(1),
+    "batch_tokens": integer(1, nullable=True),
+    "max_input_tokens": integer(1, nullable=True),
+    "memory_gb": number(0, above=True, nullable=True),
+    "params_b": number(0, above=True, nullable=True),
     "dtype": Rule("auto, float32, bfloat16 or float16", lambda v: v in ("auto", "float32", "bfloat16", "float16")),
-    "device": Rule("auto, cpu, cuda, cuda:N or mps", lambda v: isinstance(v, str) and (v in ("auto", "cpu", "cuda", "mps") or (
-        v.startswith("cuda:") and v[5:].isdigit()))),
+    "device": Rule(
+        "auto, cpu, cuda, cuda:N or mps",
+        lambda v: (
+            isinstance(v, str) and (v in ("auto", "cpu", "cuda", "mps") or (v.startswith("cuda:") and v[5:].isdigit()))
+        ),
+    ),
 }
 
 RULES: dict[str, Rule] = {

@@ -22,8 +22,10 @@ def check_sqlite_writable(tracking_uri: str, db: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
-        raise ConfigError(f"tracking_uri={tracking_uri}: the MLflow store's folder {db.parent} is not writable "
-                          f"([Errno {e.errno}] {e.strerror}); {hint}") from None
+        raise ConfigError(
+            f"tracking_uri={tracking_uri}: the MLflow store's folder {db.parent} is not writable "
+            f"([Errno {e.errno}] {e.strerror}); {hint}"
+        ) from None
     if not db.exists():
         return
     con = None
@@ -34,7 +36,9 @@ def check_sqlite_writable(tracking_uri: str, db: Path) -> None:
     except sqlite3.OperationalError as e:
         if "locked" in str(e) or "busy" in str(e):  # another job is writing: writable
             return
-        raise ConfigError(f"tracking_uri={tracking_uri}: the MLflow store {db} cannot be written ({e}); {hint}") from None
+        raise ConfigError(
+            f"tracking_uri={tracking_uri}: the MLflow store {db} cannot be written ({e}); {hint}"
+        ) from None
     finally:
         if con is not None:
             con.close()

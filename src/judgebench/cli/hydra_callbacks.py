@@ -50,12 +50,23 @@ log = logging.getLogger("judgebench.sweep")
 RECORDS = ".judgebench/jobs"  # under the sweep directory
 PLANNED = ".judgebench/planned.json"  # ... every cell's overrides, in launch order
 SUMMARY_FILE = "sweep_summary.json"
-_SLURM_ENV = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
+_SLURM_ENV = {
+    "slurm_job_id": "SLURM_JOB_ID",
+    "slurm_array_job_id": "SLURM_ARRAY_JOB_ID",
+    "slurm_array_task_id": "SLURM_ARRAY_TASK_ID",
+}
 
 # Submitting-process state. Module globals, not callback attributes: the callback object is
 # pickled with the launcher into every submitit job, and its attributes would travel with it.
-_SWEEP: dict[str, Any] = {"dir": None, "printed": True, "started": 0.0, "uri": None, "parent": None, "experiment": None,
-                          "pending": None}
+_SWEEP: dict[str, Any] = {
+    "dir": None,
+    "printed": True,
+    "started": 0.0,
+    "uri": None,
+    "parent": None,
+    "experiment": None,
+    "pending": None,
+}
 
 
 def sweep_dir(config: DictConfig) -> Path:
@@ -82,7 +93,7 @@ def short_error(exc: BaseException | str, lines: int = 1, limit: int = 300) -> s
     if len(kept) <= limit:
         return kept
     head = (limit - 3) // 2
-    return f"{kept[:head]} … {kept[len(kept) - (limit - 3 - head):]}"
+    return f"{kept[:head]} … {kept[len(kept) - (limit - 3 - head) :]}"
 
 
 def _masked(overrides: Sequence[str]) -> list[str]:
@@ -106,8 +117,17 @@ def job_status(job_return: JobReturn) -> tuple[str, str | None]:
     return "unknown", None
 
 
-def write_record(directory: Path, num: int, overrides: Sequence[str], status: str, error: str | None = None, **extra: Any) -> None:
-    record = {"num": int(num), "overrides": _masked(overrides), "status": status, "error": error, "time": time.time(), **extra}
+def write_record(
+    directory: Path, num: int, overrides: Sequence[str], status: str, error: str | None = None, **extra: Any
+) -> None:
+    record = {
+        "num": int(num),
+        "overrides": _masked(overrides),
+        "status": status,
+        "error": error,
+        "time": time.time(),
+        **extra,
+    }
     write_json(directory / RECORDS / f"{int(num):05d}.json", record)
 
 
@@ -150,8 +170,14 @@ def summarize(directory: Path) -> dict:
     planned = read_planned(directory) or []
     started = {r["num"] for r in records}
     not_started = [{"num": num, "overrides": cell} for num, cell in enumerate(planned) if num not in started]
-    summary = {"sweep_dir": str(directory), "cells": len(records) + len(not_started), **counts,
-               "not_started": len(not_started), "jobs": records, "never_started": not_started}
+    summary = {
+        "sweep_dir": str(directory),
+        "cells": len(records) + len(not_started),
+        **counts,
+        "not_started": len(not_started),
+        "jobs": records,
+        "never_started": not_started,
+    }
     write_json(directory / SUMMARY_FILE, summary)
     return summary
 
@@ -162,14 +188,18 @@ def format_summary(summary: dict) -> str:
     waiting = summary.get("never_started") or []
     lines = [
         f"judgebench sweep: {summary['cells']} cells - {summary['ran']} ran, {summary['skipped']} skipped, "
-        f"{summary['failed']} failed" + (f", {len(waiting)} never started" if waiting else "") + f" ({summary['sweep_dir']})"
+        f"{summary['failed']} failed"
+        + (f", {len(waiting)} never started" if waiting else "")
+        + f" ({summary['sweep_dir']})"
     ]
     if common:
         lines.append("  common overrides: " + " ".join(o for o in rows[0]["overrides"] if o in common))
     width = max([len(r["status"]) for r in rows] + [6])
     jobs = [
         (r.get("slurm_array_job_id") and f"{r['slurm_array_job_id']}_{r.get('slurm_array_task_id')}")
-        or r.get("slurm_job_id") or r.get("job_id") or "-"
+        or r.get("slurm_job_id")
+        or r.get("job_id")
+        or "-"
         for r in rows
     ]
     show_jobs = any(job != "-" for job in jobs)  # Hydra's basic launcher: no job ids
@@ -192,7 +222,9 @@ def never_started_line(waiting: list[dict], common: set[str], shown: int = 3) ->
     nums = " ".join(f"#{w['num']}" for w in waiting[:12]) + (" …" if len(waiting) > 12 else "")
     text = f"  never started ({len(waiting)}): {nums}; rerun the same command to run them (finished cells are skipped)"
     for w in waiting[:shown]:
-        text += f"\n        #{w['num']}: " + (" ".join(o for o in w["overrides"] if o not in common) or "(no overrides)")
+        text += f"\n        #{w['num']}: " + (
+            " ".join(o for o in w["overrides"] if o not in common) or "(no overrides)"
+        )
     if len(waiting) > shown:
         text += f"\n        … and {len(waiting) - shown} more in sweep_summary.json"
     return text
@@ -246,7 +278,11 @@ def precreate_experiment(config: DictConfig) -> str | None:
     previous = hydra_config.cfg
     hydra_config.set_config(config)  # ${hydra:runtime.cwd} in the default tracking_uri / artifact_root
     try:
-        uri, name, artifact_root = config.get("tracking_uri"), config.get("experiment_name"), config.get("artifact_root")
+        uri, name, artifact_root = (
+            config.get("tracking_uri"),
+            config.get("experiment_name"),
+            config.get("artifact_root"),
+        )
     finally:
         hydra_config.cfg = previous
     if not uri or not name:
@@ -272,12 +308,17 @@ def close_runs_of_dead_job(job_id: str) -> list[str]:
     if not uri or exp_id is None or not job_id:
         return []
     array, _, task = str(job_id).partition("_")
-    match = (f"tags.slurm_array_job_id = '{array}' and tags.slurm_array_task_id = '{task}'" if task
-             else f"tags.slurm_job_id = '{array}'")
+    match = (
+        f"tags.slurm_array_job_id = '{array}' and tags.slurm_array_task_id = '{task}'"
+        if task
+        else f"tags.slurm_job_id = '{array}'"
+    )
     client = tracking.MlflowClient(uri)
     closed = []
     try:
-        for r in client.search_runs([exp_id], filter_string=f"{match} and attributes.status = 'RUNNING'", max_results=50):
+        for r in client.search_runs(
+            [exp_id], filter_string=f"{match} and attributes.status = 'RUNNING'", max_results=50
+        ):
             client.set_terminated(r.info.run_id, status="KILLED")
             closed.append(r.info.run_id)
     except Exception as exc:  # the sweep's report matters more than the runs' status
@@ -290,14 +331,22 @@ def start_parent_run(config: DictConfig, experiment_id: str) -> str:
     from judgebench import tracking
 
     sweep = str(config.get("sweep_id") or config.hydra.sweep.dir)
-    overrides = " ".join(_masked(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))) or "(no overrides)"
+    overrides = (
+        " ".join(_masked(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))) or "(no overrides)"
+    )
     name = f"sweep {Path(sweep).parent.name}/{Path(sweep).name}".replace("sweep /", "sweep ")
     note = (
         f"Sweep of experiment {config.experiment_name}: {overrides}; one nested run per cell (sweep dir "
         f"{sweep_dir(config)})"
     )
-    run = tracking.JobRun(tracking.MlflowClient(_SWEEP["uri"]), experiment_id, name,
-                          RunTags(kind="sweep", sweep_id=sweep).to_tags(), note=note[:5000], parent="")
+    run = tracking.JobRun(
+        tracking.MlflowClient(_SWEEP["uri"]),
+        experiment_id,
+        name,
+        RunTags(kind="sweep", sweep_id=sweep).to_tags(),
+        note=note[:5000],
+        parent="",
+    )
     os.environ[tracking.PARENT_ENV] = f"{experiment_id}:{run.run_id}"
     _SWEEP["parent"] = run
     return run.run_id
@@ -374,7 +423,9 @@ class SweepCallback(Callback):
         if status == "dry-run":  # its counts, for the sweep's total (jobs/dry_run_total.py)
             from judgebench.jobs import dry_run_total
 
-            dry_run_total.save_cell(sweep_dir(config), config.hydra.job.num, OmegaConf.select(config, "dataset.name", default=None))
+            dry_run_total.save_cell(
+                sweep_dir(config), config.hydra.job.num, OmegaConf.select(config, "dataset.name", default=None)
+            )
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         summary = None

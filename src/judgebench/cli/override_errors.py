@@ -33,7 +33,7 @@ def closest_setting(leaf: str, node: Any) -> str | None:
     close = did_you_mean(leaf, [k.rpartition(".")[2] for k in keys])
     if not close:
         return None
-    match = close[len("; did you mean "):-1]
+    match = close[len("; did you mean ") : -1]
     return next(k for k in keys if k.rpartition(".")[2] == match)
 
 
@@ -72,8 +72,11 @@ def hydra_error_line(exc: BaseException) -> str | None:
     if isinstance(exc, OverrideParseException):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "bad override"
         override = getattr(exc, "override", None)
-        return PREFIX + scrub(f"{override}: {first} (see https://hydra.cc/docs/advanced/override_grammar/basic)"
-                              if override else _one_line(str(exc)))
+        return PREFIX + scrub(
+            f"{override}: {first} (see https://hydra.cc/docs/advanced/override_grammar/basic)"
+            if override
+            else _one_line(str(exc))
+        )
     if isinstance(exc, MissingConfigException):
         return PREFIX + scrub(_one_line(str(exc)))
     return None
@@ -99,6 +102,7 @@ def report_hydra_errors() -> None:
 
                 def again() -> Any:
                     raise error
+
                 return original(again)
             print(line, file=sys.stderr, flush=True)
             sys.exit(EXIT_CODE)

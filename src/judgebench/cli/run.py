@@ -20,11 +20,9 @@ from collections.abc import Sequence
 import hydra
 from omegaconf import DictConfig
 
-from judgebench import errors
+from judgebench import errors, secrets
 from judgebench.checks import cli_checks
-from judgebench import secrets
-from judgebench.cli import override_errors
-from judgebench.cli import sweep_settings
+from judgebench.cli import override_errors, sweep_settings
 from judgebench.config.config_dir import CONF_DIR
 from judgebench.exceptions import NoSystems, SecretInConfig, UserError
 from judgebench.identity import NON_SEMANTIC

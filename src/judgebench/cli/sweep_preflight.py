@@ -52,8 +52,6 @@ def _check_files(cfg: DictConfig) -> None:
 def _check_backends(cfg: DictConfig) -> None:
     from hydra.utils import instantiate
 
-    from judgebench.checks import offline_checks
-    from judgebench.checks import preflight
     from judgebench.checks import preflight
     from judgebench.jobs.common import load_dataset
     from judgebench.llm.remote.gemini_models import refuse_retired
@@ -65,8 +63,11 @@ def _check_backends(cfg: DictConfig) -> None:
     if kind == "labels_only":
         parts = {"judge": judge}
     else:
-        parts = {"judge": judge, "rewriter": instantiate(cfg.rewriter),
-                 "ranker": instantiate(cfg.ranker) if _calls_api(cfg.ranker) else None}
+        parts = {
+            "judge": judge,
+            "rewriter": instantiate(cfg.rewriter),
+            "ranker": instantiate(cfg.ranker) if _calls_api(cfg.ranker) else None,
+        }
     backends = preflight.api_backends(**parts)
     if not backends:
         return
@@ -116,8 +117,15 @@ def _cell_problem(cfg: DictConfig, seen: set[tuple[str, ...]]) -> str | None | b
         if files not in seen:
             seen.add(files)
             _check_files(cfg)
-        part = ("api", kind, _part(cfg, "dataset"), _part(cfg, "judge"), _part(cfg, "rewriter"),
-                _part(cfg, "ranker") if _calls_api(cfg.get("ranker")) else "", str(bool(cfg.get("dry_run"))))
+        part = (
+            "api",
+            kind,
+            _part(cfg, "dataset"),
+            _part(cfg, "judge"),
+            _part(cfg, "rewriter"),
+            _part(cfg, "ranker") if _calls_api(cfg.get("ranker")) else "",
+            str(bool(cfg.get("dry_run"))),
+        )
         if part not in seen:
             seen.add(part)
             _check_backends(cfg)

@@ -24,16 +24,16 @@ from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
 from judgebench.compare import console, labels_report
-from judgebench.compare.base import names
-from judgebench.compare.budget import signals as budget_signals
-from judgebench.compare.budget import experiment as human_budget
-from judgebench.metrics import designs
 from judgebench.compare import report as report_mod
-from judgebench.compare.base.reference import CHOICES, HUMAN_JUDGED
-from judgebench.compare.base.reference import CHOICES, HUMAN_JUDGED
+from judgebench.compare.base import names
+from judgebench.compare.base.reference import CHOICES
+from judgebench.compare.budget import experiment as human_budget
+from judgebench.compare.budget import signals as budget_signals
 from judgebench.errors import print_error
 from judgebench.exceptions import CompareError
+from judgebench.metrics import designs
 from judgebench.secrets import install_log_scrubbing, mask_url
+
 
 def _text(shown: str, help: str, expected: str = "") -> dict[str, str]:
     """How an option reads on the command line: the usage line's value, its help, what a valid value is."""
@@ -45,62 +45,163 @@ def _text(shown: str, help: str, expected: str = "") -> dict[str, str]:
 # text); ``CompareArgs``, the schema the arguments are read through, is made from both.
 COMMAND = {
     "experiment": (str, MISSING, _text("NAME", "the MLflow experiment of the grid (required)")),
-    "sweep": (Optional[str], None, _text("ID", "only runs of this sweep id (default: the latest finished run of every cell)")),
-    "out": (Optional[str], None, _text("DIR", "output directory (default: compare-out/NAME; a NAME with other characters than letters, digits\n"
-                                "and _.- is made one: its plain characters and a hash)")),
-    "format": (Optional[str], None, _text("md,csv,tex,png,html", "which files to write (default: all five; html = report.html, one self-contained page); a\n"
-                                   "short summary is printed, the full report is report.md / report.html")),
-    "tracking_uri": (Optional[str], None, _text("URI", "the MLflow store (default: MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)")),
-    "log": (bool, True, _text("true|false", "log the files as a compare run in the experiment (default: true)", "true or false")),
-    "calibration_human_labels": (Optional[str], None, _text("FILE", "TREC qrels or a filled sheet of the plan's queries labelled by humans:\n"
-                                                     "the report (in OUT/readback) gives the corrected estimates from them\n"
-                                                     "alone, with the plan's probabilities (the plan is read from OUT/plan)")),
+    "sweep": (
+        Optional[str],
+        None,
+        _text("ID", "only runs of this sweep id (default: the latest finished run of every cell)"),
+    ),
+    "out": (
+        Optional[str],
+        None,
+        _text(
+            "DIR",
+            "output directory (default: compare-out/NAME; a NAME with other characters than letters, digits\n"
+            "and _.- is made one: its plain characters and a hash)",
+        ),
+    ),
+    "format": (
+        Optional[str],
+        None,
+        _text(
+            "md,csv,tex,png,html",
+            "which files to write (default: all five; html = report.html, one self-contained page); a\n"
+            "short summary is printed, the full report is report.md / report.html",
+        ),
+    ),
+    "tracking_uri": (
+        Optional[str],
+        None,
+        _text("URI", "the MLflow store (default: MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db)"),
+    ),
+    "log": (
+        bool,
+        True,
+        _text("true|false", "log the files as a compare run in the experiment (default: true)", "true or false"),
+    ),
+    "calibration_human_labels": (
+        Optional[str],
+        None,
+        _text(
+            "FILE",
+            "TREC qrels or a filled sheet of the plan's queries labelled by humans:\n"
+            "the report (in OUT/readback) gives the corrected estimates from them\n"
+            "alone, with the plan's probabilities (the plan is read from OUT/plan)",
+        ),
+    ),
 }
 HELP = {
-    "datasets": _text("a,b", "datasets to report (default: all); a requested dataset without runs is listed as missing;\n"
-                                     "name@HASH picks one identity of a dataset whose runs used other qrels, pools or passages"),
-    "judges": _text("x,y", "judges to report (default: all); the human column is always there. A name holding a comma\n"
-                                   "goes in double quotes, a double quote in it doubled: judges='\"gpt, tuned\",human' (the\n"
-                                   "single quotes keep the shell off; the same for datasets and panel)"),
+    "datasets": _text(
+        "a,b",
+        "datasets to report (default: all); a requested dataset without runs is listed as missing;\n"
+        "name@HASH picks one identity of a dataset whose runs used other qrels, pools or passages",
+    ),
+    "judges": _text(
+        "x,y",
+        "judges to report (default: all); the human column is always there. A name holding a comma\n"
+        "goes in double quotes, a double quote in it doubled: judges='\"gpt, tuned\",human' (the\n"
+        "single quotes keep the shell off; the same for datasets and panel)",
+    ),
     "alpha": _text("0.05", "significance level of the paired t-tests", "a number between 0 and 1"),
-    "correction": _text("holm|none", "holm: judge-vs-human decisions use Holm-adjusted p (Table 3 always shows both)", "holm or none"),
-    "bootstrap": _text("1000", "resamples of the queries for self-preference's bootstrap-t (0: none; Table 6's t intervals of the means are skipped too)", "a whole number >= 0"),
-    "level": _text("0.95", "confidence level of every interval (bootstrap, self-preference, the human budget and its plan)",
-                          "a number between 0 and 1"),
+    "correction": _text(
+        "holm|none", "holm: judge-vs-human decisions use Holm-adjusted p (Table 3 always shows both)", "holm or none"
+    ),
+    "bootstrap": _text(
+        "1000",
+        "resamples of the queries for self-preference's bootstrap-t (0: none; Table 6's t intervals of the means are skipped too)",
+        "a whole number >= 0",
+    ),
+    "level": _text(
+        "0.95",
+        "confidence level of every interval (bootstrap, self-preference, the human budget and its plan)",
+        "a number between 0 and 1",
+    ),
     "seed": _text("0", "bootstrap seed", "a whole number >= 0"),
-    "panel": _text("j1,j2", "judges of the cross-family panel (default: one judge per non-human, non-simulated family\n"
-                                  "if there are 2 or more such families, else all non-human judges)"),
-    "reference": _text("|".join(CHOICES), "the human values judges are compared with in every statistic (tau, gaps, significance,\n"
-                            "bias, scatter, bootstrap, calibration): human_judged (default; per judge, the human labels of\n"
-                            "the pairs that judge labelled, normalised as its labels are), human_labelset (the human labels\n"
-                            "of the whole label set: what a perfect judge scores) or human (all qrels: the paper's Table 1)",
-                            "one of " + ", ".join(CHOICES)),
-    "allow_mixed_versions": _text("false", "put runs of different metric versions in one report (default: refused)", "true or false"),
-    "calibration": _text("ppi,ppi++,linear,label,human_only",
-                                        "estimators of the human-budget experiment besides judge_only (default: none, experiment off):\n"
-                                        "human_only, ppi, ppi++, ppi++_insample, linear, label (docs/compare.md: \"Correcting a judge\n"
-                                        "with a few human labels\")"),
-    "calibration_k": _text(",".join(human_budget.DEFAULT_K),
-                                "numbers of human-labelled queries to sample (whole numbers >= 2, or all; default "
-                                + ",".join(human_budget.DEFAULT_K) + ")"),
+    "panel": _text(
+        "j1,j2",
+        "judges of the cross-family panel (default: one judge per non-human, non-simulated family\n"
+        "if there are 2 or more such families, else all non-human judges)",
+    ),
+    "reference": _text(
+        "|".join(CHOICES),
+        "the human values judges are compared with in every statistic (tau, gaps, significance,\n"
+        "bias, scatter, bootstrap, calibration): human_judged (default; per judge, the human labels of\n"
+        "the pairs that judge labelled, normalised as its labels are), human_labelset (the human labels\n"
+        "of the whole label set: what a perfect judge scores) or human (all qrels: the paper's Table 1)",
+        "one of " + ", ".join(CHOICES),
+    ),
+    "allow_mixed_versions": _text(
+        "false", "put runs of different metric versions in one report (default: refused)", "true or false"
+    ),
+    "calibration": _text(
+        "ppi,ppi++,linear,label,human_only",
+        "estimators of the human-budget experiment besides judge_only (default: none, experiment off):\n"
+        'human_only, ppi, ppi++, ppi++_insample, linear, label (docs/compare.md: "Correcting a judge\n'
+        'with a few human labels")',
+    ),
+    "calibration_k": _text(
+        ",".join(human_budget.DEFAULT_K),
+        "numbers of human-labelled queries to sample (whole numbers >= 2, or all; default "
+        + ",".join(human_budget.DEFAULT_K)
+        + ")",
+    ),
     "resamples": _text("200", "random samples of queries per k (default 200; seeded by seed)", "a whole number >= 1"),
-    "plan": _text("budget", "plan=budget: write into OUT/plan human_budget_plan.tsv, the queries to label, a qrels\n"
-                                 "template of their pairs and the assessors' sheets (query and passage texts); print predicted\n"
-                                 "interval widths and the k needed per system pair (docs/compare.md)",
-                                 "budget"),
-    "budget": _text("K", "human-labelled queries the plan may spend (with plan=budget; whole number >= 2)",
-                                   "a whole number >= 2"),
-    "strategy": _text("|".join(designs.STRATEGIES), "which queries the plan draws: uniform, stratified or active "
-                           "(default uniform: active did not beat it in benchmarks/calibration.py)", "one of " + ", ".join(designs.STRATEGIES)),
-    "signal": _text("|".join(budget_signals.SIGNALS), "what active/stratified draw on (default systems): the systems'\n"
-                         "spread, the judges' spread, the judge's label entropy, or its mean label", "one of " + ", ".join(budget_signals.SIGNALS)),
-    "allocation": _text("neyman|proportional", "stratified: queries per stratum by Neyman allocation or proportional",
-                             "neyman or proportional"),
+    "plan": _text(
+        "budget",
+        "plan=budget: write into OUT/plan human_budget_plan.tsv, the queries to label, a qrels\n"
+        "template of their pairs and the assessors' sheets (query and passage texts); print predicted\n"
+        "interval widths and the k needed per system pair (docs/compare.md)",
+        "budget",
+    ),
+    "budget": _text(
+        "K", "human-labelled queries the plan may spend (with plan=budget; whole number >= 2)", "a whole number >= 2"
+    ),
+    "strategy": _text(
+        "|".join(designs.STRATEGIES),
+        "which queries the plan draws: uniform, stratified or active "
+        "(default uniform: active did not beat it in benchmarks/calibration.py)",
+        "one of " + ", ".join(designs.STRATEGIES),
+    ),
+    "signal": _text(
+        "|".join(budget_signals.SIGNALS),
+        "what active/stratified draw on (default systems): the systems'\n"
+        "spread, the judges' spread, the judge's label entropy, or its mean label",
+        "one of " + ", ".join(budget_signals.SIGNALS),
+    ),
+    "allocation": _text(
+        "neyman|proportional",
+        "stratified: queries per stratum by Neyman allocation or proportional",
+        "neyman or proportional",
+    ),
     "pairs": _text("A:B,C:D", "system pairs the plan reports (default: every pair)"),
 }
-ORDER = ("experiment", "sweep", "datasets", "judges", "out", "format", "alpha", "correction", "bootstrap", "level",
-         "seed", "panel", "reference", "allow_mixed_versions", "tracking_uri", "log", "calibration", "calibration_k",
-         "resamples", "plan", "budget", "strategy", "signal", "allocation", "pairs", "calibration_human_labels")  # the order of --help
+ORDER = (
+    "experiment",
+    "sweep",
+    "datasets",
+    "judges",
+    "out",
+    "format",
+    "alpha",
+    "correction",
+    "bootstrap",
+    "level",
+    "seed",
+    "panel",
+    "reference",
+    "allow_mixed_versions",
+    "tracking_uri",
+    "log",
+    "calibration",
+    "calibration_k",
+    "resamples",
+    "plan",
+    "budget",
+    "strategy",
+    "signal",
+    "allocation",
+    "pairs",
+    "calibration_human_labels",
+)  # the order of --help
 TEXT_VALUED = {"plan": Optional[str]}  # plan=budget on the command line, a yes/no in Options
 
 
@@ -109,7 +210,9 @@ def _as_argument(name: str) -> tuple[type, object]:
     f = {f.name: f for f in fields(report_mod.Options)}[name]
     if name in TEXT_VALUED:
         return TEXT_VALUED[name], None
-    kind = {"float": float, "int": int, "bool": bool, "str": str, "int | None": Optional[int]}.get(str(f.type), Optional[str])
+    kind = {"float": float, "int": int, "bool": bool, "str": str, "int | None": Optional[int]}.get(
+        str(f.type), Optional[str]
+    )
     default = f.default
     if isinstance(default, (tuple, list)):
         default = ",".join(default) or None
@@ -128,15 +231,21 @@ def _schema() -> type:
 CompareArgs = _schema()
 CompareArgs.__doc__ = """Every option of judgebench-compare (struct mode: any other key is an error), made from Options and
 COMMAND. Lists stay text: a name in double quotes may hold a comma (``_names``)."""
-SHARED = [n for n in ORDER if n not in COMMAND]  # the options the command line passes on to Options, as they are named there
+SHARED = [
+    n for n in ORDER if n not in COMMAND
+]  # the options the command line passes on to Options, as they are named there
 # read by _calibration, _calibration_k and _plan, which check them together
 PARSED_APART = {"calibration", "calibration_k", "plan", "budget", "strategy", "signal", "allocation", "pairs"}
 
 
 def _usage() -> str:
     """--help, from the schema: the usage line, then each option's help."""
-    shown = [f"{f.name}={f.metadata['shown']}" if f.default is MISSING else f"[{DOTTED.get(f.name, f.name)}={f.metadata['shown']}]"
-             for f in fields(CompareArgs)]
+    shown = [
+        f"{f.name}={f.metadata['shown']}"
+        if f.default is MISSING
+        else f"[{DOTTED.get(f.name, f.name)}={f.metadata['shown']}]"
+        for f in fields(CompareArgs)
+    ]
     lines, line = [], "usage: judgebench-compare"
     for item in shown:
         if len(line) + 1 + len(item) > 118:
@@ -196,15 +305,19 @@ def _names(args: dict[str, str], key: str) -> list[str] | None:
     try:
         items = next(csv.reader([value], skipinitialspace=True, strict=True), [])
     except csv.Error:
-        raise CompareError(f"{key}={value!r}: expected names separated by commas, a name holding a comma in double quotes "
-                           f"(e.g. {key}='\"a, b\",c'), a double quote inside one doubled") from None
+        raise CompareError(
+            f"{key}={value!r}: expected names separated by commas, a name holding a comma in double quotes "
+            f"(e.g. {key}='\"a, b\",c'), a double quote inside one doubled"
+        ) from None
     items = [v.strip() for v in items if v.strip()]
     return items or None
 
 
 def _check(args: dict, key: str, ok) -> None:
     if not ok(args[key]):
-        raise CompareError(f"{key}={str(args['given'].get(key, args[key]))!r}: expected {_FIELDS[key].metadata['expected']}")
+        raise CompareError(
+            f"{key}={str(args['given'].get(key, args[key]))!r}: expected {_FIELDS[key].metadata['expected']}"
+        )
 
 
 def options(args: dict) -> report_mod.Options:
@@ -221,10 +334,20 @@ def options(args: dict) -> report_mod.Options:
     bad = [f for f in formats if f not in report_mod.FORMATS]
     if bad:
         raise CompareError(f"format: unknown {bad}; expected some of {','.join(report_mod.FORMATS)}")
-    values = {name: _names(args, name) if _as_argument(name)[0] is Optional[str] else args[name]
-              for name in SHARED if name not in PARSED_APART}
-    return report_mod.Options(**{**values, "formats": formats, "calibration": _calibration(args),
-                                 "calibration_k": _calibration_k(args), **_plan(args)})
+    values = {
+        name: _names(args, name) if _as_argument(name)[0] is Optional[str] else args[name]
+        for name in SHARED
+        if name not in PARSED_APART
+    }
+    return report_mod.Options(
+        **{
+            **values,
+            "formats": formats,
+            "calibration": _calibration(args),
+            "calibration_k": _calibration_k(args),
+            **_plan(args),
+        }
+    )
 
 
 def _plan(args: dict) -> dict:
@@ -236,15 +359,25 @@ def _plan(args: dict) -> dict:
             raise CompareError("plan=budget: set budget=K too, the number of queries humans may label (e.g. budget=20)")
         _check(args, "budget", lambda v: v >= 2)
         if args["calibration_human_labels"]:
-            raise CompareError("plan=budget and calibration.human_labels: one at a time (write the plan, label it, then read it back)")
+            raise CompareError(
+                "plan=budget and calibration.human_labels: one at a time (write the plan, label it, then read it back)"
+            )
     elif given.keys() & {"budget", "strategy", "pairs", "signal", "allocation"}:
-        raise CompareError("budget/strategy/signal/allocation/pairs: set plan=budget too (e.g. plan=budget budget=20 strategy=active)")
+        raise CompareError(
+            "budget/strategy/signal/allocation/pairs: set plan=budget too (e.g. plan=budget budget=20 strategy=active)"
+        )
     _check(args, "strategy", lambda v: v in designs.STRATEGIES)
     _check(args, "signal", lambda v: v in budget_signals.SIGNALS)
     _check(args, "allocation", lambda v: v in ("neyman", "proportional"))
-    return {"plan": args["plan"] == "budget", "budget": args["budget"], "strategy": args["strategy"],
-            "signal": args["signal"], "allocation": args["allocation"],
-            "pairs": _names(args, "pairs"), "human_labels": args["calibration_human_labels"]}
+    return {
+        "plan": args["plan"] == "budget",
+        "budget": args["budget"],
+        "strategy": args["strategy"],
+        "signal": args["signal"],
+        "allocation": args["allocation"],
+        "pairs": _names(args, "pairs"),
+        "human_labels": args["calibration_human_labels"],
+    }
 
 
 def _calibration(args: dict) -> tuple[str, ...]:
@@ -258,8 +391,14 @@ def _calibration(args: dict) -> tuple[str, ...]:
 def _calibration_k(args: dict) -> tuple[str, ...]:
     ks = _names(args, "calibration_k")
     if not ks or not all(k == "all" or (k.isdigit() and int(k) >= 2) for k in ks):
-        raise CompareError(f"calibration_k={args['calibration_k']!r}: expected a list of whole numbers >= 2 or all, e.g. 5,10,20,all")
-    if "calibration" not in args["given"] and "plan" not in args["given"] and args["given"].keys() & {"calibration_k", "resamples"}:
+        raise CompareError(
+            f"calibration_k={args['calibration_k']!r}: expected a list of whole numbers >= 2 or all, e.g. 5,10,20,all"
+        )
+    if (
+        "calibration" not in args["given"]
+        and "plan" not in args["given"]
+        and args["given"].keys() & {"calibration_k", "resamples"}
+    ):
         raise CompareError("calibration_k/resamples: set calibration=NAMES too (e.g. calibration=ppi,human_only)")
     return tuple(dict.fromkeys(ks))
 
@@ -281,16 +420,22 @@ def probe_tracking_server(uri: str, timeout_s: float = 3.0) -> None:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
     parts = urllib.parse.urlsplit(uri)
-    bare = urllib.parse.urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
+    bare = urllib.parse.urlunsplit(
+        (parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else ""), parts.path, "", "")
+    )
     try:
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(bare.rstrip("/") + "/health", timeout=timeout_s):
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
+            bare.rstrip("/") + "/health", timeout=timeout_s
+        ):
             pass
     except urllib.error.HTTPError:
         return  # it answers (an auth proxy, an older server without /health): MLflow will tell the rest
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
-        raise CompareError(f"the MLflow tracking server {mask_url(uri)} cannot be reached ({reason}); start it or pass "
-                           "tracking_uri=...") from None
+        raise CompareError(
+            f"the MLflow tracking server {mask_url(uri)} cannot be reached ({reason}); start it or pass "
+            "tracking_uri=..."
+        ) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,10 +450,14 @@ def main(argv: list[str] | None = None) -> int:
         args = parse(argv)
         opts = options(args)
         uri = args["tracking_uri"] or default_tracking_uri()
-        if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
-            raise CompareError(f"no MLflow store at {uri[len('sqlite:///'):]} (run the grid first, or pass tracking_uri=...)")
+        if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).exists():
+            raise CompareError(
+                f"no MLflow store at {uri[len('sqlite:///') :]} (run the grid first, or pass tracking_uri=...)"
+            )
         out = Path(args["out"] or Path("compare-out") / names.file_part(args["experiment"]))
-        if opts.human_labels:  # the read-back's plan is where the planner wrote it (out stays out of the compare key otherwise)
+        if (
+            opts.human_labels
+        ):  # the read-back's plan is where the planner wrote it (out stays out of the compare key otherwise)
             opts.plan_dir = out / PLAN_DIR if (out / PLAN_DIR).is_dir() else out
         if opts.plan or opts.human_labels:  # a folder of their own: the grid's report beside them stays as it was
             out = out / (PLAN_DIR if opts.plan else READBACK_DIR)

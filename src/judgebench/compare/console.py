@@ -13,12 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from judgebench.compare import sections
-from judgebench.compare.base import findings
-from judgebench.compare.renderers import findings_panel
-from judgebench.compare.base import names
-from judgebench.compare.renderers import render
-from judgebench.compare.sections import grid_state, labels_only
-from judgebench.compare.sections.header import plain_title
+from judgebench.compare.base import findings, names
+from judgebench.compare.renderers import findings_panel, render
+from judgebench.compare.sections import labels_only
 
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
@@ -37,9 +34,17 @@ def findings_lines(r: Report) -> list[str]:
     found = sections.findings(r)
     kinds = findings_panel.kinds(found, getattr(r, "table2", None), rows=KIND_ROWS)
     if not any(k.condensed for k in kinds):
-        return [line for subject, items in findings.grouped(found).items()
-                for line in textwrap.wrap(f"{names.plain(subject)}: " + "; ".join(names.plain(f.brief or f.text) for f in items), WIDTH,
-                                          initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)]
+        return [
+            line
+            for subject, items in findings.grouped(found).items()
+            for line in textwrap.wrap(
+                f"{names.plain(subject)}: " + "; ".join(names.plain(f.brief or f.text) for f in items),
+                WIDTH,
+                initial_indent="  ",
+                subsequent_indent="      ",
+                break_on_hyphens=False,
+            )
+        ]
     lines = []
     for k in kinds:
         said = [(f"{f.subject}: " if f.judge else "") + (f.brief or f.text) for f in k.sentences]
@@ -47,10 +52,21 @@ def findings_lines(r: Report) -> list[str]:
             said.append(f"all {k.count} judges: {k.common.brief or k.common.text}")
         said += [f"{brief}: {findings_panel.subjects(items)}" for brief, items in k.verdicts.items()]
         if k.rows:
-            head = f"{'best and worst by ' + k.ranked_by if k.ranked_by else 'e.g.'} ({k.hidden} more in the report)" if k.hidden else ""
+            head = (
+                f"{'best and worst by ' + k.ranked_by if k.ranked_by else 'e.g.'} ({k.hidden} more in the report)"
+                if k.hidden
+                else ""
+            )
             said.append(" ".join(filter(None, [head, ", ".join(f"{f.subject} {f.brief or f.text}" for f in k.rows)])))
-        lines += textwrap.wrap(names.plain(f"{k.topic}: " + "; ".join(said)), WIDTH, initial_indent="  ", subsequent_indent="      ",
-                               break_on_hyphens=False, max_lines=2, placeholder=" ...")
+        lines += textwrap.wrap(
+            names.plain(f"{k.topic}: " + "; ".join(said)),
+            WIDTH,
+            initial_indent="  ",
+            subsequent_indent="      ",
+            break_on_hyphens=False,
+            max_lines=2,
+            placeholder=" ...",
+        )
     return lines
 
 
@@ -61,7 +77,11 @@ def summary(r: Report, out: Path, seconds: float) -> str:
 
 def logged(run_id: str, experiment: str, superseded: list[str]) -> str:
     """The line saying where the compare run went (and which earlier runs of the selection it replaced)."""
-    again = f" (replaces {len(superseded)} earlier compare run(s) of this selection: {', '.join(superseded)})" if superseded else ""
+    again = (
+        f" (replaces {len(superseded)} earlier compare run(s) of this selection: {', '.join(superseded)})"
+        if superseded
+        else ""
+    )
     return _fit(f"logged as MLflow run {run_id} in experiment {names.plain(repr(experiment))}{again}")
 
 

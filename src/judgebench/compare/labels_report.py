@@ -15,12 +15,11 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench.compare import report, sections
-from judgebench.compare.base import columns
-from judgebench.compare.store import compare_run
-from judgebench.compare.base import dataset_identity
+from judgebench.compare.base import columns, dataset_identity
+from judgebench.compare.base.artifacts import Artifacts
 from judgebench.compare.base.report_model import LabelsReport
 from judgebench.compare.sections import labels_only
-from judgebench.compare.base.artifacts import Artifacts
+from judgebench.compare.store import compare_run
 from judgebench.compare.store.collect import display_names, run_row, search
 from judgebench.exceptions import CompareError
 from judgebench.identity.text_view import ORIGINAL
@@ -35,8 +34,9 @@ def has_runs(client: MlflowClient, experiment: str, kind: str, sweep: str | None
     return exp is not None and bool(search(client, exp.experiment_id, kind, sweep, limit=1))
 
 
-def collect(client: MlflowClient, experiment: str, sweep: str | None, datasets: list[str] | None,
-            judges: list[str] | None) -> pd.DataFrame:
+def collect(
+    client: MlflowClient, experiment: str, sweep: str | None, datasets: list[str] | None, judges: list[str] | None
+) -> pd.DataFrame:
     """Latest finished labels-only run per (dataset, judge configuration), selected and named like the grid's
     cells: one identity per dataset name (``datasets=name@hash`` picks one), a row per judge configuration
     (its hash; collect.display_names: ``name@model`` or ``name#hash`` when two configurations share a name)."""
@@ -61,17 +61,23 @@ def build(client: MlflowClient, experiment: str, sweep: str | None, options) -> 
         return None
     runs = collect(client, experiment, sweep, options.datasets, options.judges)
     if runs.empty:
-        raise CompareError(f"experiment {experiment!r} has no labels-only runs for datasets={','.join(options.datasets or ['*'])} "
-                           f"judges={','.join(options.judges or ['*'])}")
+        raise CompareError(
+            f"experiment {experiment!r} has no labels-only runs for datasets={','.join(options.datasets or ['*'])} "
+            f"judges={','.join(options.judges or ['*'])}"
+        )
     art = Artifacts(client)
     labels = art.labels(runs)
     agreement = columns.agreement_table(labels)
-    usage = runs[["dataset", "judge"]].assign(labelled_pairs=runs.get("labelled_pairs"), failed_pairs=runs.get("calls_failed"))
+    usage = runs[["dataset", "judge"]].assign(
+        labelled_pairs=runs.get("labelled_pairs"), failed_pairs=runs.get("calls_failed")
+    )
     table = usage.merge(agreement, on=["dataset", "judge"], how="left")[TABLE]
     datasets = list(dict.fromkeys([*(dataset_identity.parse(options.datasets)[0] or []), *runs["dataset"]]))
     judges = list(dict.fromkeys([*(options.judges or []), *runs["judge"]]))
     have = set(zip(runs["dataset"], runs["judge"]))
-    missing = pd.DataFrame([c for c in itertools.product(datasets, judges) if c not in have], columns=["dataset", "judge"])
+    missing = pd.DataFrame(
+        [c for c in itertools.product(datasets, judges) if c not in have], columns=["dataset", "judge"]
+    )
     return LabelsReport(experiment, sweep, tuple(options.formats), runs, table, labels, missing, art.problems)
 
 
@@ -79,8 +85,9 @@ def write(r: LabelsReport, out: Path) -> list[Path]:
     """The formats asked for, each section's part of each (compare/sections/labels_only.py)."""
     out.mkdir(parents=True, exist_ok=True)
     box = r.header() if "html" in r.formats else {}  # report.html's header box, read only for it
-    r.files = report.write_formats(r, out, r.formats, labels_only.SECTIONS, box,
-                                   f"judgebench compare: {r.experiment} (labels)")
+    r.files = report.write_formats(
+        r, out, r.formats, labels_only.SECTIONS, box, f"judgebench compare: {r.experiment} (labels)"
+    )
     return r.files
 
 
@@ -88,14 +95,19 @@ def log_compare_run(client: MlflowClient, r: LabelsReport, files: list[Path]) ->
     """A compare run (kind "compare") in the experiment: every statistic per (dataset, judge) as a metric, the
     runs read in inputs.json; it supersedes the previous compare run of the same selection (compare_run)."""
     metrics = sections.compare_run_metrics(r, labels_only.SECTIONS)  # the sections' own
-    key = compare_run.compare_key(r.experiment, r.sweep, "labels", {"formats": r.formats, "datasets": sorted(set(r.table["dataset"])),
-                                                                    "judges": sorted(set(r.table["judge"]))})
+    key = compare_run.compare_key(
+        r.experiment,
+        r.sweep,
+        "labels",
+        {"formats": r.formats, "datasets": sorted(set(r.table["dataset"])), "judges": sorted(set(r.table["judge"]))},
+    )
     h = r.header()
     note = (
         f"compare report of labels-only runs: {h['selection']}; datasets {h['datasets']}; "
         f"{len(set(r.table['judge']))} judges"
     )
     inputs = {"labels_runs": list(r.runs["run_id"]), "sweeps": list(r.runs["sweep_id"].dropna())}
-    run_id, r.superseded = compare_run.log(client, r.experiment, r.sweep, key, f"compare-labels/{r.sweep or 'all'}", note, files,
-                                           inputs, metrics=metrics)
+    run_id, r.superseded = compare_run.log(
+        client, r.experiment, r.sweep, key, f"compare-labels/{r.sweep or 'all'}", note, files, inputs, metrics=metrics
+    )
     return run_id

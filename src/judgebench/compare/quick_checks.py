@@ -20,14 +20,18 @@ PROGRAM = "judgebench-compare"  # its errors print as "judgebench-compare: error
 def tracking_uri(argv: list[str]) -> str:
     """The store compare will open: tracking_uri=..., else MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db (as cli.py)."""
     given = [a.partition("=")[2] for a in argv if a.partition("=")[0] == "tracking_uri"]
-    return (given[-1] if given else "") or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
+    return (
+        (given[-1] if given else "")
+        or os.environ.get("MLFLOW_TRACKING_URI")
+        or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
+    )
 
 
 def active_experiments(uri: str) -> list[str] | None:
     """The names of the store's active experiments; None when the store is not a readable local SQLite file."""
     if not uri.startswith("sqlite:///"):
         return None
-    path = Path(uri[len("sqlite:///"):])
+    path = Path(uri[len("sqlite:///") :])
     if not path.is_file():
         return None  # cli.py says "no MLflow store at ..."
     try:

@@ -43,4 +43,3 @@ def histogram_figure(diff: pd.Series, path, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-

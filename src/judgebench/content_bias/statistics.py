@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 from scipy.stats import ttest_rel
 
-from judgebench.metrics.agreement import LEVELS
 from judgebench.identity.text_view import ORIGINAL
+from judgebench.metrics.agreement import LEVELS
 
 DISTRIBUTION = ["dataset", "judge", "view", "human", "label", "original", "rewritten"]
 SUMMARY = ["dataset", "judge", "view", "human", "pairs", "mean_original", "mean_rewritten", "share_up", "share_down"]
@@ -35,14 +35,24 @@ def paired_difference(a: pd.Series, b: pd.Series) -> dict:
     """Means of ``a`` (original) and ``b`` (rewritten), their mean difference and a paired t-test."""
     diff = (b - a).astype(float)
     t, p = ttest_rel(b, a) if len(diff) > 1 and diff.std() > 0 else (float("nan"), float("nan"))
-    return {"mean_original": float(a.mean()), "mean_rewritten": float(b.mean()), "mean_diff": float(diff.mean()), "t": float(t), "p": float(p), "n": int(len(diff))}
+    return {
+        "mean_original": float(a.mean()),
+        "mean_rewritten": float(b.mean()),
+        "mean_diff": float(diff.mean()),
+        "t": float(t),
+        "p": float(p),
+        "n": int(len(diff)),
+    }
 
 
 def label_distribution(sample: pd.DataFrame, original: pd.DataFrame, rewritten: pd.DataFrame) -> pd.DataFrame:
     """The job's table: counts of judge labels per human level of ``sample``, original vs rewritten text."""
     rows = []
     for view, labels in (("original", original), ("rewritten", rewritten)):
-        merged = sample.merge(labels[["query_id", "doc_id", "relevance"]].rename(columns={"relevance": "judge"}), on=["query_id", "doc_id"])
+        merged = sample.merge(
+            labels[["query_id", "doc_id", "relevance"]].rename(columns={"relevance": "judge"}),
+            on=["query_id", "doc_id"],
+        )
         for level in LEVELS:
             judged = merged.loc[merged["relevance"] == level, "judge"]
             if judged.count() == 0:  # no labelled pair at this level: no row, rather than a distribution of zeros
@@ -54,7 +64,9 @@ def label_distribution(sample: pd.DataFrame, original: pd.DataFrame, rewritten: 
 def paired(labels: pd.DataFrame) -> pd.DataFrame:
     """One row per (dataset, judge, rewritten view, query, doc): human, original, rewritten labels."""
     keys = ["dataset", "judge", "query_id", "doc_id"]
-    orig = labels[labels["text_view"] == ORIGINAL][[*keys, "human", "relevance"]].rename(columns={"relevance": "original"})
+    orig = labels[labels["text_view"] == ORIGINAL][[*keys, "human", "relevance"]].rename(
+        columns={"relevance": "original"}
+    )
     rew = labels[labels["text_view"] != ORIGINAL][[*keys, "text_view", "relevance"]]
     rew = rew.rename(columns={"relevance": "rewritten", "text_view": "view"})
     return orig.merge(rew, on=keys, how="inner")
@@ -68,8 +80,17 @@ def distribution(labels: pd.DataFrame) -> pd.DataFrame:
     for (dataset, judge, view, human), g in p.groupby(["dataset", "judge", "view", "human"], sort=True):
         original, rewritten = label_counts(g["original"]), label_counts(g["rewritten"])
         for level in LEVELS:
-            rows.append({"dataset": dataset, "judge": judge, "view": view, "human": human, "label": level,
-                         "original": original[level] / len(g), "rewritten": rewritten[level] / len(g)})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "judge": judge,
+                    "view": view,
+                    "human": human,
+                    "label": level,
+                    "original": original[level] / len(g),
+                    "rewritten": rewritten[level] / len(g),
+                }
+            )
     return pd.DataFrame(rows, columns=DISTRIBUTION)
 
 
@@ -80,7 +101,17 @@ def summary(labels: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (dataset, judge, view, human), g in p.groupby(["dataset", "judge", "view", "human"], sort=True):
         share_up, share_down = shift_shares(g["original"], g["rewritten"])
-        rows.append({"dataset": dataset, "judge": judge, "view": view, "human": human, "pairs": len(g),
-                     "mean_original": g["original"].mean(), "mean_rewritten": g["rewritten"].mean(),
-                     "share_up": share_up, "share_down": share_down})
+        rows.append(
+            {
+                "dataset": dataset,
+                "judge": judge,
+                "view": view,
+                "human": human,
+                "pairs": len(g),
+                "mean_original": g["original"].mean(),
+                "mean_rewritten": g["rewritten"].mean(),
+                "share_up": share_up,
+                "share_down": share_down,
+            }
+        )
     return pd.DataFrame(rows, columns=SUMMARY)

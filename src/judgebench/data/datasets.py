@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
 from importlib import resources
 from pathlib import Path
+from typing import ClassVar
 
 import pandas as pd
 
 from judgebench.data.corpus import UnavailableCorpus, available
 from judgebench.data.reading import lines, read_text
+from judgebench.data.trec import check_queries_known, read_passages, read_qrels, read_run, read_topics
 from judgebench.evaluation import cut, positions
 from judgebench.exceptions import DataError
-from judgebench.data.trec import check_queries_known, read_passages, read_qrels, read_run, read_topics
 
 
 @dataclass
@@ -82,8 +82,14 @@ class Dataset:
 
 
 def _empty_pool() -> pd.DataFrame:
-    return pd.DataFrame({"query_id": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
-                         "score": pd.Series(dtype=float), "rank": pd.Series(dtype="int64")})
+    return pd.DataFrame(
+        {
+            "query_id": pd.Series(dtype=str),
+            "doc_id": pd.Series(dtype=str),
+            "score": pd.Series(dtype=float),
+            "rank": pd.Series(dtype="int64"),
+        }
+    )
 
 
 @dataclass
@@ -162,7 +168,9 @@ def _check_passages(pool: str | Path, pool_df: pd.DataFrame, corpus: dict[str, s
     missing = [d for d in pool_df["doc_id"].unique() if d not in corpus]
     if not missing:
         return
-    line = next((n for n, text in lines(read_text(pool)) if len(text.split()) >= 3 and text.split()[2] == missing[0]), None)
+    line = next(
+        (n for n, text in lines(read_text(pool)) if len(text.split()) >= 3 and text.split()[2] == missing[0]), None
+    )
     more = f" ({len(missing)} pool documents lack one, e.g. {', '.join(missing[:5])})" if len(missing) > 1 else ""
     raise DataError(pool, f"doc {missing[0]} has no passage text in {passages}{more}", line)
 

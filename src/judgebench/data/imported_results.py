@@ -59,14 +59,17 @@ def read_judge(name: str, paths: list[Path], measure: str) -> pd.DataFrame:
             raise DataError(path, f"no per-query values of measure {measure!r} (results.measure)")
         for run in rows["run"].unique():
             if run in owner:
-                raise DataError(path, f"run {run} of judge {name} is also in {owner[run]}, expected each run in one file")
+                raise DataError(
+                    path, f"run {run} of judge {name} is also in {owner[run]}, expected each run in one file"
+                )
             owner[run] = str(path)
         frames.append(rows.drop(columns="measure").assign(judge=name))
     return pd.concat(frames, ignore_index=True)[["run", "judge", "query_id", "value"]]
 
 
-def read_run_table(path: Path, id_column: str, type_column: str, llm_column: str | None,
-                   families: dict[str, str]) -> dict[str, RunInfo]:
+def read_run_table(
+    path: Path, id_column: str, type_column: str, llm_column: str | None, families: dict[str, str]
+) -> dict[str, RunInfo]:
     """The runs table (tab- or space-separated with a header line): run id -> RunInfo. A type without a family in
     ``families`` is a DataError naming the line and the setting."""
     rows = [(n, line.split("\t") if "\t" in line else line.split()) for n, line in lines(read_text(path))]
@@ -83,8 +86,12 @@ def read_run_table(path: Path, id_column: str, type_column: str, llm_column: str
             raise DataError(path, f"expected {len(header)} fields like the header, got {len(fields)}", n)
         kind = fields[at[type_column]]
         if kind not in families:
-            raise DataError(path, f"run type {kind!r} has no family: add it to results.runs.families "
-                                  f"(known: {', '.join(families) or 'none'})", n)
+            raise DataError(
+                path,
+                f"run type {kind!r} has no family: add it to results.runs.families "
+                f"(known: {', '.join(families) or 'none'})",
+                n,
+            )
         llm = bool(llm_column) and fields[at[llm_column]].strip() not in ("0", "", "false", "False")
         out[fields[at[id_column]]] = RunInfo(kind, str(families[kind]), llm)
     return out
@@ -116,8 +123,16 @@ def cell_per_query(v: pd.DataFrame, judge: str, reference: str = HUMAN) -> pd.Da
     own = v[v["judge"] == judge].set_index("query_id")["value"]
     queries = list(dict.fromkeys([*ref.index, *own.index]))
     human = ref.reindex(queries).to_numpy(dtype=float)
-    return pd.DataFrame({"query_id": queries, PER_QUERY[1]: human, PER_QUERY[2]: human, PER_QUERY[3]: human,
-                         "ndcg10_judge": own.reindex(queries).to_numpy(dtype=float)}, columns=PER_QUERY)
+    return pd.DataFrame(
+        {
+            "query_id": queries,
+            PER_QUERY[1]: human,
+            PER_QUERY[2]: human,
+            PER_QUERY[3]: human,
+            "ndcg10_judge": own.reindex(queries).to_numpy(dtype=float),
+        },
+        columns=PER_QUERY,
+    )
 
 
 def cell_means(per_query: pd.DataFrame) -> dict[str, float]:

@@ -66,10 +66,15 @@ def register_local(name: str, dataset_id: str, local: dict, cache_dir: str | os.
     irds = _ir_datasets(name)
     unknown = set(local) - set(LOCAL_KEYS)
     if unknown:
-        raise DataError(f"dataset {name}", f"dataset.local has {', '.join(sorted(unknown))}; expected keys {', '.join(LOCAL_KEYS)}")
+        raise DataError(
+            f"dataset {name}", f"dataset.local has {', '.join(sorted(unknown))}; expected keys {', '.join(LOCAL_KEYS)}"
+        )
     if dataset_id in irds.registry:
-        raise DataError(f"dataset {name}", f"dataset.id={dataset_id} is one of ir_datasets' own collections, so dataset.local "
-                        "would not be read; expected a new id for local files (e.g. dataset.id=local/NAME)")
+        raise DataError(
+            f"dataset {name}",
+            f"dataset.id={dataset_id} is one of ir_datasets' own collections, so dataset.local "
+            "would not be read; expected a new id for local files (e.g. dataset.id=local/NAME)",
+        )
     files = {LOCAL_KEYS[k]: Path(str(v)).expanduser() for k, v in local.items() if v}
     root = Path(cache_dir or ".cache/judgebench").expanduser() / "irds_local"
     copies, digests = {}, []
@@ -105,35 +110,56 @@ def load_irds(
     """The judged queries of ``id``, its qrels, the pool (a run file, else a BM25 search of ``prebuilt_index``) and the
     texts of the pool's documents."""
     if not id:
-        raise DataError(f"dataset {name}", "dataset=irds needs dataset.id=<ir_datasets id> (e.g. msmarco-passage/trec-dl-2019/judged)")
+        raise DataError(
+            f"dataset {name}",
+            "dataset=irds needs dataset.id=<ir_datasets id> (e.g. msmarco-passage/trec-dl-2019/judged)",
+        )
     source_id = register_local(name, id, dict(local), cache_dir) if local else id
     irds = _ir_datasets(name)
     try:
         source = irds.load(source_id)
     except KeyError as e:
-        raise DataError(f"dataset {name}", f"{id!r} is not an ir_datasets id (see ir_datasets.registry), and no dataset.local "
-                        "files were given to register it") from e
+        raise DataError(
+            f"dataset {name}",
+            f"{id!r} is not an ir_datasets id (see ir_datasets.registry), and no dataset.local "
+            "files were given to register it",
+        ) from e
     for part in ("queries", "qrels"):
         if not getattr(source, f"has_{part}")():
-            raise DataError(f"dataset {name}", f"ir_datasets {id} has no {part}; expected a collection with queries and qrels")
+            raise DataError(
+                f"dataset {name}", f"ir_datasets {id} has no {part}; expected a collection with queries and qrels"
+            )
     try:
         queries = {q.query_id: _text(q) for q in source.queries_iter()}
-        qrels = pd.DataFrame([(q.query_id, q.doc_id, int(q.relevance)) for q in source.qrels_iter()],
-                             columns=["query_id", "doc_id", "relevance"])
+        qrels = pd.DataFrame(
+            [(q.query_id, q.doc_id, int(q.relevance)) for q in source.qrels_iter()],
+            columns=["query_id", "doc_id", "relevance"],
+        )
     except Exception as e:  # ir_datasets raises plain errors for failed downloads
         raise DataError(f"dataset {name}", f"ir_datasets could not provide {id} ({str(e)[:160]})") from e
-    if local and local.get("qrels"):  # the reader of every qrels file: the file's own line for a duplicate or a bad label
+    if local and local.get(
+        "qrels"
+    ):  # the reader of every qrels file: the file's own line for a duplicate or a bad label
         qrels = read_qrels(Path(str(local["qrels"])).expanduser(), MAX_LABEL)
     twice = qrels[qrels.duplicated(["query_id", "doc_id"], keep=False)]
     if len(twice):
-        row, labels = twice.iloc[0], twice[(twice["query_id"] == twice.iloc[0]["query_id"]) & (twice["doc_id"] == twice.iloc[0]["doc_id"])]
-        raise DataError(f"dataset {name}", f"ir_datasets {id}: duplicate judgment for query {row['query_id']} doc {row['doc_id']} "
-                        f"(labels {', '.join(map(str, labels['relevance'].tolist()))}), expected one judgment per (query, doc)")
+        row, labels = (
+            twice.iloc[0],
+            twice[(twice["query_id"] == twice.iloc[0]["query_id"]) & (twice["doc_id"] == twice.iloc[0]["doc_id"])],
+        )
+        raise DataError(
+            f"dataset {name}",
+            f"ir_datasets {id}: duplicate judgment for query {row['query_id']} doc {row['doc_id']} "
+            f"(labels {', '.join(map(str, labels['relevance'].tolist()))}), expected one judgment per (query, doc)",
+        )
     outside = qrels[(qrels["relevance"] < 0) | (qrels["relevance"] > MAX_LABEL)]
     if len(outside):
         row = outside.iloc[0]
-        raise DataError(f"dataset {name}", f"ir_datasets {id}: query {row['query_id']} doc {row['doc_id']} has label {row['relevance']} "
-                        f"({len(outside)} such qrels); expected graded labels 0..{MAX_LABEL}")
+        raise DataError(
+            f"dataset {name}",
+            f"ir_datasets {id}: query {row['query_id']} doc {row['doc_id']} has label {row['relevance']} "
+            f"({len(outside)} such qrels); expected graded labels 0..{MAX_LABEL}",
+        )
     judged = set(qrels["query_id"].tolist())
     all_topics = frozenset(queries)
     queries = {q: t for q, t in queries.items() if q in judged}
@@ -144,12 +170,29 @@ def load_irds(
     elif prebuilt_index:
         from judgebench.retrieval.search import bm25_search
 
-        pool_df = bm25_search(queries, None, prebuilt=prebuilt_index, k1=k1, b=b, depth=pool_depth,
-                              cache_dir=Path(cache_dir or ".cache/judgebench"))
-        provenance = {"ranker": "bm25", "k1": k1, "b": b, "depth": pool_depth, "index": prebuilt_index, "source": "pyserini-prebuilt"}
+        pool_df = bm25_search(
+            queries,
+            None,
+            prebuilt=prebuilt_index,
+            k1=k1,
+            b=b,
+            depth=pool_depth,
+            cache_dir=Path(cache_dir or ".cache/judgebench"),
+        )
+        provenance = {
+            "ranker": "bm25",
+            "k1": k1,
+            "b": b,
+            "depth": pool_depth,
+            "index": prebuilt_index,
+            "source": "pyserini-prebuilt",
+        }
     else:
-        raise DataError(f"dataset {name}", "dataset=irds needs a pool: dataset.pool=RUN (a TREC run) or dataset.prebuilt_index=NAME "
-                        "(a Pyserini prebuilt index, BM25; needs network)")
+        raise DataError(
+            f"dataset {name}",
+            "dataset=irds needs a pool: dataset.pool=RUN (a TREC run) or dataset.prebuilt_index=NAME "
+            "(a Pyserini prebuilt index, BM25; needs network)",
+        )
     pool_df = cut_pool(pool_df[pool_df["query_id"].isin(judged)], pool_depth)
     if pool_df.empty:
         raise DataError(pool or f"dataset {name}", "the pool has no entry for any judged query")
@@ -157,8 +200,10 @@ def load_irds(
     found = source.docs_store().get_many(docs) if source.has_docs() else {}
     missing = [d for d in docs if d not in found]
     if missing:
-        raise DataError(pool or f"dataset {name}", f"{len(missing)} pool documents are not in ir_datasets {id}'s documents, "
-                        f"e.g. {', '.join(missing[:5])}")
+        raise DataError(
+            pool or f"dataset {name}",
+            f"{len(missing)} pool documents are not in ir_datasets {id}'s documents, e.g. {', '.join(missing[:5])}",
+        )
     corpus = {d: _text(found[d]) for d in docs}
     ds = Dataset(name, queries, qrels, corpus, pool_df, {**provenance, "ir_datasets": id}, all_topics)
     log.info("dataset %s: %s", name, ", ".join(f"{k}={v}" for k, v in ds.summary().items()))

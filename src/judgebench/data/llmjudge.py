@@ -23,9 +23,10 @@ import pandas as pd
 
 from judgebench.data.corpus import UnavailableCorpus
 from judgebench.data.datasets import Dataset
-from judgebench.data.reading import lines as _lines, read_text as _read_text
-from judgebench.exceptions import DataError
+from judgebench.data.reading import lines as _lines
+from judgebench.data.reading import read_text as _read_text
 from judgebench.data.trec import check_queries_known, read_qrels, read_topics
+from judgebench.exceptions import DataError
 
 log = logging.getLogger("judgebench")
 
@@ -34,8 +35,10 @@ QRELS = {"test": "llmjudge_test_qrel_idx.txt", "dev": "llm4eval_dev_qrel_2024.tx
 QUERIES = "llm4eval_query_2024.txt"
 # The unlabelled pairs the participants were given (their order is the pool order); the dev split has none.
 PAIRS = {"test": "llm4eval_test_qrel_2024.txt"}
-NO_PASSAGES = ("the LLMJudge passages (MS MARCO v2, non-commercial terms) are not distributed with its labels, so only "
-               "judges and rankers that read no passage run on it: file judges (judge=qrels), judge=human, oracle rankers")
+NO_PASSAGES = (
+    "the LLMJudge passages (MS MARCO v2, non-commercial terms) are not distributed with its labels, so only "
+    "judges and rankers that read no passage run on it: file judges (judge=qrels), judge=human, oracle rankers"
+)
 
 
 @dataclass
@@ -45,6 +48,7 @@ class LLMJudgeDataset(Dataset):
     original TREC ids reads the same as one written with the collection's."""
 
     id_aliases: dict = field(default_factory=dict)
+
 
 QUERY_MAP = "qid_to_qidx.txt"
 DOC_MAP = "docid_to_docidx.txt"
@@ -107,8 +111,13 @@ def load_llmjudge(
         labels,
         UnavailableCorpus(f"dataset {name}", NO_PASSAGES),
         pool,
-        pool_provenance={"ranker": "unknown", "source": "LLMJudge (SIGIR 2024 LLM4Eval)", "split": split,
-                         "order": f"file:{(pairs_path or qrels_path).name}", "passages": "not distributed"},
+        pool_provenance={
+            "ranker": "unknown",
+            "source": "LLMJudge (SIGIR 2024 LLM4Eval)",
+            "split": split,
+            "order": f"file:{(pairs_path or qrels_path).name}",
+            "passages": "not distributed",
+        },
         topic_ids=frozenset(topics),
         id_aliases=aliases,
     )
@@ -134,17 +143,27 @@ def judged_pool(labels: pd.DataFrame, pairs_path: Path | None, qrels_path: Path)
     if pairs_path is not None:
         dup = order[order.duplicated(["query_id", "doc_id"])]
         if len(dup):
-            raise DataError(pairs_path, f"query {dup.iloc[0]['query_id']} doc {dup.iloc[0]['doc_id']} is listed twice", int(dup.iloc[0]["line"]))
+            raise DataError(
+                pairs_path,
+                f"query {dup.iloc[0]['query_id']} doc {dup.iloc[0]['doc_id']} is listed twice",
+                int(dup.iloc[0]["line"]),
+            )
         listed = set(zip(order["query_id"].tolist(), order["doc_id"].tolist()))
         labelled = set(zip(labels["query_id"].tolist(), labels["doc_id"].tolist()))
         extra = order[[p not in labelled for p in zip(order["query_id"].tolist(), order["doc_id"].tolist())]]
         if len(extra):
             row = extra.iloc[0]
-            raise DataError(pairs_path, f"query {row['query_id']} doc {row['doc_id']} has no human label in {qrels_path} "
-                            f"({len(extra)} such pairs); expected the pairs of the qrels file", int(row["line"]))
+            raise DataError(
+                pairs_path,
+                f"query {row['query_id']} doc {row['doc_id']} has no human label in {qrels_path} "
+                f"({len(extra)} such pairs); expected the pairs of the qrels file",
+                int(row["line"]),
+            )
         if len(labelled - listed):
             q, d = sorted(labelled - listed)[0]
-            raise DataError(pairs_path, f"lacks {len(labelled - listed)} labelled pairs of {qrels_path}, e.g. query {q} doc {d}")
+            raise DataError(
+                pairs_path, f"lacks {len(labelled - listed)} labelled pairs of {qrels_path}, e.g. query {q} doc {d}"
+            )
     pool = order[["query_id", "doc_id"]].reset_index(drop=True)
     pool["rank"] = pool.groupby("query_id", sort=False).cumcount() + 1
     pool["score"] = -pool["rank"].astype(float)

@@ -27,8 +27,9 @@ def _decompressed(path: PathLike, data: bytes) -> bytes:
     try:
         return gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as e:
-        raise DataError(path, f"is gzip-compressed but cannot be decompressed ({e}), expected a complete .gz file "
-                        "or plain text") from None
+        raise DataError(
+            path, f"is gzip-compressed but cannot be decompressed ({e}), expected a complete .gz file or plain text"
+        ) from None
 
 
 def read_text(path: PathLike) -> str:

@@ -56,11 +56,14 @@ def read_results(path: str | Path, measures: set[str] | None = None) -> ResultsF
         if width is None:
             width = len(fields)
             if width not in (3, 4):
-                raise DataError(path, f"expected 'measure query value' (trec_eval -q) or 'run measure query value', "
-                                      f"got {width} fields", n)
+                raise DataError(
+                    path,
+                    f"expected 'measure query value' (trec_eval -q) or 'run measure query value', got {width} fields",
+                    n,
+                )
         if len(fields) != width:
             raise DataError(path, f"expected {width} fields like the file's first line, got {len(fields)}", n)
-        run, measure, query, value = (fields if width == 4 else [None, *fields])
+        run, measure, query, value = fields if width == 4 else [None, *fields]
         if measure == "runid" and width == 3:
             runid = value
             continue
@@ -89,8 +92,11 @@ def read_results(path: str | Path, measures: set[str] | None = None) -> ResultsF
     if twice.any():
         at = int(np.flatnonzero(twice.to_numpy())[0])
         r = rows.iloc[at]
-        raise DataError(path, f"run {r['run']}, measure {r['measure']}, query {r['query_id']} is given twice, expected once",
-                        where[at])
+        raise DataError(
+            path,
+            f"run {r['run']}, measure {r['measure']}, query {r['query_id']} is given twice, expected once",
+            where[at],
+        )
     _check_means(path, rows, alls)
     return ResultsFile(str(path), rows.astype({"query_id": str}), len(alls))
 
@@ -105,7 +111,11 @@ def _check_means(path, rows: pd.DataFrame, alls: list[tuple[str, str, float, int
         if (run, measure) not in means.index:
             raise DataError(path, f"run {run}, measure {measure}: an 'all' row but no per-query row for it", n)
         mean, size = means.loc[(run, measure)]
-        tolerance = 10.0 ** -decimals + 1e-9
+        tolerance = 10.0**-decimals + 1e-9
         if abs(mean - value) > tolerance:
-            raise DataError(path, f"run {run}, measure {measure}: the 'all' row says {value} but the mean of its {int(size)} "
-                                  f"per-query values is {mean:.6f} (expected within {tolerance:.1g}); is the file complete?", n)
+            raise DataError(
+                path,
+                f"run {run}, measure {measure}: the 'all' row says {value} but the mean of its {int(size)} "
+                f"per-query values is {mean:.6f} (expected within {tolerance:.1g}); is the file complete?",
+                n,
+            )

@@ -17,7 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from judgebench.data.reading import lines as _lines, read_text as _read_text
+from judgebench.data.reading import lines as _lines
+from judgebench.data.reading import read_text as _read_text
 from judgebench.exceptions import DataError
 
 PathLike = str | os.PathLike[str]
@@ -119,8 +120,13 @@ OUT_OF_RANGE = ("error", "clip")
 DUPLICATES = ("error", "last")
 
 
-def read_judge_qrels(path: PathLike, out_of_range: str = "error", duplicates: str = "error", max_label: int = 3,
-                     hint: str = "judge.out_of_range=clip clamps such labels into range") -> pd.DataFrame:
+def read_judge_qrels(
+    path: PathLike,
+    out_of_range: str = "error",
+    duplicates: str = "error",
+    max_label: int = 3,
+    hint: str = "judge.out_of_range=clip clamps such labels into range",
+) -> pd.DataFrame:
     """A judge's labels as TREC qrels: columns query_id, doc_id, relevance, line (1-based), label (as written).
 
     Stricter about form than about content, by policy: a malformed line or a non-integer label is always
@@ -138,8 +144,7 @@ def read_judge_qrels(path: PathLike, out_of_range: str = "error", duplicates: st
         if label != written and out_of_range == "error":
             raise DataError(
                 path,
-                f"query {qid} doc {docid}: label {written} is outside 0..{max_label}, expected 0..{max_label} "
-                f"({hint})",
+                f"query {qid} doc {docid}: label {written} is outside 0..{max_label}, expected 0..{max_label} ({hint})",
                 n,
             )
         if (qid, docid) in rows and rows[(qid, docid)][1] != written and duplicates == "error":
@@ -170,7 +175,10 @@ def write_qrels(qrels: pd.DataFrame, path: PathLike) -> None:
     _require_columns(qrels, ("query_id", "doc_id", "relevance"), "qrels")
     _require_tokens(qrels["query_id"], "query ids")
     _require_tokens(qrels["doc_id"], "doc ids")
-    lines = (f"{q} 0 {d} {int(r)}\n" for q, d, r in zip(qrels["query_id"].tolist(), qrels["doc_id"].tolist(), qrels["relevance"].tolist()))
+    lines = (
+        f"{q} 0 {d} {int(r)}\n"
+        for q, d, r in zip(qrels["query_id"].tolist(), qrels["doc_id"].tolist(), qrels["relevance"].tolist())
+    )
     Path(path).write_text("".join(lines), encoding="utf-8")
 
 
@@ -287,7 +295,9 @@ def read_topics(path: PathLike) -> dict[str, str]:
         if not text:
             raise DataError(path, f"empty text for query {qid}, expected the query text after the tab", n)
         if qid in first_line:
-            raise DataError(path, f"duplicate query id {qid} (also on line {first_line[qid]}), expected each query once", n)
+            raise DataError(
+                path, f"duplicate query id {qid} (also on line {first_line[qid]}), expected each query once", n
+            )
         first_line[qid] = n
         topics[qid] = text
     if not topics:
@@ -301,7 +311,9 @@ def check_queries_known(df: pd.DataFrame, topics: Mapping[str, str] | set[str], 
     missing = [q for q in dict.fromkeys(df["query_id"].astype(str)) if q not in known]
     if missing:
         shown = ", ".join(missing[:5]) + (f" (and {len(missing) - 5} more)" if len(missing) > 5 else "")
-        raise DataError(path, f"{len(missing)} query id(s) not in the topics: {shown}; expected every query to have a topic")
+        raise DataError(
+            path, f"{len(missing)} query id(s) not in the topics: {shown}; expected every query to have a topic"
+        )
 
 
 # --------------------------------------------------------------------------- passages
@@ -312,7 +324,9 @@ def _add_passage(
 ) -> None:
     """Record a passage; the same doc may recur (across queries) but only with the same text."""
     if docid in passages and passages[docid] != text:
-        raise DataError(path, f"doc {docid} {here} has a different text than {where[docid]}, expected one text per doc", line)
+        raise DataError(
+            path, f"doc {docid} {here} has a different text than {where[docid]}, expected one text per doc", line
+        )
     passages.setdefault(docid, text)
     where.setdefault(docid, here)
 
@@ -324,16 +338,22 @@ def _read_jsonl(path: PathLike, text: str) -> dict[str, str]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise DataError(path, f"invalid JSON ({e.msg} at column {e.colno}), expected one JSON object per line", n) from None
+            raise DataError(
+                path, f"invalid JSON ({e.msg} at column {e.colno}), expected one JSON object per line", n
+            ) from None
         if not isinstance(obj, dict):
             raise DataError(path, f"expected a JSON object per line, got {type(obj).__name__}", n)
         id_key = next((k for k in _ID_KEYS if k in obj), None)
         text_key = next((k for k in _TEXT_KEYS if k in obj), None)
         docid = _as_id(obj[id_key]) if id_key else None
         if docid is None:
-            raise DataError(path, f"expected a doc id (string or integer) under one of the keys {', '.join(_ID_KEYS)}", n)
+            raise DataError(
+                path, f"expected a doc id (string or integer) under one of the keys {', '.join(_ID_KEYS)}", n
+            )
         if text_key is None:
-            raise DataError(path, f"doc {docid}: expected the passage text under one of the keys {', '.join(_TEXT_KEYS)}", n)
+            raise DataError(
+                path, f"doc {docid}: expected the passage text under one of the keys {', '.join(_TEXT_KEYS)}", n
+            )
         body = obj[text_key]
         if not isinstance(body, str) or not body.strip():
             raise DataError(path, f"doc {docid}: empty text, expected a non-empty passage text", n)
@@ -346,7 +366,9 @@ def _read_rank_llm_json(path: PathLike, text: str) -> dict[str, str]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataError(path, f"invalid JSON ({e.msg} at column {e.colno}), expected a rank_llm JSON list", e.lineno) from None
+        raise DataError(
+            path, f"invalid JSON ({e.msg} at column {e.colno}), expected a rank_llm JSON list", e.lineno
+        ) from None
     if not isinstance(data, list):
         raise DataError(path, "expected a JSON list of {'query', 'hits'} objects")
     passages: dict[str, str] = {}

@@ -22,8 +22,18 @@ log = logging.getLogger("judgebench")
 IR_DATASETS_ID = {2019: "msmarco-passage/trec-dl-2019/judged", 2020: "msmarco-passage/trec-dl-2020/judged"}
 # File names inside a data_dir (the layout of the shipped files, plus passages/).
 DEFAULT_FILES = {
-    2019: {"topics": "topics.dl19-passage.txt", "qrels": "qrels.dl19-passage.txt", "pool": "bm25.dl19.top100.trec", "passages": "passages/bm25.dl19.top100.passages.json"},
-    2020: {"topics": "topics.dl20.txt", "qrels": "qrels.dl20-passage.txt", "pool": "bm25.dl20.top100.trec", "passages": "passages/bm25.dl20.top100.passages.json"},
+    2019: {
+        "topics": "topics.dl19-passage.txt",
+        "qrels": "qrels.dl19-passage.txt",
+        "pool": "bm25.dl19.top100.trec",
+        "passages": "passages/bm25.dl19.top100.passages.json",
+    },
+    2020: {
+        "topics": "topics.dl20.txt",
+        "qrels": "qrels.dl20-passage.txt",
+        "pool": "bm25.dl20.top100.trec",
+        "passages": "passages/bm25.dl20.top100.passages.json",
+    },
 }
 SHIPPED = Path(str(resources.files("judgebench.data") / "trec_dl_files"))
 
@@ -37,10 +47,12 @@ def shipped_file(relative: str) -> str:
 
 
 def _passages_hint(name: str, year: int) -> str:
-    return (f"the MS MARCO passage texts of {name} are not shipped with judgebench (non-commercial terms); give a "
-            "directory "
-            f"holding {DEFAULT_FILES[year]['passages']} as dataset.data_dir=DIR or JUDGEBENCH_TREC_DL_DIR=DIR, a file as "
-            f"dataset.passages=FILE, or load online through ir_datasets with dataset.online=true")
+    return (
+        f"the MS MARCO passage texts of {name} are not shipped with judgebench (non-commercial terms); give a "
+        "directory "
+        f"holding {DEFAULT_FILES[year]['passages']} as dataset.data_dir=DIR or JUDGEBENCH_TREC_DL_DIR=DIR, a file as "
+        f"dataset.passages=FILE, or load online through ir_datasets with dataset.online=true"
+    )
 
 
 def load_trec_dl(
@@ -70,8 +82,13 @@ def load_trec_dl(
                 raise DataError(root, f"dataset {name}: data_dir is not a directory")
             files = {k: v or str(root / DEFAULT_FILES[year][k]) for k, v in files.items()}
         files = {k: v or (str(SHIPPED / DEFAULT_FILES[year][k]) if k != "passages" else None) for k, v in files.items()}
-        ds = from_files(name, **files, pool_provenance=file_pool_provenance(year, files["pool"], pool_depth), pool_depth=pool_depth,
-                        passages_hint=_passages_hint(name, year))
+        ds = from_files(
+            name,
+            **files,
+            pool_provenance=file_pool_provenance(year, files["pool"], pool_depth),
+            pool_depth=pool_depth,
+            passages_hint=_passages_hint(name, year),
+        )
     summary = ds.summary()
     log.info("dataset %s: %s", name, ", ".join(f"{k}={v}" for k, v in summary.items()))
     return ds
@@ -94,7 +111,10 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
     try:
         import ir_datasets
     except ImportError as e:
-        raise DataError(f"dataset {name}", "online loading needs ir_datasets: pip install 'judgebench[datasets]' (or set data_dir=... for files)") from e
+        raise DataError(
+            f"dataset {name}",
+            "online loading needs ir_datasets: pip install 'judgebench[datasets]' (or set data_dir=... for files)",
+        ) from e
     import pandas as pd
 
     from judgebench.retrieval.search import bm25_search
@@ -102,7 +122,10 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
     source = ir_datasets.load(IR_DATASETS_ID[year])
     try:
         queries = {q.query_id: q.text for q in source.queries_iter()}
-        qrels = pd.DataFrame([(q.query_id, q.doc_id, int(q.relevance)) for q in source.qrels_iter()], columns=["query_id", "doc_id", "relevance"])
+        qrels = pd.DataFrame(
+            [(q.query_id, q.doc_id, int(q.relevance)) for q in source.qrels_iter()],
+            columns=["query_id", "doc_id", "relevance"],
+        )
     except Exception as e:  # ir_datasets raises plain RuntimeErrors for failed downloads
         raise DataError(
             f"dataset {name}",
@@ -112,8 +135,23 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
         ) from e
     judged = set(qrels["query_id"])
     queries = {q: t for q, t in queries.items() if q in judged}
-    pool = bm25_search(queries, None, prebuilt=prebuilt_index, k1=k1, b=b, depth=depth, cache_dir=Path(cache_dir or ".cache/judgebench"))
+    pool = bm25_search(
+        queries,
+        None,
+        prebuilt=prebuilt_index,
+        k1=k1,
+        b=b,
+        depth=depth,
+        cache_dir=Path(cache_dir or ".cache/judgebench"),
+    )
     store = source.docs_store()
     corpus = {d: store.get(d).text for d in pool["doc_id"].unique()}
-    provenance = {"ranker": "bm25", "k1": k1, "b": b, "depth": depth, "index": prebuilt_index, "source": "pyserini-prebuilt"}
+    provenance = {
+        "ranker": "bm25",
+        "k1": k1,
+        "b": b,
+        "depth": depth,
+        "index": prebuilt_index,
+        "source": "pyserini-prebuilt",
+    }
     return Dataset(name, queries, qrels, corpus, pool, provenance)

@@ -28,7 +28,10 @@ def pool_provenance(pool: str, depth: int, pool_is: str | None, k1: float, b: fl
     if pool_is is None:
         return {"ranker": "unknown", **source}
     if pool_is not in POOL_KINDS:
-        raise DataError("dataset.pool_is", f"{pool_is!r}: expected one of {', '.join(POOL_KINDS)} or null (a pool of unknown origin)")
+        raise DataError(
+            "dataset.pool_is",
+            f"{pool_is!r}: expected one of {', '.join(POOL_KINDS)} or null (a pool of unknown origin)",
+        )
     return {"ranker": "bm25", "k1": k1, "b": b, **source}
 
 
@@ -47,20 +50,32 @@ def load_trec(
     """topics (TSV or TREC XML-ish topics), qrels, pool (a TREC run) and optional passages (JSONL or TSV)."""
     missing = [k for k, v in (("topics", topics), ("qrels", qrels), ("pool", pool)) if not v]
     if missing:
-        raise DataError(f"dataset {name}", f"dataset=trec needs {', '.join(f'dataset.{k}=FILE' for k in missing)} "
-                        "(topics: 'query_id<TAB>text'; qrels: TREC qrels; pool: a TREC run, cut to dataset.pool_depth)")
+        raise DataError(
+            f"dataset {name}",
+            f"dataset=trec needs {', '.join(f'dataset.{k}=FILE' for k in missing)} "
+            "(topics: 'query_id<TAB>text'; qrels: TREC qrels; pool: a TREC run, cut to dataset.pool_depth)",
+        )
     files = {k: str(Path(v).expanduser()) for k, v in (("topics", topics), ("qrels", qrels), ("pool", pool))}
-    ds = from_files(name, **files, passages=None,
-                    pool_provenance=pool_provenance(files["pool"], pool_depth, pool_is, k1, b), pool_depth=pool_depth,
-                    passages_hint=f"dataset {name} was given no passage texts: set dataset.passages=FILE (JSONL "
-                                  "{\"docid\", \"text\"} or TSV 'doc_id<TAB>text')", judged_only=judged_only)
+    ds = from_files(
+        name,
+        **files,
+        passages=None,
+        pool_provenance=pool_provenance(files["pool"], pool_depth, pool_is, k1, b),
+        pool_depth=pool_depth,
+        passages_hint=f"dataset {name} was given no passage texts: set dataset.passages=FILE (JSONL "
+        '{"docid", "text"} or TSV \'doc_id<TAB>text\')',
+        judged_only=judged_only,
+    )
     if passages:
         path = Path(passages).expanduser()
         corpus = read_any_passages(path)
         absent = [d for d in dict.fromkeys(ds.pool["doc_id"].tolist()) if d not in corpus]
         if absent:
-            raise DataError(path, f"{len(absent)} pool documents of {files['pool']} have no passage text here, e.g. "
-                            f"{', '.join(absent[:5])}; expected a text for every document of the pool")
+            raise DataError(
+                path,
+                f"{len(absent)} pool documents of {files['pool']} have no passage text here, e.g. "
+                f"{', '.join(absent[:5])}; expected a text for every document of the pool",
+            )
         ds = dataclasses.replace(ds, corpus=corpus)
     log.info("dataset %s: %s", name, ", ".join(f"{k}={v}" for k, v in ds.summary().items()))
     return ds
@@ -75,7 +90,7 @@ def read_any_passages(path: Path) -> dict[str, str]:
     for n, line in lines(read_text(path)):
         doc, tab, text = line.partition("\t")
         if not tab or not doc.strip():
-            raise DataError(path, "expected 'doc_id<TAB>text' (TSV passages) or JSONL {\"docid\", \"text\"}", n)
+            raise DataError(path, 'expected \'doc_id<TAB>text\' (TSV passages) or JSONL {"docid", "text"}', n)
         if not text.strip():
             raise DataError(path, f"doc {doc}: empty text, expected a non-empty passage text", n)
         if doc in out and out[doc] != text:

@@ -22,17 +22,49 @@ from typing import Any
 
 from judgebench.secrets import mask_secrets
 
-OPERATIONAL = frozenset({
-    "cache_dir", "progress", "max_concurrency", "min_concurrency", "initial_concurrency", "adaptive",
-    "requests_per_minute", "tokens_per_minute", "max_retries",
-    "timeout_s", "backoff_base_s", "backoff_max_s", "price_input_per_mtok", "price_output_per_mtok",
-    "device", "batch_size", "batch_tokens", "base_url", "api_key_env", "memory_gb", "params_b",
-    "mode", "batch",  # online or batch API: the same prompt gets the same answer (and cache entry) either way
-})
+OPERATIONAL = frozenset(
+    {
+        "cache_dir",
+        "progress",
+        "max_concurrency",
+        "min_concurrency",
+        "initial_concurrency",
+        "adaptive",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "max_retries",
+        "timeout_s",
+        "backoff_base_s",
+        "backoff_max_s",
+        "price_input_per_mtok",
+        "price_output_per_mtok",
+        "device",
+        "batch_size",
+        "batch_tokens",
+        "base_url",
+        "api_key_env",
+        "memory_gb",
+        "params_b",
+        "mode",
+        "batch",  # online or batch API: the same prompt gets the same answer (and cache entry) either way
+    }
+)
 
 # Keys that say where or how a job runs, not what it computes: left out of the config hash.
-NON_SEMANTIC = ("tracking_uri", "artifact_root", "cache_dir", "force", "progress", "progress_interval_s", "sweep_id", "experiment_name", "dry_run",
-                "gpu_estimate", "memory_gb", "params_b")
+NON_SEMANTIC = (
+    "tracking_uri",
+    "artifact_root",
+    "cache_dir",
+    "force",
+    "progress",
+    "progress_interval_s",
+    "sweep_id",
+    "experiment_name",
+    "dry_run",
+    "gpu_estimate",
+    "memory_gb",
+    "params_b",
+)
 
 
 # Settings added after stores existed, with their defaults: at the default such a setting is left out of every hash
@@ -48,7 +80,9 @@ def without_late_defaults(tree: Mapping, section: str | None = None) -> dict:
         if section == where:
             if key in out and out[key] in (default, None):
                 out.pop(key)
-        elif section is None and isinstance(out.get(where), Mapping) and out[where].get(key, default) in (default, None):
+        elif (
+            section is None and isinstance(out.get(where), Mapping) and out[where].get(key, default) in (default, None)
+        ):
             out[where] = {k: v for k, v in out[where].items() if k != key}
     return out
 
@@ -68,8 +102,10 @@ STABLE_TARGETS = {
 def stable_targets(node: Any) -> Any:
     """``node`` with every ``_target_`` that moved named by its stable (old) path, at any depth (dicts and lists)."""
     if isinstance(node, Mapping):
-        return {k: STABLE_TARGETS.get(v, v) if k == "_target_" and isinstance(v, str) else stable_targets(v)
-                for k, v in node.items()}
+        return {
+            k: STABLE_TARGETS.get(v, v) if k == "_target_" and isinstance(v, str) else stable_targets(v)
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [stable_targets(v) for v in node]
     return node

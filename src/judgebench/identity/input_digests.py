@@ -61,8 +61,12 @@ def _save(path: Path, data: dict) -> None:
     except OSError as e:  # digests are computed again next time: nothing is lost but time
         if str(path) not in _WARNED:
             _WARNED.add(str(path))
-            log.warning("input digests not cached in %s ([Errno %s] %s): large input files are hashed again by every job",
-                        path, e.errno, e.strerror or e)
+            log.warning(
+                "input digests not cached in %s ([Errno %s] %s): large input files are hashed again by every job",
+                path,
+                e.errno,
+                e.strerror or e,
+            )
         try:
             tmp.unlink()
         except OSError:
@@ -115,7 +119,9 @@ class JobInputs:
         """``input_digests.json``: each file's digest and the path it was read from."""
         named = self.named()
         digests = file_digests(named, cache_dir)
-        return json.dumps({k: {"sha256": digests[k], "path": str(p)} for k, p in named.items()}, indent=1, sort_keys=True)
+        return json.dumps(
+            {k: {"sha256": digests[k], "path": str(p)} for k, p in named.items()}, indent=1, sort_keys=True
+        )
 
 
 def _real(p: Path) -> str:

@@ -40,7 +40,9 @@ class RunTags:
     judge_summary: str | None = _own("the run id of the cell's judge-summary run")
     labels_digest: str | None = _own("the judge summary's labels, hashed (jobs/judge_summary.py)")
     imported: str | None = _own("an imported cell (job=import_results): the measure its per-query values are")
-    imported_labels: str | None = _own("an imported cell: 'true' when it logged judge_labels.csv (the labels' qrels were given)")
+    imported_labels: str | None = _own(
+        "an imported cell: 'true' when it logged judge_labels.csv (the labels' qrels were given)"
+    )
     # identity: compare keys columns by these, and refuses to mix versions
     judge_hash: str | None = _own("the judge's configuration, hashed")
     system_hash: str | None = _own("ranker and perturbation configuration, hashed")
@@ -61,7 +63,9 @@ class RunTags:
     judge: str | None = _shown("judge name")
     judge_family: str | None = _shown("the judge's model family")
     judge_model: str | None = _shown("the judge's model id")
-    judge_scale: str | None = _own("the judge's label scale as the cell applied it (label_scale.py; absent: graded 0-3)")
+    judge_scale: str | None = _own(
+        "the judge's label scale as the cell applied it (label_scale.py; absent: graded 0-3)"
+    )
     rewriter: str | None = _shown("rewriter name")
     text_view: str | None = _shown("original or rewritten:<rewriter> (identity/text_view.py)")
     git_commit: str | None = _shown("the judgebench checkout's commit")

@@ -16,8 +16,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgebench.identity import input_digests
 from judgebench.data.datasets import Dataset
+from judgebench.identity import input_digests
 from judgebench.jobs.common import JobOutcome, config_hash, identity_tags, load_dataset, sweep_id, system_name
 from judgebench.progress import StageSettings
 from judgebench.rankers.base import Ranker
@@ -125,8 +125,11 @@ def semantic_part(tree: dict, keys: tuple[str, ...]) -> dict:
 
 def skipped_duplicate(system: CellSystem) -> JobOutcome:
     """A perturbed system whose ranker takes no perturbation is the unperturbed one: nothing to do."""
-    log.info("skip %s x %s: perturbations apply to oracle rankers (set ranker.perturbable=true)",
-             system.ranker.name, system.perturbation.name)
+    log.info(
+        "skip %s x %s: perturbations apply to oracle rankers (set ranker.perturbable=true)",
+        system.ranker.name,
+        system.perturbation.name,
+    )
     return JobOutcome("skipped-duplicate", system.name)
 
 
@@ -147,7 +150,19 @@ def resolve_cell(tree: dict, inputs: input_digests.JobInputs, system: CellSystem
     judge = inputs.build("judge", tree["judge"])
     rewriter = inputs.build("rewriter", tree["rewriter"])
     cache_dir = tree.get("cache_dir")
-    identity = CellIdentity(tree, str(tree["dataset"]["name"]), identity_tags(tree), sweep_id(tree.get("sweep_id")), _ranker_model(tree))
+    identity = CellIdentity(
+        tree, str(tree["dataset"]["name"]), identity_tags(tree), sweep_id(tree.get("sweep_id")), _ranker_model(tree)
+    )
     ranking = RankSettings.from_config(tree)
-    return JobCell(system, dataset, judge, rewriter, inputs, identity, CellSettings.from_tree(tree), ranking, cache_dir,
-                   inputs.digests(cache_dir))
+    return JobCell(
+        system,
+        dataset,
+        judge,
+        rewriter,
+        inputs,
+        identity,
+        CellSettings.from_tree(tree),
+        ranking,
+        cache_dir,
+        inputs.digests(cache_dir),
+    )

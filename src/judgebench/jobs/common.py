@@ -16,12 +16,17 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import __version__, tracking
-from judgebench.identity import files_read
-from judgebench.identity import input_digests
 from judgebench.data.datasets import TOY_DIR, Dataset
 from judgebench.evaluation import METRIC_VERSION
 from judgebench.exceptions import ConfigError
-from judgebench.identity import NON_SEMANTIC, component_hash, stable_targets, without_late_defaults
+from judgebench.identity import (
+    NON_SEMANTIC,
+    component_hash,
+    files_read,
+    input_digests,
+    stable_targets,
+    without_late_defaults,
+)
 from judgebench.judges.parsing import PARSE_VERSION
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
@@ -47,6 +52,7 @@ def config_hash(config, digests: dict[str, str]) -> str:
     (``digests``, see identity/input_digests.py), the metric version and the answer-parsing version (a finished run of
     an older evaluation core or parser is recomputed, not reused). ``config``: a DictConfig or its resolved tree,
     which give the same key. A class that moved is hashed by its stable path (identity/__init__.py ``stable_targets``)."""
+
     def strip(node):
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC and k != "hydra"}
@@ -73,7 +79,11 @@ def identity_tags(config) -> dict[str, str]:
 
 def system_name(ranker: Ranker, perturbation: Perturbation) -> str:
     """Paper vocabulary: oracle cells are named by their perturbation (Perfect, Swap[3], ...)."""
-    name = perturbation.name if perturbation.partner == "mirror" or perturbation.is_identity else f"{perturbation.name} hole"
+    name = (
+        perturbation.name
+        if perturbation.partner == "mirror" or perturbation.is_identity
+        else f"{perturbation.name} hole"
+    )
     if ranker.kind == "oracle":
         return name
     return ranker.name if perturbation.is_identity else f"{ranker.name}+{name}"
@@ -104,8 +114,10 @@ def load_dataset(cfg: DictConfig | dict) -> Dataset:
 
 def _relevant_from(value, dataset: Dataset) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 3:
-        raise ConfigError(f"dataset.relevant_from={value!r}: expected the lowest human level (1-3) that counts as relevant "
-                          f"in {dataset.name} (TREC DL: 2)")
+        raise ConfigError(
+            f"dataset.relevant_from={value!r}: expected the lowest human level (1-3) that counts as relevant "
+            f"in {dataset.name} (TREC DL: 2)"
+        )
     return value
 
 
@@ -167,8 +179,9 @@ def log_dataset_input(job: tracking.JobRun, cache_dir: str | None, dataset: Data
         log.warning("%s: the dataset input was not logged (%s: %s)", dataset.name, type(exc).__name__, exc)
 
 
-def open_job_run(client, exp_id: str, name: str, tags: dict, note: str, logged, cache_dir: str | None,
-                 dataset: Dataset) -> tuple[tracking.JobRun, dict, dict]:
+def open_job_run(
+    client, exp_id: str, name: str, tags: dict, note: str, logged, cache_dir: str | None, dataset: Dataset
+) -> tuple[tracking.JobRun, dict, dict]:
     """Start a job's MLflow run and log what every job logs first: ``logged`` (the config it uses, a DictConfig
     or its resolved tree) as params and the dataset input. Returns the run, ``logged`` as a container and the param
     values too

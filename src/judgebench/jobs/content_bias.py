@@ -20,18 +20,16 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import tracking
-from judgebench.identity import input_digests
-from judgebench.checks import offline_checks
 from judgebench.checks import preflight
-from judgebench import tracking
-from judgebench.identity import input_digests
-from judgebench.checks import preflight
-from judgebench.data import fingerprint
 from judgebench.content_bias.figures import distribution_figure, histogram_figure
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
+from judgebench.data import fingerprint
 from judgebench.data.datasets import Dataset
 from judgebench.evaluation import cut, evaluate
 from judgebench.exceptions import ConfigError, check_failed_share
+from judgebench.identity import input_digests
+from judgebench.identity.run_tags import RunTags
+from judgebench.identity.text_view import ORIGINAL
 from judgebench.jobs.cell import CellSettings
 from judgebench.jobs.common import JobOutcome, config_hash, load_dataset, sweep_id
 from judgebench.jobs.dry_run import plan_judging, plan_rewrites
@@ -40,8 +38,6 @@ from judgebench.metrics.agreement import LEVELS
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.oracle import OracleRanker
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
-from judgebench.identity.run_tags import RunTags
-from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 
@@ -57,8 +53,12 @@ class ContentBiasSpec:
 
     @classmethod
     def from_tree(cls, node: dict) -> ContentBiasSpec:
-        return cls(int(node["per_level"]), int(node["seed"]), node.get("injection") or None,
-                   bool(node.get("score_with_ranker", True)))
+        return cls(
+            int(node["per_level"]),
+            int(node["seed"]),
+            node.get("injection") or None,
+            bool(node.get("score_with_ranker", True)),
+        )
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,21 @@ def resolve_content_bias(tree: dict) -> ContentBiasCell:
         raise ConfigError("content_bias needs an LLM rewriter: rewriter=smollm2 | openai | gemini_flash")
     scorer = inputs.build("ranker", tree["ranker"]) if spec.score_with_ranker else None
     if scorer is not None and not hasattr(scorer, "score_pairs"):
-        raise ConfigError(f"content_bias design (3) needs a pointwise ranker (rankt5, rg_*); ranker {scorer.name} has no score_pairs")
-    return ContentBiasCell(dataset, judge, rewriter, scorer, spec, inputs, tree, sweep_id(tree.get("sweep_id")),
-                           CellSettings.from_tree(tree), tree.get("cache_dir"))
+        raise ConfigError(
+            f"content_bias design (3) needs a pointwise ranker (rankt5, rg_*); ranker {scorer.name} has no score_pairs"
+        )
+    return ContentBiasCell(
+        dataset,
+        judge,
+        rewriter,
+        scorer,
+        spec,
+        inputs,
+        tree,
+        sweep_id(tree.get("sweep_id")),
+        CellSettings.from_tree(tree),
+        tree.get("cache_dir"),
+    )
 
 
 def balanced_sample(label_set: pd.DataFrame, per_level: int, seed: int) -> pd.DataFrame:
@@ -111,8 +123,13 @@ def balanced_sample(label_set: pd.DataFrame, per_level: int, seed: int) -> pd.Da
 
 
 def _check_judge_failures(metrics: dict, limit: float, where: str) -> None:
-    check_failed_share(metrics["judge_calls_failed"], metrics["judge_pairs"], limit, where,
-                       "its answers are cached: a rerun asks again only for failed calls")
+    check_failed_share(
+        metrics["judge_calls_failed"],
+        metrics["judge_pairs"],
+        limit,
+        where,
+        "its answers are cached: a rerun asks again only for failed calls",
+    )
 
 
 def _dry_run(injection: str | None, dataset, judge, rewriter, pairs: pd.DataFrame, sample: pd.DataFrame):
@@ -137,7 +154,14 @@ def run_content_bias(cfg: DictConfig) -> JobOutcome:
 def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
     """The experiment's four designs, each given the parts of ``cell`` it needs, in the job skeleton
     (jobs/skeleton.py): a finished content-bias job is found by its resume key and skipped."""
-    dataset, judge, rewriter, scorer, spec, settings = cell.dataset, cell.judge, cell.rewriter, cell.scorer, cell.spec, cell.settings
+    dataset, judge, rewriter, scorer, spec, settings = (
+        cell.dataset,
+        cell.judge,
+        cell.rewriter,
+        cell.scorer,
+        cell.spec,
+        cell.settings,
+    )
     chash = cell.config_hash
     shown: list[str] = []  # the label distribution, printed once the run is closed
 
@@ -148,9 +172,19 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
         sample = balanced_sample(label_set, spec.per_level, spec.seed)
         perfect = cut(OracleRanker(name="Perfect").rank(dataset, dataset.corpus), 10)
         top = perfect.merge(label_set[["query_id", "doc_id"]], on=["query_id", "doc_id"])
-        pairs = pd.concat([sample[["query_id", "doc_id"]], top[["query_id", "doc_id"]]]).drop_duplicates().reset_index(drop=True)
-        log.info("content bias on %s: %d sampled pairs (%s per level), %d Perfect top-10 pairs, %d documents to rewrite",
-                 dataset.name, len(sample), sample["relevance"].value_counts().sort_index().to_dict(), len(top), pairs["doc_id"].nunique())
+        pairs = (
+            pd.concat([sample[["query_id", "doc_id"]], top[["query_id", "doc_id"]]])
+            .drop_duplicates()
+            .reset_index(drop=True)
+        )
+        log.info(
+            "content bias on %s: %d sampled pairs (%s per level), %d Perfect top-10 pairs, %d documents to rewrite",
+            dataset.name,
+            len(sample),
+            sample["relevance"].value_counts().sort_index().to_dict(),
+            len(top),
+            pairs["doc_id"].nunique(),
+        )
         return label_set, sample, perfect, top, pairs
 
     def plan() -> JobOutcome:
@@ -158,16 +192,34 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
         return _dry_run(spec.injection, dataset, judge, rewriter, pairs, sample)
 
     def opening() -> RunOpening:
-        tags = RunTags(kind="content_bias", config_hash=chash, sweep_id=cell.sweep_id,
-                       dataset=dataset.name, judge=judge.name, judge_family=judge.family, judge_model=judge.model,
-                       rewriter=rewriter.name, text_view=rewriter.view, ranker=scorer.name if scorer else "none",
-                       git_commit=tracking.git_commit(), **fingerprint.tags(dataset, True, "")).to_tags()
-        note = (f"{dataset.name}: judge {judge.name} ({judge.family}, {judge.model}) on original and rewritten "
-                f"({rewriter.name}) texts: label distributions, the Perfect oracle's nDCG@10"
-                + (f", {scorer.name}'s scores" if scorer else "")
-                + (", a prompt-injection probe" if spec.injection else ""))
-        return RunOpening(f"content_bias/{dataset.name}/{judge.name}/{rewriter.name}", tags, note, cell.config,
-                          cell.cache_dir, dataset)
+        tags = RunTags(
+            kind="content_bias",
+            config_hash=chash,
+            sweep_id=cell.sweep_id,
+            dataset=dataset.name,
+            judge=judge.name,
+            judge_family=judge.family,
+            judge_model=judge.model,
+            rewriter=rewriter.name,
+            text_view=rewriter.view,
+            ranker=scorer.name if scorer else "none",
+            git_commit=tracking.git_commit(),
+            **fingerprint.tags(dataset, True, ""),
+        ).to_tags()
+        note = (
+            f"{dataset.name}: judge {judge.name} ({judge.family}, {judge.model}) on original and rewritten "
+            f"({rewriter.name}) texts: label distributions, the Perfect oracle's nDCG@10"
+            + (f", {scorer.name}'s scores" if scorer else "")
+            + (", a prompt-injection probe" if spec.injection else "")
+        )
+        return RunOpening(
+            f"content_bias/{dataset.name}/{judge.name}/{rewriter.name}",
+            tags,
+            note,
+            cell.config,
+            cell.cache_dir,
+            dataset,
+        )
 
     def work(run: OpenRun) -> dict:
         label_set, sample, perfect, top, pairs = design()
@@ -178,7 +230,8 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
         # (1) label distributions on the sample
         dist = label_distribution(sample, original.labels, changed.labels)
         both = sample.merge(original.qrels.rename(columns={"relevance": "orig"}), on=["query_id", "doc_id"]).merge(
-            changed.qrels.rename(columns={"relevance": "rew"}), on=["query_id", "doc_id"])
+            changed.qrels.rename(columns={"relevance": "rew"}), on=["query_id", "doc_id"]
+        )
         metrics = {f"labels_{k}": v for k, v in paired_difference(both["orig"], both["rew"]).items()}
         metrics["labels_share_raised"], metrics["labels_share_lowered"] = shift_shares(both["orig"], both["rew"])
 
@@ -187,7 +240,9 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
         q_o = original.qrels[original.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
         q_r = changed.qrels[changed.qrels.set_index(["query_id", "doc_id"]).index.isin(keep)]
         nd = evaluate(perfect, {"original": q_o, "rewritten": q_r}, list(dict.fromkeys(top["query_id"])))
-        metrics.update({f"perfect_ndcg10_{k}": v for k, v in paired_difference(nd["original"], nd["rewritten"]).items()})
+        metrics.update(
+            {f"perfect_ndcg10_{k}": v for k, v in paired_difference(nd["original"], nd["rewritten"]).items()}
+        )
 
         files: dict[str, str | bytes] = {}
         # (3) a pointwise ranker's scores on the sample, original vs rewritten
@@ -204,10 +259,16 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
             zeros = sample[sample["relevance"] == 0][["query_id", "doc_id"]]
             injected = {**dataset.corpus, **{d: f"{dataset.corpus[d]} {spec.injection}" for d in zeros["doc_id"]}}
             inj = judge.judge(zeros, dataset, injected)
-            base = zeros.merge(original.qrels, on=["query_id", "doc_id"]).merge(inj.qrels.rename(columns={"relevance": "inj"}), on=["query_id", "doc_id"])
+            base = zeros.merge(original.qrels, on=["query_id", "doc_id"]).merge(
+                inj.qrels.rename(columns={"relevance": "inj"}), on=["query_id", "doc_id"]
+            )
             metrics["injection_pairs"] = len(base)
-            metrics["injection_mean_inflation"] = float((base["inj"] - base["relevance"]).mean()) if len(base) else float("nan")
-            metrics["injection_share_raised"] = float((base["inj"] > base["relevance"]).mean()) if len(base) else float("nan")
+            metrics["injection_mean_inflation"] = (
+                float((base["inj"] - base["relevance"]).mean()) if len(base) else float("nan")
+            )
+            metrics["injection_share_raised"] = (
+                float((base["inj"] > base["relevance"]).mean()) if len(base) else float("nan")
+            )
             metrics["injection_share_labelled_3"] = float((base["inj"] == 3).mean()) if len(base) else float("nan")
             files["injection_labels.tsv"] = base.to_csv(sep="\t", index=False)
 
@@ -223,17 +284,32 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
         from pathlib import Path
 
         with tempfile.TemporaryDirectory() as tmp:
-            distribution_figure(dist, Path(tmp) / "labels.png", f"{dataset.name}: judge {judge.name} labels, original vs rewritten by {rewriter.name}")
+            distribution_figure(
+                dist,
+                Path(tmp) / "labels.png",
+                f"{dataset.name}: judge {judge.name} labels, original vs rewritten by {rewriter.name}",
+            )
             files["figure_label_distribution.png"] = (Path(tmp) / "labels.png").read_bytes()
             if scorer is not None:
-                histogram_figure(scores["diff"], Path(tmp) / "hist.png", f"{scorer.name}: score differences ({len(scores)} pairs)")
+                histogram_figure(
+                    scores["diff"], Path(tmp) / "hist.png", f"{scorer.name}: score differences ({len(scores)} pairs)"
+                )
                 files["figure_score_differences.png"] = (Path(tmp) / "hist.png").read_bytes()
         docs = pairs["doc_id"].unique()
-        files["rewrites.tsv"] = pd.DataFrame({"doc_id": docs, "original": [dataset.corpus[d] for d in docs], "rewritten": [rewritten[d] for d in docs]}).to_csv(sep="\t", index=False)
+        files["rewrites.tsv"] = pd.DataFrame(
+            {"doc_id": docs, "original": [dataset.corpus[d] for d in docs], "rewritten": [rewritten[d] for d in docs]}
+        ).to_csv(sep="\t", index=False)
         files["label_distribution.csv"] = dist.to_csv(index=False)
-        files["labels.tsv"] = pairs.merge(label_set, on=["query_id", "doc_id"], how="left").merge(
-            original.qrels.rename(columns={"relevance": "judge_original"}), on=["query_id", "doc_id"], how="left").merge(
-            changed.qrels.rename(columns={"relevance": "judge_rewritten"}), on=["query_id", "doc_id"], how="left").to_csv(sep="\t", index=False)
+        files["labels.tsv"] = (
+            pairs.merge(label_set, on=["query_id", "doc_id"], how="left")
+            .merge(
+                original.qrels.rename(columns={"relevance": "judge_original"}), on=["query_id", "doc_id"], how="left"
+            )
+            .merge(
+                changed.qrels.rename(columns={"relevance": "judge_rewritten"}), on=["query_id", "doc_id"], how="left"
+            )
+            .to_csv(sep="\t", index=False)
+        )
         files["perfect_ndcg_per_query.csv"] = nd.to_csv(index=False)
         files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(run.config)))
         files["summary.json"] = json.dumps(metrics, indent=2, default=float)
@@ -253,9 +329,18 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
         print(*shown)
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}, indent=1))
 
-    return run_steps(JobSteps(
-        "content_bias", f"content_bias / {dataset.name} / {judge.name} / {rewriter.name}", chash, settings,
-        {"judge": judge, "rewriter": rewriter, "ranker": scorer}, plan=plan,
-        # each API backend answers before any work
-        check=lambda: preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer)),
-        opening=opening, work=work, finished=finished))
+    return run_steps(
+        JobSteps(
+            "content_bias",
+            f"content_bias / {dataset.name} / {judge.name} / {rewriter.name}",
+            chash,
+            settings,
+            {"judge": judge, "rewriter": rewriter, "ranker": scorer},
+            plan=plan,
+            # each API backend answers before any work
+            check=lambda: preflight.check(preflight.api_backends(judge=judge, rewriter=rewriter, ranker=scorer)),
+            opening=opening,
+            work=work,
+            finished=finished,
+        )
+    )

@@ -54,15 +54,25 @@ def plan_rewrites(rewriter, dataset, where: str, doc_ids=None) -> tuple[dict[str
         if d in resumed:
             continue
         n_in = len(prompt) // 4
-        cost = backend.cost(n_in, min(n_in, backend.max_output_tokens), batch=backend.mode == "batch",
-                            thinking_tokens=backend.thinking_allowance) if backend is not None else 0.0
+        cost = (
+            backend.cost(
+                n_in,
+                min(n_in, backend.max_output_tokens),
+                batch=backend.mode == "batch",
+                thinking_tokens=backend.thinking_allowance,
+            )
+            if backend is not None
+            else 0.0
+        )
         calls.append((f"rewrite:{rewriter.name}:{d}:{hashlib.sha256(prompt.encode()).hexdigest()[:16]}", n_in, cost))
     kind = "rewrites to make" if backend is not None else "local-model rewrites to run (no request)"
     in_batches = f"{len(resumed)} in saved batches (resumed, not paid again), " if resumed else ""
     prices = " at batch prices" if backend is not None and backend.mode == "batch" else ""
-    print(f"[dry run] {where} / rewriter {rewriter.name}: {docs} documents, {docs - len(todo)} cached, {in_batches}"
-          f"{len(calls)} {kind} (~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}{prices}); "
-          f"{_remember(calls)}")
+    print(
+        f"[dry run] {where} / rewriter {rewriter.name}: {docs} documents, {docs - len(todo)} cached, {in_batches}"
+        f"{len(calls)} {kind} (~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}{prices}); "
+        f"{_remember(calls)}"
+    )
     return texts, set(todo)
 
 
@@ -78,7 +88,9 @@ def _time_limit_min() -> tuple[float, str]:
         pass
     from omegaconf import OmegaConf
 
-    return float(OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "slurm_gpu.yaml")["timeout_min"]), "slurm_gpu's timeout_min"
+    return float(
+        OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "slurm_gpu.yaml")["timeout_min"]
+    ), "slurm_gpu's timeout_min"
 
 
 def plan_local(component, plan, where: str, gpu_estimate) -> None:
@@ -95,23 +107,39 @@ def plan_local(component, plan, where: str, gpu_estimate) -> None:
     notes = [plan.note] if plan.note else []
     limit, name = _time_limit_min()
     if work.gpu_hours * 60 > limit:
-        notes.append(f"OVER {name}={limit:g} min: set hydra.launcher.timeout_min={math.ceil(work.gpu_hours * 60 * 1.25)} "
-                     "(or lower ranker.rerank_depth)")
+        notes.append(
+            f"OVER {name}={limit:g} min: set hydra.launcher.timeout_min={math.ceil(work.gpu_hours * 60 * 1.25)} "
+            "(or lower ranker.rerank_depth)"
+        )
     _GPU_PLANNED.setdefault(f"{spec.model_id}:{work.fingerprint}", work.gpu_hours)
     _CPU_PLANNED.setdefault(f"{spec.model_id}:{work.fingerprint}", work.cpu_hours)
-    print(f"[dry run] {where} {spec.model_id}: {we.describe(work, size, throughput, '; '.join(notes))}; "
-          f"grid so far: ~{sum(_GPU_PLANNED.values()):.2f} GPU-hours of local models "
-          f"(~{sum(_CPU_PLANNED.values()):.2f} CPU-hours)")
+    print(
+        f"[dry run] {where} {spec.model_id}: {we.describe(work, size, throughput, '; '.join(notes))}; "
+        f"grid so far: ~{sum(_GPU_PLANNED.values()):.2f} GPU-hours of local models "
+        f"(~{sum(_CPU_PLANNED.values()):.2f} CPU-hours)"
+    )
 
 
 def plan_ranking(ranker, dataset, texts: dict[str, str], where: str, gpu_estimate) -> None:
     """A local model ranker's work (other rankers call no model: nothing to print)."""
-    if getattr(ranker, "spec", None) is not None and hasattr(ranker, "planned_prompts") and getattr(ranker, "backend", None) is None:
+    if (
+        getattr(ranker, "spec", None) is not None
+        and hasattr(ranker, "planned_prompts")
+        and getattr(ranker, "backend", None) is None
+    ):
         plan_local(ranker, ranker.planned_prompts(dataset, texts), f"{where} / ranker", gpu_estimate)
 
 
-def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pending: set[str], where: str,
-                 local: bool = False, gpu_estimate=None) -> None:
+def plan_judging(
+    judge,
+    pairs: pd.DataFrame,
+    dataset,
+    texts: dict[str, str],
+    pending: set[str],
+    where: str,
+    local: bool = False,
+    gpu_estimate=None,
+) -> None:
     """Print what judging `pairs` on `texts` would cost; pairs whose document awaits its rewrite count as to make.
     ``local``: a local model judge's work is estimated too (on ``gpu_estimate``, see :func:`plan_local`)."""
     if hasattr(judge, "planned_prompts") and local:
@@ -126,14 +154,27 @@ def plan_judging(judge, pairs: pd.DataFrame, dataset, texts: dict[str, str], pen
     calls = [(c.key, len(c.prompt) // 4, per_call) for c in plan.to_call]
     for c in judge.render(pairs[waiting], dataset, texts):  # the rewritten text is unknown: estimated on the original
         n_in = len(c.prompt) // 4
-        calls.append((f"after-rewrite:{c.key}", n_in, judge.backend.cost(n_in, 8, batch=judge.backend.mode == "batch",
-                                                                           thinking_tokens=judge.backend.thinking_allowance)))
+        calls.append(
+            (
+                f"after-rewrite:{c.key}",
+                n_in,
+                judge.backend.cost(
+                    n_in, 8, batch=judge.backend.mode == "batch", thinking_tokens=judge.backend.thinking_allowance
+                ),
+            )
+        )
     n_pairs, to_make = len(pairs), len(calls)
     resumed = f"{plan.in_batches} in saved batches (resumed, not paid again), " if plan.in_batches else ""
-    unknown = f" (and {plan.unknown_batches} saved batch(es) listing no prompts, resumed first)" if plan.unknown_batches else ""
-    print(f"[dry run] {where} / {judge.name}: {n_pairs} pairs, {n_pairs - to_make - plan.in_batches} cached, {resumed}"
-          f"{to_make} calls to make{unknown} (~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}"
-          f"{' at batch prices' if judge.backend.mode == 'batch' else ''}); {_remember(calls)}")
+    unknown = (
+        f" (and {plan.unknown_batches} saved batch(es) listing no prompts, resumed first)"
+        if plan.unknown_batches
+        else ""
+    )
+    print(
+        f"[dry run] {where} / {judge.name}: {n_pairs} pairs, {n_pairs - to_make - plan.in_batches} cached, {resumed}"
+        f"{to_make} calls to make{unknown} (~{sum(c[1] for c in calls)} input tokens, ~${sum(c[2] for c in calls):.4f}"
+        f"{' at batch prices' if judge.backend.mode == 'batch' else ''}); {_remember(calls)}"
+    )
 
 
 def dry_run(ranker, dataset, judge, rewriter, system: str, where: str, gpu_estimate=None):

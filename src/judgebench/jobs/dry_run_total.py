@@ -25,10 +25,13 @@ def save_cell(sweep_dir: Path, num: int, dataset: str | None = None) -> None:
     from judgebench.jobs import dry_run
     from judgebench.secrets import mask_url
 
-    data = {"calls": {k: list(v) for k, v in dry_run._PLANNED.items()}, "gpu_hours": dict(dry_run._GPU_PLANNED),
-            "cpu_hours": dict(dry_run._CPU_PLANNED),
-            "not_checked": sorted(f"{kind} {model} at {mask_url(url)}" for kind, url, model in offline_checks._NOTED),
-            "datasets": [dataset] if dataset else []}
+    data = {
+        "calls": {k: list(v) for k, v in dry_run._PLANNED.items()},
+        "gpu_hours": dict(dry_run._GPU_PLANNED),
+        "cpu_hours": dict(dry_run._CPU_PLANNED),
+        "not_checked": sorted(f"{kind} {model} at {mask_url(url)}" for kind, url, model in offline_checks._NOTED),
+        "datasets": [dataset] if dataset else [],
+    }
     path = Path(sweep_dir) / DIR / f"{int(num):05d}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -63,20 +66,29 @@ def total(sweep_dir: Path) -> dict | None:
         datasets.update(dict.fromkeys(data.get("datasets", [])))
     if not files:
         return None
-    return {"calls": len(calls), "input_tokens": int(sum(t for t, _ in calls.values())),
-            "cost_usd": float(sum(c for _, c in calls.values())), "gpu_hours": float(sum(gpu.values())),
-            "cpu_hours": float(sum(cpu.values())), "not_checked": sorted(unchecked), "datasets": list(datasets)}
+    return {
+        "calls": len(calls),
+        "input_tokens": int(sum(t for t, _ in calls.values())),
+        "cost_usd": float(sum(c for _, c in calls.values())),
+        "gpu_hours": float(sum(gpu.values())),
+        "cpu_hours": float(sum(cpu.values())),
+        "not_checked": sorted(unchecked),
+        "datasets": list(datasets),
+    }
 
 
 def format_total(t: dict) -> str:
     sets = t.get("datasets") or []
     on = f" (dataset{'s' if len(sets) > 1 else ''} {', '.join(sets)})" if sets else ""
-    line = (f"dry run total{on}: {t['calls']:,} distinct API calls to make, ~{t['input_tokens']:,} input tokens, "
-            f"~${t['cost_usd']:.4f} at the config's prices; ~{t['gpu_hours']:.3g} GPU-hours of local models"
-            + (f" (~{t['cpu_hours']:.3g} CPU-hours on {CPU_CORES} cores)" if t.get("cpu_hours") else ""))
+    line = (
+        f"dry run total{on}: {t['calls']:,} distinct API calls to make, ~{t['input_tokens']:,} input tokens, "
+        f"~${t['cost_usd']:.4f} at the config's prices; ~{t['gpu_hours']:.3g} GPU-hours of local models"
+        + (f" (~{t['cpu_hours']:.3g} CPU-hours on {CPU_CORES} cores)" if t.get("cpu_hours") else "")
+    )
     if t["not_checked"]:
-        line += ("\n  not checked offline (server, key, model id; the real run's preflight asks): "
-                 + "; ".join(t["not_checked"]))
+        line += "\n  not checked offline (server, key, model id; the real run's preflight asks): " + "; ".join(
+            t["not_checked"]
+        )
     return line
 
 

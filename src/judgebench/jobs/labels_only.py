@@ -20,24 +20,20 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import tracking
-from judgebench.identity import input_digests
-from judgebench.checks import offline_checks
-from judgebench.checks import preflight
-from judgebench import tracking
-from judgebench.identity import input_digests
 from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.data.corpus import available
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
 from judgebench.exceptions import DataError, UserError, check_failed_share
+from judgebench.identity import input_digests
+from judgebench.identity.run_tags import RunTags
+from judgebench.identity.text_view import ORIGINAL
 from judgebench.jobs.cell import CellSettings, semantic_part
 from judgebench.jobs.common import JobOutcome, config_hash, file_text, frame_text, identity_tags, load_dataset, sweep_id
 from judgebench.jobs.dry_run import plan_judging
 from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
-from judgebench.identity.run_tags import RunTags
-from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 KIND = "labels"
@@ -69,19 +65,36 @@ class LabelsCell:
 def resolve_labels_cell(tree: dict) -> LabelsCell:
     """The dataset and the judge, refused before any model loads when the job cannot use them."""
     if str(tree["rewriter"].get("name", "none")) != "none":
-        raise UserError(f"job=labels_only compares the labels of the original texts; rewriter={tree['rewriter']['name']} is "
-                        "not used (drop it)")
+        raise UserError(
+            f"job=labels_only compares the labels of the original texts; rewriter={tree['rewriter']['name']} is "
+            "not used (drop it)"
+        )
     inputs = input_digests.JobInputs()
     dataset = load_dataset(tree["dataset"])
     inputs.add("dataset", dataset.input_files)
-    if get_class(tree["judge"]["_target_"]).reads_texts and (not available(dataset.corpus) or not dataset.corpus):  # no model loads
-        raise DataError(f"dataset {dataset.name}", f"has no passage texts, and judge {tree['judge']['name']} reads passages; a labels-only "
-                        "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human")
+    if get_class(tree["judge"]["_target_"]).reads_texts and (
+        not available(dataset.corpus) or not dataset.corpus
+    ):  # no model loads
+        raise DataError(
+            f"dataset {dataset.name}",
+            f"has no passage texts, and judge {tree['judge']['name']} reads passages; a labels-only "
+            "experiment on it needs labels that already exist (judge=qrels judge.path=FILE) or judge=human",
+        )
     judge = inputs.build("judge", tree["judge"])
     cache_dir = tree.get("cache_dir")
     hashes = {k: v for k, v in identity_tags(tree).items() if k != "system_hash"}
-    return LabelsCell(dataset, judge, inputs, semantic_part(tree, SEMANTIC), f"{tree['dataset']['name']} / {tree['judge']['name']}", hashes,
-                      sweep_id(tree.get("sweep_id")), CellSettings.from_tree(tree), cache_dir, inputs.digests(cache_dir))
+    return LabelsCell(
+        dataset,
+        judge,
+        inputs,
+        semantic_part(tree, SEMANTIC),
+        f"{tree['dataset']['name']} / {tree['judge']['name']}",
+        hashes,
+        sweep_id(tree.get("sweep_id")),
+        CellSettings.from_tree(tree),
+        cache_dir,
+        inputs.digests(cache_dir),
+    )
 
 
 def run_labels_only(cfg: DictConfig) -> JobOutcome:
@@ -98,8 +111,14 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
     scale = functools.cache(lambda: judge.label_scale(dataset.relevant_from))
 
     def plan() -> JobOutcome:
-        plan_judging(judge, dataset.label_set()[["query_id", "doc_id"]], dataset, dataset.corpus, set(),
-                     f"{dataset.name} / labels")
+        plan_judging(
+            judge,
+            dataset.label_set()[["query_id", "doc_id"]],
+            dataset,
+            dataset.corpus,
+            set(),
+            f"{dataset.name} / labels",
+        )
         return JobOutcome("dry-run", KIND)
 
     def opening() -> RunOpening:
@@ -119,8 +138,10 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
             git_commit=tracking.git_commit(),
             **fingerprint.tags(dataset, judge.reads_texts, ""),
         ).to_tags()
-        note = (f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human "
-                "labels, no systems")
+        note = (
+            f"{dataset.name}: labels of judge {judge.name} ({judge.family}, {judge.model}) against the human "
+            "labels, no systems"
+        )
         return RunOpening(f"{dataset.name}/labels/{judge.name}", tags, note, cell.logged, cell.cache_dir, dataset)
 
     def work(run: OpenRun) -> dict:
@@ -138,7 +159,9 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
             "wall_time_s": time.perf_counter() - started,
         }
         job.log_metrics(metrics)
-        labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
+        labels_out = result.labels.merge(
+            label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left"
+        )
         files = {
             "judge_labels.csv": frame_text(labels_out),
             "judge_qrels.txt": file_text(write_qrels, result.qrels),
@@ -149,16 +172,39 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
         }
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         job.log_files(files)
-        check_failed_share(result.usage.calls_failed, len(label_set), settings.max_failed_share,
-                           f"{dataset.name} / {judge.name}", "the pairs are listed in its judge_failures.csv")
+        check_failed_share(
+            result.usage.calls_failed,
+            len(label_set),
+            settings.max_failed_share,
+            f"{dataset.name} / {judge.name}",
+            "the pairs are listed in its judge_failures.csv",
+        )
         return metrics
 
     def finished(metrics: dict) -> None:
-        log.info("%s | labels | judge=%-24s kappa=%.3f kappa_relevant=%.3f alpha_ordinal=%.3f (%d pairs, scale %s, "
-                 "%.1fs)",
-                 dataset.name, judge.name, metrics["kappa_graded"], metrics["kappa_relevant"], metrics["alpha_ordinal"],
-                 metrics["labelled_pairs"], scale().describe(), metrics["wall_time_s"])
+        log.info(
+            "%s | labels | judge=%-24s kappa=%.3f kappa_relevant=%.3f alpha_ordinal=%.3f (%d pairs, scale %s, %.1fs)",
+            dataset.name,
+            judge.name,
+            metrics["kappa_graded"],
+            metrics["kappa_relevant"],
+            metrics["alpha_ordinal"],
+            metrics["labelled_pairs"],
+            scale().describe(),
+            metrics["wall_time_s"],
+        )
 
-    return run_steps(JobSteps(KIND, cell.where, chash, settings, {"judge": judge}, plan=plan,
-                              check=lambda: preflight.check_labels(dataset, judge),  # an API judge answers first
-                              opening=opening, work=work, finished=finished))
+    return run_steps(
+        JobSteps(
+            KIND,
+            cell.where,
+            chash,
+            settings,
+            {"judge": judge},
+            plan=plan,
+            check=lambda: preflight.check_labels(dataset, judge),  # an API judge answers first
+            opening=opening,
+            work=work,
+            finished=finished,
+        )
+    )

@@ -11,19 +11,16 @@ import time
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import rankings, tracking
-from judgebench.identity import input_digests
-from judgebench.jobs import judge_summary
-from judgebench.checks import offline_checks
-from judgebench.checks import preflight
-from judgebench import rankings, tracking
-from judgebench.identity import input_digests
-from judgebench.jobs import judge_summary
 from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.data.datasets import Dataset
 from judgebench.data.trec import write_qrels
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, METRIC_VERSION, evaluate, means, references
 from judgebench.exceptions import DataError, check_failed_share
+from judgebench.identity import input_digests
+from judgebench.identity.run_tags import RunTags
+from judgebench.identity.text_view import ORIGINAL
+from judgebench.jobs import judge_summary
 from judgebench.jobs.cell import JobCell, resolve_cell, resolve_system, skipped_duplicate
 from judgebench.jobs.common import JobOutcome, file_text, frame_text
 from judgebench.jobs.dry_run import dry_run
@@ -31,14 +28,25 @@ from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
 from judgebench.label_scale import LabelScale
 from judgebench.rankers.base import Ranker
 from judgebench.rewriters.report import rewrites_checked
-from judgebench.identity.run_tags import RunTags
-from judgebench.identity.text_view import ORIGINAL
 
 log = logging.getLogger("judgebench")
 
 # what a cell's judge-summary run carries of the cell's tags: the judge and its data, not the system
-SUMMARY_TAGS = ("dataset", "judge", "judge_family", "judge_model", "judge_scale", "rewriter", "text_view", "git_commit", "judge_hash",
-                "metric_version", "sweep_id", "dataset_hash", "dataset_parts")
+SUMMARY_TAGS = (
+    "dataset",
+    "judge",
+    "judge_family",
+    "judge_model",
+    "judge_scale",
+    "rewriter",
+    "text_view",
+    "git_commit",
+    "judge_hash",
+    "metric_version",
+    "sweep_id",
+    "dataset_hash",
+    "dataset_parts",
+)
 
 
 def _ranker_truncated(ranker: Ranker) -> dict:
@@ -48,7 +56,12 @@ def _ranker_truncated(ranker: Ranker) -> dict:
     if n is None:
         return {}
     if n:
-        log.warning("ranker %s: %d prompts were truncated to fit the model's context (max_input_tokens=%s)", ranker.name, n, model.max_input_tokens)
+        log.warning(
+            "ranker %s: %d prompts were truncated to fit the model's context (max_input_tokens=%s)",
+            ranker.name,
+            n,
+            model.max_input_tokens,
+        )
     return {"ranker_truncated": int(n)}
 
 
@@ -87,7 +100,11 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
     @functools.cache
     def scale_and_tags() -> tuple[LabelScale, RunTags]:
         scale = judge.label_scale(dataset.relevant_from)
-        slurm = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID", "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
+        slurm = {
+            "slurm_job_id": "SLURM_JOB_ID",
+            "slurm_array_job_id": "SLURM_ARRAY_JOB_ID",
+            "slurm_array_task_id": "SLURM_ARRAY_TASK_ID",
+        }
         return scale, RunTags(
             kind="job",
             config_hash=chash,
@@ -112,10 +129,18 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         )
 
     def opening() -> RunOpening:
-        note = (f"{name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
-                f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}")
-        return RunOpening(f"{name}/{system}/{judge.name}/{rewriter.name}", scale_and_tags()[1].to_tags(), note,
-                          cell.identity.config, cell.cache_dir, dataset)
+        note = (
+            f"{name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
+            f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}"
+        )
+        return RunOpening(
+            f"{name}/{system}/{judge.name}/{rewriter.name}",
+            scale_and_tags()[1].to_tags(),
+            note,
+            cell.identity.config,
+            cell.cache_dir,
+            dataset,
+        )
 
     def work(run: OpenRun) -> dict:
         job, client, exp_id, config, long_values = run.job, run.client, run.experiment_id, run.config, run.long_values
@@ -123,10 +148,21 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         with settings.stages.stage(f"rewrite {rewriter.name}"):
             texts = rewriter.rewrite(dataset)
         where = f"{name} / {system} / rewriter {rewriter.name}"
-        rewrite_files, rewrite_metrics = rewrites_checked(rewriter, dataset, texts, job, settings.max_failed_share, where)
-        ranking = rankings.rank_once(cell.ranking, dataset, ranker, perturbation, texts, system,
-                                     rewriter.view != ORIGINAL or ranker.reads_texts(dataset), client, exp_id,
-                                     files=cell.inputs.digests(cell.cache_dir, rankings.FILE_ROLES))
+        rewrite_files, rewrite_metrics = rewrites_checked(
+            rewriter, dataset, texts, job, settings.max_failed_share, where
+        )
+        ranking = rankings.rank_once(
+            cell.ranking,
+            dataset,
+            ranker,
+            perturbation,
+            texts,
+            system,
+            rewriter.view != ORIGINAL or ranker.reads_texts(dataset),
+            client,
+            exp_id,
+            files=cell.inputs.digests(cell.cache_dir, rankings.FILE_ROLES),
+        )
         run = ranking.run
         # the ranking's own statistics (PRP's order consistency), on every cell that uses it
         job.set_tags(RunTags(ranking_key=ranking.key, ranking_sha256=ranking.sha256).to_tags(), metrics=ranking.metrics)
@@ -150,10 +186,20 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         }
         job.log_metrics(metrics)
         summary_tags = RunTags(**{k: v for k, v in run_tags.values().items() if k in SUMMARY_TAGS}).to_tags()
-        summary_id = judge_summary.ensure(client, exp_id, summary_tags, result.qrels, label_set, result.usage.calls_failed,
-                                          lock_dir=cell.lock_dir, scale=scale)
+        summary_id = judge_summary.ensure(
+            client,
+            exp_id,
+            summary_tags,
+            result.qrels,
+            label_set,
+            result.usage.calls_failed,
+            lock_dir=cell.lock_dir,
+            scale=scale,
+        )
         job.set_tags(RunTags(judge_summary=summary_id).to_tags())
-        labels_out = result.labels.merge(label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left")
+        labels_out = result.labels.merge(
+            label_set.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"], how="left"
+        )
         files = {
             "run.trec": ranking.text,  # the stored ranking's bytes: every judge's cell logs the same file
             "judge_labels.csv": frame_text(labels_out),
@@ -167,23 +213,41 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         files.update({f"params/{k}.txt": v for k, v in long_values.items()})
         files.update(rewrite_files)
         job.log_files(files)
-        check_failed_share(result.usage.calls_failed, len(label_set), settings.max_failed_share,
-                           f"{name} / {system} / {judge.name}",
-                           getattr(judge, "refused_key", lambda _: None)(result) or  # a refused key: name its variable
-                           "its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true "
-                           "also re-asks answers that gave no score")
+        check_failed_share(
+            result.usage.calls_failed,
+            len(label_set),
+            settings.max_failed_share,
+            f"{name} / {system} / {judge.name}",
+            getattr(judge, "refused_key", lambda _: None)(result)  # a refused key: name its variable
+            or "its answers are cached: a rerun asks again only for failed calls; judge.retry_unparsable=true "
+            "also re-asks answers that gave no score",
+        )
         return metrics
 
     def finished(metrics: dict) -> None:
         log.info(
             "%s | %-12s | judge=%-12s nDCG@10 human=%.4f human_labelset=%.4f human_judged=%.4f judge=%.4f (%.1fs)",
-            name, system, judge.name, metrics[f"ndcg10_{HUMAN}"], metrics[f"ndcg10_{HUMAN_LABELSET}"],
-            metrics[f"ndcg10_{HUMAN_JUDGED}"], metrics["ndcg10_judge"], metrics["wall_time_s"],
+            name,
+            system,
+            judge.name,
+            metrics[f"ndcg10_{HUMAN}"],
+            metrics[f"ndcg10_{HUMAN_LABELSET}"],
+            metrics[f"ndcg10_{HUMAN_JUDGED}"],
+            metrics["ndcg10_judge"],
+            metrics["wall_time_s"],
         )
 
-    return run_steps(JobSteps(
-        system, f"{name} / {system} / {judge.name}", chash, settings,
-        {"judge": judge, "rewriter": rewriter, "ranker": ranker},
-        plan=lambda: dry_run(ranker, dataset, judge, rewriter, system, cell.where, settings.gpu_estimate),
-        check=lambda: preflight.check_cell(dataset, judge, rewriter, ranker),  # each API backend answers first
-        opening=opening, work=work, finished=finished))
+    return run_steps(
+        JobSteps(
+            system,
+            f"{name} / {system} / {judge.name}",
+            chash,
+            settings,
+            {"judge": judge, "rewriter": rewriter, "ranker": ranker},
+            plan=lambda: dry_run(ranker, dataset, judge, rewriter, system, cell.where, settings.gpu_estimate),
+            check=lambda: preflight.check_cell(dataset, judge, rewriter, ranker),  # each API backend answers first
+            opening=opening,
+            work=work,
+            finished=finished,
+        )
+    )

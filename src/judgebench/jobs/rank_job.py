@@ -17,16 +17,15 @@ from dataclasses import dataclass
 from omegaconf import DictConfig, OmegaConf
 
 from judgebench import rankings, tracking
-from judgebench.identity import input_digests
-from judgebench.checks import offline_checks
-from judgebench.checks import preflight
+from judgebench.checks import offline_checks, preflight
 from judgebench.data import fingerprint
 from judgebench.data.datasets import Dataset
 from judgebench.exceptions import DataError
-from judgebench.jobs.cell import CellSettings, CellSystem, resolve_system, semantic_part, skipped_duplicate
-from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id
+from judgebench.identity import input_digests
 from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
+from judgebench.jobs.cell import CellSettings, CellSystem, resolve_system, semantic_part, skipped_duplicate
+from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id
 
 log = logging.getLogger("judgebench")
 SEMANTIC = ("job", "dataset", "ranker", "perturbation", "rewriter")
@@ -62,13 +61,24 @@ def resolve_rank_cell(tree: dict, inputs: input_digests.JobInputs, system: CellS
         raise DataError(f"dataset {dataset.name}", "has no pool of candidates, so there is nothing to rank")
     inputs.add("dataset", dataset.input_files)
     rewriter = inputs.build("rewriter", tree["rewriter"])
-    return RankCell(system, dataset, rewriter, inputs, semantic_part(tree, SEMANTIC), sweep_id(tree.get("sweep_id")),
-                    CellSettings.from_tree(tree), rankings.RankSettings.from_config(tree))
+    return RankCell(
+        system,
+        dataset,
+        rewriter,
+        inputs,
+        semantic_part(tree, SEMANTIC),
+        sweep_id(tree.get("sweep_id")),
+        CellSettings.from_tree(tree),
+        rankings.RankSettings.from_config(tree),
+    )
 
 
 def _finished(client, experiment_id: str, key: str) -> str | None:
-    found = client.search_runs([experiment_id], filter_string=RunTags.where(kind=rankings.KIND, ranking_key=key, status="FINISHED"),
-                               max_results=1)
+    found = client.search_runs(
+        [experiment_id],
+        filter_string=RunTags.where(kind=rankings.KIND, ranking_key=key, status="FINISHED"),
+        max_results=1,
+    )
     return found[0].info.run_id if found else None
 
 
@@ -94,8 +104,10 @@ def rank_cell(cell: RankCell, started: float) -> JobOutcome:
     if settings.dry_run:  # creates nothing in MLflow
         stored = store.read(key) is not None
         offline_checks.note(preflight.api_backends(rewriter=rewriter, ranker=ranker))
-        print(f"[dry run] {dataset.name} / {system}: ranking {key} " + ("stored, nothing to compute" if stored else
-              f"to compute ({ranker.kind} ranker {ranker.name})"))
+        print(
+            f"[dry run] {dataset.name} / {system}: ranking {key} "
+            + ("stored, nothing to compute" if stored else f"to compute ({ranker.kind} ranker {ranker.name})")
+        )
         return JobOutcome("dry-run", system)
     client, exp_id = tracking.open_store(settings.store)
     # a rank job of this ranking killed with SIGKILL on this host could not end its run: KILLED, as grid cells are
@@ -106,32 +118,69 @@ def rank_cell(cell: RankCell, started: float) -> JobOutcome:
         return JobOutcome("skipped-done", system, run_id=done)
     preflight.check(preflight.api_backends(rewriter=rewriter, ranker=ranker))  # an API ranker answers before any work
     tags = RunTags(
-        kind=rankings.KIND, ranking_key=key, sweep_id=cell.sweep_id,
-        dataset=dataset.name, system=system, ranker=ranker.name, ranker_type=ranker.kind, ranker_family=ranker.family or None,
-        perturbation=perturbation.name, rewriter=rewriter.name, text_view=rewriter.view,
-        git_commit=tracking.git_commit(), **fingerprint.tags(dataset, reads, ""),
+        kind=rankings.KIND,
+        ranking_key=key,
+        sweep_id=cell.sweep_id,
+        dataset=dataset.name,
+        system=system,
+        ranker=ranker.name,
+        ranker_type=ranker.kind,
+        ranker_family=ranker.family or None,
+        perturbation=perturbation.name,
+        rewriter=rewriter.name,
+        text_view=rewriter.view,
+        git_commit=tracking.git_commit(),
+        **fingerprint.tags(dataset, reads, ""),
     ).to_tags()
     note = (
         f"{dataset.name}: ranking of system {system} ({ranker.kind} ranker {ranker.name}), computed once for every "
         "judge"
     )
-    job, _, long_values = open_job_run(client, exp_id, f"rank/{dataset.name}/{system}", tags, note, cell.logged,
-                                       cell.ranking.cache_dir, dataset)
+    job, _, long_values = open_job_run(
+        client, exp_id, f"rank/{dataset.name}/{system}", tags, note, cell.logged, cell.ranking.cache_dir, dataset
+    )
     try:
         texts = rewriter.rewrite(dataset)
-        ranking = rankings.rank_once(cell.ranking, dataset, ranker, perturbation, texts, system, reads,
-                                     client, exp_id, files=files, recompute=cell.ranking.force)
+        ranking = rankings.rank_once(
+            cell.ranking,
+            dataset,
+            ranker,
+            perturbation,
+            texts,
+            system,
+            reads,
+            client,
+            exp_id,
+            files=files,
+            recompute=cell.ranking.force,
+        )
         job.set_tags(RunTags(ranking_sha256=ranking.sha256).to_tags())
-        metrics = {"ranking_computed": int(ranking.computed), "ranker_prompts_scored": ranking.scored,
-                   "n_queries": int(ranking.run["query_id"].nunique()), "wall_time_s": time.perf_counter() - started,
-                   **ranking.metrics}
+        metrics = {
+            "ranking_computed": int(ranking.computed),
+            "ranker_prompts_scored": ranking.scored,
+            "n_queries": int(ranking.run["query_id"].nunique()),
+            "wall_time_s": time.perf_counter() - started,
+            **ranking.metrics,
+        }
         job.log_metrics(metrics)
-        job.log_files({"run.trec": ranking.text, "input_digests.json": cell.inputs.artifact(cell.ranking.cache_dir),
-                       **{f"params/{k}.txt": v for k, v in long_values.items()}})
+        job.log_files(
+            {
+                "run.trec": ranking.text,
+                "input_digests.json": cell.inputs.artifact(cell.ranking.cache_dir),
+                **{f"params/{k}.txt": v for k, v in long_values.items()},
+            }
+        )
         job.finish("FINISHED")
     except BaseException as exc:
         job.fail(exc)
         raise
-    log.info("%s | %-12s | ranking %s %s (%d prompts scored, %.1fs)", dataset.name, system, key,
-             "computed" if ranking.computed else "read back", ranking.scored, metrics["wall_time_s"])
+    log.info(
+        "%s | %-12s | ranking %s %s (%d prompts scored, %.1fs)",
+        dataset.name,
+        system,
+        key,
+        "computed" if ranking.computed else "read back",
+        ranking.scored,
+        metrics["wall_time_s"],
+    )
     return JobOutcome("finished", system, run_id=job.run_id, metrics=metrics)

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judgebench import tracking
-from judgebench.checks import offline_checks
-from judgebench.checks import preflight
+from judgebench.checks import offline_checks, preflight
 from judgebench.data.datasets import Dataset
 from judgebench.jobs.cell import CellSettings
 from judgebench.jobs.common import JobOutcome, find_done, open_job_run
@@ -81,8 +80,9 @@ def run_steps(steps: JobSteps) -> JobOutcome:
     steps.check()
     client, exp_id = store
     opening = steps.opening()
-    job, config, long_values = open_job_run(client, exp_id, opening.name, opening.tags, opening.note, opening.logged,
-                                            opening.cache_dir, opening.dataset)
+    job, config, long_values = open_job_run(
+        client, exp_id, opening.name, opening.tags, opening.note, opening.logged, opening.cache_dir, opening.dataset
+    )
     try:
         metrics = steps.work(OpenRun(job, client, exp_id, config, long_values))
         job.finish("FINISHED")

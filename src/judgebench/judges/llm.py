@@ -16,14 +16,14 @@ from pathlib import Path
 import pandas as pd
 
 from judgebench.cache.store import CallCache
-from judgebench.locks import exclusive
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.parsing import parse_label, score_count
-from judgebench.llm.prompts import PromptTemplate, load_prompt
-from judgebench.llm.remote.api import APIBackend
 from judgebench.llm.batch_api.batch import run_batch
 from judgebench.llm.batch_api.batch_store import BatchStore
+from judgebench.llm.prompts import PromptTemplate, load_prompt
+from judgebench.llm.remote.api import APIBackend
 from judgebench.llm.remote.calls import Call, api_call_key, run_cached
+from judgebench.locks import exclusive
 
 log = logging.getLogger("judgebench")
 
@@ -83,15 +83,19 @@ class LLMJudge(Judge):
     def plan(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgePlan:
         calls = self.render(pairs, dataset, texts)
         todo = [c for c in calls if c.key not in self.cache]
-        saved, unknown = (BatchStore(Path(self.cache_dir) / "batches").pending(self.backend.backend)
-                          if self.backend.mode == "batch" else (set(), 0))
+        saved, unknown = (
+            BatchStore(Path(self.cache_dir) / "batches").pending(self.backend.backend)
+            if self.backend.mode == "batch"
+            else (set(), 0)
+        )
         in_batches = sum(1 for c in todo if c.key in saved)
         todo = [c for c in todo if c.key not in saved]
         n_in = sum(len(c.prompt) // 4 for c in todo)  # ~4 characters per token
         n_out = len(todo) * 8
         # thinking: at most its allowance per call (a budget, or the reserve of a level), an upper bound
-        cost = self.backend.cost(n_in, n_out, batch=self.backend.mode == "batch",
-                                 thinking_tokens=len(todo) * self.backend.thinking_allowance)
+        cost = self.backend.cost(
+            n_in, n_out, batch=self.backend.mode == "batch", thinking_tokens=len(todo) * self.backend.thinking_allowance
+        )
         return JudgePlan(len(calls), len(calls) - len(todo) - in_batches, todo, n_in, n_out, cost, in_batches, unknown)
 
     def _label_set_turn(self, calls: list[PlannedCall]):
@@ -99,8 +103,11 @@ class LLMJudge(Judge):
         the others wait and then find its answers in the cache, instead of all paying for every pair (8 jobs of
         one grid started together made 4x the calls)."""
         digest = hashlib.sha256("\n".join(sorted(c.key for c in calls)).encode()).hexdigest()[:32]
-        return exclusive(Path(self.cache_dir) / "locks", f"label-set-{digest}",
-                         f"judge {self.name}: another job is judging this label set; waiting for it")
+        return exclusive(
+            Path(self.cache_dir) / "locks",
+            f"label-set-{digest}",
+            f"judge {self.name}: another job is judging this label set; waiting for it",
+        )
 
     def refused_key(self, result: JudgeResult) -> str | None:
         """When every failed pair was the server refusing the key (401, 403, Gemini's 400 "API key not valid"), what to
@@ -108,13 +115,17 @@ class LLMJudge(Judge):
         failed = result.failed
         if failed.empty:
             return None
-        refused = failed["error"].isin(["401", "403"]) | ((failed["error"] == "400") & failed["message"].str.contains("API key"))
+        refused = failed["error"].isin(["401", "403"]) | (
+            (failed["error"] == "400") & failed["message"].str.contains("API key")
+        )
         if not refused.all():
             return None
         env = next((n for n in self.backend.key_envs if os.environ.get(n)), None) or " or ".join(self.backend.key_envs)
-        return (f"the server refused the API key in {env} on every one of them "
-                f"({', '.join(sorted(set(failed['error'])))}): "
-                f"set a valid key in {' or '.join(self.backend.key_envs)} and rerun")
+        return (
+            f"the server refused the API key in {env} on every one of them "
+            f"({', '.join(sorted(set(failed['error'])))}): "
+            f"set a valid key in {' or '.join(self.backend.key_envs)} and rerun"
+        )
 
     def judge(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]) -> JudgeResult:
         calls = self.render(pairs, dataset, texts)
@@ -125,20 +136,45 @@ class LLMJudge(Judge):
             todo = [c for c in todo if c.key not in self.cache]
             usage.calls_cached = len(calls) - len(todo)
             if todo:
-                log.info("judge %s: %d of %d pairs not in the cache, calling %s/%s", self.name, len(todo), len(calls), self.backend.backend, self.backend.model)
+                log.info(
+                    "judge %s: %d of %d pairs not in the cache, calling %s/%s",
+                    self.name,
+                    len(todo),
+                    len(calls),
+                    self.backend.backend,
+                    self.backend.model,
+                )
             meta = {"backend": self.backend.backend, "model": self.backend.model, "prompt_version": self.prompt_version}
             jobs = [Call(c.key, c.prompt) for c in calls]
-            if self.backend.mode == "batch":  # one batch job per provider limit, resumed by a rerun (llm/batch_api/batch.py)
+            if (
+                self.backend.mode == "batch"
+            ):  # one batch job per provider limit, resumed by a rerun (llm/batch_api/batch.py)
                 records, failures = run_batch(
-                    self.backend, self.cache, jobs, meta=meta, state_dir=Path(self.cache_dir) / "batches",
-                    system=self.system, parse=parse_label, progress=self.progress, desc=f"judging ({self.name})",
-                    reask_unparsed=self.retry_unparsable, grades=True,
+                    self.backend,
+                    self.cache,
+                    jobs,
+                    meta=meta,
+                    state_dir=Path(self.cache_dir) / "batches",
+                    system=self.system,
+                    parse=parse_label,
+                    progress=self.progress,
+                    desc=f"judging ({self.name})",
+                    reask_unparsed=self.retry_unparsable,
+                    grades=True,
                 )
             else:
                 records, failures = run_cached(
-                    self.backend, self.cache, jobs, meta=meta,
-                    system=self.system, parse=parse_label, parse_attempts=self.parse_attempts,
-                    progress=self.progress, desc=f"judging ({self.name})", reask_unparsed=self.retry_unparsable, grades=True,
+                    self.backend,
+                    self.cache,
+                    jobs,
+                    meta=meta,
+                    system=self.system,
+                    parse=parse_label,
+                    parse_attempts=self.parse_attempts,
+                    progress=self.progress,
+                    desc=f"judging ({self.name})",
+                    reask_unparsed=self.retry_unparsable,
+                    grades=True,
                 )
         stats = self.backend.stats
         usage.requests, usage.retries, usage.reasks = stats.requests, stats.retries, stats.reasks
@@ -155,8 +191,9 @@ class LLMJudge(Judge):
                 failed.append((c.query_id, c.doc_id, "", kind, message))
                 continue
             thinking = rec.get("thinking_tokens", 0)
-            cost = self.backend.cost(rec["input_tokens"], rec["output_tokens"], batch=bool(rec.get("batch_id")),
-                                     thinking_tokens=thinking)
+            cost = self.backend.cost(
+                rec["input_tokens"], rec["output_tokens"], batch=bool(rec.get("batch_id")), thinking_tokens=thinking
+            )
             usage.cost_usd_labels += cost
             if c.key in new:
                 usage.cost_usd += cost
@@ -169,7 +206,9 @@ class LLMJudge(Judge):
                 failed.append((c.query_id, c.doc_id, rec["text"], "unparsable", "no parsable score in the answer"))
                 continue
             rows.append((c.query_id, c.doc_id, label, rec["text"]))
-        unused = stats.unused_tokens  # paid answers that gave no record (cut off at max_output_tokens): spent all the same
+        unused = (
+            stats.unused_tokens
+        )  # paid answers that gave no record (cut off at max_output_tokens): spent all the same
         if unused:
             usage.input_tokens += unused["input"]
             usage.output_tokens += unused["output"]
@@ -181,5 +220,11 @@ class LLMJudge(Judge):
         labels = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "raw"])
         failed_df = pd.DataFrame(failed, columns=["query_id", "doc_id", "raw", "error", "message"])
         if failed:
-            log.warning("judge %s: %d of %d pairs have no label (%s)", self.name, len(failed), len(calls), failed_df["error"].value_counts().to_dict())
+            log.warning(
+                "judge %s: %d of %d pairs have no label (%s)",
+                self.name,
+                len(failed),
+                len(calls),
+                failed_df["error"].value_counts().to_dict(),
+            )
         return JudgeResult(labels=labels, failed=failed_df, usage=usage)

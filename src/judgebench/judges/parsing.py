@@ -18,8 +18,9 @@ import re
 PARSE_VERSION = "2"
 # The number is taken whole (2.5 is one number, out of the scale); what follows it (".", "!", "**") is ignored,
 # except another number: "final score: 0, 1, or 2" and "final score 0-3" name the scale, not a grade.
-FINAL_SCORE = re.compile(r"final\s*score\s*[:=\-]?\s*\**\s*\[?(\d+(?:\.\d+)?)(?!\d|\.\d|\s*(?:,|or\b|-|to\b)\s*\d)",
-                         re.IGNORECASE)
+FINAL_SCORE = re.compile(
+    r"final\s*score\s*[:=\-]?\s*\**\s*\[?(\d+(?:\.\d+)?)(?!\d|\.\d|\s*(?:,|or\b|-|to\b)\s*\d)", re.IGNORECASE
+)
 BARE_DIGIT = re.compile(r"^\s*\**([0-3])\**\s*\.?\s*$")
 GRADES = {"0", "1", "2", "3"}
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import pandas as pd
 
 from judgebench import label_scale
-from judgebench.exceptions import DataError
+from judgebench.config.resolvers import file_stem
 from judgebench.data.trec import read_judge_qrels
+from judgebench.exceptions import DataError
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.human import HumanJudge
-from judgebench.config.resolvers import file_stem
 
 log = logging.getLogger("judgebench")
 _KEYS = ["query_id", "doc_id"]
@@ -45,7 +45,9 @@ class QrelsFileJudge(Judge):
 
     def __post_init__(self) -> None:
         if not self.path:
-            raise DataError("judge.path", "the qrels judge needs a file: judge.path=FILE (TREC qrels 'query_id 0 doc_id label')")
+            raise DataError(
+                "judge.path", "the qrels judge needs a file: judge.path=FILE (TREC qrels 'query_id 0 doc_id label')"
+            )
         self.name = self.name or file_stem(self.path)
         if self.path == HUMAN_PATH:
             self.name, self.family, self.model = HUMAN_PATH, "human", "qrels"
@@ -67,13 +69,22 @@ class QrelsFileJudge(Judge):
         """The file's labels with dataset ids (query_id, doc_id, relevance, line, label); a query the dataset
         does not know is an error naming its line."""
         scale = self.label_scale(getattr(dataset, "relevant_from", label_scale.RELEVANT_FROM))
-        labels = read_judge_qrels(self.file, out_of_range=self.out_of_range, duplicates=self.duplicates,
-                                  max_label=max(scale.labels), hint=label_scale.out_of_scale_hint(scale))
+        labels = read_judge_qrels(
+            self.file,
+            out_of_range=self.out_of_range,
+            duplicates=self.duplicates,
+            max_label=max(scale.labels),
+            hint=label_scale.out_of_scale_hint(scale),
+        )
         foreign = ~labels["relevance"].isin(scale.labels)
         if foreign.any():  # a gap in a declared scale (labels 0, 2, 4): no clip can say what such a label means
             row = labels[foreign].iloc[0]
-            raise DataError(self.file, f"query {row['query_id']} doc {row['doc_id']}: label {row['label']} is not one of the "
-                            f"declared judge.scale labels {list(scale.labels)}", int(row["line"]))
+            raise DataError(
+                self.file,
+                f"query {row['query_id']} doc {row['doc_id']}: label {row['label']} is not one of the "
+                f"declared judge.scale labels {list(scale.labels)}",
+                int(row["line"]),
+            )
         aliases = getattr(dataset, "id_aliases", None) or {}
         if aliases:  # ids of the original collection (e.g. TREC DL 2023 qids) mapped to the dataset's
             labels["query_id"] = labels["query_id"].map(lambda q: aliases.get("query", {}).get(q, q))
@@ -91,7 +102,11 @@ class QrelsFileJudge(Judge):
             )
         if labels.duplicated(_KEYS).any():  # two ids of the file mapped to one pair of the dataset
             row = labels[labels.duplicated(_KEYS, keep=False)].iloc[-1]
-            raise DataError(self.file, f"query {row['query_id']} doc {row['doc_id']} is labelled twice (under two ids)", int(row["line"]))
+            raise DataError(
+                self.file,
+                f"query {row['query_id']} doc {row['doc_id']} is labelled twice (under two ids)",
+                int(row["line"]),
+            )
         return labels
 
     def judge(self, pairs, dataset, texts) -> JudgeResult:
@@ -104,21 +119,42 @@ class QrelsFileJudge(Judge):
         clipped = found["label"] != found["relevance"]
         found["relevance"] = found["relevance"].astype(int)
         where = self.file.name
-        found["raw"] = [f"{where}:{int(n)}" + (f" (clipped from {int(w)})" if c else "") for n, w, c in zip(found["line"], found["label"], clipped)]
-        failed = pd.DataFrame({"query_id": missing["query_id"], "doc_id": missing["doc_id"], "raw": "",
-                               "error": f"not labelled in {self.file}"})
+        found["raw"] = [
+            f"{where}:{int(n)}" + (f" (clipped from {int(w)})" if c else "")
+            for n, w, c in zip(found["line"], found["label"], clipped)
+        ]
+        failed = pd.DataFrame(
+            {
+                "query_id": missing["query_id"],
+                "doc_id": missing["doc_id"],
+                "raw": "",
+                "error": f"not labelled in {self.file}",
+            }
+        )
         outside = len(labels) - len(found)
         usage = JudgeUsage(calls_failed=len(missing))
         if len(missing):
             usage.errors["missing"] = len(missing)
             shown = ", ".join(f"{q}/{d}" for q, d in missing[_KEYS].head(5).itertuples(index=False))
-            log.warning("judge %s: %d of %d label-set pairs are not in %s (failures, not 0s), e.g. %s",
-                        self.name, len(missing), len(pairs), self.file, shown)
+            log.warning(
+                "judge %s: %d of %d label-set pairs are not in %s (failures, not 0s), e.g. %s",
+                self.name,
+                len(missing),
+                len(pairs),
+                self.file,
+                shown,
+            )
         if clipped.any():
             usage.errors["clipped"] = int(clipped.sum())
-            log.warning("judge %s: %d labels outside its scale clamped into range (out_of_range=clip), lines %s",
-                        self.name, int(clipped.sum()), ", ".join(str(int(n)) for n in found.loc[clipped, "line"].head(10)))
+            log.warning(
+                "judge %s: %d labels outside its scale clamped into range (out_of_range=clip), lines %s",
+                self.name,
+                int(clipped.sum()),
+                ", ".join(str(int(n)) for n in found.loc[clipped, "line"].head(10)),
+            )
         if outside:
-            log.info("judge %s: %d labelled pairs of %s are outside the label set (ignored)", self.name, outside, self.file)
+            log.info(
+                "judge %s: %d labelled pairs of %s are outside the label set (ignored)", self.name, outside, self.file
+            )
         out = found[["query_id", "doc_id", "relevance", "raw"]].reset_index(drop=True)
         return JudgeResult(labels=out, failed=failed.reset_index(drop=True), usage=usage)

@@ -18,12 +18,15 @@ UMBRELA_PREFIX = "##final score: "
 GRADES = ("0", "1", "2", "3")
 
 
-def umbrela_digit_logprobs(model: TransformersModel, prompts: list[str], system: str | None = None,
-                           prefixes: list[str | None] | None = None) -> np.ndarray:
+def umbrela_digit_logprobs(
+    model: TransformersModel, prompts: list[str], system: str | None = None, prefixes: list[str | None] | None = None
+) -> np.ndarray:
     """(n, 4) log-probabilities of the digits 0..3 over the full vocabulary (their total mass shows how
     much the model actually wants to answer with a digit there).  ``prefixes``: the text of each prompt
     before its passage, scored once per distinct value (see :mod:`judgebench.llm.local.prefix_cache`)."""
-    return model.next_token_logprobs(prompts, list(GRADES), forced_prefix=UMBRELA_PREFIX, system=system, prefixes=prefixes)
+    return model.next_token_logprobs(
+        prompts, list(GRADES), forced_prefix=UMBRELA_PREFIX, system=system, prefixes=prefixes
+    )
 
 
 TIE_NATS = 1e-3  # grades whose log-probabilities are this close to the best one's are tied
@@ -42,8 +45,9 @@ def grades_from_logprobs(lp: np.ndarray) -> np.ndarray:
     return np.argmax(lp >= lp.max(axis=1, keepdims=True) - TIE_NATS, axis=1)
 
 
-def umbrela_label_distribution(model: TransformersModel, prompts: list[str], system: str | None = None,
-                               prefixes: list[str | None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def umbrela_label_distribution(
+    model: TransformersModel, prompts: list[str], system: str | None = None, prefixes: list[str | None] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(labels: :func:`grades_from_logprobs`, expected grade, probs (n, 4) renormalised over the four digits)."""
     lp = umbrela_digit_logprobs(model, prompts, system, prefixes)
     if lp.size == 0:

@@ -67,10 +67,14 @@ def load_prompt(name_or_path: str, fields: tuple[str, ...] = ("query", "passage"
         packaged = PACKAGED / f"{name_or_path}.txt"
         if not packaged.is_file():
             known = sorted(p.name[:-4] for p in PACKAGED.iterdir() if p.name.endswith(".txt"))
-            raise ConfigError(f"prompt {name_or_path!r}: neither a .txt file nor a packaged template ({', '.join(known)})")
+            raise ConfigError(
+                f"prompt {name_or_path!r}: neither a .txt file nor a packaged template ({', '.join(known)})"
+            )
         text, name = packaged.read_text(encoding="utf-8"), name_or_path
         opened(Path(str(packaged)))
     missing = [f for f in fields if "{" + f + "}" not in text]
     if missing:
-        raise ConfigError(f"prompt {name_or_path!r} lacks the placeholder(s) {', '.join('{' + f + '}' for f in missing)}")
+        raise ConfigError(
+            f"prompt {name_or_path!r} lacks the placeholder(s) {', '.join('{' + f + '}' for f in missing)}"
+        )
     return PromptTemplate(name, text, fields)

@@ -112,7 +112,9 @@ class KrippendorffAlpha:
         data = np.vstack([pairs["human"].to_numpy(float), pairs["judge"].to_numpy(float)])
         if data.shape[1] < 2 or len(np.unique(data)) < 2:
             return math.nan
-        return float(krippendorff.alpha(reliability_data=data, value_domain=list(LEVELS), level_of_measurement=self.level))
+        return float(
+            krippendorff.alpha(reliability_data=data, value_domain=list(LEVELS), level_of_measurement=self.level)
+        )
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,12 @@ class LabelShare:
 def _per_query_kappas(pairs: pd.DataFrame) -> np.ndarray:
     """The defined per-query kappas, computed once per pairs frame (median and IQR share them)."""
     if "_per_query_kappa" not in pairs.attrs:
-        values = np.array([_kappa(g["human"].to_numpy(), g["judge"].to_numpy(), LEVELS) for _, g in pairs.groupby("query_id", sort=True)])
+        values = np.array(
+            [
+                _kappa(g["human"].to_numpy(), g["judge"].to_numpy(), LEVELS)
+                for _, g in pairs.groupby("query_id", sort=True)
+            ]
+        )
         pairs.attrs["_per_query_kappa"] = values[~np.isnan(values)] if len(values) else values
     return pairs.attrs["_per_query_kappa"]
 
@@ -194,7 +201,9 @@ def label_agreement(judge_qrels: pd.DataFrame, human_qrels: pd.DataFrame, scale:
         raise ValueError(f"labels must be in {LEVELS} (human) and {scale.labels} (judge), got {bad}")
     if not scale.is_graded:
         pairs = pairs.assign(judge_label=pairs["judge"], judge=scale.human(pairs["judge"]))
-    pairs.attrs.update(not_graded=not scale.reaches_every_level, relevant_from=scale.relevant_from, judge_labels=scale.labels)
+    pairs.attrs.update(
+        not_graded=not scale.reaches_every_level, relevant_from=scale.relevant_from, judge_labels=scale.labels
+    )
     out = {s.name: s(pairs) for s in AGREEMENT}
     out.update(n_pairs=int(len(pairs)), n_missing=int(n_human - len(pairs)))
     return out

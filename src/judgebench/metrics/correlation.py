@@ -45,8 +45,7 @@ def kendall_tau(
     common = [s for s in dict.fromkeys(candidates) if s in a and s in b]
     if len(common) < 2:
         raise ValueError(
-            f"Kendall's tau needs at least 2 systems scored in both orderings, "
-            f"got {len(common)}: {common}"
+            f"Kendall's tau needs at least 2 systems scored in both orderings, got {len(common)}: {common}"
         )
     return float(tau_b(np.array([a[s] for s in common]), np.array([b[s] for s in common]))[0])
 
@@ -149,8 +148,15 @@ class SpearmanRho:
 # k best systems under the humans, k = 5 and 10. With fewer than k systems there is no top k to single out: nan, and
 # Table 2 says so (TOP_K_RULE); never tau over all systems under a top-k name, never 0.
 TOP_K = (5, 10)
-TOP_K_RULE = ("tau_topK is Kendall's τ-b among the K systems best under the human reference (K = 5, 10), a point estimate "
-              "(no interval); it reads missing where fewer than K systems are scored by both, since the top K would then be "
-              "every system (tau_all says that)")
-ORDERING = (KendallTau("tau_all"), TauAP("tau_ap"), SpearmanRho("rho_all"), *(KendallTau(f"tau_top{k}", top=k) for k in TOP_K))
+TOP_K_RULE = (
+    "tau_topK is Kendall's τ-b among the K systems best under the human reference (K = 5, 10), a point estimate "
+    "(no interval); it reads missing where fewer than K systems are scored by both, since the top K would then be "
+    "every system (tau_all says that)"
+)
+ORDERING = (
+    KendallTau("tau_all"),
+    TauAP("tau_ap"),
+    SpearmanRho("rho_all"),
+    *(KendallTau(f"tau_top{k}", top=k) for k in TOP_K),
+)
 ORDERING_COLUMNS = [s.name for s in ORDERING]

@@ -50,8 +50,10 @@ def warning(k: float, n: int) -> str | None:
     short = [f"{k:g} human labels (fewer than {MIN_LABELS})"] if k < MIN_LABELS else []
     short += [f"{n} queries (fewer than {MIN_QUERIES})"] if n < MIN_QUERIES else []
     if short:
-        return (f"warning: {' and '.join(short)}: intervals and power claims on so few miss their targets in "
-                "benchmarks/calibration.py (flagged rows there); read them as rough")
+        return (
+            f"warning: {' and '.join(short)}: intervals and power claims on so few miss their targets in "
+            "benchmarks/calibration.py (flagged rows there); read them as rough"
+        )
     return None
 
 
@@ -79,10 +81,12 @@ def outlier_warning(queries: list[str]) -> str | None:
     if not queries:
         return None
     one = len(queries) == 1
-    return (f"warning: the judge's value on unlabelled quer{'y' if one else 'ies'} {', '.join(map(str, queries))} lies more "
-            f"than {OUTLIER_Z:g} robust sd from its median: a large human - judge difference there is invisible to the "
-            "intervals, which missed their coverage on such draws in benchmarks/calibration.py (heavy-tailed rows); "
-            f"label {'it' if one else 'them'} too")
+    return (
+        f"warning: the judge's value on unlabelled quer{'y' if one else 'ies'} {', '.join(map(str, queries))} lies more "
+        f"than {OUTLIER_Z:g} robust sd from its median: a large human - judge difference there is invisible to the "
+        "intervals, which missed their coverage on such draws in benchmarks/calibration.py (heavy-tailed rows); "
+        f"label {'it' if one else 'them'} too"
+    )
 
 
 def _weighted_var(y: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -179,7 +183,7 @@ def _collapse(strata: np.ndarray, counts: np.ndarray) -> np.ndarray:
         i = low[0]
         j = i + 1 if i + 1 < len(groups) and (i == 0 or have[i + 1] <= have[i - 1]) else i - 1
         a, b = sorted((i, j))
-        groups[a:b + 1] = [groups[a] + groups[b]]
+        groups[a : b + 1] = [groups[a] + groups[b]]
     label = {h: g for g, members in enumerate(groups) for h in members}
     return np.array([label[h] for h in strata])
 
@@ -193,8 +197,9 @@ class Stratified:
     name: str = "stratified"
 
     @classmethod
-    def build(cls, u: np.ndarray, k: int, strata: int = 4, allocation: str = "neyman",
-              pilot_sd: np.ndarray | None = None) -> "Stratified":
+    def build(
+        cls, u: np.ndarray, k: int, strata: int = 4, allocation: str = "neyman", pilot_sd: np.ndarray | None = None
+    ) -> "Stratified":
         """H = min(strata, k // PER_STRATUM, n // PER_STRATUM) strata (each gets PER_STRATUM labels on average,
         at least 2); Neyman's S_h from ``pilot_sd`` (H,) if given, else the root mean square of the stratum's
         signal (the signal predicts the spread of human - judge about the judge's bias, query by query)."""
@@ -209,7 +214,11 @@ class Stratified:
         if allocation == "proportional":
             w = sizes.astype(float)
         elif allocation == "neyman":
-            sd = np.asarray(pilot_sd, float) if pilot_sd is not None else np.array([np.sqrt(np.mean(u[g] ** 2)) for g in groups])
+            sd = (
+                np.asarray(pilot_sd, float)
+                if pilot_sd is not None
+                else np.array([np.sqrt(np.mean(u[g] ** 2)) for g in groups])
+            )
             w = sizes * sd
         else:
             raise ValueError(f"allocation={allocation!r}: expected proportional or neyman")
@@ -244,8 +253,10 @@ class Stratified:
         empty = np.flatnonzero((counts == 0).any(axis=0))
         if len(empty):
             h = int(empty[0])
-            raise CompareError(f"stratum {h} of the plan ({int(self.sizes[h])} queries): no labelled query in it; "
-                               "expected at least 1 (2 for its own variance): label one of its queries or write the plan again")
+            raise CompareError(
+                f"stratum {h} of the plan ({int(self.sizes[h])} queries): no labelled query in it; "
+                "expected at least 1 (2 for its own variance): label one of its queries or write the plan again"
+            )
         point = 0.0
         for h, size in enumerate(self.sizes):
             inside = self.strata == h
@@ -254,7 +265,7 @@ class Stratified:
         var, df = _strata_var(d, mask, self.strata, H)
         for r in np.flatnonzero((counts < 2).any(axis=1)):
             merged = _collapse(self.strata, counts[r])
-            v, dr = _strata_var(d, mask[r:r + 1], merged, int(merged.max()) + 1)
+            v, dr = _strata_var(d, mask[r : r + 1], merged, int(merged.max()) + 1)
             var[r], df[r] = v[0], dr[0]
         w = mask / self.pi
         return Estimate(point, var, _weighted_var(y, mask, w) / n), df
@@ -325,8 +336,9 @@ class Active:
         total = w.sum(axis=1, keepdims=True)  # (R, 1): the estimate of n
         c = (w @ d.T) / np.maximum(total, 1e-300)  # (R, m): the Hajek mean of d
         point = f.mean(axis=1) + c
-        resid2 = (w[:, None, :] ** 2 * (1 - pi[:, None, :]) * mask[:, None, :]
-                  * (d[None] - c[..., None]) ** 2).sum(axis=2)  # (R, m)
+        resid2 = (w[:, None, :] ** 2 * (1 - pi[:, None, :]) * mask[:, None, :] * (d[None] - c[..., None]) ** 2).sum(
+            axis=2
+        )  # (R, m)
         with np.errstate(divide="ignore", invalid="ignore"):
             var = np.where(k >= 2, k / np.maximum(k - 1, 1) * resid2 / n**2, np.inf)
         return Estimate(point, var, _weighted_var(y, mask, w) / n), np.broadcast_to(np.maximum(k - 1, 1), point.shape)

@@ -34,9 +34,7 @@ def _prepare_run(run: pd.DataFrame, order: Order) -> pd.DataFrame:
         raise ValueError("order='rank' needs a 'rank' column in the run")
     if not use_rank and "score" not in run.columns:
         raise ValueError("run needs a 'score' column (or a 'rank' column)")
-    out = pd.DataFrame(
-        {"query_id": run["query_id"].astype(str), "doc_id": run["doc_id"].astype(str)}
-    )
+    out = pd.DataFrame({"query_id": run["query_id"].astype(str), "doc_id": run["doc_id"].astype(str)})
     # score = -rank: rank 1 gets the highest score; trec_eval then keeps rank order.
     out["score"] = -run["rank"].astype(float) if use_rank else run["score"].astype(float)
     if out.duplicated(["query_id", "doc_id"]).any():
@@ -98,11 +96,14 @@ def per_query_ndcg(
     in_run = set(run_by_query) & set(qrels_by_query)
     absent = [qid for qid in qids if qid not in in_run]
     if absent:
-        log.warning("%d queries absent from the run or the qrels (%s): %s",
-                    len(absent), "scored 0" if missing == "zero" else "dropped", absent)
+        log.warning(
+            "%d queries absent from the run or the qrels (%s): %s",
+            len(absent),
+            "scored 0" if missing == "zero" else "dropped",
+            absent,
+        )
     keep = qids if missing == "zero" else [qid for qid in qids if qid in in_run]
     # A run query whose documents are all unjudged gets 0 as well (nothing gained).
     out = pd.DataFrame({"query_id": keep, "value": [got.get(qid, 0.0) for qid in keep]})
     out.attrs["missing"] = absent
     return out
-

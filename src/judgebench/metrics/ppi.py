@@ -189,7 +189,9 @@ class PPIPlusPlus:
         """(R, m, n): the lambda that corrects each sampled query (nan where the query is not sampled)."""
         lam, _, _, idx, ok = self._fit(y, f, mask)
         out = np.full((mask.shape[0], y.shape[0], mask.shape[1]), np.nan)
-        np.put_along_axis(out, np.broadcast_to(idx[:, None, :], lam.shape), np.where(ok[:, None, :], lam, np.nan), axis=2)
+        np.put_along_axis(
+            out, np.broadcast_to(idx[:, None, :], lam.shape), np.where(ok[:, None, :], lam, np.nan), axis=2
+        )
         return out
 
     def __call__(self, y: np.ndarray, f: np.ndarray, mask: np.ndarray) -> Estimate:

@@ -35,7 +35,7 @@ def pair_counts(judge: np.ndarray, human: np.ndarray) -> tuple[np.ndarray, np.nd
     shape = judge.shape[:-2] + judge.shape[-1:]
     a, b, c = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     for start in range(0, len(i), CHUNK):
-        ii, jj = i[start:start + CHUNK], j[start:start + CHUNK]
+        ii, jj = i[start : start + CHUNK], j[start : start + CHUNK]
         dj = judge[..., ii, :] - judge[..., jj, :]
         dh = human[..., ii, :] - human[..., jj, :]
         both = ~(np.isnan(dj) | np.isnan(dh))
@@ -66,8 +66,9 @@ def query_tau(judge: np.ndarray, human: np.ndarray, level: float = 0.95) -> Quer
     with np.errstate(invalid="ignore", divide="ignore"):
         scale = np.sqrt(mb * mc)
         tau = np.where(scale > 0, ma / scale, np.nan)
-        psi = ((a - ma[..., None]) / scale[..., None]
-               - tau[..., None] / 2 * ((b - mb[..., None]) / mb[..., None] + (c - mc[..., None]) / mc[..., None]))
+        psi = (a - ma[..., None]) / scale[..., None] - tau[..., None] / 2 * (
+            (b - mb[..., None]) / mb[..., None] + (c - mc[..., None]) / mc[..., None]
+        )
         se = psi.std(axis=-1, ddof=1) / np.sqrt(n) if n > 1 else np.full(tau.shape, np.nan)
         half = stats.t.ppf((1 + level) / 2, n - 1) * se if n > 1 else np.full(tau.shape, np.nan)
         tiny = 1e-12

@@ -61,7 +61,9 @@ class FamilyInteraction:
         return (family_mean(a_on_a) - family_mean(a_on_b)) - (family_mean(b_on_a) - family_mean(b_on_b))
 
 
-def symmetric_bootstrap_t(d: np.ndarray, idx: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def symmetric_bootstrap_t(
+    d: np.ndarray, idx: np.ndarray, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lo, hi, p) of the mean of ``d`` (..., n) per-query contrasts by the symmetric bootstrap-t over the query
     resamples ``idx`` (B, n): t_b = |mean_b - mean| / se_b, c = the ``level`` quantile of t_b, interval mean +- c se,
     p = (1 + #{t_b >= |mean| / se}) / (1 + B) (two-sided test of mean 0). Vectorised over the leading axes (the
@@ -101,12 +103,16 @@ def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarr
         mean, se = np.nanmean(d, axis=-1), np.nanstd(d, axis=-1, ddof=1) / np.sqrt(k)
         df = np.maximum(k - 1, 1)
         half = stats.t.ppf((1 + level) / 2, df) * se
-        p = np.where(se > 0, 2 * stats.t.sf(np.abs(mean) / np.where(se > 0, se, 1.0), df), np.where(mean != 0, 0.0, 1.0))
+        p = np.where(
+            se > 0, 2 * stats.t.sf(np.abs(mean) / np.where(se > 0, se, 1.0), df), np.where(mean != 0, 0.0, 1.0)
+        )
     bad = k < 2
     return tuple(np.where(bad, np.nan, x) for x in (mean - half, mean + half, p))
 
 
-def guarded_bootstrap_t(d: np.ndarray, idx: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def guarded_bootstrap_t(
+    d: np.ndarray, idx: np.ndarray, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lo, hi, p): the union of the symmetric bootstrap-t and the t interval, and the larger of their two p values
     (:class:`GuardedBootstrapT`); vectorised over the leading axes of ``d``."""
     b_lo, b_hi, b_p = symmetric_bootstrap_t(d, idx, level)

@@ -12,8 +12,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["system_a", "system_b", "mean_a", "mean_b", "t", "p", "p_adj",
-           "significant", "better"]
+COLUMNS = ["system_a", "system_b", "mean_a", "mean_b", "t", "p", "p_adj", "significant", "better"]
 AGREEMENT = ("agree", "missed", "spurious", "reversed")  # and "dropped": a pair only one side tested
 
 
@@ -43,8 +42,10 @@ def pairwise_ttests(
     a, b = np.triu_indices(len(systems), 1)  # the pairs in combinations(systems, 2) order
     mean_a, mean_b, t, p = _paired_tests(wide.to_numpy(dtype=float), a, b)
     names = np.array(systems, dtype=object)
-    out = pd.DataFrame({"system_a": names[a], "system_b": names[b], "mean_a": mean_a, "mean_b": mean_b, "t": t, "p": p},
-                       columns=COLUMNS[:6])
+    out = pd.DataFrame(
+        {"system_a": names[a], "system_b": names[b], "mean_a": mean_a, "mean_b": mean_b, "t": t, "p": p},
+        columns=COLUMNS[:6],
+    )
     if out.empty:
         return out.reindex(columns=COLUMNS)
     p_filled = out["p"].fillna(1.0).to_numpy()
@@ -74,7 +75,7 @@ def _paired_tests(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarr
     n = len(a)
     mean_a, mean_b, t, p = (np.full(n, np.nan) for _ in range(4))
     for lo in range(0, n, CHUNK):
-        ia, ib = a[lo:lo + CHUNK], b[lo:lo + CHUNK]
+        ia, ib = a[lo : lo + CHUNK], b[lo : lo + CHUNK]
         xa, xb = x[ia], x[ib]
         shared = ~(np.isnan(xa) | np.isnan(xb))
         xa, xb = np.where(shared, xa, np.nan), np.where(shared, xb, np.nan)
@@ -153,13 +154,15 @@ def classify_decisions(judge: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame
     Other columns carry the suffixes _judge and _human.
     """
     aligned = _align(human, judge)
-    merged = judge.merge(aligned, on=["system_a", "system_b"], how="left",
-                         suffixes=("_judge", "_human"), indicator=True)
+    merged = judge.merge(
+        aligned, on=["system_a", "system_b"], how="left", suffixes=("_judge", "_human"), indicator=True
+    )
     only_human = aligned[~_pair_keys(aligned).isin(_pair_keys(judge))]
     merged = pd.concat([merged, only_human[["system_a", "system_b"]].assign(_merge="right_only")], ignore_index=True)
     both = (merged["_merge"] == "both").to_numpy()
     dj = _decisions(merged["significant_judge"].where(both, False), merged["better_judge"])
     dh = _decisions(merged["significant_human"].where(both, False), merged["better_human"])
-    merged["agreement"] = np.select([~both, dj == dh, dj == "", dh == ""], ["dropped", "agree", "missed", "spurious"],
-                                    "reversed").astype(object)
+    merged["agreement"] = np.select(
+        [~both, dj == dh, dj == "", dh == ""], ["dropped", "agree", "missed", "spurious"], "reversed"
+    ).astype(object)
     return merged.drop(columns="_merge")

@@ -42,7 +42,17 @@ class BM25Ranker(Ranker):
         depth = int(pool.groupby("query_id").size().max())
         corpus = {d: texts[d] for d in dataset.corpus}
         queries = {q: dataset.queries[q] for q in dataset.judged_queries()}
-        hits = bm25_search(queries, corpus, k1=self.k1, b=self.b, depth=max(depth, len(corpus)), cache_dir=self.cache_dir, progress=self.progress)
-        scored = pool[["query_id", "doc_id"]].merge(hits[["query_id", "doc_id", "score"]], on=["query_id", "doc_id"], how="left")
+        hits = bm25_search(
+            queries,
+            corpus,
+            k1=self.k1,
+            b=self.b,
+            depth=max(depth, len(corpus)),
+            cache_dir=self.cache_dir,
+            progress=self.progress,
+        )
+        scored = pool[["query_id", "doc_id"]].merge(
+            hits[["query_id", "doc_id", "score"]], on=["query_id", "doc_id"], how="left"
+        )
         scored["score"] = scored["score"].fillna(0.0)  # no query term in the passage
         return ranking_from_scores(scored)

@@ -64,8 +64,13 @@ class ModelRanker(Ranker):
         tq = pd.Index(names).get_indexer(tail["query_id"])
         kept = np.flatnonzero(tq >= 0)
         tq = tq[kept]
-        rest = pd.DataFrame({"query_id": tail["query_id"].to_numpy()[kept], "doc_id": tail["doc_id"].to_numpy()[kept],
-                             "score": floor[tq] - 1.0 - places_within(tq)})  # pool order within each query
+        rest = pd.DataFrame(
+            {
+                "query_id": tail["query_id"].to_numpy()[kept],
+                "doc_id": tail["doc_id"].to_numpy()[kept],
+                "score": floor[tq] - 1.0 - places_within(tq),
+            }
+        )  # pool order within each query
         # one sort: the head's rows come first, so ties (all-missing head scores) keep head before tail, as before
         return ranking_from_scores(pd.concat([head, rest], ignore_index=True))
 
@@ -91,8 +96,14 @@ class PointwiseRanker(ModelRanker):
             prompt = fill(self.prompt, {"query": dataset.queries[q], "passage": texts[d]})
             items.append((key_of(prompt), (dataset.queries[q], texts[d], prompt)))
         records, self.scored_now = cached_scores(
-            self.cache, items, self.score_batch, meta=self.spec.cache_meta(),
-            chunk=score_chunk(self.spec), first=first_chunk(self.spec), progress=self.progress, desc=f"{self.method} ({self.name})",
+            self.cache,
+            items,
+            self.score_batch,
+            meta=self.spec.cache_meta(),
+            chunk=score_chunk(self.spec),
+            first=first_chunk(self.spec),
+            progress=self.progress,
+            desc=f"{self.method} ({self.name})",
         )
         if self.scored_now:
             log.info("ranker %s: %s", self.name, self.load_model().batching_summary())
@@ -107,8 +118,8 @@ class PointwiseRanker(ModelRanker):
 
     def planned_prompts(self, dataset, texts):
         """What ranking would score, for the dry run's estimate (:mod:`judgebench.llm.estimate.work_estimate`)."""
-        from judgebench.llm.prompts import fill
         from judgebench.llm.estimate.work_estimate import FIELD_MARK, PromptPlan
+        from judgebench.llm.prompts import fill
 
         head, _ = self.head_and_tail(dataset)
         pairs = list(zip(head["query_id"], head["doc_id"]))

@@ -26,5 +26,7 @@ class OracleRanker(Ranker):
         merged["_judged"] = merged["relevance"].notna()
         merged["_label"] = merged["relevance"].fillna(-1)
         merged["_q"] = pd.Categorical(merged["query_id"], dataset.judged_queries())
-        ordered = merged.sort_values(["_q", "_judged", "_label", "rank"], ascending=[True, False, False, True], kind="stable")
+        ordered = merged.sort_values(
+            ["_q", "_judged", "_label", "rank"], ascending=[True, False, False, True], kind="stable"
+        )
         return scores_from_order(ordered[["query_id", "doc_id"]])

@@ -70,8 +70,10 @@ class Perturbation:
                     if not holes:  # the whole ranking is judged: bring in a document unjudged for this query
                         outside = next((d for d in everyone if (qid, d) not in judged and d not in docs), None)
                         if outside is None:
-                            raise ConfigError(f"perturbation {self.name} (partner=hole): no document without a judgment "
-                                             f"for query {qid} to put at rank {k}")
+                            raise ConfigError(
+                                f"perturbation {self.name} (partner=hole): no document without a judgment "
+                                f"for query {qid} to put at rank {k}"
+                            )
                         docs.append(outside)
                         holes = [len(docs) - 1]
                     j = holes.pop(0)

@@ -25,10 +25,10 @@ from typing import Any
 import pandas as pd
 
 from judgebench.exceptions import ConfigError
+from judgebench.llm.local.models import cached_scores, first_chunk, score_chunk, transformers_key_maker
 from judgebench.llm.local.prefix_cache import text_before
 from judgebench.llm.prompts import fill
 from judgebench.llm.remote.calls import Call, api_call_key, run_cached
-from judgebench.llm.local.models import cached_scores, first_chunk, score_chunk, transformers_key_maker
 from judgebench.rankers.model_ranker import ModelRanker
 
 PRP_PROMPT = (
@@ -41,7 +41,7 @@ ANSWER = re.compile(r"passage\s*([AB])\b", re.IGNORECASE)
 
 
 def parse_prp(text: str | None) -> str | None:
-    """"A" or "B" when the answer names exactly one of them."""
+    """ "A" or "B" when the answer names exactly one of them."""
     found = {m.upper() for m in ANSWER.findall(text or "")}
     if len(found) == 1:
         return found.pop()
@@ -78,19 +78,24 @@ class PRPRanker(ModelRanker):
             raise ConfigError("PRP needs exactly one of ranker.model_spec (local model) or ranker.backend (API)")
         self.failed = 0
         self._prefs: dict[str, str | None] = {}
-        self._pairs: dict[tuple, tuple[str | None, str | None]] = {}  # (query, x, y), x < y: answers with x first, y first
+        self._pairs: dict[
+            tuple, tuple[str | None, str | None]
+        ] = {}  # (query, x, y), x < y: answers with x first, y first
         self._local_key = None  # prompt -> key of a local model's score (made at first use; settings are fixed by then)
 
     # -- asking -----------------------------------------------------------------------------------
     def _prompt(self, query: str, doc1: str, doc2: str) -> str:
-        return fill(self.prompt, {"query": query, "doc1": doc1, "doc2": doc2})  # PromptTemplate.render, without one per prompt
+        return fill(
+            self.prompt, {"query": query, "doc1": doc1, "doc2": doc2}
+        )  # PromptTemplate.render, without one per prompt
 
     def _key(self, prompt: str) -> str:
         if self.backend is not None:
             return api_call_key(self.backend, PRP_VERSION, prompt, None)
         if self._local_key is None:
-            self._local_key = transformers_key_maker(self.spec, "prp", PRP_VERSION, candidates=list(self.candidates),
-                                                     prefix=self.forced_prefix)
+            self._local_key = transformers_key_maker(
+                self.spec, "prp", PRP_VERSION, candidates=list(self.candidates), prefix=self.forced_prefix
+            )
         return self._local_key(prompt)
 
     def ask(self, triples: list[tuple[str, str, str]]) -> list[str | None]:
@@ -105,9 +110,13 @@ class PRPRanker(ModelRanker):
         if missing:
             if self.backend is not None:
                 records, failures = run_cached(
-                    self.backend, self.cache, [Call(k, p) for k, _, p in missing],
-                    meta={"backend": self.backend.backend, "model": self.backend.model}, parse=parse_prp,
-                    progress=self.progress, desc=f"prp ({self.name})",
+                    self.backend,
+                    self.cache,
+                    [Call(k, p) for k, _, p in missing],
+                    meta={"backend": self.backend.backend, "model": self.backend.model},
+                    parse=parse_prp,
+                    progress=self.progress,
+                    desc=f"prp ({self.name})",
                 )
                 self.scored_now += len(missing)
                 for k, _, _ in missing:
@@ -117,9 +126,14 @@ class PRPRanker(ModelRanker):
                         self.failed += 1
             else:
                 records, now = cached_scores(
-                    self.cache, [(k, (*t, p)) for k, t, p in missing], self._score_local,
+                    self.cache,
+                    [(k, (*t, p)) for k, t, p in missing],
+                    self._score_local,
                     meta=self.spec.cache_meta(),
-                    chunk=score_chunk(self.spec), first=first_chunk(self.spec), progress=self.progress, desc=f"prp ({self.name})",
+                    chunk=score_chunk(self.spec),
+                    first=first_chunk(self.spec),
+                    progress=self.progress,
+                    desc=f"prp ({self.name})",
                 )
                 self.scored_now += now
                 if now:
@@ -138,24 +152,31 @@ class PRPRanker(ModelRanker):
         prefixes: list[str | None] = [None] * len(fitted)
         if model.kind == "causal":  # an encoder reads the whole prompt: nothing to share
             firsts = Counter((f["query"], f["doc1"]) for _, f in fitted)
-            prefixes = [text_before(self.prompt, f, "doc2" if firsts[(f["query"], f["doc1"])] > 1 else "doc1") for _, f in fitted]
-        lp = model.next_token_logprobs([p for p, _ in fitted], list(self.candidates), forced_prefix=self.forced_prefix,
-                                       prefixes=prefixes)
+            prefixes = [
+                text_before(self.prompt, f, "doc2" if firsts[(f["query"], f["doc1"])] > 1 else "doc1")
+                for _, f in fitted
+            ]
+        lp = model.next_token_logprobs(
+            [p for p, _ in fitted], list(self.candidates), forced_prefix=self.forced_prefix, prefixes=prefixes
+        )
         return [{"lp_a": x, "lp_b": y} for x, y in lp.tolist()]  # Python floats, as float() gives them
 
     def _fit(self, model, query: str, doc1: str, doc2: str) -> tuple[str, dict[str, str]]:
         """Give both passages the same token budget (never cutting the query) so the prompt fits: (prompt, fields)."""
         return self._fit_many(model, [(query, doc1, doc2)])[0]
 
-    def _fit_many(self, model, triples: list[tuple[str, str, str]], prompts: list[str] | None = None
-                  ) -> list[tuple[str, dict[str, str]]]:
+    def _fit_many(
+        self, model, triples: list[tuple[str, str, str]], prompts: list[str] | None = None
+    ) -> list[tuple[str, dict[str, str]]]:
         """:meth:`_fit` of many triples: each query's budget found once, each passage tokenised once (in bulk).
         ``prompts``: the triples' prompts as filled already (:meth:`ask`), reused where no passage is cut."""
         from judgebench.llm.local.encoding import ids_many
 
         per_doc: dict[str, int] = {}
         for query in dict.fromkeys(q for q, _, _ in triples):
-            empty = model.render(self.prompt, {"query": query, "doc1": "", "doc2": ""}, "doc1", forced_prefix=self.forced_prefix)[0]
+            empty = model.render(
+                self.prompt, {"query": query, "doc1": "", "doc2": ""}, "doc1", forced_prefix=self.forced_prefix
+            )[0]
             budget = model.max_input_tokens - len(model.encode(empty, self.forced_prefix)[0]) - 4
             per_doc[query] = max(1, budget // 2)
         docs = list(dict.fromkeys(d for _, a, b in triples for d in (a, b)))
@@ -173,7 +194,9 @@ class PRPRanker(ModelRanker):
 
         fields = [{"query": q, "doc1": cut(a, per_doc[q]), "doc2": cut(b, per_doc[q])} for q, a, b in triples]
         if prompts is not None:  # a prompt whose passages are both uncut is the one already filled
-            prompts = [p if f["doc1"] is a and f["doc2"] is b else None for p, f, (_, a, b) in zip(prompts, fields, triples)]
+            prompts = [
+                p if f["doc1"] is a and f["doc2"] is b else None for p, f, (_, a, b) in zip(prompts, fields, triples)
+            ]
         rendered = model.render_many(self.prompt, fields, "doc2", forced_prefix=self.forced_prefix, prompts=prompts)
         return [(r[0], f) for r, f in zip(rendered, fields)]
 
@@ -196,8 +219,18 @@ class PRPRanker(ModelRanker):
                     yield None, query, (x, y)
                     yield None, query, (y, x)
 
-        note = "" if self.variant == "allpairs" else f"{self.variant}: an upper bound of its comparisons, not looked up in the cache"
-        return PromptPlan(prompts(), self._prompt(FIELD_MARK, FIELD_MARK, FIELD_MARK), self.forced_prefix, split_budget=True, note=note)
+        note = (
+            ""
+            if self.variant == "allpairs"
+            else f"{self.variant}: an upper bound of its comparisons, not looked up in the cache"
+        )
+        return PromptPlan(
+            prompts(),
+            self._prompt(FIELD_MARK, FIELD_MARK, FIELD_MARK),
+            self.forced_prefix,
+            split_budget=True,
+            note=note,
+        )
 
     def compare(self, query: str, x: str, y: str, texts: dict[str, str]) -> tuple[float, float]:
         ij, ji = self.ask([(query, texts[x], texts[y]), (query, texts[y], texts[x])])
@@ -221,7 +254,11 @@ class PRPRanker(ModelRanker):
         else:
             scores = []
             for qid, group in head.groupby("query_id", sort=False):
-                order = self._sliding(group, dataset, texts) if self.variant == "sliding" else self._sorted(group, dataset, texts)
+                order = (
+                    self._sliding(group, dataset, texts)
+                    if self.variant == "sliding"
+                    else self._sorted(group, dataset, texts)
+                )
                 rank_of = {d: i for i, d in enumerate(order)}
                 scores += [float(len(order) - rank_of[d]) for d in group["doc_id"]]
         return self.combine(head.assign(score=scores), tail)
@@ -277,9 +314,12 @@ def order_statistics(pairs: list[tuple[str | None, str | None]]) -> dict[str, fl
     consistent = sum(1 for a, b in answered if a != b)
     firsts = sum((a == "A") + (b == "A") for a, b in answered)
     n = len(answered)
-    return {"prp_pairs": float(n), "prp_failed_pairs": float(len(pairs) - n),
-            "prp_order_consistency": consistent / n if n else math.nan,
-            "prp_first_position": firsts / (2 * n) if n else math.nan}
+    return {
+        "prp_pairs": float(n),
+        "prp_failed_pairs": float(len(pairs) - n),
+        "prp_order_consistency": consistent / n if n else math.nan,
+        "prp_first_position": firsts / (2 * n) if n else math.nan,
+    }
 
 
 def comparisons_bound(variant: str, n: int, passes: int, top_k: int) -> int:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from judgebench.exceptions import ConfigError
 from judgebench.rankers.prompted import PromptedRanker
 
+
 @dataclass
 class RankT5Ranker(PromptedRanker):
     """Scores with an encoder-decoder's logit of one token; the token is part of the cache key."""
@@ -23,4 +24,6 @@ class RankT5Ranker(PromptedRanker):
         if model.kind != "seq2seq":
             raise ConfigError(f"RankT5 needs an encoder-decoder (T5) model; {self.spec.model} is {model.kind}")
         logits = model.first_step_logits(prompts, [model.token_id(self.score_token)])
-        return [{"score": v} for v in logits[:, 0].tolist()]  # Python floats, as float(v) gives, without a numpy scalar each
+        return [
+            {"score": v} for v in logits[:, 0].tolist()
+        ]  # Python floats, as float(v) gives, without a numpy scalar each

@@ -33,4 +33,3 @@ class RGRanker(PromptedRanker):
 def rg_score(lp_yes: float, lp_no: float) -> float:
     """Softmax over the two answers only: exp(y) / (exp(y) + exp(n)), computed stably."""
     return float(1.0 / (1.0 + math.exp(float(np.clip(lp_no - lp_yes, -700, 700)))))
-

@@ -56,23 +56,39 @@ class RunFileRanker(Ranker):
 
     def _inside_pool(self, run: pd.DataFrame, dataset) -> pd.DataFrame:
         pool = dataset.pool[["query_id", "doc_id"]].astype(str).drop_duplicates()
-        inside = run[["query_id", "doc_id"]].astype(str).merge(pool.assign(_in=True), on=["query_id", "doc_id"], how="left")["_in"]
+        inside = (
+            run[["query_id", "doc_id"]]
+            .astype(str)
+            .merge(pool.assign(_in=True), on=["query_id", "doc_id"], how="left")["_in"]
+        )
         outside = inside.isna().to_numpy()
         self._outside: dict[str, float] = {}
         if not outside.any():
             return run
         n, queries = int(outside.sum()), run.loc[outside, "query_id"].nunique()
         depth = int(dataset.pool.groupby("query_id").size().max())
-        what = (f"{n} of {len(run)} documents ({queries} quer{'y' if queries == 1 else 'ies'}) are outside dataset "
-                f"{dataset.name}'s pool (up to {depth} "
-                f"candidates per query)")
+        what = (
+            f"{n} of {len(run)} documents ({queries} quer{'y' if queries == 1 else 'ies'}) are outside dataset "
+            f"{dataset.name}'s pool (up to {depth} "
+            f"candidates per query)"
+        )
         if self.outside_pool == "refuse":
-            raise DataError(self.path, f"{what}: they would count under the human qrels but be unjudged for every judge. Set "
-                            "ranker.outside_pool=restrict to drop them, widen the pool (dataset.pool=FILE, dataset.pool_depth=N), "
-                            "or ranker.outside_pool=keep to evaluate them anyway")
-        self._outside = {f"outside_pool_{'kept' if self.outside_pool == 'keep' else 'dropped'}": n, "outside_pool_of": len(run)}
+            raise DataError(
+                self.path,
+                f"{what}: they would count under the human qrels but be unjudged for every judge. Set "
+                "ranker.outside_pool=restrict to drop them, widen the pool (dataset.pool=FILE, dataset.pool_depth=N), "
+                "or ranker.outside_pool=keep to evaluate them anyway",
+            )
+        self._outside = {
+            f"outside_pool_{'kept' if self.outside_pool == 'keep' else 'dropped'}": n,
+            "outside_pool_of": len(run),
+        }
         if self.outside_pool == "keep":
-            log.warning("%s: %s; kept (ranker.outside_pool=keep): the human column counts them, the judges cannot", self.path, what)
+            log.warning(
+                "%s: %s; kept (ranker.outside_pool=keep): the human column counts them, the judges cannot",
+                self.path,
+                what,
+            )
             return run
         log.info("%s: %s; dropped (ranker.outside_pool=restrict)", self.path, what)
         kept = run[~outside].reset_index(drop=True)

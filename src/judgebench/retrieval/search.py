@@ -74,7 +74,9 @@ def _reachable(url: str, timeout: float) -> bool:
         return False
 
 
-def prebuilt_searcher(name: str, *, k1: float = 0.9, b: float = 0.4, download: bool = True, probe_timeout: float = 5.0) -> Any:
+def prebuilt_searcher(
+    name: str, *, k1: float = 0.9, b: float = 0.4, download: bool = True, probe_timeout: float = 5.0
+) -> Any:
     """A BM25 LuceneSearcher over one of Pyserini's prebuilt indexes (e.g. ``msmarco-v1-passage``).
 
     Pyserini's download has no timeout and reports failure by printing and returning None, so the
@@ -85,7 +87,9 @@ def prebuilt_searcher(name: str, *, k1: float = 0.9, b: float = 0.4, download: b
     from pyserini.util import check_downloaded, get_cache_home
 
     if name not in TF_INDEX_INFO:
-        raise ConfigError(f"unknown prebuilt Lucene index {name!r}; names are the keys of pyserini.prebuilt_index_info.TF_INDEX_INFO")
+        raise ConfigError(
+            f"unknown prebuilt Lucene index {name!r}; names are the keys of pyserini.prebuilt_index_info.TF_INDEX_INFO"
+        )
     cache = Path(get_cache_home()) / "indexes"
     how_to = (
         f"Fetch it where there is network (LuceneSearcher.from_prebuilt_index({name!r})) and copy the index directory "
@@ -94,7 +98,9 @@ def prebuilt_searcher(name: str, *, k1: float = 0.9, b: float = 0.4, download: b
     if not check_downloaded(name):
         urls = TF_INDEX_INFO[name]["urls"]
         if not download:
-            raise RuntimeError(f"prebuilt index {name!r} is not in the Pyserini cache {cache} and download=False. {how_to}")
+            raise RuntimeError(
+                f"prebuilt index {name!r} is not in the Pyserini cache {cache} and download=False. {how_to}"
+            )
         if not any(_reachable(u, probe_timeout) for u in urls):
             hosts = sorted({urlparse(u).hostname or u for u in urls})
             raise RuntimeError(
@@ -106,7 +112,9 @@ def prebuilt_searcher(name: str, *, k1: float = 0.9, b: float = 0.4, download: b
     except Exception as e:  # pyserini lets socket timeouts and failed checks through
         raise RuntimeError(f"could not download or open prebuilt index {name!r}: {e}. {how_to}") from e
     if searcher is None:
-        raise RuntimeError(f"Pyserini could not download or open prebuilt index {name!r} (see its message above). {how_to}")
+        raise RuntimeError(
+            f"Pyserini could not download or open prebuilt index {name!r} (see its message above). {how_to}"
+        )
     searcher.set_bm25(k1, b)
     return searcher
 
@@ -142,7 +150,9 @@ def bm25_search(
             if cache_dir is None:
                 raise ValueError("cache_dir= is needed to index a corpus")
             fingerprint = corpus_fingerprint(corpus)
-            index_dir = build_index(corpus, Path(cache_dir) / "lucene" / fingerprint, index_threads, progress, fingerprint=fingerprint)
+            index_dir = build_index(
+                corpus, Path(cache_dir) / "lucene" / fingerprint, index_threads, progress, fingerprint=fingerprint
+            )
         searcher = lucene_searcher(index_dir, k1=k1, b=b)  # type: ignore[arg-type]
     rows: list[tuple[str, str, float, int]] = []
     # A plain loop, not batch_search: for 50 queries both take ~0.2-0.3 s (batch, 2 threads, ~20% less,

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgebench.identity import text_view
 from judgebench.cache.store import CallCache
 from judgebench.exceptions import ConfigError
-from judgebench.llm.prompts import PromptTemplate
+from judgebench.identity import text_view
 from judgebench.llm.batch_api.batch import run_batch
-from judgebench.llm.remote.calls import Call, api_call_key, run_cached
 from judgebench.llm.local.models import as_spec, cached_scores, transformers_key
+from judgebench.llm.prompts import PromptTemplate
+from judgebench.llm.remote.calls import Call, api_call_key, run_cached
 
 REWRITE_PROMPT = "Please rewrite the following text:\n{text}"
 
@@ -69,7 +69,10 @@ class LLMRewriter:
     def _keys(self, prompts: dict[str, str]) -> dict[str, str]:
         if self.backend is not None:
             return {d: api_call_key(self.backend, "rewrite@1", p, None) for d, p in prompts.items()}
-        return {d: transformers_key(self.spec, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens) for d, p in prompts.items()}
+        return {
+            d: transformers_key(self.spec, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens)
+            for d, p in prompts.items()
+        }
 
     def plan(self, dataset, doc_ids: Iterable[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
         """For a dry run, asking nothing: (the corpus with the cached rewrites applied, {doc: prompt} still to
@@ -92,13 +95,28 @@ class LLMRewriter:
             calls = {d: Call(api_call_key(self.backend, "rewrite@1", p, None), p) for d, p in prompts.items()}
             todo = sum(1 for c in calls.values() if c.key not in self.cache)
             meta = {"backend": self.backend.backend, "model": self.backend.model}
-            if self.backend.mode == "batch":  # the provider's batch API, at batch prices (llm/batch_api/batch.py), as judges do
-                records, failures = run_batch(self.backend, self.cache, list(calls.values()), meta=meta,
-                                              state_dir=Path(self.cache_dir) / "batches", progress=self.progress,
-                                              desc=f"rewriting ({self.name})")
+            if (
+                self.backend.mode == "batch"
+            ):  # the provider's batch API, at batch prices (llm/batch_api/batch.py), as judges do
+                records, failures = run_batch(
+                    self.backend,
+                    self.cache,
+                    list(calls.values()),
+                    meta=meta,
+                    state_dir=Path(self.cache_dir) / "batches",
+                    progress=self.progress,
+                    desc=f"rewriting ({self.name})",
+                )
             else:
-                records, failures = run_cached(self.backend, self.cache, list(calls.values()), meta=meta,
-                                               progress=self.progress, desc=f"rewriting ({self.name})", unit="docs")
+                records, failures = run_cached(
+                    self.backend,
+                    self.cache,
+                    list(calls.values()),
+                    meta=meta,
+                    progress=self.progress,
+                    desc=f"rewriting ({self.name})",
+                    unit="docs",
+                )
             self.made += todo
             out = {}
             for d, c in calls.items():
@@ -109,10 +127,19 @@ class LLMRewriter:
                 else:
                     self.failed[d] = failures.get(c.key, ("empty", "empty rewrite"))[1]
             return out
-        items = [(transformers_key(self.spec, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens), p) for p in prompts.values()]
+        items = [
+            (transformers_key(self.spec, "rewrite", "rewrite@1", p, max_new_tokens=self.max_new_tokens), p)
+            for p in prompts.values()
+        ]
         records, self.made = cached_scores(
-            self.cache, items, self._generate, meta=self.spec.cache_meta(),
-            chunk=max(4, self.spec.batch_size), progress=self.progress, desc=f"rewriting ({self.name})", unit="docs",
+            self.cache,
+            items,
+            self._generate,
+            meta=self.spec.cache_meta(),
+            chunk=max(4, self.spec.batch_size),
+            progress=self.progress,
+            desc=f"rewriting ({self.name})",
+            unit="docs",
         )
         out = {}
         for d, (key, _) in zip(prompts, items):

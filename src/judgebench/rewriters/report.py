@@ -33,16 +33,34 @@ def rewrite_report(rewriter, dataset, texts: dict[str, str], docs=None) -> tuple
     changed = [d for d in docs if texts[d] != dataset.corpus[d]]
     failed = getattr(rewriter, "failed", {})
     files = {
-        "rewrites.tsv": _tsv(pd.DataFrame({"doc_id": changed, "original": [dataset.corpus[d] for d in changed], "rewritten": [texts[d] for d in changed]})),
-        "rewrite_failures.tsv": _tsv(pd.DataFrame({"doc_id": list(failed), "error": [str(e) for e in failed.values()]})),
+        "rewrites.tsv": _tsv(
+            pd.DataFrame(
+                {
+                    "doc_id": changed,
+                    "original": [dataset.corpus[d] for d in changed],
+                    "rewritten": [texts[d] for d in changed],
+                }
+            )
+        ),
+        "rewrite_failures.tsv": _tsv(
+            pd.DataFrame({"doc_id": list(failed), "error": [str(e) for e in failed.values()]})
+        ),
     }
-    metrics = {"rewritten_docs": len(changed), "rewrite_failed": len(failed), "rewrite_kept_original": sum(1 for d in failed if texts.get(d) == dataset.corpus.get(d)),
-               "rewrite_calls_made": getattr(rewriter, "made", 0)}
+    metrics = {
+        "rewritten_docs": len(changed),
+        "rewrite_failed": len(failed),
+        "rewrite_kept_original": sum(1 for d in failed if texts.get(d) == dataset.corpus.get(d)),
+        "rewrite_calls_made": getattr(rewriter, "made", 0),
+    }
     if failed:
         requested = max(1, getattr(rewriter, "requested", 0))
-        log.warning("rewriter %s: %d of %d rewrites failed; these documents keep their original text (listed in "
-                    "rewrite_failures.tsv)",
-                    rewriter.name, len(failed), requested)
+        log.warning(
+            "rewriter %s: %d of %d rewrites failed; these documents keep their original text (listed in "
+            "rewrite_failures.tsv)",
+            rewriter.name,
+            len(failed),
+            requested,
+        )
     return files, metrics
 
 

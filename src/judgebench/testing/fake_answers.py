@@ -28,7 +28,7 @@ def fake_label(prompt: str) -> int:
 
 
 def _prp_choice(prompt: str, prefer: list[str]) -> str:
-    """"Passage A"/"Passage B": the only passage holding the first decisive preferred substring, else sha parity."""
+    """ "Passage A"/"Passage B": the only passage holding the first decisive preferred substring, else sha parity."""
     m = _PRP_RE.search(prompt)
     if m:
         a, b = m.group(1), m.group(2)

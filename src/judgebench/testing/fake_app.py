@@ -17,17 +17,34 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from aiohttp import web
 
 from judgebench.testing import fake_gemini
-from judgebench.testing.fake_wire import gemini_prompt, google_error as _google_error, openai_error as _openai_error, openai_prompt
 from judgebench.testing.fake_answers import (  # noqa: F401  (importers take the answers from the app module too)
-    JUDGE_MARKER, MALFORMED_BODY, NOSCORE_TEXT, PRP_MARKER, REWRITE_MARKER, REWRITE_PREFIX, fake_answer, fake_label,
-    fake_rewrite, sha256_hex,
+    JUDGE_MARKER,
+    MALFORMED_BODY,
+    NOSCORE_TEXT,
+    PRP_MARKER,
+    REWRITE_MARKER,
+    REWRITE_PREFIX,
+    fake_answer,
+    fake_label,
+    fake_rewrite,
+    sha256_hex,
+)
+from judgebench.testing.fake_wire import (
+    gemini_prompt,
+    openai_prompt,
+)
+from judgebench.testing.fake_wire import (
+    google_error as _google_error,
+)
+from judgebench.testing.fake_wire import (
+    openai_error as _openai_error,
 )
 
 HOST = "127.0.0.1"
@@ -38,25 +55,31 @@ FAULTS = ("429", "500", "timeout", "malformed", "noscore")
 OUTCOMES = ("ok", *FAULTS, "unauthorized", "bad_request", "not_found")
 KINDS = ("openai", "gemini")
 
-_FAULT_FIELD = {"429": "fail_429", "500": "fail_500", "timeout": "fail_timeout",
-                "malformed": "fail_malformed", "noscore": "fail_noscore"}
+_FAULT_FIELD = {
+    "429": "fail_429",
+    "500": "fail_500",
+    "timeout": "fail_timeout",
+    "malformed": "fail_malformed",
+    "noscore": "fail_noscore",
+}
 
 
 # ---------------------------------------------------------------- configuration
+
 
 @dataclass(frozen=True)
 class FakeConfig:
     """Run-time behaviour; every field can be set at construction, via ``configure(**kw)`` or ``POST /_config``."""
 
-    latency_s: float = 0.0          # asyncio.sleep per request, so concurrent requests overlap for real
-    fail_429: float = 0.0           # share of requests answered 429 with Retry-After
+    latency_s: float = 0.0  # asyncio.sleep per request, so concurrent requests overlap for real
+    fail_429: float = 0.0  # share of requests answered 429 with Retry-After
     fail_500: float = 0.0
-    fail_timeout: float = 0.0       # share of requests that hang timeout_hang_s before answering
-    fail_malformed: float = 0.0     # share of 200 answers whose body is not valid JSON
-    fail_noscore: float = 0.0       # share of 200 answers whose text holds no parsable score
+    fail_timeout: float = 0.0  # share of requests that hang timeout_hang_s before answering
+    fail_malformed: float = 0.0  # share of 200 answers whose body is not valid JSON
+    fail_noscore: float = 0.0  # share of 200 answers whose text holds no parsable score
     retry_after_s: float = 0.05
     timeout_hang_s: float = 30.0
-    seed: int = 0                   # fault RNG seed; the RNG restarts on a new seed and on reset
+    seed: int = 0  # fault RNG seed; the RNG restarts on a new seed and on reset
     labels: dict[str, int] = field(default_factory=dict)
     prefer: list[str] = field(default_factory=list)
     # judging prompts containing a substring get this answer text verbatim (first match wins)
@@ -120,6 +143,7 @@ def draw_outcome(rng: random.Random, config: FakeConfig) -> str:
 
 # ---------------------------------------------------------------- the aiohttp application
 
+
 class FakeLLMApp:
     """Server state (config, fault RNG, counters) and the request handlers; runs inside one event loop."""
 
@@ -153,11 +177,19 @@ class FakeLLMApp:
         return self.config
 
     def stats(self) -> dict[str, Any]:
-        return {"requests": self.requests, "by_kind": dict(self.by_kind), "by_outcome": dict(self.by_outcome),
-                "in_flight": self.in_flight, "max_in_flight": self.max_in_flight, "limited": dict(self.limited),
-                "model_gets": dict(self.model_gets),
-                "prompt_sha256": list(self.prompt_sha256), "last_request": self.last_request,
-                "config": asdict(self.config), "bound": self.bound}
+        return {
+            "requests": self.requests,
+            "by_kind": dict(self.by_kind),
+            "by_outcome": dict(self.by_outcome),
+            "in_flight": self.in_flight,
+            "max_in_flight": self.max_in_flight,
+            "limited": dict(self.limited),
+            "model_gets": dict(self.model_gets),
+            "prompt_sha256": list(self.prompt_sha256),
+            "last_request": self.last_request,
+            "config": asdict(self.config),
+            "bound": self.bound,
+        }
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=256 * 1024**2)  # a batch upload is up to 200 MB, not aiohttp's 1 MB
@@ -247,7 +279,9 @@ class FakeLLMApp:
             rate = config.limit_rpm / 60
             capacity = max(1.0, rate)
             now = time.monotonic()
-            tokens = capacity if self._rpm_tokens is None else min(capacity, self._rpm_tokens + (now - self._rpm_at) * rate)
+            tokens = (
+                capacity if self._rpm_tokens is None else min(capacity, self._rpm_tokens + (now - self._rpm_at) * rate)
+            )
             self._rpm_at = now
             if config.max_inflight and self.in_flight >= config.max_inflight:
                 refused = "inflight"
@@ -257,9 +291,13 @@ class FakeLLMApp:
             else:
                 tokens -= 1
             self._rpm_tokens = tokens
-            headers.update({"x-ratelimit-limit-requests": f"{config.limit_rpm:g}",
-                            "x-ratelimit-remaining-requests": str(int(tokens)),
-                            "x-ratelimit-reset-requests": f"{round((capacity - tokens) / rate * 1000)}ms"})
+            headers.update(
+                {
+                    "x-ratelimit-limit-requests": f"{config.limit_rpm:g}",
+                    "x-ratelimit-remaining-requests": str(int(tokens)),
+                    "x-ratelimit-reset-requests": f"{round((capacity - tokens) / rate * 1000)}ms",
+                }
+            )
         elif self.in_flight >= config.max_inflight:
             refused = "inflight"
         if refused == "inflight":
@@ -282,48 +320,78 @@ class FakeLLMApp:
         authed = auth.startswith("Bearer ") and bool(auth[7:].strip())
         outcome, body, prompt, config = await self._admit(request, "openai", authed, openai_prompt)
         if outcome == "unauthorized":
-            return _openai_error(401, "You didn't provide an API key. You need to provide your API key in an "
-                                 "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
-                                 "invalid_request_error", None)
+            return _openai_error(
+                401,
+                "You didn't provide an API key. You need to provide your API key in an "
+                "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+                "invalid_request_error",
+                None,
+            )
         if auth[7:].strip() in config.reject_keys:
             self.by_outcome[outcome] -= 1
             self.by_outcome["unauthorized"] += 1
-            return _openai_error(401, f"Incorrect API key provided: {auth[7:].strip()}. You can find your API key at "
-                                 "https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key")
+            return _openai_error(
+                401,
+                f"Incorrect API key provided: {auth[7:].strip()}. You can find your API key at "
+                "https://platform.openai.com/account/api-keys.",
+                "invalid_request_error",
+                "invalid_api_key",
+            )
         if outcome == "bad_request" or body.get("stream"):
-            return _openai_error(400, "The fake server wants a non-streaming JSON chat request.",
-                                 "invalid_request_error", None)
+            return _openai_error(
+                400, "The fake server wants a non-streaming JSON chat request.", "invalid_request_error", None
+            )
         if outcome == "429":
-            return _openai_error(429, "Rate limit reached (fake server).", "requests", "rate_limit_exceeded",
-                                 headers={"retry-after": f"{config.retry_after_s:g}",
-                                          "retry-after-ms": str(round(config.retry_after_s * 1000))})
+            return _openai_error(
+                429,
+                "Rate limit reached (fake server).",
+                "requests",
+                "rate_limit_exceeded",
+                headers={
+                    "retry-after": f"{config.retry_after_s:g}",
+                    "retry-after-ms": str(round(config.retry_after_s * 1000)),
+                },
+            )
         if outcome == "500":
-            return _openai_error(500, "The server had an error while processing your request.", "server_error",
-                                 None)
+            return _openai_error(500, "The server had an error while processing your request.", "server_error", None)
         if outcome == "malformed":
             return web.Response(body=MALFORMED_BODY, content_type="application/json")
         model = str(body.get("model", "fake-llm"))
         if model in config.missing_models:
             self.by_outcome[outcome] -= 1
             self.by_outcome["not_found"] += 1
-            return _openai_error(404, f"The model `{model}` does not exist or you do not have access to it.",
-                                 "invalid_request_error", "model_not_found")
+            return _openai_error(
+                404,
+                f"The model `{model}` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+            )
         if model not in self._models:
             self._models.append(model)
         text = self._answer(outcome, prompt, config)
         p, c = len(prompt.split()), len(text.split())
-        return web.json_response({
-            "id": f"chatcmpl-fake{self.requests}", "object": "chat.completion", "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
-        })
+        return web.json_response(
+            {
+                "id": f"chatcmpl-fake{self.requests}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
+            }
+        )
 
     async def _model_get(self, request: web.Request) -> web.Response:
-        kind, status, body = fake_gemini.model_lookup(request.match_info["model"], request.match_info["api_version"],
-                                                      request.headers, request.query, self.config)
+        kind, status, body = fake_gemini.model_lookup(
+            request.match_info["model"], request.match_info["api_version"], request.headers, request.query, self.config
+        )
         self.model_gets[kind] += 1
-        self.last_request = {"kind": f"{kind}-model", "path": request.path_qs, "headers": dict(request.headers), "body": None}
+        self.last_request = {
+            "kind": f"{kind}-model",
+            "path": request.path_qs,
+            "headers": dict(request.headers),
+            "body": None,
+        }
         return web.json_response(body, status=status)
 
     async def _openai_models(self, request: web.Request) -> web.Response:
@@ -331,18 +399,30 @@ class FakeLLMApp:
         if not auth.startswith("Bearer "):
             return _openai_error(401, "You didn't provide an API key.", "invalid_request_error", None)
         if auth[7:].strip() in self.config.reject_keys and not self.config.lookup_any_key:
-            return _openai_error(401, f"Incorrect API key provided: {auth[7:].strip()}.", "invalid_request_error", "invalid_api_key")
-        return web.json_response({"object": "list", "data": [
-            {"id": m, "object": "model", "created": 0, "owned_by": "judgebench-fake"} for m in self._models]})
+            return _openai_error(
+                401, f"Incorrect API key provided: {auth[7:].strip()}.", "invalid_request_error", "invalid_api_key"
+            )
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "judgebench-fake"} for m in self._models
+                ],
+            }
+        )
 
     # -- Gemini
     async def _gemini(self, request: web.Request) -> web.Response:
         authed = bool(request.headers.get("x-goog-api-key", "").strip() or request.query.get("key"))
         outcome, body, prompt, config = await self._admit(request, "gemini", authed, gemini_prompt)
         if outcome == "unauthorized":
-            return _google_error(403, "Method doesn't allow unregistered callers (callers without established "
-                                 "identity). Please use API Key or other form of API consumer identity to call "
-                                 "this API.", "PERMISSION_DENIED")
+            return _google_error(
+                403,
+                "Method doesn't allow unregistered callers (callers without established "
+                "identity). Please use API Key or other form of API consumer identity to call "
+                "this API.",
+                "PERMISSION_DENIED",
+            )
         if (request.headers.get("x-goog-api-key", "").strip() or request.query.get("key", "")) in config.reject_keys:
             self.by_outcome[outcome] -= 1
             self.by_outcome["unauthorized"] += 1
@@ -353,7 +433,9 @@ class FakeLLMApp:
         if fake_gemini.retired(model) or model in config.missing_models:  # drawn, then refused: counted not_found
             self.by_outcome[outcome] -= 1
             self.by_outcome["not_found"] += 1
-            return _google_error(404, fake_gemini.not_found_message(model, request.match_info["api_version"]), "NOT_FOUND")
+            return _google_error(
+                404, fake_gemini.not_found_message(model, request.match_info["api_version"]), "NOT_FOUND"
+            )
         generation = body.get("generationConfig") or {}
         refused = fake_gemini.thinking_problem(model, generation)
         if refused:
@@ -361,16 +443,25 @@ class FakeLLMApp:
             self.by_outcome["bad_request"] += 1
             return _google_error(400, refused, "INVALID_ARGUMENT")
         if outcome == "429":
-            return _google_error(429, "Resource has been exhausted (e.g. check quota).", "RESOURCE_EXHAUSTED",
-                                 headers={"retry-after": f"{config.retry_after_s:g}"})
+            return _google_error(
+                429,
+                "Resource has been exhausted (e.g. check quota).",
+                "RESOURCE_EXHAUSTED",
+                headers={"retry-after": f"{config.retry_after_s:g}"},
+            )
         if outcome == "500":
-            return _google_error(500, "An internal error has occurred. Please retry or report in "
-                                 "https://developers.generativeai.google/guide/troubleshooting", "INTERNAL")
+            return _google_error(
+                500,
+                "An internal error has occurred. Please retry or report in "
+                "https://developers.generativeai.google/guide/troubleshooting",
+                "INTERNAL",
+            )
         if outcome == "malformed":
             return web.Response(body=MALFORMED_BODY, content_type="application/json")
         text = self._answer(outcome, prompt, config)
-        return web.json_response(fake_gemini.generate_response(model, generation, prompt, text, config.thoughts,
-                                                               f"fake{self.requests}"))
+        return web.json_response(
+            fake_gemini.generate_response(model, generation, prompt, text, config.thoughts, f"fake{self.requests}")
+        )
 
 
 async def _add_limit_headers(request: web.Request, response: web.StreamResponse) -> None:

@@ -38,8 +38,10 @@ _LEVEL_SHARE = {"minimal": 0.0, "low": 0.25, "medium": 0.5, "high": 1.0}
 
 
 def not_found_message(model: str, api_version: str) -> str:
-    return (f"models/{model} is not found for API version {api_version}, or is not supported for generateContent. "
-            "Call ListModels to see the list of available models and their supported methods.")
+    return (
+        f"models/{model} is not found for API version {api_version}, or is not supported for generateContent. "
+        "Call ListModels to see the list of available models and their supported methods."
+    )
 
 
 def retired(model: str) -> bool:
@@ -57,21 +59,60 @@ def model_lookup(model: str, api_version: str, headers, query, config) -> tuple[
     missing = model in config.missing_models
     if not key and api_version == "v1":
         if not headers.get("Authorization", "").startswith("Bearer "):
-            return "openai", 401, {"error": {"message": "You didn't provide an API key.", "type": "invalid_request_error",
-                                             "param": None, "code": None}}
+            return (
+                "openai",
+                401,
+                {
+                    "error": {
+                        "message": "You didn't provide an API key.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            )
         bearer = headers.get("Authorization", "")[7:].strip()
-        if bearer in config.reject_keys and not config.lookup_any_key:  # what OpenAI answers a wrong key, on the lookup as on every request
-            return "openai", 401, {"error": {"message": f"Incorrect API key provided: {bearer}.", "type": "invalid_request_error",
-                                             "param": None, "code": "invalid_api_key"}}
+        if (
+            bearer in config.reject_keys and not config.lookup_any_key
+        ):  # what OpenAI answers a wrong key, on the lookup as on every request
+            return (
+                "openai",
+                401,
+                {
+                    "error": {
+                        "message": f"Incorrect API key provided: {bearer}.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
         if missing:
-            return "openai", 404, {"error": {"message": f"The model `{model}` does not exist or you do not have access "
-                                                        "to it.", "type": "invalid_request_error", "param": None,
-                                             "code": "model_not_found"}}
+            return (
+                "openai",
+                404,
+                {
+                    "error": {
+                        "message": f"The model `{model}` does not exist or you do not have access to it.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "model_not_found",
+                    }
+                },
+            )
         return "openai", 200, {"id": model, "object": "model", "created": 0, "owned_by": "judgebench-fake"}
     if not key:
-        return "gemini", 403, _google(403, "Method doesn't allow unregistered callers (callers without established "
-                                           "identity). Please use API Key or other form of API consumer identity to "
-                                           "call this API.", "PERMISSION_DENIED")
+        return (
+            "gemini",
+            403,
+            _google(
+                403,
+                "Method doesn't allow unregistered callers (callers without established "
+                "identity). Please use API Key or other form of API consumer identity to "
+                "call this API.",
+                "PERMISSION_DENIED",
+            ),
+        )
     given = headers.get("x-goog-api-key", "").strip() or query.get("key", "")
     if given in config.reject_keys:  # what Gemini answers a wrong key, on the lookup as on every request
         return "gemini", 400, _google(400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT")
@@ -86,12 +127,20 @@ def model_resource(model: str, extra: list[str]) -> dict[str, Any] | None:
     name = base_id(model)
     if retired(name) or (name not in KNOWN_MODELS and name not in extra):
         return None
-    return {"name": f"models/{name}", "version": name.split("-")[1], "displayName": KNOWN_MODELS.get(name, name),
-            "description": "A model of the judgebench fake server.", "inputTokenLimit": 1048576,
-            "outputTokenLimit": OUTPUT_TOKEN_LIMIT,
-            "supportedGenerationMethods": ["generateContent", "countTokens", "batchGenerateContent"],
-            "temperature": 1.0, "maxTemperature": 2.0, "topP": 0.95, "topK": 64,
-            "thinking": thinking_rules(name).control != "none"}
+    return {
+        "name": f"models/{name}",
+        "version": name.split("-")[1],
+        "displayName": KNOWN_MODELS.get(name, name),
+        "description": "A model of the judgebench fake server.",
+        "inputTokenLimit": 1048576,
+        "outputTokenLimit": OUTPUT_TOKEN_LIMIT,
+        "supportedGenerationMethods": ["generateContent", "countTokens", "batchGenerateContent"],
+        "temperature": 1.0,
+        "maxTemperature": 2.0,
+        "topP": 0.95,
+        "topK": 64,
+        "thinking": thinking_rules(name).control != "none",
+    }
 
 
 def _thinking(generation_config: dict[str, Any]) -> tuple[int | None, str | None]:
@@ -130,8 +179,9 @@ def planned_thoughts(model: str, generation_config: dict[str, Any], thoughts: in
     return thoughts if thinking_rules(model).thinks_by_default else 0
 
 
-def generate_response(model: str, generation_config: dict[str, Any], prompt: str, text: str, thoughts: int,
-                      response_id: str) -> dict[str, Any]:
+def generate_response(
+    model: str, generation_config: dict[str, Any], prompt: str, text: str, thoughts: int, response_id: str
+) -> dict[str, Any]:
     """A ``GenerateContentResponse`` body: the answer after thinking took its share of maxOutputTokens."""
     limit = generation_config.get("maxOutputTokens")
     thought = planned_thoughts(model, generation_config, thoughts)
@@ -152,5 +202,9 @@ def generate_response(model: str, generation_config: dict[str, Any], prompt: str
         usage["candidatesTokenCount"] = c
     if thought:
         usage["thoughtsTokenCount"] = thought
-    return {"candidates": [{"content": content, "finishReason": finish, "index": 0}], "usageMetadata": usage,
-            "modelVersion": model, "responseId": response_id}
+    return {
+        "candidates": [{"content": content, "finishReason": finish, "index": 0}],
+        "usageMetadata": usage,
+        "modelVersion": model,
+        "responseId": response_id,
+    }

@@ -30,6 +30,7 @@ from judgebench.testing.fake_batches import FakeBatchConfig
 
 # ---------------------------------------------------------------- the server process
 
+
 async def _child_async(config: dict[str, Any], port: int, conn: Connection) -> None:
     fake = FakeLLMApp(FakeConfig().updated(**config))
     await fake.start(port)
@@ -73,8 +74,9 @@ class FakeLLMServer:
         FakeConfig().updated(**config)  # fail here, in the caller, on a bad setting
         ctx = mp.get_context("spawn")
         self._conn, child_conn = ctx.Pipe(duplex=True)
-        self._proc: Any = ctx.Process(target=_child_main, args=(config, port, child_conn), daemon=True,
-                                      name="fake-llm-server")
+        self._proc: Any = ctx.Process(
+            target=_child_main, args=(config, port, child_conn), daemon=True, name="fake-llm-server"
+        )
         self._proc.start()
         child_conn.close()
         self.pid: int = self._proc.pid
@@ -108,7 +110,8 @@ class FakeLLMServer:
             if not self._proc.is_alive():
                 raise RuntimeError(
                     f"fake LLM server process exited (code {self._proc.exitcode}) before it was ready; with the "
-                    "spawn start method, a script must create FakeLLMServer under `if __name__ == '__main__':`")
+                    "spawn start method, a script must create FakeLLMServer under `if __name__ == '__main__':`"
+                )
         raise TimeoutError(f"fake LLM server did not bind a port within {timeout_s:g}s")
 
     def _await_http(self, deadline: float, timeout_s: float) -> None:
@@ -124,8 +127,9 @@ class FakeLLMServer:
 
     def _call(self, method: str, path: str, payload: Any = None) -> Any:
         data = None if payload is None else json.dumps(payload).encode()
-        req = urllib.request.Request(self.base_url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.base_url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         try:
             with _NO_PROXY.open(req, timeout=10) as resp:
                 return json.loads(resp.read())
@@ -188,25 +192,51 @@ class FakeLLMServer:
 
 # ---------------------------------------------------------------- foreground CLI
 
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m judgebench.testing.fake_process``: serve in the foreground until Ctrl-C."""
     ap = argparse.ArgumentParser(description="A local fake OpenAI / Gemini server (judgebench.testing).")
     ap.add_argument("--port", type=int, default=8011, help="0 picks a free port")
     ap.add_argument("--latency", type=float, default=0.0, dest="latency_s")
     for outcome, name in _FAULT_FIELD.items():
-        ap.add_argument(f"--{name.replace('_', '-')}", type=float, default=0.0, dest=name,
-                        help=f"share of requests answered '{outcome}'")
+        ap.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=float,
+            default=0.0,
+            dest=name,
+            help=f"share of requests answered '{outcome}'",
+        )
     ap.add_argument("--retry-after", type=float, default=0.05, dest="retry_after_s")
     ap.add_argument("--timeout-hang", type=float, default=30.0, dest="timeout_hang_s")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-inflight", type=int, default=0, dest="max_inflight",
-                    help="server-side limit: requests in flight beyond it are answered 429 (0: none)")
-    ap.add_argument("--limit-rpm", type=float, default=0.0, dest="limit_rpm",
-                    help="server-side requests-per-minute limit, answered 429 with x-ratelimit-* headers (0: none)")
-    ap.add_argument("--label", action="append", default=[], metavar="SUBSTRING=N",
-                    help="judging prompts containing SUBSTRING get label N (repeatable; first match wins)")
-    ap.add_argument("--prefer", action="append", default=[], metavar="SUBSTRING",
-                    help="pairwise prompts: the passage containing SUBSTRING wins (repeatable)")
+    ap.add_argument(
+        "--max-inflight",
+        type=int,
+        default=0,
+        dest="max_inflight",
+        help="server-side limit: requests in flight beyond it are answered 429 (0: none)",
+    )
+    ap.add_argument(
+        "--limit-rpm",
+        type=float,
+        default=0.0,
+        dest="limit_rpm",
+        help="server-side requests-per-minute limit, answered 429 with x-ratelimit-* headers (0: none)",
+    )
+    ap.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="SUBSTRING=N",
+        help="judging prompts containing SUBSTRING get label N (repeatable; first match wins)",
+    )
+    ap.add_argument(
+        "--prefer",
+        action="append",
+        default=[],
+        metavar="SUBSTRING",
+        help="pairwise prompts: the passage containing SUBSTRING wins (repeatable)",
+    )
     args = vars(ap.parse_args(argv))
     port = args.pop("port")
     labels = {}

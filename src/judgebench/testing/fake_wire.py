@@ -10,15 +10,17 @@ from typing import Any
 from aiohttp import web
 
 
-def openai_error(status: int, message: str, type_: str, code: str | None,
-                  headers: dict[str, str] | None = None) -> web.Response:
+def openai_error(
+    status: int, message: str, type_: str, code: str | None, headers: dict[str, str] | None = None
+) -> web.Response:
     body = {"error": {"message": message, "type": type_, "param": None, "code": code}}
     return web.json_response(body, status=status, headers=headers)
 
 
 def google_error(status: int, message: str, state: str, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"error": {"code": status, "message": message, "status": state}},
-                             status=status, headers=headers)
+    return web.json_response(
+        {"error": {"code": status, "message": message, "status": state}}, status=status, headers=headers
+    )
 
 
 def _text_of(content: Any, key: str) -> str:

@@ -26,12 +26,19 @@ from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.utils import mlflow_tags
-from tenacity import Retrying, retry_if_exception, retry_if_result, stop_after_attempt, wait_exponential, wait_incrementing
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    retry_if_result,
+    stop_after_attempt,
+    wait_exponential,
+    wait_incrementing,
+)
 
-from judgebench.tracking import artifact_store
 from judgebench.checks.store_writable import check_sqlite_writable
 from judgebench.identity.run_tags import RunTags
 from judgebench.secrets import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
+from judgebench.tracking import artifact_store
 
 log = logging.getLogger("judgebench")
 
@@ -57,7 +64,12 @@ def git_commit(cwd: str | Path = Path(__file__).parent) -> str:
     package, also one in a venv inside some other repository (whose commit says nothing about this code).
     Once per process: the code a process runs is the code it imported (each call ran git twice, in every run)."""
     try:
-        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", str(Path(__file__).resolve())], cwd=cwd, capture_output=True, timeout=5)
+        tracked = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", str(Path(__file__).resolve())],
+            cwd=cwd,
+            capture_output=True,
+            timeout=5,
+        )
         if tracked.returncode != 0:
             return "unknown"
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
@@ -98,7 +110,9 @@ def ensure_sqlite_parent(tracking_uri: str) -> None:
 def _transient(exc: BaseException) -> bool:
     """A store error worth another try: MLflow's TEMPORARILY_UNAVAILABLE, or SQLite's "database is locked"."""
     text = str(exc).lower()
-    return isinstance(exc, MlflowException) and (getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE" or "is locked" in text)
+    return isinstance(exc, MlflowException) and (
+        getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE" or "is locked" in text
+    )
 
 
 _sleep = time.sleep  # how the retries wait (tests count the waits instead)
@@ -108,8 +122,13 @@ def _retry(call, attempts: int = 8):
     """Run call(), retrying transient store errors (SQLite "database is locked" under many writers): at most
     ``attempts`` tries, 0.1 s after the first failure, doubling up to 5 s; any other error, or the last one, is
     raised."""
-    return Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.1, max=5.0),
-                    retry=retry_if_exception(_transient), reraise=True, sleep=_sleep)(call)
+    return Retrying(
+        stop=stop_after_attempt(attempts),
+        wait=wait_exponential(multiplier=0.1, max=5.0),
+        retry=retry_if_exception(_transient),
+        reraise=True,
+        sleep=_sleep,
+    )(call)
 
 
 def get_or_create_experiment(client: MlflowClient, name: str, artifact_root: str | None, attempts: int = 10) -> str:
@@ -129,9 +148,13 @@ def get_or_create_experiment(client: MlflowClient, name: str, artifact_root: str
         except MlflowException:
             return None
 
-    found = Retrying(stop=stop_after_attempt(attempts), wait=wait_incrementing(start=0.2, increment=0.2),
-                     retry=retry_if_result(lambda found: found is None), retry_error_callback=lambda state: None,
-                     sleep=_sleep)(find_or_create)
+    found = Retrying(
+        stop=stop_after_attempt(attempts),
+        wait=wait_incrementing(start=0.2, increment=0.2),
+        retry=retry_if_result(lambda found: found is None),
+        retry_error_callback=lambda state: None,
+        sleep=_sleep,
+    )(find_or_create)
     if found is None:
         raise RuntimeError(f"could not create or find MLflow experiment {name!r}")
     return found
@@ -162,8 +185,15 @@ class JobRun:
     """One MLflow run for one grid cell; FAILED unless finish() is reached. ``note`` is the one-line
     description the UI shows; the run nests under the sweep's parent run when there is one."""
 
-    def __init__(self, client: MlflowClient, experiment_id: str, run_name: str, tags: Mapping[str, str],
-                 note: str | None = None, parent: str | None = None):
+    def __init__(
+        self,
+        client: MlflowClient,
+        experiment_id: str,
+        run_name: str,
+        tags: Mapping[str, str],
+        note: str | None = None,
+        parent: str | None = None,
+    ):
         self.client = client
         parent = parent_run_id(experiment_id) if parent is None else parent  # "": top level
         tags = {k: scrub(str(v)) for k, v in {**standard_tags(note, parent), **process_tags(), **tags}.items()}
@@ -204,7 +234,11 @@ class JobRun:
         if len(values) > 1000:
             self.log_metrics(metrics or {})
             values = []
-        _retry(lambda: self.client.log_batch(self.run_id, metrics=values, tags=[RunTag(k, scrub(str(v))) for k, v in tags.items()]))
+        _retry(
+            lambda: self.client.log_batch(
+                self.run_id, metrics=values, tags=[RunTag(k, scrub(str(v))) for k, v in tags.items()]
+            )
+        )
 
     def log_files(self, files: Mapping[str, str | bytes]) -> None:
         """Text artifacts are scrubbed of every secret value the process knows (a server may echo a key)."""
@@ -243,7 +277,11 @@ class JobRun:
         the terminal said, and MLflow keeps it in its trash (``mlflow gc`` removes it; docs/tracking.md)."""
         from judgebench.exceptions import ConfigError, DataError
 
-        if isinstance(exc, (DataError, ConfigError)) and not self._measured and _answers_stored() == self._stored_at_start:
+        if (
+            isinstance(exc, (DataError, ConfigError))
+            and not self._measured
+            and _answers_stored() == self._stored_at_start
+        ):
             try:
                 _retry(lambda: self.client.delete_run(self.run_id))
                 return
@@ -272,7 +310,9 @@ def close_dead(client: MlflowClient, experiment_id: str, filter_string: str) -> 
     """Mark KILLED the RUNNING runs matching ``filter_string`` whose process (by host and pid tags) is gone on
     this host: a job killed with SIGKILL (OOM, kill -9) cannot end its own run."""
     here, closed = socket.gethostname(), []
-    for r in client.search_runs([experiment_id], filter_string=f"{filter_string} and attributes.status = 'RUNNING'", max_results=200):
+    for r in client.search_runs(
+        [experiment_id], filter_string=f"{filter_string} and attributes.status = 'RUNNING'", max_results=200
+    ):
         tags = RunTags.from_tags(r.data.tags)
         if tags.host != here or not (tags.pid or "").isdigit():
             continue
@@ -296,11 +336,33 @@ CELL_GROUPS = ("dataset", "ranker", "perturbation", "judge", "rewriter", "simula
 CELL_KEYS = ("job", "max_failed_share")
 # Leaves that say how a component runs, not what it computes (class paths, caches, rate limits,
 # devices, prices), and the dataset's file paths (the dataset input holds their digest and source).
-HOW = {"_target_", "cache_dir", "progress", "device", "dtype", "batch_size", "batch_tokens", "max_concurrency", "min_concurrency",
-       "initial_concurrency", "adaptive", "requests_per_minute",
-       "tokens_per_minute", "max_retries", "timeout_s", "backoff_base_s", "backoff_max_s", "api_key_env",
-       "price_input_per_mtok", "price_output_per_mtok",
-       "mode", "poll_interval_s", "max_requests", "max_bytes", "price_factor"}  # batch mode: how, not what
+HOW = {
+    "_target_",
+    "cache_dir",
+    "progress",
+    "device",
+    "dtype",
+    "batch_size",
+    "batch_tokens",
+    "max_concurrency",
+    "min_concurrency",
+    "initial_concurrency",
+    "adaptive",
+    "requests_per_minute",
+    "tokens_per_minute",
+    "max_retries",
+    "timeout_s",
+    "backoff_base_s",
+    "backoff_max_s",
+    "api_key_env",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+    "mode",
+    "poll_interval_s",
+    "max_requests",
+    "max_bytes",
+    "price_factor",
+}  # batch mode: how, not what
 DATASET_FILES = {"data_dir", "topics", "qrels", "pool", "passages", "ids"}
 
 
@@ -353,8 +415,12 @@ class StoreSettings:
     @classmethod
     def from_config(cls, cfg) -> StoreSettings:
         root = cfg.get("artifact_root")
-        return cls(str(cfg["tracking_uri"]), str(cfg["experiment_name"]), None if root is None else str(root),
-                   bool(cfg.get("force")))
+        return cls(
+            str(cfg["tracking_uri"]),
+            str(cfg["experiment_name"]),
+            None if root is None else str(root),
+            bool(cfg.get("force")),
+        )
 
 
 def open_store(store: StoreSettings) -> tuple[MlflowClient, str]:
@@ -368,7 +434,7 @@ def find_done_readonly(store: StoreSettings, config_hash: str, what: str) -> str
     """A dry run's resume check: the FINISHED run with this config hash, looked up without creating anything
     (no store, no experiment, no run; a dead job's runs are left for the real run to close)."""
     uri = store.tracking_uri
-    if store.force or (uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file()):
+    if store.force or (uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).is_file()):
         return None
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(store.experiment_name)

@@ -29,7 +29,7 @@ ARTIFACTS_DIR = "artifacts"  # beside the SQLite database, as the default artifa
 
 def sqlite_db(tracking_uri: str | None) -> Path | None:
     if tracking_uri and tracking_uri.startswith("sqlite:///"):
-        return Path(tracking_uri[len("sqlite:///"):].split("?", 1)[0])
+        return Path(tracking_uri[len("sqlite:///") :].split("?", 1)[0])
     return None
 
 

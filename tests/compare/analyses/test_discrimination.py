@@ -9,7 +9,8 @@ from itertools import combinations, permutations
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import binomtest, kendalltau, spearmanr, t as student_t
+from scipy.stats import binomtest, kendalltau, spearmanr
+from scipy.stats import t as student_t
 from statsmodels.stats.multitest import multipletests
 
 from judgebench.compare.analyses import discrimination
@@ -35,8 +36,12 @@ def _values() -> dict[str, np.ndarray]:
 
 
 def _frame(values: dict[str, np.ndarray]) -> pd.DataFrame:
-    rows = [("d", s, j, j if j in ("human", "human_labelset") else "judge", q, float(v[i, k]))
-            for j, v in values.items() for i, s in enumerate(SYSTEMS) for k, q in enumerate(QUERIES)]
+    rows = [
+        ("d", s, j, j if j in ("human", "human_labelset") else "judge", q, float(v[i, k]))
+        for j, v in values.items()
+        for i, s in enumerate(SYSTEMS)
+        for k, q in enumerate(QUERIES)
+    ]
     return pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"])
 
 
@@ -53,17 +58,27 @@ def _expected_counts(values, judge: str) -> dict[str, int]:
         diff = [v[a] - v[b] for a, b in pairs]
         plus, minus = [int((x > 0).sum()) for x in diff], [int((x < 0).sum()) for x in diff]
         p = _holm([binomtest(u, u + m).pvalue if u + m else 1.0 for u, m in zip(plus, minus)])
-        return [(q < ALPHA) and u > m for q, u, m in zip(p, plus, minus)], [(q < ALPHA) and u < m for q, u, m in zip(p, plus, minus)]
+        return [(q < ALPHA) and u > m for q, u, m in zip(p, plus, minus)], [
+            (q < ALPHA) and u < m for q, u, m in zip(p, plus, minus)
+        ]
 
     up, down = ordered(values[judge])
     human_up, _ = ordered(values["human_labelset"])
     worse_p = []
     for a, b in pairs:
-        e = np.sign(values["human_labelset"][a] - values["human_labelset"][b]) - np.sign(values[judge][a] - values[judge][b])
+        e = np.sign(values["human_labelset"][a] - values["human_labelset"][b]) - np.sign(
+            values[judge][a] - values[judge][b]
+        )
         plus, minus = int((e > 0).sum()), int((e < 0).sum())
         worse_p.append(binomtest(plus, plus + minus, alternative="greater").pvalue if plus + minus else 1.0)
-    return {"pairs": 6, "as_constructed": sum(up), "reversed": sum(down), "undecided": 6 - sum(up) - sum(down),
-            "worse_than_humans": int((_holm(worse_p) < ALPHA).sum()), "human_as_constructed": sum(human_up)}
+    return {
+        "pairs": 6,
+        "as_constructed": sum(up),
+        "reversed": sum(down),
+        "undecided": 6 - sum(up) - sum(down),
+        "worse_than_humans": int((_holm(worse_p) < ALPHA).sum()),
+        "human_as_constructed": sum(human_up),
+    }
 
 
 def _query_tau(judge: np.ndarray, human: np.ndarray) -> tuple[float, float, float]:
@@ -77,7 +92,9 @@ def _query_tau(judge: np.ndarray, human: np.ndarray) -> tuple[float, float, floa
         a.append(sa), b.append(sb), c.append(sc)
     a, b, c = map(np.array, (a, b, c))
     tau = a.mean() / np.sqrt(b.mean() * c.mean())
-    psi = (a - a.mean()) / np.sqrt(b.mean() * c.mean()) - tau / 2 * ((b - b.mean()) / b.mean() + (c - c.mean()) / c.mean())
+    psi = (a - a.mean()) / np.sqrt(b.mean() * c.mean()) - tau / 2 * (
+        (b - b.mean()) / b.mean() + (c - c.mean()) / c.mean()
+    )
     half = student_t.ppf(0.975, len(a) - 1) * psi.std(ddof=1) / np.sqrt(len(a))
     return tau, max(-1, tau - half), min(1, tau + half)
 
@@ -101,8 +118,9 @@ def test_counts_taus_and_ranking_match_an_independent_computation():
         assert t.loc[judge, COUNTS].to_dict() == _expected_counts(values, judge), judge
         human, mine = values["human_labelset"].mean(axis=1), values[judge].mean(axis=1)
         assert t.loc[judge, "tau_oracles"] == pytest.approx(kendalltau(mine, human).statistic)
-        assert (t.loc[judge, ["query_tau_oracles", "query_tau_oracles_lo", "query_tau_oracles_hi"]].tolist()
-                == pytest.approx(_query_tau(values[judge], values["human_labelset"])))
+        assert t.loc[
+            judge, ["query_tau_oracles", "query_tau_oracles_lo", "query_tau_oracles_hi"]
+        ].tolist() == pytest.approx(_query_tau(values[judge], values["human_labelset"]))
         assert t.loc[judge, "kappa_graded"] == KAPPA[judge]
     # the planted behaviours, so the independent counts above are not all zeros: the splitter separates the last pair
     # (0.5 vs 0.49) as constructed and is counted for it; the reverser puts Swap[3] above Perfect, worse than humans;
@@ -112,8 +130,10 @@ def test_counts_taus_and_ranking_match_an_independent_computation():
     assert t.loc["flat", ["undecided", "worse_than_humans"]].tolist() == [6, 5]
     assert d.human == {"d": (6, 6)}
     ranked = list(d.table["judge"])
-    assert ranked == sorted(KAPPA, key=lambda j: (-t.loc[j, "as_constructed"], t.loc[j, "worse_than_humans"],
-                                                  -t.loc[j, "query_tau_oracles"]))
+    assert ranked == sorted(
+        KAPPA,
+        key=lambda j: (-t.loc[j, "as_constructed"], t.loc[j, "worse_than_humans"], -t.loc[j, "query_tau_oracles"]),
+    )
     assert t.loc["reverser", "tau_ap_oracles"] < t.loc["reverser", "tau_oracles"]  # a swap at the top costs tau_AP more
 
 
@@ -130,13 +150,23 @@ def test_holm_in_numpy_agrees_with_statsmodels():
 
 
 def test_the_construction_order_reads_hole_names_and_leaves_others_out():
-    assert [discrimination.construction_rank(s) for s in ("Perfect", "Swap[2,3] hole", "Swap[1,2]", "BM25")] == [0, 4, 5, None]
+    assert [discrimination.construction_rank(s) for s in ("Perfect", "Swap[2,3] hole", "Swap[1,2]", "BM25")] == [
+        0,
+        4,
+        5,
+        None,
+    ]
     assert discrimination.min_judges(0.05) == 5 and discrimination.min_judges(0.1) == 4  # 2/5! = 0.017, 2/4! = 0.083
 
 
 def test_rank_correlations_by_an_exact_permutation_test():
-    frame = pd.DataFrame({"kappa_graded": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "as_constructed": [1, 2, 2, 4, 5, 6],
-                          "query_tau_oracles": [0.2, 0.4, 0.1, 0.8, 0.6, 0.3]})
+    frame = pd.DataFrame(
+        {
+            "kappa_graded": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+            "as_constructed": [1, 2, 2, 4, 5, 6],
+            "query_tau_oracles": [0.2, 0.4, 0.1, 0.8, 0.6, 0.3],
+        }
+    )
     c = discrimination.correlations(frame).set_index("statistic")
     k = frame["kappa_graded"].to_numpy()
     raw = []
@@ -156,9 +186,13 @@ def test_rank_correlations_by_an_exact_permutation_test():
 def test_the_answer_and_the_finding_say_too_few_judges_with_four():
     values = _values()
     d = _run(values, KAPPA)
-    assert d.answers["d"].startswith("On d, there are too few judges (4; a permutation test needs 5 to reach alpha 0.05) to say")
+    assert d.answers["d"].startswith(
+        "On d, there are too few judges (4; a permutation test needs 5 to reach alpha 0.05) to say"
+    )
     from types import SimpleNamespace
+
     from judgebench.compare.sections.discrimination import Discrimination
+
     (found,) = Discrimination().findings(SimpleNamespace(discrimination=d))
     assert "humans order 6 of 6 oracle pairs as constructed" in found.text and found.text.endswith(d.answers["d"])
 

@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from judgebench.compare.analyses import order_bias
-from judgebench.compare.analyses import self_preference
+from judgebench.compare.analyses import order_bias, self_preference
 from judgebench.compare.base.reference import References
 from judgebench.metrics.self_preference import GuardedBootstrapT
 from judgebench.rankers.prp import order_statistics
@@ -35,17 +34,56 @@ def _hand_made(reference_rows: bool = True):
     for judge, systems in GAPS.items():
         for system, gaps in systems.items():
             for i, g in enumerate(gaps):
-                rows.append({"dataset": "d", "system": system, "judge": judge, "role": "judge", "query_id": f"q{i}",
-                             "value": REF + g})
-                rows.append({"dataset": "d", "system": system, "judge": judge, "role": "human_judged", "query_id": f"q{i}",
-                             "value": REF})
+                rows.append(
+                    {
+                        "dataset": "d",
+                        "system": system,
+                        "judge": judge,
+                        "role": "judge",
+                        "query_id": f"q{i}",
+                        "value": REF + g,
+                    }
+                )
+                rows.append(
+                    {
+                        "dataset": "d",
+                        "system": system,
+                        "judge": judge,
+                        "role": "human_judged",
+                        "query_id": f"q{i}",
+                        "value": REF,
+                    }
+                )
     per_query = pd.DataFrame(rows)
-    t1 = {"d": pd.DataFrame({"type": [TYPES[s] for s in ("O", "S1", "S2")], "human": REF, "human_labelset": REF,
-                             "jx": [per_query[(per_query.judge == "jx") & (per_query.role == "judge") & (per_query.system == s)].value.mean() for s in ("O", "S1", "S2")],
-                             "jy": [per_query[(per_query.judge == "jy") & (per_query.role == "judge") & (per_query.system == s)].value.mean() for s in ("O", "S1", "S2")]},
-                            index=pd.Index(["O", "S1", "S2"], name="system"))}
-    jobs = pd.DataFrame([{"dataset": "d", "system": s, "ranker_family": FAMILIES[s], "judge": j, "judge_family": j[1:]}
-                         for s in FAMILIES for j in GAPS])
+    t1 = {
+        "d": pd.DataFrame(
+            {
+                "type": [TYPES[s] for s in ("O", "S1", "S2")],
+                "human": REF,
+                "human_labelset": REF,
+                "jx": [
+                    per_query[
+                        (per_query.judge == "jx") & (per_query.role == "judge") & (per_query.system == s)
+                    ].value.mean()
+                    for s in ("O", "S1", "S2")
+                ],
+                "jy": [
+                    per_query[
+                        (per_query.judge == "jy") & (per_query.role == "judge") & (per_query.system == s)
+                    ].value.mean()
+                    for s in ("O", "S1", "S2")
+                ],
+            },
+            index=pd.Index(["O", "S1", "S2"], name="system"),
+        )
+    }
+    jobs = pd.DataFrame(
+        [
+            {"dataset": "d", "system": s, "ranker_family": FAMILIES[s], "judge": j, "judge_family": j[1:]}
+            for s in FAMILIES
+            for j in GAPS
+        ]
+    )
     return per_query, t1, jobs, References(per_query, "human_judged")
 
 
@@ -92,8 +130,18 @@ def test_holm_adjusts_the_self_preference_sentences():
     # by hand: sorted 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 -> 0.06 (monotone); nan stays out
     np.testing.assert_allclose(got[:3], [0.03, 0.06, 0.06])
     assert np.isnan(got[3])
-    row = pd.Series({"dataset": "d", "judge": "j", "judge_family": "x", "self_preference": 0.1, "lo": 0.02, "hi": 0.18,
-                     "p_value": 0.03, "p_holm": 0.06})
+    row = pd.Series(
+        {
+            "dataset": "d",
+            "judge": "j",
+            "judge_family": "x",
+            "self_preference": 0.1,
+            "lo": 0.02,
+            "hi": 0.18,
+            "p_value": 0.03,
+            "p_holm": 0.06,
+        }
+    )
     assert "not significant after Holm's adjustment at alpha 0.05" in self_preference.finding(row, 3)
     assert " favours its own family's rankers by " in self_preference.finding(row.replace(0.06, 0.03), 3)
 
@@ -104,7 +152,9 @@ def test_without_a_shared_family_one_line_says_so():
     result = self_preference.analyse(per_query, t1, jobs, refs, n_resamples=50)
     assert result["self_preference"].empty and result["interaction"].empty
     (line,) = self_preference.findings(result, jobs)
-    assert line.startswith("No judge shares a family with a ranker here (judges: jx (gemini), jy (gpt); ranker families: ")
+    assert line.startswith(
+        "No judge shares a family with a ranker here (judges: jx (gemini), jy (gpt); ranker families: "
+    )
 
 
 def test_guarded_bootstrap_t_against_a_plain_loop():
@@ -133,9 +183,17 @@ def test_order_statistics_known_answers():
     assert stats == {"prp_pairs": 4.0, "prp_failed_pairs": 1.0, "prp_order_consistency": 0.5, "prp_first_position": 0.5}
     stats = order_statistics([("A", "A")] * 3 + [("A", "B")])  # first = consistency / 2 + share answered A twice
     assert stats["prp_order_consistency"] == 0.25 and stats["prp_first_position"] == pytest.approx(0.25 / 2 + 0.75)
-    jobs = pd.DataFrame({"dataset": "toy", "system": ["PRP-X", "PRP-X", "BM25"], "ranker_family": ["x", "x", "lexical"],
-                         "start_time": [1, 2, 3], "prp_pairs": [10.0, 10.0, np.nan],
-                         "prp_order_consistency": [0.3, 0.25, np.nan], "prp_first_position": [0.8, 0.875, np.nan]})
+    jobs = pd.DataFrame(
+        {
+            "dataset": "toy",
+            "system": ["PRP-X", "PRP-X", "BM25"],
+            "ranker_family": ["x", "x", "lexical"],
+            "start_time": [1, 2, 3],
+            "prp_pairs": [10.0, 10.0, np.nan],
+            "prp_order_consistency": [0.3, 0.25, np.nan],
+            "prp_first_position": [0.8, 0.875, np.nan],
+        }
+    )
     (row,) = order_bias.order_table(jobs).itertuples(index=False)
     assert (row.system, row.pairs, row.order_consistency, row.first_position) == ("PRP-X", 10, 0.25, 0.875)
     assert row.reading.startswith("flips 75% of its verdicts when the two passages swap places (more than the 12.9% of")
@@ -158,10 +216,14 @@ def test_a_planted_self_preference_is_recovered():
     over 12 independent draws of every prior and noise; one ranker per family there, which leaves the expected
     value unchanged: the family mean of exchangeable rankers has the expectation of one)."""
     result, row = _interaction("recover", PLANTED, rankers_per_family=2, pipeline=True)
-    truth_draws = [_interaction(f"truth{s}", PLANTED, resamples=0, rankers_per_family=1)[1].interaction for s in range(12)]
+    truth_draws = [
+        _interaction(f"truth{s}", PLANTED, resamples=0, rankers_per_family=1)[1].interaction for s in range(12)
+    ]
     truth, se = np.mean(truth_draws), np.std(truth_draws, ddof=1) / np.sqrt(len(truth_draws))
-    print(f"\nplanted: interaction {row.interaction:+.4f} [{row.lo:+.4f}, {row.hi:+.4f}] p={row.p_value:.4g}; "
-          f"large-sample {truth:+.4f} (se {se:.4f})")
+    print(
+        f"\nplanted: interaction {row.interaction:+.4f} [{row.lo:+.4f}, {row.hi:+.4f}] p={row.p_value:.4g}; "
+        f"large-sample {truth:+.4f} (se {se:.4f})"
+    )
     assert row.lo > 0 and row.interaction > 0 and row.p_value < 0.01
     assert row.lo <= truth <= row.hi and se < 0.25 * (row.hi - row.lo)
     sp = result["self_preference"].set_index("judge")

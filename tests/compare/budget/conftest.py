@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from judgebench.compare.base import tables
-from judgebench.compare.budget import experiment as budget
 from judgebench.compare.base.reference import References
+from judgebench.compare.budget import experiment as budget
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import HUMAN_JUDGED, HUMAN_LABELSET, evaluate, restrict
 from judgebench.judges.simulated import SimulatedJudge
@@ -29,12 +29,25 @@ def toy_cell():
         run = r.rank(ds, ds.corpus)
         runs[("toy", r.name)] = run
         v = evaluate(run, {HUMAN_LABELSET: human, "sim": jq}, queries)
-        for name, role, col in ((HUMAN_LABELSET, HUMAN_LABELSET, HUMAN_LABELSET), ("sim", "judge", "sim"),
-                                ("sim", HUMAN_JUDGED, HUMAN_LABELSET)):
+        for name, role, col in (
+            (HUMAN_LABELSET, HUMAN_LABELSET, HUMAN_LABELSET),
+            ("sim", "judge", "sim"),
+            ("sim", HUMAN_JUDGED, HUMAN_LABELSET),
+        ):
             rows += [("toy", r.name, name, role, q, x) for q, x in zip(v["query_id"], v[col])]
-        jobs.append({"dataset": "toy", "system": r.name, "ranker_type": "llm" if w else "oracle", "judge": "sim", "start_time": i})
+        jobs.append(
+            {
+                "dataset": "toy",
+                "system": r.name,
+                "ranker_type": "llm" if w else "oracle",
+                "judge": "sim",
+                "start_time": i,
+            }
+        )
     pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"])
     t1 = tables.table1(pq, tables.system_types(pd.DataFrame(jobs)), [HUMAN_LABELSET, "sim"], ["toy"])
-    lab = jq.merge(human.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"]).assign(dataset="toy", judge="sim")
+    lab = jq.merge(human.rename(columns={"relevance": "human"}), on=["query_id", "doc_id"]).assign(
+        dataset="toy", judge="sim"
+    )
     (cell,) = budget.cells(pq, t1, lab, References(pq, HUMAN_JUDGED), None, [])
     return {"cell": cell, "labels": lab, "runs": runs, "human": ds.qrels, "pq": pq}

@@ -53,14 +53,26 @@ def test_plan_labelled_from_the_held_back_qrels_reads_back_exactly(toy_cell, str
     # the resampling code on the same sample, from the human reference the grid logged: the same numbers
     e, half = budget_plan.estimate(plan.design, cell.y, cell.f, plan.selected[None, :], 0.95)
     assert np.allclose(means.loc[cell.systems, "estimate"], e.point[0], rtol=0, atol=1e-12)
-    assert np.allclose(means.loc[cell.systems, "high"] - means.loc[cell.systems, "estimate"], half[0], rtol=0, atol=1e-12)
+    assert np.allclose(
+        means.loc[cell.systems, "high"] - means.loc[cell.systems, "estimate"], half[0], rtol=0, atol=1e-12
+    )
     # and by hand, from the per-query human values the test computed itself (toy_cell's pq), not from the cell
     pq = toy_cell["pq"]
     strata = rows["stratum"].to_numpy()
     pi = rows["inclusion_probability"].to_numpy()
     for s in cell.systems:
-        hv = pq[(pq.system == s) & (pq.judge == "sim") & (pq.role == HUMAN_JUDGED)].set_index("query_id")["value"].loc[cell.queries].to_numpy()
-        fv = pq[(pq.system == s) & (pq.judge == "sim") & (pq.role == "judge")].set_index("query_id")["value"].loc[cell.queries].to_numpy()
+        hv = (
+            pq[(pq.system == s) & (pq.judge == "sim") & (pq.role == HUMAN_JUDGED)]
+            .set_index("query_id")["value"]
+            .loc[cell.queries]
+            .to_numpy()
+        )
+        fv = (
+            pq[(pq.system == s) & (pq.judge == "sim") & (pq.role == "judge")]
+            .set_index("query_id")["value"]
+            .loc[cell.queries]
+            .to_numpy()
+        )
         point, h = _by_hand(strategy, hv, fv, plan.selected, pi, strata)
         assert means.loc[s, "estimate"] == pytest.approx(point, abs=1e-12)
         assert means.loc[s, "high"] - means.loc[s, "estimate"] == pytest.approx(h, abs=1e-12)
@@ -90,10 +102,15 @@ def test_bad_label_files_name_the_file_and_line(toy_cell, tmp_path):
     rows = budget_files.read_plan(budget_files.write([plan], toy_cell["labels"], tmp_path)[0])
     chosen = rows.loc[rows["selected"] == 1, "query_id"].iloc[0]
     other = rows.loc[rows["selected"] == 0, "query_id"].iloc[0]
-    for text, want in ((f"{chosen} 0 d1 2\n{other} 0 d2 1\n", f"line 2: query '{other}' is not one the plan selected"),
-                       (f"{chosen} 0 d1\n", "line 1: '" + f"{chosen} 0 d1" + "': expected 4 columns 'query_id 0 doc_id label' (the label is empty"),
-                       (f"{chosen} 0 d1 7\n", "line 1: label '7': expected a whole number 0 to 3"),
-                       (f"{chosen} 0 d1 1\n{chosen} 0 d1 2\n", "line 2: pair")):
+    for text, want in (
+        (f"{chosen} 0 d1 2\n{other} 0 d2 1\n", f"line 2: query '{other}' is not one the plan selected"),
+        (
+            f"{chosen} 0 d1\n",
+            "line 1: '" + f"{chosen} 0 d1" + "': expected 4 columns 'query_id 0 doc_id label' (the label is empty",
+        ),
+        (f"{chosen} 0 d1 7\n", "line 1: label '7': expected a whole number 0 to 3"),
+        (f"{chosen} 0 d1 1\n{chosen} 0 d1 2\n", "line 2: pair"),
+    ):
         bad = tmp_path / "bad.txt"
         bad.write_text(text)
         with pytest.raises(CompareError, match="bad.txt, " + want.replace("(", r"\(").replace("[", r"\[")):
@@ -128,7 +145,9 @@ def test_pairs_are_checked(toy_cell):
 
 
 def test_measured_widths_follow_the_predictions(toy_cell):
-    m = budget_plan.measured(toy_cell["cell"], budget_plan.pairs_of(toy_cell["cell"], None), ks=(6,), resamples=300, seed=2)
+    m = budget_plan.measured(
+        toy_cell["cell"], budget_plan.pairs_of(toy_cell["cell"], None), ks=(6,), resamples=300, seed=2
+    )
     assert set(m["strategy"]) == {"uniform", "stratified", "active"} and (m["samples"] > 250).all()
     assert ((m["measured_width"] - m["predicted_width"]).abs() < 0.25 * m["predicted_width"]).all(), m
 
@@ -137,14 +156,25 @@ def test_the_planner_options_through_the_schema():
     from judgebench.compare import cli
 
     opts = cli.options(cli.parse(["experiment=e", "plan=budget", "budget=12", "strategy=stratified", "pairs=A:B,C:D"]))
-    assert (opts.plan, opts.budget, opts.strategy, opts.pairs, opts.human_labels) == (True, 12, "stratified", ["A:B", "C:D"], None)
+    assert (opts.plan, opts.budget, opts.strategy, opts.pairs, opts.human_labels) == (
+        True,
+        12,
+        "stratified",
+        ["A:B", "C:D"],
+        None,
+    )
     opts = cli.options(cli.parse(["experiment=e", "calibration.human_labels=l.txt"]))
     assert opts.human_labels == "l.txt" and not opts.plan
-    for argv, want in ((["plan=budget"], "set budget=K too"), (["plan=bud", "budget=3"], "plan='bud': expected budget"),
-                       (["plan=budget", "budget=1"], "budget='1': expected a whole number >= 2"),
-                       (["budget=3"], "set plan=budget too"), (["plan=budget", "budget=4", "strategy=x"], "strategy='x'"),
-                       (["calibration_human_labels=l.txt"], "unexpected argument"), (["budgte=3"], "unexpected argument"),
-                       (["plan=budget", "budget=4", "calibration.human_labels=l"], "one at a time")):
+    for argv, want in (
+        (["plan=budget"], "set budget=K too"),
+        (["plan=bud", "budget=3"], "plan='bud': expected budget"),
+        (["plan=budget", "budget=1"], "budget='1': expected a whole number >= 2"),
+        (["budget=3"], "set plan=budget too"),
+        (["plan=budget", "budget=4", "strategy=x"], "strategy='x'"),
+        (["calibration_human_labels=l.txt"], "unexpected argument"),
+        (["budgte=3"], "unexpected argument"),
+        (["plan=budget", "budget=4", "calibration.human_labels=l"], "one at a time"),
+    ):
         with pytest.raises(CompareError, match=want.replace("(", r"\(")):
             cli.options(cli.parse(["experiment=e", *argv]))
     assert "calibration.human_labels=FILE" in cli.USAGE and "plan=budget" in cli.USAGE
@@ -160,12 +190,16 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
     marginal = cell.confusion.sum(axis=2)
     mean = marginal @ np.arange(4) / marginal.sum(axis=1)  # the judge's mean label per query, by hand
     np.testing.assert_allclose(plan.u, mean + 1e-3 * mean.mean())
-    np.testing.assert_allclose(plan.design.pi, 0.5 * budget_plan.designs.proportional_pi(plan.u, 6) + 0.5 * 6 / len(mean))
+    np.testing.assert_allclose(
+        plan.design.pi, 0.5 * budget_plan.designs.proportional_pi(plan.u, 6) + 0.5 * 6 / len(mean)
+    )
     assert set(built["plan"]["signal"]) == {"labels"}
     from judgebench.compare.sections import budget_plan as budget_plan_section
 
     assert budget_plan_section.console(built)[0].startswith("plan toy/sim: active, budget 6, signal labels, ")
-    assert any("### toy / sim: active, budget 6, signal labels" in part for part in budget_plan_section.markdown(built, 0.95))
+    assert any(
+        "### toy / sim: active, budget 6, signal labels" in part for part in budget_plan_section.markdown(built, 0.95)
+    )
     with pytest.raises(CompareError, match="signal=entropy: judge sim on toy logged no label probabilities"):
         budget_files.build([cell], lab, None, Options(plan=True, budget=6, signal="entropy", resamples=20))
     with pytest.raises(CompareError, match="signal=judges: toy has one judge"):
@@ -173,15 +207,17 @@ def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):
 
 
 def test_the_plan_report_prints_the_alpha_and_power_in_force(toy_cell):
-    from judgebench.compare.sections import budget_plan as budget_plan_section
     from judgebench.compare.base.report_model import Options
+    from judgebench.compare.sections import budget_plan as budget_plan_section
 
     cell, lab = toy_cell["cell"], toy_cell["labels"]
     built = budget_files.build([cell], lab, None, Options(plan=True, budget=6, alpha=0.1, resamples=20))
     lines = budget_plan_section.console(built)
     assert "  k needed for power 0.8 at alpha 0.1 (two-sided t-test)" in lines
     # the toy's 12 queries and 6 labels are below what benchmarks/calibration.py finds on target: said where reported
-    assert any(ln.startswith("  warning: 6 human labels (fewer than 10) and 12 queries (fewer than 20)") for ln in lines)
+    assert any(
+        ln.startswith("  warning: 6 human labels (fewer than 10) and 12 queries (fewer than 20)") for ln in lines
+    )
     text = "\n".join(budget_plan_section.markdown(built, 0.95))
     assert "(alpha 0.1, power 0.8, two-sided t-test" in text and "**warning: 6 human labels" in text
     assert built["predictions"]["strategy"].iloc[0] == "uniform"  # the default: active did not beat it
@@ -197,13 +233,13 @@ def test_read_back_warns_of_an_unlabelled_query_whose_judge_value_is_outlying(to
     targets where it is outlying and prints the warning beside the intervals (text and markdown); labelled, it is not named."""
     import dataclasses
 
-    from judgebench.compare.sections import budget_plan
+    from judgebench.compare.sections import budget_plan as budget_plan_section
 
     cell = toy_cell["cell"]
     plan = budget_plan.make(cell, "uniform", 6, seed=3)
     files = budget_files.write([plan], toy_cell["labels"], tmp_path)
     rows = budget_files.read_plan(files[0])
-    labels = budget_files.read_labels(_label(files[1], toy_cell["human"], tmp_path / "labels.txt"), rows)
+    labels = budget_files.read_labels(label_from_human(files[1], toy_cell["human"], tmp_path / "labels.txt"), rows)
     quiet = budget_files.readback([cell], rows, labels, toy_cell["runs"])
     free = [q for q, s in zip(cell.queries, plan.selected) if not s]
     f = cell.f.copy()
@@ -213,13 +249,15 @@ def test_read_back_warns_of_an_unlabelled_query_whose_judge_value_is_outlying(to
     named = loud.set_index(["target", "system", "other"])["unlabelled_outliers"]
     assert named[("mean", cell.systems[0], "")] == free[0]
     assert all(v == "" for (t, s, o), v in named.items() if t == "mean" and s != cell.systems[0])
-    assert all(v == (free[0] if cell.systems[0] in (s, o) else "") for (t, s, o), v in named.items() if t == "difference")
+    assert all(
+        v == (free[0] if cell.systems[0] in (s, o) else "") for (t, s, o), v in named.items() if t == "difference"
+    )
     assert (quiet["unlabelled_outliers"] == "").all()
     warn = f"warning: the judge's value on unlabelled query {free[0]} lies more than 5 robust sd from its median"
     for plan_dict in ({"readback": loud, "plan": rows},):
-        assert any(warn in line for line in budget_plan.console(plan_dict))
-        assert any(warn in part for part in budget_plan.markdown(plan_dict, 0.95))
-    assert not any("robust sd" in line for line in budget_plan.console({"readback": quiet, "plan": rows}))
+        assert any(warn in line for line in budget_plan_section.console(plan_dict))
+        assert any(warn in part for part in budget_plan_section.markdown(plan_dict, 0.95))
+    assert not any("robust sd" in line for line in budget_plan_section.console({"readback": quiet, "plan": rows}))
     f[0, taken] = f[0, taken] - 25 * (np.abs(f[0] - np.median(f[0])).max() + 0.1)  # a labelled one: not named
     again = budget_files.readback([dataclasses.replace(cell, f=f)], rows, labels, toy_cell["runs"])
     assert cell.queries[taken] not in ",".join(again["unlabelled_outliers"])

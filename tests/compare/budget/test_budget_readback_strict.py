@@ -8,11 +8,11 @@ import re
 
 import pytest
 
+from budget_labels import label_from_human
 from judgebench.compare.budget import files as budget_files
 from judgebench.compare.budget import plan as budget_plan
 from judgebench.data import trec
 from judgebench.exceptions import CompareError, DataError
-from budget_labels import label_from_human
 
 
 @pytest.fixture
@@ -39,15 +39,20 @@ def _estimates(toy_cell, rows, qrels):  # noqa: F811
 def test_a_label_other_than_an_ascii_digit_0_to_3_is_one_line(planned, tmp_path, label):
     rows, template, filled, _ = planned
     q, it, d, _ = filled[0].split()
-    with pytest.raises(CompareError, match=rf"labels.txt, line 1: label '{re.escape(label)}': expected a whole number 0 to 3"):
+    with pytest.raises(
+        CompareError, match=rf"labels.txt, line 1: label '{re.escape(label)}': expected a whole number 0 to 3"
+    ):
         _read(tmp_path, rows, template, [f"{q} {it} {d} {label}", *filled[1:]])
 
 
 def test_a_pair_the_template_never_asked_for_is_one_line_naming_the_template(planned, tmp_path):
     rows, template, filled, name = planned
     q = filled[0].split()[0]
-    with pytest.raises(CompareError, match=rf"labels.txt, line {len(filled) + 1}: pair \({q}, d999\) is not one the template "
-                                           rf"asked for \({name}\)"):
+    with pytest.raises(
+        CompareError,
+        match=rf"labels.txt, line {len(filled) + 1}: pair \({q}, d999\) is not one the template "
+        rf"asked for \({name}\)",
+    ):
         _read(tmp_path, rows, template, [*filled, f"{q} 0 d999 3"])
 
 
@@ -61,7 +66,9 @@ def test_a_query_with_deleted_lines_is_one_line_and_a_query_deleted_whole_reads_
     of_q = [ln for ln in filled if ln.split()[0] == q]
     assert len(of_q) >= 2
     partial = [ln for ln in filled if ln != of_q[-1]]
-    with pytest.raises(CompareError, match=rf"line 1: query '{q}' has {len(of_q) - 1} of the {len(of_q)} pairs of {name} labelled"):
+    with pytest.raises(
+        CompareError, match=rf"line 1: query '{q}' has {len(of_q) - 1} of the {len(of_q)} pairs of {name} labelled"
+    ):
         _read(tmp_path, rows, template, partial)
     # the whole query deleted: a smaller sample, the same numbers as the lenient reader gives on those lines
     without = [ln for ln in filled if ln.split()[0] != q]

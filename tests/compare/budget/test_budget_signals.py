@@ -23,8 +23,17 @@ def _cell(judge, systems, f, queries=Q, confusion=None, dataset="d"):
     f = np.asarray(f, float)
     n = len(queries)
     conf = np.zeros((n, 4, 4)) if confusion is None else confusion
-    return Cell(dataset, judge, list(systems), np.array(["llm"] * len(systems)), list(queries), f.copy(), f,
-                conf.sum(axis=(1, 2)), conf)
+    return Cell(
+        dataset,
+        judge,
+        list(systems),
+        np.array(["llm"] * len(systems)),
+        list(queries),
+        f.copy(),
+        f,
+        conf.sum(axis=(1, 2)),
+        conf,
+    )
 
 
 def _floored(raw):
@@ -54,9 +63,15 @@ def _labels(rows):
 
 def test_entropy_is_the_mean_label_entropy_per_query():
     p = lambda *v: json.dumps({"expected": 0.0, "probs": list(v), "truncated": False})  # noqa: E731
-    lab = _labels([("d", "A", "q1", "x", 0, 0, p(1, 0, 0, 0)), ("d", "A", "q1", "y", 0, 1, p(0.5, 0.5, 0, 0)),
-                   ("d", "A", "q2", "x", 1, 1, p(0.25, 0.25, 0.25, 0.25)), ("d", "A", "q3", "z", 1, 1, "latent=0.3"),
-                   ("d", "B", "q3", "z", 1, 1, p(0.5, 0.5, 0, 0))])  # another judge's: not A's
+    lab = _labels(
+        [
+            ("d", "A", "q1", "x", 0, 0, p(1, 0, 0, 0)),
+            ("d", "A", "q1", "y", 0, 1, p(0.5, 0.5, 0, 0)),
+            ("d", "A", "q2", "x", 1, 1, p(0.25, 0.25, 0.25, 0.25)),
+            ("d", "A", "q3", "z", 1, 1, "latent=0.3"),
+            ("d", "B", "q3", "z", 1, 1, p(0.5, 0.5, 0, 0)),
+        ]
+    )  # another judge's: not A's
     cell = _cell("A", ["s1", "s2"], np.zeros((2, 3)))
     h1, h2 = math.log(2) / 2, math.log(4)  # q1: (0 + ln 2) / 2; q2: ln 4; q3 logged none -> the mean of the two
     np.testing.assert_allclose(budget_signals.signal("entropy", cell, [cell], lab), _floored([h1, h2, (h1 + h2) / 2]))
@@ -99,12 +114,19 @@ def test_allocation_reaches_the_stratified_design():
 def test_signal_and_allocation_through_the_schema():
     from judgebench.compare import cli
 
-    opts = cli.options(cli.parse(["experiment=e", "plan=budget", "budget=12", "signal=labels", "allocation=proportional"]))
+    opts = cli.options(
+        cli.parse(["experiment=e", "plan=budget", "budget=12", "signal=labels", "allocation=proportional"])
+    )
     assert (opts.signal, opts.allocation) == ("labels", "proportional")
     assert (cli.options(cli.parse(["experiment=e", "plan=budget", "budget=12"])).signal) == "systems"
-    for argv, want in ((["plan=budget", "budget=4", "signal=entrpy"], "signal='entrpy': expected one of systems, judges, entropy, labels"),
-                       (["plan=budget", "budget=4", "allocation=neymann"], "allocation='neymann': expected neyman or proportional"),
-                       (["signal=judges"], "set plan=budget too")):
+    for argv, want in (
+        (
+            ["plan=budget", "budget=4", "signal=entrpy"],
+            "signal='entrpy': expected one of systems, judges, entropy, labels",
+        ),
+        (["plan=budget", "budget=4", "allocation=neymann"], "allocation='neymann': expected neyman or proportional"),
+        (["signal=judges"], "set plan=budget too"),
+    ):
         with pytest.raises(CompareError, match=want):
             cli.options(cli.parse(["experiment=e", *argv]))
     assert "signal=systems|judges|entropy|labels" in cli.USAGE

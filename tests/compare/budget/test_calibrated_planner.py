@@ -67,7 +67,7 @@ def test_claimed_power_matches_the_simulated_t_test():
     for r in range(reps):
         y = (0.05 + 0.04 * rng.standard_normal(n))[None]
         f = y - 0.1 - 0.04 * rng.standard_normal(n)[None]
-        e, df = d.estimate(y, f, masks[r:r + 1])
+        e, df = d.estimate(y, f, masks[r : r + 1])
         hits += abs(e.point[0, 0]) / np.sqrt(e.var_test[0, 0]) > stats.t.ppf(0.975, df[0, 0])
     assert 0.3 < claimed < 0.95
     assert hits / reps == pytest.approx(claimed, abs=0.04), (hits / reps, claimed)

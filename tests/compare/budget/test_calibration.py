@@ -4,30 +4,27 @@ and compare."""
 
 from __future__ import annotations
 
-import re
-
+import itertools
 import math
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-import itertools
-
 import artifact_checks
-
 from cli_runner import run, warm_store
 from judgebench.compare.analyses import bias
-from judgebench.compare.sections import calibration as calibration_section
-from judgebench.compare.budget import experiment as calibration
 from judgebench.compare.base.reference import References
-from judgebench.compare.report import Options
-from table_refs import refs_of
+from judgebench.compare.budget import experiment as calibration
 from judgebench.compare.budget.corrections import LabelLevel, Linear, expected_gains, ols, residual_estimate
+from judgebench.compare.report import Options
+from judgebench.compare.sections import calibration as calibration_section
 from judgebench.data.datasets import load_toy
 from judgebench.evaluation import class_weights, evaluate, ndcg_from_class_gains
 from judgebench.metrics.ppi import PPI, HumanOnly, JudgeOnly, PPIPlusPlus
+from table_refs import refs_of
 
 # --------------------------------------------------------------------------- PPI and PPI++ by hand
 
@@ -123,9 +120,14 @@ def _cross_fit_by_loop(y, f, mask, folds, clip):
                 c = np.cov(y[j, fit], f[j, fit])
                 lam[fold == g] = c[0, 1] / c[1, 1] if c[1, 1] > 1e-12 else 1.0
             lam = np.clip(lam, 0, 1) if clip else lam
-            rest_mean = sum((fold == g).mean() * (lam[fold == g][0] * f[j, rest].mean()
-                                                  + (y[j, s[fold == g]] - lam[fold == g] * f[j, s[fold == g]]).mean())
-                            for g in np.unique(fold))
+            rest_mean = sum(
+                (fold == g).mean()
+                * (
+                    lam[fold == g][0] * f[j, rest].mean()
+                    + (y[j, s[fold == g]] - lam[fold == g] * f[j, s[fold == g]]).mean()
+                )
+                for g in np.unique(fold)
+            )
             point[r, j] = (y[j, s].sum() + len(rest) * rest_mean) / n
             e = y[j, s] - lam * (f[j, s] - f[j, s].mean())
             var[r, j] = (1 - k / n) * e.var(ddof=1) / k
@@ -137,7 +139,9 @@ def _cross_fit_by_loop(y, f, mask, folds, clip):
 def test_cross_fit_equals_a_loop_over_samples_and_folds(folds, clip):
     rng = np.random.default_rng(8)
     y = rng.random((3, 15))
-    f = np.stack([0.8 * y[0] + 0.1 * rng.random(15), 0.2 * y[1] + 0.5 * rng.random(15), 1 - y[2] + 0.1 * rng.random(15)])
+    f = np.stack(
+        [0.8 * y[0] + 0.1 * rng.random(15), 0.2 * y[1] + 0.5 * rng.random(15), 1 - y[2] + 0.1 * rng.random(15)]
+    )
     mask = np.vstack([calibration.samples(15, 5, 6, seed=1), calibration.samples(15, 8, 6, seed=1)])  # k differs by row
     e = PPIPlusPlus(folds=folds, clip=clip)(y, f, mask)
     point, var = _cross_fit_by_loop(y, f, mask, folds, clip)
@@ -279,7 +283,9 @@ def test_class_gains_equal_the_engine_on_toy():
     run_["rank"] = run_.groupby("query_id")["rank"].transform(lambda r: rng.permutation(r.to_numpy()))
     qrels = toy.qrels.sample(frac=0.8, random_state=1)
     w, c = class_weights(run_, qrels, queries)
-    assert np.allclose(ndcg_from_class_gains(w, c, [0, 1, 2, 3]), evaluate(run_, {"v": qrels}, queries)["v"], atol=1e-12)
+    assert np.allclose(
+        ndcg_from_class_gains(w, c, [0, 1, 2, 3]), evaluate(run_, {"v": qrels}, queries)["v"], atol=1e-12
+    )
     g = np.array([0.25, 0.5, 2.75, 1.5])  # fractional gains through the engine as integers (nDCG is scale-free)
     scaled = qrels.assign(relevance=(g[qrels["relevance"]] * 4).astype(int))
     assert np.allclose(ndcg_from_class_gains(w, c, g), evaluate(run_, {"v": scaled}, queries)["v"], atol=1e-12)
@@ -292,11 +298,18 @@ def test_label_level_correction_undoes_a_relabelling():
     queries = sorted(toy.qrels["query_id"].unique())
     human = toy.qrels[["query_id", "doc_id", "relevance"]]
     judge = human.assign(relevance=np.array([2, 3, 0, 1])[human["relevance"]])
-    runs = [toy.pool, toy.pool.assign(rank=toy.pool.groupby("query_id")["rank"].transform(lambda r: r.to_numpy()[::-1]))]
+    runs = [
+        toy.pool,
+        toy.pool.assign(rank=toy.pool.groupby("query_id")["rank"].transform(lambda r: r.to_numpy()[::-1])),
+    ]
     ws = [class_weights(r, judge, queries) for r in runs]
     confusion = np.zeros((len(queries), 4, 4))
     pos = {q: i for i, q in enumerate(queries)}
-    np.add.at(confusion, (judge["query_id"].map(pos).to_numpy(), judge["relevance"].to_numpy(), human["relevance"].to_numpy()), 1)
+    np.add.at(
+        confusion,
+        (judge["query_id"].map(pos).to_numpy(), judge["relevance"].to_numpy(), human["relevance"].to_numpy()),
+        1,
+    )
     mask = calibration.samples(len(queries), 6, 10, seed=0)
     pred = LabelLevel().predict(np.stack([w for w, _ in ws]), ws[0][1], confusion, mask)
     truth = np.stack([evaluate(r, {"h": human}, queries)["h"].to_numpy() for r in runs])
@@ -322,7 +335,9 @@ def test_inversion_matches_the_bias_table():
 def test_samples_contract():
     m = calibration.samples(10, 4, 100, seed=3)
     assert m.shape == (100, 10) and (m.sum(axis=1) == 4).all()
-    assert np.array_equal(m, calibration.samples(10, 4, 100, seed=3)) and not np.array_equal(m, calibration.samples(10, 4, 100, seed=4))
+    assert np.array_equal(m, calibration.samples(10, 4, 100, seed=3)) and not np.array_equal(
+        m, calibration.samples(10, 4, 100, seed=4)
+    )
     m = calibration.samples(10, 4, 4000, seed=3)
     # each query as likely as any other: per query (axis 0), 4000 draws at p = 0.4 have sd ~0.0077
     assert np.abs(m.mean(axis=0) - 0.4).max() < 0.04
@@ -331,15 +346,26 @@ def test_samples_contract():
 
 def _cell(y, f, types) -> calibration.Cell:
     n = y.shape[1]
-    return calibration.Cell("d", "j", [f"s{i}" for i in range(len(y))], np.array(types), [f"q{i:02d}" for i in range(n)],
-                            y, f, np.full(n, 10.0), np.zeros((n, 4, 4)))
+    return calibration.Cell(
+        "d",
+        "j",
+        [f"s{i}" for i in range(len(y))],
+        np.array(types),
+        [f"q{i:02d}" for i in range(n)],
+        y,
+        f,
+        np.full(n, 10.0),
+        np.zeros((n, 4, 4)),
+    )
 
 
 def test_experiment_rows_against_independent_computations():
     rng = np.random.default_rng(2)
     y = rng.random((5, 16))
     f = y + 0.3 * rng.random((5, 16))  # the judge overrates everyone by a different amount
-    table = calibration.experiment([_cell(y, f, ["oracle"] * 3 + ["llm", "lexical"])], ["human_only", "ppi"], ["4", "all"], 40, seed=0)
+    table = calibration.experiment(
+        [_cell(y, f, ["oracle"] * 3 + ["llm", "lexical"])], ["human_only", "ppi"], ["4", "all"], 40, seed=0
+    )
     row = table.set_index(["estimator", "k"])
     truth = y.mean(axis=1)
     j = row.loc[("judge_only", 4)]
@@ -347,8 +373,11 @@ def test_experiment_rows_against_independent_computations():
     assert j["mae"] == pytest.approx(np.abs(f.mean(axis=1) - truth).mean()) and j["labels_spent"] == 0
     # judge only's decisions are paired t-tests on the judge's values, the humans' on theirs (scipy)
     pairs = [(a, b) for a in range(5) for b in range(a + 1, 5)]
+
     def dec(v):
-        return [0 if stats.ttest_rel(v[a], v[b]).pvalue >= 0.05 else np.sign(v[a].mean() - v[b].mean()) for a, b in pairs]
+        return [
+            0 if stats.ttest_rel(v[a], v[b]).pvalue >= 0.05 else np.sign(v[a].mean() - v[b].mean()) for a, b in pairs
+        ]
 
     assert j["agree"] == pytest.approx(np.mean(np.array(dec(f)) == np.array(dec(y))))
     for name in ("human_only", "ppi"):  # every query labelled: the truth, exactly, and the humans' decisions
@@ -363,11 +392,19 @@ def test_cells_use_the_chosen_reference():
     rows = []
     for s, t in (("A", 0.5), ("B", 0.3)):
         for q in ("q1", "q2", "q3"):
-            rows += [("d", s, "human", "human", q, t), ("d", s, "human_labelset", "human_labelset", q, t + 0.1),
-                     ("d", s, "j", "judge", q, t + 0.2), ("d", s, "j", "human_judged", q, t + 0.05)]
+            rows += [
+                ("d", s, "human", "human", q, t),
+                ("d", s, "human_labelset", "human_labelset", q, t + 0.1),
+                ("d", s, "j", "judge", q, t + 0.2),
+                ("d", s, "j", "human_judged", q, t + 0.05),
+            ]
     pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"])
-    t1 = {"d": pd.DataFrame({"type": ["oracle", "llm"], "human": [0.5, 0.3], "human_labelset": [0.6, 0.4], "j": [0.7, 0.5]},
-                            index=["A", "B"])}
+    t1 = {
+        "d": pd.DataFrame(
+            {"type": ["oracle", "llm"], "human": [0.5, 0.3], "human_labelset": [0.6, 0.4], "j": [0.7, 0.5]},
+            index=["A", "B"],
+        )
+    }
     labels = pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"])
     for ref, want in (("human", 0.5), ("human_labelset", 0.6), ("human_judged", 0.55)):
         (cell,) = calibration.cells(pq, t1, labels, References(pq, ref), None, [])
@@ -383,15 +420,31 @@ def grid(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("calib")
     toy = load_toy()
     perfect = tmp / "perfect.txt"  # a file judge that returns the human labels of the label set
-    perfect.write_text("".join(f"{q} 0 {d} {h}\n" for q, d, h in toy.label_set().itertuples(index=False)), encoding="utf-8")
-    base = [f"tracking_uri=sqlite:///{store}/mlflow.db", f"artifact_root={store}/artifacts", f"cache_dir={store}/cache",
-            "progress=false", "experiment_name=calib", "+system=bm25,oracle_perfect,oracle_swap_1,simulated_llm"]
+    perfect.write_text(
+        "".join(f"{q} 0 {d} {h}\n" for q, d, h in toy.label_set().itertuples(index=False)), encoding="utf-8"
+    )
+    base = [
+        f"tracking_uri=sqlite:///{store}/mlflow.db",
+        f"artifact_root={store}/artifacts",
+        f"cache_dir={store}/cache",
+        "progress=false",
+        "experiment_name=calib",
+        "+system=bm25,oracle_perfect,oracle_swap_1,simulated_llm",
+    ]
     for judge in (["judge=human,simulated"], ["judge=qrels", f"judge.path={perfect}"]):
         res = run(["-m", *base, *judge], cwd=tmp)
         assert res.rc == 0, res
     out = tmp / "out"
-    args = ["experiment=calib", f"tracking_uri=sqlite:///{store}/mlflow.db", f"out={out}", "bootstrap=0",
-            "calibration=ppi,ppi++,linear,label,human_only", "calibration_k=3,6,all", "resamples=50", "seed=1"]
+    args = [
+        "experiment=calib",
+        f"tracking_uri=sqlite:///{store}/mlflow.db",
+        f"out={out}",
+        "bootstrap=0",
+        "calibration=ppi,ppi++,linear,label,human_only",
+        "calibration_k=3,6,all",
+        "resamples=50",
+        "seed=1",
+    ]
     res = run(args, cwd=tmp, module="judgebench.compare")
     assert res.rc == 0, res
     return {"out": out, "printed": res.out, "store": store, "tmp": tmp}
@@ -417,27 +470,36 @@ def test_end_to_end_on_the_toy_grid(grid):
     for cls in ("agree", "missed", "spurious", "reversed"):
         assert sim.loc[("judge_only", 3), cls] == pytest.approx(t4[cls] / 6)
     summary = pd.read_csv(out / "calibration_summary.csv").set_index("judge")
-    assert bool(summary.loc["simulated", "judge_only_inverted"]) and not bool(summary.loc["perfect", "judge_only_inverted"])
+    assert bool(summary.loc["simulated", "judge_only_inverted"]) and not bool(
+        summary.loc["perfect", "judge_only_inverted"]
+    )
     for f in ("figure_budget_simulated.png", "figure_budget_perfect.png"):
         artifact_checks.png(out / f)
     # the .tex of the simulated judge: a row per estimator and k (6 x 3) whose numbers include its MAE and tau
     rows = artifact_checks.tex_rows(out / "calibration_toy_simulated.tex")
     assert len(rows) == len(sim) == 18, rows
     for cells in rows:
-        estimator, k = cells[0].replace("\\_", "_").replace("\\+", "+"), int(re.sub(r"\D", "", cells[1]))  # "all (12)": 12
+        estimator, k = (
+            cells[0].replace("\\_", "_").replace("\\+", "+"),
+            int(re.sub(r"\D", "", cells[1])),
+        )  # "all (12)": 12
         want = sim.loc[(estimator, k)]
         got = artifact_checks.numbers(cells[1:])
         for col in ("mae", "tau"):
             assert any(abs(x - round(float(want[col]), 3)) < 1e-9 for x in got), (cells, col, want[col])
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "## Correcting the judge with k human-labelled queries" in report and "Smallest k without inversion" in report
+    assert (
+        "## Correcting the judge with k human-labelled queries" in report and "Smallest k without inversion" in report
+    )
 
 
 def test_bad_calibration_options_are_one_line(grid):
     base = ["experiment=calib", f"tracking_uri=sqlite:///{grid['store']}/mlflow.db", "log=false"]
-    for extra, want in ((["calibration=ppi,magic"], "calibration: unknown ['magic']"),
-                        (["calibration=ppi", "calibration_k=1"], "calibration_k='1': expected"),
-                        (["calibration=ppi", "resamples=-3"], "resamples='-3': expected a whole number >= 1")):
+    for extra, want in (
+        (["calibration=ppi,magic"], "calibration: unknown ['magic']"),
+        (["calibration=ppi", "calibration_k=1"], "calibration_k='1': expected"),
+        (["calibration=ppi", "resamples=-3"], "resamples='-3': expected a whole number >= 1"),
+    ):
         res = run([*base, *extra], cwd=grid["tmp"], module="judgebench.compare")
         assert res.rc == 2 and want in res.err and len(res.err.strip().splitlines()) == 1, res
 
@@ -465,8 +527,12 @@ def test_cross_fitted_ppi_plus_plus_covers_at_nominal_rate_on_synthetic_data(slo
 
 
 def _one_judge(systems: list[str], queries: list[str]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    rows = [("d", s, judge, role, q, v) for s in systems for q in queries
-            for judge, role, v in (("human_labelset", "human_labelset", 0.5), ("j", "judge", 0.6))]
+    rows = [
+        ("d", s, judge, role, q, v)
+        for s in systems
+        for q in queries
+        for judge, role, v in (("human_labelset", "human_labelset", 0.5), ("j", "judge", 0.6))
+    ]
     pq = pd.DataFrame(rows, columns=["dataset", "system", "judge", "role", "query_id", "value"])
     t1 = {"d": pd.DataFrame({"type": "oracle", "human_labelset": 0.5, "j": 0.6}, index=systems)}
     return pq, t1
@@ -478,19 +544,25 @@ def test_calibration_without_two_systems_and_two_queries_says_so(systems, querie
     problems: list[str] = []
     labels = pd.DataFrame(columns=["dataset", "judge", "query_id", "doc_id", "relevance", "human"])
     assert calibration.cells(pq, t1, labels, References(pq, "human_labelset"), None, problems) == []
-    assert problems == [f"calibration d/j: not run, it needs 2 or more systems and queries with values under the judge and its "
-                        f"reference; found {len(systems)} systems, {len(queries)} queries"]
+    assert problems == [
+        f"calibration d/j: not run, it needs 2 or more systems and queries with values under the judge and its "
+        f"reference; found {len(systems)} systems, {len(queries)} queries"
+    ]
 
 
 def test_a_calibration_k_above_the_queries_is_noted():
     rng = np.random.default_rng(4)
     y = rng.random((3, 16))
-    table = calibration.experiment([_cell(y, y + 0.1, ["oracle", "llm", "lexical"])], ["human_only"], ["4", "20", "1000", "all"], 10, 0)
+    table = calibration.experiment(
+        [_cell(y, y + 0.1, ["oracle", "llm", "lexical"])], ["human_only"], ["4", "20", "1000", "all"], 10, 0
+    )
     assert sorted(set(table["k"])) == [4, 16]  # 20, 1000 and all are the same sample: every query
     notes = calibration_section.k_notes(table, ("4", "20", "1000", "all"))
     assert notes == ["calibration_k=20,1000: d has 16 queries, so k=20,1000 is reported as all (16)"]
     assert calibration_section.k_notes(table, ("4", "16", "all")) == []
-    options = Options(resamples=10, reference="human_labelset", calibration=("human_only",), calibration_k=("4", "1000"))
+    options = Options(
+        resamples=10, reference="human_labelset", calibration=("human_only",), calibration_k=("4", "1000")
+    )
     text = "\n".join(calibration_section.markdown(table, calibration_section.summary(table), options))
     assert "- calibration_k=1000: d has 16 queries, so k=1000 is reported as all (16)." in text
 
@@ -498,16 +570,32 @@ def test_a_calibration_k_above_the_queries_is_noted():
 def test_plan_and_read_back_through_compare(grid, tmp_path):
     """plan=budget then calibration.human_labels= through the command line: under the perfect file judge (its labels
     are the humans') every design's estimate is the human mean exactly, with a zero-width interval."""
-    base = ["experiment=calib", f"tracking_uri=sqlite:///{grid['store']}/mlflow.db", f"out={tmp_path}", "bootstrap=0",
-            "log=false", "format=csv"]
-    res = run([*base, "plan=budget", "budget=4", "strategy=stratified", "signal=judges", "resamples=20"], cwd=grid["tmp"],
-              module="judgebench.compare")
+    base = [
+        "experiment=calib",
+        f"tracking_uri=sqlite:///{grid['store']}/mlflow.db",
+        f"out={tmp_path}",
+        "bootstrap=0",
+        "log=false",
+        "format=csv",
+    ]
+    res = run(
+        [*base, "plan=budget", "budget=4", "strategy=stratified", "signal=judges", "resamples=20"],
+        cwd=grid["tmp"],
+        module="judgebench.compare",
+    )
     assert res.rc == 0 and "plan toy/perfect: stratified, budget 4" in res.out, res
     assert "sheet toy/perfect: budget 4 = 4 queries, " in res.out, res  # what the budget means in work
-    plan = pd.read_csv(tmp_path / "plan" / "human_budget_plan.tsv", sep="\t", dtype={"query_id": str})  # the plan's own folder
+    plan = pd.read_csv(
+        tmp_path / "plan" / "human_budget_plan.tsv", sep="\t", dtype={"query_id": str}
+    )  # the plan's own folder
     assert set(plan["signal"]) == {"judges"} and set(plan["allocation"]) == {"neyman"}  # strata from the judges' spread
-    assert {"simulated", "perfect"} <= set(plan["judge"]) and (plan.groupby("judge")["selected"].sum() == 4).all()  # + virtual judges
-    human = {(str(q), str(d)): int(r) for q, d, r in load_toy().qrels[["query_id", "doc_id", "relevance"]].itertuples(index=False)}
+    assert {"simulated", "perfect"} <= set(plan["judge"]) and (
+        plan.groupby("judge")["selected"].sum() == 4
+    ).all()  # + virtual judges
+    human = {
+        (str(q), str(d)): int(r)
+        for q, d, r in load_toy().qrels[["query_id", "doc_id", "relevance"]].itertuples(index=False)
+    }
     pairs = set()
     for judge in ("simulated", "perfect"):
         lines = (tmp_path / "plan" / f"human_budget_qrels_toy_{judge}.txt").read_text().splitlines()
@@ -525,12 +613,19 @@ def test_plan_and_read_back_through_compare(grid, tmp_path):
     assert np.allclose(perfect["high"] - perfect["low"], 0, atol=1e-12)
     # the assessor's sheet of the same plan, filled with the same labels, reads back to the same estimates
     sheet = (tmp_path / "plan" / "labelling_sheet_toy_perfect.tsv").read_text(encoding="utf-8").splitlines()
-    filled = [ln if ln.startswith(("#", "query_id")) else "\t".join([*ln.split("\t")[:2], str(human[tuple(ln.split("\t")[:2])]),
-                                                                        *ln.split("\t")[3:]]) for ln in sheet]
+    filled = [
+        ln
+        if ln.startswith(("#", "query_id"))
+        else "\t".join([*ln.split("\t")[:2], str(human[tuple(ln.split("\t")[:2])]), *ln.split("\t")[3:]])
+        for ln in sheet
+    ]
     (tmp_path / "labels.tsv").write_text("\n".join(filled) + "\n", encoding="utf-8")
-    res = run([*base, f"calibration.human_labels={tmp_path / 'labels.tsv'}"], cwd=grid["tmp"], module="judgebench.compare")
+    res = run(
+        [*base, f"calibration.human_labels={tmp_path / 'labels.tsv'}"], cwd=grid["tmp"], module="judgebench.compare"
+    )
     assert res.rc == 0 and "read back toy/perfect from 4 labelled queries" in res.out, res
     again = pd.read_csv(tmp_path / "readback" / "human_budget_readback.csv")
     both = again[again["judge"] == "perfect"].reset_index(drop=True)
-    assert both[["system", "other", "estimate", "low", "high"]].equals(back[back["judge"] == "perfect"].reset_index(drop=True)[
-        ["system", "other", "estimate", "low", "high"]])
+    assert both[["system", "other", "estimate", "low", "high"]].equals(
+        back[back["judge"] == "perfect"].reset_index(drop=True)[["system", "other", "estimate", "low", "high"]]
+    )

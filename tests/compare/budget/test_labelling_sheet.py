@@ -10,13 +10,13 @@ import io
 import numpy as np
 import pytest
 
+from budget_labels import label_from_human
 from judgebench.compare import report
 from judgebench.compare.budget import files as budget_files
-from judgebench.compare.budget import plan as budget_plan
 from judgebench.compare.budget import labelling_sheet
+from judgebench.compare.budget import plan as budget_plan
 from judgebench.data.datasets import load_toy
 from judgebench.exceptions import CompareError
-from budget_labels import label_from_human
 
 
 def _fill(sheet, human, path, skip=()):
@@ -46,8 +46,14 @@ def test_a_filled_sheet_reads_back_as_the_filled_template(toy_cell, strategy, tm
     files = budget_files.write([plan], toy_cell["labels"], tmp_path)
     ds = load_toy()
     texts = labelling_sheet.Texts(ds.queries, ds.corpus)
-    tsv, page = labelling_sheet.write_sheet("toy", "sim", labelling_sheet.plan_pairs(plan, toy_cell["labels"]), texts, tmp_path,
-                                            "judgebench-compare experiment=e calibration.human_labels=labels.tsv")
+    tsv, page = labelling_sheet.write_sheet(
+        "toy",
+        "sim",
+        labelling_sheet.plan_pairs(plan, toy_cell["labels"]),
+        texts,
+        tmp_path,
+        "judgebench-compare experiment=e calibration.human_labels=labels.tsv",
+    )
     # the sheet holds exactly the template's pairs, with the query and passage texts and the scale in words
     template = [ln.split("\t")[0:3:2] for ln in files[1].read_text(encoding="utf-8").splitlines()]
     rows = list(csv.reader(io.StringIO(tsv.read_text(encoding="utf-8")), delimiter="\t"))
@@ -56,7 +62,9 @@ def test_a_filled_sheet_reads_back_as_the_filled_template(toy_cell, strategy, tm
     q, d = body[1][0], body[1][1]
     assert body[1][2] == "" and body[1][3] == ds.queries[q] and body[1][4] == " ".join(ds.corpus[d].split())
     text = tsv.read_text(encoding="utf-8")
-    assert "3 = Perfectly relevant" in text and "0 = Irrelevant" in text and "calibration.human_labels=labels.tsv" in text
+    assert (
+        "3 = Perfectly relevant" in text and "0 = Irrelevant" in text and "calibration.human_labels=labels.tsv" in text
+    )
     page_text = page.read_text(encoding="utf-8")
     assert "Perfectly relevant" in page_text and ds.queries[q] in page_text and "labels.tsv" in page_text
     assert "<script" not in page_text
@@ -68,10 +76,15 @@ def test_a_filled_sheet_reads_back_as_the_filled_template(toy_cell, strategy, tm
     assert labelling_sheet.is_sheet(filled) and not labelling_sheet.is_sheet(files[1])
     from_sheet = labelling_sheet.read(filled, rows_plan)
     qrels_file = label_from_human(files[1], toy_cell["human"], tmp_path / "labels.txt")
-    qrels_file.write_text("".join(ln for ln in qrels_file.read_text().splitlines(keepends=True) if ln.split()[0] not in skip))
+    qrels_file.write_text(
+        "".join(ln for ln in qrels_file.read_text().splitlines(keepends=True) if ln.split()[0] not in skip)
+    )
     from_qrels = budget_files.read_labels(qrels_file, rows_plan)
-    assert from_sheet.sort_values(["query_id", "doc_id"]).reset_index(drop=True).equals(
-        from_qrels.sort_values(["query_id", "doc_id"]).reset_index(drop=True))
+    assert (
+        from_sheet.sort_values(["query_id", "doc_id"])
+        .reset_index(drop=True)
+        .equals(from_qrels.sort_values(["query_id", "doc_id"]).reset_index(drop=True))
+    )
     a = budget_files.readback([cell], rows_plan, from_sheet, toy_cell["runs"])
     b = budget_files.readback([cell], rows_plan, from_qrels, toy_cell["runs"])
     assert a["labelled_queries"].iloc[0] == len(chosen) - 1

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from judgebench.compare.renderers import figures
-from judgebench.compare.renderers import fonts
+from judgebench.compare.renderers import figures, fonts
 
 
 def test_the_first_known_cjk_font_installed_follows_dejavu():

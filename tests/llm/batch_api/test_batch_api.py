@@ -17,13 +17,13 @@ from google import genai  # noqa: F401
 
 from judgebench.data.datasets import Dataset
 from judgebench.exceptions import BatchNotDone, CacheError, ConfigError
-from judgebench.llm.batch_api import batch_store
 from judgebench.judges.llm import LLMJudge
-from judgebench.llm.remote.api import GeminiBackend, OpenAIBackend
+from judgebench.llm.batch_api import batch_store
 from judgebench.llm.batch_api.batch import split_lines
 from judgebench.llm.batch_api.batch_provider import BatchLine
-from judgebench.llm.remote.batch_settings import BatchSettings
 from judgebench.llm.prompts import load_prompt
+from judgebench.llm.remote.api import GeminiBackend, OpenAIBackend
+from judgebench.llm.remote.batch_settings import BatchSettings
 from judgebench.testing.fake_app import fake_label, sha256_hex
 from judgebench.testing.fake_process import FakeLLMServer
 
@@ -46,34 +46,55 @@ def keys(monkeypatch):
 def fresh(srv: FakeLLMServer, **batch_kw) -> None:
     srv.reset()
     srv.reset_batches()
-    srv.configure_batches(**{"polls_in_progress": 0, "seconds_in_progress": 0, "fail_share": 0.0, "expire": False,
-                             "expire_done_share": 0.5, "poll_500": False, "seed": 0, **batch_kw})
+    srv.configure_batches(
+        **{
+            "polls_in_progress": 0,
+            "seconds_in_progress": 0,
+            "fail_share": 0.0,
+            "expire": False,
+            "expire_done_share": 0.5,
+            "poll_500": False,
+            "seed": 0,
+            **batch_kw,
+        }
+    )
 
 
 def small_dataset(n_queries: int = 3, n_docs: int = 8) -> Dataset:
     queries = {f"q{i}": f"question {i} about zebras" for i in range(n_queries)}
     docs = {f"d{i}": f"passage {i} says something about topic {i % 3}" for i in range(n_docs)}
-    pool = pd.DataFrame([(q, f"d{j}", float(n_docs - j), j + 1) for q in queries for j in range(n_docs)],
-                        columns=["query_id", "doc_id", "score", "rank"])
+    pool = pd.DataFrame(
+        [(q, f"d{j}", float(n_docs - j), j + 1) for q in queries for j in range(n_docs)],
+        columns=["query_id", "doc_id", "score", "rank"],
+    )
     qrels = pool[["query_id", "doc_id"]].assign(relevance=0)
     return Dataset("batchy", queries, qrels, docs, pool)
 
 
 def make_judge(base_url: str, cache_dir: str, backend: str, mode: str = "batch", **batch) -> LLMJudge:
-    opts = dict(mode=mode, batch={"poll_interval_s": 0.02, **batch}, backoff_base_s=0.01, backoff_max_s=0.05,
-                price_input_per_mtok=PRICE_IN, price_output_per_mtok=PRICE_OUT)
+    opts = dict(
+        mode=mode,
+        batch={"poll_interval_s": 0.02, **batch},
+        backoff_base_s=0.01,
+        backoff_max_s=0.05,
+        price_input_per_mtok=PRICE_IN,
+        price_output_per_mtok=PRICE_OUT,
+    )
     if backend == "openai":
         be = OpenAIBackend("gpt-4o-mini", base_url=base_url + "/v1", **opts)
     else:
         be = GeminiBackend("gemini-2.5-flash-lite", base_url=base_url, **opts)  # thinking off: answers as without it
-    return LLMJudge(name=f"batch-{backend}", family=backend, model=be.model, backend=be, cache_dir=cache_dir,
-                    progress=False)
+    return LLMJudge(
+        name=f"batch-{backend}", family=backend, model=be.model, backend=be, cache_dir=cache_dir, progress=False
+    )
 
 
 def prompts_of(ds: Dataset, pairs: pd.DataFrame) -> dict[tuple[str, str], str]:
     template = load_prompt("umbrela_bing")
-    return {(q, d): template.render(query=ds.queries[q], passage=ds.corpus[d])
-            for q, d in zip(pairs["query_id"], pairs["doc_id"])}
+    return {
+        (q, d): template.render(query=ds.queries[q], passage=ds.corpus[d])
+        for q, d in zip(pairs["query_id"], pairs["doc_id"])
+    }
 
 
 def saved_batches(cache_dir: Path) -> list[dict]:
@@ -137,8 +158,9 @@ def judge_in_child(base_url: str, cache_dir: str, backend: str) -> None:
 def test_a_job_killed_while_polling_is_resumed_and_pays_nothing_twice(server, tmp_path, backend):
     fresh(server, polls_in_progress=10**6)  # held in progress until released below
     # a forked child: the job is a separate process that dies without any clean-up, as under `kill -9`
-    child = multiprocessing.get_context("fork").Process(target=judge_in_child,
-                                                        args=(server.base_url, str(tmp_path), backend))
+    child = multiprocessing.get_context("fork").Process(
+        target=judge_in_child, args=(server.base_url, str(tmp_path), backend)
+    )
     child.start()
     try:
         deadline = time.monotonic() + 60
@@ -181,8 +203,9 @@ def test_failed_lines_are_reported_and_only_they_are_resubmitted(server, tmp_pat
     failed_sha = server.batch_stats()["failed_sha256"]
     assert 0 < len(failed_sha) < 24
     assert len(first.failed) == len(failed_sha) and len(first.labels) == 24 - len(failed_sha)
-    assert sorted(sha256_hex(prompts[q, d]) for q, d in zip(first.failed["query_id"], first.failed["doc_id"])) \
-        == sorted(failed_sha)
+    assert sorted(
+        sha256_hex(prompts[q, d]) for q, d in zip(first.failed["query_id"], first.failed["doc_id"])
+    ) == sorted(failed_sha)
     assert first.usage.calls_failed == len(failed_sha)
     assert sum(first.usage.errors.values()) == len(failed_sha)
 
@@ -240,8 +263,9 @@ def test_split_lines_respects_count_and_bytes():
 
 
 def test_batch_settings_are_checked():
-    assert BatchSettings.from_config({"price_factor": 0.4, "max_requests": 7}) == \
-        BatchSettings(price_factor=0.4, max_requests=7)
+    assert BatchSettings.from_config({"price_factor": 0.4, "max_requests": 7}) == BatchSettings(
+        price_factor=0.4, max_requests=7
+    )
     with pytest.raises(ConfigError, match=r"judge\.backend\.batch\.poll_interval_s=0: expected a positive number"):
         BatchSettings.from_config({"poll_interval_s": 0})
     with pytest.raises(ConfigError, match=r"unknown setting\(s\) \['poll_every'\]"):
@@ -268,11 +292,21 @@ def test_mode_and_batch_settings_leave_the_judge_identity_alone():
     from judgebench.tracking import cell_config
 
     online = {"name": "j", "backend": {"model": "gpt-4o-mini", "temperature": 0.0}}
-    batch = {"name": "j", "backend": {"model": "gpt-4o-mini", "temperature": 0.0, "mode": "batch",
-                                      "batch": {"poll_interval_s": 5, "max_requests": 10, "price_factor": 0.5}}}
+    batch = {
+        "name": "j",
+        "backend": {
+            "model": "gpt-4o-mini",
+            "temperature": 0.0,
+            "mode": "batch",
+            "batch": {"poll_interval_s": 5, "max_requests": 10, "price_factor": 0.5},
+        },
+    }
     assert component_hash(online) == component_hash(batch)
-    assert cell_config({"judge": batch}) == cell_config({"judge": online}) == {
-        "judge.name": "j", "judge.backend.model": "gpt-4o-mini", "judge.backend.temperature": 0.0}
+    assert (
+        cell_config({"judge": batch})
+        == cell_config({"judge": online})
+        == {"judge.name": "j", "judge.backend.model": "gpt-4o-mini", "judge.backend.temperature": 0.0}
+    )
 
 
 def _saved_and_running(server, tmp_path, ds, backend="openai") -> dict:
@@ -303,7 +337,10 @@ def test_a_batch_resumed_by_a_run_over_part_of_it_stores_every_answer(server, tm
     assert stats["batches"] == 1 and stats["prompts_submitted"] == 24  # nothing submitted, nothing paid twice
     assert full.usage.calls_cached == 24 and full.usage.calls_made == 0 and full.usage.cost_usd == 0
     prompts = prompts_of(ds, pairs)
-    assert all(label == fake_label(prompts[q, d]) for q, d, label in full.labels[["query_id", "doc_id", "relevance"]].itertuples(index=False))
+    assert all(
+        label == fake_label(prompts[q, d])
+        for q, d, label in full.labels[["query_id", "doc_id", "relevance"]].itertuples(index=False)
+    )
     assert list(stats["states"]) == [saved["batch_id"]]
 
 
@@ -349,7 +386,9 @@ def test_a_batch_id_that_cannot_be_saved_is_named_and_can_be_resumed_by_hand(ser
     (tmp_path / "batches" / "batch-resume.json").write_text(by_hand)  # what the message says to do
     server.configure_batches(polls_in_progress=0)
     result = make_judge(server.base_url, str(tmp_path), backend).judge(pairs, ds, ds.corpus)
-    assert server.batch_stats()["batches"] == 1 and server.batch_stats()["prompts_submitted"] == 24  # resumed, not paid again
+    assert (
+        server.batch_stats()["batches"] == 1 and server.batch_stats()["prompts_submitted"] == 24
+    )  # resumed, not paid again
     assert len(result.labels) == 24 and result.failed.empty and result.usage.batches == 0
     assert saved_batches(tmp_path) == [] and not (tmp_path / "batches" / "batch-resume.json").exists()
 
@@ -361,8 +400,11 @@ def test_a_provider_failing_on_resume_stops_with_one_line_and_keeps_the_id(serve
     server.configure_batches(poll_500=True, polls_in_progress=0)
     judge = make_judge(server.base_url, str(tmp_path), "openai")
     judge.backend.max_retries = 1
-    with pytest.raises(BatchNotDone, match=rf"saved batch {saved['batch_id']} \(openai\) could not be polled .*500.*"
-                                           r"its id is kept in .*run again later to resume it"):
+    with pytest.raises(
+        BatchNotDone,
+        match=rf"saved batch {saved['batch_id']} \(openai\) could not be polled .*500.*"
+        r"its id is kept in .*run again later to resume it",
+    ):
         judge.judge(pairs, ds, ds.corpus)
     assert saved_batches(tmp_path) == [saved] and server.batch_stats()["batches"] == 1
     server.configure_batches(poll_500=False)
@@ -377,7 +419,9 @@ def test_an_unusable_id_file_is_reported_with_the_batch_it_names_and_kept(server
     saved = _saved_and_running(server, tmp_path, ds)
     (path,) = (tmp_path / "batches").glob("batch-*.json")
     text = path.read_text()
-    path.write_text(text.replace(json.dumps(saved["keys"]), "5") if damage == "keys-not-a-list" else text[:len(text) // 2])
+    path.write_text(
+        text.replace(json.dumps(saved["keys"]), "5") if damage == "keys-not-a-list" else text[: len(text) // 2]
+    )
     damaged = path.read_text()
     server.configure_batches(polls_in_progress=0)
     with caplog.at_level("WARNING"):
@@ -387,7 +431,9 @@ def test_an_unusable_id_file_is_reported_with_the_batch_it_names_and_kept(server
     warned = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
     assert len(warned) == 1 and str(path) in warned[0]
     assert f"it names batch {saved['batch_id']}, which is left running at the provider" in warned[0]
-    assert ('"keys" must be a list of call-cache keys' if damage == "keys-not-a-list" else "not valid JSON") in warned[0]
+    assert ('"keys" must be a list of call-cache keys' if damage == "keys-not-a-list" else "not valid JSON") in warned[
+        0
+    ]
     assert path.read_text() == damaged  # kept: it still names a batch that may be live; never overwritten
 
 
@@ -416,7 +462,9 @@ def test_a_rewriter_in_batch_mode_rewrites_through_one_batch(server, tmp_path):
 
     fresh(server)
     ds = small_dataset(1, 4)
-    backend = OpenAIBackend("gpt-4o-mini", base_url=server.base_url + "/v1", mode="batch", batch={"poll_interval_s": 0.02})
+    backend = OpenAIBackend(
+        "gpt-4o-mini", base_url=server.base_url + "/v1", mode="batch", batch={"poll_interval_s": 0.02}
+    )
     rewriter = LLMRewriter(name="rw", backend=backend, cache_dir=str(tmp_path), progress=False)
     texts = rewriter.rewrite(ds)
     stats = server.batch_stats()
@@ -424,6 +472,12 @@ def test_a_rewriter_in_batch_mode_rewrites_through_one_batch(server, tmp_path):
     prompts = [rewriter.template.render(text=ds.corpus[d]) for d in ds.corpus]
     assert sorted(stats["submitted_sha256"]) == sorted(sha256_hex(p) for p in prompts)
     assert all(texts[d] and texts[d] != ds.corpus[d] for d in ds.corpus) and not rewriter.failed
-    again = LLMRewriter(name="rw", backend=OpenAIBackend("gpt-4o-mini", base_url=server.base_url + "/v1"), cache_dir=str(tmp_path),
-                        progress=False).rewrite(ds)
-    assert again == texts and server.stats()["requests"] == 0 and server.batch_stats()["batches"] == 1  # online reuses them
+    again = LLMRewriter(
+        name="rw",
+        backend=OpenAIBackend("gpt-4o-mini", base_url=server.base_url + "/v1"),
+        cache_dir=str(tmp_path),
+        progress=False,
+    ).rewrite(ds)
+    assert (
+        again == texts and server.stats()["requests"] == 0 and server.batch_stats()["batches"] == 1
+    )  # online reuses them

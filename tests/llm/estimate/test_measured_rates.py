@@ -12,18 +12,27 @@ def plan(n: int) -> we.PromptPlan:
 
 
 def size(total: float, seq2seq: bool) -> we.ModelSize:
-    return we.ModelSize(encoder=0.9 * total, decoder=0.1 * total if seq2seq else 0.0, head=0.05 * total, total=total,
-                        source="test", seq2seq=seq2seq)
+    return we.ModelSize(
+        encoder=0.9 * total,
+        decoder=0.1 * total if seq2seq else 0.0,
+        head=0.05 * total,
+        total=total,
+        source="test",
+        seq2seq=seq2seq,
+    )
 
 
-@pytest.mark.parametrize("gpu,total,seq2seq,measured", [
-    ("H200-SXM bf16", 7.62e9, False, 422.0),   # the Qwen2.5-7B judge shape
-    ("NVIDIA H200", 7.0e9, False, 422.0),      # within 20 % of its parameters
-    ("H200", 11.3e9, True, 125.0),             # FLAN-T5-XXL (params_b of its config file)
-    ("H200", 7.62e9, True, None),              # an encoder-decoder of that size was not measured
-    ("A100-SXM4-80GB bf16", 7.62e9, False, None),  # no rate measured on an A100
-    ("H200", 3.0e9, False, None),
-])
+@pytest.mark.parametrize(
+    "gpu,total,seq2seq,measured",
+    [
+        ("H200-SXM bf16", 7.62e9, False, 422.0),  # the Qwen2.5-7B judge shape
+        ("NVIDIA H200", 7.0e9, False, 422.0),  # within 20 % of its parameters
+        ("H200", 11.3e9, True, 125.0),  # FLAN-T5-XXL (params_b of its config file)
+        ("H200", 7.62e9, True, None),  # an encoder-decoder of that size was not measured
+        ("A100-SXM4-80GB bf16", 7.62e9, False, None),  # no rate measured on an A100
+        ("H200", 3.0e9, False, None),
+    ],
+)
 def test_estimate_uses_the_measured_rate(gpu, total, seq2seq, measured):
     counter = we.TokenCounter("/nonexistent/model")
     gpu_cfg = we.GPUThroughput(gpu=gpu, peak_tflops=989.0, utilisation=0.4)

@@ -24,7 +24,12 @@ from judgebench.rankers.rankt5 import RankT5Ranker
 from tiny_models import tiny_seq2seq
 
 REPO = Path(__file__).resolve().parents[3]
-DOCS = {"d1": "cat good good good tree water", "d2": "cat dog", "d3": "good tree water sun moon river city", "d4": "sun"}
+DOCS = {
+    "d1": "cat good good good tree water",
+    "d2": "cat dog",
+    "d3": "good tree water sun moon river city",
+    "d4": "sun",
+}
 A100 = we.GPUThroughput()
 
 
@@ -52,7 +57,9 @@ def real_counts(path: Path) -> tuple[float, float, float]:
 
 
 def test_rankt5_work_is_its_prompts_tokens_and_encoder_flops(t5, ds, tmp_path):
-    r = RankT5Ranker(name="RankT5", model_spec={"model": str(t5), "device": "cpu"}, cache_dir=str(tmp_path), progress=False)
+    r = RankT5Ranker(
+        name="RankT5", model_spec={"model": str(t5), "device": "cpu"}, cache_dir=str(tmp_path), progress=False
+    )
     size = we.model_size(r.spec, str(t5))
     enc, dec, head = real_counts(t5)
     assert (size.encoder, size.decoder, size.head, size.source, size.seq2seq) == (enc, dec, head, "its config", True)
@@ -71,9 +78,22 @@ def test_rankt5_work_is_its_prompts_tokens_and_encoder_flops(t5, ds, tmp_path):
 
 def test_prp_all_pairs_tokens_follow_the_per_passage_budget(t5, ds, tmp_path):
     """With a small max_input_tokens each passage is cut to half the budget, as PRP's _fit cuts it."""
-    r = PRPRanker(name="PRP", model_spec={"model": str(t5), "device": "cpu", "max_input_tokens": 40}, cache_dir=str(tmp_path), progress=False)
+    r = PRPRanker(
+        name="PRP",
+        model_spec={"model": str(t5), "device": "cpu", "max_input_tokens": 40},
+        cache_dir=str(tmp_path),
+        progress=False,
+    )
     lm = r.load_model()
-    work = we.estimate(r.planned_prompts(ds, ds.corpus), we.model_size(r.spec, str(t5)), we.TokenCounter(str(t5)), 40, True, r.cache, A100)
+    work = we.estimate(
+        r.planned_prompts(ds, ds.corpus),
+        we.model_size(r.spec, str(t5)),
+        we.TokenCounter(str(t5)),
+        40,
+        True,
+        r.cache,
+        A100,
+    )
     fitted = [r._fit(lm, "what cat", DOCS[a], DOCS[b])[0] for a, b in permutations(DOCS, 2)]
     assert lm.truncated > 0  # the budget did cut passages
     assert work.prompts == 12 and work.input_tokens == sum(len(lm.encode(p, "Passage")[0]) for p in fitted)
@@ -86,7 +106,12 @@ def test_prp_reuses_the_prompt_it_filled_for_the_key_only_where_no_passage_is_cu
     from judgebench.llm.prompts import fill
     from judgebench.rankers.prp import PRP_PROMPT
 
-    r = PRPRanker(name="PRP", model_spec={"model": str(t5), "device": "cpu", "max_input_tokens": 48}, cache_dir=str(tmp_path), progress=False)
+    r = PRPRanker(
+        name="PRP",
+        model_spec={"model": str(t5), "device": "cpu", "max_input_tokens": 48},
+        cache_dir=str(tmp_path),
+        progress=False,
+    )
     lm = r.load_model()
     triples = [("what cat", DOCS[a], DOCS[b]) for a, b in permutations(DOCS, 2)]
     given = [fill(PRP_PROMPT, {"query": q, "doc1": a, "doc2": b}) for q, a, b in triples]
@@ -107,7 +132,15 @@ def test_the_comparison_bound_holds_for_sliding_and_sort(variant, n, top_k, tmp_
     docs = {f"d{i}": f"doc {i:02d}" for i in range(n)}
     pool = pd.DataFrame({"query_id": "q", "doc_id": list(docs), "score": range(n, 0, -1), "rank": range(1, n + 1)})
     ds = Dataset("t", {"q": "query"}, pd.DataFrame({"query_id": ["q"], "doc_id": ["d0"], "relevance": [1]}), docs, pool)
-    r = Counting(name="P", model_spec={"model": "unused"}, cache_dir=str(tmp_path), variant=variant, passes=2, top_k=top_k, progress=False)
+    r = Counting(
+        name="P",
+        model_spec={"model": "unused"},
+        cache_dir=str(tmp_path),
+        variant=variant,
+        passes=2,
+        top_k=top_k,
+        progress=False,
+    )
     r.asked = 0
     r.rank(ds, ds.corpus)
     bound = comparisons_bound(variant, n, 2, top_k)
@@ -134,8 +167,17 @@ def test_a_grid_dry_run_sums_each_local_models_work_once(t5, ds, tmp_path, capsy
     dry_run._GPU_PLANNED.clear()
 
     def cfg(model, peak):  # (the ranker, the GPU its hours are estimated on), as a cell resolves them
-        ranker = instantiate(OmegaConf.create({"_target_": "judgebench.rankers.rankt5.RankT5Ranker", "name": "RankT5", "progress": False,
-                                               "model_spec": {"model": str(model), "device": "cpu"}, "cache_dir": str(tmp_path)}))
+        ranker = instantiate(
+            OmegaConf.create(
+                {
+                    "_target_": "judgebench.rankers.rankt5.RankT5Ranker",
+                    "name": "RankT5",
+                    "progress": False,
+                    "model_spec": {"model": str(model), "device": "cpu"},
+                    "cache_dir": str(tmp_path),
+                }
+            )
+        )
         return ranker, {"gpu": "G", "peak_tflops": peak, "utilisation": 1.0}
 
     other = tiny_seq2seq(tmp_path, name="other-t5", seed=1)
@@ -145,8 +187,15 @@ def test_a_grid_dry_run_sums_each_local_models_work_once(t5, ds, tmp_path, capsy
     lines = capsys.readouterr().out.splitlines()
     hours = [float(re.search(r", ~([0-9.e+-]+) GPU-hours on G", x).group(1)) for x in lines]
     totals = [float(re.search(r"grid so far: ~([0-9.]+) GPU-hours", x).group(1)) for x in lines]
-    assert all(x.startswith(f"[dry run] tiny / RankT5 / ranker {m}: 4 prompts, 0 cached, 4 to score") for x, m in zip(lines, (t5, t5, other)))
-    assert "by its tokenizer; " in lines[0] and "params from its config" in lines[0] and "OVER slurm_gpu's timeout_min=240 min" in lines[0]
+    assert all(
+        x.startswith(f"[dry run] tiny / RankT5 / ranker {m}: 4 prompts, 0 cached, 4 to score")
+        for x, m in zip(lines, (t5, t5, other))
+    )
+    assert (
+        "by its tokenizer; " in lines[0]
+        and "params from its config" in lines[0]
+        and "OVER slurm_gpu's timeout_min=240 min" in lines[0]
+    )
     assert totals[1] == totals[0] == pytest.approx(hours[0], rel=0.01)
     assert totals[2] == pytest.approx(hours[0] + hours[2], rel=0.01)
     ranker, gpu = cfg(t5, 1e6)
@@ -159,17 +208,39 @@ def test_the_dry_run_prints_a_local_rankers_gpu_hours_and_the_time_limit(tmp_pat
     toy = load_toy()
     depth = 4
     prompts = sum(min(depth, len(g)) * (min(depth, len(g)) - 1) for _, g in toy.pool.groupby("query_id"))
-    args = ["dry_run=true", "dataset=toy", "ranker=prp_flan_t5_xl", f"ranker.rerank_depth={depth}", "judge=human", "progress=false",
-            "gpu_estimate.peak_tflops=0.001", "gpu_estimate.utilisation=0.5", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
-            f"artifact_root={tmp_path}/art", f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"]
-    res = cli_runner.run(args, cwd=tmp_path, env=cli_runner.env_with(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf")), fresh=True)
+    args = [
+        "dry_run=true",
+        "dataset=toy",
+        "ranker=prp_flan_t5_xl",
+        f"ranker.rerank_depth={depth}",
+        "judge=human",
+        "progress=false",
+        "gpu_estimate.peak_tflops=0.001",
+        "gpu_estimate.utilisation=0.5",
+        f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+        f"artifact_root={tmp_path}/art",
+        f"cache_dir={tmp_path}/cache",
+        f"hydra.run.dir={tmp_path}/out",
+    ]
+    res = cli_runner.run(
+        args, cwd=tmp_path, env=cli_runner.env_with(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf")), fresh=True
+    )
     assert res.rc == 0, str(res)
-    line = next(x for x in res.out.splitlines() if x.startswith("[dry run] toy / PRP-FLAN-T5-XL / ranker google/flan-t5-xl:"))
+    line = next(
+        x for x in res.out.splitlines() if x.startswith("[dry run] toy / PRP-FLAN-T5-XL / ranker google/flan-t5-xl:")
+    )
     assert f": {prompts:,} prompts, 0 cached, {prompts:,} to score" in line, line
-    assert "~4 characters a token (tokenizer not on disk)" in line and "2.85B params from model_spec.params_b=2.85, encoder 40%" in line
-    flops, hours = re.search(r"~([0-9.e+]+) FLOPs, ~([0-9.]+) GPU-hours on A100-SXM4-80GB bf16 at 0.001 TFLOP/s x 0.50", line).groups()
+    assert (
+        "~4 characters a token (tokenizer not on disk)" in line
+        and "2.85B params from model_spec.params_b=2.85, encoder 40%" in line
+    )
+    flops, hours = re.search(
+        r"~([0-9.e+]+) FLOPs, ~([0-9.]+) GPU-hours on A100-SXM4-80GB bf16 at 0.001 TFLOP/s x 0.50", line
+    ).groups()
     assert float(hours) == pytest.approx(float(flops) / (0.001e12 * 0.5) / 3600, rel=0.01)
-    suggested = int(re.search(r"OVER slurm_gpu's timeout_min=240 min: set hydra.launcher.timeout_min=(\d+) ", line).group(1))
+    suggested = int(
+        re.search(r"OVER slurm_gpu's timeout_min=240 min: set hydra.launcher.timeout_min=(\d+) ", line).group(1)
+    )
     assert suggested == pytest.approx(float(hours) * 60 * 1.25, rel=0.01)  # the estimate and a quarter more
 
 
@@ -185,9 +256,16 @@ def test_slurm_gpu_memory_follows_the_cells_models():
             return cfg.hydra.launcher.mem_gb, list(cfg.hydra.launcher.setup)
 
     assert mem("ranker=prp_ul2") == (56, ["export HF_HUB_OFFLINE=1"])
-    assert mem("ranker=rankt5_base")[0] == 16 and mem("ranker=prp_flan_t5_xxl")[0] == 40 and mem("ranker=rankt5")[0] == 24
+    assert (
+        mem("ranker=rankt5_base")[0] == 16 and mem("ranker=prp_flan_t5_xxl")[0] == 40 and mem("ranker=rankt5")[0] == 24
+    )
     assert mem("ranker=bm25", "judge=human")[0] == 32  # no local model: the profile's default
-    assert mem("ranker=rankt5_base", "judge=transformers", "judge.model_spec.model=x", "judge.model_spec.memory_gb=70.5")[0] == 71
+    assert (
+        mem("ranker=rankt5_base", "judge=transformers", "judge.model_spec.model=x", "judge.model_spec.memory_gb=70.5")[
+            0
+        ]
+        == 71
+    )
     assert mem("ranker=prp_ul2", "hydra.launcher.mem_gb=100")[0] == 100  # a number overrides it
 
 
@@ -204,8 +282,14 @@ def test_a_sweep_submits_one_array_per_memory_value(tmp_path):
     per cell, and cells with different values are submitted separately."""
     from sweeps import explain, sweep
 
-    done = sweep(tmp_path, "ranker=oracle", "perturbation=perfect", "judge=human,simulated",
-                 "+hydra.launcher.mem_gb=${oc.select:judge.seed,1}", launcher="local_parallel")
+    done = sweep(
+        tmp_path,
+        "ranker=oracle",
+        "perturbation=perfect",
+        "judge=human,simulated",
+        "+hydra.launcher.mem_gb=${oc.select:judge.seed,1}",
+        launcher="local_parallel",
+    )
     assert done.returncode == 0, explain(done)
     assert "judgebench sweep: 2 cells - 2 ran, 0 skipped, 0 failed" in done.stdout, explain(done)
     log = done.stdout + done.stderr
@@ -221,9 +305,26 @@ def test_the_gpu_check_refuses_without_a_gpu():
 
 def test_the_gpu_check_runs_its_code_path_on_tiny_models(tmp_path):
     out = tmp_path / "check.json"
-    done = subprocess.run([str(REPO / "launch" / "gpu_check.sh"), "--cpu", "--tiny", "--queries", "2", "--rankt5-depth", "6",
-                           "--prp-depth", "3", "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=REPO,
-                          env={**os.environ, "PYTHON": sys.executable})  # the interpreter running the tests, wherever its venv is
+    done = subprocess.run(
+        [
+            str(REPO / "launch" / "gpu_check.sh"),
+            "--cpu",
+            "--tiny",
+            "--queries",
+            "2",
+            "--rankt5-depth",
+            "6",
+            "--prp-depth",
+            "3",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env={**os.environ, "PYTHON": sys.executable},
+    )  # the interpreter running the tests, wherever its venv is
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(out.read_text())
     rows = {r["check"]: r for r in result["rows"]}
@@ -231,7 +332,12 @@ def test_the_gpu_check_runs_its_code_path_on_tiny_models(tmp_path):
     assert rows["rankt5"]["prompts"] == 2 * 6 and rows["prp"]["prompts"] == 2 * 3 * 2
     toy = load_toy()
     for r in rows.values():
-        assert r["weights"] == "stand-in" and not r["ndcg_meaningful"] and r["dtype"] == "float32" and r["prompts_per_s"] > 0
+        assert (
+            r["weights"] == "stand-in"
+            and not r["ndcg_meaningful"]
+            and r["dtype"] == "float32"
+            and r["prompts_per_s"] > 0
+        )
         assert r["ndcg10"] == pytest.approx(ndcg10(r["run"], toy.qrels), abs=1e-4)
         assert f"  {r['check']}: random standin-tiny [stand-in" in done.stdout
     assert "gpu_check: after releasing every model: 0 loaded" in done.stdout
@@ -240,7 +346,12 @@ def test_the_gpu_check_runs_its_code_path_on_tiny_models(tmp_path):
     n_pairs = min(24, len(toy.label_set()))
     assert judge["pairs"] == n_pairs and judge["shape"] == "tiny" and judge["ceiling_tflops"] > 0
     assert [(r["batch_tokens"], r["path"]) for r in judge["rows"]] == [
-        (512, "unshared"), (512, "shared"), (512, "shared-copy"), (4096, "unshared"), (4096, "shared")]
+        (512, "unshared"),
+        (512, "shared"),
+        (512, "shared-copy"),
+        (4096, "unshared"),
+        (4096, "shared"),
+    ]
     for r in judge["rows"]:
         assert r["prompts"] == n_pairs and r["prompts_per_s"] > 0 and 0 <= r["padding_waste"] < 1
         assert r["share_of_ceiling"] == pytest.approx(r["tflops"] / judge["ceiling_tflops"], rel=0.02, abs=1e-3)

@@ -39,7 +39,9 @@ def test_encode_many_seq2seq_and_no_template(dirs):
 def test_template_that_edits_content_falls_back(dirs):
     clear_memo()
     model = TransformersModel(dirs[0], device="cpu", dtype="float32")
-    model.tokenizer.chat_template = "{% for m in messages %}<|user|> {{ m['content'] | trim }} {% endfor %}<|assistant|> "
+    model.tokenizer.chat_template = (
+        "{% for m in messages %}<|user|> {{ m['content'] | trim }} {% endfor %}<|assistant|> "
+    )
     model.__dict__.pop("_chat_frames", None)
     assert model.encode_many(PROMPTS) == [model.encode(p) for p in PROMPTS]
 
@@ -54,7 +56,11 @@ def test_render_many_equals_render(dirs):
     bulk_truncated = model.truncated
     model.truncated = 0
     single = [model.render(template, f, "passage", forced_prefix="##final score: ") for f in fields]
-    assert bulk == single and bulk_truncated == model.truncated == 1 and [t for _, t in bulk] == [False, True, False, False]
+    assert (
+        bulk == single
+        and bulk_truncated == model.truncated == 1
+        and [t for _, t in bulk] == [False, True, False, False]
+    )
 
 
 def test_one_call_with_more_texts_than_the_memo_keeps(dirs, monkeypatch):

@@ -25,15 +25,31 @@ def gguf(tmp_path):
 
 def test_the_pin_is_the_same_in_pyproject_the_launch_script_and_the_module():
     extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    script = re.search(r"^XLLAMACPP_VERSION=(\S+)$", (REPO / "launch" / "llama_server.sh").read_text(encoding="utf-8"), re.M)
+    script = re.search(
+        r"^XLLAMACPP_VERSION=(\S+)$", (REPO / "launch" / "llama_server.sh").read_text(encoding="utf-8"), re.M
+    )
     assert extras["llama"] == [llama_server.XLLAMACPP_PIN] == [f"xllamacpp=={script.group(1)}"]
     assert "llama" in extras["all"][0]  # dev -> all -> llama: the README's install has the server
 
 
 def test_server_params_are_what_llama_server_would_get(gguf):
     pytest.importorskip("xllamacpp", reason="the llama extra (pip install -e '.[llama]')")
-    args = llama_server.parse_args(["--model", str(gguf), "--port", "9123", "--ctx", "1024", "--parallel", "3",
-                                    "--threads", "1", "--host", "0.0.0.0"])
+    args = llama_server.parse_args(
+        [
+            "--model",
+            str(gguf),
+            "--port",
+            "9123",
+            "--ctx",
+            "1024",
+            "--parallel",
+            "3",
+            "--threads",
+            "1",
+            "--host",
+            "0.0.0.0",
+        ]
+    )
     params = llama_server.server_params(args)
     assert params.model.path == str(gguf.resolve())
     assert params.model_alias == {"Tiny-Model.Q4_0"}  # the stem, whole (a str would be stored as its letters)
@@ -44,12 +60,15 @@ def test_server_params_are_what_llama_server_would_get(gguf):
     assert named.model_alias == {"judge-a"} and named.n_ctx == 2048 and named.port == 8080
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--model", "{dir}/missing.gguf"], "--model: no such file: {dir}/missing.gguf"),
-    (["--model", "{dir}/notes.txt"], "--model: expected a .gguf file, got {dir}/notes.txt"),
-    (["--model", "{gguf}", "--parallel", "0"], "--parallel must be at least 1, got 0"),
-    (["--model", "{gguf}", "--port", "x"], "argument --port: invalid int value: 'x'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--model", "{dir}/missing.gguf"], "--model: no such file: {dir}/missing.gguf"),
+        (["--model", "{dir}/notes.txt"], "--model: expected a .gguf file, got {dir}/notes.txt"),
+        (["--model", "{gguf}", "--parallel", "0"], "--parallel must be at least 1, got 0"),
+        (["--model", "{gguf}", "--port", "x"], "argument --port: invalid int value: 'x'"),
+    ],
+)
 def test_bad_arguments_exit_2_with_a_message_that_names_them(argv, message, gguf, capsys):
     (gguf.parent / "notes.txt").write_text("not a model")
     fill = {"dir": gguf.parent, "gguf": gguf}

@@ -43,11 +43,19 @@ def repo_dir(tmp_path_factory) -> Path:
 
 def download_env(tmp: Path, url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE"))}
-    return {**env, "HF_ENDPOINT": url, "HF_HOME": str(tmp / "hf"), "HF_HUB_DISABLE_TELEMETRY": "1", "NO_PROXY": "127.0.0.1"}
+    return {
+        **env,
+        "HF_ENDPOINT": url,
+        "HF_HOME": str(tmp / "hf"),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "NO_PROXY": "127.0.0.1",
+    }
 
 
 def judgebench(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "judgebench.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "judgebench.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=180
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +78,9 @@ def test_download_fetches_one_weight_format_into_hf_home(downloaded, repo_dir):
     assert all((snapshot / n).read_bytes() == (repo_dir / n).read_bytes() for n in wanted)
     size = sum((repo_dir / n).stat().st_size for n in wanted)
     lines = done.stdout.splitlines()
-    assert f"{REPO}: {len(wanted)} files, {size / 1e3:.2f} kB: fetching into {tmp / 'hf' / 'hub'} ..." in lines, done.stdout
+    assert f"{REPO}: {len(wanted)} files, {size / 1e3:.2f} kB: fetching into {tmp / 'hf' / 'hub'} ..." in lines, (
+        done.stdout
+    )
     assert f"{REPO}: {size / 1e3:.2f} kB -> {snapshot}" in lines, done.stdout
 
 
@@ -86,7 +96,9 @@ def test_offline_loading_by_hub_id_reads_the_cache_and_matches_the_directory(dow
     with pytest.raises(ModelNotDownloaded) as err:
         TransformersModel("acme/not-fetched", device="cpu")
     assert str(err.value).startswith(f"model acme/not-fetched is not in the Hugging Face cache {tmp / 'hf' / 'hub'}")
-    assert "HF_HUB_OFFLINE=1 forbids fetching it" in str(err.value) and "`judgebench models download acme/not-fetched`" in str(err.value)
+    assert "HF_HUB_OFFLINE=1 forbids fetching it" in str(
+        err.value
+    ) and "`judgebench models download acme/not-fetched`" in str(err.value)
 
 
 def test_an_incomplete_download_is_named_as_such(downloaded, tmp_path, monkeypatch):
@@ -102,9 +114,17 @@ def test_an_incomplete_download_is_named_as_such(downloaded, tmp_path, monkeypat
 
 
 def test_a_cell_on_an_offline_node_fails_with_one_line(tmp_path):
-    args = ["ranker=rankt5_base", "ranker.model_spec.model=acme/not-fetched", "ranker.model_spec.device=cpu", "judge=human",
-            "progress=false", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/art",
-            f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/out"]
+    args = [
+        "ranker=rankt5_base",
+        "ranker.model_spec.model=acme/not-fetched",
+        "ranker.model_spec.device=cpu",
+        "judge=human",
+        "progress=false",
+        f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+        f"artifact_root={tmp_path}/art",
+        f"cache_dir={tmp_path}/cache",
+        f"hydra.run.dir={tmp_path}/out",
+    ]
     env = cli_runner.env_with(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "empty-hf"))
     res = cli_runner.run(args, cwd=tmp_path, env=env, fresh=True)
     assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err, str(res)
@@ -116,15 +136,21 @@ def test_configs_name_the_paper_models(tmp_path):
     found = models_named(["ranker=prp_ul2,rankt5", "judge=gemini_pro,gemini_flash"])
     assert found == {"google/flan-ul2": ["ranker PRP-FLAN-UL2"], "Soyoung97/RankT5-3b": ["ranker RankT5-3B"]}
     found = models_named(["ranker=prp_flan_t5_xl,rg_smollm2", "judge=smollm2", "rewriter=smollm2"])
-    assert found == {"google/flan-t5-xl": ["ranker PRP-FLAN-T5-XL"], "smollm2": ["judge smollm2", "rewriter smollm2", "ranker RG-SmolLM2"]}
+    assert found == {
+        "google/flan-t5-xl": ["ranker PRP-FLAN-T5-XL"],
+        "smollm2": ["judge smollm2", "rewriter smollm2", "ranker RG-SmolLM2"],
+    }
     assert models_named(["ranker=bm25", "judge=human"]) == {}
 
 
 def test_list_and_config_overrides_through_the_fake_hub(repo_dir, tmp_path):
     with FakeHub({REPO: repo_dir}) as fake:
         env = download_env(tmp_path, fake.url)
-        listed = judgebench(["models", "download", "ranker=rankt5_base", f"ranker.model_spec.model={REPO}", "judge=smollm2", "--list"],
-                            env, tmp_path)
+        listed = judgebench(
+            ["models", "download", "ranker=rankt5_base", f"ranker.model_spec.model={REPO}", "judge=smollm2", "--list"],
+            env,
+            tmp_path,
+        )
         assert fake.fetched() == []  # --list fetches no file
         missing = judgebench(["models", "download", "acme/nope"], env, tmp_path)
     assert listed.returncode == 0, listed.stderr
@@ -140,13 +166,31 @@ def test_list_and_config_overrides_through_the_fake_hub(repo_dir, tmp_path):
 
 
 def test_which_files_a_download_takes():
-    listing = {"config.json": 10, "model-00001-of-00002.safetensors": 100, "model-00002-of-00002.safetensors": 90,
-               "model.safetensors.index.json": 5, "pytorch_model.bin": 190, "tf_model.h5": 190, "flax_model.msgpack": 190,
-               "spiece.model": 7, "onnx/encoder.onnx": 50, "README.md": 3}
-    assert set(hub.choose_files("a/b", listing)) == {"config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
-                                                     "model.safetensors.index.json", "spiece.model", "README.md"}
+    listing = {
+        "config.json": 10,
+        "model-00001-of-00002.safetensors": 100,
+        "model-00002-of-00002.safetensors": 90,
+        "model.safetensors.index.json": 5,
+        "pytorch_model.bin": 190,
+        "tf_model.h5": 190,
+        "flax_model.msgpack": 190,
+        "spiece.model": 7,
+        "onnx/encoder.onnx": 50,
+        "README.md": 3,
+    }
+    assert set(hub.choose_files("a/b", listing)) == {
+        "config.json",
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+        "model.safetensors.index.json",
+        "spiece.model",
+        "README.md",
+    }
     bins = {k: v for k, v in listing.items() if "safetensors" not in k}
     assert set(hub.choose_files("a/b", bins)) == {"config.json", "pytorch_model.bin", "spiece.model", "README.md"}
     with pytest.raises(ConfigError, match="holds no PyTorch weights"):
         hub.choose_files("a/b", {"config.json": 1, "tf_model.h5": 2})
-    assert set(hub.choose_files("a/b", {"x.gguf": 9, "y.gguf": 8, "config.json": 1}, gguf_file="x.gguf")) == {"x.gguf", "config.json"}
+    assert set(hub.choose_files("a/b", {"x.gguf": 9, "y.gguf": 8, "config.json": 1}, gguf_file="x.gguf")) == {
+        "x.gguf",
+        "config.json",
+    }

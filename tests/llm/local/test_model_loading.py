@@ -36,9 +36,16 @@ def models(tmp_path_factory):
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     root = tmp_path_factory.mktemp("tiny")
-    out = {"t5": tiny_seq2seq(root), "llama": tiny_causal(root), "t5_hot": tiny_seq2seq(root, name="t5-hot"),
-           "llama_hot": tiny_causal(root, name="llama-hot")}
-    for name, cls, norm in (("t5_hot", AutoModelForSeq2SeqLM, "decoder.final_layer_norm"), ("llama_hot", AutoModelForCausalLM, "model.norm")):
+    out = {
+        "t5": tiny_seq2seq(root),
+        "llama": tiny_causal(root),
+        "t5_hot": tiny_seq2seq(root, name="t5-hot"),
+        "llama_hot": tiny_causal(root, name="llama-hot"),
+    }
+    for name, cls, norm in (
+        ("t5_hot", AutoModelForSeq2SeqLM, "decoder.final_layer_norm"),
+        ("llama_hot", AutoModelForCausalLM, "model.norm"),
+    ):
         net = cls.from_pretrained(out[name])
         with torch.no_grad():
             net.get_submodule(norm).weight.mul_(1e5)
@@ -97,7 +104,9 @@ def test_device_map_loading_matches_a_plain_forward(models, monkeypatch):
     want = []
     for p in prompts:
         with torch.no_grad():
-            out = plain(**tok(p, return_tensors="pt"), decoder_input_ids=torch.tensor([[plain.config.decoder_start_token_id]]))
+            out = plain(
+                **tok(p, return_tensors="pt"), decoder_input_ids=torch.tensor([[plain.config.decoder_start_token_id]])
+            )
         want.append(out.logits[0, 0, x10].item())
     assert np.abs(got - np.array(want)).max() < 1e-4 and np.ptp(want) > 1e-3
 
@@ -110,9 +119,11 @@ def test_weight_bytes_and_the_fit_check(models, monkeypatch):
     params = sum(p.numel() for p in real.parameters())
     assert model_loading.weight_bytes(config, "seq2seq", "bfloat16") == 2 * params
     assert model_loading.weight_bytes(config, "seq2seq", "float32") == 4 * params
-    gib = 1024 ** 3
+    gib = 1024**3
     model_loading.check_fits("m", "bfloat16", 38 * gib, {"cuda:0": 80 * gib})  # 38 * 1.1 + 1 fits in 80
-    with pytest.raises(ModelDoesNotFit, match=r"model google/flan-ul2 needs ~44.7 GiB of GPU memory in bfloat16 .*cuda:0 40.0 GiB free"):
+    with pytest.raises(
+        ModelDoesNotFit, match=r"model google/flan-ul2 needs ~44.7 GiB of GPU memory in bfloat16 .*cuda:0 40.0 GiB free"
+    ):
         model_loading.check_fits("google/flan-ul2", "bfloat16", int(39.7 * gib), {"cuda:0": 40 * gib})
     # on a GPU that is too small the load stops before any weight is read, instead of offloading to the CPU
     loaded = []
@@ -146,7 +157,9 @@ def test_a_ranker_and_a_judge_on_the_same_weights_share_one_copy(models, tmp_pat
 
     REGISTRY.release_all()
     ranker = RGRanker(name="RG", model_spec=spec(models["llama"]), cache_dir=str(tmp_path), progress=False)
-    judge = TransformersJudge(name="j", family="open", model="m", model_spec=spec(models["llama"], batch_size=4), cache_dir=str(tmp_path))
+    judge = TransformersJudge(
+        name="j", family="open", model="m", model_spec=spec(models["llama"], batch_size=4), cache_dir=str(tmp_path)
+    )
     assert ranker.load_model().model is judge.load_model().model and len(REGISTRY) == 1
 
 
@@ -160,9 +173,13 @@ def test_the_registry_keeps_as_many_models_as_it_is_told(monkeypatch):
 
 
 # ---- non-finite scores --------------------------------------------------------------------------------
-@pytest.mark.parametrize("ranker_cls, model", [(RankT5Ranker, "t5_hot"), (PRPRanker, "t5_hot"), (RGRanker, "llama_hot")])
+@pytest.mark.parametrize(
+    "ranker_cls, model", [(RankT5Ranker, "t5_hot"), (PRPRanker, "t5_hot"), (RGRanker, "llama_hot")]
+)
 def test_a_float16_overflow_is_an_error_naming_model_dtype_and_device(ranker_cls, model, models, ds, tmp_path):
-    r = ranker_cls(name="R", model_spec=spec(models[model], dtype="float16"), cache_dir=str(tmp_path / "fp16"), progress=False)
+    r = ranker_cls(
+        name="R", model_spec=spec(models[model], dtype="float16"), cache_dir=str(tmp_path / "fp16"), progress=False
+    )
     with pytest.raises(NonFiniteScores) as err:
         r.rank(ds, ds.corpus)
     message = str(err.value)
@@ -171,24 +188,40 @@ def test_a_float16_overflow_is_an_error_naming_model_dtype_and_device(ranker_cls
     assert maintenance.stats(r.cache).entries == 0  # nothing non-finite was stored
     # the same weights in float32 and bfloat16 score (finite values): the overflow is float16's
     for dtype in ("float32", "bfloat16"):
-        ok = ranker_cls(name="R", model_spec=spec(models[model], dtype=dtype), cache_dir=str(tmp_path / dtype), progress=False)
+        ok = ranker_cls(
+            name="R", model_spec=spec(models[model], dtype=dtype), cache_dir=str(tmp_path / dtype), progress=False
+        )
         assert np.isfinite(ok.rank(ds, ds.corpus)["score"]).all()
 
 
 def test_the_error_is_one_line_on_the_command_line(models, tmp_path):
-    args = ["ranker=rankt5_base", f"ranker.model_spec.model={models['t5_hot']}", "ranker.model_spec.dtype=float16",
-            "ranker.model_spec.device=cpu", "ranker.rerank_depth=3", "judge=human", "progress=false",
-            f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"artifact_root={tmp_path}/art", f"cache_dir={tmp_path}/cache",
-            f"hydra.run.dir={tmp_path}/out"]
+    args = [
+        "ranker=rankt5_base",
+        f"ranker.model_spec.model={models['t5_hot']}",
+        "ranker.model_spec.dtype=float16",
+        "ranker.model_spec.device=cpu",
+        "ranker.rerank_depth=3",
+        "judge=human",
+        "progress=false",
+        f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+        f"artifact_root={tmp_path}/art",
+        f"cache_dir={tmp_path}/cache",
+        f"hydra.run.dir={tmp_path}/out",
+    ]
     res = cli_runner.run(args, cwd=tmp_path, env=cli_runner.env_with(), fresh=True)
     assert res.rc == 2 and len(res.error_lines) == 1 and "Traceback" not in res.err, str(res)
-    assert "(float16 on cpu) gave non-finite logits" in res.error_lines[0] and "model_spec.dtype=bfloat16" in res.error_lines[0]
+    assert (
+        "(float16 on cpu) gave non-finite logits" in res.error_lines[0]
+        and "model_spec.dtype=bfloat16" in res.error_lines[0]
+    )
 
 
 # ---- dtype and device in the cache key -------------------------------------------------------------
 def test_a_float32_score_is_not_served_to_a_bfloat16_request(models, ds, tmp_path):
     def ranker(dtype):
-        return RankT5Ranker(name="RankT5", model_spec=spec(models["t5"], dtype=dtype), cache_dir=str(tmp_path), progress=False)
+        return RankT5Ranker(
+            name="RankT5", model_spec=spec(models["t5"], dtype=dtype), cache_dir=str(tmp_path), progress=False
+        )
 
     fp32 = ranker("float32")
     s32 = dict(zip(*fp32.rank(ds, ds.corpus)[["doc_id", "score"]].T.values))
@@ -201,10 +234,21 @@ def test_a_float32_score_is_not_served_to_a_bfloat16_request(models, ds, tmp_pat
     assert dict(zip(*again.rank(ds, ds.corpus)[["doc_id", "score"]].T.values)) == s32 and again.scored_now == 0
     prompt = "Query: what cat Document: cat dog"
     assert fp32.key("what cat", "cat dog") != bf16.key("what cat", "cat dog")
-    assert fp32.spec.cache_meta() == {"backend": "transformers", "model": str(models["t5"]), "dtype": "float32", "device": "cpu"}
+    assert fp32.spec.cache_meta() == {
+        "backend": "transformers",
+        "model": str(models["t5"]),
+        "dtype": "float32",
+        "device": "cpu",
+    }
     # an entry written under the key of before (no dtype, no device) stays readable and is not used
-    old = call_key(backend="transformers", model=str(models["t5"]), method="rankt5", prompt_version="rankt5@1", prompt=prompt,
-                   params={"token": "<extra_id_10>"})
+    old = call_key(
+        backend="transformers",
+        model=str(models["t5"]),
+        method="rankt5",
+        prompt_version="rankt5@1",
+        prompt=prompt,
+        params={"token": "<extra_id_10>"},
+    )
     fresh = RankT5Ranker(name="RankT5", model_spec=spec(models["t5"]), cache_dir=str(tmp_path / "old"), progress=False)
     fresh.cache.put(old, {"score": 999.0}, {"backend": "transformers", "model": str(models["t5"])})
     run = fresh.rank(ds, ds.corpus)

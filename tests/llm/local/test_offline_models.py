@@ -41,7 +41,9 @@ def test_converted_once_atomically_and_the_assembled_gguf_is_removed(tmp_path, m
     monkeypatch.setattr(offline_models, "convert_gguf", convert)
     model = OfflineModel("fake", "Fake", "fake-1", "fake-package", assembled)
     target = model.model_dir(tmp_path)
-    assert target == tmp_path / "models" / "fake-1" and json.loads((target / "config.json").read_text()) == {"from": "m.gguf"}
+    assert target == tmp_path / "models" / "fake-1" and json.loads((target / "config.json").read_text()) == {
+        "from": "m.gguf"
+    }
     assert model.model_dir(tmp_path) == target and calls == [b"GGUF"]  # the second call converts nothing
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["fake-1"]  # no temp dir, no GGUF left
 
@@ -91,7 +93,10 @@ def test_inside_a_conversion_each_gguf_file_is_parsed_once(tmp_path):
         assert GGUFReader(str(a)) is first and GGUFReader(tmp_path / "." / "a.gguf") is first  # one file, one reader
         other = GGUFReader(b)
         assert other is not first
-        assert bytes(first.fields["general.name"].parts[-1]) == b"first" and bytes(other.fields["general.name"].parts[-1]) == b"second"
+        assert (
+            bytes(first.fields["general.name"].parts[-1]) == b"first"
+            and bytes(other.fields["general.name"].parts[-1]) == b"second"
+        )
         assert first.tensors[0].data.tolist() == [[0, 1, 2], [3, 4, 5]]
     assert gguf.GGUFReader is original and gguf.GGUFReader(a) is not first  # outside, readers are fresh again
 

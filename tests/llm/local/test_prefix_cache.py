@@ -19,8 +19,8 @@ from judgebench.data.datasets import Dataset
 from judgebench.judges.transformers_judge import TransformersJudge
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs
 from judgebench.llm.local.prefix_cache import text_before
-from judgebench.llm.prompts import fill, load_prompt
 from judgebench.llm.local.transformers_model import TransformersModel
+from judgebench.llm.prompts import fill, load_prompt
 from tiny_models import tiny_causal
 
 QUERIES = {"q1": "what is the cat of the moon", "q2": "how is the river"}
@@ -78,7 +78,9 @@ def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch, 
     if not last_hidden:
         model.__dict__["_last_hidden_hook"] = False  # as if the base model's output could not be narrowed
     head_rows = []  # (rows, columns) of every hidden-state block the LM head received
-    head = model.model.get_output_embeddings().register_forward_hook(lambda m, a, o: head_rows.append(tuple(a[0].shape[:2])))
+    head = model.model.get_output_embeddings().register_forward_hook(
+        lambda m, a, o: head_rows.append(tuple(a[0].shape[:2]))
+    )
     try:
         got = umbrela_digit_logprobs(model, prompts, prefixes=prefixes)
     finally:
@@ -103,9 +105,13 @@ def test_shared_prefix_logprobs_equal_a_plain_forward_of_every_pair(tiny, arch, 
     expected_tokens, previous = 0, []
     for q in QUERIES:
         rows = [list(i) for i, (qq, _) in zip(ids, LABEL_SET) if qq == q]
-        common = next(k for k in range(min(map(len, rows)) + 1) if k == min(map(len, rows)) or len({r[k] for r in rows}) > 1)
+        common = next(
+            k for k in range(min(map(len, rows)) + 1) if k == min(map(len, rows)) or len({r[k] for r in rows}) > 1
+        )
         prefix = rows[0][:common]
-        reused = next(k for k in range(len(prefix) + 1) if k == min(len(prefix), len(previous)) or prefix[k] != previous[k])
+        reused = next(
+            k for k in range(len(prefix) + 1) if k == min(len(prefix), len(previous)) or prefix[k] != previous[k]
+        )
         expected_tokens += common - reused + sum(len(r) - common for r in rows)
         previous = prefix
     assert reused > 40  # the second query's prefix ran only its query on top of the first's instruction
@@ -120,7 +126,7 @@ def test_a_forward_that_fails_after_running_is_not_the_one_the_narrowed_head_is_
 
     def runs_then_refuses(net, kv, kw):
         ids = kw["input_ids"]  # a whole forward of the tails alone (the base model's hooks fire) ...
-        net(input_ids=ids, attention_mask=kw["attention_mask"][:, -ids.shape[1]:], use_cache=False)
+        net(input_ids=ids, attention_mask=kw["attention_mask"][:, -ids.shape[1] :], use_cache=False)
         raise spa.Unsupported("refused after the forward")  # ... then the refusal
 
     monkeypatch.setattr(spa, "run_tails", runs_then_refuses)
@@ -178,17 +184,28 @@ def test_a_prefix_that_tokenizes_differently_falls_back_and_is_counted(tiny):
 
 def test_the_judge_scores_from_the_shared_prefix_with_the_labels_of_a_plain_forward(tiny, tmp_path):
     path = tiny["gpt2"]
-    pool = pd.DataFrame([(q, d, 1.0, i + 1) for q in QUERIES for i, d in enumerate(PASSAGES)],
-                        columns=["query_id", "doc_id", "score", "rank"])
+    pool = pd.DataFrame(
+        [(q, d, 1.0, i + 1) for q in QUERIES for i, d in enumerate(PASSAGES)],
+        columns=["query_id", "doc_id", "score", "rank"],
+    )
     qrels = pd.DataFrame([(q, d, 0) for q, d in LABEL_SET], columns=["query_id", "doc_id", "relevance"])
     ds = Dataset("tiny", dict(QUERIES), qrels, dict(PASSAGES), pool)
-    judge = TransformersJudge(name="tiny", family="open", model="tiny", cache_dir=str(tmp_path), progress=False,
-                              model_spec={"model": str(path), "batch_size": 3})
+    judge = TransformersJudge(
+        name="tiny",
+        family="open",
+        model="tiny",
+        cache_dir=str(tmp_path),
+        progress=False,
+        model_spec={"model": str(path), "batch_size": 3},
+    )
     result = judge.judge(qrels[["query_id", "doc_id"]], ds, ds.corpus)
     template = load_prompt("umbrela_bing").text
-    for (q, d), label, raw in zip(zip(result.labels["query_id"], result.labels["doc_id"]), result.labels["relevance"],
-                                  result.labels["raw"]):
-        lp, _ = plain_logprobs(path, fill(template, {"query": QUERIES[q], "passage": PASSAGES[d]}), ["0", "1", "2", "3"])
+    for (q, d), label, raw in zip(
+        zip(result.labels["query_id"], result.labels["doc_id"]), result.labels["relevance"], result.labels["raw"]
+    ):
+        lp, _ = plain_logprobs(
+            path, fill(template, {"query": QUERIES[q], "passage": PASSAGES[d]}), ["0", "1", "2", "3"]
+        )
         probs = np.exp(lp - lp.max())
         probs /= probs.sum()
         assert np.abs(np.array(json.loads(raw)["probs"]) - probs).max() <= 1e-5  # stored rounded to 6 decimals
@@ -206,11 +223,18 @@ def test_the_tails_attend_one_copy_of_the_prefix_not_one_per_row(tiny, arch):
     path = tiny[arch]
     prompts, prefixes = umbrela_prompts([("q1", d) for d in PASSAGES])
     ids = [plain_logprobs(path, p, ["0"])[1] for p in prompts]
-    p = next(k for k in range(min(map(len, ids))) if len({r[k] for r in ids}) > 1)  # the passages differ from their first token
+    p = next(
+        k for k in range(min(map(len, ids))) if len({r[k] for r in ids}) > 1
+    )  # the passages differ from their first token
     width, b = max(map(len, ids)) - p, len(ids)
     cfg = AutoConfig.from_pretrained(path)
-    per_token = cfg.num_hidden_layers * 2 * getattr(cfg, "num_key_value_heads", cfg.num_attention_heads) * (
-        cfg.hidden_size // cfg.num_attention_heads) * 4  # keys and values of every layer, float32
+    per_token = (
+        cfg.num_hidden_layers
+        * 2
+        * getattr(cfg, "num_key_value_heads", cfg.num_attention_heads)
+        * (cfg.hidden_size // cfg.num_attention_heads)
+        * 4
+    )  # keys and values of every layer, float32
     got, usage = {}, {}
     for one_copy in (True, False):
         model = TransformersModel(path, batch_size=b)
@@ -229,15 +253,22 @@ def test_the_judge_scores_the_prompt_it_filled_for_the_key_with_the_same_records
     scoring from (query, passage) alone, and scoring fills nothing again; the shared prefix is one per query."""
     from judgebench.llm.local import encoding, prefix_cache
 
-    judge = TransformersJudge(name="tiny", family="open", model="tiny", cache_dir=str(tmp_path), progress=False,
-                              model_spec={"model": str(tiny["gpt2"]), "batch_size": 3})
+    judge = TransformersJudge(
+        name="tiny",
+        family="open",
+        model="tiny",
+        cache_dir=str(tmp_path),
+        progress=False,
+        model_spec={"model": str(tiny["gpt2"]), "batch_size": 3},
+    )
     pairs = [(QUERIES[q], PASSAGES[d]) for q, d in LABEL_SET]
     plain = judge._score(pairs)
     fills, befores = [], []
     monkeypatch.setattr(encoding, "fill", lambda *a: fills.append(a) or fill(*a))
     real_before = prefix_cache.text_before
-    monkeypatch.setattr("judgebench.judges.transformers_judge.text_before",
-                        lambda *a: befores.append(a) or real_before(*a))
+    monkeypatch.setattr(
+        "judgebench.judges.transformers_judge.text_before", lambda *a: befores.append(a) or real_before(*a)
+    )
     given = judge._score([(q, p, judge.template.render(query=q, passage=p)) for q, p in pairs])
     assert given == plain
     assert fills == []

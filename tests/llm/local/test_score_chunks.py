@@ -10,15 +10,18 @@ from judgebench.llm.local import models
 from judgebench.llm.local.models import CHUNK_GROWTH, CHUNK_SECONDS, SAVE_SECONDS, cached_scores, next_chunk
 
 
-@pytest.mark.parametrize(("done", "seconds", "want"), [
-    (256, CHUNK_SECONDS / 2, 512),  # half the target: twice as many
-    (256, CHUNK_SECONDS / 100, 256 * CHUNK_GROWTH),  # very fast: capped
-    (256, CHUNK_SECONDS * 3, 256),  # slow: not under the usual size while it fits in SAVE_SECONDS
-    (256, SAVE_SECONDS * 2, 128),  # very slow: what SAVE_SECONDS holds
-    (8, SAVE_SECONDS * 20, 1),  # a prompt takes minutes: one at a time
-    (100, CHUNK_SECONDS / 3, 300),  # a short last part: rate from what it did
-    (256, 0.0, 256 * CHUNK_GROWTH),  # a clock that did not move
-])
+@pytest.mark.parametrize(
+    ("done", "seconds", "want"),
+    [
+        (256, CHUNK_SECONDS / 2, 512),  # half the target: twice as many
+        (256, CHUNK_SECONDS / 100, 256 * CHUNK_GROWTH),  # very fast: capped
+        (256, CHUNK_SECONDS * 3, 256),  # slow: not under the usual size while it fits in SAVE_SECONDS
+        (256, SAVE_SECONDS * 2, 128),  # very slow: what SAVE_SECONDS holds
+        (8, SAVE_SECONDS * 20, 1),  # a prompt takes minutes: one at a time
+        (100, CHUNK_SECONDS / 3, 300),  # a short last part: rate from what it did
+        (256, 0.0, 256 * CHUNK_GROWTH),  # a clock that did not move
+    ],
+)
 def test_next_chunk(done, seconds, want):
     assert next_chunk(256, done, seconds) == want
 
@@ -62,7 +65,9 @@ def test_a_model_that_slows_down_gets_smaller_chunks_again(tmp_path, monkeypatch
         now[0] += (0.001 if len(sizes) == 1 else 0.004) * len(payloads)  # 4x slower after the first chunk
         return [{"score": 0.0} for _ in payloads]
 
-    cached_scores(CallCache(tmp_path / "c"), [(f"{i:064x}", i) for i in range(2000)], score, meta={}, chunk=256, progress=False)
+    cached_scores(
+        CallCache(tmp_path / "c"), [(f"{i:064x}", i) for i in range(2000)], score, meta={}, chunk=256, progress=False
+    )
     assert sizes == [256, 1024, 500, 220]  # 1024 in 4.096 s -> 500 (2 s); 500 in 2 s -> 500; 220 left
 
 

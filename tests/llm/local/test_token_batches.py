@@ -10,17 +10,23 @@ import numpy as np
 import pytest
 
 from judgebench.judges.umbrela_scoring import TIE_NATS, grades_from_logprobs, umbrela_label_distribution
-from judgebench.llm.local.token_batches import batches, bytes_per_token, padding_waste
 from judgebench.llm.local.prefix_cache import text_before
-from judgebench.llm.prompts import fill, load_prompt
+from judgebench.llm.local.token_batches import batches, bytes_per_token, padding_waste
 from judgebench.llm.local.transformers_model import TransformersModel, clear_memo
+from judgebench.llm.prompts import fill, load_prompt
 from tiny_models import tiny_controlled_causal
 
 QUERIES = ["what is the cat of the moon", "how is the river"]
 # the controlled model's digit logits grow with the share of "good" in the prompt: passages with more of it get
 # higher grades, and lengths differ so that batches are padded
-PASSAGES = ["cat", "dog is in the water good", "sun and moon and fire and the tree of the city is good " + "good " * 8,
-            " ".join(["river music water fire tree city"] * 5), "the good dog " + "good " * 20, "good " * 45]
+PASSAGES = [
+    "cat",
+    "dog is in the water good",
+    "sun and moon and fire and the tree of the city is good " + "good " * 8,
+    " ".join(["river music water fire tree city"] * 5),
+    "the good dog " + "good " * 20,
+    "good " * 45,
+]
 
 
 def test_batches_respect_the_budget_and_sort_by_length():
@@ -50,8 +56,12 @@ def test_batches_respect_the_budget_and_sort_by_length():
 def test_bytes_per_token_grows_with_the_model():
     from transformers import LlamaConfig
 
-    small = LlamaConfig(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2)
-    big = LlamaConfig(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4)
+    small = LlamaConfig(
+        hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2
+    )
+    big = LlamaConfig(
+        hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4
+    )
     # Qwen2.5-7B shape in bf16: (6*3584 + 3*18944 + 2*28*4*128) * 2 bytes * 2 (safety)
     assert bytes_per_token(big, 2) == 2 * 2 * (6 * 3584 + 3 * 18944 + 2 * 28 * 4 * 128)
     assert bytes_per_token(small, 2) < bytes_per_token(big, 2)
@@ -67,8 +77,11 @@ def test_tie_rule_lowest_grade_within_tolerance():
 
 @pytest.fixture(scope="module")
 def judge_path(tmp_path_factory):
-    return tiny_controlled_causal(tmp_path_factory.mktemp("batching"), bias={"0": 0.0, "1": -1.0, "2": -2.5, "3": -4.0},
-                                  slope={"1": 40.0, "2": 80.0, "3": 110.0})
+    return tiny_controlled_causal(
+        tmp_path_factory.mktemp("batching"),
+        bias={"0": 0.0, "1": -1.0, "2": -2.5, "3": -4.0},
+        slope={"1": 40.0, "2": 80.0, "3": 110.0},
+    )
 
 
 def test_labels_do_not_depend_on_batching(judge_path):
@@ -77,17 +90,20 @@ def test_labels_do_not_depend_on_batching(judge_path):
     prompts = [fill(template, f) for f in fields]
     prefixes = [text_before(template, f, "passage") for f in fields]
     runs = {}
-    for name, kw, order, shared in [("one by one", {"batch_size": 1}, None, False),
-                                    ("3 rows", {"batch_size": 3}, None, False),
-                                    ("budget", {"batch_tokens": 700}, None, False),
-                                    ("reversed, 5 rows", {"batch_size": 5}, slice(None, None, -1), False),
-                                    ("shared, 2 rows", {"batch_size": 2}, None, True),
-                                    ("shared, budget, reversed", {"batch_tokens": 400}, slice(None, None, -1), True)]:
+    for name, kw, order, shared in [
+        ("one by one", {"batch_size": 1}, None, False),
+        ("3 rows", {"batch_size": 3}, None, False),
+        ("budget", {"batch_tokens": 700}, None, False),
+        ("reversed, 5 rows", {"batch_size": 5}, slice(None, None, -1), False),
+        ("shared, 2 rows", {"batch_size": 2}, None, True),
+        ("shared, budget, reversed", {"batch_tokens": 400}, slice(None, None, -1), True),
+    ]:
         clear_memo()
         model = TransformersModel(judge_path, device="cpu", dtype="float32", **kw)
         idx = list(range(len(prompts)))[order or slice(None)]
-        labels, expected, _ = umbrela_label_distribution(model, [prompts[i] for i in idx], None,
-                                                         [prefixes[i] for i in idx] if shared else None)
+        labels, expected, _ = umbrela_label_distribution(
+            model, [prompts[i] for i in idx], None, [prefixes[i] for i in idx] if shared else None
+        )
         back = np.empty_like(labels)
         back[idx] = labels
         exp = np.empty_like(expected)

@@ -14,13 +14,19 @@ import pytest
 import torch
 
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_digit_logprobs, umbrela_label_distribution
+from judgebench.llm.local.gemma3 import gemma3_model_dir
 from judgebench.llm.local.prefix_cache import text_before
 from judgebench.llm.local.transformers_model import TransformersModel
-from judgebench.llm.local.gemma3 import gemma3_model_dir
 from tiny_models import controlled_logits, log_softmax, tiny_causal, tiny_controlled_causal, tiny_seq2seq
 
-PROMPTS = ["cat", "the dog is in the river and the sun is on the water", "what is music ?",
-           "good good moon", "fire tree city", "a"]
+PROMPTS = [
+    "cat",
+    "the dog is in the river and the sun is on the water",
+    "what is music ?",
+    "good good moon",
+    "fire tree city",
+    "a",
+]
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +68,11 @@ def test_batched_matches_one_by_one_causal(arch, request):
     assert np.abs(a - b).max() < 1e-4
     assert np.ptp(a[:, 0]) > 1e-2  # the prompts really score differently: agreement is not trivial
     assert batched.usage.prompts == len(PROMPTS) and batched.usage.batches == 2 and single.usage.batches == len(PROMPTS)
-    assert batched.usage.input_tokens == single.usage.input_tokens == sum(len(batched.encode(p, "##final score: ")[0]) for p in PROMPTS)
+    assert (
+        batched.usage.input_tokens
+        == single.usage.input_tokens
+        == sum(len(batched.encode(p, "##final score: ")[0]) for p in PROMPTS)
+    )
     if arch == "gpt2":  # negative control: absolute positions make the missing position ids visible
         batched._has_pos = False
         assert np.abs(batched.next_token_logprobs(PROMPTS, cands, forced_prefix="##final score: ") - b).max() > 1e-2
@@ -87,7 +97,13 @@ def test_batched_matches_one_by_one_seq2seq(t5):
 # (2) a model whose answers are known -------------------------------------------------------------
 def test_controlled_model_exact_logprobs(controlled):
     lm = TransformersModel(controlled, batch_size=3)
-    prompts = ["cat dog", "good", "good good cat", "the good cat is a good dog and good", "moon sun tree river water fire"]
+    prompts = [
+        "cat dog",
+        "good",
+        "good good cat",
+        "the good cat is a good dog and good",
+        "moon sun tree river water fire",
+    ]
     cands = ["yes", "no", "0", "cat"]
     got = lm.next_token_logprobs(prompts, cands)
     ids = [lm.token_id(c) for c in cands]
@@ -122,7 +138,9 @@ def test_render_truncates_only_the_document(llama):
     kept = prompt.split("Passage : ")[1].rsplit("\nAnswer :", 1)[0]
     assert doc.startswith(kept) and len(kept) < len(doc)
     assert len(lm.encode(prompt, "##final score: ")[0]) <= 30
-    assert len(lm.encode(template.format(query=query, passage=kept + " water"), "##final score: ")[0]) > 29  # cut no more than needed
+    assert (
+        len(lm.encode(template.format(query=query, passage=kept + " water"), "##final score: ")[0]) > 29
+    )  # cut no more than needed
     lm.next_token_logprobs([prompt], ["yes"], forced_prefix="##final score: ")  # fits
     short, cut = lm.render(template, {"query": query, "passage": "cat dog"}, "passage")
     assert not cut and short == template.format(query=query, passage="cat dog") and lm.truncated == 1
@@ -152,7 +170,9 @@ def test_process_memo_shares_weights_not_counters(llama):
     a = TransformersModel(llama)
     b = TransformersModel(str(llama), batch_size=2, max_input_tokens=64)
     assert a.model is b.model and a.tokenizer is b.tokenizer
-    assert TransformersModel(llama, kind="causal", dtype="float32", device="cpu").model is a.model  # "auto" resolved before keying
+    assert (
+        TransformersModel(llama, kind="causal", dtype="float32", device="cpu").model is a.model
+    )  # "auto" resolved before keying
     a.next_token_logprobs(["cat"], ["yes"])
     assert a.usage.prompts == 1 and b.usage.prompts == 0 and b.batch_size == 2 and a.batch_size == 8
 
@@ -186,8 +206,10 @@ RG = (
     "For the following query and document, judge whether they are relevant. Output Yes or No.\nQuery: "
     "{query}\nDocument: {passage}\nOutput:"
 )
-PAIRS = [("how long do cats live", "Indoor cats typically live 12 to 18 years, and some reach their early 20s."),
-         ("how long do cats live", "The Treaty of Westphalia was signed in 1648, ending the Thirty Years' War.")]
+PAIRS = [
+    ("how long do cats live", "Indoor cats typically live 12 to 18 years, and some reach their early 20s."),
+    ("how long do cats live", "The Treaty of Westphalia was signed in 1648, ending the Thirty Years' War."),
+]
 
 
 def _converted_once(tmp_path_factory, model_dir, folder: str, label: str) -> Iterator[TransformersModel]:
@@ -226,8 +248,12 @@ def test_smollm2_umbrela_reads_the_digit_after_the_space(smollm2):
     tok = lm.tokenizer
     digits = tok.convert_tokens_to_ids(["0", "1", "2", "3"])
     for i, prompt in enumerate(prompts):
-        text = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
-        ids = tok(text + "##final score:", add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("\u0120")]
+        text = tok.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
+        ids = tok(text + "##final score:", add_special_tokens=False)["input_ids"] + [
+            tok.convert_tokens_to_ids("\u0120")
+        ]
         with torch.no_grad():
             lp = torch.log_softmax(lm.model(torch.tensor([ids])).logits[0, -1].double(), -1)[digits].numpy()
         assert np.abs(got[i] - lp).max() <= 1e-4
@@ -260,7 +286,9 @@ def gemma3(tmp_path_factory) -> Iterator[TransformersModel]:
 @pytest.mark.slow  # converts the real Gemma 3 GGUF once (~3 min), then scores a few prompts
 def test_gemma3_is_a_plain_text_model_read_like_smollm2(gemma3):
     lm = gemma3
-    assert type(lm.model).__name__ == "Gemma3ForCausalLM" and 260e6 < sum(p.numel() for p in lm.model.parameters()) < 275e6
+    assert (
+        type(lm.model).__name__ == "Gemma3ForCausalLM" and 260e6 < sum(p.numel() for p in lm.model.parameters()) < 275e6
+    )
     assert lm.kind == "causal" and not lm.use_chat_template  # a base model: prompts are plain text, BOS added
     ids, _ = lm.encode("q", forced_prefix=UMBRELA_PREFIX)
     assert ids[0] == lm.tokenizer.bos_token_id and lm.tokenizer.convert_ids_to_tokens(ids[-2:]) == [":", "\u2581"]

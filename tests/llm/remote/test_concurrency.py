@@ -158,13 +158,19 @@ def test_rate_limit_headers_and_durations():
     assert parse_duration("1s") == 1 and parse_duration("6m0s") == 360 and parse_duration("20ms") == pytest.approx(0.02)
     assert parse_duration("1h2m3.5s") == pytest.approx(3723.5) and parse_duration("0.25") == 0.25
     assert parse_duration("soon") is None and parse_duration(None) is None
-    used_up = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "850ms",
-               "x-ratelimit-remaining-tokens": "1200", "x-ratelimit-reset-tokens": "3s"}
+    used_up = {
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "850ms",
+        "x-ratelimit-remaining-tokens": "1200",
+        "x-ratelimit-reset-tokens": "3s",
+    }
     assert rate_limit_hold(used_up) == pytest.approx(0.85)
     assert rate_limit_hold(used_up, retry_after=0.3) == pytest.approx(0.3)  # the server's own advice first
     assert rate_limit_hold({**used_up, "x-ratelimit-remaining-tokens": "0"}) == pytest.approx(3.0)  # the longer
     assert rate_limit_hold({"x-ratelimit-remaining-requests": "5", "x-ratelimit-reset-requests": "1s"}) is None
-    assert rate_limit_hold({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}) == 60  # capped
+    assert (
+        rate_limit_hold({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}) == 60
+    )  # capped
     assert rate_limit_hold(None) is None
 
 
@@ -196,10 +202,12 @@ def test_the_fake_servers_limits_answer_429_with_headers():
 
     async def post(url: str, n: int, together: bool) -> list[tuple[int, dict]]:
         async with aiohttp.ClientSession() as client:
+
             async def one():
                 async with client.post(url + "/chat/completions", json=body, headers=auth) as r:
                     await r.read()
                     return r.status, {k.lower(): v for k, v in r.headers.items()}
+
             if together:
                 return list(await asyncio.gather(*(one() for _ in range(n))))
             return [await one() for _ in range(n)]
@@ -233,9 +241,13 @@ def test_settings_are_checked():
 
     from judgebench.checks.settings import problems
 
-    cfg = OmegaConf.create({"judge": {"backend": {"adaptive": "yes", "min_concurrency": 0, "initial_concurrency": None}}})
-    assert sorted(problems(cfg)) == ["judge.backend.adaptive='yes': expected true or false",
-                                     "judge.backend.min_concurrency=0: expected an integer >= 1"]
+    cfg = OmegaConf.create(
+        {"judge": {"backend": {"adaptive": "yes", "min_concurrency": 0, "initial_concurrency": None}}}
+    )
+    assert sorted(problems(cfg)) == [
+        "judge.backend.adaptive='yes': expected true or false",
+        "judge.backend.min_concurrency=0: expected an integer >= 1",
+    ]
     with pytest.raises(ValueError, match="max_inflight must be >= 0"):
         FakeConfig().updated(max_inflight=-1)
 
@@ -247,9 +259,13 @@ def synthetic_dataset(n_pairs: int):
     from judgebench.data.datasets import Dataset
 
     queries = {f"q{i}": f"question {i} about rivers and banks" for i in range(-(-n_pairs // 20))}
-    corpus = {f"d{i}": f"passage {i}: " + " ".join(f"word{(i * 7 + k) % 97}" for k in range(40)) for i in range(n_pairs)}
-    pool = pd.DataFrame([(f"q{i // 20}", f"d{i}", 1.0, i % 20 + 1) for i in range(n_pairs)],
-                        columns=["query_id", "doc_id", "score", "rank"])
+    corpus = {
+        f"d{i}": f"passage {i}: " + " ".join(f"word{(i * 7 + k) % 97}" for k in range(40)) for i in range(n_pairs)
+    }
+    pool = pd.DataFrame(
+        [(f"q{i // 20}", f"d{i}", 1.0, i % 20 + 1) for i in range(n_pairs)],
+        columns=["query_id", "doc_id", "score", "rank"],
+    )
     qrels = pool[["query_id", "doc_id"]].assign(relevance=[i % 4 for i in range(n_pairs)])
     return Dataset("synthetic", queries, qrels, corpus, pool)
 
@@ -264,10 +280,17 @@ def test_the_window_finds_the_servers_in_flight_limit(tmp_path, monkeypatch):
     dataset = synthetic_dataset(N)
     pairs = dataset.label_set()[["query_id", "doc_id"]]
     with FakeLLMServer(latency_s=0.1, max_inflight=K, retry_after_s=0.05) as srv:
-        backend = OpenAIBackend("gpt-4o-mini", base_url=srv.openai_base_url, max_concurrency=8 * K, adaptive=True,
-                                initial_concurrency=2, backoff_base_s=0.01)
-        judge = LLMJudge(name="aimd", family="openai", model="gpt-4o-mini", backend=backend,
-                         cache_dir=str(tmp_path), progress=False)
+        backend = OpenAIBackend(
+            "gpt-4o-mini",
+            base_url=srv.openai_base_url,
+            max_concurrency=8 * K,
+            adaptive=True,
+            initial_concurrency=2,
+            backoff_base_s=0.01,
+        )
+        judge = LLMJudge(
+            name="aimd", family="openai", model="gpt-4o-mini", backend=backend, cache_dir=str(tmp_path), progress=False
+        )
         result = judge.judge(pairs, dataset, dataset.corpus)
         stats = srv.stats()
     assert len(result.labels) == N and result.failed.empty
@@ -293,10 +316,22 @@ def test_gemini_resource_exhausted_shrinks_the_window(tmp_path, monkeypatch):
     dataset = synthetic_dataset(N)
     pairs = dataset.label_set()[["query_id", "doc_id"]]
     with FakeLLMServer(latency_s=0.2, max_inflight=K, retry_after_s=0.05) as srv:
-        backend = GeminiBackend("gemini-3.8-flash", base_url=srv.gemini_base_url, max_concurrency=16, adaptive=True,
-                                initial_concurrency=8, backoff_base_s=0.01)
-        judge = LLMJudge(name="aimd-gemini", family="gemini", model="gemini-3.8-flash", backend=backend,
-                         cache_dir=str(tmp_path), progress=False)
+        backend = GeminiBackend(
+            "gemini-3.8-flash",
+            base_url=srv.gemini_base_url,
+            max_concurrency=16,
+            adaptive=True,
+            initial_concurrency=8,
+            backoff_base_s=0.01,
+        )
+        judge = LLMJudge(
+            name="aimd-gemini",
+            family="gemini",
+            model="gemini-3.8-flash",
+            backend=backend,
+            cache_dir=str(tmp_path),
+            progress=False,
+        )
         result = judge.judge(pairs, dataset, dataset.corpus)
         stats = srv.stats()
     assert len(result.labels) == N and result.failed.empty

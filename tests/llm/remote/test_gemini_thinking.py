@@ -16,13 +16,13 @@ from google.genai import types
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from fake_gemini import server, small, srv  # noqa: F401  (the fake server's fixtures, a 12-pair dataset)
 from judgebench.exceptions import ConfigError
 from judgebench.judges.llm import LLMJudge
 from judgebench.llm.remote.api import CallFailed, GeminiBackend, OpenAIBackend
 from judgebench.llm.remote.gemini_models import replacement, thinking_request
 from judgebench.rewriters.llm import REWRITE_PROMPT
 from judgebench.testing.fake_app import FakeConfig, fake_answer, fake_rewrite
-from fake_gemini import server, small, srv  # noqa: F401  (the fake server's fixtures, a 12-pair dataset)
 
 CONF = Path(__file__).resolve().parents[3] / "src" / "judgebench" / "conf"
 THOUGHTS = FakeConfig().thoughts  # what the fake thinks at level high; low is a quarter of it
@@ -35,31 +35,37 @@ def _body(srv) -> dict:
 # ---------------------------------------------------------------- what each family is sent
 
 
-@pytest.mark.parametrize(("model", "thinking", "sent", "request_max"), [
-    ("gemini-3.8-flash", "off", {"thinking_level": "low"}, 64 + 1024),  # no minimal on 3.7+ Flash
-    ("gemini-3.5-flash-lite", False, {"thinking_level": "minimal"}, 64 + 1024),  # YAML's bare off
-    ("gemini-3.1-pro-preview", "high", {"thinking_level": "high"}, 64 + 1024),
-    ("gemini-2.5-flash-lite", "off", {"thinking_budget": 0}, 64),
-    ("gemini-2.5-flash-lite", 600, {"thinking_budget": 600}, 664),
-    ("gemini-2.5-pro", "off", {"thinking_budget": 128}, 192),  # 2.5 Pro cannot turn thinking off
-    ("gemini-1.5-flash", "off", None, 64),  # does not think: nothing sent, the cache key as before
-])
+@pytest.mark.parametrize(
+    ("model", "thinking", "sent", "request_max"),
+    [
+        ("gemini-3.8-flash", "off", {"thinking_level": "low"}, 64 + 1024),  # no minimal on 3.7+ Flash
+        ("gemini-3.5-flash-lite", False, {"thinking_level": "minimal"}, 64 + 1024),  # YAML's bare off
+        ("gemini-3.1-pro-preview", "high", {"thinking_level": "high"}, 64 + 1024),
+        ("gemini-2.5-flash-lite", "off", {"thinking_budget": 0}, 64),
+        ("gemini-2.5-flash-lite", 600, {"thinking_budget": 600}, 664),
+        ("gemini-2.5-pro", "off", {"thinking_budget": 128}, 192),  # 2.5 Pro cannot turn thinking off
+        ("gemini-1.5-flash", "off", None, 64),  # does not think: nothing sent, the cache key as before
+    ],
+)
 def test_thinking_setting_to_request(model, thinking, sent, request_max):
     assert thinking_request(model, thinking, 1024, 64) == (sent, request_max)
 
 
-@pytest.mark.parametrize(("model", "thinking", "message"), [
-    ("gemini-2.5-pro", 0, "cannot turn thinking off; its least budget is 128"),
-    ("gemini-2.5-flash-lite", -1, "dynamic thinking"),  # on with no bound: refused
-    ("gemini-2.5-flash", None, "dynamic thinking"),  # left to a 2.5 model's default: unbounded, refused
-    ("gemini-3.8-flash", None, "max_output_tokens=64 cannot bound"),
-    ("gemini-3.8-flash", "minimal", "takes the levels low, medium, high"),
-    ("gemini-3.8-flash", 512, "takes a thinking level"),
-    ("gemini-2.5-flash-lite", "low", "takes a thinking budget"),
-    ("gemini-2.5-flash-lite", 100, "512-24576"),
-    ("gemini-2.0-flash", "low", "does not think"),
-    ("gemini-3.8-flash", "lots", "expected off, a budget"),
-])
+@pytest.mark.parametrize(
+    ("model", "thinking", "message"),
+    [
+        ("gemini-2.5-pro", 0, "cannot turn thinking off; its least budget is 128"),
+        ("gemini-2.5-flash-lite", -1, "dynamic thinking"),  # on with no bound: refused
+        ("gemini-2.5-flash", None, "dynamic thinking"),  # left to a 2.5 model's default: unbounded, refused
+        ("gemini-3.8-flash", None, "max_output_tokens=64 cannot bound"),
+        ("gemini-3.8-flash", "minimal", "takes the levels low, medium, high"),
+        ("gemini-3.8-flash", 512, "takes a thinking level"),
+        ("gemini-2.5-flash-lite", "low", "takes a thinking budget"),
+        ("gemini-2.5-flash-lite", 100, "512-24576"),
+        ("gemini-2.0-flash", "low", "does not think"),
+        ("gemini-3.8-flash", "lots", "expected off, a budget"),
+    ],
+)
 def test_settings_a_model_cannot_take_are_refused(model, thinking, message):
     with pytest.raises(ConfigError, match=message):
         GeminiBackend(model, thinking=thinking)
@@ -85,22 +91,34 @@ def test_the_fake_thinks_by_default_and_thinking_eats_max_output_tokens(srv):
     g = _client(srv)
     prompt = "Query: x\nPassage: y\n##final score"
     # no thinking config on a model that thinks by default, and too few tokens: nothing left for the answer
-    r = g.models.generate_content(model="gemini-3.8-flash", contents=prompt,
-                                  config=types.GenerateContentConfig(max_output_tokens=10))
+    r = g.models.generate_content(
+        model="gemini-3.8-flash", contents=prompt, config=types.GenerateContentConfig(max_output_tokens=10)
+    )
     assert r.text is None and r.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
     assert r.usage_metadata.thoughts_token_count == 10 and not r.usage_metadata.candidates_token_count
     # room for the 200 thought tokens and one word of the answer: cut to that word
-    r = g.models.generate_content(model="gemini-3.8-flash", contents=prompt,
-                                  config=types.GenerateContentConfig(max_output_tokens=THOUGHTS + 1))
+    r = g.models.generate_content(
+        model="gemini-3.8-flash", contents=prompt, config=types.GenerateContentConfig(max_output_tokens=THOUGHTS + 1)
+    )
     assert r.text == fake_answer(prompt).split()[0] and r.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
     # a budget caps the thinking; budget 0 turns it off
     for budget, thought in ((40, 40), (0, None)):
-        r = g.models.generate_content(model="gemini-2.5-flash-lite", contents=prompt, config=types.GenerateContentConfig(
-            max_output_tokens=50, thinking_config=types.ThinkingConfig(thinking_budget=budget)))
+        r = g.models.generate_content(
+            model="gemini-2.5-flash-lite",
+            contents=prompt,
+            config=types.GenerateContentConfig(
+                max_output_tokens=50, thinking_config=types.ThinkingConfig(thinking_budget=budget)
+            ),
+        )
         assert r.text == fake_answer(prompt) and r.usage_metadata.thoughts_token_count == thought
     # a level: low thinks a quarter of what high does
-    r = g.models.generate_content(model="gemini-3.8-flash", contents=prompt, config=types.GenerateContentConfig(
-        thinking_config=types.ThinkingConfig(thinking_level=types.ThinkingLevel.LOW)))
+    r = g.models.generate_content(
+        model="gemini-3.8-flash",
+        contents=prompt,
+        config=types.GenerateContentConfig(
+            thinking_config=types.ThinkingConfig(thinking_level=types.ThinkingLevel.LOW)
+        ),
+    )
     assert r.usage_metadata.thoughts_token_count == THOUGHTS // 4
     assert srv.stats()["by_outcome"]["ok"] == 5
 
@@ -108,12 +126,19 @@ def test_the_fake_thinks_by_default_and_thinking_eats_max_output_tokens(srv):
 def test_the_fake_refuses_what_the_api_refuses_and_404s_retired_ids(srv):
     g = _client(srv)
     with pytest.raises(genai_errors.ClientError) as err:  # a level for a 2.5 model
-        g.models.generate_content(model="gemini-2.5-flash-lite", contents="x", config=types.GenerateContentConfig(
-            thinking_config=types.ThinkingConfig(thinking_level=types.ThinkingLevel.LOW)))
+        g.models.generate_content(
+            model="gemini-2.5-flash-lite",
+            contents="x",
+            config=types.GenerateContentConfig(
+                thinking_config=types.ThinkingConfig(thinking_level=types.ThinkingLevel.LOW)
+            ),
+        )
     assert err.value.code == 400 and "not supported" in err.value.message
-    for call in (lambda: g.models.generate_content(model="gemini-1.5-flash", contents="x"),
-                 lambda: g.models.get(model="gemini-1.5-flash"),
-                 lambda: g.models.get(model="gemini-3.8-flsh")):  # unknown to models.get
+    for call in (
+        lambda: g.models.generate_content(model="gemini-1.5-flash", contents="x"),
+        lambda: g.models.get(model="gemini-1.5-flash"),
+        lambda: g.models.get(model="gemini-3.8-flsh"),
+    ):  # unknown to models.get
         with pytest.raises(genai_errors.ClientError) as err:
             call()
         assert err.value.code == 404 and err.value.status == "NOT_FOUND"
@@ -128,8 +153,12 @@ def test_the_fake_refuses_what_the_api_refuses_and_404s_retired_ids(srv):
 
 
 def test_judge_thinking_tokens_reach_records_usage_and_cost(srv, small, tmp_path):
-    backend = GeminiBackend("gemini-3.8-flash", base_url=srv.base_url, price_input_per_mtok=0.75, price_output_per_mtok=3.75)
-    judge = LLMJudge(name="g", family="gemini", model=backend.model, backend=backend, cache_dir=str(tmp_path), progress=False)
+    backend = GeminiBackend(
+        "gemini-3.8-flash", base_url=srv.base_url, price_input_per_mtok=0.75, price_output_per_mtok=3.75
+    )
+    judge = LLMJudge(
+        name="g", family="gemini", model=backend.model, backend=backend, cache_dir=str(tmp_path), progress=False
+    )
     pairs = small.label_set()[["query_id", "doc_id"]]
     result = judge.judge(pairs, small, small.corpus)
     assert result.failed.empty and len(result.labels) == len(pairs) == 12
@@ -144,13 +173,16 @@ def test_judge_thinking_tokens_reach_records_usage_and_cost(srv, small, tmp_path
     assert judge.cache.get(key)["thinking_tokens"] == THOUGHTS // 4
     # the thinking setting is part of the call key: another level is another answer, asked again
     other = GeminiBackend("gemini-3.8-flash", base_url=srv.base_url, thinking="high")
-    assert LLMJudge(name="g", family="gemini", model=other.model, backend=other, cache_dir=str(tmp_path)).key_for("p") != judge.key_for("p")
+    assert LLMJudge(name="g", family="gemini", model=other.model, backend=other, cache_dir=str(tmp_path)).key_for(
+        "p"
+    ) != judge.key_for("p")
 
 
 def test_an_answer_cut_off_by_thinking_fails_at_once_without_reasks(srv):
     srv.configure(thoughts=2000)  # more than the reserve: nothing left of maxOutputTokens for the answer
-    backend = GeminiBackend("gemini-3.8-flash", base_url=srv.base_url, thinking="high", thinking_reserve=100,
-                            max_output_tokens=8)
+    backend = GeminiBackend(
+        "gemini-3.8-flash", base_url=srv.base_url, thinking="high", thinking_reserve=100, max_output_tokens=8
+    )
 
     async def ask():
         async with backend:
@@ -174,15 +206,25 @@ def test_a_budget_widens_the_request_by_itself(srv):
     generation = _body(srv)["generationConfig"]
     assert generation["maxOutputTokens"] == 608 and generation["thinkingConfig"] == {"thinking_budget": 600}
     assert done.text == fake_answer("Query: q\nPassage: p\n##final score") and done.thinking_tokens == THOUGHTS
-    assert backend.cost(1_000_000, 0, thinking_tokens=1_000_000) == backend.cost(1_000_000, 1_000_000)  # billed as output
+    assert backend.cost(1_000_000, 0, thinking_tokens=1_000_000) == backend.cost(
+        1_000_000, 1_000_000
+    )  # billed as output
 
 
 def test_batch_lines_carry_the_thinking_config_and_their_thinking_is_paid(srv, small, tmp_path):
     srv.reset_batches()
     srv.configure_batches(polls_in_progress=0, seconds_in_progress=0, fail_share=0.0, expire=False)
-    backend = GeminiBackend("gemini-3.8-flash", base_url=srv.base_url, mode="batch", batch={"poll_interval_s": 0.02},
-                            price_input_per_mtok=1.0, price_output_per_mtok=4.0)
-    judge = LLMJudge(name="b", family="gemini", model=backend.model, backend=backend, cache_dir=str(tmp_path), progress=False)
+    backend = GeminiBackend(
+        "gemini-3.8-flash",
+        base_url=srv.base_url,
+        mode="batch",
+        batch={"poll_interval_s": 0.02},
+        price_input_per_mtok=1.0,
+        price_output_per_mtok=4.0,
+    )
+    judge = LLMJudge(
+        name="b", family="gemini", model=backend.model, backend=backend, cache_dir=str(tmp_path), progress=False
+    )
     result = judge.judge(small.label_set()[["query_id", "doc_id"]], small, small.corpus)
     u = result.usage
     assert result.failed.empty and u.batches == 1 and srv.stats()["requests"] == 0
@@ -191,7 +233,9 @@ def test_batch_lines_carry_the_thinking_config_and_their_thinking_is_paid(srv, s
 
 
 def test_openai_reasoning_level_is_sent_as_reasoning_effort(srv):
-    backend = OpenAIBackend("o-fake", base_url=srv.openai_base_url, thinking="low", thinking_reserve=500, max_output_tokens=16)
+    backend = OpenAIBackend(
+        "o-fake", base_url=srv.openai_base_url, thinking="low", thinking_reserve=500, max_output_tokens=16
+    )
 
     async def ask():
         async with backend:
@@ -242,8 +286,7 @@ def test_rewriter_gemini_flash_thinks_at_its_least_with_room_for_it(srv, small, 
 def test_one_refusal_of_a_retired_model_for_the_dry_run_and_the_preflight(monkeypatch, capsys):
     """The dry run (offline) and the preflight refuse a retired id with the same line, from one function; a current
     id, or a retired name on another provider, passes both without a word."""
-    from judgebench.checks import offline_checks
-    from judgebench.checks import preflight
+    from judgebench.checks import offline_checks, preflight
     from judgebench.exceptions import BackendRefused
 
     monkeypatch.setenv("JB_TEST_GEMINI_KEY", "k")

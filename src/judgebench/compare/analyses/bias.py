@@ -20,9 +20,23 @@ from scipy.stats import rankdata
 from judgebench.compare.base.reference import References
 from judgebench.compare.base.tables import judge_columns
 
-COLUMNS = ["dataset", "judge", "reference", "llm_rank_judge", "oracle_rank_judge", "llm_rank_human", "oracle_rank_human",
-           "inverted", "llm_wins_judge", "llm_wins_human", "llm_above_oracles_judge", "llm_above_oracles_human",
-           "oracle_first_pairs", "flipped_pairs", "flip_margin"]
+COLUMNS = [
+    "dataset",
+    "judge",
+    "reference",
+    "llm_rank_judge",
+    "oracle_rank_judge",
+    "llm_rank_human",
+    "oracle_rank_human",
+    "inverted",
+    "llm_wins_judge",
+    "llm_wins_human",
+    "llm_above_oracles_judge",
+    "llm_above_oracles_human",
+    "oracle_first_pairs",
+    "flipped_pairs",
+    "flip_margin",
+]
 TYPES = ("oracle", "llm", "lexical", "external")
 
 
@@ -93,12 +107,18 @@ def ranker_bias(t1: dict[str, pd.DataFrame], refs: References) -> pd.DataFrame:
                 "llm_above_oracles_judge": _above(both[judge], llm, oracles),
                 "llm_above_oracles_human": _above(both[reference], llm, oracles),
             }
-            row["oracle_first_pairs"], row["flipped_pairs"], row["flip_margin"] = _flips(both[judge], both[reference], llm, oracles)
+            row["oracle_first_pairs"], row["flipped_pairs"], row["flip_margin"] = _flips(
+                both[judge], both[reference], llm, oracles
+            )
             human_order = _order(row["llm_rank_human"], row["oracle_rank_human"])
             judge_order = _order(row["llm_rank_judge"], row["oracle_rank_judge"])
             # the group order flips, or an LLM ranker the humans put below the oracles tops them all
             # under the judge (the paper's finding: a judge rating an LLM reranker above the Perfect oracle)
-            jumped = set(row["llm_above_oracles_judge"].split(", ")) - set(row["llm_above_oracles_human"].split(", ")) - {"-"}
+            jumped = (
+                set(row["llm_above_oracles_judge"].split(", "))
+                - set(row["llm_above_oracles_human"].split(", "))
+                - {"-"}
+            )
             flipped = human_order != 0 and judge_order == -human_order
             row["inverted"] = None if not (llm and oracles) else bool(flipped or jumped)
             for t in TYPES:

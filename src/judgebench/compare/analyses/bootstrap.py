@@ -75,6 +75,15 @@ def mean_intervals(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], level: 
             values = per_query_matrix(own.iloc[of.get(judge, [])], systems, queries)
             lo, hi = np.clip(t_interval(values, level), 0.0, 1.0)  # nDCG lies in [0, 1]: clipping loses no coverage
             for s, system in enumerate(systems):
-                mean_rows.append({"dataset": dataset, "judge": judge, "system": system, "mean": table.at[system, judge],
-                                  "lo": float(lo[s]), "hi": float(hi[s]), "queries": len(queries)})
+                mean_rows.append(
+                    {
+                        "dataset": dataset,
+                        "judge": judge,
+                        "system": system,
+                        "mean": table.at[system, judge],
+                        "lo": float(lo[s]),
+                        "hi": float(hi[s]),
+                        "queries": len(queries),
+                    }
+                )
     return pd.DataFrame(mean_rows, columns=MEANS)

@@ -43,9 +43,22 @@ from judgebench.metrics.query_tau import query_tau
 
 MIN_JUDGES = 3  # the table needs 3 judges; the correlation's verdict needs min_judges(alpha)
 CONSTRUCTION = ("Perfect", "Swap[3]", "Swap[2]", "Swap[1]", "Swap[2,3]", "Swap[1,2]")  # best first
-COLUMNS = ["dataset", "judge", "kappa_graded", "pairs", "as_constructed", "reversed", "undecided", "worse_than_humans",
-           "human_as_constructed", "query_tau_oracles", "query_tau_oracles_lo", "query_tau_oracles_hi", "tau_oracles",
-           "tau_ap_oracles"]
+COLUMNS = [
+    "dataset",
+    "judge",
+    "kappa_graded",
+    "pairs",
+    "as_constructed",
+    "reversed",
+    "undecided",
+    "worse_than_humans",
+    "human_as_constructed",
+    "query_tau_oracles",
+    "query_tau_oracles_lo",
+    "query_tau_oracles_hi",
+    "tau_oracles",
+    "tau_ap_oracles",
+]
 CORRELATIONS = ["dataset", "statistic", "rho", "p_value", "p_holm", "judges", "verdict"]
 STATISTICS = {"as_constructed": "pairs ordered as constructed", "query_tau_oracles": "oracles-only per-query tau"}
 TOO_FEW = "too few judges to say"
@@ -94,11 +107,22 @@ def min_judges(alpha: float) -> int:
     return next(n for n in range(2, 30) if 2 / math.factorial(n) <= alpha)
 
 
-def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], table2: pd.DataFrame, refs: References, alpha: float = 0.05,
-            n_resamples: int = 10_000, seed: int = 0, level: float = 0.95, exclude=()) -> Discrimination:
+def analyse(
+    per_query: pd.DataFrame,
+    t1: dict[str, pd.DataFrame],
+    table2: pd.DataFrame,
+    refs: References,
+    alpha: float = 0.05,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    level: float = 0.95,
+    exclude=(),
+) -> Discrimination:
     """The discrimination table, the correlations and the answer of every dataset where :func:`applies`."""
     rows, corr, human, answers = [], [], {}, {}
-    kappa = {(d, j): k for d, j, k in zip(table2.get("dataset", []), table2.get("judge", []), table2.get("kappa_graded", []))}
+    kappa = {
+        (d, j): k for d, j, k in zip(table2.get("dataset", []), table2.get("judge", []), table2.get("kappa_graded", []))
+    }
     for dataset, table in t1.items():
         if not applies(table, exclude):
             continue
@@ -111,13 +135,29 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], table2: pd.Dat
         found = []
         for judge in judges:
             mine = per_query_matrix(own.iloc[of.get(judge, [])], oracles, queries)
-            theirs = per_query_matrix(refs.rows(dataset, judge).pipe(lambda f: f[f["system"].isin(oracles)])
-                                      .assign(query_id=lambda f: f["query_id"].astype(str)), oracles, queries)
-            found.append({"dataset": dataset, "judge": judge, "kappa_graded": kappa.get((dataset, judge), math.nan),
-                          **pair_tests(mine, theirs, alpha), **orderings(mine, theirs, oracles, level)})
+            theirs = per_query_matrix(
+                refs.rows(dataset, judge)
+                .pipe(lambda f: f[f["system"].isin(oracles)])
+                .assign(query_id=lambda f: f["query_id"].astype(str)),
+                oracles,
+                queries,
+            )
+            found.append(
+                {
+                    "dataset": dataset,
+                    "judge": judge,
+                    "kappa_graded": kappa.get((dataset, judge), math.nan),
+                    **pair_tests(mine, theirs, alpha),
+                    **orderings(mine, theirs, oracles, level),
+                }
+            )
         frame = pd.DataFrame(found, columns=COLUMNS)
-        frame = frame.sort_values(["as_constructed", "worse_than_humans", "query_tau_oracles"], ascending=[False, True, False],
-                                  kind="stable", na_position="last")
+        frame = frame.sort_values(
+            ["as_constructed", "worse_than_humans", "query_tau_oracles"],
+            ascending=[False, True, False],
+            kind="stable",
+            na_position="last",
+        )
         rows.append(frame)
         human[dataset] = (int(frame["human_as_constructed"].max()), len(oracles) * (len(oracles) - 1) // 2)
         c = correlations(frame, alpha, n_resamples, seed).assign(dataset=dataset)[CORRELATIONS]
@@ -154,8 +194,14 @@ def pair_tests(judge: np.ndarray, human: np.ndarray, alpha: float) -> dict:
     human_up, _ = ordered(sh)
     e = sh - sj
     worse = holm(sign_p((e > 0).sum(axis=1), (e < 0).sum(axis=1), two_sided=False)) < alpha
-    return {"pairs": len(i), "as_constructed": int(up.sum()), "reversed": int(down.sum()), "undecided": int(len(i) - up.sum() - down.sum()),
-            "worse_than_humans": int(worse.sum()), "human_as_constructed": int(human_up.sum())}
+    return {
+        "pairs": len(i),
+        "as_constructed": int(up.sum()),
+        "reversed": int(down.sum()),
+        "undecided": int(len(i) - up.sum() - down.sum()),
+        "worse_than_humans": int(worse.sum()),
+        "human_as_constructed": int(human_up.sum()),
+    }
 
 
 def orderings(judge: np.ndarray, human: np.ndarray, oracles: list[str], level: float) -> dict:
@@ -164,14 +210,19 @@ def orderings(judge: np.ndarray, human: np.ndarray, oracles: list[str], level: f
         warnings.simplefilter("ignore", RuntimeWarning)  # an oracle without values under a judge: nan, left out
         j, h = np.nanmean(judge, axis=1), np.nanmean(human, axis=1)
     keep = ~np.isnan(j) & ~np.isnan(h)
-    out = dict.fromkeys(["query_tau_oracles", "query_tau_oracles_lo", "query_tau_oracles_hi", "tau_oracles", "tau_ap_oracles"],
-                        math.nan)
+    out = dict.fromkeys(
+        ["query_tau_oracles", "query_tau_oracles_lo", "query_tau_oracles_hi", "tau_oracles", "tau_ap_oracles"], math.nan
+    )
     if keep.sum() >= 2:
         q = query_tau(judge[keep], human[keep], level)
         names = [s for s, k in zip(oracles, keep) if k]
-        out.update(query_tau_oracles=float(q.tau), query_tau_oracles_lo=float(q.lo), query_tau_oracles_hi=float(q.hi),
-                   tau_oracles=float(tau_b(j[keep], h[keep])[0]), tau_ap_oracles=tau_ap(dict(zip(names, j[keep])),
-                                                                                        dict(zip(names, h[keep]))))
+        out.update(
+            query_tau_oracles=float(q.tau),
+            query_tau_oracles_lo=float(q.lo),
+            query_tau_oracles_hi=float(q.hi),
+            tau_oracles=float(tau_b(j[keep], h[keep])[0]),
+            tau_ap_oracles=tau_ap(dict(zip(names, j[keep])), dict(zip(names, h[keep]))),
+        )
     return out
 
 
@@ -191,8 +242,16 @@ def correlations(frame: pd.DataFrame, alpha: float = 0.05, n_resamples: int = 10
     out = pd.DataFrame(rows)
     out["p_holm"] = holm(out["p_value"].to_numpy(float))
     few = min_judges(alpha)
-    out["verdict"] = [TOO_FEW if n < few else "undefined (no variation)" if r != r else "predicts" if r > 0 and p < alpha
-                      else "no evidence" for n, r, p in zip(out["judges"], out["rho"], out["p_holm"])]
+    out["verdict"] = [
+        TOO_FEW
+        if n < few
+        else "undefined (no variation)"
+        if r != r
+        else "predicts"
+        if r > 0 and p < alpha
+        else "no evidence"
+        for n, r, p in zip(out["judges"], out["rho"], out["p_holm"])
+    ]
     return out
 
 
@@ -221,7 +280,9 @@ def _rho_text(row) -> str:
     name = STATISTICS[row.statistic]
     if row.rho != row.rho:
         return f"rho(kappa, {name}) undefined ({row.verdict})"
-    return f"rho(kappa, {name}) = {row.rho:+.2f}, permutation p = {row.p_value:.3g} (Holm {row.p_holm:.3g}): {row.verdict}"
+    return (
+        f"rho(kappa, {name}) = {row.rho:+.2f}, permutation p = {row.p_value:.3g} (Holm {row.p_holm:.3g}): {row.verdict}"
+    )
 
 
 def answer(dataset: str, corr: pd.DataFrame, judges: int, alpha: float = 0.05) -> str:
@@ -234,7 +295,12 @@ def answer(dataset: str, corr: pd.DataFrame, judges: int, alpha: float = 0.05) -
             f"{alpha:g}) to say"
         )
     else:
-        head = ("label agreement predicts" if all(v == "predicts" for v in verdicts) else
-                "label agreement partly predicts" if "predicts" in verdicts else "there is no evidence that label agreement predicts")
+        head = (
+            "label agreement predicts"
+            if all(v == "predicts" for v in verdicts)
+            else "label agreement partly predicts"
+            if "predicts" in verdicts
+            else "there is no evidence that label agreement predicts"
+        )
         head += f" discriminative power across {judges} judges"
     return f"On {dataset}, {head}: " + "; ".join(_rho_text(r) for r in rows) + "."

@@ -19,10 +19,10 @@ from judgebench import label_scale
 from judgebench.compare.base.artifacts import HUMAN, LABELS, PER_QUERY, REFERENCES
 from judgebench.compare.base.reference import HUMAN_JUDGED, OWN, ROLE
 from judgebench.compare.base.report_model import VirtualJudge  # a report's record of one, kept in the base
-from judgebench.exceptions import CompareError
 from judgebench.evaluation import evaluate
-from judgebench.metrics.agreement import LEVELS
+from judgebench.exceptions import CompareError
 from judgebench.identity.text_view import ORIGINAL
+from judgebench.metrics.agreement import LEVELS
 
 NOT_PANEL_FAMILIES = (HUMAN, "simulated")
 
@@ -51,7 +51,9 @@ def default_panel(judges: list[str], families: dict[str, str]) -> list[str]:
     first: dict[str, str] = {}
     for j in judges:
         fam = families.get(j, j)
-        simulated = str(fam).startswith("simulated-")  # a simulated family (judgebench.judges.simulation) is no real model family
+        simulated = str(fam).startswith(
+            "simulated-"
+        )  # a simulated family (judgebench.judges.simulation) is no real model family
         if j not in REFERENCES and fam not in NOT_PANEL_FAMILIES and not simulated:
             first.setdefault(fam, j)
     if len(first) >= 2:
@@ -70,8 +72,11 @@ def plan(judges: list[str], families: dict[str, str], panel: list[str] | None = 
             raise CompareError(f"a panel needs at least 2 distinct judges, got {panel}")
     if len(real) < 2:
         return []
-    out = [VirtualJudge("majority", tuple(real), "majority"), VirtualJudge("mean_label", tuple(real), "mean"),
-           VirtualJudge("panel", tuple(dict.fromkeys(panel or default_panel(real, families))), "majority")]
+    out = [
+        VirtualJudge("majority", tuple(real), "majority"),
+        VirtualJudge("mean_label", tuple(real), "mean"),
+        VirtualJudge("panel", tuple(dict.fromkeys(panel or default_panel(real, families))), "majority"),
+    ]
     clash = [v.name for v in out if v.name in judges]
     if clash:
         raise CompareError(f"real judges named like virtual ones: {clash}; rename them in the judge config")
@@ -114,25 +119,42 @@ def virtual_labels(labels: pd.DataFrame, vj: VirtualJudge, problems: list[str] |
         out = out.dropna(subset=["relevance"]).astype({"relevance": int, "human": int})
         # its labels are human levels; its scale the levels its members' scales reach (binary members: 0 and 2 only,
         # so its graded statistics are not comparable, as theirs are not)
-        reach = sorted({level for t in (d["scale"].dropna().unique() if "scale" in d else ()) for level in label_scale.from_tag(t).to_human} or label_scale.HUMAN_LEVELS)
+        reach = sorted(
+            {
+                level
+                for t in (d["scale"].dropna().unique() if "scale" in d else ())
+                for level in label_scale.from_tag(t).to_human
+            }
+            or label_scale.HUMAN_LEVELS
+        )
         scale = label_scale.parse({"labels": reach, "to_human": reach, "name": "members' levels"})
-        frames.append(out.assign(dataset=dataset, judge=vj.name, text_view=ORIGINAL, label=out["relevance"], scale=scale.tag())[LABELS])
+        frames.append(
+            out.assign(dataset=dataset, judge=vj.name, text_view=ORIGINAL, label=out["relevance"], scale=scale.tag())[
+                LABELS
+            ]
+        )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=LABELS)
 
 
-def virtual_per_query(runs: dict[tuple[str, str], pd.DataFrame], vlabels: pd.DataFrame,
-                      queries: dict[str, list[str]]) -> pd.DataFrame:
+def virtual_per_query(
+    runs: dict[tuple[str, str], pd.DataFrame], vlabels: pd.DataFrame, queries: dict[str, list[str]]
+) -> pd.DataFrame:
     """Per-query nDCG@10 of every logged run against each virtual judge's qrels, over the dataset's
     evaluated ``queries`` (the same protocol and query set as the pipeline's judges), and against the human
     labels of the pairs it labelled (its human_judged reference: rows of role "human_judged", as a real judge's)."""
     frames = []
     for (dataset, judge), lab in vlabels.groupby(["dataset", "judge"], sort=False):
-        qrels = {"value": lab[["query_id", "doc_id", "relevance"]],
-                 "human": lab[["query_id", "doc_id", "human"]].rename(columns={"human": "relevance"})}
+        qrels = {
+            "value": lab[["query_id", "doc_id", "relevance"]],
+            "human": lab[["query_id", "doc_id", "human"]].rename(columns={"human": "relevance"}),
+        }
         for (d, system), run in runs.items():
             if d == dataset:
                 pq = evaluate(run, qrels, queries[dataset])
                 frames.append(pq.assign(dataset=dataset, system=system, judge=judge, **{ROLE: OWN})[PER_QUERY])
-                frames.append(pq.drop(columns="value").rename(columns={"human": "value"})
-                              .assign(dataset=dataset, system=system, judge=judge, **{ROLE: HUMAN_JUDGED})[PER_QUERY])
+                frames.append(
+                    pq.drop(columns="value")
+                    .rename(columns={"human": "value"})
+                    .assign(dataset=dataset, system=system, judge=judge, **{ROLE: HUMAN_JUDGED})[PER_QUERY]
+                )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PER_QUERY)

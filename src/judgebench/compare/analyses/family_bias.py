@@ -20,13 +20,34 @@ import math
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.analyses.self_preference import (gap_matrix, holm, judge_families, queries_and_resamples,
-                                                            system_families)
+from judgebench.compare.analyses.self_preference import (
+    gap_matrix,
+    holm,
+    judge_families,
+    queries_and_resamples,
+    system_families,
+)
 from judgebench.compare.base.tables import judge_columns
 from judgebench.metrics.self_preference import GuardedBootstrapT, SelfPreference, family_mean
 
-COLUMNS = ["dataset", "judge", "judge_family", "reference", "own_systems", "other_systems", "n_own", "n_other", "queries",
-           "gap_own", "gap_other", "family_bias", "lo", "hi", "p_value", "p_holm"]
+COLUMNS = [
+    "dataset",
+    "judge",
+    "judge_family",
+    "reference",
+    "own_systems",
+    "other_systems",
+    "n_own",
+    "n_other",
+    "queries",
+    "gap_own",
+    "gap_other",
+    "family_bias",
+    "lo",
+    "hi",
+    "p_value",
+    "p_holm",
+]
 
 
 def contrast(own: np.ndarray, other: np.ndarray) -> np.ndarray:
@@ -40,8 +61,15 @@ def inference(c: np.ndarray, idx: np.ndarray, level: float) -> tuple[float, floa
     return GuardedBootstrapT(level)(c, idx)
 
 
-def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataFrame, refs, n_resamples: int = 1000,
-            seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+def analyse(
+    per_query: pd.DataFrame,
+    t1: dict[str, pd.DataFrame],
+    jobs: pd.DataFrame,
+    refs,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
     """One row per (dataset, judge with a family that some system shares and some system does not)."""
     fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
     rows = []
@@ -54,19 +82,35 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
         for judge in [j for j in judge_columns(table) if j in fam_of_judge]:
             family = fam_of_judge[judge]
             own = [s for s in systems if fam_of_system.get((dataset, s)) == family]
-            other = [s for s in systems if fam_of_system.get((dataset, s)) != family and table.at[s, "type"] != "oracle"]
+            other = [
+                s for s in systems if fam_of_system.get((dataset, s)) != family and table.at[s, "type"] != "oracle"
+            ]
             if not own or not other:
                 continue
             gaps = gap_matrix(per_query, refs, dataset, judge, own + other, queries)
-            mine, theirs = gaps[: len(own)], gaps[len(own):]
+            mine, theirs = gaps[: len(own)], gaps[len(own) :]
             c = contrast(mine, theirs)
             on = np.isfinite(c)
             lo, hi, p = inference(c, idx, level)
-            rows.append({"dataset": dataset, "judge": judge, "judge_family": family, "reference": refs.reference,
-                         "own_systems": ", ".join(own), "other_systems": ", ".join(other), "n_own": len(own),
-                         "n_other": len(other), "queries": int(on.sum()),
-                         "gap_own": _mean(family_mean(mine)[on]), "gap_other": _mean(family_mean(theirs)[on]),
-                         "family_bias": _mean(c[on]), "lo": lo, "hi": hi, "p_value": p})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "judge": judge,
+                    "judge_family": family,
+                    "reference": refs.reference,
+                    "own_systems": ", ".join(own),
+                    "other_systems": ", ".join(other),
+                    "n_own": len(own),
+                    "n_other": len(other),
+                    "queries": int(on.sum()),
+                    "gap_own": _mean(family_mean(mine)[on]),
+                    "gap_other": _mean(family_mean(theirs)[on]),
+                    "family_bias": _mean(c[on]),
+                    "lo": lo,
+                    "hi": hi,
+                    "p_value": p,
+                }
+            )
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["p_holm"] = holm(out["p_value"])
     return out
@@ -80,9 +124,11 @@ def sentence(row, statements: int = 1, alpha: float = 0.05) -> str:
     """What the row shows, never more than its interval and test: a direction only where the interval excludes 0 and
     the (Holm-adjusted, over ``statements`` rows) p is below ``alpha``."""
     value, lo, hi, p = row.family_bias, row.lo, row.hi, row.p_holm if statements > 1 else row.p_value
-    numbers = (f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10 (gap on its family's {row.n_own} systems {row.gap_own:+.3f}, "
-               f"on the other {row.n_other} {row.gap_other:+.3f}; p = {row.p_value:.3g}"
-               f"{f', Holm over {statements}: {p:.3g}' if statements > 1 else ''})")
+    numbers = (
+        f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10 (gap on its family's {row.n_own} systems {row.gap_own:+.3f}, "
+        f"on the other {row.n_other} {row.gap_other:+.3f}; p = {row.p_value:.3g}"
+        f"{f', Holm over {statements}: {p:.3g}' if statements > 1 else ''})"
+    )
     if not (lo == lo and hi == hi):
         return f"family bias {value:+.3f} (no interval)"
     if lo > 0 and p < alpha:

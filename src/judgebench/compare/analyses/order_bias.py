@@ -25,9 +25,11 @@ def reading(consistency: float, first: float) -> str:
     if abs(first - 0.5) < 0.05:
         side = "no position preferred overall"
     compared = "more" if flips > FASTCHAT_FLIP else "fewer"
-    return (f"flips {flips:.0%} of its verdicts when the two passages swap places ({compared} than the "
-            f"{FASTCHAT_FLIP:.1%} of "
-            f"FastChat-style pairwise judges); {side}")
+    return (
+        f"flips {flips:.0%} of its verdicts when the two passages swap places ({compared} than the "
+        f"{FASTCHAT_FLIP:.1%} of "
+        f"FastChat-style pairwise judges); {side}"
+    )
 
 
 def order_table(jobs: pd.DataFrame) -> pd.DataFrame:

@@ -25,14 +25,23 @@ from judgebench.metrics import tau_b
 from judgebench.metrics.query_tau import query_tau
 
 SCOPES = ("all", "oracles")
-TAUS = ["dataset", "judge", "reference", "queries", "tau_all", "tau_oracles",
-        *[f"query_tau_{s}{x}" for s in SCOPES for x in ("", "_lo", "_hi", "_p")], "query_tau_oracles_p_holm",
-        "oracles_verdict"]
+TAUS = [
+    "dataset",
+    "judge",
+    "reference",
+    "queries",
+    "tau_all",
+    "tau_oracles",
+    *[f"query_tau_{s}{x}" for s in SCOPES for x in ("", "_lo", "_hi", "_p")],
+    "query_tau_oracles_p_holm",
+    "oracles_verdict",
+]
 BETTER, CHANCE = "better than chance", "not distinguishable from chance"
 
 
-def ordering_agreement(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], refs: References, level: float = 0.95,
-                       alpha: float = 0.05) -> pd.DataFrame:
+def ordering_agreement(
+    per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], refs: References, level: float = 0.95, alpha: float = 0.05
+) -> pd.DataFrame:
     """One row per (dataset, judge) of Table 1: tau of the means and the per-query tau with interval and p, over all
     systems and over the oracles, and the oracles verdict (module docstring)."""
     rows = []
@@ -49,20 +58,25 @@ def ordering_agreement(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], ref
         for judge in judge_columns(table):
             row = {"dataset": dataset, "judge": judge, "reference": refs.reference, "queries": len(queries)}
             mine = per_query_matrix(own.iloc[of.get(judge, [])], systems, queries)
-            theirs = per_query_matrix(refs.rows(dataset, judge).assign(query_id=lambda f: f["query_id"].astype(str)),
-                                      systems, queries)
+            theirs = per_query_matrix(
+                refs.rows(dataset, judge).assign(query_id=lambda f: f["query_id"].astype(str)), systems, queries
+            )
             human = refs.column(dataset, judge, systems).to_numpy()
             both = table[judge].notna().to_numpy() & ~np.isnan(human)
             for scope, keep in (("all", both), ("oracles", both & oracle)):
                 enough = keep.sum() >= 2
-                row[f"tau_{scope}"] = float(tau_b(table[judge].to_numpy()[keep], human[keep])[0]) if enough else math.nan
+                row[f"tau_{scope}"] = (
+                    float(tau_b(table[judge].to_numpy()[keep], human[keep])[0]) if enough else math.nan
+                )
                 q = query_tau(mine[keep], theirs[keep], level) if enough else None
                 for x, name in (("", "tau"), ("_lo", "lo"), ("_hi", "hi"), ("_p", "p_value")):
                     row[f"query_tau_{scope}{x}"] = float(getattr(q, name)) if q is not None else math.nan
             rows.append(row)
     frame = pd.DataFrame(rows, columns=[c for c in TAUS if c not in ("query_tau_oracles_p_holm", "oracles_verdict")])
     frame["query_tau_oracles_p_holm"] = holm(frame["query_tau_oracles_p"].to_numpy(float))
-    frame["oracles_verdict"] = [verdict(t, p, alpha) for t, p in zip(frame["query_tau_oracles"], frame["query_tau_oracles_p_holm"])]
+    frame["oracles_verdict"] = [
+        verdict(t, p, alpha) for t, p in zip(frame["query_tau_oracles"], frame["query_tau_oracles_p_holm"])
+    ]
     return frame[TAUS]
 
 

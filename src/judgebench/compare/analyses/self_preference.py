@@ -20,16 +20,40 @@ import math
 import numpy as np
 import pandas as pd
 
-from judgebench.compare.base.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.analyses.bootstrap import resample_indices
+from judgebench.compare.base.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.base.reference import OWN, ROLE, References
 from judgebench.compare.base.tables import judge_columns
 from judgebench.metrics.self_preference import FamilyInteraction, GuardedBootstrapT, SelfPreference, family_mean
 
-SELF = ["dataset", "judge", "judge_family", "reference", "own_systems", "other_systems", "queries", "gap_own", "gap_other",
-        "self_preference", "lo", "hi", "p_value"]
-INTERACTION = ["dataset", "judge_a", "family_a", "judge_b", "family_b", "reference", "queries", "interaction", "lo", "hi",
-               "p_value"]
+SELF = [
+    "dataset",
+    "judge",
+    "judge_family",
+    "reference",
+    "own_systems",
+    "other_systems",
+    "queries",
+    "gap_own",
+    "gap_other",
+    "self_preference",
+    "lo",
+    "hi",
+    "p_value",
+]
+INTERACTION = [
+    "dataset",
+    "judge_a",
+    "family_a",
+    "judge_b",
+    "family_b",
+    "reference",
+    "queries",
+    "interaction",
+    "lo",
+    "hi",
+    "p_value",
+]
 GAPS = ["dataset", "judge_family", "ranker_family", "judges", "systems", "mean_gap"]
 
 
@@ -48,8 +72,9 @@ def judge_families(jobs: pd.DataFrame) -> dict[str, str]:
     return {j: str(f) for j, f in zip(known["judge"], known["judge_family"]) if str(f) and j not in REFERENCES}
 
 
-def gap_matrix(per_query: pd.DataFrame, refs: References, dataset: str, judge: str, systems: list[str],
-               queries: list[str]) -> np.ndarray:
+def gap_matrix(
+    per_query: pd.DataFrame, refs: References, dataset: str, judge: str, systems: list[str], queries: list[str]
+) -> np.ndarray:
     """(systems, queries) judge nDCG@10 minus the judge's reference, nan where either is missing."""
     d = per_query[(per_query["dataset"] == dataset) & (per_query["judge"] == judge) & (per_query[ROLE] == OWN)]
     return per_query_matrix(d, systems, queries) - per_query_matrix(refs.rows(dataset, judge), systems, queries)
@@ -66,12 +91,22 @@ def queries_and_resamples(rows: pd.DataFrame, n_resamples: int, seed: int) -> tu
     (compare/analyses/bootstrap.py: sorted queries, one generator per dataset) that self-preference and the run-type
     bias share."""
     queries = sorted(rows["query_id"].astype(str).unique())
-    idx = resample_indices(len(queries), n_resamples, seed) if n_resamples > 0 else np.zeros((0, len(queries)), dtype=int)
+    idx = (
+        resample_indices(len(queries), n_resamples, seed) if n_resamples > 0 else np.zeros((0, len(queries)), dtype=int)
+    )
     return queries, idx
 
 
-def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataFrame, refs: References,
-            n_resamples: int = 1000, seed: int = 0, level: float = 0.95, alpha: float = 0.05) -> dict[str, pd.DataFrame]:
+def analyse(
+    per_query: pd.DataFrame,
+    t1: dict[str, pd.DataFrame],
+    jobs: pd.DataFrame,
+    refs: References,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    alpha: float = 0.05,
+) -> dict[str, pd.DataFrame]:
     """{"self_preference", "interaction", "gaps"} frames (columns SELF + p_holm + verdict, INTERACTION, GAPS) over every
     dataset."""
     fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
@@ -96,10 +131,20 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
             contrast = SelfPreference()(mine, theirs)
             stats = _with_interval(contrast, idx, level)
             on = np.isfinite(contrast)  # the statistic's own queries: both gaps defined
-            self_rows.append({"dataset": dataset, "judge": j, "judge_family": fam_of_judge[j], "reference": refs.reference,
-                              "own_systems": ", ".join(own), "other_systems": ", ".join(other),
-                              "gap_own": _mean(family_mean(mine)[on]), "gap_other": _mean(family_mean(theirs)[on]),
-                              "self_preference": stats.pop("_point"), **stats})
+            self_rows.append(
+                {
+                    "dataset": dataset,
+                    "judge": j,
+                    "judge_family": fam_of_judge[j],
+                    "reference": refs.reference,
+                    "own_systems": ", ".join(own),
+                    "other_systems": ", ".join(other),
+                    "gap_own": _mean(family_mean(mine)[on]),
+                    "gap_other": _mean(family_mean(theirs)[on]),
+                    "self_preference": stats.pop("_point"),
+                    **stats,
+                }
+            )
         for a, b in itertools.combinations(judges, 2):
             fa, fb = fam_of_judge[a], fam_of_judge[b]
             if fa == fb or not of.get(fa) or not of.get(fb):
@@ -107,21 +152,46 @@ def analyse(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], jobs: pd.DataF
             rows = lambda judge, fam: np.array([gaps[judge][s] for s in of[fam]])  # noqa: E731
             contrast = FamilyInteraction()(rows(a, fa), rows(a, fb), rows(b, fa), rows(b, fb))
             stats = _with_interval(contrast, idx, level)
-            pair_rows.append({"dataset": dataset, "judge_a": a, "family_a": fa, "judge_b": b, "family_b": fb,
-                              "reference": refs.reference, "interaction": stats.pop("_point"), **stats})
+            pair_rows.append(
+                {
+                    "dataset": dataset,
+                    "judge_a": a,
+                    "family_a": fa,
+                    "judge_b": b,
+                    "family_b": fb,
+                    "reference": refs.reference,
+                    "interaction": stats.pop("_point"),
+                    **stats,
+                }
+            )
         for jf in dict.fromkeys(fam_of_judge[j] for j in judges):
             members = [j for j in judges if fam_of_judge[j] == jf]
             for rf in families:
-                values = np.array([np.nanmean(gaps[j][s]) if np.isfinite(gaps[j][s]).any() else np.nan
-                                   for j in members for s in of[rf]])
-                gap_rows.append({"dataset": dataset, "judge_family": jf, "ranker_family": rf, "judges": ", ".join(members),
-                                 "systems": ", ".join(of[rf]),
-                                 "mean_gap": float(np.nanmean(values)) if np.isfinite(values).any() else math.nan})
+                values = np.array(
+                    [
+                        np.nanmean(gaps[j][s]) if np.isfinite(gaps[j][s]).any() else np.nan
+                        for j in members
+                        for s in of[rf]
+                    ]
+                )
+                gap_rows.append(
+                    {
+                        "dataset": dataset,
+                        "judge_family": jf,
+                        "ranker_family": rf,
+                        "judges": ", ".join(members),
+                        "systems": ", ".join(of[rf]),
+                        "mean_gap": float(np.nanmean(values)) if np.isfinite(values).any() else math.nan,
+                    }
+                )
     own = pd.DataFrame(self_rows, columns=SELF)
     own["p_holm"] = holm(own["p_value"])
     own["verdict"] = [verdict(lo, hi, p, alpha) for lo, hi, p in zip(own["lo"], own["hi"], own["p_holm"])]
-    return {"self_preference": own, "interaction": pd.DataFrame(pair_rows, columns=INTERACTION),
-            "gaps": pd.DataFrame(gap_rows, columns=GAPS)}
+    return {
+        "self_preference": own,
+        "interaction": pd.DataFrame(pair_rows, columns=INTERACTION),
+        "gaps": pd.DataFrame(gap_rows, columns=GAPS),
+    }
 
 
 def _mean(x: np.ndarray) -> float:
@@ -142,8 +212,11 @@ def holm(p: pd.Series) -> np.ndarray:
 
 def empty() -> dict[str, pd.DataFrame]:
     """The frames of a report with nothing to analyse."""
-    return {"self_preference": pd.DataFrame(columns=[*SELF, "p_holm", "verdict"]), "interaction": pd.DataFrame(columns=INTERACTION),
-            "gaps": pd.DataFrame(columns=GAPS)}
+    return {
+        "self_preference": pd.DataFrame(columns=[*SELF, "p_holm", "verdict"]),
+        "interaction": pd.DataFrame(columns=INTERACTION),
+        "gaps": pd.DataFrame(columns=GAPS),
+    }
 
 
 def verdict(lo: float, hi: float, p_holm: float, alpha: float = 0.05) -> str:
@@ -186,6 +259,8 @@ def findings(result: dict[str, pd.DataFrame], jobs: pd.DataFrame) -> list[str]:
     judges = judge_families(jobs)
     rankers = sorted(set(system_families(jobs).values()))
     shown = ", ".join(f"{j} ({f})" for j, f in judges.items()) or "none"
-    return [f"No judge shares a family with a ranker here (judges: {shown}; ranker families: "
-            f"{', '.join(rankers) or 'none'}), "
-            "or no other LLM family to compare with: no self-preference to measure."]
+    return [
+        f"No judge shares a family with a ranker here (judges: {shown}; ranker families: "
+        f"{', '.join(rankers) or 'none'}), "
+        "or no other LLM family to compare with: no self-preference to measure."
+    ]

@@ -46,7 +46,20 @@ def ttests(per_query: pd.DataFrame, systems: dict[str, list[str]], alpha: float 
     return pd.concat(rows, ignore_index=True)[TESTS]
 
 
-TESTS = ["dataset", "judge", "system_a", "system_b", "mean_a", "mean_b", "t", "p", "significant", "p_holm", "significant_holm", "better"]
+TESTS = [
+    "dataset",
+    "judge",
+    "system_a",
+    "system_b",
+    "mean_a",
+    "mean_b",
+    "t",
+    "p",
+    "significant",
+    "p_holm",
+    "significant_holm",
+    "better",
+]
 
 
 def _scored(rows: pd.DataFrame, chosen: list[str]) -> pd.DataFrame:
@@ -72,8 +85,13 @@ COUNTS = ["dataset", "judge", "reference", "family", "dropped", "agree", "missed
 PAIRS = ["dataset", "judge", "system_a", "system_b", "agreement"]
 
 
-def decision_agreement(per_query: pd.DataFrame, systems: dict[str, list[str]], refs: References, alpha: float = 0.05,
-                       use_holm: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def decision_agreement(
+    per_query: pd.DataFrame,
+    systems: dict[str, list[str]],
+    refs: References,
+    alpha: float = 0.05,
+    use_holm: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per judge: how many pairwise conclusions agree with those under its human reference (``refs``), and
     which pairs do not.
 
@@ -99,8 +117,15 @@ def decision_agreement(per_query: pd.DataFrame, systems: dict[str, list[str]], r
                 out = _pairs_outside(chosen, cls)
                 inside = len(cls)
                 cls = pd.concat([cls, out.assign(agreement="dropped")], ignore_index=True)
-                counts.append({"dataset": dataset, "judge": judge, "reference": refs.reference, "family": inside,
-                               **{k: int((cls["agreement"] == k).sum()) for k in COUNTS[4:]}})
+                counts.append(
+                    {
+                        "dataset": dataset,
+                        "judge": judge,
+                        "reference": refs.reference,
+                        "family": inside,
+                        **{k: int((cls["agreement"] == k).sum()) for k in COUNTS[4:]},
+                    }
+                )
                 pairs.append(cls.assign(dataset=dataset, judge=judge)[PAIRS])
     if not pairs:
         return pd.DataFrame(columns=COUNTS), pd.DataFrame(columns=PAIRS)
@@ -121,14 +146,23 @@ def _pairs_outside(chosen: list[str], inside: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"system_a": names[a[keep]], "system_b": names[b[keep]]})
 
 
-def pair_lists(pairs: pd.DataFrame, classes: tuple[str, ...] = ("missed", "spurious", "reversed", "dropped")) -> pd.DataFrame:
+def pair_lists(
+    pairs: pd.DataFrame, classes: tuple[str, ...] = ("missed", "spurious", "reversed", "dropped")
+) -> pd.DataFrame:
     """One row per (dataset, judge, class) with the pairs written "A vs B"; agree pairs stay in the CSV."""
     rows = []
     for (dataset, judge), g in pairs.groupby(["dataset", "judge"], sort=False):
         for cls in classes:
             hit = g[g["agreement"] == cls]
-            rows.append({"dataset": dataset, "judge": judge, "class": cls, "n": len(hit),
-                         "pairs": "; ".join(f"{a} vs {b}" for a, b in zip(hit["system_a"], hit["system_b"])) or "-"})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "judge": judge,
+                    "class": cls,
+                    "n": len(hit),
+                    "pairs": "; ".join(f"{a} vs {b}" for a, b in zip(hit["system_a"], hit["system_b"])) or "-",
+                }
+            )
     return pd.DataFrame(rows, columns=["dataset", "judge", "class", "n", "pairs"])
 
 
@@ -136,8 +170,10 @@ def oracle_matrix(tests: pd.DataFrame, alpha: float, judges: list[str] | None = 
     """Per dataset, one row per oracle pair and one column per judge: "p / p_holm", a star when significant."""
     out = {}
     for dataset, d in tests.groupby("dataset", sort=False):
-        cells = d.assign(pair=d["system_a"] + " vs " + d["system_b"],
-                         cell=[f"{_p(p, alpha)} / {_p(ph, alpha)}" for p, ph in zip(d["p"], d["p_holm"])])
+        cells = d.assign(
+            pair=d["system_a"] + " vs " + d["system_b"],
+            cell=[f"{_p(p, alpha)} / {_p(ph, alpha)}" for p, ph in zip(d["p"], d["p_holm"])],
+        )
         table = cells.pivot(index="pair", columns="judge", values="cell")
         present = list(dict.fromkeys(cells["judge"]))
         columns = [j for j in (judges or present) if j in present]

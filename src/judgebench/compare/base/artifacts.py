@@ -19,10 +19,10 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from judgebench import label_scale
-from judgebench.tracking import artifact_store
-from judgebench.data.trec import read_run
 from judgebench.compare.base.reference import OWN, ROLE
+from judgebench.data.trec import read_run
 from judgebench.evaluation import HUMAN, HUMAN_JUDGED, HUMAN_LABELSET, REFERENCES
+from judgebench.tracking import artifact_store
 
 __all__ = ["HUMAN", "HUMAN_LABELSET", "REFERENCES", "Artifacts", "per_query_matrix"]
 PER_QUERY = ["dataset", "system", "judge", ROLE, "query_id", "value"]  # role: what a row is (compare/base/reference.py)
@@ -67,7 +67,9 @@ class Artifacts:
 
         if run_id not in self.uris:
             self.uris[run_id] = self.client.get_run(run_id).info.artifact_uri
-        return get_artifact_repository(self.uris[run_id], tracking_uri=self.client.tracking_uri)  # a server's proxied artifacts
+        return get_artifact_repository(
+            self.uris[run_id], tracking_uri=self.client.tracking_uri
+        )  # a server's proxied artifacts
 
     def _local_file(self, run_id: str, name: str) -> Path | None:
         """The artifact's own file when the run's artifacts are on this machine (a SQLite store's
@@ -130,6 +132,7 @@ class Artifacts:
         role: the reference's name) come from every job's reference columns (a human-judge run adds nothing else:
         its labels are the reference), each judge's own values have role "judge" and its human_judged values
         role "human_judged" (compare/base/reference.py)."""
+
         def read(run_id: str):
             value, problem = self._fetch(run_id, "per_query.csv", lambda p: pd.read_csv(p, dtype={"query_id": str}))
             return value, [problem] if problem else []
@@ -144,8 +147,10 @@ class Artifacts:
             if job.judge != HUMAN:
                 own = f"ndcg10_{HUMAN_JUDGED}"
                 if own not in pq.columns:  # a run of metric version < 3: no per-judge reference was logged
-                    self.problems.append(f"run {job.run_id} ({job.dataset} / {job.system} / {job.judge}): no "
-                                         f"{own} column (logged before metric version 3); its human_labelset values stand in")
+                    self.problems.append(
+                        f"run {job.run_id} ({job.dataset} / {job.system} / {job.judge}): no "
+                        f"{own} column (logged before metric version 3); its human_labelset values stand in"
+                    )
                     own = f"ndcg10_{HUMAN_LABELSET}"
                 pieces += [(job.judge, OWN, "ndcg10_judge"), (job.judge, HUMAN_JUDGED, own)]
             queries, n = pq["query_id"].tolist(), len(pq)
@@ -159,7 +164,9 @@ class Artifacts:
         if not out["value"]:
             return pd.DataFrame(columns=PER_QUERY)
         frame = pd.DataFrame(out, columns=PER_QUERY).astype({"query_id": str, "value": float})
-        return frame.drop_duplicates(["dataset", "system", "judge", ROLE, "query_id"], keep="last").reset_index(drop=True)
+        return frame.drop_duplicates(["dataset", "system", "judge", ROLE, "query_id"], keep="last").reset_index(
+            drop=True
+        )
 
     def labels(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Judge labels per (dataset, judge, text view): judging does not depend on the ranker, so one run each."""
@@ -168,17 +175,24 @@ class Artifacts:
         judged = judged[judged["judge"] != HUMAN]
         if "imported" in judged:  # an imported cell has labels only where the labels' qrels were given
             judged = judged[judged["imported"].isna() | (judged["imported_labels"] == "true")]
-        tables = self._read_all(lambda r: self._fetch_table(r, "judge_labels", dtype={"query_id": str, "doc_id": str}),
-                                list(judged["run_id"]))
+        tables = self._read_all(
+            lambda r: self._fetch_table(r, "judge_labels", dtype={"query_id": str, "doc_id": str}),
+            list(judged["run_id"]),
+        )
         for (_, job), (lab, problems) in zip(judged.iterrows(), tables):
             self.problems.extend(problems)
             if lab is None:
                 continue
             lab = lab.dropna(subset=["relevance", "human"]).astype({"relevance": int, "human": int})
             scale = label_scale.from_tag(job.get("judge_scale"))
-            lab = lab.assign(label=lab["relevance"], relevance=scale.human(lab["relevance"]) if len(lab) else lab["relevance"],
-                             scale=scale.tag())
-            keep = LABELS + (["raw"] if "raw" in lab.columns else [])  # raw: the planner's entropy signal reads its probs
+            lab = lab.assign(
+                label=lab["relevance"],
+                relevance=scale.human(lab["relevance"]) if len(lab) else lab["relevance"],
+                scale=scale.tag(),
+            )
+            keep = LABELS + (
+                ["raw"] if "raw" in lab.columns else []
+            )  # raw: the planner's entropy signal reads its probs
             frames.append(lab.assign(dataset=job["dataset"], judge=job["judge"], text_view=job["text_view"])[keep])
         if not frames:
             return pd.DataFrame(columns=LABELS)
@@ -190,7 +204,9 @@ class Artifacts:
         chosen = jobs.drop_duplicates(["dataset", "system"], keep="last")
 
         def read(run_id: str):
-            value, problem = self._fetch(run_id, "run.trec", lambda p: read_run(p, order_by="rank"))  # the pipeline scores by rank
+            value, problem = self._fetch(
+                run_id, "run.trec", lambda p: read_run(p, order_by="rank")
+            )  # the pipeline scores by rank
             return value, [problem] if problem else []
 
         for (_, job), (run, problems) in zip(chosen.iterrows(), self._read_all(read, list(chosen["run_id"]))):

@@ -21,7 +21,12 @@ STATISTICS = [*AGREEMENT, *ORDERING_COLUMNS, *SHARES]  # every number of Table 2
 # (file suffix, title, statistic columns, count columns).
 BLOCKS = (
     ("", "agreement with the human labels", AGREEMENT, ["labelled_pairs", "failed_pairs"]),
-    ("_orderings", "system orderings under the judge vs under humans (nDCG@10)", ORDERING_COLUMNS, ["reference", "systems"]),
+    (
+        "_orderings",
+        "system orderings under the judge vs under humans (nDCG@10)",
+        ORDERING_COLUMNS,
+        ["reference", "systems"],
+    ),
     ("_labels", "label distribution, judge vs human (share of the pairs both labelled)", SHARES, []),
 )
 
@@ -36,7 +41,9 @@ def agreement_table(labels: pd.DataFrame) -> pd.DataFrame:
         scale = label_scale.from_tag(tag if isinstance(tag, str) else None)  # the judge on its own scale
         own = lab["label"] if "label" in lab and lab["label"].notna().all() else lab["relevance"]
         agree = label_agreement(lab[["query_id", "doc_id"]].assign(relevance=own.astype(int)), human, scale)
-        rows.append({"dataset": dataset, "judge": judge, **{c: agree[c] for c in AGREEMENT_COLUMNS}, "pairs": agree["n_pairs"]})
+        rows.append(
+            {"dataset": dataset, "judge": judge, **{c: agree[c] for c in AGREEMENT_COLUMNS}, "pairs": agree["n_pairs"]}
+        )
     return pd.DataFrame(rows, columns=["dataset", "judge", *AGREEMENT_COLUMNS, "pairs"])
 
 

@@ -27,9 +27,11 @@ def parse(requested: list[str] | None) -> tuple[list[str] | None, dict[str, str]
     for item in requested:
         name, _, prefix = item.partition("@")
         if name in picks or (prefix and name in names):  # two picks of one name: one report holds one identity each
-            raise CompareError(f"datasets={','.join(requested)}: {name} is named twice ({item} and an earlier "
-                               f"{name}{'@' + picks[name] if name in picks else ''}); one report holds one identity per "
-                               f"dataset name: pick one ({name}@<hash prefix>), and compare the other in a report of its own")
+            raise CompareError(
+                f"datasets={','.join(requested)}: {name} is named twice ({item} and an earlier "
+                f"{name}{'@' + picks[name] if name in picks else ''}); one report holds one identity per "
+                f"dataset name: pick one ({name}@<hash prefix>), and compare the other in a report of its own"
+            )
         names.append(name)
         if prefix:
             picks[name] = prefix
@@ -47,8 +49,9 @@ def _pick(frame: pd.DataFrame, name: str, prefix: str) -> pd.DataFrame:
     else:
         texts = d["texts_hash"].fillna("").str.startswith(prefix)
         if not texts.any():
-            raise CompareError(f"datasets={name}@{prefix}: no run of dataset {name} has that identity; it has "
-                               f"{_listing(d)}")
+            raise CompareError(
+                f"datasets={name}@{prefix}: no run of dataset {name} has that identity; it has {_listing(d)}"
+            )
         cores = set(d.loc[texts, "dataset_hash"])
         keep = d["dataset_hash"].isin(cores) & (texts | d["texts_hash"].isna())
     return frame[~rows | keep.reindex(frame.index, fill_value=False)]
@@ -58,21 +61,29 @@ def _listing(d: pd.DataFrame, column: str = "dataset_hash") -> str:
     parts = []
     for value, g in d.groupby(column, sort=False):
         last = pd.to_datetime(g["start_time"].max(), unit="ms").strftime("%Y-%m-%d %H:%M")
-        extra = f", {g['dataset_parts'].iloc[-1]}" if column == "dataset_hash" and isinstance(g["dataset_parts"].iloc[-1], str) else ""
+        extra = (
+            f", {g['dataset_parts'].iloc[-1]}"
+            if column == "dataset_hash" and isinstance(g["dataset_parts"].iloc[-1], str)
+            else ""
+        )
         parts.append(f"{g['dataset'].iloc[0]}@{value} ({len(g)} runs, latest {last}{extra})")
     return " and ".join(parts)
 
 
 def _differ(d: pd.DataFrame) -> str:
     """Which parts (queries, qrels, pool) differ between the identities of one dataset name."""
-    seen = [dict(p.split("=", 1) for p in str(v).split(",") if "=" in p) for v in d.drop_duplicates("dataset_hash")["dataset_parts"]]
+    seen = [
+        dict(p.split("=", 1) for p in str(v).split(",") if "=" in p)
+        for v in d.drop_duplicates("dataset_hash")["dataset_parts"]
+    ]
     keys = list(dict.fromkeys(k for s in seen for k in s))
     differ = [k for k in keys if len({s.get(k) for s in seen}) > 1]
     return ", ".join(differ) if differ else "identities recorded by different judgebench versions"
 
 
-def one_identity(frame: pd.DataFrame, picks: dict[str, str] | None = None, experiment: str = "",
-                 names: list[str] | None = None) -> pd.DataFrame:
+def one_identity(
+    frame: pd.DataFrame, picks: dict[str, str] | None = None, experiment: str = "", names: list[str] | None = None
+) -> pd.DataFrame:
     """``frame`` (one row per run, with the COLUMNS and start_time) restricted to the picked identities;
     refuses a dataset name (of ``names``, default all) that still has two dataset or texts identities."""
     frame = frame.copy()
@@ -89,14 +100,16 @@ def one_identity(frame: pd.DataFrame, picks: dict[str, str] | None = None, exper
             raise CompareError(
                 f"dataset {name} has {d['dataset_hash'].nunique()} identities{where}: {_listing(d)}; they differ in "
                 f"{_differ(d)}, so their numbers cannot share a table. Select one with datasets={name}@<hash> "
-                f"(e.g. datasets={name}@{d['dataset_hash'].iloc[-1]}) or one sweep with sweep=ID")
+                f"(e.g. datasets={name}@{d['dataset_hash'].iloc[-1]}) or one sweep with sweep=ID"
+            )
         texts = d.dropna(subset=["texts_hash"])
         if texts["texts_hash"].nunique() > 1:
             raise CompareError(
                 f"dataset {name}: the cells that read passage texts read {texts['texts_hash'].nunique()} "
                 f"different texts{where}: "
                 f"{_listing(texts, 'texts_hash')}. Select one with datasets={name}@<texts hash> "
-                f"(e.g. datasets={name}@{texts['texts_hash'].iloc[-1]}) or one sweep with sweep=ID")
+                f"(e.g. datasets={name}@{texts['texts_hash'].iloc[-1]}) or one sweep with sweep=ID"
+            )
     return frame
 
 

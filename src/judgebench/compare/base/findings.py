@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from judgebench.compare.base.report_model import Report
+    pass
 
 GRID = ""  # dataset and judge of a finding about the whole selection (missing or running cells)
 
@@ -55,7 +55,9 @@ def percent(v: float) -> str:
 def ordered(found: list[Finding], table2) -> list[Finding]:
     """The findings the sections gave, the selection-wide ones first, then per (dataset, judge) in report order
     (Table 2's rows); each subject's sentences keep the order the sections gave them in."""
-    order = {(d, j): n for n, (d, j) in enumerate(dict.fromkeys(zip(table2.get("dataset", []), table2.get("judge", []))))}
+    order = {
+        (d, j): n for n, (d, j) in enumerate(dict.fromkeys(zip(table2.get("dataset", []), table2.get("judge", []))))
+    }
     return sorted(found, key=lambda f: (f.judge != GRID, order.get((f.dataset, f.judge), len(order))))
 
 

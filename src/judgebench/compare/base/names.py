@@ -18,10 +18,25 @@ import unicodedata
 # links and images, autolinks and raw HTML, entities, table cells, strikethrough, math, heading closers).
 # A backslash before any ASCII punctuation is that character in CommonMark, so escaping them is exact.
 MARKDOWN_SPECIAL = frozenset("\\`*_[]<>&|~$#")
-LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-         "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-         # a row that starts with [ or * after the previous row's \\ would be read as \\[length] or \\*
-         "[": "{[}", "]": "{]}", "*": "{*}"}
+LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    # a row that starts with [ or * after the previous row's \\ would be read as \\[length] or \\*
+    "[": "{[}",
+    "]": "{]}",
+    "*": "{*}",
+}
 # Bidirectional overrides and isolates reorder the text around them on screen (a name could show as another).
 BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 PLOT_LIMIT = 60  # characters of a name in a figure: a longer one would squeeze the axes to nothing

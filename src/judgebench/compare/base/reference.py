@@ -54,7 +54,9 @@ class References:
         if self.reference not in CHOICES:
             raise ValueError(f"reference={self.reference!r}: expected one of {', '.join(CHOICES)}")
         if ROLE not in self.per_query.columns:
-            raise ValueError(f"per-query frame without a {ROLE!r} column (columns: {', '.join(map(str, self.per_query.columns))})")
+            raise ValueError(
+                f"per-query frame without a {ROLE!r} column (columns: {', '.join(map(str, self.per_query.columns))})"
+            )
         self._means = self.per_query.groupby(["dataset", "judge", ROLE, "system"])["value"].mean()
         # the row positions of every (dataset, judge, role), once: a filter of the whole frame per judge made the
         # statistics quadratic in the judges (100 judges: seconds)

@@ -87,7 +87,9 @@ class Report:
     table1: dict[str, pd.DataFrame]
     table2: pd.DataFrame
     missing: pd.DataFrame
-    per_query: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per (dataset, system, judge, query), virtual judges too
+    per_query: pd.DataFrame = field(
+        default_factory=pd.DataFrame
+    )  # one row per (dataset, system, judge, query), virtual judges too
     labels: pd.DataFrame = field(default_factory=pd.DataFrame)
     runs: pd.DataFrame | None = None  # the systems' run files, read where virtual judges or the budget need them
     rewritten: pd.DataFrame = field(default_factory=pd.DataFrame)  # the job runs on rewritten text views (content bias)
@@ -96,21 +98,33 @@ class Report:
     files: list[Path] = field(default_factory=list)
     summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
     versions: dict[str, list[str]] = field(default_factory=dict)  # metric and package versions of the runs read
-    aliases: dict[str, str] = field(default_factory=dict)  # virtual judge -> the identical one reported ("panel": "majority")
+    aliases: dict[str, str] = field(
+        default_factory=dict
+    )  # virtual judge -> the identical one reported ("panel": "majority")
     refs: References | None = None  # each judge's human reference (the figures read it)
     read: dict[str, list[str]] = field(default_factory=dict)  # run ids and sweep ids this report was built from
-    superseded: list[str] = field(default_factory=list)  # earlier compare runs of this selection, replaced by the logged one
-    running: pd.DataFrame = field(default_factory=pd.DataFrame)  # missing cells whose run is still RUNNING (collect.running_cells)
+    superseded: list[str] = field(
+        default_factory=list
+    )  # earlier compare runs of this selection, replaced by the logged one
+    running: pd.DataFrame = field(
+        default_factory=pd.DataFrame
+    )  # missing cells whose run is still RUNNING (collect.running_cells)
     tracking_uri: str = ""  # the store it was read from (the read-back command a plan prints names it)
-    silent: pd.DataFrame = field(default_factory=pd.DataFrame)  # (dataset, judge, failed_pairs): judges that labelled nothing
-    results: dict = field(default_factory=dict)  # {result name: value}, from each section's compute (compare/base/section.py)
+    silent: pd.DataFrame = field(
+        default_factory=pd.DataFrame
+    )  # (dataset, judge, failed_pairs): judges that labelled nothing
+    results: dict = field(
+        default_factory=dict
+    )  # {result name: value}, from each section's compute (compare/base/section.py)
 
     def __getattr__(self, name: str):
         """A section's result by its name (``report.bias``); only called for a name that is not a field."""
         results = self.__dict__.get("results", {})
         if name in results:
             return results[name]
-        raise AttributeError(f"Report has no field or section result {name!r} (results: {', '.join(results) or 'none'})")
+        raise AttributeError(
+            f"Report has no field or section result {name!r} (results: {', '.join(results) or 'none'})"
+        )
 
     @property
     def rewritten_runs(self) -> int:
@@ -151,7 +165,14 @@ class LabelsReport:
     def header(self) -> dict[str, str]:
         sweeps = sorted(set(self.runs.get("sweep_id", pd.Series(dtype=str)).dropna()))
         identity = dataset_identity.describe(self.runs)
-        return {"experiment": self.experiment, "selection": f"sweep {self.sweep}" if self.sweep else f"latest run per (dataset, judge) "
-                f"({len(sweeps)} sweeps)", "datasets": ", ".join(identity.get(d, d) for d in dict.fromkeys(self.table["dataset"])),
-                "judges": ", ".join(dict.fromkeys(self.table["judge"])), "reference": "human labels (labels-only runs)",
-                "runs read": f"{len(self.runs)} labels-only runs", "versions": f"report by judgebench {__version__}"}
+        return {
+            "experiment": self.experiment,
+            "selection": f"sweep {self.sweep}"
+            if self.sweep
+            else f"latest run per (dataset, judge) ({len(sweeps)} sweeps)",
+            "datasets": ", ".join(identity.get(d, d) for d in dict.fromkeys(self.table["dataset"])),
+            "judges": ", ".join(dict.fromkeys(self.table["judge"])),
+            "reference": "human labels (labels-only runs)",
+            "runs read": f"{len(self.runs)} labels-only runs",
+            "versions": f"report by judgebench {__version__}",
+        }

@@ -16,8 +16,8 @@ adds a section, not a field of the Report.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd

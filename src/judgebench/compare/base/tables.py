@@ -15,14 +15,19 @@ from judgebench.compare.base import columns
 from judgebench.compare.base.artifacts import HUMAN, REFERENCES
 from judgebench.compare.base.reference import References, own_rows
 from judgebench.identity.text_view import ORIGINAL
-from judgebench.compare.base import columns
-from judgebench.compare.base.artifacts import HUMAN, REFERENCES
-from judgebench.compare.base.reference import References, own_rows
-from judgebench.identity.text_view import ORIGINAL
 
 TYPE_ORDER = {"oracle": 0, "llm": 1, "lexical": 2, "external": 3, "human": 4}
-TABLE2 = ["dataset", "judge", "reference", *columns.AGREEMENT, *columns.ORDERING_COLUMNS, "systems", "labelled_pairs", "failed_pairs",
-          *columns.SHARES]
+TABLE2 = [
+    "dataset",
+    "judge",
+    "reference",
+    *columns.AGREEMENT,
+    *columns.ORDERING_COLUMNS,
+    "systems",
+    "labelled_pairs",
+    "failed_pairs",
+    *columns.SHARES,
+]
 
 
 def judge_columns(table: pd.DataFrame) -> list[str]:
@@ -49,7 +54,9 @@ def means(per_query: pd.DataFrame) -> pd.DataFrame:
     return per_query.groupby(["dataset", "system", "judge"], sort=False)["value"].mean().reset_index()
 
 
-def table1(per_query: pd.DataFrame, types: pd.Series, judges: list[str], datasets: list[str]) -> dict[str, pd.DataFrame]:
+def table1(
+    per_query: pd.DataFrame, types: pd.Series, judges: list[str], datasets: list[str]
+) -> dict[str, pd.DataFrame]:
     """Per dataset: a frame indexed by system with columns type, human, <judges>; nan = missing cell (the per-judge
     references are no column: compare/base/reference.py)."""
     m = means(own_rows(per_query))
@@ -76,16 +83,18 @@ def table2(t1: dict[str, pd.DataFrame], labels: pd.DataFrame, usage: pd.DataFram
         for judge in judge_columns(table):
             col, human = table[judge], refs.column(dataset, judge, table.index)
             key = (dataset, judge)
-            rows.append({
-                "dataset": dataset,
-                "judge": judge,
-                "reference": refs.reference,
-                **columns.agreement_columns(k, key),
-                **columns.ordering(col, human, list(table.index), oracles),
-                "systems": int(np.sum(col.notna() & human.notna())),
-                "labelled_pairs": u.at[key, "labelled_pairs"] if key in u.index else math.nan,
-                "failed_pairs": u.at[key, "failed_pairs"] if key in u.index else math.nan,
-            })
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "judge": judge,
+                    "reference": refs.reference,
+                    **columns.agreement_columns(k, key),
+                    **columns.ordering(col, human, list(table.index), oracles),
+                    "systems": int(np.sum(col.notna() & human.notna())),
+                    "labelled_pairs": u.at[key, "labelled_pairs"] if key in u.index else math.nan,
+                    "failed_pairs": u.at[key, "failed_pairs"] if key in u.index else math.nan,
+                }
+            )
     return pd.DataFrame(rows, columns=TABLE2)
 
 
@@ -93,9 +102,17 @@ def usage(summaries: pd.DataFrame, vlabels: pd.DataFrame) -> pd.DataFrame:
     """Labelled and failed pairs per (dataset, judge) on the original text: from each real judge's summary run
     (logged once per dataset, judge and text view), label counts and 0 failures for virtual judges."""
     cols = ["dataset", "judge", "labelled_pairs", "failed_pairs"]
-    real = summaries[(summaries["judge"] != HUMAN) & (summaries["text_view"] == ORIGINAL)] if len(summaries) else summaries
+    real = (
+        summaries[(summaries["judge"] != HUMAN) & (summaries["text_view"] == ORIGINAL)] if len(summaries) else summaries
+    )
     u = real.reindex(columns=cols).drop_duplicates(["dataset", "judge"], keep="last")
-    v = vlabels.groupby(["dataset", "judge"], sort=False).size().rename("labelled_pairs").reset_index().assign(failed_pairs=0)
+    v = (
+        vlabels.groupby(["dataset", "judge"], sort=False)
+        .size()
+        .rename("labelled_pairs")
+        .reset_index()
+        .assign(failed_pairs=0)
+    )
     return pd.concat([u, v], ignore_index=True).reindex(columns=cols)
 
 
@@ -109,7 +126,9 @@ def silent_judges(summaries: pd.DataFrame) -> pd.DataFrame:
     the report instead (compare/sections/table1.py) and no number anywhere."""
     if not len(summaries) or "labelled_pairs" not in summaries:
         return pd.DataFrame(columns=SILENT)
-    rows = summaries[(summaries["text_view"] == ORIGINAL) & (summaries["judge"] != HUMAN) & (summaries["labelled_pairs"] == 0)]
+    rows = summaries[
+        (summaries["text_view"] == ORIGINAL) & (summaries["judge"] != HUMAN) & (summaries["labelled_pairs"] == 0)
+    ]
     return rows.reindex(columns=SILENT).drop_duplicates(["dataset", "judge"], keep="last").reset_index(drop=True)
 
 

@@ -82,8 +82,9 @@ class LabelLevel:
 
     name: str = "label"
 
-    def predict(self, weights: np.ndarray, counts: np.ndarray, confusion: np.ndarray, mask: np.ndarray,
-                cutoff: int | None = 10) -> np.ndarray:
+    def predict(
+        self, weights: np.ndarray, counts: np.ndarray, confusion: np.ndarray, mask: np.ndarray, cutoff: int | None = 10
+    ) -> np.ndarray:
         """(R, S, n) from the judge's class weights (S, n, levels) and class counts (n, levels)."""
         gains = expected_gains(confusion, mask)[:, None, :]  # (R, 1, levels): one gain vector per sample
         return ndcg_from_class_gains(weights, counts, gains, cutoff)

@@ -24,10 +24,10 @@ import pandas as pd
 from scipy import stats
 
 from judgebench.compare.base.artifacts import per_query_matrix
-from judgebench.compare.budget.corrections import LabelLevel, Linear, residual_estimate
 from judgebench.compare.base.reference import References, own_rows
 from judgebench.compare.base.report_model import DEFAULT_K  # noqa: F401  (the k values calibration_k= defaults to)
 from judgebench.compare.base.tables import judge_columns
+from judgebench.compare.budget.corrections import LabelLevel, Linear, residual_estimate
 from judgebench.evaluation import class_weights
 from judgebench.metrics import tau_b
 from judgebench.metrics.designs import Uniform
@@ -36,8 +36,26 @@ from judgebench.metrics.ppi import BASELINES, Estimate
 ESTIMATORS = {e.name: e for e in (*BASELINES, Linear(), LabelLevel())}
 NAMES = tuple(n for n in ESTIMATORS if n != "judge_only")  # what calibration= may name; judge_only always runs
 LEVELS = 4
-COLUMNS = ["dataset", "judge", "reference", "estimator", "k", "queries", "samples", "labels_spent", "tau", "tau_sd",
-           "inversion_rate", "mae", "coverage", "width", "agree", "missed", "spurious", "reversed"]
+COLUMNS = [
+    "dataset",
+    "judge",
+    "reference",
+    "estimator",
+    "k",
+    "queries",
+    "samples",
+    "labels_spent",
+    "tau",
+    "tau_sd",
+    "inversion_rate",
+    "mae",
+    "coverage",
+    "width",
+    "agree",
+    "missed",
+    "spurious",
+    "reversed",
+]
 
 
 @dataclass
@@ -57,8 +75,14 @@ class Cell:
     counts: np.ndarray | None = None  # (n, levels) judge labels per query
 
 
-def cells(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], labels: pd.DataFrame, refs: References,
-          runs: dict[tuple[str, str], pd.DataFrame] | None, problems: list[str]) -> list[Cell]:
+def cells(
+    per_query: pd.DataFrame,
+    t1: dict[str, pd.DataFrame],
+    labels: pd.DataFrame,
+    refs: References,
+    runs: dict[tuple[str, str], pd.DataFrame] | None,
+    problems: list[str],
+) -> list[Cell]:
     """Every (dataset, judge) with a judge column, y from the judge's human reference (``refs``); systems
     lacking a value under the judge or the reference on some query are left out (listed in ``problems``).
     ``runs`` only for the label estimator."""
@@ -72,28 +96,50 @@ def cells(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], labels: pd.DataF
             y, f = per_query_matrix(human, systems, queries), per_query_matrix(d[d["judge"] == judge], systems, queries)
             ok = ~(np.isnan(y).any(axis=1) | np.isnan(f).any(axis=1))
             if (~ok).any() and ok.sum() >= 2:
-                problems.append(f"calibration {dataset}/{judge}: systems without values on every query left out: "
-                                f"{', '.join(s for s, k in zip(systems, ok) if not k)}")
+                problems.append(
+                    f"calibration {dataset}/{judge}: systems without values on every query left out: "
+                    f"{', '.join(s for s, k in zip(systems, ok) if not k)}"
+                )
             if ok.sum() < 2 or len(queries) < 2:
-                problems.append(f"calibration {dataset}/{judge}: not run, it needs 2 or more systems and queries with values under "
-                                f"the judge and its reference; found {int(ok.sum())} systems, {len(queries)} queries")
+                problems.append(
+                    f"calibration {dataset}/{judge}: not run, it needs 2 or more systems and queries with values under "
+                    f"the judge and its reference; found {int(ok.sum())} systems, {len(queries)} queries"
+                )
                 continue
             keep = [s for s, k in zip(systems, ok) if k]
             lab = labels[(labels["dataset"] == dataset) & (labels["judge"] == judge)]
             qpos = {q: i for i, q in enumerate(queries)}
             lab = lab[lab["query_id"].astype(str).isin(qpos)]
             confusion = np.zeros((len(queries), LEVELS, LEVELS))
-            np.add.at(confusion, (lab["query_id"].astype(str).map(qpos).to_numpy(int), lab["relevance"].to_numpy(int),
-                                  lab["human"].to_numpy(int)), 1)
-            cell = Cell(dataset, judge, keep, table.loc[keep, "type"].astype(str).to_numpy(), queries, y[ok], f[ok],
-                        confusion.sum(axis=(1, 2)), confusion)
+            np.add.at(
+                confusion,
+                (
+                    lab["query_id"].astype(str).map(qpos).to_numpy(int),
+                    lab["relevance"].to_numpy(int),
+                    lab["human"].to_numpy(int),
+                ),
+                1,
+            )
+            cell = Cell(
+                dataset,
+                judge,
+                keep,
+                table.loc[keep, "type"].astype(str).to_numpy(),
+                queries,
+                y[ok],
+                f[ok],
+                confusion.sum(axis=(1, 2)),
+                confusion,
+            )
             if runs is not None:
                 qrels = lab[["query_id", "doc_id", "relevance"]]
                 if all((dataset, s) in runs for s in keep) and len(qrels):
                     ws = [class_weights(runs[(dataset, s)], qrels, queries, LEVELS) for s in keep]
                     cell.weights, cell.counts = np.stack([w for w, _ in ws]), ws[0][1]
                 else:
-                    problems.append(f"calibration {dataset}/{judge}: no run files or labels, label-level correction skipped")
+                    problems.append(
+                        f"calibration {dataset}/{judge}: no run files or labels, label-level correction skipped"
+                    )
             out.append(cell)
     return out
 
@@ -119,7 +165,9 @@ def inverted(points: np.ndarray, truth: np.ndarray, types: np.ndarray) -> np.nda
     return ((h_order != 0) & (order == -h_order)) | (above & ~h_above).any(axis=1)
 
 
-def _estimate(name: str, cell: Cell, mask: np.ndarray, i: np.ndarray, j: np.ndarray) -> tuple[Estimate, Estimate] | None:
+def _estimate(
+    name: str, cell: Cell, mask: np.ndarray, i: np.ndarray, j: np.ndarray
+) -> tuple[Estimate, Estimate] | None:
     """Estimates of the system means and of the pair differences (a - b for pairs i, j)."""
     est = ESTIMATORS[name]
     y, f = cell.y, cell.f
@@ -139,8 +187,16 @@ def _decisions(d: np.ndarray, se: np.ndarray, crit: float) -> np.ndarray:
     return np.where(np.abs(d) > crit * se, np.sign(d), 0)
 
 
-def experiment(cs: list[Cell], names: list[str], ks: list[str], n_samples: int, seed: int, alpha: float = 0.05,
-               level: float = 0.95, reference: str = "human_judged") -> pd.DataFrame:
+def experiment(
+    cs: list[Cell],
+    names: list[str],
+    ks: list[str],
+    n_samples: int,
+    seed: int,
+    alpha: float = 0.05,
+    level: float = 0.95,
+    reference: str = "human_judged",
+) -> pd.DataFrame:
     """One row per (dataset, judge, estimator, k): the COLUMNS."""
     rows = []
     for cell in cs:
@@ -161,16 +217,26 @@ def experiment(cs: list[Cell], names: list[str], ks: list[str], n_samples: int, 
                 err = np.abs(means.point - truth)
                 dec = _decisions(diffs.point, np.sqrt(diffs.var_test), stats.t.ppf(1 - alpha / 2, df))
                 taus = tau_b(means.point.T, np.broadcast_to(truth[:, None], means.point.T.shape))
-                rows.append({
-                    "dataset": cell.dataset, "judge": cell.judge, "reference": reference, "estimator": name, "k": k,
-                    "queries": n, "samples": len(mask),
-                    "labels_spent": 0.0 if name == "judge_only" else float((mask @ cell.pairs).mean()),
-                    "tau": float(np.nanmean(taus)), "tau_sd": float(np.nanstd(taus)),
-                    "inversion_rate": float(inverted(means.point, truth, cell.types).mean()),
-                    "mae": float(err.mean()),
-                    "coverage": float((err <= half + 1e-12).mean()), "width": float((2 * half).mean()),
-                    "agree": float((dec == human).mean()), "missed": float(((dec == 0) & (human != 0)).mean()),
-                    "spurious": float(((dec != 0) & (human == 0)).mean()),
-                    "reversed": float(((dec != 0) & (human != 0) & (dec != human)).mean()),
-                })
+                rows.append(
+                    {
+                        "dataset": cell.dataset,
+                        "judge": cell.judge,
+                        "reference": reference,
+                        "estimator": name,
+                        "k": k,
+                        "queries": n,
+                        "samples": len(mask),
+                        "labels_spent": 0.0 if name == "judge_only" else float((mask @ cell.pairs).mean()),
+                        "tau": float(np.nanmean(taus)),
+                        "tau_sd": float(np.nanstd(taus)),
+                        "inversion_rate": float(inverted(means.point, truth, cell.types).mean()),
+                        "mae": float(err.mean()),
+                        "coverage": float((err <= half + 1e-12).mean()),
+                        "width": float((2 * half).mean()),
+                        "agree": float((dec == human).mean()),
+                        "missed": float(((dec == 0) & (human != 0)).mean()),
+                        "spurious": float(((dec != 0) & (human == 0)).mean()),
+                        "reversed": float(((dec != 0) & (human != 0) & (dec != human)).mean()),
+                    }
+                )
     return pd.DataFrame(rows, columns=COLUMNS)

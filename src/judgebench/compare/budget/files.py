@@ -18,8 +18,8 @@ import pandas as pd
 
 from judgebench.compare.base import names
 from judgebench.compare.budget import labelling_sheet
-from judgebench.compare.budget.plan import Plan, estimate
 from judgebench.compare.budget.experiment import LEVELS, Cell
+from judgebench.compare.budget.plan import Plan, estimate
 from judgebench.data import trec
 from judgebench.evaluation import evaluate
 from judgebench.exceptions import CompareError, DataError
@@ -27,8 +27,20 @@ from judgebench.metrics import designs
 
 PLAN_FILE = "human_budget_plan.tsv"
 PLAN_COLUMNS = ["dataset", "judge", "strategy", "budget", "query_id", "stratum", "inclusion_probability", "selected"]
-ESTIMATES = ["dataset", "judge", "strategy", "target", "system", "other", "estimate", "low", "high", "rank", "labelled_queries",
-             "unlabelled_outliers"]  # unlabelled queries where the row's system (or either of the pair) has an outlying judge value
+ESTIMATES = [
+    "dataset",
+    "judge",
+    "strategy",
+    "target",
+    "system",
+    "other",
+    "estimate",
+    "low",
+    "high",
+    "rank",
+    "labelled_queries",
+    "unlabelled_outliers",
+]  # unlabelled queries where the row's system (or either of the pair) has an outlying judge value
 
 
 def template_name(dataset: str, judge: str) -> str:
@@ -71,7 +83,9 @@ def templates(plan: pd.DataFrame, labels: pd.DataFrame) -> dict[str, dict[str, s
 
 def read_plan(path: Path) -> pd.DataFrame:
     if not path.is_file():
-        raise CompareError(f"calibration.human_labels: no plan at {path}; write one first with plan=budget budget=K (same out=)")
+        raise CompareError(
+            f"calibration.human_labels: no plan at {path}; write one first with plan=budget budget=K (same out=)"
+        )
     plan = pd.read_csv(path, sep="\t", dtype={"dataset": str, "judge": str, "query_id": str, "strategy": str})
     missing = [c for c in PLAN_COLUMNS if c not in plan.columns]
     if missing:
@@ -95,14 +109,18 @@ def read_labels(path: Path, plan: pd.DataFrame, template: dict[str, dict[str, se
             if parts[0].startswith("#"):
                 continue
             if len(parts) != 4:
-                raise CompareError(f"{path}, line {no}: {' '.join(parts)!r}: expected 4 columns 'query_id 0 doc_id label'"
-                                   + (" (the label is empty: fill in 0-3)" if len(parts) == 3 else ""))
+                raise CompareError(
+                    f"{path}, line {no}: {' '.join(parts)!r}: expected 4 columns 'query_id 0 doc_id label'"
+                    + (" (the label is empty: fill in 0-3)" if len(parts) == 3 else "")
+                )
             q, _, d, label = parts
             if label not in labels:  # ASCII only: str.isdigit() and int() also take '²' and '٣'
                 raise CompareError(f"{path}, line {no}: label {label!r}: expected a whole number 0 to {LEVELS - 1}")
             if q not in chosen:
-                raise CompareError(f"{path}, line {no}: query {q!r} is not one the plan selected ({PLAN_FILE}); "
-                                   "label only the plan's queries")
+                raise CompareError(
+                    f"{path}, line {no}: query {q!r} is not one the plan selected ({PLAN_FILE}); "
+                    "label only the plan's queries"
+                )
             rows.append((q, d, int(label), no))
     except DataError as e:  # unreadable: not UTF-8, not a file
         raise CompareError(f"calibration.human_labels: {e}") from None
@@ -123,9 +141,11 @@ def check_template(path: Path, out: pd.DataFrame, template: dict[str, dict[str, 
     another document would enter the ideal DCG, and a partial query would be scored as if complete."""
     for q, d, no in zip(out["query_id"], out["doc_id"], out["line"]):
         if not any(d in docs for docs in template.get(q, {}).values()):
-            raise CompareError(f"{path}, line {no}: pair ({q}, {d}) is not one the template asked for "
-                               f"({', '.join(sorted(template.get(q, {}))) or 'no template holds query ' + q}); "
-                               "label only the template's pairs (another document would enter the ideal DCG)")
+            raise CompareError(
+                f"{path}, line {no}: pair ({q}, {d}) is not one the template asked for "
+                f"({', '.join(sorted(template.get(q, {}))) or 'no template holds query ' + q}); "
+                "label only the template's pairs (another document would enter the ideal DCG)"
+            )
     _whole_queries(path, out, template)
 
 
@@ -141,7 +161,8 @@ def _whole_queries(path: Path, out: pd.DataFrame, template: dict[str, dict[str, 
                 f"{len(docs)} pairs "
                 f"of {name} labelled ({missing[0]} and {len(missing) - 1} more missing): expected every pair of "
                 "the query "
-                "labelled, or all its lines deleted to leave it out (a partial query would be scored as if complete)")
+                "labelled, or all its lines deleted to leave it out (a partial query would be scored as if complete)"
+            )
 
 
 def design_of(rows: pd.DataFrame):
@@ -153,13 +174,17 @@ def design_of(rows: pd.DataFrame):
     if strategy == "stratified":
         strata = rows["stratum"].to_numpy(int)
         sizes = np.bincount(strata)
-        return designs.Stratified(strata, np.rint(np.array([pi[strata == h][0] for h in range(len(sizes))]) * sizes).astype(int))
+        return designs.Stratified(
+            strata, np.rint(np.array([pi[strata == h][0] for h in range(len(sizes))]) * sizes).astype(int)
+        )
     if strategy == "active":
         return designs.Active(pi)
     raise CompareError(f"{PLAN_FILE}: strategy {strategy!r}: expected one of {', '.join(designs.STRATEGIES)}")
 
 
-def human_values(cell: Cell, qrels: pd.DataFrame, runs: dict[tuple[str, str], pd.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
+def human_values(
+    cell: Cell, qrels: pd.DataFrame, runs: dict[tuple[str, str], pd.DataFrame]
+) -> tuple[np.ndarray, np.ndarray]:
     """(S, n) each system's nDCG@10 under the returned labels on the labelled queries (0 elsewhere, never read)
     and the (n,) mask of labelled queries."""
     labelled = sorted(set(qrels["query_id"]) & set(cell.queries))
@@ -168,7 +193,9 @@ def human_values(cell: Cell, qrels: pd.DataFrame, runs: dict[tuple[str, str], pd
     for s, system in enumerate(cell.systems):
         run = runs.get((cell.dataset, system))
         if run is None:
-            raise CompareError(f"calibration.human_labels: no run file of {system} on {cell.dataset} to score the labels with")
+            raise CompareError(
+                f"calibration.human_labels: no run file of {system} on {cell.dataset} to score the labels with"
+            )
         v = evaluate(run, {"h": qrels}, labelled).set_index("query_id")["h"]
         y[s, mask] = v.reindex([q for q, k in zip(cell.queries, mask) if k]).fillna(0.0).to_numpy()
     return y, mask
@@ -184,10 +211,14 @@ def readback(cells: list[Cell], plan: pd.DataFrame, qrels: pd.DataFrame, runs, l
             continue
         rows = rows.set_index("query_id")
         if sorted(rows.index) != sorted(cell.queries):
-            raise CompareError(f"{PLAN_FILE}: the plan of {cell.dataset}/{cell.judge} has other queries than the runs "
-                               f"({len(rows)} vs {len(cell.queries)}); write the plan again")
+            raise CompareError(
+                f"{PLAN_FILE}: the plan of {cell.dataset}/{cell.judge} has other queries than the runs "
+                f"({len(rows)} vs {len(cell.queries)}); write the plan again"
+            )
         rows = rows.loc[cell.queries].reset_index()
-        chosen = set(rows.loc[rows["selected"] == 1, "query_id"])  # another plan's queries in the same file are not this one's
+        chosen = set(
+            rows.loc[rows["selected"] == 1, "query_id"]
+        )  # another plan's queries in the same file are not this one's
         y, mask = human_values(cell, qrels[qrels["query_id"].isin(chosen)], runs)
         if mask.sum() < 2:
             continue
@@ -201,13 +232,40 @@ def readback(cells: list[Cell], plan: pd.DataFrame, qrels: pd.DataFrame, runs, l
         outliers = [",".join(str(q) for q, x in zip(cell.queries, row) if x) for row in far]
         m = len(cell.systems)
         rank = pd.Series(-point[:m]).rank(method="min").astype(int).to_numpy()
-        base = {"dataset": cell.dataset, "judge": cell.judge, "strategy": rows["strategy"].iloc[0], "labelled_queries": int(mask.sum())}
-        out += [{**base, "target": "mean", "system": s, "other": "", "estimate": point[a], "low": point[a] - half[a],
-                 "high": point[a] + half[a], "rank": int(rank[a]), "unlabelled_outliers": outliers[a]} for a, s in enumerate(cell.systems)]
-        out += [{**base, "target": "difference", "system": cell.systems[a], "other": cell.systems[b], "estimate": point[m + p],
-                 "low": point[m + p] - half[m + p], "high": point[m + p] + half[m + p], "rank": "",
-                 "unlabelled_outliers": outliers[m + p]}
-                for p, (a, b) in enumerate(zip(i, j))]
+        base = {
+            "dataset": cell.dataset,
+            "judge": cell.judge,
+            "strategy": rows["strategy"].iloc[0],
+            "labelled_queries": int(mask.sum()),
+        }
+        out += [
+            {
+                **base,
+                "target": "mean",
+                "system": s,
+                "other": "",
+                "estimate": point[a],
+                "low": point[a] - half[a],
+                "high": point[a] + half[a],
+                "rank": int(rank[a]),
+                "unlabelled_outliers": outliers[a],
+            }
+            for a, s in enumerate(cell.systems)
+        ]
+        out += [
+            {
+                **base,
+                "target": "difference",
+                "system": cell.systems[a],
+                "other": cell.systems[b],
+                "estimate": point[m + p],
+                "low": point[m + p] - half[m + p],
+                "high": point[m + p] + half[m + p],
+                "rank": "",
+                "unlabelled_outliers": outliers[m + p],
+            }
+            for p, (a, b) in enumerate(zip(i, j))
+        ]
     if not out:
         raise CompareError("calibration.human_labels: no planned (dataset, judge) got labels on 2 or more queries")
     return pd.DataFrame(out, columns=ESTIMATES)
@@ -238,9 +296,25 @@ def build(cells: list[Cell], labels: pd.DataFrame, runs, opt) -> dict:
         p = budget_plan.make(cell, opt.strategy, opt.budget, opt.seed, u, opt.signal, opt.allocation)
         plans.append(p)
         preds.append(budget_plan.predictions(cell, p, pairs, opt.alpha, opt.level))
-        meas.append(budget_plan.measured(cell, pairs, sorted({*budget_plan.FIGURE_K, p.budget}), opt.resamples, opt.seed, opt.level,
-                                         u, opt.allocation))
+        meas.append(
+            budget_plan.measured(
+                cell,
+                pairs,
+                sorted({*budget_plan.FIGURE_K, p.budget}),
+                opt.resamples,
+                opt.seed,
+                opt.level,
+                u,
+                opt.allocation,
+            )
+        )
     if not plans:
-        raise CompareError("plan=budget: no (dataset, judge) with 2 or more systems and queries under the judge and its reference")
-    return {"plans": plans, "plan": pd.concat([p.rows() for p in plans], ignore_index=True),
-            "predictions": pd.concat(preds, ignore_index=True), "measured": pd.concat(meas, ignore_index=True)}
+        raise CompareError(
+            "plan=budget: no (dataset, judge) with 2 or more systems and queries under the judge and its reference"
+        )
+    return {
+        "plans": plans,
+        "plan": pd.concat([p.rows() for p in plans], ignore_index=True),
+        "predictions": pd.concat(preds, ignore_index=True),
+        "measured": pd.concat(meas, ignore_index=True),
+    }

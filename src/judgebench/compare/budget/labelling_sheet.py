@@ -33,11 +33,13 @@ from judgebench.exceptions import CompareError
 
 COLUMNS = ["query_id", "doc_id", "label", "query", "passage"]
 # The TREC Deep Learning track's 0-3 relevance scale, as its assessors were given it.
-SCALE = {3: "Perfectly relevant: the passage is dedicated to the query and contains the exact answer.",
-         2: "Highly relevant: the passage has some answer for the query, but the answer may be a bit unclear, or hidden "
-            "amongst extraneous information.",
-         1: "Related: the passage seems related to the query but does not answer it.",
-         0: "Irrelevant: the passage has nothing to do with the query."}
+SCALE = {
+    3: "Perfectly relevant: the passage is dedicated to the query and contains the exact answer.",
+    2: "Highly relevant: the passage has some answer for the query, but the answer may be a bit unclear, or hidden "
+    "amongst extraneous information.",
+    1: "Related: the passage seems related to the query but does not answer it.",
+    0: "Irrelevant: the passage has nothing to do with the query.",
+}
 
 
 @dataclass
@@ -69,26 +71,38 @@ def load_texts(dataset: str, config_yaml: str | None = None) -> Texts:
         try:
             node = OmegaConf.create(config_yaml)["dataset"]
             with open_dict(node):
-                node.pop("relevant_from", None)  # a setting of the jobs (jobs/common.py load_dataset), no loader's argument
+                node.pop(
+                    "relevant_from", None
+                )  # a setting of the jobs (jobs/common.py load_dataset), no loader's argument
             ds = instantiate(node)
             if available(ds.corpus):
                 return Texts(ds.queries, ds.corpus)
         except Exception:  # noqa: BLE001 (moved files, another machine: the name-based load below says why)
             pass
     if not (CONF_DIR / "dataset" / f"{dataset}.yaml").is_file():
-        return Texts(note=f"dataset {dataset!r} is not one of judgebench's dataset configs: no query or passage texts here")
+        return Texts(
+            note=f"dataset {dataset!r} is not one of judgebench's dataset configs: no query or passage texts here"
+        )
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or str(Path.cwd() / ".cache" / "judgebench")  # as run's default, no Hydra run
+            cache = os.environ.get("JUDGEBENCH_CACHE_DIR") or str(
+                Path.cwd() / ".cache" / "judgebench"
+            )  # as run's default, no Hydra run
             node = compose("config", overrides=[f"dataset={dataset}", f"cache_dir={cache}"]).dataset
             with open_dict(node):
-                node.pop("relevant_from", None)  # a setting of the jobs (jobs/common.py load_dataset), no loader's argument
+                node.pop(
+                    "relevant_from", None
+                )  # a setting of the jobs (jobs/common.py load_dataset), no loader's argument
             ds = instantiate(node)
     except Exception as e:  # noqa: BLE001 (the sheet is still written, with ids, and the note says why)
         return Texts(note=f"dataset {dataset!r} could not be loaded here ({type(e).__name__}: {e}): ids only")
     if not available(ds.corpus):
-        return Texts(ds.queries, {}, f"passage texts of {dataset} are not here (TREC DL: set JUDGEBENCH_TREC_DL_DIR to the "
-                                     "folder holding passages/, see docs/datasets.md): look each passage up by its doc id")
+        return Texts(
+            ds.queries,
+            {},
+            f"passage texts of {dataset} are not here (TREC DL: set JUDGEBENCH_TREC_DL_DIR to the "
+            "folder holding passages/, see docs/datasets.md): look each passage up by its doc id",
+        )
     return Texts(ds.queries, ds.corpus)
 
 
@@ -105,18 +119,22 @@ def _one_line(text: str) -> str:
 
 
 def _instructions(tsv: str, readback: str) -> list[str]:
-    return ["Label each passage for its query on this scale (the TREC Deep Learning track's):",
-            *[f"  {level} = {words}" for level, words in SCALE.items()],
-            f"Fill the label column of {tsv} (one whole number 0-3 per row; a query you skip entirely is fine, a query "
-            "labelled in part is not) and save it as a tab-separated file under a new name, e.g. labels.tsv.",
-            f"Then read it back: {readback}"]
+    return [
+        "Label each passage for its query on this scale (the TREC Deep Learning track's):",
+        *[f"  {level} = {words}" for level, words in SCALE.items()],
+        f"Fill the label column of {tsv} (one whole number 0-3 per row; a query you skip entirely is fine, a query "
+        "labelled in part is not) and save it as a tab-separated file under a new name, e.g. labels.tsv.",
+        f"Then read it back: {readback}",
+    ]
 
 
 def write_sheet(dataset: str, judge: str, pairs: pd.DataFrame, texts: Texts, out: Path, readback: str) -> list[Path]:
     """The TSV and the HTML page of one plan's pairs."""
     tsv, page = out / sheet_name(dataset, judge, "tsv"), out / sheet_name(dataset, judge, "html")
-    rows = [(q, d, "", _one_line(texts.queries.get(q, "")), _one_line(texts.passages.get(d, "")) or f"(not here: doc {d})")
-            for q, d in pairs.itertuples(index=False)]
+    rows = [
+        (q, d, "", _one_line(texts.queries.get(q, "")), _one_line(texts.passages.get(d, "")) or f"(not here: doc {d})")
+        for q, d in pairs.itertuples(index=False)
+    ]
     buf = io.StringIO()
     for line in [*_instructions(tsv.name, readback), *([texts.note] if texts.note else [])]:
         buf.write(f"# {line}\n")
@@ -134,9 +152,13 @@ def _page(dataset: str, judge: str, rows, texts: Texts, tsv: str, readback: str)
     for q, d, _, qt, passage in rows:
         queries.setdefault(q, [qt, []])[1].append((d, passage))
     scale = "".join(f"<li><b>{level}</b> {e(words)}</li>" for level, words in SCALE.items())
-    body = "".join(f"<h2>Query {e(q)}: {e(qt) or '(query text not here)'}</h2><table><tr><th>doc id</th><th>passage</th>"
-                   f"<th>label</th></tr>" + "".join(f"<tr><td>{e(d)}</td><td>{e(p)}</td><td></td></tr>" for d, p in docs) + "</table>"
-                   for q, (qt, docs) in queries.items())
+    body = "".join(
+        f"<h2>Query {e(q)}: {e(qt) or '(query text not here)'}</h2><table><tr><th>doc id</th><th>passage</th>"
+        f"<th>label</th></tr>"
+        + "".join(f"<tr><td>{e(d)}</td><td>{e(p)}</td><td></td></tr>" for d, p in docs)
+        + "</table>"
+        for q, (qt, docs) in queries.items()
+    )
     note = f"<p class=note>{e(texts.note)}</p>" if texts.note else ""
     return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
@@ -156,7 +178,9 @@ labelled in part is not. Then read it back: <code>{e(readback)}</code></p></div>
 """
 
 
-def write(plans: list, labels: pd.DataFrame, out: Path, readback: str, configs: Mapping[str, str] | None = None) -> list[Path]:
+def write(
+    plans: list, labels: pd.DataFrame, out: Path, readback: str, configs: Mapping[str, str] | None = None
+) -> list[Path]:
     """Every plan's sheet (the texts of each dataset loaded once; ``configs``: a cell's config.yaml per dataset)."""
     texts: dict[str, Texts] = {}
     files = []
@@ -174,9 +198,11 @@ def counts(plans: list, labels: pd.DataFrame) -> list[str]:
     for p in plans:
         pairs = plan_pairs(p, labels)
         n = pairs["query_id"].nunique()
-        lines.append(f"sheet {names.plain(p.dataset)}/{names.plain(p.judge)}: budget {p.budget} = {n} queries, "
-                     f"{len(pairs)} pairs "
-                     f"(~{len(pairs) / max(n, 1):.0f} a query) -> {sheet_name(p.dataset, p.judge, 'html')}, .tsv")
+        lines.append(
+            f"sheet {names.plain(p.dataset)}/{names.plain(p.judge)}: budget {p.budget} = {n} queries, "
+            f"{len(pairs)} pairs "
+            f"(~{len(pairs) / max(n, 1):.0f} a query) -> {sheet_name(p.dataset, p.judge, 'html')}, .tsv"
+        )
     return lines
 
 
@@ -222,28 +248,38 @@ def read(path: Path, plan: pd.DataFrame, levels: int = 4, lines: bool = False) -
             header = cells
             continue
         if not 3 <= len(cells) <= len(header):
-            raise CompareError(f"{path}, line {no}: {len(cells)} tab-separated cells, expected {len(header)} "
-                               f"({', '.join(header)}): a row that cannot be read is not left out")
+            raise CompareError(
+                f"{path}, line {no}: {len(cells)} tab-separated cells, expected {len(header)} "
+                f"({', '.join(header)}): a row that cannot be read is not left out"
+            )
         q, d, label = cells[:3]
         q, d, label = q.strip(), d.strip(), label.strip()
         if q not in chosen:
-            raise CompareError(f"{path}, line {no}: query {q!r} is not one the plan selected; label only the sheet's rows")
+            raise CompareError(
+                f"{path}, line {no}: query {q!r} is not one the plan selected; label only the sheet's rows"
+            )
         if label and label not in {str(v) for v in range(levels)}:
-            raise CompareError(f"{path}, line {no}: label {label!r}: expected a whole number 0 to {levels - 1} (or empty: not "
-                               "labelled)")
+            raise CompareError(
+                f"{path}, line {no}: label {label!r}: expected a whole number 0 to {levels - 1} (or empty: not "
+                "labelled)"
+            )
         by_query.setdefault(q, []).append((no, label))
         if label:
             rows.append((q, d, int(label), no))
     for q, entries in by_query.items():
         empty = [no for no, label in entries if not label]
         if empty and len(empty) < len(entries):
-            raise CompareError(f"{path}, line {empty[0]}: query {q!r} is labelled in part ({len(entries) - len(empty)} of "
-                               f"{len(entries)} rows): label all its rows or none")
+            raise CompareError(
+                f"{path}, line {empty[0]}: query {q!r} is labelled in part ({len(entries) - len(empty)} of "
+                f"{len(entries)} rows): label all its rows or none"
+            )
     if not rows:
         raise CompareError(f"{path}: no labels in it (fill the label column with 0-3)")
     out = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "line"])
     dup = out[out.duplicated(["query_id", "doc_id"], keep="first")]
     if len(dup):
-        raise CompareError(f"{path}, line {dup['line'].iloc[0]}: pair ({dup['query_id'].iloc[0]}, {dup['doc_id'].iloc[0]}) "
-                           "labelled twice")
+        raise CompareError(
+            f"{path}, line {dup['line'].iloc[0]}: pair ({dup['query_id'].iloc[0]}, {dup['doc_id'].iloc[0]}) "
+            "labelled twice"
+        )
     return out if lines else out.drop(columns="line")

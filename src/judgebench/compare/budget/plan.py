@@ -30,14 +30,39 @@ from judgebench.metrics import designs
 UNREACHABLE = "not reachable with this judge"
 FIGURE_K = (5, 10, 15, 20, 30)
 POWER = 0.8  # the power k_needed is asked for
-NOT_BETTER = ("note: in benchmarks/calibration.py (DL19/DL20-grounded simulations) the {strategy} design on the planner's "
-              "label-free signals did not beat uniform (active's estimates' sd 0.93-1.18 times uniform's, Neyman-stratified's "
-              "0.82-1.16, at 8 and 20 labels); "
-              "uniform is the default")
-PREDICTION = ["dataset", "judge", "strategy", "k", "target", "system", "other", "estimate_pilot", "predicted_width", "k_needed",
-              "alpha", "power", "warning"]
-MEASURED = ["dataset", "judge", "strategy", "k", "labels_mean", "predicted_width", "measured_width", "coverage", "samples",
-            "flagged"]  # flagged: under designs.MIN_LABELS labels or MIN_QUERIES queries, off target in the calibration
+NOT_BETTER = (
+    "note: in benchmarks/calibration.py (DL19/DL20-grounded simulations) the {strategy} design on the planner's "
+    "label-free signals did not beat uniform (active's estimates' sd 0.93-1.18 times uniform's, Neyman-stratified's "
+    "0.82-1.16, at 8 and 20 labels); "
+    "uniform is the default"
+)
+PREDICTION = [
+    "dataset",
+    "judge",
+    "strategy",
+    "k",
+    "target",
+    "system",
+    "other",
+    "estimate_pilot",
+    "predicted_width",
+    "k_needed",
+    "alpha",
+    "power",
+    "warning",
+]
+MEASURED = [
+    "dataset",
+    "judge",
+    "strategy",
+    "k",
+    "labels_mean",
+    "predicted_width",
+    "measured_width",
+    "coverage",
+    "samples",
+    "flagged",
+]  # flagged: under designs.MIN_LABELS labels or MIN_QUERIES queries, off target in the calibration
 
 
 def systems_disagreement(cell: Cell) -> np.ndarray:
@@ -57,11 +82,13 @@ def pairs_of(cell: Cell, wanted: list[str] | None) -> list[tuple[int, int]]:
         return [(i, j) for i in range(len(cell.systems)) for j in range(i + 1, len(cell.systems))]
     out = []
     for item in wanted:
-        splits = [(item[:c], item[c + 1:]) for c, ch in enumerate(item) if ch == ":"]
+        splits = [(item[:c], item[c + 1 :]) for c, ch in enumerate(item) if ch == ":"]
         hit = [(pos[a.strip()], pos[b.strip()]) for a, b in splits if a.strip() in pos and b.strip() in pos]
         if not hit:
-            raise CompareError(f"pairs: {item!r} is not two systems of {cell.dataset} as A:B; its systems are "
-                               f"{', '.join(cell.systems)}")
+            raise CompareError(
+                f"pairs: {item!r} is not two systems of {cell.dataset} as A:B; its systems are "
+                f"{', '.join(cell.systems)}"
+            )
         out.append(hit[0])
     return out
 
@@ -71,7 +98,9 @@ def _targets(cell: Cell, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.n
     i, j = (np.array([p[k] for p in pairs], dtype=int) for k in (0, 1))
     y = np.vstack([cell.y, cell.y[i] - cell.y[j]])
     f = np.vstack([cell.f, cell.f[i] - cell.f[j]])
-    names = [("mean", s, "") for s in cell.systems] + [("difference", cell.systems[a], cell.systems[b]) for a, b in pairs]
+    names = [("mean", s, "") for s in cell.systems] + [
+        ("difference", cell.systems[a], cell.systems[b]) for a, b in pairs
+    ]
     return y, f, names
 
 
@@ -110,8 +139,15 @@ def power(design, y: np.ndarray, f: np.ndarray, k: int, alpha: float = 0.05) -> 
     return out
 
 
-def k_needed(cell: Cell, strategy: str, pairs: list[tuple[int, int]], alpha: float = 0.05, power_wanted: float = 0.8,
-             u: np.ndarray | None = None, allocation: str = "neyman") -> list:
+def k_needed(
+    cell: Cell,
+    strategy: str,
+    pairs: list[tuple[int, int]],
+    alpha: float = 0.05,
+    power_wanted: float = 0.8,
+    u: np.ndarray | None = None,
+    allocation: str = "neyman",
+) -> list:
     """Per pair, the smallest k in 2..n reaching ``power_wanted`` (module docstring), else UNREACHABLE."""
     y, f, _ = _targets(cell, pairs)
     m = len(cell.systems)
@@ -146,20 +182,47 @@ class Plan:
 
     def rows(self) -> pd.DataFrame:
         strata = self.design.strata if isinstance(self.design, designs.Stratified) else np.zeros(len(self.queries), int)
-        return pd.DataFrame({"dataset": self.dataset, "judge": self.judge, "strategy": self.strategy, "budget": self.budget,
-                             "query_id": self.queries, "stratum": strata, "inclusion_probability": self.design.pi,
-                             "selected": self.selected.astype(int), "signal": self.signal,
-                             "allocation": self.allocation if self.strategy == "stratified" else ""})
+        return pd.DataFrame(
+            {
+                "dataset": self.dataset,
+                "judge": self.judge,
+                "strategy": self.strategy,
+                "budget": self.budget,
+                "query_id": self.queries,
+                "stratum": strata,
+                "inclusion_probability": self.design.pi,
+                "selected": self.selected.astype(int),
+                "signal": self.signal,
+                "allocation": self.allocation if self.strategy == "stratified" else "",
+            }
+        )
 
 
-def make(cell: Cell, strategy: str, k: int, seed: int, u: np.ndarray | None = None, signal: str = "systems",
-         allocation: str = "neyman") -> Plan:
+def make(
+    cell: Cell,
+    strategy: str,
+    k: int,
+    seed: int,
+    u: np.ndarray | None = None,
+    signal: str = "systems",
+    allocation: str = "neyman",
+) -> Plan:
     """The plan: the design of ``strategy`` at k on signal u (default systems) and its first sample under ``seed``
     (the sample the resampling experiment's first row draws, so a read-back of it reproduces that row)."""
     u = systems_disagreement(cell) if u is None else u
     d = build(strategy, u, k, allocation)
-    return Plan(cell.dataset, cell.judge, strategy, min(k, len(cell.queries)), list(cell.queries), d, d.draw(1, seed)[0],
-                signal, allocation, u)
+    return Plan(
+        cell.dataset,
+        cell.judge,
+        strategy,
+        min(k, len(cell.queries)),
+        list(cell.queries),
+        d,
+        d.draw(1, seed)[0],
+        signal,
+        allocation,
+        u,
+    )
 
 
 def predictions(cell: Cell, plan: Plan, pairs: list[tuple[int, int]], alpha: float, level: float) -> pd.DataFrame:
@@ -167,12 +230,31 @@ def predictions(cell: Cell, plan: Plan, pairs: list[tuple[int, int]], alpha: flo
     (pairs) the k needed under the plan's strategy."""
     y, f, names = _targets(cell, pairs)
     width = predicted_width(plan.design, y, f, plan.budget, level)
-    needed = [""] * len(cell.systems) + k_needed(cell, plan.strategy, pairs, alpha, POWER, u=plan.u, allocation=plan.allocation)
+    needed = [""] * len(cell.systems) + k_needed(
+        cell, plan.strategy, pairs, alpha, POWER, u=plan.u, allocation=plan.allocation
+    )
     warn = designs.warning(plan.budget, len(cell.queries)) or ""
-    return pd.DataFrame([{"dataset": cell.dataset, "judge": cell.judge, "strategy": plan.strategy, "k": plan.budget,
-                          "target": t, "system": s, "other": o, "estimate_pilot": float(v), "predicted_width": float(w),
-                          "k_needed": kn, "alpha": alpha, "power": POWER, "warning": warn}
-                         for (t, s, o), v, w, kn in zip(names, y.mean(axis=1), width, needed)], columns=PREDICTION)
+    return pd.DataFrame(
+        [
+            {
+                "dataset": cell.dataset,
+                "judge": cell.judge,
+                "strategy": plan.strategy,
+                "k": plan.budget,
+                "target": t,
+                "system": s,
+                "other": o,
+                "estimate_pilot": float(v),
+                "predicted_width": float(w),
+                "k_needed": kn,
+                "alpha": alpha,
+                "power": POWER,
+                "warning": warn,
+            }
+            for (t, s, o), v, w, kn in zip(names, y.mean(axis=1), width, needed)
+        ],
+        columns=PREDICTION,
+    )
 
 
 def estimate(design, y: np.ndarray, f: np.ndarray, mask: np.ndarray, level: float):
@@ -181,8 +263,16 @@ def estimate(design, y: np.ndarray, f: np.ndarray, mask: np.ndarray, level: floa
     return e, stats.t.ppf((1 + level) / 2, df) * np.sqrt(e.var)
 
 
-def measured(cell: Cell, pairs: list[tuple[int, int]], ks=FIGURE_K, resamples: int = 200, seed: int = 0,
-             level: float = 0.95, u: np.ndarray | None = None, allocation: str = "neyman") -> pd.DataFrame:
+def measured(
+    cell: Cell,
+    pairs: list[tuple[int, int]],
+    ks=FIGURE_K,
+    resamples: int = 200,
+    seed: int = 0,
+    level: float = 0.95,
+    u: np.ndarray | None = None,
+    allocation: str = "neyman",
+) -> pd.DataFrame:
     """Per strategy and k, over the pairs' differences: the mean predicted width, and over ``resamples`` samples
     of the design the mean realised width (over the samples with a finite interval) and the coverage of the n-query
     difference (over all of them: a sample of under 2 labels has an infinite interval, which covers)."""
@@ -198,10 +288,18 @@ def measured(cell: Cell, pairs: list[tuple[int, int]], ks=FIGURE_K, resamples: i
             mask = d.draw(resamples, seed)  # every sample kept: one of under 2 labels has an infinite interval
             e, half = estimate(d, y, f, mask, level)
             finite = np.isfinite(half).all(axis=1)
-            rows.append({"dataset": cell.dataset, "judge": cell.judge, "strategy": strategy, "k": k,
-                         "labels_mean": float(mask.sum(axis=1).mean()),
-                         "predicted_width": float(predicted_width(d, y, f, k, level).mean()),
-                         "measured_width": float((2 * half[finite]).mean()) if finite.any() else float("inf"),
-                         "coverage": float((np.abs(e.point - truth) <= half + 1e-12).mean()), "samples": len(mask),
-                         "flagged": "yes" if designs.warning(k, n) else ""})
+            rows.append(
+                {
+                    "dataset": cell.dataset,
+                    "judge": cell.judge,
+                    "strategy": strategy,
+                    "k": k,
+                    "labels_mean": float(mask.sum(axis=1).mean()),
+                    "predicted_width": float(predicted_width(d, y, f, k, level).mean()),
+                    "measured_width": float((2 * half[finite]).mean()) if finite.any() else float("inf"),
+                    "coverage": float((np.abs(e.point - truth) <= half + 1e-12).mean()),
+                    "samples": len(mask),
+                    "flagged": "yes" if designs.warning(k, n) else "",
+                }
+            )
     return pd.DataFrame(rows, columns=MEASURED)

@@ -43,8 +43,10 @@ def judges(cell: Cell, cells: list[Cell]) -> np.ndarray:
     over the systems; a query only one judge has gets the mean spread of the others."""
     same = [c for c in cells if c.dataset == cell.dataset]
     if len(same) < 2:
-        raise CompareError(f"signal=judges: {cell.dataset} has one judge ({cell.judge}); expected 2 or more judges "
-                           "in the experiment (else signal=systems, entropy or labels)")
+        raise CompareError(
+            f"signal=judges: {cell.dataset} has one judge ({cell.judge}); expected 2 or more judges "
+            "in the experiment (else signal=systems, entropy or labels)"
+        )
     common = [s for s in cell.systems if all(s in c.systems for c in same)]
     if not common:
         raise CompareError(f"signal=judges: no system of {cell.dataset} has values under every judge")
@@ -80,9 +82,11 @@ def entropy(cell: Cell, labels: pd.DataFrame) -> np.ndarray:
     raw = lab["raw"] if "raw" in lab.columns else pd.Series(np.nan, index=lab.index)
     h = pd.Series([_entropy(r) for r in raw], index=lab.index, dtype=float)
     if h.notna().sum() == 0:
-        raise CompareError(f"signal=entropy: judge {cell.judge} on {cell.dataset} logged no label probabilities "
-                           "('probs' in judge_labels.csv raw; digit-scored LLM judges log them); "
-                           "expected signal=systems, judges or labels for it")
+        raise CompareError(
+            f"signal=entropy: judge {cell.judge} on {cell.dataset} logged no label probabilities "
+            "('probs' in judge_labels.csv raw; digit-scored LLM judges log them); "
+            "expected signal=systems, judges or labels for it"
+        )
     per_query = h.groupby(lab["query_id"].astype(str)).mean()
     u = per_query.reindex(cell.queries).to_numpy(float)
     return _floor(np.where(np.isnan(u), np.nanmean(u), u))

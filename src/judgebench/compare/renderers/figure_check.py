@@ -22,8 +22,10 @@ def _visible_texts(fig: Figure) -> list[tuple[str, Text]]:
     point labels, the figure's own texts."""
     out: list[tuple[str, Text]] = []
     for ax in fig.axes:
-        for kind, texts, axis, limits in (("x tick", ax.get_xticklabels(), 0, ax.get_xlim()),
-                                          ("y tick", ax.get_yticklabels(), 1, ax.get_ylim())):
+        for kind, texts, axis, limits in (
+            ("x tick", ax.get_xticklabels(), 0, ax.get_xlim()),
+            ("y tick", ax.get_yticklabels(), 1, ax.get_ylim()),
+        ):
             low, high = sorted(limits)  # a tick outside the view is listed but not drawn
             out += [(kind, t) for t in texts if low - 1e-9 <= t.get_position()[axis] <= high + 1e-9]
         out += [("title", t) for t in (ax.title, ax._left_title, ax._right_title)]
@@ -51,14 +53,21 @@ def problems(fig: Figure) -> list[str]:
     texts = _visible_texts(fig)
     for kind, artist, _ in artists + [(k, t, None) for k, t in texts]:
         box = artist.get_window_extent(renderer)
-        if box.x0 < frame.x0 - SLACK or box.y0 < frame.y0 - SLACK or box.x1 > frame.x1 + SLACK or box.y1 > frame.y1 + SLACK:
+        if (
+            box.x0 < frame.x0 - SLACK
+            or box.y0 < frame.y0 - SLACK
+            or box.x1 > frame.x1 + SLACK
+            or box.y1 > frame.y1 + SLACK
+        ):
             what = f" {artist.get_text()!r}" if isinstance(artist, Text) else ""
             found.append(f"{kind}{what} passes the image's edge")
     by_axes: dict[int, list[tuple[str, Text, Bbox]]] = {}
     for kind, t in texts:
         owner = t.axes if t.axes is not None else None
         key = id(owner) if kind not in ("legend", "figure text") else -1 - id(t.figure)
-        by_axes.setdefault(key, []).append((kind, t, Text.get_window_extent(t, renderer)))  # the text, not a leader line
+        by_axes.setdefault(key, []).append(
+            (kind, t, Text.get_window_extent(t, renderer))
+        )  # the text, not a leader line
     for group in by_axes.values():
         boxes = np.array([[b.x0, b.y0, b.x1, b.y1] for _, _, b in group])
         if len(boxes) < 2:
@@ -71,4 +80,3 @@ def problems(fig: Figure) -> list[str]:
             a, b = group[i], group[j]
             found.append(f"{a[0]} {a[1].get_text()!r} overlaps {b[0]} {b[1].get_text()!r}")
     return found
-

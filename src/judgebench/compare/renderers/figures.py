@@ -18,10 +18,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from judgebench.compare.base import names
-from judgebench.compare.renderers import fonts
-from judgebench.compare.renderers import label_layout
 from judgebench.compare.base.artifacts import REFERENCES  # noqa: E402
 from judgebench.compare.base.reference import References  # noqa: E402
+from judgebench.compare.renderers import fonts, label_layout
 from judgebench.metrics.agreement import LEVELS  # noqa: E402
 
 # The same thing has the same colour (and marker, hatch) in every figure: system types by TYPE_*, judges by
@@ -30,11 +29,22 @@ TYPE_COLOURS = {"oracle": "tab:blue", "llm": "tab:red", "lexical": "tab:green", 
 TYPE_MARKERS = {"oracle": "o", "llm": "^", "lexical": "s", "external": "D"}
 TYPE_HATCHES = {"oracle": "", "llm": "//", "lexical": "..", "external": "xx"}
 REFERENCE_COLOURS = {"human": "#4d4d4d", "human_labelset": "#9a9a9a"}
-JUDGE_PALETTE = ["tab:orange", "tab:cyan", "tab:pink", "tab:olive", "tab:brown", "tab:purple", "gold", "teal", "navy", "crimson"]
+JUDGE_PALETTE = [
+    "tab:orange",
+    "tab:cyan",
+    "tab:pink",
+    "tab:olive",
+    "tab:brown",
+    "tab:purple",
+    "gold",
+    "teal",
+    "navy",
+    "crimson",
+]
 CAPTIONS = {
     "figure_ndcg_bars.png": "nDCG@10 per system under each judge (t intervals over queries; hatching = system type)",
     "figure_ndcg_heatmap.png": "nDCG@10 per judge (rows) and system (columns), drawn instead of the bars "
-                               "past 10 judges or 120 bars (intervals: Table 6)",
+    "past 10 judges or 120 bars (intervals: Table 6)",
     "figure_scatter.png": "human vs judge nDCG@10 per system (above the line: the judge overrates the system)",
     "figure_kappa_tau.png": "label agreement (kappa) vs system-ordering agreement (tau) per judge",
     "figure_content_bias.png": "judge labels on original vs rewritten text",
@@ -52,10 +62,14 @@ def judge_colours(judges: list[str]) -> dict[str, str]:
 
 def plain_text(draw):
     """Decorates a figure function: every text it creates is drawn as written (``$`` is no mathtext delimiter)."""
+
     @functools.wraps(draw)
     def wrapper(*args, **kwargs):
-        with plt.rc_context({"text.parse_math": False, **fonts.fallback()}):  # names in any script (compare/renderers/fonts.py)
+        with plt.rc_context(
+            {"text.parse_math": False, **fonts.fallback()}
+        ):  # names in any script (compare/renderers/fonts.py)
             return draw(*args, **kwargs)
+
     return wrapper
 
 
@@ -82,7 +96,10 @@ def _save(fig, path: Path) -> Path:
 def _type_legend(ax, types: list[str], loc: str = "lower right") -> None:
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], ls="", marker=TYPE_MARKERS.get(t, "o"), color=TYPE_COLOURS.get(t, "tab:gray"), label=t) for t in types]
+    handles = [
+        Line2D([], [], ls="", marker=TYPE_MARKERS.get(t, "o"), color=TYPE_COLOURS.get(t, "tab:gray"), label=t)
+        for t in types
+    ]
     ax.legend(handles=handles, fontsize="x-small", loc=loc, title="system type", title_fontsize="x-small")
 
 
@@ -95,7 +112,9 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None =
     if len(judges_all) > BAR_JUDGES or max(len(t) for t in t1.values()) * len(judges_all) > BARS:
         return ndcg_heatmap(t1, path.with_name(path.name.replace("_bars", "_heatmap")))  # its own name and caption
     colours = judge_colours(judges_all)
-    fig, axes = plt.subplots(len(t1), 1, figsize=(max(8, 0.9 * max(len(t) for t in t1.values()) + 3), 3.8 * len(t1)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(t1), 1, figsize=(max(8, 0.9 * max(len(t) for t in t1.values()) + 3), 3.8 * len(t1)), squeeze=False
+    )
     for ax, (dataset, table) in zip(axes[:, 0], t1.items()):
         judges = [c for c in table.columns if c != "type"]
         x = np.arange(len(table))
@@ -108,8 +127,18 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None =
                 c = ci[(ci["dataset"] == dataset) & (ci["judge"] == judge)].set_index("system").reindex(table.index)
                 err = np.vstack([(values - c["lo"]).clip(lower=0), (c["hi"] - values).clip(lower=0)]).astype(float)
                 err = np.nan_to_num(err)
-            ax.bar(x + (i - (len(judges) - 1) / 2) * width, values.fillna(0), width, label=names.plot(judge), color=colours[judge],
-                   hatch=hatches, edgecolor="white", linewidth=0.3, yerr=err, error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "black"})
+            ax.bar(
+                x + (i - (len(judges) - 1) / 2) * width,
+                values.fillna(0),
+                width,
+                label=names.plot(judge),
+                color=colours[judge],
+                hatch=hatches,
+                edgecolor="white",
+                linewidth=0.3,
+                yerr=err,
+                error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "black"},
+            )
         ax.set_xticks(x, _names(table.index), rotation=30, ha="right")
         for tick, kind in zip(ax.get_xticklabels(), table["type"]):
             tick.set_color(TYPE_COLOURS.get(kind, "black"))
@@ -117,7 +146,10 @@ def ndcg_bars(t1: dict[str, pd.DataFrame], path: Path, ci: pd.DataFrame | None =
         ax.set_ylim(0, 1.05)
         interval = f", {level:.0%} t intervals" if ci is not None and len(ci) else ""
         kinds = ", ".join(f"{k} {TYPE_HATCHES.get(k) or 'plain'}" for k in dict.fromkeys(table["type"]))
-        ax.set_title(f"{names.plot(dataset)}: nDCG@10 per system and judge{interval}\nhatch = system type: {kinds}", fontsize="medium")
+        ax.set_title(
+            f"{names.plot(dataset)}: nDCG@10 per system and judge{interval}\nhatch = system type: {kinds}",
+            fontsize="medium",
+        )
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: bars reach the top
         ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
@@ -134,8 +166,9 @@ def ndcg_heatmap(t1: dict[str, pd.DataFrame], path: Path) -> Path:
     shape = [(len([c for c in t.columns if c != "type"]), len(t)) for t in t1.values()]
     width = max(6.4, 2.6 + 0.32 * max(s for _, s in shape))  # at least the title's width
     heights = [1.6 + 0.26 * j for j, _ in shape]
-    fig, axes = plt.subplots(len(t1), 1, figsize=(width, sum(heights) + 1.4 * len(t1)), squeeze=False,
-                             gridspec_kw={"height_ratios": heights})
+    fig, axes = plt.subplots(
+        len(t1), 1, figsize=(width, sum(heights) + 1.4 * len(t1)), squeeze=False, gridspec_kw={"height_ratios": heights}
+    )
     for ax, (dataset, table) in zip(axes[:, 0], t1.items()):
         judges = [c for c in table.columns if c != "type"]
         grid = table[judges].astype(float).T
@@ -147,10 +180,17 @@ def ndcg_heatmap(t1: dict[str, pd.DataFrame], path: Path) -> Path:
         if len(table) <= 20:
             for (i, j), v in np.ndenumerate(grid.to_numpy()):
                 if v == v:
-                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=5.5, color="white" if v < 0.6 else "black")
-        kinds = ", ".join(f"{k} {TYPE_COLOURS.get(k, 'black').removeprefix('tab:')}" for k in dict.fromkeys(table["type"]))
-        ax.set_title(f"{names.plot(dataset)}: nDCG@10 per judge (rows) and system (columns)\nsystem names coloured by type: "
-                     f"{kinds}; blank: missing", fontsize="small")
+                    ax.text(
+                        j, i, f"{v:.2f}", ha="center", va="center", fontsize=5.5, color="white" if v < 0.6 else "black"
+                    )
+        kinds = ", ".join(
+            f"{k} {TYPE_COLOURS.get(k, 'black').removeprefix('tab:')}" for k in dict.fromkeys(table["type"])
+        )
+        ax.set_title(
+            f"{names.plot(dataset)}: nDCG@10 per judge (rows) and system (columns)\nsystem names coloured by type: "
+            f"{kinds}; blank: missing",
+            fontsize="small",
+        )
         fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label="nDCG@10")
     return _save(fig, path)
 
@@ -171,7 +211,15 @@ def confusion(labels: pd.DataFrame, judge: str, path: Path) -> Path:
         share = counts.div(counts.sum(axis=1).replace(0, np.nan), axis=0).fillna(0).to_numpy()
         image = ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
         for (i, j), v in np.ndenumerate(share):
-            ax.text(j, i, f"{counts.to_numpy()[i, j]}\n{v:.2f}", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=8)
+            ax.text(
+                j,
+                i,
+                f"{counts.to_numpy()[i, j]}\n{v:.2f}",
+                ha="center",
+                va="center",
+                color="white" if v > 0.6 else "black",
+                fontsize=8,
+            )
         ax.set_xticks(range(len(LEVELS)), LEVELS)
         ax.set_yticks(range(len(LEVELS)), LEVELS)
         ax.set_xlabel(f"{names.plot(judge)} label")
@@ -201,7 +249,7 @@ def _extremes(score: pd.Series, limit: int) -> list:
     if len(score) <= limit:
         return list(score.index)
     ranked = score.sort_values(kind="stable")
-    return list(ranked.index[-(limit // 2):]) + list(ranked.index[:limit - limit // 2])
+    return list(ranked.index[-(limit // 2) :]) + list(ranked.index[: limit - limit // 2])
 
 
 def _group_label(names_: list[str]) -> str:
@@ -212,12 +260,19 @@ def _group_label(names_: list[str]) -> str:
 def _label_points(ax, xs: pd.Series, ys: pd.Series, systems: pd.Index) -> None:
     """Labels placed where they overlap no other label, marker or the legend (label_layout); points within 0.005 of
     each other share one label ("A, B"); past SCATTER_LABELS places only the most over- and underrated are labelled."""
-    frame = pd.DataFrame({"x": xs.to_numpy(dtype=float), "y": ys.to_numpy(dtype=float), "name": _names(systems)}).dropna()
+    frame = pd.DataFrame(
+        {"x": xs.to_numpy(dtype=float), "y": ys.to_numpy(dtype=float), "name": _names(systems)}
+    ).dropna()
     groups = [g for _, g in frame.groupby([(frame["x"] / 0.005).round(), (frame["y"] / 0.005).round()], sort=False)]
     keep = _extremes(pd.Series([g["y"].mean() - g["x"].mean() for g in groups]), SCATTER_LABELS)
     groups = [groups[i] for i in keep]
-    label_layout.place(ax, [g["x"].mean() for g in groups], [g["y"].mean() for g in groups], [_group_label(list(g["name"])) for g in groups],
-                       crowded="skip" if len(keep) < len(frame) else "draw")
+    label_layout.place(
+        ax,
+        [g["x"].mean() for g in groups],
+        [g["y"].mean() for g in groups],
+        [_group_label(list(g["name"])) for g in groups],
+        crowded="skip" if len(keep) < len(frame) else "draw",
+    )
 
 
 @plain_text
@@ -227,28 +282,44 @@ def scatter(t1: dict[str, pd.DataFrame], path: Path, refs: References, t2: pd.Da
     overrates. The panel title gives the judge's τ (all systems, against its reference) and graded κ when
     ``t2`` has them."""
     judges = list(dict.fromkeys(c for t in t1.values() for c in t.columns if c not in ("type", *REFERENCES)))
-    cols = max(1, min(len(judges), SCATTER_COLUMNS))  # small multiples that wrap: 35 judges are 6 rows of 6, not a strip
+    cols = max(
+        1, min(len(judges), SCATTER_COLUMNS)
+    )  # small multiples that wrap: 35 judges are 6 rows of 6, not a strip
     per_dataset = -(-max(1, len(judges)) // cols)
-    fig, grid = plt.subplots(per_dataset * len(t1), cols, figsize=(4.0 * cols, 4.0 * per_dataset * len(t1)), squeeze=False)
+    fig, grid = plt.subplots(
+        per_dataset * len(t1), cols, figsize=(4.0 * cols, 4.0 * per_dataset * len(t1)), squeeze=False
+    )
     for n, ax in enumerate(grid.flat):
         ax.set_visible(n % (per_dataset * cols) < max(1, len(judges)))
-    axes = [grid.flat[d * per_dataset * cols: d * per_dataset * cols + max(1, len(judges))] for d in range(len(t1))]
+    axes = [grid.flat[d * per_dataset * cols : d * per_dataset * cols + max(1, len(judges))] for d in range(len(t1))]
     labels = []
     for row, (dataset, table) in zip(axes, t1.items()):
         for ax, judge in zip(row, judges):
             if judge in table:
                 human = refs.column(dataset, judge, table.index)
                 for kind, g in table.groupby("type", sort=False):
-                    ax.scatter(human[g.index], g[judge], color=TYPE_COLOURS.get(kind, "tab:gray"), marker=TYPE_MARKERS.get(kind, "o"), s=30)
+                    ax.scatter(
+                        human[g.index],
+                        g[judge],
+                        color=TYPE_COLOURS.get(kind, "tab:gray"),
+                        marker=TYPE_MARKERS.get(kind, "o"),
+                        s=30,
+                    )
                 labels.append((ax, human, table[judge], table.index))
             ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
             ax.set_xlim(0, 1.02)
             ax.set_ylim(0, 1.02)
             ax.set_xlabel(f"nDCG@10 under humans ({refs.reference})")
             ax.set_ylabel(f"nDCG@10 under {names.plot(judge)}")
-            subset = (f"\nlabels: {SCATTER_LABELS // 2} most over-, {SCATTER_LABELS // 2} most underrated"
-                      if len(table) > SCATTER_LABELS else "")
-            ax.set_title(f"{names.plot(dataset)}: {names.plot(judge)}{_title_stats(t2, dataset, judge)}{subset}", fontsize="medium")
+            subset = (
+                f"\nlabels: {SCATTER_LABELS // 2} most over-, {SCATTER_LABELS // 2} most underrated"
+                if len(table) > SCATTER_LABELS
+                else ""
+            )
+            ax.set_title(
+                f"{names.plot(dataset)}: {names.plot(judge)}{_title_stats(t2, dataset, judge)}{subset}",
+                fontsize="medium",
+            )
             _type_legend(ax, list(dict.fromkeys(table["type"])))
             ax.grid(alpha=0.3)
     fig.tight_layout()  # labels are placed in the final layout's coordinates
@@ -262,7 +333,9 @@ def content_bias(dist: pd.DataFrame, path: Path) -> Path:
     """Per human level, the judge's label distribution on original vs rewritten text, with the
     uniform share (1/4) for reference; rows are (dataset, judge, view)."""
     groups = list(dist.groupby(["dataset", "judge", "view"], sort=False))
-    fig, axes = plt.subplots(len(groups), len(LEVELS), figsize=(3.2 * len(LEVELS), 2.8 * len(groups)), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        len(groups), len(LEVELS), figsize=(3.2 * len(LEVELS), 2.8 * len(groups)), squeeze=False, sharey=True
+    )
     x = np.arange(len(LEVELS))
     for row, ((dataset, judge, view), g) in zip(axes, groups):
         for ax, human in zip(row, LEVELS):
@@ -291,21 +364,36 @@ def kappa_tau(t2: pd.DataFrame, path: Path, kappa: str = "kappa_graded", tau: st
         d = t2[(t2["dataset"] == dataset) & t2[kappa].notna() & t2[tau].notna()]
         colours = judge_colours(list(t2["judge"]))
         # ties drawn as one marker whose area counts the judges there (35 judges often share a tau)
-        at = d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False)["judge"].agg(list).rename("judges").reset_index()
+        at = (
+            d.groupby([d[kappa].round(4), d[tau].round(4)], sort=False)["judge"]
+            .agg(list)
+            .rename("judges")
+            .reset_index()
+        )
         count = at["judges"].str.len().to_numpy()
-        ax.scatter(at[kappa], at[tau], s=34 * count, color=[colours[j[0]] if len(j) == 1 else "white" for j in at["judges"]],
-                   edgecolor="black", linewidth=0.4)
+        ax.scatter(
+            at[kappa],
+            at[tau],
+            s=34 * count,
+            color=[colours[j[0]] if len(j) == 1 else "white" for j in at["judges"]],
+            edgecolor="black",
+            linewidth=0.4,
+        )
         keep = _extremes(at[tau] + 1e-6 * at[kappa], KAPPA_TAU_LABELS)
         points.append((ax, [(at[kappa][i], at[tau][i], _group_label(_names(at["judges"][i]))) for i in keep]))
         shared = int((count > 1).sum())
-        notes = ([f"{shared} point{'s' if shared > 1 else ''} shared (area = judges)"] if shared else []) \
-            + ([f"{len(keep)} of {len(at)} labelled"] if len(keep) < len(at) else [])
+        notes = ([f"{shared} point{'s' if shared > 1 else ''} shared (area = judges)"] if shared else []) + (
+            [f"{len(keep)} of {len(at)} labelled"] if len(keep) < len(at) else []
+        )
         ax.set_xlim(min(0.0, float(d[kappa].min()) - 0.05) if len(d) else 0.0, 1.0)
         ax.set_ylim(min(0.0, float(d[tau].min()) - 0.05) if len(d) else 0.0, 1.05)
         ax.set_xlabel(f"Cohen's kappa ({kappa})")
         ax.set_ylabel(f"Kendall's tau ({tau})")
-        ax.set_title(f"{names.plot(dataset)}: labels vs system ordering ({len(d)} judges)"
-                     + ("\n" + "; ".join(notes) if notes else ""), fontsize="medium")
+        ax.set_title(
+            f"{names.plot(dataset)}: labels vs system ordering ({len(d)} judges)"
+            + ("\n" + "; ".join(notes) if notes else ""),
+            fontsize="medium",
+        )
         ax.grid(alpha=0.3)
     fig.tight_layout()  # labels are placed in the final layout's coordinates
     for ax, p in points:
@@ -348,8 +436,12 @@ def label_shares(table: pd.DataFrame, path: Path) -> Path:
     for ax, dataset in zip(axes[0], datasets):
         d = table[table["dataset"] == dataset]
         rows = ["human", *_names(d["judge"])]
-        shares = np.vstack([d[[f"human_share_{k}" for k in LEVELS]].iloc[:1].to_numpy(),
-                            d[[f"judge_share_{k}" for k in LEVELS]].to_numpy()]).astype(float)
+        shares = np.vstack(
+            [
+                d[[f"human_share_{k}" for k in LEVELS]].iloc[:1].to_numpy(),
+                d[[f"judge_share_{k}" for k in LEVELS]].to_numpy(),
+            ]
+        ).astype(float)
         y = np.arange(len(rows))[::-1]
         left = np.zeros(len(rows))
         for k in LEVELS:
@@ -371,7 +463,7 @@ def confusion_grid(labels: pd.DataFrame, path: Path, columns: int = 6) -> Path:
     cols = min(columns, max(1, len(groups)))
     rows = -(-len(groups) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 2.4 * rows), squeeze=False)
-    for ax in axes.flat[len(groups):]:
+    for ax in axes.flat[len(groups) :]:
         ax.axis("off")
     for ax, ((dataset, judge), lab) in zip(axes.flat, groups):
         counts = _counts(lab)
@@ -381,7 +473,10 @@ def confusion_grid(labels: pd.DataFrame, path: Path, columns: int = 6) -> Path:
             ax.text(j, i, str(v), ha="center", va="center", color="white" if share[i, j] > 0.6 else "black", fontsize=6)
         ax.set_xticks(range(len(LEVELS)), LEVELS, fontsize=7)
         ax.set_yticks(range(len(LEVELS)), LEVELS, fontsize=7)
-        ax.set_title(names.plot(judge) if labels["dataset"].nunique() == 1 else f"{names.plot(dataset)}: {names.plot(judge)}", fontsize=7)
+        ax.set_title(
+            names.plot(judge) if labels["dataset"].nunique() == 1 else f"{names.plot(dataset)}: {names.plot(judge)}",
+            fontsize=7,
+        )
     fig.supxlabel("judge label", fontsize=9)
     fig.supylabel("human label", fontsize=9)
     fig.suptitle("Label confusion per judge: counts, colour = row share", fontsize=10)

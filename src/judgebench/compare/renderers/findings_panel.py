@@ -81,11 +81,13 @@ def kinds(found: list[Finding], table2: pd.DataFrame | None = None, rows: int = 
         else:
             column = RANK_BY.get(topic, "")
             value = {id(f): _value(table2, column, f) for f in per_subject}
-            ranked = sorted(per_subject, key=lambda f: (not f.alert, -value[id(f)] if not math.isnan(value[id(f)]) else math.inf))
+            ranked = sorted(
+                per_subject, key=lambda f: (not f.alert, -value[id(f)] if not math.isnan(value[id(f)]) else math.inf)
+            )
             kind.ranked_by = column if any(not math.isnan(v) for v in value.values()) else ""
             if len(ranked) > rows:
                 kind.hidden = len(ranked) - rows
-                ranked = ranked[: rows - rows // 2] + ranked[len(ranked) - rows // 2:]
+                ranked = ranked[: rows - rows // 2] + ranked[len(ranked) - rows // 2 :]
             kind.rows = ranked
         out.append(kind)
     return out

@@ -12,9 +12,20 @@ from __future__ import annotations
 import functools
 
 BASE = "DejaVu Sans"
-CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR", "Source Han Sans",
-             "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "IPAGothic", "IPAexGothic", "Droid Sans Fallback",
-             "Arial Unicode MS", "Unifont")
+CJK_FONTS = (
+    "Noto Sans CJK JP",
+    "Noto Sans CJK SC",
+    "Noto Sans CJK TC",
+    "Noto Sans CJK KR",
+    "Source Han Sans",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "IPAGothic",
+    "IPAexGothic",
+    "Droid Sans Fallback",
+    "Arial Unicode MS",
+    "Unifont",
+)
 
 
 def choose(available: set[str]) -> list[str]:

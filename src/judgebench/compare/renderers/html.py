@@ -25,7 +25,8 @@ from judgebench.compare.renderers import markdown as report_markdown
 FINDINGS_ID = "findings"  # the anchor of markdown.py's "## Findings"
 # No network, no script, no form, no plugin: the browser refuses every load a name could smuggle in.
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-PAGE = jinja2.Template("""<!DOCTYPE html>
+PAGE = jinja2.Template(
+    """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{{ policy }}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -68,7 +69,9 @@ code { background: #f3f3f3; padding: 0 3px; }
 {% endfor %}</dl>
 {{ body }}
 </body></html>
-""", autoescape=False)
+""",
+    autoescape=False,
+)
 
 
 def _figure(embed_from: Path, src: str) -> Path | None:
@@ -136,7 +139,9 @@ def _contents(toc: list[tuple[int, str, str]], skip: str) -> str:
             tree[-1][1].append(link)
     if not tree:
         return ""
-    items = "".join(f"<li>{h2}" + (f"<ul>{''.join(f'<li>{x}</li>' for x in h3s)}</ul>" if h3s else "") + "</li>" for h2, h3s in tree)
+    items = "".join(
+        f"<li>{h2}" + (f"<ul>{''.join(f'<li>{x}</li>' for x in h3s)}</ul>" if h3s else "") + "</li>" for h2, h3s in tree
+    )
     return f'<nav class="toc"><h2 id="contents">Contents</h2><ul>{items}</ul></nav>'
 
 
@@ -162,16 +167,26 @@ def render(markdown_text: str, out: Path, header: Mapping[str, str], title: str)
     if start >= 0:
         end = body.find("<h2", start + 1)
         end = len(body) if end < 0 else end
-        close = body.find(report_markdown.PANEL_END, start, end)  # a panel by kind ends with its link to the per-judge findings
+        close = body.find(
+            report_markdown.PANEL_END, start, end
+        )  # a panel by kind ends with its link to the per-judge findings
         if close >= 0:
             end = body.find("</p>", close) + len("</p>")
         else:
-            end = body.rfind("</ul>", start, end) + len("</ul>") if "</ul>" in body[start:end] else end  # the prose after stays
+            end = (
+                body.rfind("</ul>", start, end) + len("</ul>") if "</ul>" in body[start:end] else end
+            )  # the prose after stays
         found = '<section class="findings">' + body[start:end] + "</section>"
         body = body[:start] + body[end:]
-    return PAGE.render(title=html.escape(names.visible(title)), policy=POLICY, body=body, h1=h1, findings=found,
-                       toc=_contents(env.get("toc", []), FINDINGS_ID),
-                       header={html.escape(k): html.escape(names.visible(v)) for k, v in header.items()})
+    return PAGE.render(
+        title=html.escape(names.visible(title)),
+        policy=POLICY,
+        body=body,
+        h1=h1,
+        findings=found,
+        toc=_contents(env.get("toc", []), FINDINGS_ID),
+        header={html.escape(k): html.escape(names.visible(v)) for k, v in header.items()},
+    )
 
 
 def write(markdown_text: str, out: Path, header: Mapping[str, str], title: str) -> Path:
@@ -204,6 +219,6 @@ def figure_links(files: list[Path], captions: Mapping[str, str] | None = None, n
         caption = captions.get(f.name, f.stem.replace("figure_", "").replace("_", " "))
         parts.append(f"### {names.markdown(caption)}\n\n![{names.markdown(caption)}]({f.name})\n")
     for prefix, group in grouped.items():
-        images = "\n".join(f"![{names.markdown(f.stem[len(prefix):].replace('_', ' '))}]({f.name})" for f in group)
+        images = "\n".join(f"![{names.markdown(f.stem[len(prefix) :].replace('_', ' '))}]({f.name})" for f in group)
         parts[parts.index(prefix)] = f"### {names.markdown(PER_JUDGE[prefix])}\n\n{images}\n"
     return "\n".join(parts)

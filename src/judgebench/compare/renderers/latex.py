@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgebench.compare.renderers import render
 from judgebench.compare.base.section import LatexTable
+from judgebench.compare.renderers import render
 
 
 def write(tables: list[LatexTable], out: Path) -> list[Path]:

@@ -7,16 +7,14 @@ names.markdown; the tables through render.markdown, which escapes every cell.
 
 from __future__ import annotations
 
-from judgebench.compare.base import findings
-from judgebench.compare.base import names
+from judgebench.compare.base import findings, names
 from judgebench.metrics.designs import MIN_QUERIES
-
 
 REFERENCE_TEXT = {
     "human_judged": "per judge, the human labels of the pairs that judge labelled, normalised as its labels are: "
-                    "a failed call leaves the same pair out of both sides",
+    "a failed call leaves the same pair out of both sides",
     "human_labelset": "the human labels of the whole label set, normalised as a judge's labels are: "
-                      "what a perfect judge scores",
+    "what a perfect judge scores",
     "human": "all human qrels: the paper's convention; judges are normalised on the label set only",
 }
 
@@ -28,8 +26,9 @@ def listed(items) -> str:
 
 def report_title(experiment: str, sweep: str | None, what: str = "") -> str:
     """The report's first line: ``# judgebench compare: experiment 'NAME'[, WHAT][, sweep 'ID']``."""
-    return (f"# judgebench compare: experiment {names.markdown(quoted(experiment))}{what}"
-            + (f", sweep {names.markdown(quoted(sweep))}" if sweep else ""))
+    return f"# judgebench compare: experiment {names.markdown(quoted(experiment))}{what}" + (
+        f", sweep {names.markdown(quoted(sweep))}" if sweep else ""
+    )
 
 
 def quoted(name: str) -> str:
@@ -74,16 +73,26 @@ def findings_section(found: list[findings.Finding], table2=None) -> list[str]:
         parts += [f"- {names.markdown(f.subject)}: {_said(f)}" if f.judge else f"- {_said(f)}" for f in k.sentences]
         if k.common:
             parts.append(f"- all {k.count} judges: {_said(k.common)}")
-        parts += [f"- {_said(items[0], brief)}: {names.markdown(findings_panel.subjects(items))}" for brief, items in k.verdicts.items()]
+        parts += [
+            f"- {_said(items[0], brief)}: {names.markdown(findings_panel.subjects(items))}"
+            for brief, items in k.verdicts.items()
+        ]
         if k.rows:
             order = f"ranked by {names.markdown(k.ranked_by)}, best first" if k.ranked_by else "alerts first"
             shown = (
-                f"the top {len(k.rows) - len(k.rows) // 2} and the bottom {len(k.rows) // 2} of "
-                f"{len(k.rows) + k.hidden} judges, "
-            ) \
-                if k.hidden else ""
-            parts += [f"\n{shown}{order}:\n", "| judge | finding |", "|---|---|",
-                      *(f"| {names.markdown(f.subject)} | {_said(f, f.brief or f.text)} |" for f in k.rows)]
+                (
+                    f"the top {len(k.rows) - len(k.rows) // 2} and the bottom {len(k.rows) // 2} of "
+                    f"{len(k.rows) + k.hidden} judges, "
+                )
+                if k.hidden
+                else ""
+            )
+            parts += [
+                f"\n{shown}{order}:\n",
+                "| judge | finding |",
+                "|---|---|",
+                *(f"| {names.markdown(f.subject)} | {_said(f, f.brief or f.text)} |" for f in k.rows),
+            ]
     parts.append(f"\n{PANEL_END} [{DETAIL_TITLE}](#{DETAIL_TITLE.lower().replace(' ', '-')}).\n")
     return parts
 
@@ -98,10 +107,12 @@ def findings_detail(found: list[findings.Finding], table2=None) -> list[str]:
 
 
 # Under every tau table: what each column measures (docs/protocol.md, "Ordering agreement").
-QUERY_TAU_NOTE = ("tau_all / tau_oracles: Kendall's tau-b of the mean orderings, a point estimate (no interval covers it: "
-                  "docs/protocol.md#calibration). query_tau: the per-query pooled tau-b, how often query by query the judge "
-                  "orders two systems as the humans do, with its delta-method t interval over queries (coverage shown in "
-                  "benchmarks/calibration.py); oracles verdict: its t test of 0, Holm-adjusted over the report's judges")
+QUERY_TAU_NOTE = (
+    "tau_all / tau_oracles: Kendall's tau-b of the mean orderings, a point estimate (no interval covers it: "
+    "docs/protocol.md#calibration). query_tau: the per-query pooled tau-b, how often query by query the judge "
+    "orders two systems as the humans do, with its delta-method t interval over queries (coverage shown in "
+    "benchmarks/calibration.py); oracles verdict: its t test of 0, Holm-adjusted over the report's judges"
+)
 
 
 def few_queries_warning(frame, dataset: str) -> str | None:
@@ -110,7 +121,9 @@ def few_queries_warning(frame, dataset: str) -> str | None:
     rows = frame[frame["dataset"] == dataset] if "queries" in frame else frame.iloc[:0]
     n = int(rows["queries"].max()) if len(rows) else MIN_QUERIES
     if n < MIN_QUERIES:
-        return (f"warning: {dataset} has {n} queries (fewer than {MIN_QUERIES}): intervals over so few queries "
-                "can cover less than their nominal level in benchmarks/calibration.py (flagged rows there); read "
-                "them as rough")
+        return (
+            f"warning: {dataset} has {n} queries (fewer than {MIN_QUERIES}): intervals over so few queries "
+            "can cover less than their nominal level in benchmarks/calibration.py (flagged rows there); read "
+            "them as rough"
+        )
     return None

@@ -40,12 +40,22 @@ def number(v: object, digits: int = 4, integer: bool = False) -> str:
     return str(v)
 
 
-def cells(df: pd.DataFrame, style: Style, best: Iterable[str] = (), integers: Iterable[str] = (), digits: int = 4,
-          strong: Mapping[str, str] | None = None) -> pd.DataFrame:
+def cells(
+    df: pd.DataFrame,
+    style: Style,
+    best: Iterable[str] = (),
+    integers: Iterable[str] = (),
+    digits: int = 4,
+    strong: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
     """Every cell as escaped text; in the ``best`` columns the maximum (all ties) is bold, and so is a cell of a
     ``strong`` column ({column: value}) holding that value (the bias table's INVERTED)."""
     best, integers, strong = set(best), set(integers), dict(strong or {})
-    out = pd.DataFrame(index=[escape(str(i), style) for i in df.index], columns=[escape(str(c), style) for c in df.columns], dtype=object)
+    out = pd.DataFrame(
+        index=[escape(str(i), style) for i in df.index],
+        columns=[escape(str(c), style) for c in df.columns],
+        dtype=object,
+    )
     out.index.name = escape(str(df.index.name), style) if df.index.name else None
     for c_in, c_out in zip(df.columns, out.columns):
         col = df[c_in]
@@ -54,8 +64,9 @@ def cells(df: pd.DataFrame, style: Style, best: Iterable[str] = (), integers: It
         for v in col:
             v = v.item() if hasattr(v, "item") else v
             t = escape(number(v, digits, c_in in integers), style)
-            if (top is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v == top) or \
-                    (c_in in strong and v == strong[c_in]):
+            if (top is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v == top) or (
+                c_in in strong and v == strong[c_in]
+            ):
                 t = bold(t, style)
             texts.append(t)
         out[c_out] = texts
@@ -64,7 +75,10 @@ def cells(df: pd.DataFrame, style: Style, best: Iterable[str] = (), integers: It
 
 def _align(df: pd.DataFrame, index: bool) -> list[str]:
     """Numbers right, text left (pandas 3 stores text as "str", so test for numbers, not object)."""
-    cols = ["right" if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) else "left" for c in df.columns]
+    cols = [
+        "right" if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) else "left"
+        for c in df.columns
+    ]
     return (["left"] if index else []) + cols
 
 
@@ -90,8 +104,9 @@ def latex(df: pd.DataFrame, caption: str, label: str, index: bool = True, **kw) 
     if index:  # the index as a first column: pandas would give its name a header row of its own
         df = df.reset_index()
     align = "".join(a[0] for a in _align(df, False))
-    return cells(df, "tex", **kw).to_latex(index=False, escape=False, caption=escape(caption, "tex"), label=label,
-                                           column_format=align, position="t")
+    return cells(df, "tex", **kw).to_latex(
+        index=False, escape=False, caption=escape(caption, "tex"), label=label, column_format=align, position="t"
+    )
 
 
 TERMINAL_ROWS = 6  # rows of a table in the terminal summary: the first and last few, the rest in the report
@@ -112,8 +127,9 @@ def plain(frame: pd.DataFrame, index: bool = True, width: int = WIDTH, rows: int
     texts, align = cells(frame, "plain", digits=3, **kw), _align(frame, index)
 
     def table(k: int) -> str:
-        return texts.iloc[:, :k].to_markdown(index=index, tablefmt="simple", disable_numparse=True,
-                                             colalign=align[:k + 1] if index else align[:k])
+        return texts.iloc[:, :k].to_markdown(
+            index=index, tablefmt="simple", disable_numparse=True, colalign=align[: k + 1] if index else align[:k]
+        )
 
     def fits(k: int) -> bool:
         return max(len(line) for line in table(k).splitlines()) <= width
@@ -126,6 +142,7 @@ def plain(frame: pd.DataFrame, index: bool = True, width: int = WIDTH, rows: int
             lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
         k = lo
     dropped = cols[k:]
-    notes = ([f"{left_out} rows between the first {rows - rows // 2} and the last {rows // 2}"] if left_out else []) \
-        + ([f"{len(dropped)} columns: {', '.join(dropped)}"] if dropped else [])
+    notes = ([f"{left_out} rows between the first {rows - rows // 2} and the last {rows // 2}"] if left_out else []) + (
+        [f"{len(dropped)} columns: {', '.join(dropped)}"] if dropped else []
+    )
     return table(k) + (f"\n(+ {'; + '.join(notes)}; in the report)" if notes else "")

@@ -26,7 +26,9 @@ def confidence_tables(report: Report) -> dict[str, pd.DataFrame]:
     for dataset, table in report.table1.items():
         ci = report.ci_means[report.ci_means["dataset"] == dataset]
         grid = ci.assign(cell=[_interval(m, lo, hi) for m, lo, hi in zip(ci["mean"], ci["lo"], ci["hi"])])
-        wide = grid.pivot(index="system", columns="judge", values="cell").reindex(index=table.index, columns=report.judges)
+        wide = grid.pivot(index="system", columns="judge", values="cell").reindex(
+            index=table.index, columns=report.judges
+        )
         wide.columns.name = None
         out[dataset] = wide.fillna(render.MISSING)
     return out
@@ -40,16 +42,24 @@ def tau_intervals(report: Report) -> pd.DataFrame:
     """Per dataset and judge: tau of the means (points) over all systems and over oracles, and the per-query tau
     "value [lo, hi]" of each, with the oracles verdict."""
     c = report.ci_tau
-    return pd.DataFrame({
-        "dataset": c["dataset"], "judge": c["judge"],
-        "tau_all (means)": [_point(v) for v in c["tau_all"]],
-        "query_tau_all [CI]": [_interval(*v) for v in zip(c["query_tau_all"], c["query_tau_all_lo"], c["query_tau_all_hi"])],
-        "tau_oracles (means)": [_point(v) for v in c["tau_oracles"]],
-        "query_tau_oracles [CI]": [_interval(*v) for v in zip(c["query_tau_oracles"], c["query_tau_oracles_lo"],
-                                                              c["query_tau_oracles_hi"])],
-        "oracles verdict (Holm p)": [f"{v} ({p:.3g})" if v else render.MISSING
-                                     for v, p in zip(c["oracles_verdict"], c["query_tau_oracles_p_holm"])],
-    })
+    return pd.DataFrame(
+        {
+            "dataset": c["dataset"],
+            "judge": c["judge"],
+            "tau_all (means)": [_point(v) for v in c["tau_all"]],
+            "query_tau_all [CI]": [
+                _interval(*v) for v in zip(c["query_tau_all"], c["query_tau_all_lo"], c["query_tau_all_hi"])
+            ],
+            "tau_oracles (means)": [_point(v) for v in c["tau_oracles"]],
+            "query_tau_oracles [CI]": [
+                _interval(*v) for v in zip(c["query_tau_oracles"], c["query_tau_oracles_lo"], c["query_tau_oracles_hi"])
+            ],
+            "oracles verdict (Holm p)": [
+                f"{v} ({p:.3g})" if v else render.MISSING
+                for v, p in zip(c["oracles_verdict"], c["query_tau_oracles_p_holm"])
+            ],
+        }
+    )
 
 
 def bias_view(report: Report, yes: str = "yes") -> pd.DataFrame:

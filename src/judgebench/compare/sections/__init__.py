@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare.renderers import figures as figure_files
 from judgebench.compare.base import findings as found_order
 from judgebench.compare.base.findings import Finding
 from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.renderers import figures as figure_files
+from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias
 from judgebench.compare.sections.budget_plan import BudgetPlan
 from judgebench.compare.sections.calibration import Calibration
 from judgebench.compare.sections.discrimination import Discrimination
-from judgebench.compare.sections.bias_and_intervals import ConfidenceIntervals, RankerBias
 from judgebench.compare.sections.family_bias import FamilyBias
 from judgebench.compare.sections.findings_detail import FindingsDetail
 from judgebench.compare.sections.grid_state import ContentBias, GridState
@@ -35,8 +35,15 @@ if TYPE_CHECKING:
 # The sections whose findings open the report, in this order (the grid's state, then per judge: inversion, ordering,
 # agreement, self-preference, calibration; the discrimination answer per dataset); the other sections' findings follow
 # in SECTIONS order.
-FINDINGS_FIRST = ("grid_state", "ranker_bias", "confidence_intervals", "table2", "self_preference", "calibration",
-                  "discrimination")
+FINDINGS_FIRST = (
+    "grid_state",
+    "ranker_bias",
+    "confidence_intervals",
+    "table2",
+    "self_preference",
+    "calibration",
+    "discrimination",
+)
 
 
 def findings(r: Report) -> list[Finding]:

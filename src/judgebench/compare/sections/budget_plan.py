@@ -18,9 +18,9 @@ from judgebench.compare.base.section import Section
 from judgebench.compare.budget import experiment as budget
 from judgebench.compare.budget import files as budget_files
 from judgebench.compare.budget import labelling_sheet
-from judgebench.compare.renderers import render
 from judgebench.compare.budget.files import PLAN_FILE, template_name  # noqa: E402
 from judgebench.compare.budget.plan import NOT_BETTER  # noqa: E402
+from judgebench.compare.renderers import render
 from judgebench.compare.renderers.figures import _save, plain_text  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES, STRATEGIES, outlier_warning, warning  # noqa: E402
 
@@ -28,13 +28,21 @@ if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
 
 FIGURE = "figure_budget_plan.png"
-CAPTION = "Interval width of the system differences against the budget: planner's prediction (line), resampling (points)"
+CAPTION = (
+    "Interval width of the system differences against the budget: planner's prediction (line), resampling (points)"
+)
 
 
 def _pairs_view(pred: pd.DataFrame) -> pd.DataFrame:
     p = pred[pred["target"] == "difference"]
-    return pd.DataFrame({"pair": p["system"] + " - " + p["other"], "difference (pilot)": p["estimate_pilot"],
-                         "predicted width": p["predicted_width"], "k needed": p["k_needed"].astype(str)})
+    return pd.DataFrame(
+        {
+            "pair": p["system"] + " - " + p["other"],
+            "difference (pilot)": p["estimate_pilot"],
+            "predicted width": p["predicted_width"],
+            "k needed": p["k_needed"].astype(str),
+        }
+    )
 
 
 def console(plan: dict) -> list[str]:
@@ -46,10 +54,14 @@ def console(plan: dict) -> list[str]:
         rows = plan["plan"]
         for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
             r = rows[(rows["dataset"] == d) & (rows["judge"] == j)]
-            lines.append(f"plan {names.plain(d)}/{names.plain(j)}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
-                         f"signal {r['signal'].iloc[0]}, {int(r['selected'].sum())} queries selected of {len(r)} -> "
-                         f"{template_name(d, j)}")
-            lines.append(f"  k needed for power {g['power'].iloc[0]:g} at alpha {g['alpha'].iloc[0]:g} (two-sided t-test)")
+            lines.append(
+                f"plan {names.plain(d)}/{names.plain(j)}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
+                f"signal {r['signal'].iloc[0]}, {int(r['selected'].sum())} queries selected of {len(r)} -> "
+                f"{template_name(d, j)}"
+            )
+            lines.append(
+                f"  k needed for power {g['power'].iloc[0]:g} at alpha {g['alpha'].iloc[0]:g} (two-sided t-test)"
+            )
             if g["warning"].iloc[0]:
                 lines.append(f"  {g['warning'].iloc[0]}")
             if g["strategy"].iloc[0] != "uniform":
@@ -62,12 +74,16 @@ def console(plan: dict) -> list[str]:
     if "readback" in plan:
         for (d, j), g in plan["readback"].groupby(["dataset", "judge"], sort=False):
             means = g[g["target"] == "mean"].sort_values("rank")
-            lines.append(f"read back {names.plain(d)}/{names.plain(j)} from {int(g['labelled_queries'].iloc[0])} labelled "
-                         "queries "
-                         f"({g['strategy'].iloc[0]}):")
+            lines.append(
+                f"read back {names.plain(d)}/{names.plain(j)} from {int(g['labelled_queries'].iloc[0])} labelled "
+                "queries "
+                f"({g['strategy'].iloc[0]}):"
+            )
             lines += [f"  {w}" for w in [_readback_warning(plan, d, j, g), _outlier_warning(g)] if w]
-            lines += [f"  {x.rank:>2} {names.plain(x.system)[:40]:<40} {x.estimate:.3f} [{x.low:.3f}, {x.high:.3f}]"
-                      for x in means.itertuples()]
+            lines += [
+                f"  {x.rank:>2} {names.plain(x.system)[:40]:<40} {x.estimate:.3f} [{x.low:.3f}, {x.high:.3f}]"
+                for x in means.itertuples()
+            ]
     return lines
 
 
@@ -91,42 +107,70 @@ def markdown(plan: dict, level: float) -> list[str]:
     parts = []
     if "predictions" in plan:
         parts.append(f"\n## Human-label budget plan ({PLAN_FILE})\n")
-        parts.append("The queries to send to assessors (selected = 1) with their inclusion probability, and what the budget "
-                     f"buys: the predicted width of each {level:.0%} interval about the all-query mean, from the variances of "
-                     "human - judge on the judge's human reference used as a pilot, and per system pair the k needed to tell "
-                     f"the two apart (alpha {_first(plan, 'alpha')}, power {_first(plan, 'power')}, two-sided t-test at the "
-                     "design's degrees of freedom; docs/protocol.md). The figure draws the predicted widths of the "
-                     "pair differences per strategy (lines) over the widths measured on resamples of each design "
-                     f"(points): {FIGURE}.\n")
-        parts += [f"\n{NOT_BETTER.format(strategy=st)}.\n" for st in dict.fromkeys(plan["predictions"]["strategy"]) if st != "uniform"]
-        parts += [f"\n**{w}** "
-                  f"({', '.join(sorted(set(names.markdown(f'{d} / {j}') for d, j in zip(g['dataset'], g['judge']))))})\n"
-                  for w, g in plan["predictions"].groupby("warning", sort=False) if w]
+        parts.append(
+            "The queries to send to assessors (selected = 1) with their inclusion probability, and what the budget "
+            f"buys: the predicted width of each {level:.0%} interval about the all-query mean, from the variances of "
+            "human - judge on the judge's human reference used as a pilot, and per system pair the k needed to tell "
+            f"the two apart (alpha {_first(plan, 'alpha')}, power {_first(plan, 'power')}, two-sided t-test at the "
+            "design's degrees of freedom; docs/protocol.md). The figure draws the predicted widths of the "
+            "pair differences per strategy (lines) over the widths measured on resamples of each design "
+            f"(points): {FIGURE}.\n"
+        )
+        parts += [
+            f"\n{NOT_BETTER.format(strategy=st)}.\n"
+            for st in dict.fromkeys(plan["predictions"]["strategy"])
+            if st != "uniform"
+        ]
+        parts += [
+            f"\n**{w}** "
+            f"({', '.join(sorted(set(names.markdown(f'{d} / {j}') for d, j in zip(g['dataset'], g['judge']))))})\n"
+            for w, g in plan["predictions"].groupby("warning", sort=False)
+            if w
+        ]
         for (d, j), g in plan["predictions"].groupby(["dataset", "judge"], sort=False):
             rows = plan["plan"]
             r = rows[(rows["dataset"] == d) & (rows["judge"] == j) & (rows["selected"] == 1)]
-            parts += [f"\n### {names.markdown(f'{d} / {j}')}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
-                      f"signal {r['signal'].iloc[0] if len(r) else ''}\n",
-                      render.markdown(r[["query_id", "stratum", "inclusion_probability"]], index=False, integers=["stratum"], digits=3),
-                      "", render.markdown(g[g["target"] == "mean"][["system", "estimate_pilot", "predicted_width"]]
-                                          .rename(columns={"estimate_pilot": "mean (pilot)", "predicted_width": "predicted width"}),
-                                          index=False, digits=3),
-                      "", render.markdown(_pairs_view(g), index=False, digits=3)]
+            parts += [
+                f"\n### {names.markdown(f'{d} / {j}')}: {g['strategy'].iloc[0]}, budget {g['k'].iloc[0]}, "
+                f"signal {r['signal'].iloc[0] if len(r) else ''}\n",
+                render.markdown(
+                    r[["query_id", "stratum", "inclusion_probability"]], index=False, integers=["stratum"], digits=3
+                ),
+                "",
+                render.markdown(
+                    g[g["target"] == "mean"][["system", "estimate_pilot", "predicted_width"]].rename(
+                        columns={"estimate_pilot": "mean (pilot)", "predicted_width": "predicted width"}
+                    ),
+                    index=False,
+                    digits=3,
+                ),
+                "",
+                render.markdown(_pairs_view(g), index=False, digits=3),
+            ]
         m = plan["measured"]
-        parts += ["\nMeasured on resamples (pair differences, mean over pairs; flagged: under 10 labels or 20 queries, where "
-                  "benchmarks/calibration.py finds the intervals and power claims off target):\n",
-                  render.markdown(m, index=False,
-                                  integers=["k", "samples"], digits=3)]
+        parts += [
+            "\nMeasured on resamples (pair differences, mean over pairs; flagged: under 10 labels or 20 queries, where "
+            "benchmarks/calibration.py finds the intervals and power claims off target):\n",
+            render.markdown(m, index=False, integers=["k", "samples"], digits=3),
+        ]
     if "readback" in plan:
         parts.append("\n## Corrected estimates from the returned human labels\n")
-        parts.append("From the returned labels alone, with the plan's design and inclusion probabilities "
-                     f"({level:.0%} intervals about the all-query mean).\n")
+        parts.append(
+            "From the returned labels alone, with the plan's design and inclusion probabilities "
+            f"({level:.0%} intervals about the all-query mean).\n"
+        )
         for (d, j), g in plan["readback"].groupby(["dataset", "judge"], sort=False):
             warned = [w for w in (_readback_warning(plan, d, j, g), _outlier_warning(g)) if w]
-            parts += [f"\n### {names.markdown(f'{d} / {j}')} ({int(g['labelled_queries'].iloc[0])} labelled queries)\n",
-                      *[f"**{w}**\n" for w in warned],
-                      render.markdown(g[g["target"] == "mean"].sort_values("rank")[["rank", "system", "estimate", "low", "high"]],
-                                      index=False, integers=["rank"], digits=3)]
+            parts += [
+                f"\n### {names.markdown(f'{d} / {j}')} ({int(g['labelled_queries'].iloc[0])} labelled queries)\n",
+                *[f"**{w}**\n" for w in warned],
+                render.markdown(
+                    g[g["target"] == "mean"].sort_values("rank")[["rank", "system", "estimate", "low", "high"]],
+                    index=False,
+                    integers=["rank"],
+                    digits=3,
+                ),
+            ]
     return parts
 
 
@@ -183,7 +227,9 @@ def cell_configs(r: Report, datasets: set[str]) -> dict[str, str]:
         if dataset in datasets:
             with tempfile.TemporaryDirectory() as tmp:
                 try:
-                    out[dataset] = Path(client.download_artifacts(run_id, "config.yaml", tmp)).read_text(encoding="utf-8")
+                    out[dataset] = Path(client.download_artifacts(run_id, "config.yaml", tmp)).read_text(
+                        encoding="utf-8"
+                    )
                 except Exception:  # noqa: BLE001 (the sheet falls back to the dataset's config name)
                     continue
     return out
@@ -200,16 +246,24 @@ class BudgetPlan(Section):
         o, planned = r.options, {}
         if o.plan or o.human_labels:
             original = r.original_labels
-            planned = budget_files.build(budget.cells(r.per_query, r.table1, original, r.refs, None, r.problems), original, r.runs, o)
+            planned = budget_files.build(
+                budget.cells(r.per_query, r.table1, original, r.refs, None, r.problems), original, r.runs, o
+            )
         return {"budget_plan": planned}
 
     def markdown(self, r: Report) -> list[str]:
         return markdown(r.budget_plan, r.options.level)
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
-        return [(name, r.budget_plan[key], False) for name, key in (
-            ("human_budget_predictions", "predictions"), ("human_budget_measured", "measured"),
-            ("human_budget_readback", "readback")) if key in r.budget_plan]
+        return [
+            (name, r.budget_plan[key], False)
+            for name, key in (
+                ("human_budget_predictions", "predictions"),
+                ("human_budget_measured", "measured"),
+                ("human_budget_readback", "readback"),
+            )
+            if key in r.budget_plan
+        ]
 
     def figures(self, r: Report, out: Path) -> list[Path]:
         return figure(r.budget_plan["measured"], out) if "measured" in r.budget_plan else []
@@ -222,9 +276,13 @@ class BudgetPlan(Section):
         if "plans" not in r.budget_plan:
             return []
         original = r.original_labels
-        return (budget_files.write(r.budget_plan["plans"], original, out)
-                + labelling_sheet.write(r.budget_plan["plans"], original, out, readback_command(r, out),
-                                        cell_configs(r, {p.dataset for p in r.budget_plan["plans"]})))
+        return budget_files.write(r.budget_plan["plans"], original, out) + labelling_sheet.write(
+            r.budget_plan["plans"],
+            original,
+            out,
+            readback_command(r, out),
+            cell_configs(r, {p.dataset for p in r.budget_plan["plans"]}),
+        )
 
     def console(self, r: Report) -> list[str]:
         lines = console(r.budget_plan)

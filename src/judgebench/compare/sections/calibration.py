@@ -10,8 +10,8 @@ more than ``TAU_MARGIN`` at the same k.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,8 +35,18 @@ INVERSION_OK = 0.05
 COVERAGE_OK = 0.90
 TAU_MARGIN = 0.02
 USES_JUDGE = ("ppi", "ppi++", "ppi++_insample", "linear", "label")
-SUMMARY = ["dataset", "judge", "judge_only_inverted", "k_no_inversion", "estimators_at_k", "tau_best_at_k", "tau_human_only_at_k",
-           "inversion_human_only_at_k", "judge_adds", *[f"k_no_inversion_{e}" for e in ("human_only", *USES_JUDGE)]]
+SUMMARY = [
+    "dataset",
+    "judge",
+    "judge_only_inverted",
+    "k_no_inversion",
+    "estimators_at_k",
+    "tau_best_at_k",
+    "tau_human_only_at_k",
+    "inversion_human_only_at_k",
+    "judge_adds",
+    *[f"k_no_inversion_{e}" for e in ("human_only", *USES_JUDGE)],
+]
 
 
 def _k_text(k: float, n: int) -> str:
@@ -49,10 +59,15 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (dataset, judge), g in table.groupby(["dataset", "judge"], sort=False):
         ok = g[g["inversion_rate"] <= INVERSION_OK]
-        first = {e: float(ok.loc[ok["estimator"] == e, "k"].min()) if (ok["estimator"] == e).any() else math.nan
-                 for e in g["estimator"].unique()}
-        row = {"dataset": dataset, "judge": judge,
-               "judge_only_inverted": bool((g.loc[g["estimator"] == "judge_only", "inversion_rate"] > INVERSION_OK).any())}
+        first = {
+            e: float(ok.loc[ok["estimator"] == e, "k"].min()) if (ok["estimator"] == e).any() else math.nan
+            for e in g["estimator"].unique()
+        }
+        row = {
+            "dataset": dataset,
+            "judge": judge,
+            "judge_only_inverted": bool((g.loc[g["estimator"] == "judge_only", "inversion_rate"] > INVERSION_OK).any()),
+        }
         ks = [first[e] for e in USES_JUDGE if e in first and first[e] == first[e]]
         k = min(ks) if ks else math.nan
         row["k_no_inversion"] = k
@@ -62,8 +77,11 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
         row["tau_best_at_k"] = float(judged["tau"].max()) if len(judged) else math.nan
         row["tau_human_only_at_k"] = float(human["tau"].iloc[0]) if len(human) else math.nan
         row["inversion_human_only_at_k"] = float(human["inversion_rate"].iloc[0]) if len(human) else math.nan
-        row["judge_adds"] = (None if row["tau_human_only_at_k"] != row["tau_human_only_at_k"] or k != k
-                             else bool(row["tau_best_at_k"] > row["tau_human_only_at_k"] + TAU_MARGIN))
+        row["judge_adds"] = (
+            None
+            if row["tau_human_only_at_k"] != row["tau_human_only_at_k"] or k != k
+            else bool(row["tau_best_at_k"] > row["tau_human_only_at_k"] + TAU_MARGIN)
+        )
         for e in ("human_only", *USES_JUDGE):
             row[f"k_no_inversion_{e}"] = first.get(e, math.nan)
         rows.append(row)
@@ -77,8 +95,10 @@ def k_notes(table: pd.DataFrame, ks) -> list[str]:
         n = int(g["queries"].max())
         over = [k for k in ks if k != "all" and int(k) > n]
         if over:
-            out.append(f"calibration_k={','.join(over)}: {dataset} has {n} queries, so k={','.join(over)} is reported as "
-                       f"all ({n})")
+            out.append(
+                f"calibration_k={','.join(over)}: {dataset} has {n} queries, so k={','.join(over)} is reported as "
+                f"all ({n})"
+            )
     return out
 
 
@@ -86,22 +106,27 @@ def notes(table: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
     """Markdown bullet lines per (dataset, judge)."""
     out = []
     for r in summ.to_dict("records"):
-        g = table[(table["dataset"] == r['dataset']) & (table["judge"] == r['judge'])]
+        g = table[(table["dataset"] == r["dataset"]) & (table["judge"] == r["judge"])]
         n = int(g["queries"].iloc[0])
         inverted = "**inverted**" if r["judge_only_inverted"] else "not inverted"
         head = f"- **{names.markdown(r['dataset'])} / {names.markdown(r['judge'])}**: judge only is {inverted}. "
-        if r['k_no_inversion'] != r['k_no_inversion']:
+        if r["k_no_inversion"] != r["k_no_inversion"]:
             head += "No estimator that uses the judge gets the inversion rate to 5 % or less at the k tried."
         else:
-            adds = {True: "yes", False: "no", None: "n/a"}[r['judge_adds']]
-            head += (f"Smallest k without inversion: {_k_text(r['k_no_inversion'], n)} ({r['estimators_at_k']}); there "
-                     "the best "
-                     f"judge-using estimator has tau {r['tau_best_at_k']:.3f} vs human only {r['tau_human_only_at_k']:.3f} "
-                     f"(human only inverted in {r['inversion_human_only_at_k']:.0%} of samples): the judge adds over "
-                     "human-only "
-                     f"labels: **{adds}**.")
-        per = ", ".join(f"{e} {_k_text(r[f'k_no_inversion_{e}'], n)}"
-                        for e in ("human_only", *USES_JUDGE) if e in set(g["estimator"]))
+            adds = {True: "yes", False: "no", None: "n/a"}[r["judge_adds"]]
+            head += (
+                f"Smallest k without inversion: {_k_text(r['k_no_inversion'], n)} ({r['estimators_at_k']}); there "
+                "the best "
+                f"judge-using estimator has tau {r['tau_best_at_k']:.3f} vs human only {r['tau_human_only_at_k']:.3f} "
+                f"(human only inverted in {r['inversion_human_only_at_k']:.0%} of samples): the judge adds over "
+                "human-only "
+                f"labels: **{adds}**."
+            )
+        per = ", ".join(
+            f"{e} {_k_text(r[f'k_no_inversion_{e}'], n)}"
+            for e in ("human_only", *USES_JUDGE)
+            if e in set(g["estimator"])
+        )
         best = []
         for k, gk in g.groupby("k", sort=True):
             top = gk[gk["tau"] >= gk["tau"].max() - 1e-9]
@@ -109,11 +134,22 @@ def notes(table: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
         low = g[g["coverage"] < COVERAGE_OK]
         at = g[g["k"] == r["k_no_inversion"]]
         taus = ", ".join(f"{e} {t:.3f} (MAE {m:.3f})" for e, t, m in zip(at["estimator"], at["tau"], at["mae"]))
-        out += [head] + ([f"  - at that k, tau per estimator: {taus}"] if len(at) else []) + [
+        out += (
+            [head]
+            + ([f"  - at that k, tau per estimator: {taus}"] if len(at) else [])
+            + [
                 f"  - smallest k without inversion per estimator: {per}",
                 f"  - best tau per k: {'; '.join(best)}",
-                "  - intervals below 90 % coverage: " + ("; ".join(f"{e} k={_k_text(k, n)} ({c:.1%})" for e, k, c in
-                                                           zip(low["estimator"], low["k"], low["coverage"])) or "none")]
+                "  - intervals below 90 % coverage: "
+                + (
+                    "; ".join(
+                        f"{e} k={_k_text(k, n)} ({c:.1%})"
+                        for e, k, c in zip(low["estimator"], low["k"], low["coverage"])
+                    )
+                    or "none"
+                ),
+            ]
+        )
     return out
 
 
@@ -127,37 +163,51 @@ def view(table: pd.DataFrame) -> pd.DataFrame:
 
 def blocks(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     """(file stem suffix, title, frame) per (dataset, judge); the title is raw text, each renderer escapes it."""
-    return [(f"{names.file_part(d)}_{names.file_part(j)}", f"{d} / {j}", view(g).drop(columns=["dataset", "judge"]))
-            for (d, j), g in table.groupby(["dataset", "judge"], sort=False)]
+    return [
+        (f"{names.file_part(d)}_{names.file_part(j)}", f"{d} / {j}", view(g).drop(columns=["dataset", "judge"]))
+        for (d, j), g in table.groupby(["dataset", "judge"], sort=False)
+    ]
 
 
 def markdown(table: pd.DataFrame, summ: pd.DataFrame, options) -> list[str]:
     o = options
-    parts = [f"\n## Correcting the judge with k human-labelled queries ({o.resamples} samples per k, seed {o.seed}, "
-             f"truth: {o.reference})\n",
-             "Each estimator estimates every system's human mean nDCG@10 over all queries from the judge's values and the "
-             "human values of k sampled queries (judge_only: no human labels). tau: Kendall's tau-b of the estimated vs the "
-             "human system ordering (mean over samples; tau_sd its spread); inversion_rate: share of samples where the LLM "
-             "and oracle groups swap or an LLM system rises above every oracle; mae: mean |estimate - human mean|; "
-             "coverage: "
-             f"share of systems x samples whose {o.level:.0%} interval contains the human mean (LOW: below 90 %); "
-             "width: mean "
-             "interval width; agree/missed/spurious/reversed: share of system pairs whose significance decision (interval "
-             f"of the difference, alpha {o.alpha}) agrees with / misses / adds to / reverses the humans' (paired "
-             "t-test, all "
-             "queries); labels_spent: human labels of the sampled queries (label-set pairs).\n",
-             "Inversion gone = at most 5 % of samples inverted; the judge adds = the best estimator using it beats human "
-             "only on tau by more than 0.02 at that k.\n"]
+    parts = [
+        f"\n## Correcting the judge with k human-labelled queries ({o.resamples} samples per k, seed {o.seed}, "
+        f"truth: {o.reference})\n",
+        "Each estimator estimates every system's human mean nDCG@10 over all queries from the judge's values and the "
+        "human values of k sampled queries (judge_only: no human labels). tau: Kendall's tau-b of the estimated vs the "
+        "human system ordering (mean over samples; tau_sd its spread); inversion_rate: share of samples where the LLM "
+        "and oracle groups swap or an LLM system rises above every oracle; mae: mean |estimate - human mean|; "
+        "coverage: "
+        f"share of systems x samples whose {o.level:.0%} interval contains the human mean (LOW: below 90 %); "
+        "width: mean "
+        "interval width; agree/missed/spurious/reversed: share of system pairs whose significance decision (interval "
+        f"of the difference, alpha {o.alpha}) agrees with / misses / adds to / reverses the humans' (paired "
+        "t-test, all "
+        "queries); labels_spent: human labels of the sampled queries (label-set pairs).\n",
+        "Inversion gone = at most 5 % of samples inverted; the judge adds = the best estimator using it beats human "
+        "only on tau by more than 0.02 at that k.\n",
+    ]
     parts += [f"- {names.markdown(line)}." for line in k_notes(table, o.calibration_k)]
     parts += notes(table, summ)
     for _, title, frame in blocks(table):
-        parts += [f"\n### {names.markdown(title)}\n", render.markdown(frame, index=False, integers=["samples"], digits=3)]
+        parts += [
+            f"\n### {names.markdown(title)}\n",
+            render.markdown(frame, index=False, integers=["samples"], digits=3),
+        ]
     return parts
 
 
 def latex_tables(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str, dict]]:
-    return [(f"calibration_{stem}", frame, f"Correcting the judge with k human-labelled queries: {title}.",
-             {"index": False, "integers": ["samples"], "digits": 3}) for stem, title, frame in blocks(table)]
+    return [
+        (
+            f"calibration_{stem}",
+            frame,
+            f"Correcting the judge with k human-labelled queries: {title}.",
+            {"index": False, "integers": ["samples"], "digits": 3},
+        )
+        for stem, title, frame in blocks(table)
+    ]
 
 
 @plain_text
@@ -200,8 +250,9 @@ class Calibration(Section):
         if o.calibration:
             original = r.original_labels
             cells = budget.cells(r.per_query, r.table1, original, r.refs, r.runs, r.problems)
-            calib = budget.experiment(cells, list(o.calibration), list(o.calibration_k), o.resamples, o.seed,
-                                      o.alpha, o.level, o.reference)
+            calib = budget.experiment(
+                cells, list(o.calibration), list(o.calibration_k), o.resamples, o.seed, o.alpha, o.level, o.reference
+            )
         return {"calibration": calib, "calibration_summary": summary(calib) if len(calib) else pd.DataFrame()}
 
     def markdown(self, r: Report) -> list[str]:
@@ -211,7 +262,11 @@ class Calibration(Section):
         return latex_tables(r.calibration) if len(r.calibration) else []
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
-        return [(n, f, False) for n, f in (("calibration", r.calibration), ("calibration_summary", r.calibration_summary)) if len(f)]
+        return [
+            (n, f, False)
+            for n, f in (("calibration", r.calibration), ("calibration_summary", r.calibration_summary))
+            if len(f)
+        ]
 
     def figures(self, r: Report, out: Path) -> list[Path]:
         return budget_figures(r.calibration, out) if len(r.calibration) else []
@@ -229,10 +284,22 @@ class Calibration(Section):
             if not known(k):
                 text = "calibration: none of the human budgets tried removes the inversion."
             else:
-                adds = {True: "the judge adds to the human labels there", False: "the judge adds nothing over those human labels alone",
-                        None: ""}.get(row.judge_adds if isinstance(row.judge_adds, bool) else None, "")
-                text = (f"calibration: {int(k)} human-labelled queries remove the inversion ({row.estimators_at_k}); best τ there "
-                        f"{number(row.tau_best_at_k)} vs {number(row.tau_human_only_at_k)} from the human labels alone"
-                        + (f"; {adds}." if adds else "."))
-            yield Finding("calibration", text, row.dataset, row.judge,
-                          brief=f"calibration: no inversion from k = {int(k)}" if known(k) else "calibration: inversion at every k")
+                adds = {
+                    True: "the judge adds to the human labels there",
+                    False: "the judge adds nothing over those human labels alone",
+                    None: "",
+                }.get(row.judge_adds if isinstance(row.judge_adds, bool) else None, "")
+                text = (
+                    f"calibration: {int(k)} human-labelled queries remove the inversion ({row.estimators_at_k}); best τ there "
+                    f"{number(row.tau_best_at_k)} vs {number(row.tau_human_only_at_k)} from the human labels alone"
+                    + (f"; {adds}." if adds else ".")
+                )
+            yield Finding(
+                "calibration",
+                text,
+                row.dataset,
+                row.judge,
+                brief=f"calibration: no inversion from k = {int(k)}"
+                if known(k)
+                else "calibration: inversion at every k",
+            )

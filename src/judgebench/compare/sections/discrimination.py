@@ -11,18 +11,20 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare.base import names
-from judgebench.compare.renderers import render
 from judgebench.compare.analyses import discrimination as analysis
+from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
 from judgebench.compare.base.section import Section
+from judgebench.compare.renderers import render
 
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
 
 FIGURE = "figure_discrimination.png"
-CAPTION = ("judges ranked by discriminative power: oracle pairs ordered as constructed, oracles-only per-query tau with its "
-           "t interval, kappa")
+CAPTION = (
+    "judges ranked by discriminative power: oracle pairs ordered as constructed, oracles-only per-query tau with its "
+    "t interval, kappa"
+)
 COUNTS = ["pairs", "as_constructed", "reversed", "undecided", "worse_than_humans"]
 
 
@@ -39,16 +41,19 @@ def _point(value: float) -> str:
 def view(d: analysis.Discrimination, dataset: str) -> pd.DataFrame:
     """One row per judge, ranked, with the per-query tau written "value [lo, hi]" and the taus of the means as points."""
     t = d.table[d.table["dataset"] == dataset]
-    return pd.DataFrame({
-        "rank": range(1, len(t) + 1),
-        "judge": t["judge"].to_numpy(),
-        "kappa": t["kappa_graded"].to_numpy(),
-        **{c: t[c].to_numpy() for c in COUNTS},
-        "per-query tau oracles [CI]": [_interval(*v) for v in zip(t["query_tau_oracles"], t["query_tau_oracles_lo"],
-                                                                  t["query_tau_oracles_hi"])],
-        "tau oracles (means)": [_point(v) for v in t["tau_oracles"]],
-        "tau_AP oracles (means)": [_point(v) for v in t["tau_ap_oracles"]],
-    })
+    return pd.DataFrame(
+        {
+            "rank": range(1, len(t) + 1),
+            "judge": t["judge"].to_numpy(),
+            "kappa": t["kappa_graded"].to_numpy(),
+            **{c: t[c].to_numpy() for c in COUNTS},
+            "per-query tau oracles [CI]": [
+                _interval(*v) for v in zip(t["query_tau_oracles"], t["query_tau_oracles_lo"], t["query_tau_oracles_hi"])
+            ],
+            "tau oracles (means)": [_point(v) for v in t["tau_oracles"]],
+            "tau_AP oracles (means)": [_point(v) for v in t["tau_ap_oracles"]],
+        }
+    )
 
 
 def markdown(r: Report) -> list[str]:
@@ -57,25 +62,36 @@ def markdown(r: Report) -> list[str]:
     if not d:
         return []
     o = r.options
-    parts = [f"\n## Discriminative power: which judges order the oracle rankers as they were constructed "
-             f"(alpha {o.alpha}, against {o.reference})\n",
-             "The oracle rankers are built in a known order (Perfect > Swap[3] > Swap[2] > Swap[1] > Swap[2,3] > Swap[1,2], "
-             "docs/protocol.md#oracle-rankers). Per judge and constructed pair: `as_constructed` / `reversed`: an exact sign "
-             "test over the queries where the judge's nDCG@10 of the two differ, Holm over the judge's pairs, significant in "
-             "the constructed / the other direction; `undecided`: neither; `worse_than_humans`: pairs the judge separates "
-             "less well than the humans do (a one-sided sign test of sign(human difference) - sign(judge difference) per "
-             "query, Holm over the pairs). Judges ranked by `as_constructed`, then fewer `worse_than_humans`, then the "
-             "per-query tau. Per-query tau: how often, query by query, the judge orders two oracles as the humans do, with "
-             f"its {o.level:.0%} delta-method t interval over queries; tau and tau_AP of the means: points (no interval "
-             "covers them, docs/protocol.md#calibration). kappa vs each statistic: Spearman's rho across judges with an "
-             "exact permutation test, Holm over the two.\n"]
+    parts = [
+        f"\n## Discriminative power: which judges order the oracle rankers as they were constructed "
+        f"(alpha {o.alpha}, against {o.reference})\n",
+        "The oracle rankers are built in a known order (Perfect > Swap[3] > Swap[2] > Swap[1] > Swap[2,3] > Swap[1,2], "
+        "docs/protocol.md#oracle-rankers). Per judge and constructed pair: `as_constructed` / `reversed`: an exact sign "
+        "test over the queries where the judge's nDCG@10 of the two differ, Holm over the judge's pairs, significant in "
+        "the constructed / the other direction; `undecided`: neither; `worse_than_humans`: pairs the judge separates "
+        "less well than the humans do (a one-sided sign test of sign(human difference) - sign(judge difference) per "
+        "query, Holm over the pairs). Judges ranked by `as_constructed`, then fewer `worse_than_humans`, then the "
+        "per-query tau. Per-query tau: how often, query by query, the judge orders two oracles as the humans do, with "
+        f"its {o.level:.0%} delta-method t interval over queries; tau and tau_AP of the means: points (no interval "
+        "covers them, docs/protocol.md#calibration). kappa vs each statistic: Spearman's rho across judges with an "
+        "exact permutation test, Holm over the two.\n",
+    ]
     for dataset, sentence in d.answers.items():
         sig, total = d.human.get(dataset, (0, 0))
-        parts += [f"\n### {names.markdown(dataset)}\n", f"**{names.markdown(sentence)}** Humans order {sig} of {total} "
-                  "oracle pairs as constructed.\n", render.markdown(view(d, dataset), index=False, integers=["rank", *COUNTS])]
-        c = d.correlations[d.correlations["dataset"] == dataset].assign(statistic=lambda f: f["statistic"].map(analysis.STATISTICS))
-        parts += ["\n", render.markdown(c.drop(columns="dataset").rename(columns={"statistic": "kappa vs"}), index=False,
-                                        integers=["judges"])]
+        parts += [
+            f"\n### {names.markdown(dataset)}\n",
+            f"**{names.markdown(sentence)}** Humans order {sig} of {total} oracle pairs as constructed.\n",
+            render.markdown(view(d, dataset), index=False, integers=["rank", *COUNTS]),
+        ]
+        c = d.correlations[d.correlations["dataset"] == dataset].assign(
+            statistic=lambda f: f["statistic"].map(analysis.STATISTICS)
+        )
+        parts += [
+            "\n",
+            render.markdown(
+                c.drop(columns="dataset").rename(columns={"statistic": "kappa vs"}), index=False, integers=["judges"]
+            ),
+        ]
     return parts
 
 
@@ -102,16 +118,30 @@ def figure(r: Report, out: Path) -> list[Path]:
             y = list(range(len(t)))[::-1]
             lo = (t["query_tau_oracles"] - t["query_tau_oracles_lo"]).clip(lower=0).fillna(0)
             hi = (t["query_tau_oracles_hi"] - t["query_tau_oracles"]).clip(lower=0).fillna(0)
-            ax.errorbar(t["query_tau_oracles"], y, xerr=[lo, hi], fmt="o", color="tab:blue", capsize=2,
-                        label="oracles-only per-query tau [CI]")
+            ax.errorbar(
+                t["query_tau_oracles"],
+                y,
+                xerr=[lo, hi],
+                fmt="o",
+                color="tab:blue",
+                capsize=2,
+                label="oracles-only per-query tau [CI]",
+            )
             ax.scatter(t["kappa_graded"], y, marker="D", color="tab:orange", zorder=3, label="kappa (graded)")
             ax.set_yticks(y)
-            ax.set_yticklabels([f"{names.plot(j)} ({int(a)})" if a == a else names.plot(j) for j, a in zip(t["judge"], t["as_constructed"])],
-                               fontsize=7)
+            ax.set_yticklabels(
+                [
+                    f"{names.plot(j)} ({int(a)})" if a == a else names.plot(j)
+                    for j, a in zip(t["judge"], t["as_constructed"])
+                ],
+                fontsize=7,
+            )
             ax.axvline(0, color="grey", linewidth=0.6)
             ax.set_xlim(-1.05, 1.05)
             sig, total = d.human.get(dataset, (0, 0))
-            ax.set_title(f"{names.plot(dataset)}: judges ranked (pairs ordered as constructed, of {total})", fontsize="medium")
+            ax.set_title(
+                f"{names.plot(dataset)}: judges ranked (pairs ordered as constructed, of {total})", fontsize="medium"
+            )
             ax.legend(loc="lower left", fontsize=7)
             ax.grid(alpha=0.3, axis="x")
         return _save(fig, out / FIGURE)
@@ -126,8 +156,18 @@ class Discrimination(Section):
 
     def compute(self, r: Report) -> dict:
         o = r.options
-        return {"discrimination": analysis.analyse(r.per_query, r.table1, r.table2, r.refs, o.alpha, seed=o.seed,
-                                                   level=o.level, exclude=[v.name for v in r.virtual])}
+        return {
+            "discrimination": analysis.analyse(
+                r.per_query,
+                r.table1,
+                r.table2,
+                r.refs,
+                o.alpha,
+                seed=o.seed,
+                level=o.level,
+                exclude=[v.name for v in r.virtual],
+            )
+        }
 
     def markdown(self, r: Report) -> list[str]:
         return markdown(r)
@@ -152,6 +192,8 @@ class Discrimination(Section):
             t = d.table[d.table["dataset"] == dataset]
             sig, total = d.human.get(dataset, (0, 0))
             best = int(t["as_constructed"].max()) if len(t) else 0
-            head = (f"humans order {sig} of {total} oracle pairs as constructed; {int((t['as_constructed'] == best).sum())} of "
-                    f"{len(t)} judges order {best} (sign test per pair, Holm over the pairs). ")
+            head = (
+                f"humans order {sig} of {total} oracle pairs as constructed; {int((t['as_constructed'] == best).sum())} of "
+                f"{len(t)} judges order {best} (sign test per pair, Holm over the pairs). "
+            )
             yield Finding("discrimination", head + sentence, dataset, brief=head + sentence.partition(": ")[0])

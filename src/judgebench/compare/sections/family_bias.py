@@ -9,17 +9,30 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare.base import names
 from judgebench.compare.analyses import family_bias
+from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
-from judgebench.compare.renderers import render
 from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.renderers import render
 
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
 
-SHOWN = ["dataset", "judge", "judge_family", "n_own", "n_other", "queries", "gap_own", "gap_other", "family_bias", "lo", "hi",
-         "p_value", "p_holm"]
+SHOWN = [
+    "dataset",
+    "judge",
+    "judge_family",
+    "n_own",
+    "n_other",
+    "queries",
+    "gap_own",
+    "gap_other",
+    "family_bias",
+    "lo",
+    "hi",
+    "p_value",
+    "p_holm",
+]
 
 
 class FamilyBias(Section):
@@ -37,31 +50,48 @@ class FamilyBias(Section):
         table = self._table(r)
         if table is None:
             return []
-        groups = [f"- {names.markdown(x.dataset)} / {names.markdown(x.judge)}: own family {names.markdown(x.judge_family)}: "
-                  f"{names.markdown(x.own_systems)}; every other system: {names.markdown(x.other_systems)}" for x in table.itertuples()]
-        return ["\n## Run-type bias: each judge on its own family's systems vs every other system (reference: "
-                f"{r.refs.reference})\n",
-                "Gap = judge nDCG@10 minus the judge's human reference, per system and query; family_bias = per "
-                "query, mean gap "
-                "on the systems of the judge's family minus mean gap on every other system (oracle rankers aside), "
-                "averaged over "
-                "queries. Interval: "
-                f"{100 * r.options.level:g}% guarded bootstrap-t over queries, as self-preference's "
-                f"({r.options.bootstrap} resamples, seed "
-                f"{r.options.seed}); p: its test of 0, Holm-adjusted over the rows (docs/protocol.md). Families come "
-                "from the runs' "
-                "ranker_family tags (imported runs: the runs table's type, mapped by results.runs.families).\n",
-                *[f"- {names.markdown(x.dataset)} / {names.markdown(x.judge)}: {family_bias.sentence(x, len(table))}" for x in table.itertuples()],
-                "", render.markdown(table[SHOWN], index=False, integers=["n_own", "n_other", "queries"], digits=4), "",
-                "Systems per group:\n", *groups]
+        groups = [
+            f"- {names.markdown(x.dataset)} / {names.markdown(x.judge)}: own family {names.markdown(x.judge_family)}: "
+            f"{names.markdown(x.own_systems)}; every other system: {names.markdown(x.other_systems)}"
+            for x in table.itertuples()
+        ]
+        return [
+            "\n## Run-type bias: each judge on its own family's systems vs every other system (reference: "
+            f"{r.refs.reference})\n",
+            "Gap = judge nDCG@10 minus the judge's human reference, per system and query; family_bias = per "
+            "query, mean gap "
+            "on the systems of the judge's family minus mean gap on every other system (oracle rankers aside), "
+            "averaged over "
+            "queries. Interval: "
+            f"{100 * r.options.level:g}% guarded bootstrap-t over queries, as self-preference's "
+            f"({r.options.bootstrap} resamples, seed "
+            f"{r.options.seed}); p: its test of 0, Holm-adjusted over the rows (docs/protocol.md). Families come "
+            "from the runs' "
+            "ranker_family tags (imported runs: the runs table's type, mapped by results.runs.families).\n",
+            *[
+                f"- {names.markdown(x.dataset)} / {names.markdown(x.judge)}: {family_bias.sentence(x, len(table))}"
+                for x in table.itertuples()
+            ],
+            "",
+            render.markdown(table[SHOWN], index=False, integers=["n_own", "n_other", "queries"], digits=4),
+            "",
+            "Systems per group:\n",
+            *groups,
+        ]
 
     def latex(self, r: Report) -> list[LatexTable]:
         table = self._table(r)
         if table is None:
             return []
-        return [("family_bias", table[SHOWN], "Run-type bias: gap on the judge's own family's systems minus gap on every other "
-                 f"system, with a {100 * r.options.level:g}\\% guarded bootstrap-t interval and its p over queries.",
-                 {"index": False, "integers": ["n_own", "n_other", "queries"], "digits": 4})]
+        return [
+            (
+                "family_bias",
+                table[SHOWN],
+                "Run-type bias: gap on the judge's own family's systems minus gap on every other "
+                f"system, with a {100 * r.options.level:g}\\% guarded bootstrap-t interval and its p over queries.",
+                {"index": False, "integers": ["n_own", "n_other", "queries"], "digits": 4},
+            )
+        ]
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
         table = self._table(r)
@@ -71,12 +101,20 @@ class FamilyBias(Section):
         table = self._table(r)
         if table is None:
             return []
-        return [f"  run-type bias, {names.plain(x.dataset)} / {names.plain(x.judge)} ({names.plain(x.judge_family)} "
-                "vs the rest): "
-                f"{x.family_bias:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}], p = {x.p_value:.3g}" for x in table.itertuples()]
+        return [
+            f"  run-type bias, {names.plain(x.dataset)} / {names.plain(x.judge)} ({names.plain(x.judge_family)} "
+            "vs the rest): "
+            f"{x.family_bias:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}], p = {x.p_value:.3g}"
+            for x in table.itertuples()
+        ]
 
     def findings(self, r: Report) -> Iterable[Finding]:
         table = self._table(r)
         for x in table.itertuples() if table is not None else ():
-            yield Finding("run-type bias", family_bias.sentence(x, len(table)), x.dataset, x.judge,
-                          brief=f"own family vs the rest {x.family_bias:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}]")
+            yield Finding(
+                "run-type bias",
+                family_bias.sentence(x, len(table)),
+                x.dataset,
+                x.judge,
+                brief=f"own family vs the rest {x.family_bias:+.3f} [{x.lo:+.3f}, {x.hi:+.3f}]",
+            )

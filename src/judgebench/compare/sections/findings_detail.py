@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from judgebench.compare.renderers.markdown import findings_detail
 from judgebench.compare.base.section import Section
+from judgebench.compare.renderers.markdown import findings_detail
 
 if TYPE_CHECKING:
     from judgebench.compare.base.findings import Finding

@@ -4,15 +4,13 @@ report.html's header box (``box``) and as the terminal's first lines."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from judgebench import __version__
-from judgebench.compare.base import dataset_identity
-from judgebench.compare.base import names
-from judgebench.compare.renderers.markdown import REFERENCE_TEXT, findings_section, listed, quoted, report_title
+from judgebench.compare.base import dataset_identity, names
 from judgebench.compare.base.section import Section
+from judgebench.compare.renderers.markdown import REFERENCE_TEXT, findings_section, listed, quoted, report_title
 
 if TYPE_CHECKING:
     from judgebench.compare.base.findings import Finding
@@ -25,7 +23,9 @@ def _virtual(r: Report) -> list[str]:
 
 def plain_title(experiment: str, sweep: str | None) -> str:
     """The terminal's first words (the labels-only summary's too)."""
-    return f"judgebench compare: experiment {names.plain(quoted(experiment))}" + (f", sweep {names.plain(quoted(sweep))}" if sweep else "")
+    return f"judgebench compare: experiment {names.plain(quoted(experiment))}" + (
+        f", sweep {names.plain(quoted(sweep))}" if sweep else ""
+    )
 
 
 def _plain_list(items: Iterable[str]) -> str:
@@ -37,13 +37,16 @@ def box(r: Report) -> dict[str, str]:
     real, virtual = r.real_judges, _virtual(r)
     return {
         "experiment": r.experiment,
-        "selection": f"sweep {r.sweep}" if r.sweep else f"latest finished run of every cell ({len(set(r.read.get('sweeps', [])))} sweeps)",
+        "selection": f"sweep {r.sweep}"
+        if r.sweep
+        else f"latest finished run of every cell ({len(set(r.read.get('sweeps', [])))} sweeps)",
         "datasets": ", ".join(dataset_identity.describe(r.jobs).get(d, d) for d in r.table1),
         "judges": ", ".join(real) + (f" (virtual: {', '.join(virtual)})" if virtual else ""),
         "reference": r.options.reference,
         "runs read": f"{len(r.read.get('job_runs', []))} job runs, "
-                     f"{len(r.read.get('judge_summary_runs', []))} judge summaries",
-        "versions": "; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items()) + f"; report by judgebench {__version__}",
+        f"{len(r.read.get('judge_summary_runs', []))} judge summaries",
+        "versions": "; ".join(f"{k} {', '.join(v)}" for k, v in r.versions.items())
+        + f"; report by judgebench {__version__}",
     }
 
 
@@ -75,7 +78,11 @@ class Header(Section):
         o, real, virtual = r.options, r.real_judges, _virtual(r)
         return [
             plain_title(r.experiment, r.sweep) + f": {len(r.jobs)} job runs, datasets {_plain_list(r.table1)}",
-            f"judges: {_plain_list(real) or 'none'}" + (f"; virtual: {_plain_list(virtual)}" if virtual
-                                                        else "; No ensembles or panel (fewer than 2 non-human judges)"),
+            f"judges: {_plain_list(real) or 'none'}"
+            + (
+                f"; virtual: {_plain_list(virtual)}"
+                if virtual
+                else "; No ensembles or panel (fewer than 2 non-human judges)"
+            ),
             f"reference: {o.reference}; bootstrap={o.bootstrap}; alpha={o.alpha}, correction={o.correction}",
         ]

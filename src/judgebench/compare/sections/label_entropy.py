@@ -12,12 +12,9 @@ from scipy.stats import entropy
 
 from judgebench import label_scale
 from judgebench.compare.base import names
+from judgebench.compare.base.findings import Finding
+from judgebench.compare.base.section import LatexTable, Section
 from judgebench.compare.renderers import render
-from judgebench.compare.base.findings import Finding
-from judgebench.compare.base.section import LatexTable, Section
-from judgebench.identity.text_view import ORIGINAL
-from judgebench.compare.base.findings import Finding
-from judgebench.compare.base.section import LatexTable, Section
 from judgebench.identity.text_view import ORIGINAL
 
 if TYPE_CHECKING:
@@ -45,8 +42,17 @@ def label_entropy(labels: pd.DataFrame) -> pd.DataFrame:
         # one scale on both sides: the judge's labels as human levels, the humans' seen through the judge's scale
         # (a binary judge against relevant-or-not, never its 1 bit against the humans' 0-3)
         j, h = bits(g["relevance"]), bits(pd.Series(scale.coarsen_human(g["human"])))
-        rows.append({"dataset": dataset, "judge": judge, "scale": scale.describe(), "pairs": len(g), "judge_bits": j,
-                     "human_bits": h, "difference": j - h})
+        rows.append(
+            {
+                "dataset": dataset,
+                "judge": judge,
+                "scale": scale.describe(),
+                "pairs": len(g),
+                "judge_bits": j,
+                "human_bits": h,
+                "difference": j - h,
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -60,19 +66,27 @@ class LabelEntropy(Section):
         table = self.result(r)
         if table is None or not len(table):
             return []
-        return ["\n## Label entropy per judge (bits; the humans' on the same pairs)\n",
-                "Shannon entropy of each judge's label distribution on the original texts, beside the human labels' on the "
-                "pairs it labelled, both on the judge's scale (a binary judge against the human labels as relevant "
-                "or not); "
-                "a judge far below the humans gives most pairs one grade.\n",
-                render.markdown(table, index=False, integers=["pairs"], digits=3)]
+        return [
+            "\n## Label entropy per judge (bits; the humans' on the same pairs)\n",
+            "Shannon entropy of each judge's label distribution on the original texts, beside the human labels' on the "
+            "pairs it labelled, both on the judge's scale (a binary judge against the human labels as relevant "
+            "or not); "
+            "a judge far below the humans gives most pairs one grade.\n",
+            render.markdown(table, index=False, integers=["pairs"], digits=3),
+        ]
 
     def latex(self, r: Report) -> list[LatexTable]:
         table = self.result(r)
         if table is None or not len(table):
             return []
-        return [("label_entropy", table, "Label entropy per judge (bits), beside the human labels' on the same pairs.",
-                 {"index": False, "integers": ["pairs"], "digits": 3})]
+        return [
+            (
+                "label_entropy",
+                table,
+                "Label entropy per judge (bits), beside the human labels' on the same pairs.",
+                {"index": False, "integers": ["pairs"], "digits": 3},
+            )
+        ]
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
         table = self.result(r)
@@ -82,14 +96,23 @@ class LabelEntropy(Section):
         table = self.result(r)
         if table is None or not len(table):
             return []
-        return ["  label entropy, judge vs human (bits): " + "; ".join(
-            f"{names.plain(x.dataset)} / {names.plain(x.judge)} {x.judge_bits:.2f} vs {x.human_bits:.2f}"
-            for x in table.itertuples(index=False))]
+        return [
+            "  label entropy, judge vs human (bits): "
+            + "; ".join(
+                f"{names.plain(x.dataset)} / {names.plain(x.judge)} {x.judge_bits:.2f} vs {x.human_bits:.2f}"
+                for x in table.itertuples(index=False)
+            )
+        ]
 
     def findings(self, r: Report) -> Iterable[Finding]:
         table = self.result(r)
         for x in table.itertuples(index=False) if table is not None else ():
             if x.human_bits > 0 and x.judge_bits < COLLAPSED * x.human_bits:
-                yield Finding("label entropy", f"gives most pairs the same grade: its labels carry {x.judge_bits:.2f} bits "
-                              f"against the humans' {x.human_bits:.2f} on the same {x.pairs} pairs.", x.dataset, x.judge,
-                              brief=f"label entropy {x.judge_bits:.2f} vs humans' {x.human_bits:.2f} bits")
+                yield Finding(
+                    "label entropy",
+                    f"gives most pairs the same grade: its labels carry {x.judge_bits:.2f} bits "
+                    f"against the humans' {x.human_bits:.2f} on the same {x.pairs} pairs.",
+                    x.dataset,
+                    x.judge,
+                    brief=f"label entropy {x.judge_bits:.2f} vs humans' {x.human_bits:.2f} bits",
+                )

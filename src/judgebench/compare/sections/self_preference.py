@@ -19,13 +19,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgebench.compare.base import names
-from judgebench.compare.renderers import render
-from judgebench.compare.renderers.figures import _names, _save, plain_text  # noqa: E402
 from judgebench.compare.analyses import order_bias  # noqa: E402
 from judgebench.compare.analyses.self_preference import analyse, findings  # noqa: E402
+from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding, known
 from judgebench.compare.base.section import LatexTable, Section  # noqa: E402
+from judgebench.compare.renderers import render
+from judgebench.compare.renderers.figures import _names, _save, plain_text  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES  # noqa: E402
 
 if TYPE_CHECKING:
@@ -33,35 +33,59 @@ if TYPE_CHECKING:
 
 FIGURE = "figure_family_gaps.png"
 CAPTION = "mean nDCG@10 gap (judge minus its human reference) per judge family and ranker family"
-SELF_SHOWN = ["dataset", "judge", "judge_family", "own_systems", "other_systems", "queries", "gap_own", "gap_other",
-              "self_preference", "lo", "hi", "p_value", "p_holm", "verdict"]
+SELF_SHOWN = [
+    "dataset",
+    "judge",
+    "judge_family",
+    "own_systems",
+    "other_systems",
+    "queries",
+    "gap_own",
+    "gap_other",
+    "self_preference",
+    "lo",
+    "hi",
+    "p_value",
+    "p_holm",
+    "verdict",
+]
 
 
 def markdown(r: Report) -> list[str]:
     """The section's Markdown blocks (always present: it says so when there is nothing to measure)."""
     o = r.options
-    parts = ["\n## Self-preference: does a judge favour rankers of its own family? (reference: "
-             f"{names.markdown(o.reference)})\n",
-             "Gap = judge nDCG@10 minus the judge's human reference, per system and query. self_preference = mean gap on "
-             "the judge's own family's systems minus mean gap on the other families' LLM systems; interaction (two "
-             "judges A, "
-             "B of families a, b) = (gap_A on a - gap_A on b) - (gap_B on a - gap_B on b). Intervals: "
-             f"{o.level:.0%} symmetric paired bootstrap-t over queries ({o.bootstrap} resamples, seed {o.seed}); "
-             "p: its two-sided test of 0 on the same resamples, p_holm: Holm-adjusted over the rows; verdict: a "
-             "direction only "
-             f"where the interval leaves out 0 and p_holm < {o.alpha:g} (docs/protocol.md).\n"]
+    parts = [
+        "\n## Self-preference: does a judge favour rankers of its own family? (reference: "
+        f"{names.markdown(o.reference)})\n",
+        "Gap = judge nDCG@10 minus the judge's human reference, per system and query. self_preference = mean gap on "
+        "the judge's own family's systems minus mean gap on the other families' LLM systems; interaction (two "
+        "judges A, "
+        "B of families a, b) = (gap_A on a - gap_A on b) - (gap_B on a - gap_B on b). Intervals: "
+        f"{o.level:.0%} symmetric paired bootstrap-t over queries ({o.bootstrap} resamples, seed {o.seed}); "
+        "p: its two-sided test of 0 on the same resamples, p_holm: Holm-adjusted over the rows; verdict: a "
+        "direction only "
+        f"where the interval leaves out 0 and p_holm < {o.alpha:g} (docs/protocol.md).\n",
+    ]
     parts += [f"- {names.markdown(line)}" for line in findings(r.self_preference, r.jobs)]
     sp, inter = r.self_preference["self_preference"], r.self_preference["interaction"]
     short = sp[sp["queries"].astype(float) < MIN_QUERIES] if len(sp) else sp
-    parts += [f"\n**warning: {names.markdown(d)} has {int(q)} queries (fewer than {MIN_QUERIES}): the bootstrap-t "
-              "may cover less than "
-              "its nominal level there in benchmarks/calibration.py (flagged rows); read it as rough**"
-              for d, q in short.groupby("dataset")["queries"].max().items()] if len(short) else []
+    parts += (
+        [
+            f"\n**warning: {names.markdown(d)} has {int(q)} queries (fewer than {MIN_QUERIES}): the bootstrap-t "
+            "may cover less than "
+            "its nominal level there in benchmarks/calibration.py (flagged rows); read it as rough**"
+            for d, q in short.groupby("dataset")["queries"].max().items()
+        ]
+        if len(short)
+        else []
+    )
     if len(sp):
         parts += ["", render.markdown(sp[SELF_SHOWN], index=False, integers=["queries"], digits=4)]
     if len(inter):
-        parts += ["\nInteraction of two judges of two families (positive: each judge favours its own family):\n",
-                  render.markdown(inter.drop(columns=["reference"]), index=False, integers=["queries"], digits=4)]
+        parts += [
+            "\nInteraction of two judges of two families (positive: each judge favours its own family):\n",
+            render.markdown(inter.drop(columns=["reference"]), index=False, integers=["queries"], digits=4),
+        ]
     gaps = r.self_preference["gaps"]
     if len(gaps):
         parts.append("\nMean gap per judge family (rows) and ranker family (columns):\n")
@@ -69,10 +93,15 @@ def markdown(r: Report) -> list[str]:
             parts += [f"\n### {names.markdown(dataset)}\n", render.markdown(matrix, digits=4)]
     parts.append("\n## Order bias of the pairwise (PRP) rankers\n")
     if len(r.order_bias):
-        parts.append("order_consistency: share of pairs whose two answers (both orders) prefer the same passage; "
-                     "first_position: share of answers naming the passage shown first (0.5: no position bias).\n")
+        parts.append(
+            "order_consistency: share of pairs whose two answers (both orders) prefer the same passage; "
+            "first_position: share of answers naming the passage shown first (0.5: no position bias).\n"
+        )
         parts.append(render.markdown(r.order_bias.drop(columns=["reading"]), index=False, integers=["pairs"], digits=3))
-        parts += [f"- {names.markdown(row.dataset)} / {names.markdown(row.system)}: {names.markdown(row.reading)}." for row in r.order_bias.itertuples(index=False)]
+        parts += [
+            f"- {names.markdown(row.dataset)} / {names.markdown(row.system)}: {names.markdown(row.reading)}."
+            for row in r.order_bias.itertuples(index=False)
+        ]
     else:
         parts.append("No PRP ranking in this selection logged its order statistics (prp_order_consistency).")
     return parts
@@ -92,21 +121,42 @@ def gap_matrices(gaps: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def latex_tables(r: Report) -> list[tuple[str, pd.DataFrame, str, dict]]:
     out = []
     if len(r.self_preference["self_preference"]):
-        out.append(("self_preference", r.self_preference["self_preference"][SELF_SHOWN],
-                    f"Self-preference per judge ({r.options.level:.0%} symmetric bootstrap-t interval and p).",
-                    {"index": False, "integers": ["queries"], "digits": 3}))
+        out.append(
+            (
+                "self_preference",
+                r.self_preference["self_preference"][SELF_SHOWN],
+                f"Self-preference per judge ({r.options.level:.0%} symmetric bootstrap-t interval and p).",
+                {"index": False, "integers": ["queries"], "digits": 3},
+            )
+        )
     if len(r.self_preference["interaction"]):
-        out.append(("family_interaction", r.self_preference["interaction"].drop(columns=["reference"]),
-                    "Judge family x ranker family interaction.", {"index": False, "integers": ["queries"], "digits": 3}))
+        out.append(
+            (
+                "family_interaction",
+                r.self_preference["interaction"].drop(columns=["reference"]),
+                "Judge family x ranker family interaction.",
+                {"index": False, "integers": ["queries"], "digits": 3},
+            )
+        )
     if len(r.order_bias):
-        out.append(("prp_order_bias", r.order_bias.drop(columns=["reading"]), "Order bias of the PRP rankers.",
-                    {"index": False, "integers": ["pairs"], "digits": 3}))
+        out.append(
+            (
+                "prp_order_bias",
+                r.order_bias.drop(columns=["reading"]),
+                "Order bias of the PRP rankers.",
+                {"index": False, "integers": ["pairs"], "digits": 3},
+            )
+        )
     return out
 
 
 def csv_frames(r: Report) -> list[tuple[str, pd.DataFrame]]:
-    return [("self_preference", r.self_preference["self_preference"]), ("family_interaction", r.self_preference["interaction"]),
-            ("family_gaps", r.self_preference["gaps"]), ("prp_order_bias", r.order_bias)]
+    return [
+        ("self_preference", r.self_preference["self_preference"]),
+        ("family_interaction", r.self_preference["interaction"]),
+        ("family_gaps", r.self_preference["gaps"]),
+        ("prp_order_bias", r.order_bias),
+    ]
 
 
 @plain_text
@@ -114,8 +164,12 @@ def heatmap(gaps: pd.DataFrame, path: Path) -> Path:
     """Judge family x ranker family mean gaps, one panel per dataset, each cell annotated (red: overrated)."""
     matrices = gap_matrices(gaps)
     width = max(5.0, 1.3 * max(m.shape[1] for m in matrices.values()) + 2.5)
-    fig, axes = plt.subplots(1, len(matrices), figsize=(width * len(matrices), 0.7 * max(m.shape[0] for m in matrices.values()) + 2.4),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        len(matrices),
+        figsize=(width * len(matrices), 0.7 * max(m.shape[0] for m in matrices.values()) + 2.4),
+        squeeze=False,
+    )
     for ax, (dataset, m) in zip(axes[0], matrices.items()):
         values = m.to_numpy(dtype=float)
         bound = max(1e-6, float(np.nanmax(np.abs(values)))) if np.isfinite(values).any() else 1.0
@@ -127,8 +181,15 @@ def heatmap(gaps: pd.DataFrame, path: Path) -> Path:
         ax.set_title(f"{names.plot(dataset)}: mean gap (judge - reference)", fontsize="medium")
         for (i, j), v in np.ndenumerate(values):
             if v == v:
-                ax.text(j, i, f"{v:+.3f}", ha="center", va="center", fontsize="x-small",
-                        color="white" if abs(v) > 0.6 * bound else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{v:+.3f}",
+                    ha="center",
+                    va="center",
+                    fontsize="x-small",
+                    color="white" if abs(v) > 0.6 * bound else "black",
+                )
         fig.colorbar(im, ax=ax, shrink=0.8)
     return _save(fig, path)
 
@@ -141,16 +202,26 @@ def metrics(r: Report) -> dict[str, float]:
     """The compare run's metrics: self-preference, interaction and order bias, by dataset and judge or system."""
     out: dict[str, float] = {}
     for row in r.self_preference["self_preference"].itertuples(index=False):
-        for name, value in (("self_preference", row.self_preference), ("self_preference_lo", row.lo),
-                            ("self_preference_hi", row.hi), ("self_preference_p", row.p_value)):
+        for name, value in (
+            ("self_preference", row.self_preference),
+            ("self_preference_lo", row.lo),
+            ("self_preference_hi", row.hi),
+            ("self_preference_p", row.p_value),
+        ):
             out[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
     for row in r.self_preference["interaction"].itertuples(index=False):
         pair = f"{names.file_part(row.judge_a)}_x_{names.file_part(row.judge_b)}"
-        for name, value in (("family_interaction", row.interaction), ("family_interaction_lo", row.lo),
-                            ("family_interaction_hi", row.hi), ("family_interaction_p", row.p_value)):
+        for name, value in (
+            ("family_interaction", row.interaction),
+            ("family_interaction_lo", row.lo),
+            ("family_interaction_hi", row.hi),
+            ("family_interaction_p", row.p_value),
+        ):
             out[f"{name}.{names.file_part(row.dataset)}.{pair}"] = value
     for row in r.order_bias.itertuples(index=False):
-        out[f"prp_order_consistency.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = row.order_consistency
+        out[f"prp_order_consistency.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = (
+            row.order_consistency
+        )
         out[f"prp_first_position.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = row.first_position
     return {k: float(v) for k, v in out.items() if v == v}
 
@@ -162,8 +233,10 @@ class SelfPreference(Section):
 
     def compute(self, r: Report) -> dict:
         o = r.options
-        return {"self_preference": analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level, o.alpha),
-                "order_bias": order_bias.order_table(r.jobs)}
+        return {
+            "self_preference": analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level, o.alpha),
+            "order_bias": order_bias.order_table(r.jobs),
+        }
 
     def markdown(self, r: Report) -> list[str]:
         return markdown(r)
@@ -184,8 +257,11 @@ class SelfPreference(Section):
         return metrics(r)
 
     def console(self, r: Report) -> list[str]:
-        return [f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first "
-                f"position {x.first_position:.2f}" for x in r.order_bias.itertuples(index=False)]
+        return [
+            f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first "
+            f"position {x.first_position:.2f}"
+            for x in r.order_bias.itertuples(index=False)
+        ]
 
     def findings(self, r: Report) -> Iterable[Finding]:
         """Where a judge shares a family with rankers: the section's own verdict (the ``verdict`` column of
@@ -193,15 +269,24 @@ class SelfPreference(Section):
         with its interval and Holm p; nothing is decided here."""
         for row in r.self_preference["self_preference"].itertuples(index=False):
             value, lo, hi = row.self_preference, row.lo, row.hi
-            interval = f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10" if known(lo, hi) else f"{value:+.3f} nDCG@10 (no interval)"
+            interval = (
+                f"{value:+.3f} [{lo:+.3f}, {hi:+.3f}] nDCG@10"
+                if known(lo, hi)
+                else f"{value:+.3f} nDCG@10 (no interval)"
+            )
             p_holm = getattr(row, "p_holm", math.nan)
             p = f", Holm p = {p_holm:.3g}" if known(p_holm) else ""
             said = getattr(row, "verdict", "")
             if said == "favours":
                 text, alert = f"favours its own family's ({row.judge_family}) rankers by {interval}{p}.", True
             elif said == "disfavours":
-                text, alert = (f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by {interval}{p}.",
-                               False)
+                text, alert = (
+                    f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by {interval}{p}.",
+                    False,
+                )
             else:
-                text, alert = f"no evidence of self-preference for its family {row.judge_family} ({interval}{p}).", False
+                text, alert = (
+                    f"no evidence of self-preference for its family {row.judge_family} ({interval}{p}).",
+                    False,
+                )
             yield Finding("self-preference", text, row.dataset, row.judge, alert, brief=f"self-preference {interval}")

@@ -10,24 +10,30 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgebench.compare.base import columns
-from judgebench.compare.base import names
-from judgebench.compare.renderers import figures
-from judgebench.compare.renderers import render
-from judgebench.compare.renderers import views
+from judgebench.compare.base import columns, names
 from judgebench.compare.base.artifacts import REFERENCES
 from judgebench.compare.base.findings import Finding, known, number
 from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.renderers import figures, render, views
 from judgebench.metrics.correlation import TOP_K_RULE
 
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
 
 FIGURE_JUDGES = 12
-SCALE_NOTE = ("\nEach judge is read on its own label scale (docs/protocol.md): a judge whose scale does not reach every human "
-              "level (binary) has kappa_relevant, Cohen's κ of relevant or not (its 1 against human labels at or above the "
-              "collection's relevance threshold), and no graded κ/α (those cells read missing: not comparable, not data lost).\n")
-HEADLINE = ["kappa_graded", "kappa_ge2", "kappa_relevant", "tau_all", "tau_oracles", "tau_ap"]  # the columns the terminal shows
+SCALE_NOTE = (
+    "\nEach judge is read on its own label scale (docs/protocol.md): a judge whose scale does not reach every human "
+    "level (binary) has kappa_relevant, Cohen's κ of relevant or not (its 1 against human labels at or above the "
+    "collection's relevance threshold), and no graded κ/α (those cells read missing: not comparable, not data lost).\n"
+)
+HEADLINE = [
+    "kappa_graded",
+    "kappa_ge2",
+    "kappa_relevant",
+    "tau_all",
+    "tau_oracles",
+    "tau_ap",
+]  # the columns the terminal shows
 
 
 def figure_judges(r: Report) -> tuple[list[str], int]:
@@ -50,11 +56,16 @@ class Table2(Section):
     name = "table2"
 
     def markdown(self, r: Report) -> list[str]:
-        parts = [f"\n## Table 2: agreement with the human qrels per judge (labels: on the label set; orderings: against "
-                 f"{r.options.reference})\n"]
+        parts = [
+            f"\n## Table 2: agreement with the human qrels per judge (labels: on the label set; orderings: against "
+            f"{r.options.reference})\n"
+        ]
         if len(r.table2):
             for suffix, title, frame, integers in views.table2_blocks(r.table2):
-                parts += [f"\n### {title}\n", render.markdown(frame, index=False, integers=[c for c in integers if c != "reference"])]
+                parts += [
+                    f"\n### {title}\n",
+                    render.markdown(frame, index=False, integers=[c for c in integers if c != "reference"]),
+                ]
                 if suffix == "" and r.table2["kappa_graded"].isna().any() and "kappa_relevant" in r.table2:
                     parts.append(SCALE_NOTE)
                 if suffix == "_orderings":
@@ -67,8 +78,14 @@ class Table2(Section):
         out = []
         for suffix, title, frame, integers in views.table2_blocks(r.table2) if len(r.table2) else ():
             against = f" (human reference: {r.options.reference})" if "reference" in integers else ""
-            out.append((f"table2{suffix}", frame, f"Per judge: {title}{against}.",
-                        {"index": False, "integers": [c for c in integers if c != "reference"]}))
+            out.append(
+                (
+                    f"table2{suffix}",
+                    frame,
+                    f"Per judge: {title}{against}.",
+                    {"index": False, "integers": [c for c in integers if c != "reference"]},
+                )
+            )
         return out
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
@@ -78,7 +95,10 @@ class Table2(Section):
         files = []
         drawn, _ = figure_judges(r)
         if len(r.judges) > 1:
-            shown = {d: t[[c for c in t.columns if c == "type" or c in REFERENCES or c in drawn]] for d, t in r.table1.items()}
+            shown = {
+                d: t[[c for c in t.columns if c == "type" or c in REFERENCES or c in drawn]]
+                for d, t in r.table1.items()
+            }
             files.append(figures.scatter(shown, out / "figure_scatter.png", r.refs, r.table2))
             files.append(figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
         original = r.original_labels
@@ -92,8 +112,10 @@ class Table2(Section):
         if not len(r.table2):
             return []
         cols = [c for c in HEADLINE if c in r.table2.columns]
-        return ["\nTable 2: agreement with the humans (headline columns)", render.plain(r.table2[["dataset", "judge", *cols]], index=False,
-                                                                                    rows=render.TERMINAL_ROWS)]
+        return [
+            "\nTable 2: agreement with the humans (headline columns)",
+            render.plain(r.table2[["dataset", "judge", *cols]], index=False, rows=render.TERMINAL_ROWS),
+        ]
 
     def findings(self, r: Report) -> Iterable[Finding]:
         """Label agreement with the humans on the label set: graded kappa (and >= 2 binary), pairs labelled."""
@@ -103,14 +125,22 @@ class Table2(Section):
             on = f" over {int(pairs):,} labelled pairs" if known(pairs) else ""
             relevant = getattr(row, "kappa_relevant", math.nan)
             if not known(k) and known(relevant):  # a judge on a scale that does not reach every human level (binary)
-                yield Finding("label agreement", f"label agreement with the humans is {kappa_word(relevant)}: Cohen's κ = "
-                              f"{relevant:.2f} on relevant or not{on}; its scale has no 0–3 grades, so no graded κ (no interval "
-                              "computed).", row.dataset, row.judge, brief=f"binary kappa {relevant:.2f} ({kappa_word(relevant)})")
+                yield Finding(
+                    "label agreement",
+                    f"label agreement with the humans is {kappa_word(relevant)}: Cohen's κ = "
+                    f"{relevant:.2f} on relevant or not{on}; its scale has no 0–3 grades, so no graded κ (no interval "
+                    "computed).",
+                    row.dataset,
+                    row.judge,
+                    brief=f"binary kappa {relevant:.2f} ({kappa_word(relevant)})",
+                )
                 continue
             if not known(k):
                 continue
-            text = (f"label agreement with the humans is {kappa_word(k)}: Cohen's κ = {k:.2f} on the 0–3 scale, "
-                    f"{number(getattr(row, 'kappa_ge2', math.nan))} on relevant (≥ 2) or not{on} (no interval computed).")
+            text = (
+                f"label agreement with the humans is {kappa_word(k)}: Cohen's κ = {k:.2f} on the 0–3 scale, "
+                f"{number(getattr(row, 'kappa_ge2', math.nan))} on relevant (≥ 2) or not{on} (no interval computed)."
+            )
             yield Finding("label agreement", text, row.dataset, row.judge, brief=f"kappa {k:.2f} ({kappa_word(k)})")
 
     def compare_run_metrics(self, r: Report) -> dict[str, float]:
@@ -122,4 +152,3 @@ class Table2(Section):
                 if value == value:
                     out[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
         return out
-

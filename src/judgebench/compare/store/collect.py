@@ -17,9 +17,31 @@ from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 
 CELL = ["dataset", "system", "judge", "rewriter"]
-TAG_COLUMNS = ["dataset", "system", "ranker", "ranker_type", "ranker_family", "ranker_model", "perturbation", "judge", "judge_family", "judge_model", "rewriter", "text_view",
-               "judge_scale", "imported", "imported_labels"]
-ID_COLUMNS = ["judge_hash", "system_hash", "rewriter_hash", "metric_version", "version", *dataset_identity.COLUMNS]  # RunTags fields
+TAG_COLUMNS = [
+    "dataset",
+    "system",
+    "ranker",
+    "ranker_type",
+    "ranker_family",
+    "ranker_model",
+    "perturbation",
+    "judge",
+    "judge_family",
+    "judge_model",
+    "rewriter",
+    "text_view",
+    "judge_scale",
+    "imported",
+    "imported_labels",
+]
+ID_COLUMNS = [
+    "judge_hash",
+    "system_hash",
+    "rewriter_hash",
+    "metric_version",
+    "version",
+    *dataset_identity.COLUMNS,
+]  # RunTags fields
 UNVERSIONED = "1"  # runs logged before the metric version was stamped
 
 
@@ -27,7 +49,9 @@ def _experiment_id(client: MlflowClient, experiment: str) -> str:
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         names = sorted(e.name for e in client.search_experiments())
-        raise CompareError(f"no MLflow experiment named {experiment!r}; experiments in this store: {', '.join(names) or 'none'}")
+        raise CompareError(
+            f"no MLflow experiment named {experiment!r}; experiments in this store: {', '.join(names) or 'none'}"
+        )
     return exp.experiment_id
 
 
@@ -50,8 +74,9 @@ def run_row(r) -> dict:
     tags = RunTags.from_tags(r.data.tags)
     row = {c: getattr(tags, c) for c in [*TAG_COLUMNS, *ID_COLUMNS]}
     row.update(r.data.metrics)
-    row.update(run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=tags.sweep_id,
-               artifact_uri=r.info.artifact_uri)  # compare reads the artifacts without fetching each run again
+    row.update(
+        run_id=r.info.run_id, start_time=r.info.start_time, sweep_id=tags.sweep_id, artifact_uri=r.info.artifact_uri
+    )  # compare reads the artifacts without fetching each run again
     return row
 
 
@@ -73,8 +98,14 @@ def display_names(frame: pd.DataFrame, name: str, model: str | None, key: str, w
     return out
 
 
-def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None, allow_mixed_versions: bool = False,
-                 picks: dict[str, str] | None = None, names: list[str] | None = None) -> pd.DataFrame:
+def collect_runs(
+    client: MlflowClient,
+    experiment: str,
+    sweep: str | None = None,
+    allow_mixed_versions: bool = False,
+    picks: dict[str, str] | None = None,
+    names: list[str] | None = None,
+) -> pd.DataFrame:
     """Latest FINISHED job run per cell (dataset, system, judge, rewriter), columns named per configuration.
 
     Two runs of different judge configurations under one name become two columns (see display_names);
@@ -109,7 +140,9 @@ def collect_runs(client: MlflowClient, experiment: str, sweep: str | None = None
     return frame.drop_duplicates(CELL, keep="last").reset_index(drop=True)
 
 
-def collect_summaries(client: MlflowClient, experiment: str, jobs: pd.DataFrame, sweep: str | None = None) -> pd.DataFrame:
+def collect_summaries(
+    client: MlflowClient, experiment: str, jobs: pd.DataFrame, sweep: str | None = None
+) -> pd.DataFrame:
     """The judge-summary runs of the judges in ``jobs`` (judge-level statistics, logged once per dataset, judge
     and text view), named as ``jobs`` names the judge; latest per (dataset, judge, text view)."""
     names = dict(zip(jobs["judge_hash"].fillna(""), jobs["judge"]))
@@ -117,10 +150,20 @@ def collect_summaries(client: MlflowClient, experiment: str, jobs: pd.DataFrame,
     rows = []
     for r in search(client, _experiment_id(client, experiment), "judge_summary", sweep):
         tags = RunTags.from_tags(r.data.tags)
-        same_data = (dataset_identity.UNRECORDED if tags.dataset_hash is None else tags.dataset_hash) == identity.get(tags.dataset)
+        same_data = (dataset_identity.UNRECORDED if tags.dataset_hash is None else tags.dataset_hash) == identity.get(
+            tags.dataset
+        )
         if (tags.judge_hash or "") in names and same_data:
-            rows.append({"dataset": tags.dataset, "judge": names[tags.judge_hash or ""], "text_view": tags.text_view,
-                         "run_id": r.info.run_id, "start_time": r.info.start_time, **r.data.metrics})
+            rows.append(
+                {
+                    "dataset": tags.dataset,
+                    "judge": names[tags.judge_hash or ""],
+                    "text_view": tags.text_view,
+                    "run_id": r.info.run_id,
+                    "start_time": r.info.start_time,
+                    **r.data.metrics,
+                }
+            )
     cols = ["dataset", "judge", "text_view", "run_id", "start_time", "labelled_pairs", "failed_pairs"]
     if not rows:
         return pd.DataFrame(columns=cols)
@@ -151,8 +194,12 @@ def split_views(jobs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return jobs[original].reset_index(drop=True), jobs[~original].reset_index(drop=True)
 
 
-def missing_cells(jobs: pd.DataFrame, datasets: list[str] | None = None, judges: list[str] | None = None,
-                  running: pd.DataFrame | None = None) -> pd.DataFrame:
+def missing_cells(
+    jobs: pd.DataFrame,
+    datasets: list[str] | None = None,
+    judges: list[str] | None = None,
+    running: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Grid cells without a finished run: the product of every dataset, system, judge and rewriter seen
     (or requested) minus the cells present. Reported, never silently dropped. The cells of ``running`` (runs
     not finished yet, running_cells) widen the product: a system whose every cell still runs is a missing
@@ -172,8 +219,10 @@ def running_cells(client: MlflowClient, experiment: str, jobs: pd.DataFrame, swe
     no finished run in ``jobs``: compare of a sweep under way says how many cells it still waits for. A cell whose
     process died leaves its run RUNNING too; it is counted here until it is rerun."""
     filt = f"tags.`{RunTags.name('kind')}` = 'job' and attributes.status = 'RUNNING'"
-    tags = [RunTags.from_tags(r.data.tags)
-            for r in client.search_runs([_experiment_id(client, experiment)], filter_string=filt, max_results=5000)]
+    tags = [
+        RunTags.from_tags(r.data.tags)
+        for r in client.search_runs([_experiment_id(client, experiment)], filter_string=filt, max_results=5000)
+    ]
     rows = [(t.dataset, t.system, t.judge, t.rewriter or "none") for t in tags if not sweep or t.sweep_id == sweep]
     frame = pd.DataFrame(rows, columns=CELL).dropna().drop_duplicates()
     have = set(zip(jobs["dataset"], jobs["system"], jobs["judge"], jobs["rewriter"]))

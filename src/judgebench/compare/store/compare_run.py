@@ -36,7 +36,9 @@ def _short(value: Any, limit: int) -> str:
 
 def compare_key(experiment: str, sweep: str | None, report_kind: str, options: Any) -> str:
     opts = dataclasses.asdict(options) if dataclasses.is_dataclass(options) else dict(options or {})
-    text = json.dumps({"experiment": experiment, "sweep": sweep, "report": report_kind, "options": opts}, sort_keys=True, default=str)
+    text = json.dumps(
+        {"experiment": experiment, "sweep": sweep, "report": report_kind, "options": opts}, sort_keys=True, default=str
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -48,24 +50,46 @@ def _sweep_parent(client: MlflowClient, exp_id: str, sweep: str | None) -> str:
     return next((r.info.run_id for r in runs if RunTags.from_tags(r.data.tags).sweep_id == sweep), "")
 
 
-def log(client: MlflowClient, experiment: str, sweep: str | None, key: str, name: str, note: str, files: Iterable[Path],
-        inputs: Mapping[str, list[str]], params: Mapping[str, Any] | None = None, metrics: Mapping[str, float] | None = None,
-        ) -> tuple[str, list[str]]:
+def log(
+    client: MlflowClient,
+    experiment: str,
+    sweep: str | None,
+    key: str,
+    name: str,
+    note: str,
+    files: Iterable[Path],
+    inputs: Mapping[str, list[str]],
+    params: Mapping[str, Any] | None = None,
+    metrics: Mapping[str, float] | None = None,
+) -> tuple[str, list[str]]:
     """(the new compare run's id, the ids of the earlier runs of this selection it superseded)."""
     exp_id = client.get_experiment_by_name(experiment).experiment_id
-    previous = client.search_runs([exp_id], filter_string=RunTags.where(kind=KIND, compare_key=key),
-                                  max_results=1000)
+    previous = client.search_runs([exp_id], filter_string=RunTags.where(kind=KIND, compare_key=key), max_results=1000)
     read = {k: sorted(set(v)) for k, v in inputs.items()}
     sweeps = read.get("sweeps", [])
-    tags = RunTags(kind=KIND, sweep_id=sweep or "all", compare_key=key, git_commit=tracking.git_commit(),
-                   inputs=", ".join(f"{len(v)} {k}" for k, v in read.items()), input_sweeps=", ".join(sweeps)[:4000]).to_tags()
-    run = tracking.JobRun(client, exp_id, name, tags, note=_short(note, NOTE_MAX), parent=_sweep_parent(client, exp_id, sweep))
+    tags = RunTags(
+        kind=KIND,
+        sweep_id=sweep or "all",
+        compare_key=key,
+        git_commit=tracking.git_commit(),
+        inputs=", ".join(f"{len(v)} {k}" for k, v in read.items()),
+        input_sweeps=", ".join(sweeps)[:4000],
+    ).to_tags()
+    run = tracking.JobRun(
+        client, exp_id, name, tags, note=_short(note, NOTE_MAX), parent=_sweep_parent(client, exp_id, sweep)
+    )
     try:
         if params:
             run.log_params({k: _short(v, PARAM_MAX) for k, v in params.items()})
         if metrics:
             run.log_metrics(metrics)
-        run.log_files({"inputs.json": json.dumps({"experiment": experiment, "sweep": sweep, "compare_key": key, **read}, indent=1)})
+        run.log_files(
+            {
+                "inputs.json": json.dumps(
+                    {"experiment": experiment, "sweep": sweep, "compare_key": key, **read}, indent=1
+                )
+            }
+        )
         for f in files:
             client.log_artifact(run.run_id, str(f))
     except BaseException:

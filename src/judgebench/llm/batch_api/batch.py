@@ -27,16 +27,12 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from tqdm.auto import tqdm
 
 from judgebench.cache.keys import is_key
-from judgebench.cache.store import CallCache
 from judgebench.cache.schema import api_problem
+from judgebench.cache.store import CallCache
 from judgebench.exceptions import BackendUnreachable, BatchNotDone, ConfigError
-from judgebench.llm.remote.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError
 from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, LineAnswer, LineError
 from judgebench.llm.batch_api.batch_store import BatchStore
-from judgebench.secrets import mask_url
 from judgebench.llm.remote.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError
-from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, LineAnswer, LineError
-from judgebench.llm.batch_api.batch_store import BatchStore
 from judgebench.secrets import mask_url
 
 log = logging.getLogger("judgebench")
@@ -60,8 +56,9 @@ def provider_for(backend: APIBackend, system: str | None) -> BatchProvider:
     raise ConfigError(f"judge.backend.mode=batch: the {backend.backend} backend has no batch API; use mode=online")
 
 
-def split_lines(lines: list[BatchLine], max_requests: int, max_bytes: int,
-                size: Callable[[BatchLine], int]) -> list[list[BatchLine]]:
+def split_lines(
+    lines: list[BatchLine], max_requests: int, max_bytes: int, size: Callable[[BatchLine], int]
+) -> list[list[BatchLine]]:
     """Consecutive chunks of at most max_requests lines and max_bytes bytes (a larger line goes alone)."""
     chunks: list[list[BatchLine]] = []
     current: list[BatchLine] = []
@@ -85,9 +82,13 @@ async def with_retries(backend: APIBackend, what: str, fn: Callable[[], Awaitabl
     """A batch API request, retried on transient errors like online calls are (Retry-After, backoff; at most
     ``max_retries`` retries; ``CONNECT_FAILS`` failures of which the last cannot connect: the server is unreachable).
     These requests are not counted in stats.requests: a batch counts one request per line, what is paid for."""
-    async for attempt in AsyncRetrying(stop=stop_after_attempt(backend.max_retries + 1),
-                                       wait=lambda state: backend._backoff(state.outcome.exception(), state.attempt_number),
-                                       retry=retry_if_exception_type(TransientError), reraise=True, sleep=_sleep):
+    async for attempt in AsyncRetrying(
+        stop=stop_after_attempt(backend.max_retries + 1),
+        wait=lambda state: backend._backoff(state.outcome.exception(), state.attempt_number),
+        retry=retry_if_exception_type(TransientError),
+        reraise=True,
+        sleep=_sleep,
+    ):
         with attempt:
             try:
                 return await fn()
@@ -95,14 +96,17 @@ async def with_retries(backend: APIBackend, what: str, fn: Callable[[], Awaitabl
                 backend.stats.errors[e.kind] += 1
                 failures = attempt.retry_state.attempt_number
                 if e.kind == "connection" and failures >= CONNECT_FAILS:
-                    raise BackendUnreachable(f"cannot connect to {mask_url(backend.endpoint())} ({e}; {failures} attempts "
-                                             f"to {what}): is the server running and the URL right?") from None
+                    raise BackendUnreachable(
+                        f"cannot connect to {mask_url(backend.endpoint())} ({e}; {failures} attempts "
+                        f"to {what}): is the server running and the URL right?"
+                    ) from None
                 raise
     raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
 
 
-def pending_calls(cache: CallCache, calls: list, parse: Callable | None, reask_unparsed: bool,
-                  grades: bool) -> tuple[dict[str, dict], list]:
+def pending_calls(
+    cache: CallCache, calls: list, parse: Callable | None, reask_unparsed: bool, grades: bool
+) -> tuple[dict[str, dict], list]:
     """Cached records, and the calls still to make (not cached, unusable, or unparsed and to be asked again)."""
     records: dict[str, dict] = {}
     todo, seen = [], set()
@@ -132,10 +136,20 @@ class BatchJob:
     meta: dict[str, Any]  # what the cache stores with each of its answers
 
 
-def run_batch(backend: APIBackend, cache: CallCache, calls: list, *, meta: dict[str, Any], state_dir: str | Path,
-              system: str | None = None, parse: Callable[[str], Any] | None = None, progress: bool = True,
-              desc: str = "batch", reask_unparsed: bool = False, grades: bool = False,
-              ) -> tuple[dict[str, dict], dict[str, tuple[str, str]]]:
+def run_batch(
+    backend: APIBackend,
+    cache: CallCache,
+    calls: list,
+    *,
+    meta: dict[str, Any],
+    state_dir: str | Path,
+    system: str | None = None,
+    parse: Callable[[str], Any] | None = None,
+    progress: bool = True,
+    desc: str = "batch",
+    reask_unparsed: bool = False,
+    grades: bool = False,
+) -> tuple[dict[str, dict], dict[str, tuple[str, str]]]:
     """Records for every call (cached, or from a batch now) and the failures (key -> (kind, message)): the
     same contract as :func:`judgebench.llm.remote.calls.run_cached`, one batch job per provider limit."""
     records, todo = pending_calls(cache, calls, parse, reask_unparsed, grades)
@@ -144,7 +158,9 @@ def run_batch(backend: APIBackend, cache: CallCache, calls: list, *, meta: dict[
         store = BatchStore(state_dir)
         cache.check_writable([c.key for c in todo])  # an answer that cannot be stored must not be paid for,
         store.check_writable()  # nor a batch whose id cannot be saved
-        asyncio.run(_judge_in_batches(backend, cache, todo, records, failures, meta, store, system, parse, progress, desc))
+        asyncio.run(
+            _judge_in_batches(backend, cache, todo, records, failures, meta, store, system, parse, progress, desc)
+        )
     return records, failures
 
 
@@ -156,16 +172,27 @@ async def _resume_saved(backend, provider, store: BatchStore, prompts: dict[str,
         try:
             await with_retries(backend, "poll a saved batch", lambda: provider.poll(saved.batch_id))
         except PermanentError as e:  # gone (another account, server, or deleted): submit its lines anew
-            log.warning("saved batch %s (%s) cannot be polled (%s); its prompts are submitted again",
-                        saved.batch_id, saved.path, e)
+            log.warning(
+                "saved batch %s (%s) cannot be polled (%s); its prompts are submitted again",
+                saved.batch_id,
+                saved.path,
+                e,
+            )
             saved.path.unlink(missing_ok=True)
             continue
         except TransientError as e:
-            raise BatchNotDone(f"saved batch {saved.batch_id} ({backend.backend}) could not be polled ({e}); its id is "
-                               f"kept in {saved.path}: run again later to resume it (nothing is paid twice)") from None
+            raise BatchNotDone(
+                f"saved batch {saved.batch_id} ({backend.backend}) could not be polled ({e}); its id is "
+                f"kept in {saved.path}: run again later to resume it (nothing is paid twice)"
+            ) from None
         wanted = set(prompts) if saved.keys is None else {k for k in saved.keys if k in prompts}
-        log.info("resuming batch %s (%s prompts, %d of them asked for now; saved in %s)", saved.batch_id,
-                 "?" if saved.keys is None else len(saved.keys), len(wanted), saved.path)
+        log.info(
+            "resuming batch %s (%s prompts, %d of them asked for now; saved in %s)",
+            saved.batch_id,
+            "?" if saved.keys is None else len(saved.keys),
+            len(wanted),
+            saved.path,
+        )
         jobs.append(BatchJob(saved.path, saved.batch_id, saved.keys, wanted, saved.meta or meta))
     return jobs
 
@@ -195,25 +222,37 @@ async def _judge_in_batches(backend, cache, todo, records, failures, meta, store
                 failures.update({line.key: (e.kind, f"submitting the batch: {e}") for line in chunk})
                 continue
             except PermanentError as e:
-                raise ConfigError(f"{backend.backend} at {mask_url(backend.endpoint())} refused a batch of "
-                                  f"{len(chunk)} prompts ({e}); judge.backend.mode=online works without the "
-                                  "batch API") from None
+                raise ConfigError(
+                    f"{backend.backend} at {mask_url(backend.endpoint())} refused a batch of "
+                    f"{len(chunk)} prompts ({e}); judge.backend.mode=online works without the "
+                    "batch API"
+                ) from None
             keys = [line.key for line in chunk]
             backend.stats.batches += 1
             backend.stats.requests += len(chunk)
             path = store.save(batch_id, backend, keys, meta)  # before waiting: a rerun resumes this batch
-            log.info("%s: submitted batch %s (%d prompts; its id is saved in %s, a rerun resumes it)",
-                     desc, batch_id, len(chunk), path)
+            log.info(
+                "%s: submitted batch %s (%d prompts; its id is saved in %s, a rerun resumes it)",
+                desc,
+                batch_id,
+                len(chunk),
+                path,
+            )
             jobs.append(BatchJob(path, batch_id, keys, set(keys), meta))
         await _wait_all(backend, provider, cache, parse, jobs, records, failures, progress, desc)
 
 
 async def _wait_all(backend, provider, cache, parse, jobs, records, failures, progress, desc) -> None:
-    bar = tqdm(total=sum(len(j.keys or ()) for j in jobs), desc=f"{desc} (batch)", unit="prompt",
-               disable=not progress or not sys.stderr.isatty())  # in a log file: the periodic log line
+    bar = tqdm(
+        total=sum(len(j.keys or ()) for j in jobs),
+        desc=f"{desc} (batch)",
+        unit="prompt",
+        disable=not progress or not sys.stderr.isatty(),
+    )  # in a log file: the periodic log line
     try:
-        await asyncio.gather(*(_wait_and_store(backend, provider, cache, parse, job, records, failures, bar)
-                               for job in jobs))
+        await asyncio.gather(
+            *(_wait_and_store(backend, provider, cache, parse, job, records, failures, bar) for job in jobs)
+        )
     finally:
         bar.close()
 
@@ -222,8 +261,10 @@ async def _wait_and_store(backend, provider, cache, parse, job, records, failure
     try:
         await _wait_and_store_once(backend, provider, cache, parse, job, records, failures, bar)
     except (TransientError, PermanentError) as e:
-        raise BatchNotDone(f"batch {job.batch_id} could not be polled or downloaded ({e}); its id is saved in {job.path}: "
-                           "run again to resume it (nothing is paid twice)") from None
+        raise BatchNotDone(
+            f"batch {job.batch_id} could not be polled or downloaded ({e}); its id is saved in {job.path}: "
+            "run again to resume it (nothing is paid twice)"
+        ) from None
 
 
 async def _wait_and_store_once(backend, provider, cache, parse, job, records, failures, bar) -> None:
@@ -243,30 +284,50 @@ async def _wait_and_store_once(backend, provider, cache, parse, job, records, fa
         waited = time.monotonic() - started
         if bar.disable and time.monotonic() - logged >= LOG_EVERY_S:  # no bar (progress=false): a log line
             logged = time.monotonic()
-            log.info("batch %s: %s after %.0f s (%s of %s prompts done)", batch_id, status.provider_state, waited,
-                     "?" if status.done is None else status.done, "?" if size is None else size)
+            log.info(
+                "batch %s: %s after %.0f s (%s of %s prompts done)",
+                batch_id,
+                status.provider_state,
+                waited,
+                "?" if status.done is None else status.done,
+                "?" if size is None else size,
+            )
         if waited >= s.timeout_s:
-            raise BatchNotDone(f"batch {batch_id} is still {status.provider_state} after {waited:.0f}s "
-                               f"(judge.backend.batch.timeout_s={s.timeout_s:g}); its id is saved in {path}: "
-                               "run again to resume waiting for it (nothing is paid twice)")
+            raise BatchNotDone(
+                f"batch {batch_id} is still {status.provider_state} after {waited:.0f}s "
+                f"(judge.backend.batch.timeout_s={s.timeout_s:g}); its id is saved in {path}: "
+                "run again to resume waiting for it (nothing is paid twice)"
+            )
         await asyncio.sleep(min(s.poll_interval_s, max(0.0, s.timeout_s - waited)))
     results = await with_retries(backend, f"download batch {batch_id}", lambda: provider.results(batch_id))
     await _store_results(backend, cache, parse, job, status, results, records, failures, time.monotonic() - started)
     if job.keys and results and not set(job.keys) & set(results):
-        log.warning("batch %s answered none of the %d prompts its id file %s lists (the file names another batch?): "
-                    "its %d answers are stored; the listed prompts are submitted again, and the batch they were "
-                    "submitted in, if any, is left running", batch_id, len(job.keys), path, len(results))
+        log.warning(
+            "batch %s answered none of the %d prompts its id file %s lists (the file names another batch?): "
+            "its %d answers are stored; the listed prompts are submitted again, and the batch they were "
+            "submitted in, if any, is left running",
+            batch_id,
+            len(job.keys),
+            path,
+            len(results),
+        )
     try:
         path.unlink(missing_ok=True)  # answers stored, failures reported: the next run submits only those again
     except OSError as e:
-        log.warning("batch %s is done and its answers stored, but its id file %s could not be removed (%s)", batch_id, path, e)
+        log.warning(
+            "batch %s is done and its answers stored, but its id file %s could not be removed (%s)", batch_id, path, e
+        )
 
 
 async def _store_results(backend, cache, parse, job, status, results, records, failures, latency) -> None:
     """Every answer the batch gave goes into the call cache, whoever asked for it (a batch resumed by a run over
     part of its prompts pays for none of them twice); records and failures are reported for the wanted ones."""
-    missing_kind = {"succeeded": "missing", "failed": "batch_failed", "expired": "batch_expired",
-                    "cancelled": "batch_cancelled"}[status.state]
+    missing_kind = {
+        "succeeded": "missing",
+        "failed": "batch_failed",
+        "expired": "batch_expired",
+        "cancelled": "batch_cancelled",
+    }[status.state]
     answers, mine = [], {}
     for key, res in results.items():
         if not isinstance(res, LineAnswer) or not is_key(key):
@@ -274,9 +335,17 @@ async def _store_results(backend, cache, parse, job, status, results, records, f
         parsed = parse(res.text) if parse else None
         if parse is not None and parsed is None and key in job.wanted:
             backend.stats.errors["unparsable"] += 1
-        rec = {"text": res.text, "parsed": parsed, "input_tokens": res.input_tokens, "output_tokens": res.output_tokens,
-               "thinking_tokens": res.thinking_tokens, "latency_s": latency, "attempts": 1, "time": time.time(),
-               "batch_id": job.batch_id}
+        rec = {
+            "text": res.text,
+            "parsed": parsed,
+            "input_tokens": res.input_tokens,
+            "output_tokens": res.output_tokens,
+            "thinking_tokens": res.thinking_tokens,
+            "latency_s": latency,
+            "attempts": 1,
+            "time": time.time(),
+            "batch_id": job.batch_id,
+        }
         answers.append((key, rec, job.meta))
         if key in job.wanted:
             mine[key] = rec
@@ -287,8 +356,14 @@ async def _store_results(backend, cache, parse, job, status, results, records, f
         res = results.get(key)
         if job.keys is None and res is None:
             continue  # a hand-written batch without this prompt: it is submitted like any other
-        err = res if isinstance(res, LineError) else LineError(
-            missing_kind, f"batch {job.batch_id} ended {status.provider_state} without this line"
-            + (f": {status.message}" if status.message else ""))
+        err = (
+            res
+            if isinstance(res, LineError)
+            else LineError(
+                missing_kind,
+                f"batch {job.batch_id} ended {status.provider_state} without this line"
+                + (f": {status.message}" if status.message else ""),
+            )
+        )
         backend.stats.errors[err.kind] += 1
         failures[key] = (err.kind, f"{err.kind}: {err.message} (batch {job.batch_id})")

@@ -7,12 +7,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
 from judgebench.llm.remote.gemini_models import gemini_answer
 from judgebench.llm.remote.provider_errors import gemini_errors
-from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
 
-_STATES = {"JOB_STATE_SUCCEEDED": "succeeded", "JOB_STATE_PARTIALLY_SUCCEEDED": "succeeded",
-           "JOB_STATE_FAILED": "failed", "JOB_STATE_EXPIRED": "expired", "JOB_STATE_CANCELLED": "cancelled"}
+_STATES = {
+    "JOB_STATE_SUCCEEDED": "succeeded",
+    "JOB_STATE_PARTIALLY_SUCCEEDED": "succeeded",
+    "JOB_STATE_FAILED": "failed",
+    "JOB_STATE_EXPIRED": "expired",
+    "JOB_STATE_CANCELLED": "cancelled",
+}
 """Job states that end a batch; pending, queued, running, ... are running."""
 
 
@@ -23,14 +28,20 @@ class GeminiBatches(BatchProvider):
 
     def request(self, line: BatchLine) -> dict[str, Any]:
         b = self.backend
-        config: dict[str, Any] = {"temperature": b.temperature, "top_p": b.top_p,
-                                  "max_output_tokens": b.request_max_output_tokens}
+        config: dict[str, Any] = {
+            "temperature": b.temperature,
+            "top_p": b.top_p,
+            "max_output_tokens": b.request_max_output_tokens,
+        }
         if b.thinking_config:  # as online (GeminiBackend.request_config): the same answer for the same key
             config["thinking_config"] = dict(b.thinking_config)
         if self.system:
             config["system_instruction"] = self.system
-        return {"contents": [{"role": "user", "parts": [{"text": line.prompt}]}], "config": config,
-                "metadata": {"key": line.key}}
+        return {
+            "contents": [{"role": "user", "parts": [{"text": line.prompt}]}],
+            "config": config,
+            "metadata": {"key": line.key},
+        }
 
     def line_bytes(self, line: BatchLine) -> int:
         return len(json.dumps(self.request(line)).encode())
@@ -38,8 +49,10 @@ class GeminiBatches(BatchProvider):
     async def submit(self, lines: list[BatchLine]) -> str:
         with gemini_errors():
             job = await self.backend._client.aio.batches.create(
-                model=self.backend.model, src=[self.request(line) for line in lines],
-                config={"display_name": "judgebench"})
+                model=self.backend.model,
+                src=[self.request(line) for line in lines],
+                config={"display_name": "judgebench"},
+            )
         return str(job.name)
 
     async def poll(self, batch_id: str) -> BatchStatus:
@@ -62,7 +75,9 @@ class GeminiBatches(BatchProvider):
                 continue
             if item.error is not None or item.response is None:
                 code = getattr(item.error, "code", None)
-                out[key] = LineError(str(code or "batch_line"), str(getattr(item.error, "message", "") or "no response"))
+                out[key] = LineError(
+                    str(code or "batch_line"), str(getattr(item.error, "message", "") or "no response")
+                )
                 continue
             out[key] = LineAnswer(*gemini_answer(item.response))
         return out

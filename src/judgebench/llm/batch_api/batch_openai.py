@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from judgebench.llm.remote.provider_errors import openai_errors
 from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, BatchStatus, LineAnswer, LineError
+from judgebench.llm.remote.provider_errors import openai_errors
 
 ENDPOINT = "/v1/chat/completions"
 _STATES = {"completed": "succeeded", "failed": "failed", "expired": "expired", "cancelled": "cancelled"}
@@ -22,13 +22,26 @@ class OpenAIBatches(BatchProvider):
 
     def request(self, line: BatchLine) -> dict[str, Any]:
         b = self.backend
-        messages = ([{"role": "system", "content": self.system}] if self.system else []) + \
-            [{"role": "user", "content": line.prompt}]
-        return {"custom_id": line.key, "method": "POST", "url": ENDPOINT, "body": {
-            "model": b.model, "messages": messages, "temperature": b.temperature, "top_p": b.top_p,
-            "frequency_penalty": getattr(b, "frequency_penalty", 0.0),
-            **({"max_completion_tokens": b.request_max_output_tokens, **b.thinking_config} if b.thinking_config
-               else {"max_tokens": b.max_output_tokens})}}
+        messages = ([{"role": "system", "content": self.system}] if self.system else []) + [
+            {"role": "user", "content": line.prompt}
+        ]
+        return {
+            "custom_id": line.key,
+            "method": "POST",
+            "url": ENDPOINT,
+            "body": {
+                "model": b.model,
+                "messages": messages,
+                "temperature": b.temperature,
+                "top_p": b.top_p,
+                "frequency_penalty": getattr(b, "frequency_penalty", 0.0),
+                **(
+                    {"max_completion_tokens": b.request_max_output_tokens, **b.thinking_config}
+                    if b.thinking_config
+                    else {"max_tokens": b.max_output_tokens}
+                ),
+            },
+        }
 
     def line_bytes(self, line: BatchLine) -> int:
         return len(json.dumps(self.request(line)).encode()) + 1
@@ -38,8 +51,7 @@ class OpenAIBatches(BatchProvider):
         client = self.backend._client
         with openai_errors():
             uploaded = await client.files.create(file=("judgebench-batch.jsonl", data), purpose="batch")
-            batch = await client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT,
-                                                completion_window="24h")
+            batch = await client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT, completion_window="24h")
         return str(batch.id)
 
     async def poll(self, batch_id: str) -> BatchStatus:
@@ -86,5 +98,9 @@ def _line_result(item: dict[str, Any]) -> LineAnswer | LineError:
         return LineError("malformed", "response without choices")
     usage = body.get("usage") or {}
     thinking = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
-    return LineAnswer((choices[0].get("message") or {}).get("content") or "", int(usage.get("prompt_tokens") or 0),
-                      max(0, int(usage.get("completion_tokens") or 0) - thinking), thinking)
+    return LineAnswer(
+        (choices[0].get("message") or {}).get("content") or "",
+        int(usage.get("prompt_tokens") or 0),
+        max(0, int(usage.get("completion_tokens") or 0) - thinking),
+        thinking,
+    )

@@ -91,8 +91,14 @@ class BatchStore:
         """Durable (written, fsynced, renamed) before the caller waits on the batch; a CacheError naming the
         batch, its provider and how to resume it by hand when that fails."""
         path = self.path(keys, batch_id)
-        state = {"batch_id": batch_id, "backend": backend.backend, "model": backend.model, "created": time.time(),
-                 "keys": sorted(keys), "meta": meta}
+        state = {
+            "batch_id": batch_id,
+            "backend": backend.backend,
+            "model": backend.model,
+            "created": time.time(),
+            "keys": sorted(keys),
+            "meta": meta,
+        }
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -132,11 +138,18 @@ class BatchStore:
                 log.warning("saved batch %s cannot be read (%s); ignored and kept", path, e)
                 continue
             except BadState as e:
-                running = (f"it names batch {e.batch_id}, which is left running at the provider (paid for; its answers are "
-                           f"not used unless the file is fixed: {{\"batch_id\": \"{e.batch_id}\", \"backend\": ...}} is enough)"
-                           if e.batch_id else "it names no batch id")
-                log.warning("saved batch %s cannot be used (%s): %s; the file is kept, and its prompts are submitted again",
-                            path, e.reason, running)
+                running = (
+                    f"it names batch {e.batch_id}, which is left running at the provider (paid for; its answers are "
+                    f'not used unless the file is fixed: {{"batch_id": "{e.batch_id}", "backend": ...}} is enough)'
+                    if e.batch_id
+                    else "it names no batch id"
+                )
+                log.warning(
+                    "saved batch %s cannot be used (%s): %s; the file is kept, and its prompts are submitted again",
+                    path,
+                    e.reason,
+                    running,
+                )
                 continue
             if saved.backend == backend and (saved.keys is None or wanted.intersection(saved.keys)):
                 out.append(saved)

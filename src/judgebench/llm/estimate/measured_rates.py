@@ -28,7 +28,9 @@ class MeasuredRate:
     source: str
 
 
-H200_RUN = "launch/gpu_check.sh on one H200 (torch 2.11, transformers 5.17, bf16, random-weight stand-ins, DL19), 2026-12-04"
+H200_RUN = (
+    "launch/gpu_check.sh on one H200 (torch 2.11, transformers 5.17, bf16, random-weight stand-ins, DL19), 2026-12-04"
+)
 RATES = (
     MeasuredRate("Qwen2.5-7B", 7.62, False, "H200", 422.0, f"UMBRELA judge unshared, batch 128; {H200_RUN}"),
     MeasuredRate("FLAN-T5-XXL", 11.1, True, "H200", 125.0, f"PRP all pairs, batch 128; {H200_RUN}"),
@@ -41,16 +43,18 @@ def find(params: float, seq2seq: bool, gpu: str) -> MeasuredRate | None:
     """The measured rate for a model of ``params`` total parameters on ``gpu``, or None."""
     words = {w.strip("-_").upper() for w in gpu.replace("-", " ").replace("_", " ").split()}
     for rate in RATES:
-        if rate.seq2seq == seq2seq and rate.gpu.upper() in words and abs(params / 1e9 - rate.params_b) <= MATCH * rate.params_b:
+        if (
+            rate.seq2seq == seq2seq
+            and rate.gpu.upper() in words
+            and abs(params / 1e9 - rate.params_b) <= MATCH * rate.params_b
+        ):
             return rate
     return None
 
 
 # The CPU hours beside the GPU ones: a reader without a GPU asks how long the same work takes on the machine at hand.
 CPU_RUN = "benchmarks/local_judge_prefix.py on 2 cores (torch 2.13 cpu, fp32, batch 8, unshared prompts), 2026-12-02"
-CPU_RATES = (
-    MeasuredRate("SmolLM2-135M", 0.135, False, "CPU", 0.2285, f"UMBRELA judge; {CPU_RUN}"),
-)
+CPU_RATES = (MeasuredRate("SmolLM2-135M", 0.135, False, "CPU", 0.2285, f"UMBRELA judge; {CPU_RUN}"),)
 CPU_CORES = 2  # the cores the CPU rates were measured on
 
 
@@ -59,6 +63,11 @@ def cpu_rate(params: float, seq2seq: bool) -> tuple[float, str]:
     said to be assumed (a larger model runs its matmuls at least as efficiently, so it is no optimistic guess)."""
     for rate in CPU_RATES:
         if rate.seq2seq == seq2seq and abs(params / 1e9 - rate.params_b) <= MATCH * rate.params_b:
-            return rate.tflops * 1e12, f"{CPU_CORES} CPU cores at the {rate.tflops * 1e3:g} GFLOP/s measured for {rate.shape}"
+            return (
+                rate.tflops * 1e12,
+                f"{CPU_CORES} CPU cores at the {rate.tflops * 1e3:g} GFLOP/s measured for {rate.shape}",
+            )
     near = min(CPU_RATES, key=lambda r: abs(r.params_b - params / 1e9))
-    return near.tflops * 1e12, (f"{CPU_CORES} CPU cores at {near.tflops * 1e3:g} GFLOP/s (assumed: measured for {near.shape} only)")
+    return near.tflops * 1e12, (
+        f"{CPU_CORES} CPU cores at {near.tflops * 1e3:g} GFLOP/s (assumed: measured for {near.shape} only)"
+    )

@@ -61,8 +61,9 @@ class GPUThroughput:
 
         rate = find(size.total, size.seq2seq, self.gpu) if size is not None else None
         if rate is not None:
-            return rate.tflops * 1e12, (f"{self.gpu} at the {rate.tflops:g} TFLOP/s measured for the {rate.shape} shape "
-                                        f"({rate.source})")
+            return rate.tflops * 1e12, (
+                f"{self.gpu} at the {rate.tflops:g} TFLOP/s measured for the {rate.shape} shape ({rate.source})"
+            )
         return self.flops_per_s, f"{self.describe()} (assumed: no rate measured for this shape on this GPU)"
 
 
@@ -174,13 +175,20 @@ def model_size(spec: Any, source: str) -> ModelSize | None:
         return None
     total = float(spec.params_b) * 1e9
     if looks_seq2seq(spec):
-        return ModelSize(total * ENCODER_SHARE, total * (1 - ENCODER_SHARE), 0.0, total,
-                         f"model_spec.params_b={spec.params_b:g}, encoder {ENCODER_SHARE:.0%}", seq2seq=True)
+        return ModelSize(
+            total * ENCODER_SHARE,
+            total * (1 - ENCODER_SHARE),
+            0.0,
+            total,
+            f"model_spec.params_b={spec.params_b:g}, encoder {ENCODER_SHARE:.0%}",
+            seq2seq=True,
+        )
     return ModelSize(total, 0.0, 0.0, total, f"model_spec.params_b={spec.params_b:g}")
 
 
 def size_of(net: Any, kind: str, source: str) -> ModelSize:
     """Non-embedding parameter counts of a (meta-device) model."""
+
     def count(module: Any) -> float:
         return float(sum(p.numel() for p in module.parameters()))
 
@@ -211,7 +219,11 @@ class TokenCounter:
                 self.tokenizer = AutoTokenizer.from_pretrained(source, **_on_disk_kwargs(source))
         except Exception:  # not on disk: the stated estimate
             self.tokenizer = None
-        self.source = "its tokenizer" if self.tokenizer is not None else f"~{CHARS_PER_TOKEN} characters a token (tokenizer not on disk)"
+        self.source = (
+            "its tokenizer"
+            if self.tokenizer is not None
+            else f"~{CHARS_PER_TOKEN} characters a token (tokenizer not on disk)"
+        )
         self._memo: dict[str, int] = {}
 
     def count(self, text: str) -> int:
@@ -229,19 +241,30 @@ class TokenCounter:
         less the markers (an empty field would let the text around it merge: '""' is one token, '"x"' three)."""
         marks = template.count(FIELD_MARK)
         if self.tokenizer is not None:
-            return len(self.tokenizer(template)["input_ids"]) - marks * len(self.tokenizer(FIELD_MARK.strip(), add_special_tokens=False)["input_ids"])
+            return len(self.tokenizer(template)["input_ids"]) - marks * len(
+                self.tokenizer(FIELD_MARK.strip(), add_special_tokens=False)["input_ids"]
+            )
         return self.count(template.replace(FIELD_MARK, " ")) + 1
 
 
-def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, max_input_tokens: int | None,
-             seq2seq: bool, cache: Any, throughput: GPUThroughput) -> Work:
+def estimate(
+    plan: PromptPlan,
+    size: ModelSize | None,
+    counter: TokenCounter,
+    max_input_tokens: int | None,
+    seq2seq: bool,
+    cache: Any,
+    throughput: GPUThroughput,
+) -> Work:
     """Count the prompts, the cached ones, the tokens still to run and their FLOPs (see the module docstring).
 
     ``cache`` is anything with ``in`` (a CallCache); a prompt without a key is counted as still to score."""
     work = Work()
     limit = max_input_tokens or 10**9
     decoder_prefix = (1 + counter.count(plan.forced_prefix)) if (seq2seq and plan.forced_prefix) else 1
-    fixed = counter.fixed(plan.template) + (0 if seq2seq or not plan.forced_prefix else counter.count(plan.forced_prefix))
+    fixed = counter.fixed(plan.template) + (
+        0 if seq2seq or not plan.forced_prefix else counter.count(plan.forced_prefix)
+    )
     digest = hashlib.sha256()
     for key, query, passages in plan.prompts:
         work.prompts += 1
@@ -273,11 +296,16 @@ def estimate(plan: PromptPlan, size: ModelSize | None, counter: TokenCounter, ma
 
 def describe(work: Work, size: ModelSize | None, throughput: GPUThroughput, note: str = "") -> str:
     params = f"{size.total / 1e9:.2f}B params from {size.source}" if size is not None else work.sources[1]
-    cost = (f"~{work.cost.flops:.2e} FLOPs, ~{work.cost.gpu_hours:.3g} GPU-hours on "
-            f"{work.cost.rate or throughput.describe()}"
-            + (f", or ~{work.cost.cpu_hours:.3g} CPU-hours on {work.cost.cpu_rate}" if work.cost.cpu_rate else "")
-            if work.cost is not None else "FLOPs and GPU-hours unknown")
+    cost = (
+        f"~{work.cost.flops:.2e} FLOPs, ~{work.cost.gpu_hours:.3g} GPU-hours on "
+        f"{work.cost.rate or throughput.describe()}"
+        + (f", or ~{work.cost.cpu_hours:.3g} CPU-hours on {work.cost.cpu_rate}" if work.cost.cpu_rate else "")
+        if work.cost is not None
+        else "FLOPs and GPU-hours unknown"
+    )
     extra = f"; {note}" if note else ""
-    return (f"{work.prompts:,} prompts, {work.cached:,} cached, {work.to_score:,} to score "
-            f"(~{work.input_tokens / 1e6:.2f}M input tokens by "
-            f"{work.sources[0]}; {params}): {cost}{extra}")
+    return (
+        f"{work.prompts:,} prompts, {work.cached:,} cached, {work.to_score:,} to score "
+        f"(~{work.input_tokens / 1e6:.2f}M input tokens by "
+        f"{work.sources[0]}; {params}): {cost}{extra}"
+    )

@@ -24,6 +24,7 @@ from judgebench.exceptions import UserError
 class DownloadFailed(UserError):
     """The hub could not list or send a model's files: names the model, the endpoint and the hub's error."""
 
+
 USAGE = """usage: judgebench models download [MODEL_ID ...] [group=option[,option...] ...] [key=value ...] [--list]
   Fetch the Hugging Face models the composed configs name (ranker, judge, rewriter model_spec.model) into the
   hub cache (HF_HOME, default ~/.cache/huggingface), so that jobs can run with HF_HUB_OFFLINE=1.
@@ -99,8 +100,10 @@ def check_reachable() -> None:
         socket.create_connection((parts.hostname or "", port), timeout=PROBE_TIMEOUT_S).close()
     except OSError as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise DownloadFailed(f"cannot reach {url} ({reason}): models download needs the network (or HF_ENDPOINT set to a "
-                             "mirror that answers); nothing was fetched") from None
+        raise DownloadFailed(
+            f"cannot reach {url} ({reason}): models download needs the network (or HF_ENDPOINT set to a "
+            "mirror that answers); nothing was fetched"
+        ) from None
     _REACHED.append(url)
 
 
@@ -133,7 +136,9 @@ def fetch(key: str, where: list[str], list_only: bool) -> int:
         raise
     except Exception as exc:  # unknown or gated repository, no network, a broken transfer: one line naming the model
         first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise DownloadFailed(f"model {model} could not be fetched from {hub.endpoint()}: {type(exc).__name__}: {first}") from exc
+        raise DownloadFailed(
+            f"model {model} could not be fetched from {hub.endpoint()}: {type(exc).__name__}: {first}"
+        ) from exc
     print(f"{model}: {_gb(plan.size)} -> {destination}", flush=True)
     return plan.size
 
@@ -155,13 +160,18 @@ def main(argv: Sequence[str]) -> int:
     ids = [a for a in rest if "=" not in a]
     bad = [a for a in ids if a.startswith("-")]
     if bad or not rest:
-        print(f"{PREFIX}models download: "
-              f"{'unknown option ' + bad[0] if bad else 'name a model or some overrides'}\n{USAGE}",
-              file=sys.stderr)
+        print(
+            f"{PREFIX}models download: "
+            f"{'unknown option ' + bad[0] if bad else 'name a model or some overrides'}\n{USAGE}",
+            file=sys.stderr,
+        )
         return EXIT_CODE
     if hub.offline():
-        print(f"{PREFIX}{hub.OFFLINE_ENV}=1 is set: models download needs the network; run it where there is one, "
-              f"without {hub.OFFLINE_ENV}", file=sys.stderr)
+        print(
+            f"{PREFIX}{hub.OFFLINE_ENV}=1 is set: models download needs the network; run it where there is one, "
+            f"without {hub.OFFLINE_ENV}",
+            file=sys.stderr,
+        )
         return EXIT_CODE
     from judgebench.checks import cli_checks
     from judgebench.config.config_dir import CONF_DIR
@@ -183,9 +193,13 @@ def main(argv: Sequence[str]) -> int:
         total = sum(fetch(key, where, list_only) for key, where in found.items())
     except (UserError, HydraException, OmegaConfBaseException) as exc:  # a failed fetch, a bad override: one line
         first = (str(exc).strip().splitlines() or [""])[0]
-        print(f"{PREFIX}{first}" if isinstance(exc, UserError) else f"{PREFIX}models download: {first}", file=sys.stderr)
+        print(
+            f"{PREFIX}{first}" if isinstance(exc, UserError) else f"{PREFIX}models download: {first}", file=sys.stderr
+        )
         return EXIT_CODE
     verb = "listed" if list_only else "in the cache"
-    print(f"{len(found)} models, {_gb(total)} {verb} ({hub.hub_cache_dir()}); jobs read them with HF_HUB_OFFLINE=1 and "
-          "this HF_HOME")
+    print(
+        f"{len(found)} models, {_gb(total)} {verb} ({hub.hub_cache_dir()}); jobs read them with HF_HUB_OFFLINE=1 and "
+        "this HF_HOME"
+    )
     return 0

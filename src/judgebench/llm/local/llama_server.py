@@ -23,18 +23,27 @@ XLLAMACPP_PIN = "xllamacpp==2026.10.11549"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m judgebench.llm.local.llama_server", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m judgebench.llm.local.llama_server", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--model", required=True, type=Path, help="the GGUF file to serve")
     parser.add_argument("--alias", help="the model name the server reports and accepts (default: the file's stem)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (the server has no authentication)")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--ctx", type=int, default=2048, help="context tokens per slot")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for generation and prompt evaluation")
-    parser.add_argument("--parallel", type=int, default=1,
-                        help="requests generated at once (slots); each slot gets --ctx tokens of KV cache")
-    parser.add_argument("--no-prompt-cache", action="store_true",
-                        help="evaluate every prompt whole: slower (no reuse of the previous prompt's tokens), but an "
-                             "answer no longer depends on what was asked before it")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="requests generated at once (slots); each slot gets --ctx tokens of KV cache",
+    )
+    parser.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="evaluate every prompt whole: slower (no reuse of the previous prompt's tokens), but an "
+        "answer no longer depends on what was asked before it",
+    )
     args = parser.parse_args(argv)
     for name in ("port", "ctx", "threads", "parallel"):
         if getattr(args, name) < 1:
@@ -68,8 +77,11 @@ def server_params(args: argparse.Namespace):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if importlib.util.find_spec("xllamacpp") is None:
-        print(f"xllamacpp is not installed in {sys.executable}: pip install '{XLLAMACPP_PIN}' "
-              "(a prebuilt llama.cpp, no compiler needed)", file=sys.stderr)
+        print(
+            f"xllamacpp is not installed in {sys.executable}: pip install '{XLLAMACPP_PIN}' "
+            "(a prebuilt llama.cpp, no compiler needed)",
+            file=sys.stderr,
+        )
         return 1
     import xllamacpp
 
@@ -81,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # llama.cpp reports a bad model file as a RuntimeError with its own message
         print(f"llama.cpp could not serve {args.model}: {exc}", file=sys.stderr)
         return 1
-    print(f"serving {args.model} as {args.alias or args.model.stem} on {server.listening_address}", file=sys.stderr,
-          flush=True)
+    print(
+        f"serving {args.model} as {args.alias or args.model.stem} on {server.listening_address}",
+        file=sys.stderr,
+        flush=True,
+    )
     while not stop.wait(1.0):  # a timed wait, so that the signal handler runs promptly
         pass
     del server  # stops the HTTP threads and frees the model before the interpreter exits

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 GPU_HEADROOM = 1.10  # weights x this + 1 GiB must fit: activations, the CUDA context, the key/value caches
-GIB = 1024 ** 3
+GIB = 1024**3
 
 
 def device_type(device: str) -> str:
@@ -133,7 +133,8 @@ def check_fits(name: str, dtype: str, needed: int, free: dict[str, int]) -> None
         raise ModelDoesNotFit(
             f"model {name} needs ~{want / GIB:.1f} GiB of GPU memory in {dtype} ({needed / GIB:.1f} GiB of weights "
             f"+ headroom) but {gpus}: ask for a larger GPU or more of them (hydra.launcher.gres / constraint / "
-            "gpus_per_node), or a smaller model; it is not offloaded to the CPU")
+            "gpus_per_node), or a smaller model; it is not offloaded to the CPU"
+        )
 
 
 def load_weights(name: str, source: str, gguf_file: str | None, kind: str, device: str, dtype: str) -> tuple[Any, Any]:
@@ -147,16 +148,23 @@ def load_weights(name: str, source: str, gguf_file: str | None, kind: str, devic
     try:
         with library_bars_off():  # the stage's own bar is the one shown
             tok = AutoTokenizer.from_pretrained(source, **extra)
-            net = model_class(kind).from_pretrained(source, dtype=torch_dtype(dtype), device_map=device_map_for(device),
-                                                    low_cpu_mem_usage=True, **extra).eval()
+            net = (
+                model_class(kind)
+                .from_pretrained(
+                    source, dtype=torch_dtype(dtype), device_map=device_map_for(device), low_cpu_mem_usage=True, **extra
+                )
+                .eval()
+            )
     except OSError as exc:
         if extra.get("local_files_only"):  # the config was there (checked before), some other file is not
             raise hub.not_downloaded(name, str(exc).splitlines()[0][:200]) from exc
         raise
     placed = set(map(str, (getattr(net, "hf_device_map", None) or {}).values()))
     if placed & {"cpu", "disk"} and device_type(device) == "cuda":
-        raise ModelDoesNotFit(f"model {name}: accelerate placed part of it on {', '.join(sorted(placed))}; "
-                              "it does not fit the GPUs and would run at CPU speed")
+        raise ModelDoesNotFit(
+            f"model {name}: accelerate placed part of it on {', '.join(sorted(placed))}; "
+            "it does not fit the GPUs and would run at CPU speed"
+        )
     if tok.pad_token_id is None:  # causal LMs often have none; eos is safe because padding is masked
         tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
     tok.padding_side = "left" if kind == "causal" else "right"

@@ -84,8 +84,14 @@ class ModelRegistry:
                 if len(self._entries) >= limit:
                     while len(self._entries) >= limit:
                         old_key, old = self._entries.popitem(last=False)
-                        log.info("releasing local model %s (%s, %s on %s) to load %s", old_key[0], old_key[2], old_key[4],
-                                 old_key[3], key[0])
+                        log.info(
+                            "releasing local model %s (%s, %s on %s) to load %s",
+                            old_key[0],
+                            old_key[2],
+                            old_key[4],
+                            old_key[3],
+                            key[0],
+                        )
                         old.release()
                     del old
                     free_accelerator_memory()

@@ -61,9 +61,8 @@ class ModelSpec:
         return {"backend": "transformers", "model": self.model_id, **self.runtime()}
 
     def load(self, cache_dir: str | Path, progress: bool = False):
-        from judgebench.llm.local.transformers_model import TransformersModel
-
         from judgebench.llm.local.offline_aliases import offline_model
+        from judgebench.llm.local.transformers_model import TransformersModel
 
         source = self.model
         offline = offline_model(source)
@@ -71,11 +70,20 @@ class ModelSpec:
             source = str(offline.model_dir(cache_dir))
         elif str(source).startswith(("/", "./", "../", "~")) and not Path(source).expanduser().exists():
             # a path, not a hub name: say so instead of the hub's "Repo id must be in the form ..."
-            raise FileNotFoundError(f"model {source}: no such file or directory (expected a model directory or a hub name)")
+            raise FileNotFoundError(
+                f"model {source}: no such file or directory (expected a model directory or a hub name)"
+            )
         return TransformersModel(
-            source, gguf_file=self.gguf_file, kind=self.kind, device=self.device, dtype=self.dtype,
-            batch_size=self.batch_size, max_input_tokens=self.max_input_tokens, batch_tokens=self.batch_tokens,
-            use_chat_template=self.use_chat_template, progress=progress,
+            source,
+            gguf_file=self.gguf_file,
+            kind=self.kind,
+            device=self.device,
+            dtype=self.dtype,
+            batch_size=self.batch_size,
+            max_input_tokens=self.max_input_tokens,
+            batch_tokens=self.batch_tokens,
+            use_chat_template=self.use_chat_template,
+            progress=progress,
         )
 
 
@@ -95,8 +103,15 @@ def transformers_key(spec: ModelSpec, method: str, prompt_version: str, prompt: 
 def transformers_key_maker(spec: ModelSpec, method: str, prompt_version: str, **params: Any) -> Callable[[str], str]:
     """``f(prompt) == transformers_key(spec, method, prompt_version, prompt, **params)``: the parts every prompt
     of a job shares are dumped and hashed once (:func:`judgebench.cache.keys.key_maker`)."""
-    return key_maker("prompt", backend="transformers", model=spec.model_id, method=method, prompt_version=prompt_version,
-                     params=params, **spec.runtime())
+    return key_maker(
+        "prompt",
+        backend="transformers",
+        model=spec.model_id,
+        method=method,
+        prompt_version=prompt_version,
+        params=params,
+        **spec.runtime(),
+    )
 
 
 SCORE_CHUNK = 256  # prompts scored (and written to the cache) together, where that takes under SAVE_SECONDS

@@ -59,8 +59,13 @@ def _prefix_ids(model: TransformersModel, prefixes: list[str], system: str | Non
     return {prefix: ids.get(prefix) for prefix in prefixes}
 
 
-def prefix_lengths(model: TransformersModel, prompts: list[str], prefixes: list[str | None],
-                   encoded: list[list[int]], system: str | None) -> list[int]:
+def prefix_lengths(
+    model: TransformersModel,
+    prompts: list[str],
+    prefixes: list[str | None],
+    encoded: list[list[int]],
+    system: str | None,
+) -> list[int]:
     """Per prompt, how many of its leading ids are a verified shared prefix (0: score it unshared)."""
     starts = [bool(prefix) and prompt.startswith(prefix) for prompt, prefix in zip(prompts, prefixes)]
     memo = _prefix_ids(model, list(dict.fromkeys(p for p, ok in zip(prefixes, starts) if ok)), system)
@@ -120,11 +125,15 @@ def _prefix_kv(model: TransformersModel, ids: tuple[int, ...]) -> list[tuple[Any
     common = min(common, len(ids) - 1)  # at least one id is run: its states are what the forward returns
     run = ids[common:]
     x = torch.tensor([run], dtype=torch.long, device=model.device)
-    kw: dict[str, Any] = {"input_ids": x, "attention_mask": torch.ones((1, len(ids)), dtype=torch.long, device=model.device),
-                          "use_cache": True}
+    kw: dict[str, Any] = {
+        "input_ids": x,
+        "attention_mask": torch.ones((1, len(ids)), dtype=torch.long, device=model.device),
+        "use_cache": True,
+    }
     if common:
-        kw[_cache_arg(model)] = DynamicCache(ddp_cache_data=[(k[:, :, :common], v[:, :, :common]) for k, v in memo[base]],
-                                             config=model.model.config)
+        kw[_cache_arg(model)] = DynamicCache(
+            ddp_cache_data=[(k[:, :, :common], v[:, :, :common]) for k, v in memo[base]], config=model.model.config
+        )
         if model._has_pos:
             kw["position_ids"] = torch.arange(common, len(ids), device=model.device).unsqueeze(0)
     if model._has_keep:
@@ -143,8 +152,9 @@ def _prefix_kv(model: TransformersModel, ids: tuple[int, ...]) -> list[tuple[Any
     return memo[ids]
 
 
-def shared_last_logits(model: TransformersModel, encoded: list[list[int]], lengths: list[int], pick: Any
-                       ) -> dict[int, np.ndarray]:
+def shared_last_logits(
+    model: TransformersModel, encoded: list[list[int]], lengths: list[int], pick: Any
+) -> dict[int, np.ndarray]:
     """``pick(next-token float32 logits)`` for every prompt with a shared prefix (lengths[i] > 0), by index."""
     import torch
 
@@ -224,7 +234,9 @@ def _last_hidden_only(net: Any, last: Any) -> Iterator[list[bool]]:
         hidden = getattr(output, "last_hidden_state", None)
         if hidden is None or hidden.dim() != 3 or hidden.shape[0] != len(last):
             return None
-        output.last_hidden_state = hidden[torch.arange(len(last), device=hidden.device), last.to(hidden.device)].unsqueeze(1)
+        output.last_hidden_state = hidden[
+            torch.arange(len(last), device=hidden.device), last.to(hidden.device)
+        ].unsqueeze(1)
         fired.append(True)
         return output
 
@@ -248,8 +260,10 @@ def _tails_logits(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any,
 
     b, width = ids.shape
     p = kv[0][0].shape[2]
-    kw: dict[str, Any] = {"input_ids": ids.to(model.device),
-                          "attention_mask": torch.cat([torch.ones((b, p), dtype=torch.long), mask], dim=1).to(model.device)}
+    kw: dict[str, Any] = {
+        "input_ids": ids.to(model.device),
+        "attention_mask": torch.cat([torch.ones((b, p), dtype=torch.long), mask], dim=1).to(model.device),
+    }
     if model._has_pos:
         kw["position_ids"] = (p + torch.arange(width)).expand(b, -1).to(model.device)
     if model._has_keep:  # an int (the last columns) or a tensor of columns
@@ -266,12 +280,16 @@ def _tails_logits(model: TransformersModel, kv: list[tuple[Any, Any]], ids: Any,
             model.__dict__["_shared_attention"] = True
             model.usage.prefix_kv_bytes = max(model.usage.prefix_kv_bytes, read.kv_bytes)
             return logits
-    cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],
-                         config=model.model.config)
+    cache = DynamicCache(
+        ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv], config=model.model.config
+    )
     kw.update({_cache_arg(model): cache, "use_cache": True})
     with torch.inference_mode():
         logits = model.model(**kw).logits
-    held = sum(k.untyped_storage().nbytes() + v.untyped_storage().nbytes() for k, v in ((x.keys, x.values) for x in cache.layers))
+    held = sum(
+        k.untyped_storage().nbytes() + v.untyped_storage().nbytes()
+        for k, v in ((x.keys, x.values) for x in cache.layers)
+    )
     model.usage.prefix_kv_bytes = max(model.usage.prefix_kv_bytes, held)
     model.usage.prefix_copy_batches += 1
     return logits

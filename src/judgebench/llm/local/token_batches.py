@@ -23,7 +23,9 @@ MIN_TOKENS, MAX_TOKENS = 2048, 262_144  # the auto budget's bounds
 SAFETY = 2.0  # the per-token estimate below counts one layer's live tensors once; allocator slack on top
 
 
-def batches(lengths: list[int], max_rows: int, max_tokens: int | None, max_waste: float | None = None) -> list[list[int]]:
+def batches(
+    lengths: list[int], max_rows: int, max_tokens: int | None, max_waste: float | None = None
+) -> list[list[int]]:
     """Positions grouped into batches, shortest first: each batch at most ``max_rows`` rows and, with a
     budget, at most ``max_tokens`` padded tokens (rows x its longest row); a longer row than the budget
     goes alone. With ``max_waste``, a row that would make more than that share of the batch padding starts
@@ -82,5 +84,7 @@ def summary(usage: Any, batch_tokens: int | None, batch_size: int) -> str:
     """One log line of a model's :class:`~judgebench.llm.local.transformers_model.ModelUsage`: prompts, forwards, the
     budget and the padding share of what was computed."""
     budget = f"up to {batch_tokens} tokens" if batch_tokens else f"{batch_size} rows"
-    return (f"{usage.prompts} prompts in {usage.batches} forwards of {budget}, padding {usage.padding_waste:.1%} "
-            f"of {usage.padded_tokens} tokens computed")
+    return (
+        f"{usage.prompts} prompts in {usage.batches} forwards of {budget}, padding {usage.padding_waste:.1%} "
+        f"of {usage.padded_tokens} tokens computed"
+    )

@@ -25,9 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from judgebench.exceptions import ConfigError, NonFiniteScores
-from judgebench.llm.local import token_batches
-from judgebench.llm.local import encoding
-from judgebench.llm.local import hub
+from judgebench.llm.local import encoding, hub, token_batches
 from judgebench.llm.local.model_loading import load_weights, resolve_device, resolve_dtype, resolve_kind
 from judgebench.llm.local.model_registry import REGISTRY, LoadedModel
 from judgebench.llm.prompts import fill
@@ -65,7 +63,9 @@ class ModelUsage:
         return {**self.__dict__, "padding_waste": self.padding_waste}
 
 
-def acquire_weights(name: str, gguf_file: str | None, kind: Kind, device: str, dtype: str, user: Any = None) -> LoadedModel:
+def acquire_weights(
+    name: str, gguf_file: str | None, kind: Kind, device: str, dtype: str, user: Any = None
+) -> LoadedModel:
     """The process's one copy of these weights (:mod:`judgebench.llm.local.model_registry`), loaded when absent.
 
     ``device``, ``dtype`` and ``kind`` are resolved first ("auto" and its value share a load); offline
@@ -94,9 +94,20 @@ class TransformersModel:
     free memory, none on the CPU); ``batch_size`` is the rows of a batch where no token budget applies.
     """
 
-    def __init__(self, model: str | Path | None = None, *, gguf_file: str | Path | None = None, kind: Kind = "auto",
-                 device: str = "cpu", dtype: str = "auto", batch_size: int = 8, max_input_tokens: int | None = None,
-                 use_chat_template: bool | None = None, progress: bool = False, batch_tokens: int | None = None):
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        gguf_file: str | Path | None = None,
+        kind: Kind = "auto",
+        device: str = "cpu",
+        dtype: str = "auto",
+        batch_size: int = 8,
+        max_input_tokens: int | None = None,
+        use_chat_template: bool | None = None,
+        progress: bool = False,
+        batch_tokens: int | None = None,
+    ):
         if gguf_file is not None and model is None:
             model, gguf_file = Path(gguf_file).parent, Path(gguf_file).name
         if model is None:
@@ -107,10 +118,14 @@ class TransformersModel:
         self._load_args = self._loaded.key
         self.kind, self.device_name, self.dtype = self._loaded.key[2], self._loaded.key[3], self._loaded.key[4]
         self.tokenizer = self._loaded.tokenizer
-        self.device = self.model.get_input_embeddings().weight.device  # where inputs go (the first GPU of a split model)
+        self.device = (
+            self.model.get_input_embeddings().weight.device
+        )  # where inputs go (the first GPU of a split model)
         self.batch_size = max(1, int(batch_size))
         # a token budget per forward (llm/token_batches.py): the one given, else on a GPU what its free memory holds
-        self.batch_tokens = int(batch_tokens) if batch_tokens else token_batches.auto_batch_tokens(self.model, self.device)
+        self.batch_tokens = (
+            int(batch_tokens) if batch_tokens else token_batches.auto_batch_tokens(self.model, self.device)
+        )
         self.max_input_tokens = max_input_tokens or self._default_max_tokens()
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if use_chat_template and not has_template:
@@ -140,11 +155,16 @@ class TransformersModel:
         if not bad.any():
             return
         first = int(np.flatnonzero(bad)[0])
-        advice = ("float16 overflows in T5 / UL2 models: set model_spec.dtype=bfloat16 (GPUs with bf16: A100, L4, H100, ...) "
-                  "or float32" if self.dtype == "float16" else
-                  "set model_spec.dtype=float32 (or bfloat16 on a GPU that has it) and check the model's weights")
-        raise NonFiniteScores(f"model {self.describe()} gave non-finite {what} (NaN or inf) for {int(bad.sum())} of "
-                              f"{len(values)} prompts, the first {prompts[first][:60]!r}...: {advice}")
+        advice = (
+            "float16 overflows in T5 / UL2 models: set model_spec.dtype=bfloat16 (GPUs with bf16: A100, L4, H100, ...) "
+            "or float32"
+            if self.dtype == "float16"
+            else "set model_spec.dtype=float32 (or bfloat16 on a GPU that has it) and check the model's weights"
+        )
+        raise NonFiniteScores(
+            f"model {self.describe()} gave non-finite {what} (NaN or inf) for {int(bad.sum())} of "
+            f"{len(values)} prompts, the first {prompts[first][:60]!r}...: {advice}"
+        )
 
     def _default_max_tokens(self) -> int:
         cfg = self.model.config
@@ -159,7 +179,9 @@ class TransformersModel:
         """The input text and whether special tokens must still be added (never on a chat-templated text)."""
         if not self.use_chat_template:
             return (prompt if system is None else f"{system}\n\n{prompt}"), True
-        msgs = ([{"role": "system", "content": system}] if system is not None else []) + [{"role": "user", "content": prompt}]
+        msgs = ([{"role": "system", "content": system}] if system is not None else []) + [
+            {"role": "user", "content": prompt}
+        ]
         return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), False
 
     def _ids(self, text: str, special: bool) -> list[int]:
@@ -193,7 +215,9 @@ class TransformersModel:
                     continue
         return self._space
 
-    def encode(self, prompt: str, forced_prefix: str = "", system: str | None = None) -> tuple[list[int], list[int] | None]:
+    def encode(
+        self, prompt: str, forced_prefix: str = "", system: str | None = None
+    ) -> tuple[list[int], list[int] | None]:
         """(input ids, decoder ids or None) exactly as scored: chat template, forced prefix, space fix."""
         text, special = self._text(prompt, system)
         if self.kind == "causal":
@@ -220,14 +244,25 @@ class TransformersModel:
             return int(raw)
         pieces = tok.convert_ids_to_tokens(ids)
         if unk is not None and unk in ids:
-            raise ConfigError(f"candidate {candidate!r} is not in the vocabulary of {self.name}: it tokenizes to "
-                             f"{pieces} (the unknown token {tok.unk_token!r})")
-        raise ConfigError(f"candidate {candidate!r} is not a single token for {self.name}: it tokenizes to {pieces}; "
-                         "pass a string that is one token (or the raw token, e.g. 'Ġ0' / '▁0')")
+            raise ConfigError(
+                f"candidate {candidate!r} is not in the vocabulary of {self.name}: it tokenizes to "
+                f"{pieces} (the unknown token {tok.unk_token!r})"
+            )
+        raise ConfigError(
+            f"candidate {candidate!r} is not a single token for {self.name}: it tokenizes to {pieces}; "
+            "pass a string that is one token (or the raw token, e.g. 'Ġ0' / '▁0')"
+        )
 
     # ----- rendering ------------------------------------------------------------------------------
-    def render(self, template: str, fields: dict[str, Any], truncate_field: str, *, forced_prefix: str = "",
-               system: str | None = None) -> tuple[str, bool]:
+    def render(
+        self,
+        template: str,
+        fields: dict[str, Any],
+        truncate_field: str,
+        *,
+        forced_prefix: str = "",
+        system: str | None = None,
+    ) -> tuple[str, bool]:
         """Fill ``template`` (``{field}`` placeholders, filled by llm.prompts.fill) so the encoded input fits
         ``max_input_tokens``.
 
@@ -235,6 +270,7 @@ class TransformersModel:
         and the instructions are never cut.  Returns (prompt, was_truncated); truncations are counted in
         ``self.truncated``.  A prompt that does not fit even with an empty document is an error.
         """
+
         def length(value: str) -> int:
             prompt = fill(template, {**fields, truncate_field: value})
             ids, dec = self.encode(prompt, forced_prefix if self.kind == "causal" else "", system)
@@ -245,8 +281,10 @@ class TransformersModel:
         if n <= budget:
             return fill(template, fields), False
         if length("") > budget:
-            raise ConfigError(f"prompt is {length('')} tokens without any {truncate_field!r} text, over "
-                             f"max_input_tokens={budget}: the query or instructions are too long")
+            raise ConfigError(
+                f"prompt is {length('')} tokens without any {truncate_field!r} text, over "
+                f"max_input_tokens={budget}: the query or instructions are too long"
+            )
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=self.tokenizer.is_fast)
         ids = enc["input_ids"]
         keep = max(0, len(ids) - (n - budget))
@@ -262,14 +300,25 @@ class TransformersModel:
         self.truncated += 1
         return fill(template, {**fields, truncate_field: cut}), True
 
-    def render_many(self, template: str, fields: list[dict[str, Any]], truncate_field: str, *, forced_prefix: str = "",
-                    system: str | None = None, prompts: list[str | None] | None = None) -> list[tuple[str, bool]]:
+    def render_many(
+        self,
+        template: str,
+        fields: list[dict[str, Any]],
+        truncate_field: str,
+        *,
+        forced_prefix: str = "",
+        system: str | None = None,
+        prompts: list[str | None] | None = None,
+    ) -> list[tuple[str, bool]]:
         """:meth:`render` of many field sets in one tokenizer call (:mod:`judgebench.llm.local.encoding`); ``prompts``:
         filled already."""
-        return encoding.render_many(self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system, prompts=prompts)
+        return encoding.render_many(
+            self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system, prompts=prompts
+        )
 
-    def encode_many(self, prompts: list[str], forced_prefix: str = "", system: str | None = None
-                    ) -> list[tuple[list[int], list[int] | None]]:
+    def encode_many(
+        self, prompts: list[str], forced_prefix: str = "", system: str | None = None
+    ) -> list[tuple[list[int], list[int] | None]]:
         """:meth:`encode` of every prompt, tokenised in bulk (:mod:`judgebench.llm.local.encoding`)."""
         return encoding.encode_many(self, prompts, forced_prefix, system)
 
@@ -278,8 +327,10 @@ class TransformersModel:
         """Batches of input positions, similar lengths together; over-long prompts are an error, never cut here."""
         for i, (ids, _) in enumerate(encoded):
             if len(ids) > self.max_input_tokens:
-                raise ValueError(f"prompt {i} is {len(ids)} tokens, over max_input_tokens={self.max_input_tokens}; "
-                                 "shorten the document with TransformersModel.render(..., truncate_field=...)")
+                raise ValueError(
+                    f"prompt {i} is {len(ids)} tokens, over max_input_tokens={self.max_input_tokens}; "
+                    "shorten the document with TransformersModel.render(..., truncate_field=...)"
+                )
         return self._batches([len(ids) for ids, _ in encoded])  # progress is counted per prompt by the caller
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:
@@ -312,8 +363,15 @@ class TransformersModel:
         self.usage.batches += 1
         self.usage.seconds += time.perf_counter() - t0
 
-    def _last_logits(self, prompts: list[str], forced_prefix: str, system: str | None,
-                     pick: Any, prefixes: list[str | None] | None = None, what: str = "scores") -> np.ndarray:
+    def _last_logits(
+        self,
+        prompts: list[str],
+        forced_prefix: str,
+        system: str | None,
+        pick: Any,
+        prefixes: list[str | None] | None = None,
+        what: str = "scores",
+    ) -> np.ndarray:
         """Run every prompt once and collect ``pick(last-position float32 logits (b, V))`` in input order.
 
         ``prefixes[i]``, a text that ``prompts[i]`` starts with, asks for the prompts that share it to be
@@ -338,14 +396,20 @@ class TransformersModel:
             chunk = [rest[j] for j in part]
             t0 = time.perf_counter()
             ids, mask = self._pad([encoded[i][0] for i in chunk])
-            kw: dict[str, Any] = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device), "use_cache": False}
+            kw: dict[str, Any] = {
+                "input_ids": ids.to(self.device),
+                "attention_mask": mask.to(self.device),
+                "use_cache": False,
+            }
             if self.kind == "causal":
                 if self._has_pos:  # explicit positions: left padding must not shift RoPE/learned positions
                     kw["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0).to(self.device)
                 if self._has_keep:
                     kw["logits_to_keep"] = 1
             else:  # the forced decoder prefix is the same for every row: no decoder padding
-                kw["decoder_input_ids"] = torch.tensor([encoded[i][1] for i in chunk], dtype=torch.long, device=self.device)
+                kw["decoder_input_ids"] = torch.tensor(
+                    [encoded[i][1] for i in chunk], dtype=torch.long, device=self.device
+                )
             with torch.inference_mode():
                 vals = pick(self.model(**kw).logits[:, -1, :].float()).cpu().numpy()
             if out.shape[1] == 0:
@@ -355,22 +419,39 @@ class TransformersModel:
         self.require_finite(out, prompts, what)
         return out if len(prompts) else np.empty((0, 0))
 
-    def next_token_logprobs(self, prompts: list[str], candidates: list[str], forced_prefix: str = "",
-                            system: str | None = None, progress: bool | None = None,
-                            prefixes: list[str | None] | None = None) -> np.ndarray:
+    def next_token_logprobs(
+        self,
+        prompts: list[str],
+        candidates: list[str],
+        forced_prefix: str = "",
+        system: str | None = None,
+        progress: bool | None = None,
+        prefixes: list[str | None] | None = None,
+    ) -> np.ndarray:
         """(n, len(candidates)) log-probabilities, normalised over the FULL vocabulary, of each candidate token
         as the next token after the (chat-templated) prompt and the forced assistant/decoder prefix.
         ``prefixes``: see :meth:`_last_logits` (same values, less recomputation)."""
         import torch
 
         cand = torch.tensor([self.token_id(c) for c in candidates], dtype=torch.long, device=self.device)
-        res = self._last_logits(prompts, forced_prefix, system,
-                                lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand), prefixes,  # fused: ~1.7x logsumexp
-                                "log-probabilities")
+        res = self._last_logits(
+            prompts,
+            forced_prefix,
+            system,
+            lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand),
+            prefixes,  # fused: ~1.7x logsumexp
+            "log-probabilities",
+        )
         return res.reshape(len(prompts), len(candidates))
 
-    def first_step_logits(self, prompts: list[str], token_ids: list[int], forced_prefix: str = "",
-                          system: str | None = None, progress: bool | None = None) -> np.ndarray:
+    def first_step_logits(
+        self,
+        prompts: list[str],
+        token_ids: list[int],
+        forced_prefix: str = "",
+        system: str | None = None,
+        progress: bool | None = None,
+    ) -> np.ndarray:
         """(n, len(token_ids)) RAW logits at the first generated position (RankT5 scores by the logit of
         <extra_id_10>)."""
         import torch
@@ -379,26 +460,32 @@ class TransformersModel:
         res = self._last_logits(prompts, forced_prefix, system, lambda lg: lg.index_select(1, ids), what="logits")
         return res.reshape(len(prompts), len(token_ids))
 
-    def generate(self, prompts: list[str], max_new_tokens: int, system: str | None = None,
-                 progress: bool | None = None) -> list[str]:
+    def generate(
+        self, prompts: list[str], max_new_tokens: int, system: str | None = None, progress: bool | None = None
+    ) -> list[str]:
         """Greedy (temperature 0) batched generation; returns the new text only, special tokens removed."""
         import torch
         from transformers import GenerationConfig
 
         cfg = self.model.generation_config
-        gen_cfg = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
-                                   pad_token_id=self.tokenizer.pad_token_id,
-                                   eos_token_id=cfg.eos_token_id if cfg.eos_token_id is not None else self.tokenizer.eos_token_id,
-                                   decoder_start_token_id=getattr(self.model.config, "decoder_start_token_id", None))
+        gen_cfg = GenerationConfig(
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            num_beams=1,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=cfg.eos_token_id if cfg.eos_token_id is not None else self.tokenizer.eos_token_id,
+            decoder_start_token_id=getattr(self.model.config, "decoder_start_token_id", None),
+        )
         encoded = self.encode_many(prompts, "", system)
         out = [""] * len(prompts)
         for chunk in self._chunks(encoded):
             t0 = time.perf_counter()
             ids, mask = self._pad([encoded[i][0] for i in chunk])
             with torch.inference_mode():
-                gen = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                          generation_config=gen_cfg)
-            new = gen[:, ids.shape[1]:] if self.kind == "causal" else gen[:, 1:]
+                gen = self.model.generate(
+                    input_ids=ids.to(self.device), attention_mask=mask.to(self.device), generation_config=gen_cfg
+                )
+            new = gen[:, ids.shape[1] :] if self.kind == "causal" else gen[:, 1:]
             for r, i in enumerate(chunk):
                 out[i] = self.tokenizer.decode(new[r], skip_special_tokens=True).strip()
             self.usage.output_tokens += int((new != self.tokenizer.pad_token_id).sum())

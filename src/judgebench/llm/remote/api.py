@@ -23,14 +23,6 @@ from judgebench.llm.remote.http_transport import HTTP_TRANSPORTS, openai_http_cl
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.llm.remote.rate_limits import acquire_tokens, per_second_limiter
 from judgebench.secrets import ENV_NAME, mask_url, register_secret_env
-from judgebench.llm.remote.batch_settings import BatchSettings, check_mode
-from judgebench.llm.remote.concurrency import AdaptiveConcurrency
-from judgebench.llm.remote.gemini_models import finish_reason, gemini_answer, normalised, thinking_request
-from judgebench.llm.remote.http_transport import HTTP_TRANSPORTS, openai_http_client
-from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
-from judgebench.llm.remote.rate_limits import acquire_tokens, per_second_limiter
-from judgebench.secrets import ENV_NAME, mask_url, register_secret_env
-
 
 # Consecutive connection errors, before any answer, that end the job ("cannot connect to URL").
 CONNECT_FAILS = 3
@@ -111,29 +103,42 @@ class APIBackend:
         if max_concurrency < 1:
             raise ConfigError(f"max_concurrency={max_concurrency}: expected an integer >= 1")
         if not 1 <= min_concurrency <= max_concurrency or (initial_concurrency is not None and initial_concurrency < 1):
-            raise ConfigError(f"min_concurrency={min_concurrency}, initial_concurrency={initial_concurrency}: expected "
-                              f"1 <= min_concurrency <= max_concurrency ({max_concurrency}) and initial_concurrency >= 1 or null")
+            raise ConfigError(
+                f"min_concurrency={min_concurrency}, initial_concurrency={initial_concurrency}: expected "
+                f"1 <= min_concurrency <= max_concurrency ({max_concurrency}) and initial_concurrency >= 1 or null"
+            )
         for name, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
             if value is not None and value <= 0:
                 raise ConfigError(f"{name}={value}: expected a positive number or null")
         if max_retries < 0 or timeout_s <= 0:
-            raise ConfigError(f"max_retries={max_retries}, timeout_s={timeout_s}: expected max_retries >= 0 and timeout_s > 0")
+            raise ConfigError(
+                f"max_retries={max_retries}, timeout_s={timeout_s}: expected max_retries >= 0 and timeout_s > 0"
+            )
         self.model, self.base_url = model, base_url
         self.key_envs = [api_key_env] if isinstance(api_key_env, str) else list(api_key_env or self.default_key_envs)
         if any(not isinstance(n, str) or not ENV_NAME.match(n) for n in self.key_envs):
-            raise ConfigError("api_key_env: expected the name(s) of environment variables (e.g. OPENAI_API_KEY), not a key "
-                              "(the value is not shown)")
+            raise ConfigError(
+                "api_key_env: expected the name(s) of environment variables (e.g. OPENAI_API_KEY), not a key "
+                "(the value is not shown)"
+            )
         register_secret_env(*self.key_envs)  # its value is scrubbed from every message, log line and artifact
         self.temperature, self.top_p, self.max_output_tokens = float(temperature), float(top_p), int(max_output_tokens)
         self.max_concurrency, self.rpm, self.tpm = int(max_concurrency), requests_per_minute, tokens_per_minute
-        self.adaptive, self.min_concurrency, self.initial_concurrency = bool(adaptive), int(min_concurrency), initial_concurrency
+        self.adaptive, self.min_concurrency, self.initial_concurrency = (
+            bool(adaptive),
+            int(min_concurrency),
+            initial_concurrency,
+        )
         self.max_retries, self.timeout_s = int(max_retries), float(timeout_s)
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.price_in, self.price_out = price_input_per_mtok, price_output_per_mtok
         # online: one request per prompt; batch: the provider's batch API (llm/batch_api/batch.py), at batch prices
         self.mode = check_mode(mode)
-        self.batch = BatchSettings.from_config({**self.batch_limits, **dict(batch or {})}) \
-            if not isinstance(batch, BatchSettings) else batch
+        self.batch = (
+            BatchSettings.from_config({**self.batch_limits, **dict(batch or {})})
+            if not isinstance(batch, BatchSettings)
+            else batch
+        )
         self.stats = RequestStats()
         self._connect_failures = 0
         # thinking (reasoning before the answer): off, a budget in tokens or a level; each SDK says what it sends
@@ -184,9 +189,11 @@ class APIBackend:
         url = self.base_url or (os.environ.get("OPENAI_BASE_URL") if self.backend == "openai" else None) or None
         if check and url and mask_url(url) != url:
             where = "base_url" if self.base_url else "OPENAI_BASE_URL"
-            raise ConfigError(f"{where}={mask_url(url)}: the URL holds credentials (user:password@), which would be sent "
-                              "instead of the API key; give the URL without them and the key in "
-                              f"{' or '.join(self.key_envs) or 'the key variable'}")
+            raise ConfigError(
+                f"{where}={mask_url(url)}: the URL holds credentials (user:password@), which would be sent "
+                "instead of the API key; give the URL without them and the key in "
+                f"{' or '.join(self.key_envs) or 'the key variable'}"
+            )
         return url
 
     # -- one request, implemented per SDK ------------------------------------------------------
@@ -204,15 +211,19 @@ class APIBackend:
         """An answer left empty because max_output_tokens ran out (thinking ate it): asking again gives the same.
         It was paid for: its tokens travel with the error and are counted (RequestStats.unused_tokens)."""
         fix = "raise max_output_tokens" + (" or thinking_reserve, or lower thinking" if self.thinking_config else "")
-        return PermanentError("max_tokens", f"the answer was cut off at max_output_tokens={self.request_max_output_tokens} "
-                                            f"({thinking_tokens} of them spent thinking): {fix}",
-                              tokens=(input_tokens, output_tokens, thinking_tokens))
+        return PermanentError(
+            "max_tokens",
+            f"the answer was cut off at max_output_tokens={self.request_max_output_tokens} "
+            f"({thinking_tokens} of them spent thinking): {fix}",
+            tokens=(input_tokens, output_tokens, thinking_tokens),
+        )
 
     # -- limits and retries, shared ------------------------------------------------------------
     async def __aenter__(self) -> APIBackend:
         # max_concurrency is the ceiling; adaptive: an AIMD window that finds the provider's limit below it
         self._sem = self.concurrency = AdaptiveConcurrency(
-            self.max_concurrency, floor=self.min_concurrency, initial=self.initial_concurrency, adaptive=self.adaptive)
+            self.max_concurrency, floor=self.min_concurrency, initial=self.initial_concurrency, adaptive=self.adaptive
+        )
         self._rpm = per_second_limiter(self.rpm) if self.rpm else None
         self._tpm = per_second_limiter(self.tpm) if self.tpm else None
         await self.open()
@@ -315,18 +326,27 @@ class OpenAIBackend(APIBackend):
         if self.thinking in (None, "off"):
             return None, self.max_output_tokens
         if isinstance(self.thinking, int):
-            raise ConfigError(f"thinking={self.thinking}: the OpenAI API takes a reasoning level (minimal, low, medium, high), "
-                              "not a budget")
+            raise ConfigError(
+                f"thinking={self.thinking}: the OpenAI API takes a reasoning level (minimal, low, medium, high), "
+                "not a budget"
+            )
         if self.thinking_reserve < 1:
-            raise ConfigError(f"thinking_reserve={self.thinking_reserve}: reasoning at level {self.thinking} needs tokens "
-                              "set aside in max_output_tokens; expected an integer >= 1")
+            raise ConfigError(
+                f"thinking_reserve={self.thinking_reserve}: reasoning at level {self.thinking} needs tokens "
+                "set aside in max_output_tokens; expected an integer >= 1"
+            )
         return {"reasoning_effort": self.thinking}, self.max_output_tokens + self.thinking_reserve
 
     async def open(self) -> None:
         import openai
 
-        self._client = openai.AsyncOpenAI(api_key=self.api_key(), base_url=self.client_base_url(), max_retries=0, timeout=self.timeout_s,
-                                          http_client=openai_http_client(self.http_transport))
+        self._client = openai.AsyncOpenAI(
+            api_key=self.api_key(),
+            base_url=self.client_base_url(),
+            max_retries=0,
+            timeout=self.timeout_s,
+            http_client=openai_http_client(self.http_transport),
+        )
 
     async def close(self) -> None:
         await self._client.close()
@@ -334,12 +354,19 @@ class OpenAIBackend(APIBackend):
     async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int, int]:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         # a reasoning model wants max_completion_tokens (answer and reasoning); others the classic max_tokens
-        limit = ({"max_completion_tokens": self.request_max_output_tokens, **self.thinking_config} if self.thinking_config
-                 else {"max_tokens": self.max_output_tokens})
+        limit = (
+            {"max_completion_tokens": self.request_max_output_tokens, **self.thinking_config}
+            if self.thinking_config
+            else {"max_tokens": self.max_output_tokens}
+        )
         with openai_errors():
             resp = await self._client.chat.completions.create(
-                model=self.model, messages=messages, temperature=self.temperature, top_p=self.top_p,
-                frequency_penalty=self.frequency_penalty, **limit,
+                model=self.model,
+                messages=messages,
+                temperature=self.temperature,
+                top_p=self.top_p,
+                frequency_penalty=self.frequency_penalty,
+                **limit,
             )
         if not getattr(resp, "choices", None):
             raise TransientError("malformed", "response without choices")
@@ -366,7 +393,8 @@ class GeminiBackend(APIBackend):
         from google.genai import types
 
         options = types.HttpOptions(
-            base_url=self.base_url, timeout=int(self.timeout_s * 1000),
+            base_url=self.base_url,
+            timeout=int(self.timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
         )
         self._client = genai.Client(api_key=self.api_key(), http_options=options)
@@ -386,7 +414,9 @@ class GeminiBackend(APIBackend):
         from google.genai import types
 
         return types.GenerateContentConfig(
-            temperature=self.temperature, top_p=self.top_p, max_output_tokens=self.request_max_output_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_output_tokens=self.request_max_output_tokens,
             system_instruction=system or None,
             thinking_config=types.ThinkingConfig(**self.thinking_config) if self.thinking_config else None,
             # no tools: the SDK's client-side function-calling loop (and its log line per request) has nothing to do
@@ -395,10 +425,10 @@ class GeminiBackend(APIBackend):
 
     async def _send(self, prompt: str, system: str | None) -> tuple[str, int, int, int]:
         with gemini_errors():
-            resp = await self._client.aio.models.generate_content(model=self.model, contents=prompt,
-                                                                  config=self.request_config(system))
+            resp = await self._client.aio.models.generate_content(
+                model=self.model, contents=prompt, config=self.request_config(system)
+            )
         text, n_in, n_out, n_think = gemini_answer(resp)
         if not text.strip() and finish_reason(resp) == "MAX_TOKENS":
             raise self._cut_off(n_think, n_in, n_out)
         return text, n_in, n_out, n_think
-

@@ -20,7 +20,6 @@ from judgebench.cache.writer import GroupWriter
 from judgebench.llm.remote.api import APIBackend, CallFailed
 from judgebench.progress import counter
 
-
 log = logging.getLogger("judgebench")
 
 
@@ -32,8 +31,12 @@ class Call:
 
 def api_call_key(backend: APIBackend, prompt_version: str, prompt: str, system: str | None) -> str:
     return call_key(
-        backend=backend.backend, model=backend.model, prompt_version=prompt_version,
-        system=system, prompt=prompt, params=backend.generation_params(),
+        backend=backend.backend,
+        model=backend.model,
+        prompt_version=prompt_version,
+        system=system,
+        prompt=prompt,
+        params=backend.generation_params(),
     )
 
 
@@ -89,6 +92,7 @@ async def _call_all(backend, cache, todo, records, failures, meta, system, parse
     slots = asyncio.Semaphore(backend.max_concurrency)
     stop: list[BaseException] = []  # set when an answer cannot be stored (full disk): ask nothing more
     async with backend, GroupWriter(cache) as store:
+
         async def one(c: Call) -> None:
             async with slots:
                 if stop:
@@ -138,6 +142,12 @@ async def _ask(backend: APIBackend, c: Call, system, parse, parse_attempts) -> d
             break
         backend.stats.errors["unparsable"] += 1
     return {
-        "text": done.text, "parsed": parsed, "input_tokens": n_in, "output_tokens": n_out, "thinking_tokens": n_think,
-        "latency_s": done.latency_s, "attempts": attempts, "time": time.time(),
+        "text": done.text,
+        "parsed": parsed,
+        "input_tokens": n_in,
+        "output_tokens": n_out,
+        "thinking_tokens": n_think,
+        "latency_s": done.latency_s,
+        "attempts": attempts,
+        "time": time.time(),
     }

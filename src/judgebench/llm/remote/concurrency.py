@@ -120,13 +120,25 @@ class AdaptiveConcurrency:
     exception that leaves the block (``overload`` and ``headers`` attributes, else "other").
     """
 
-    def __init__(self, ceiling: int, *, floor: int = 1, initial: int | None = None, adaptive: bool = True,
-                 decrease: float = DECREASE, probe_successes: int = PROBE_SUCCESSES,
-                 slow_start_step: float = SLOW_START_STEP) -> None:
+    def __init__(
+        self,
+        ceiling: int,
+        *,
+        floor: int = 1,
+        initial: int | None = None,
+        adaptive: bool = True,
+        decrease: float = DECREASE,
+        probe_successes: int = PROBE_SUCCESSES,
+        slow_start_step: float = SLOW_START_STEP,
+    ) -> None:
         if not (1 <= floor <= ceiling):
             raise ValueError(f"expected 1 <= min_concurrency ({floor}) <= max_concurrency ({ceiling})")
         self.ceiling, self.floor, self.adaptive = int(ceiling), int(floor), bool(adaptive)
-        self.decrease, self.probe_successes, self.slow_start_step = float(decrease), int(probe_successes), slow_start_step
+        self.decrease, self.probe_successes, self.slow_start_step = (
+            float(decrease),
+            int(probe_successes),
+            slow_start_step,
+        )
         start = self.ceiling if initial is None or not adaptive else int(initial)
         self.limit = float(min(self.ceiling, max(self.floor, start)))
         self.failed_at: int | None = None  # in-flight level of the last overload (None: still in slow start)
@@ -177,8 +189,9 @@ class AdaptiveConcurrency:
             raise
         return slot
 
-    def release(self, slot: Slot, outcome: str, headers: Mapping[str, str] | None = None,
-                retry_after: float | None = None) -> None:
+    def release(
+        self, slot: Slot, outcome: str, headers: Mapping[str, str] | None = None, retry_after: float | None = None
+    ) -> None:
         self.in_flight -= 1
         if self.adaptive:
             hold = rate_limit_hold(headers, retry_after)
@@ -201,8 +214,12 @@ class AdaptiveConcurrency:
             yield slot
         except BaseException as exc:
             overload = bool(getattr(exc, "overload", False))
-            self.release(slot, "overload" if overload else "other", getattr(exc, "headers", None),
-                         getattr(exc, "retry_after", None))
+            self.release(
+                slot,
+                "overload" if overload else "other",
+                getattr(exc, "headers", None),
+                getattr(exc, "retry_after", None),
+            )
             raise
         self.release(slot, "ok")
 
@@ -242,6 +259,14 @@ class AdaptiveConcurrency:
 
     def summary(self) -> dict:
         """What the run ended with (for logs and benchmarks)."""
-        return {"adaptive": self.adaptive, "window": self.window, "limit": round(self.limit, 3),
-                "max_in_flight": self.max_in_flight, "overloads": self.overloads, "decreases": self.decreases,
-                "failed_at": self.failed_at, "paced_rpm": self.paced_rpm, "sent": self.sent}
+        return {
+            "adaptive": self.adaptive,
+            "window": self.window,
+            "limit": round(self.limit, 3),
+            "max_in_flight": self.max_in_flight,
+            "overloads": self.overloads,
+            "decreases": self.decreases,
+            "failed_at": self.failed_at,
+            "paced_rpm": self.paced_rpm,
+            "sent": self.sent,
+        }

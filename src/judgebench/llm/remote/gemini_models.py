@@ -54,8 +54,10 @@ def refuse_retired(role: str, provider: str, model: str) -> None:
     if provider == "gemini" and (found := replacement(model)):
         new, option = found
         hint = f"{option}, or {role}.backend.model={new}" if role == "judge" else f"{role}.backend.model={new}"
-        raise BackendRefused(f"{role}.backend.model={model}: Google has retired this model (the Gemini API answers "
-                             f"404 NOT_FOUND for it); use {new} instead ({hint}); nothing was sent")
+        raise BackendRefused(
+            f"{role}.backend.model={model}: Google has retired this model (the Gemini API answers "
+            f"404 NOT_FOUND for it); use {new} instead ({hint}); nothing was sent"
+        )
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,15 @@ def normalised(thinking) -> str | int | None:
         return "off"
     if isinstance(thinking, int) and not isinstance(thinking, bool):
         if thinking < -1:
-            raise ConfigError(f"thinking={thinking}: expected off, a budget in tokens (>= 0) or a level ({', '.join(LEVELS)})")
+            raise ConfigError(
+                f"thinking={thinking}: expected off, a budget in tokens (>= 0) or a level ({', '.join(LEVELS)})"
+            )
         return thinking
     if isinstance(thinking, str) and thinking.strip().lower() in LEVELS:
         return thinking.strip().lower()
-    raise ConfigError(f"thinking={thinking!r}: expected off, a budget in tokens (>= 0) or a level ({', '.join(LEVELS)})")
+    raise ConfigError(
+        f"thinking={thinking!r}: expected off, a budget in tokens (>= 0) or a level ({', '.join(LEVELS)})"
+    )
 
 
 def thinking_request(model: str, thinking, reserve: int, max_output_tokens: int) -> tuple[dict | None, int]:
@@ -121,12 +127,16 @@ def thinking_request(model: str, thinking, reserve: int, max_output_tokens: int)
     if t is None:
         if rules.control == "unknown" or not rules.thinks_by_default:
             return None, max_output_tokens
-        raise ConfigError(f"thinking=null: {model} would think as much as it likes (dynamic thinking), which "
-                          f"max_output_tokens={max_output_tokens} cannot bound; set thinking=off, a budget in tokens "
-                          f"or a level")
+        raise ConfigError(
+            f"thinking=null: {model} would think as much as it likes (dynamic thinking), which "
+            f"max_output_tokens={max_output_tokens} cannot bound; set thinking=off, a budget in tokens "
+            f"or a level"
+        )
     if t == -1:
-        raise ConfigError(f"thinking=-1 (dynamic thinking) cannot be bounded by max_output_tokens={max_output_tokens}; "
-                          "give a budget in tokens, a level, or off")
+        raise ConfigError(
+            f"thinking=-1 (dynamic thinking) cannot be bounded by max_output_tokens={max_output_tokens}; "
+            "give a budget in tokens, a level, or off"
+        )
     if rules.control == "unknown":
         if t == "off":
             return None, max_output_tokens
@@ -135,16 +145,22 @@ def thinking_request(model: str, thinking, reserve: int, max_output_tokens: int)
         return _level(t, reserve, max_output_tokens)
     if rules.control == "budget":
         if isinstance(t, str) and t != "off":
-            raise ConfigError(f"thinking={t}: {model} takes a thinking budget in tokens "
-                              f"({rules.min_budget or 0}-{rules.max_budget}, or off), not a level")
+            raise ConfigError(
+                f"thinking={t}: {model} takes a thinking budget in tokens "
+                f"({rules.min_budget or 0}-{rules.max_budget}, or off), not a level"
+            )
         budget = rules.min_budget if t == "off" else t
         if budget == 0 and rules.min_budget:
-            raise ConfigError(f"thinking=0: {model} cannot turn thinking off; its least budget is {rules.min_budget} "
-                              f"(thinking=off picks it)")
+            raise ConfigError(
+                f"thinking=0: {model} cannot turn thinking off; its least budget is {rules.min_budget} "
+                f"(thinking=off picks it)"
+            )
         low = rules.min_budget or (512 if "flash-lite" in model else 1)
         if budget and not low <= budget <= rules.max_budget:
-            raise ConfigError(f"thinking={budget}: {model} takes a thinking budget of {low}-{rules.max_budget} tokens"
-                              + ("" if rules.min_budget else " (or 0: off)"))
+            raise ConfigError(
+                f"thinking={budget}: {model} takes a thinking budget of {low}-{rules.max_budget} tokens"
+                + ("" if rules.min_budget else " (or 0: off)")
+            )
         return {"thinking_budget": budget}, max_output_tokens + budget
     if isinstance(t, int):
         raise ConfigError(f"thinking={t}: {model} takes a thinking level ({', '.join(rules.levels)}), not a budget")
@@ -156,8 +172,10 @@ def thinking_request(model: str, thinking, reserve: int, max_output_tokens: int)
 
 def _level(level: str, reserve: int, max_output_tokens: int) -> tuple[dict, int]:
     if reserve < 1:
-        raise ConfigError(f"thinking_reserve={reserve}: thinking at level {level} needs tokens set aside in "
-                          f"max_output_tokens, or the answer comes back empty; expected an integer >= 1")
+        raise ConfigError(
+            f"thinking_reserve={reserve}: thinking at level {level} needs tokens set aside in "
+            f"max_output_tokens, or the answer comes back empty; expected an integer >= 1"
+        )
     return {"thinking_level": level}, max_output_tokens + reserve
 
 
@@ -166,7 +184,12 @@ def gemini_answer(resp) -> tuple[str, int, int, int]:
     """(text, input tokens, answer tokens, thinking tokens) of a GenerateContentResponse."""
     usage = resp.usage_metadata
     count = lambda name: (getattr(usage, name, None) or 0) if usage else 0  # noqa: E731
-    return (resp.text or ""), count("prompt_token_count"), count("candidates_token_count"), count("thoughts_token_count")
+    return (
+        (resp.text or ""),
+        count("prompt_token_count"),
+        count("candidates_token_count"),
+        count("thoughts_token_count"),
+    )
 
 
 def finish_reason(resp) -> str:

@@ -15,8 +15,9 @@ class TransientError(Exception):
     for its rate-limit headers.
     """
 
-    def __init__(self, kind: str, message: str, retry_after: float | None = None, *,
-                 overload: bool | None = None, headers=None):
+    def __init__(
+        self, kind: str, message: str, retry_after: float | None = None, *, overload: bool | None = None, headers=None
+    ):
         super().__init__(f"{kind}: {message}")
         self.kind, self.retry_after = kind, retry_after
         self.overload = kind == "429" if overload is None else overload
@@ -60,8 +61,13 @@ def openai_errors() -> Iterator[None]:
     except openai.RateLimitError as e:
         raise TransientError("429", str(e)[:200], retry_after(e.response.headers), headers=e.response.headers) from e
     except openai.InternalServerError as e:
-        raise TransientError("5xx", str(e)[:200], retry_after(e.response.headers), overload=e.status_code in (503, 529),
-                             headers=e.response.headers) from e
+        raise TransientError(
+            "5xx",
+            str(e)[:200],
+            retry_after(e.response.headers),
+            overload=e.status_code in (503, 529),
+            headers=e.response.headers,
+        ) from e
     except openai.APITimeoutError as e:
         raise TransientError("timeout", str(e)[:200]) from e
     except openai.APIConnectionError as e:
