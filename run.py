@@ -1,4 +1,4 @@
-"""``python run.py [-m] key=value ...`` in a clone: the same entry point as ``judgebench run`` (judgebench/cli/run.py)."""
+"""``python run.py [-m] key=value ...`` in a clone: the entry point of ``judgebench run`` (judgebench/cli/run.py)."""
 
 from judgebench.cli.run import cli
 

@@ -315,8 +315,9 @@ def heavy_tail_rows(rng, base, n, P, D) -> list[dict]:
 
 def estimator_rows(rng, base, n, setting, P, D) -> list[dict]:
     """PPI and cross-fitted PPI++ under uniform sampling of k = min(20, n - 4) labels; Table 6's t interval of a
-    judge's mean nDCG@10 (coverage of the pool mean), beside the percentile bootstrap it replaced (reference row); Table 3/4's paired t-tests with Holm over the 3 pairs
-    under a null of equal systems (family-wise size). Self-preference: calibration_orderings."""
+    judge's mean nDCG@10 (coverage of the pool mean), beside the percentile bootstrap it replaced (reference row);
+    Table 3/4's paired t-tests with Holm over the 3 pairs under a null of equal systems (family-wise size).
+    Self-preference: calibration_orderings."""
     k = min(20, n - 4)  # some queries unlabelled: with all labelled the interval is exact
     rows, cov_ppi, cov_pp, cov_boot, cov_t, size_holm = [], [], [], [], [], []
     truth_pool = (base - BIAS).mean(axis=1)

@@ -39,7 +39,8 @@ def summary(data: dict) -> str:
     kind = "quick" if data.get("quick") else "full"
     lines = [
         f"{kind.capitalize()} run ({data['populations']} populations × {data['draws']} draws = "
-        f"{data['replications']} replications a cell; per-query τ rows {data.get('ordering_replications', data['replications'])}; "
+        f"{data['replications']} replications a cell; "
+        f"per-query τ rows {data.get('ordering_replications', data['replications'])}; "
         f"simulated power over {data.get('power_populations', 4 * data['populations'])} populations; "
         f"MC s.e. limit {data['se_limit']}; {data['seconds']:.0f} s): {len(rows)} rows, {meets} meet their target, "
         f"{flagged} flagged, {len(misses)} unflagged misses.",
@@ -62,8 +63,8 @@ def summary(data: dict) -> str:
         "Unflagged misses: "
         + (
             "; ".join(
-                f"{r['statistic']} ({r['setting']}, {r['n_queries']} queries, k = {r['k']}): {r['measured']} ± {r['mc_se']}"
-                + (f" against {r['nominal']}" if r["target"] == "+-0.05" else "")
+                f"{r['statistic']} ({r['setting']}, {r['n_queries']} queries, k = {r['k']}): "
+                f"{r['measured']} ± {r['mc_se']}" + (f" against {r['nominal']}" if r["target"] == "+-0.05" else "")
                 for r in misses
             )
             or "none"

@@ -182,8 +182,8 @@ TOY_GRID = [
 def toy_grid_store(tmp_path_factory) -> Path:
     """One toy sweep for the test modules that only read it (test_compare, test_report_html, the budget benchmark's
     smoke test): 8 systems (BM25, the six oracles, SimLLM; ``+system=``, so no ranker x perturbation duplicates to
-    skip) x {human, biased and unbiased simulated} as ``run.py -m`` (forked warm, tests/helpers/cli_runner.py), experiment
-    ``grid`` in the default store ``<dir>/mlruns/mlflow.db``: 24 job runs. Readers must not change its runs.
+    skip) x {human, biased and unbiased simulated} as ``run.py -m`` (forked warm, tests/helpers/cli_runner.py),
+    experiment ``grid`` in the default store ``<dir>/mlruns/mlflow.db``: 24 job runs. Readers must not change its runs.
 
     Built once per session: the first xdist worker that needs it builds it while the others wait on a file lock
     (it took 14-24 s per worker). No test writes to it: test_compare logs its compare runs into a copy of the

@@ -180,8 +180,9 @@ def test_label_entropy_compares_a_binary_judge_with_relevant_or_not():
 
 
 def test_the_early_file_check_reads_the_declared_scale(tmp_path):
-    """run.py checks a file judge's labels before any import or store (checks/input_checks.py): with the judge's declared
-    scale, so the EXAM config passes and the same file under the default scale is the one line naming judge.scale."""
+    """run.py checks a file judge's labels before any import or store (checks/input_checks.py): with the judge's
+    declared scale, so the EXAM config passes and the same file under the default scale is the one line naming
+    judge.scale."""
     from judgebench.checks.input_checks import check_config_files
 
     folder = need_shared("data/llm-qrels-dl", "the real LLM labels of TREC DL 2019/2020")

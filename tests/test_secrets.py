@@ -1,7 +1,7 @@
 """Secrets never reach disk or the terminal: echoed by a server, typed as a variable name, named like a credential,
-or inside a URL. Every case is a real run.py (tests/helpers/cli_runner.py) against the fake server; afterwards the planted
-value is searched for in every file under the test's directory (Hydra's outputs and .hydra/, multirun/, the cache)
-and the MLflow store, and in stdout/stderr."""
+or inside a URL. Every case is a real run.py (tests/helpers/cli_runner.py) against the fake server; afterwards the
+planted value is searched for in every file under the test's directory (Hydra's outputs and .hydra/, multirun/, the
+cache) and the MLflow store, and in stdout/stderr."""
 
 from __future__ import annotations
 

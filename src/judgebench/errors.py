@@ -13,7 +13,8 @@ files or the environment:
 * an MLflow tracking server that cannot be reached.
 
 Before Hydra starts, ``judgebench run`` also refuses an unknown group option (``judge=gpt5``: one line
-naming the valid options, exit 2, see checks/cli_checks.py), and each job checks every typed setting (checks/settings.py).
+naming the valid options, exit 2, see checks/cli_checks.py), and each job checks every typed setting
+(checks/settings.py).
 
 Hydra's own errors (a key a config does not have, ``judge.temprature=0``; bad override syntax; a config
 that cannot be composed) are one such line too, exit 2, with a "did you mean" for a near-miss key
@@ -51,7 +52,16 @@ VERBOSE_FLAG = "--verbose"
 from judgebench.exceptions import ConfigError, NoSystems, SecretInConfig, UserError  # noqa: E402,F401
 
 # One definition of what names or holds a secret (not the NAME of the variable holding it, like api_key_env).
-from judgebench.secrets import ENV_NAME, MASK, SECRET_KEY, is_secret_key, mask_secrets, mask_url, scrub, secret_values  # noqa: E402,F401
+from judgebench.secrets import (  # noqa: E402,F401
+    ENV_NAME,
+    MASK,
+    SECRET_KEY,
+    is_secret_key,
+    mask_secrets,
+    mask_url,
+    scrub,
+    secret_values,
+)
 
 log = logging.getLogger("judgebench")
 
@@ -247,7 +257,8 @@ def interrupted(cell: str | None = None) -> str:
 
         roots = ", ".join(sorted(STORED)) or "none written"
         line = (
-            f"judgebench: interrupted{f' during {cell}' if cell else ''}: {sum(STORED.values())} answers stored in the call "
+            f"judgebench: interrupted{f' during {cell}' if cell else ''}: "
+            f"{sum(STORED.values())} answers stored in the call "
             f"cache ({roots}) are kept; rerun the same command to resume (finished cells are skipped, cached answers "
             "are not paid again)"
         )

@@ -250,7 +250,8 @@ def _secret_message(key: str, problem: str = "secret") -> str:
         )
     if problem == "url":
         return (
-            f"{key}: credentials inside a URL (user:password@) are not taken from the config or the command line ({where}); "
+            f"{key}: credentials inside a URL (user:password@) are not taken from the config or the command line "
+            f"({where}); "
             "put the URL in the environment instead (OPENAI_BASE_URL) or use a URL without them"
         )
     return (

@@ -29,7 +29,10 @@ def test_the_job_function_pickles_by_reference_and_loads_in_a_fresh_process(tmp_
     blob = cloudpickle.dumps(run.job)
     assert b"judgebench.cli.run" in blob and len(blob) < 200  # by reference: the job process imports the module
     (tmp_path / "job.pkl").write_bytes(blob)
-    code = f"import pickle; f = pickle.loads(open({str(tmp_path / 'job.pkl')!r}, 'rb').read()); print(f.__module__, f.__name__)"
+    code = (
+        f"import pickle; f = pickle.loads(open({str(tmp_path / 'job.pkl')!r}, 'rb').read()); "
+        "print(f.__module__, f.__name__)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["judgebench.cli.run", "job"], done.stderr
     assert pickle.loads(blob) is run.job

@@ -1,9 +1,9 @@
-"""What a per-query row is, the frame's ``role`` column says (compare/base/reference.py): a judge's human_judged rows are
-``judge == J, role == "human_judged"``, found by the column, never by a name like ``human_judged[J]``.
+"""What a per-query row is, the frame's ``role`` column says (compare/base/reference.py): a judge's human_judged rows
+are ``judge == J, role == "human_judged"``, found by the column, never by a name like ``human_judged[J]``.
 
 Checked on the session's toy grid (tests/conftest.py: 8 systems x human and two simulated judges), read as compare
-reads it, against nDCG@10 recomputed here from the logged run files and labels (tests/helpers/reference_impl.py); and on a
-virtual judge built from labels with pairs taken out (failed calls), where its human_judged values differ from
+reads it, against nDCG@10 recomputed here from the logged run files and labels (tests/helpers/reference_impl.py); and on
+a virtual judge built from labels with pairs taken out (failed calls), where its human_judged values differ from
 human_labelset's, so a reference read from the wrong rows would show.
 """
 

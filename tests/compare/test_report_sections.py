@@ -4,8 +4,8 @@ the per-judge label-entropy section (the demonstration analysis) is checked agai
 The golden copy (tests/data/report_golden/) is report.md, every CSV and every .tex of the toy grid's report
 (bootstrap 200, seed 0); the judgebench version in the text is replaced by ``VERSION``. It was first written by the
 code before the sections existed, so it also shows that moving the tables onto sections changed no byte. After a
-deliberate change to the report, rewrite it with ``JUDGEBENCH_WRITE_GOLDEN=1 pytest tests/compare/test_report_sections.py``
-and review the diff.
+deliberate change to the report, rewrite it with
+``JUDGEBENCH_WRITE_GOLDEN=1 pytest tests/compare/test_report_sections.py`` and review the diff.
 """
 
 from __future__ import annotations

@@ -562,7 +562,8 @@ def test_protocol_calibration_figures_are_the_committed_json():
 
 def test_calibration_ratio_rows_by_hand():
     """A rate over the draws of one kind (those with / without a warning): sum(num) / sum(den) and its
-    linearised MC s.e.; with equal denominators it is the mean of the per-population rates and their s.e. of the mean."""
+    linearised MC s.e.; with equal denominators it is the mean of the per-population rates and their s.e. of the
+    mean."""
     import numpy as np
 
     rows = importlib.import_module("benchmarks.calibration_rows")

@@ -1,7 +1,7 @@
 """+experiment=dl_llm_judges: real LLM labels of every NIST-judged DL19/DL20 pair (../shared/data/llm-qrels-dl), each
 judge on its own label scale, checked against numbers recomputed here from the shared files by plain reference code
-(tests/helpers/reference_impl.py): judged-only nDCG@10 over the BM25 pool with the ideal DCG from the judge's own labels,
-and Cohen's kappa on the merged pairs (binary judges: relevant or not, humans at >= 2; UMBRELA: 0-3).
+(tests/helpers/reference_impl.py): judged-only nDCG@10 over the BM25 pool with the ideal DCG from the judge's own
+labels, and Cohen's kappa on the merged pairs (binary judges: relevant or not, humans at >= 2; UMBRELA: 0-3).
 
 The fast test runs a few cells of one year through the real pipeline; the slow one runs the whole experiment and its
 report (Table 1 of both years for the four judges, Table 2's kappas). Both skip without ../shared (fail under CI).

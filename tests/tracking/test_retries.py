@@ -1,5 +1,6 @@
-"""The retry loops on tenacity: the MLflow store's (tracking/__init__.py) and the batch API's (llm/batch_api/batch.py). Fakes that fail
-N times then answer, and fakes that always fail: how many tries, the waits between them, what is raised at the end."""
+"""The retry loops on tenacity: the MLflow store's (tracking/__init__.py) and the batch API's (llm/batch_api/batch.py).
+Fakes that fail N times then answer, and fakes that always fail: how many tries, the waits between them, what is raised
+at the end."""
 
 import asyncio
 from collections import Counter

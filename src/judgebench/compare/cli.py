@@ -107,7 +107,8 @@ HELP = {
     ),
     "bootstrap": _text(
         "1000",
-        "resamples of the queries for self-preference's bootstrap-t (0: none; Table 6's t intervals of the means are skipped too)",
+        "resamples of the queries for self-preference's bootstrap-t (0: none; "
+        "Table 6's t intervals of the means are skipped too)",
         "a whole number >= 0",
     ),
     "level": _text(
@@ -229,8 +230,10 @@ def _schema() -> type:
 
 
 CompareArgs = _schema()
-CompareArgs.__doc__ = """Every option of judgebench-compare (struct mode: any other key is an error), made from Options and
-COMMAND. Lists stay text: a name in double quotes may hold a comma (``_names``)."""
+CompareArgs.__doc__ = (
+    "Every option of judgebench-compare (struct mode: any other key is an error), made from Options and\n"
+    "COMMAND. Lists stay text: a name in double quotes may hold a comma (``_names``)."
+)
 SHARED = [
     n for n in ORDER if n not in COMMAND
 ]  # the options the command line passes on to Options, as they are named there

@@ -218,8 +218,8 @@ def log_compare_run(
     client: MlflowClient, experiment: str, sweep: str | None, files: list[Path], report: Report | None = None
 ) -> str:
     """A run of kind "compare" in the same experiment: the options as params, each section's compare-run metrics
-    (Table 2's statistics per judge, self-preference...), every file as an artifact, the runs read in inputs.json; it supersedes the previous compare
-    run of the same selection (compare_run)."""
+    (Table 2's statistics per judge, self-preference...), every file as an artifact, the runs read in inputs.json; it
+    supersedes the previous compare run of the same selection (compare_run)."""
     params, metrics, inputs, note = {}, {}, {}, f"compare report of experiment {experiment}"
     if report is not None:
         o = report.options

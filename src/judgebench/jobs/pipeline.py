@@ -131,7 +131,8 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
     def opening() -> RunOpening:
         note = (
             f"{name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
-            f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, metric version {METRIC_VERSION}"
+            f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; "
+            f"nDCG@10 judged only, metric version {METRIC_VERSION}"
         )
         return RunOpening(
             f"{name}/{system}/{judge.name}/{rewriter.name}",

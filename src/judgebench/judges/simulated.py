@@ -12,8 +12,8 @@ from judgebench.judges.simulation import family_seed, latent_prior, noise
 
 @dataclass
 class SimulatedJudge(Judge):
-    """Its latent prior is its family's (:mod:`judgebench.judges.simulation`): ``family=simulated-A`` shares the prior of
-    every simulated ranker of family ``simulated-A``."""
+    """Its latent prior is its family's (:mod:`judgebench.judges.simulation`): ``family=simulated-A`` shares the prior
+    of every simulated ranker of family ``simulated-A``."""
 
     name: str = "simulated"
     family: str = "simulated-2024"

@@ -98,7 +98,8 @@ class TransformersJudge(Judge):
         )
 
     def planned_prompts(self, pairs: pd.DataFrame, dataset, texts: dict[str, str]):
-        """What judging ``pairs`` would score, for the dry run's estimate (:mod:`judgebench.llm.estimate.work_estimate`)."""
+        """What judging ``pairs`` would score, for the dry run's estimate
+        (:mod:`judgebench.llm.estimate.work_estimate`)."""
         from judgebench.llm.estimate.work_estimate import FIELD_MARK, PromptPlan
 
         def prompts():

@@ -82,7 +82,8 @@ def outlier_warning(queries: list[str]) -> str | None:
         return None
     one = len(queries) == 1
     return (
-        f"warning: the judge's value on unlabelled quer{'y' if one else 'ies'} {', '.join(map(str, queries))} lies more "
+        f"warning: the judge's value on unlabelled quer{'y' if one else 'ies'} "
+        f"{', '.join(map(str, queries))} lies more "
         f"than {OUTLIER_Z:g} robust sd from its median: a large human - judge difference there is invisible to the "
         "intervals, which missed their coverage on such draws in benchmarks/calibration.py (heavy-tailed rows); "
         f"label {'it' if one else 'them'} too"

@@ -12,7 +12,8 @@ from judgebench.rankers.base import Ranker, ranking_from_scores
 
 @dataclass
 class SimulatedLLMRanker(Ranker):
-    """Its latent prior is its family's (:mod:`judgebench.judges.simulation`), shared with simulated judges of that family."""
+    """Its latent prior is its family's (:mod:`judgebench.judges.simulation`), shared with simulated judges of that
+    family."""
 
     kind: str = "llm"
     family: str | None = "simulated-2024"

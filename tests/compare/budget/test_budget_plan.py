@@ -230,7 +230,8 @@ def test_the_plan_report_prints_the_alpha_and_power_in_force(toy_cell):
 
 def test_read_back_warns_of_an_unlabelled_query_whose_judge_value_is_outlying(toy_cell, tmp_path):
     """An unlabelled query whose judge value lies far from the others: the read-back names it in the rows of the
-    targets where it is outlying and prints the warning beside the intervals (text and markdown); labelled, it is not named."""
+    targets where it is outlying and prints the warning beside the intervals (text and markdown); labelled, it is not
+    named."""
     import dataclasses
 
     from judgebench.compare.sections import budget_plan as budget_plan_section

@@ -1,6 +1,6 @@
-"""Bulk encoding (judgebench.llm.local.encoding) gives exactly the ids of the one-prompt path (TransformersModel.encode),
-with a chat template, a system text, a forced prefix whose trailing space the tokenizer drops, and on a T5;
-and render_many gives render's prompts, the over-long ones shortened the same way."""
+"""Bulk encoding (judgebench.llm.local.encoding) gives exactly the ids of the one-prompt path
+(TransformersModel.encode), with a chat template, a system text, a forced prefix whose trailing space the tokenizer
+drops, and on a T5; and render_many gives render's prompts, the over-long ones shortened the same way."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""The llama.cpp server's command line (judgebench.llm.local.llama_server) and the one version pin its three places share.
+"""The llama.cpp server's command line (judgebench.llm.local.llama_server) and the one version pin its three places
+share.
 
 The server itself runs in tests/e2e/test_llama_cpp_server.py (-m slow); these checks need no model loaded.
 """

@@ -8,8 +8,8 @@ Per query q: d(q) = mean over the own-family systems of gap(s, q) - mean over ev
 oracle rankers aside: perturbed human rankings are no run type, and Table 5 compares them with the LLM rankers); the
 statistic is its mean over queries. Queries are the resampled unit, as everywhere in compare: the interval and p
 value are self-preference's (metrics/self_preference.py GuardedBootstrapT: the symmetric paired bootstrap-t over
-queries joined with Student's t; their coverage and size are simulated in tests/compare/analyses/test_family_bias.py and the
-calibration benchmark). Families are data: the ``judge_family`` and ``ranker_family`` tags (an imported run's from
+queries joined with Student's t; their coverage and size are simulated in tests/compare/analyses/test_family_bias.py and
+the calibration benchmark). Families are data: the ``judge_family`` and ``ranker_family`` tags (an imported run's from
 its runs table, docs/datasets.md).
 """
 

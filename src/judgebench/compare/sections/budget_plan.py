@@ -95,7 +95,8 @@ def _readback_warning(plan: dict, dataset: str, judge: str, g: pd.DataFrame) -> 
 
 
 def _outlier_warning(g: pd.DataFrame) -> str | None:
-    """designs.outlier_warning for a read-back's rows: the unlabelled queries with an outlying judge value in any target."""
+    """designs.outlier_warning for a read-back's rows: the unlabelled queries with an outlying judge value in any
+    target."""
     column = g["unlabelled_outliers"] if "unlabelled_outliers" in g else pd.Series([], dtype=str)
     found = {q for cell in column.fillna("").astype(str) for q in cell.split(",") if q}
     return outlier_warning(sorted(found))
@@ -242,7 +243,8 @@ class BudgetPlan(Section):
     name = "budget_plan"
 
     def compute(self, r: Report) -> dict[str, dict]:
-        """The planner's plan, predictions and measured widths, or the read-back's estimates ({} when neither is asked)."""
+        """The planner's plan, predictions and measured widths, or the read-back's estimates ({} when neither is
+        asked)."""
         o, planned = r.options, {}
         if o.plan or o.human_labels:
             original = r.original_labels

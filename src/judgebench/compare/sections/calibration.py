@@ -1,5 +1,5 @@
-"""The human-budget experiment's section: its computation's call (compare/budget/experiment.py holds the numbers) and what it
-says, in words, tables and a figure.
+"""The human-budget experiment's section: its computation's call (compare/budget/experiment.py holds the numbers) and
+what it says, in words, tables and a figure.
 
 Definitions the notes use: a k "has no inversion" for an estimator when at most ``INVERSION_OK`` (5 %)
 of its samples are inverted; an interval "holds its coverage" when at least ``COVERAGE_OK`` (90 %) of
@@ -277,8 +277,8 @@ class Calibration(Section):
         return [f"note: {names.plain(line)}" for line in k_notes(r.calibration, r.options.calibration_k)]
 
     def findings(self, r: Report) -> Iterable[Finding]:
-        """Where calibration= was asked: how many human-labelled queries remove the inversion, and whether the judge adds
-        anything over those human labels alone."""
+        """Where calibration= was asked: how many human-labelled queries remove the inversion, and whether the judge
+        adds anything over those human labels alone."""
         for row in r.calibration_summary.itertuples(index=False) if len(r.calibration_summary) else ():
             k = row.k_no_inversion
             if not known(k):
@@ -290,7 +290,8 @@ class Calibration(Section):
                     None: "",
                 }.get(row.judge_adds if isinstance(row.judge_adds, bool) else None, "")
                 text = (
-                    f"calibration: {int(k)} human-labelled queries remove the inversion ({row.estimators_at_k}); best τ there "
+                    f"calibration: {int(k)} human-labelled queries remove the inversion ({row.estimators_at_k}); "
+                    "best τ there "
                     f"{number(row.tau_best_at_k)} vs {number(row.tau_human_only_at_k)} from the human labels alone"
                     + (f"; {adds}." if adds else ".")
                 )

@@ -1,5 +1,5 @@
-"""The discrimination section of a compare report (compare/analyses/discrimination.py computes it): a Markdown table of the
-judges ranked by how they order the oracle rankers against their construction order, beside kappa, the rank
+"""The discrimination section of a compare report (compare/analyses/discrimination.py computes it): a Markdown table of
+the judges ranked by how they order the oracle rankers against their construction order, beside kappa, the rank
 correlations, the one-sentence answer, a CSV, and a figure (judges ranked, oracles-only per-query tau with its
 interval beside kappa). report.html renders the Markdown."""
 
@@ -39,7 +39,8 @@ def _point(value: float) -> str:
 
 
 def view(d: analysis.Discrimination, dataset: str) -> pd.DataFrame:
-    """One row per judge, ranked, with the per-query tau written "value [lo, hi]" and the taus of the means as points."""
+    """One row per judge, ranked, with the per-query tau written "value [lo, hi]" and the taus of the means as
+    points."""
     t = d.table[d.table["dataset"] == dataset]
     return pd.DataFrame(
         {
@@ -66,8 +67,10 @@ def markdown(r: Report) -> list[str]:
         f"\n## Discriminative power: which judges order the oracle rankers as they were constructed "
         f"(alpha {o.alpha}, against {o.reference})\n",
         "The oracle rankers are built in a known order (Perfect > Swap[3] > Swap[2] > Swap[1] > Swap[2,3] > Swap[1,2], "
-        "docs/protocol.md#oracle-rankers). Per judge and constructed pair: `as_constructed` / `reversed`: an exact sign "
-        "test over the queries where the judge's nDCG@10 of the two differ, Holm over the judge's pairs, significant in "
+        "docs/protocol.md#oracle-rankers). "
+        "Per judge and constructed pair: `as_constructed` / `reversed`: an exact sign "
+        "test over the queries where the judge's nDCG@10 of the two differ, Holm over the judge's pairs, "
+        "significant in "
         "the constructed / the other direction; `undecided`: neither; `worse_than_humans`: pairs the judge separates "
         "less well than the humans do (a one-sided sign test of sign(human difference) - sign(judge difference) per "
         "query, Holm over the pairs). Judges ranked by `as_constructed`, then fewer `worse_than_humans`, then the "
@@ -183,8 +186,9 @@ class Discrimination(Section):
 
     def findings(self, r: Report) -> Iterable[Finding]:
         """Per dataset, how the judges order the oracle rankers against their construction order and whether label
-        agreement predicts it, where the report holds that analysis (``r.discrimination``: compare/analyses/discrimination.py's
-        answers, table and human pair counts; read by attribute, so this module needs no import of it)."""
+        agreement predicts it, where the report holds that analysis (``r.discrimination``:
+        compare/analyses/discrimination.py's answers, table and human pair counts; read by attribute, so this module
+        needs no import of it)."""
         d = getattr(r, "discrimination", None)
         if not d:
             return
@@ -193,7 +197,8 @@ class Discrimination(Section):
             sig, total = d.human.get(dataset, (0, 0))
             best = int(t["as_constructed"].max()) if len(t) else 0
             head = (
-                f"humans order {sig} of {total} oracle pairs as constructed; {int((t['as_constructed'] == best).sum())} of "
+                f"humans order {sig} of {total} oracle pairs as constructed; "
+                f"{int((t['as_constructed'] == best).sum())} of "
                 f"{len(t)} judges order {best} (sign test per pair, Holm over the pairs). "
             )
             yield Finding("discrimination", head + sentence, dataset, brief=head + sentence.partition(": ")[0])

@@ -1,5 +1,6 @@
-"""Every finding in full, judge by judge, lower down the report: the panel at its top (compare/renderers/findings_panel.py)
-condenses a kind held by many judges into a sentence, a line per verdict or a ranked table, and links here."""
+"""Every finding in full, judge by judge, lower down the report: the panel at its top
+(compare/renderers/findings_panel.py) condenses a kind held by many judges into a sentence, a line per verdict or a
+ranked table, and links here."""
 
 from __future__ import annotations
 

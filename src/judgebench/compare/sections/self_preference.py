@@ -258,15 +258,16 @@ class SelfPreference(Section):
 
     def console(self, r: Report) -> list[str]:
         return [
-            f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first "
+            f"  {names.plain(x.dataset)} / {names.plain(x.system)}: "
+            f"PRP order consistency {x.order_consistency:.2f}, first "
             f"position {x.first_position:.2f}"
             for x in r.order_bias.itertuples(index=False)
         ]
 
     def findings(self, r: Report) -> Iterable[Finding]:
         """Where a judge shares a family with rankers: the section's own verdict (the ``verdict`` column of
-        compare/analyses/self_preference.py: a direction only with the interval off 0 and the Holm-adjusted p below alpha),
-        with its interval and Holm p; nothing is decided here."""
+        compare/analyses/self_preference.py: a direction only with the interval off 0 and the Holm-adjusted p below
+        alpha), with its interval and Holm p; nothing is decided here."""
         for row in r.self_preference["self_preference"].itertuples(index=False):
             value, lo, hi = row.self_preference, row.lo, row.hi
             interval = (
@@ -281,7 +282,8 @@ class SelfPreference(Section):
                 text, alert = f"favours its own family's ({row.judge_family}) rankers by {interval}{p}.", True
             elif said == "disfavours":
                 text, alert = (
-                    f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by {interval}{p}.",
+                    f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, "
+                    f"by {interval}{p}.",
                     False,
                 )
             else:

@@ -1,4 +1,5 @@
-"""Bulk encoding for :class:`~judgebench.llm.local.transformers_model.TransformersModel`: many prompts, one tokenizer call.
+"""Bulk encoding for :class:`~judgebench.llm.local.transformers_model.TransformersModel`: many prompts, one tokenizer
+call.
 
 Why: on a GPU a forward costs microseconds per prompt, so per-prompt Python decides the speed (issue 46:
 RankT5 spent ~5.5 ms a prompt outside any arithmetic). Here every list of prompts is

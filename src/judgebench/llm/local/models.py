@@ -34,7 +34,8 @@ class ModelSpec:
     device: str = "cpu"
     dtype: str = "auto"
     batch_size: int = 8
-    # padded tokens per forward (llm/local/token_batches.py); None: from the GPU's free memory, batch_size rows on the CPU
+    # padded tokens per forward (llm/local/token_batches.py); None: from the GPU's free memory, batch_size rows on the
+    # CPU
     batch_tokens: int | None = None
     max_input_tokens: int | None = None
     use_chat_template: bool | None = None

@@ -51,8 +51,9 @@ def text_before(template: str, fields: dict[str, Any], field: str) -> str:
 
 def _prefix_ids(model: TransformersModel, prefixes: list[str], system: str | None) -> dict[str, list[int] | None]:
     """Token ids of the chat-templated text that precedes the rest of a prompt starting with each prefix (None where
-    the template does not keep the text whole): chat-templated and tokenised together (:mod:`judgebench.llm.local.encoding`:
-    one template rendering and one tokenizer call for all of them, not one each)."""
+    the template does not keep the text whole): chat-templated and tokenised together
+    (:mod:`judgebench.llm.local.encoding`: one template rendering and one tokenizer call for all of them, not one
+    each)."""
     texts, special = encoding.chat_texts(model, [prefix + PREFIX_END for prefix in prefixes], system)
     heads = {prefix: text.split(PREFIX_END, 1)[0] for prefix, text in zip(prefixes, texts) if PREFIX_END in text}
     ids = dict(zip(heads, encoding.ids_many(model, list(heads.values()), special)))

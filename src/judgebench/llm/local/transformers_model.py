@@ -90,8 +90,8 @@ class TransformersModel:
     path, then ``model`` may be omitted).  ``use_chat_template=None`` uses the tokenizer's template when
     it has one.  ``max_input_tokens`` bounds the encoded prompt (template and forced prefix included):
     longer prompts are an error, use :meth:`render` with ``truncate_field`` to shorten the document.
-    ``batch_tokens`` bounds a forward's padded tokens (:mod:`judgebench.llm.local.token_batches`; default: from the GPU's
-    free memory, none on the CPU); ``batch_size`` is the rows of a batch where no token budget applies.
+    ``batch_tokens`` bounds a forward's padded tokens (:mod:`judgebench.llm.local.token_batches`; default: from the
+    GPU's free memory, none on the CPU); ``batch_size`` is the rows of a batch where no token budget applies.
     """
 
     def __init__(
