@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return compare_main(rest)
     if command == "models":
-        from judgebench.llm.local.download_cli import main as models_main
+        from judgebench.cli.download_models import main as models_main
 
         return models_main(rest)
     print(f"judgebench: unknown command {command!r}\n{USAGE}", file=sys.stderr)

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 from collections.abc import Sequence
 
-from judgebench.errors import EXIT_CODE, PREFIX
+from judgebench.errors import EXIT_CODE, print_error
 from judgebench.exceptions import UserError
 
 
@@ -149,7 +148,7 @@ def main(argv: Sequence[str]) -> int:
         print(USAGE)
         return 0 if args else EXIT_CODE
     if args[0] != "download":
-        print(f"{PREFIX}unknown models command {args[0]!r}\n{USAGE}", file=sys.stderr)
+        print_error(f"unknown models command {args[0]!r}\n{USAGE}")
         return EXIT_CODE
     from judgebench.llm.local import hub
 
@@ -160,17 +159,14 @@ def main(argv: Sequence[str]) -> int:
     ids = [a for a in rest if "=" not in a]
     bad = [a for a in ids if a.startswith("-")]
     if bad or not rest:
-        print(
-            f"{PREFIX}models download: "
-            f"{'unknown option ' + bad[0] if bad else 'name a model or some overrides'}\n{USAGE}",
-            file=sys.stderr,
+        print_error(
+            f"models download: {'unknown option ' + bad[0] if bad else 'name a model or some overrides'}\n{USAGE}"
         )
         return EXIT_CODE
     if hub.offline():
-        print(
-            f"{PREFIX}{hub.OFFLINE_ENV}=1 is set: models download needs the network; run it where there is one, "
-            f"without {hub.OFFLINE_ENV}",
-            file=sys.stderr,
+        print_error(
+            f"{hub.OFFLINE_ENV}=1 is set: models download needs the network; run it where there is one, "
+            f"without {hub.OFFLINE_ENV}"
         )
         return EXIT_CODE
     from judgebench.checks import cli_checks
@@ -178,7 +174,7 @@ def main(argv: Sequence[str]) -> int:
 
     unknown = cli_checks.unknown_option(overrides, CONF_DIR)
     if unknown:
-        print(PREFIX + unknown, file=sys.stderr)
+        print_error(unknown)
         return EXIT_CODE
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -193,9 +189,7 @@ def main(argv: Sequence[str]) -> int:
         total = sum(fetch(key, where, list_only) for key, where in found.items())
     except (UserError, HydraException, OmegaConfBaseException) as exc:  # a failed fetch, a bad override: one line
         first = (str(exc).strip().splitlines() or [""])[0]
-        print(
-            f"{PREFIX}{first}" if isinstance(exc, UserError) else f"{PREFIX}models download: {first}", file=sys.stderr
-        )
+        print_error(first if isinstance(exc, UserError) else f"models download: {first}")
         return EXIT_CODE
     verb = "listed" if list_only else "in the cache"
     print(

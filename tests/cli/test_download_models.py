@@ -19,9 +19,9 @@ import pytest
 
 import cli_runner
 from fake_hub import FakeHub
+from judgebench.cli.download_models import models_named
 from judgebench.exceptions import ConfigError, ModelNotDownloaded
 from judgebench.llm.local import hub
-from judgebench.llm.local.download_cli import models_named
 from judgebench.llm.local.transformers_model import TransformersModel
 from tiny_models import tiny_seq2seq
 
