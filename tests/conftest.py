@@ -41,7 +41,7 @@ LONGEST_FIRST = {
     "test_pipeline.py": 17,
     "test_wheel.py": 15,
     "test_qrels_file.py": 15,
-    "test_model_download.py": 15,
+    "test_download_models.py": 15,
 }
 
 SLOW_LONGEST_FIRST = {  # the same for `-m slow`
