@@ -8,9 +8,9 @@ Per query q: d(q) = mean over the own-family systems of gap(s, q) - mean over ev
 oracle rankers aside: perturbed human rankings are no run type, and Table 5 compares them with the LLM rankers); the
 statistic is its mean over queries. Queries are the resampled unit, as everywhere in compare: the interval and p
 value are self-preference's (metrics/self_preference.py GuardedBootstrapT: the symmetric paired bootstrap-t over
-queries joined with Student's t; their coverage and size are simulated in tests/compare/analyses/test_family_bias.py and the
-calibration benchmark). Families are data: the ``judge_family`` and ``ranker_family`` tags (an imported run's from
-its runs table, docs/datasets.md).
+queries joined with Student's t; their coverage and size are simulated in
+tests/compare/analyses/test_family_bias.py and the calibration benchmark). Families are data: the ``judge_family``
+and ``ranker_family`` tags (an imported run's from its runs table, docs/datasets.md).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from judgebench.compare.analyses.self_preference import (
+    CONTRAST,
     gap_matrix,
     holm,
     judge_families,
@@ -31,12 +32,7 @@ from judgebench.compare.base.tables import judge_columns
 from judgebench.metrics.self_preference import GuardedBootstrapT, SelfPreference, family_mean
 
 COLUMNS = [
-    "dataset",
-    "judge",
-    "judge_family",
-    "reference",
-    "own_systems",
-    "other_systems",
+    *CONTRAST,
     "n_own",
     "n_other",
     "queries",

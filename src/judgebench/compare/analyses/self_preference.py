@@ -26,13 +26,11 @@ from judgebench.compare.base.reference import OWN, ROLE, References
 from judgebench.compare.base.tables import judge_columns
 from judgebench.metrics.self_preference import FamilyInteraction, GuardedBootstrapT, SelfPreference, family_mean
 
+# What names a judge's contrast of its own family's systems with the others: the first columns of this analysis's rows
+# and of the run-type bias's (compare/analyses/family_bias.py), which contrasts the same judge with every other system.
+CONTRAST = ["dataset", "judge", "judge_family", "reference", "own_systems", "other_systems"]
 SELF = [
-    "dataset",
-    "judge",
-    "judge_family",
-    "reference",
-    "own_systems",
-    "other_systems",
+    *CONTRAST,
     "queries",
     "gap_own",
     "gap_other",

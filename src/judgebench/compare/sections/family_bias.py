@@ -18,21 +18,8 @@ from judgebench.compare.renderers import render
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
 
-SHOWN = [
-    "dataset",
-    "judge",
-    "judge_family",
-    "n_own",
-    "n_other",
-    "queries",
-    "gap_own",
-    "gap_other",
-    "family_bias",
-    "lo",
-    "hi",
-    "p_value",
-    "p_holm",
-]
+# the analysis's columns but the reference (said in the heading) and the lists of systems (said above the table)
+SHOWN = [c for c in family_bias.COLUMNS if c not in ("reference", "own_systems", "other_systems")]
 
 
 class FamilyBias(Section):

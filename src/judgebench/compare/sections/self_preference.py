@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from judgebench.compare.analyses import order_bias  # noqa: E402
-from judgebench.compare.analyses.self_preference import analyse, findings  # noqa: E402
+from judgebench.compare.analyses.self_preference import SELF, analyse, findings  # noqa: E402
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding, known
 from judgebench.compare.base.section import LatexTable, Section  # noqa: E402
@@ -33,22 +33,8 @@ if TYPE_CHECKING:
 
 FIGURE = "figure_family_gaps.png"
 CAPTION = "mean nDCG@10 gap (judge minus its human reference) per judge family and ranker family"
-SELF_SHOWN = [
-    "dataset",
-    "judge",
-    "judge_family",
-    "own_systems",
-    "other_systems",
-    "queries",
-    "gap_own",
-    "gap_other",
-    "self_preference",
-    "lo",
-    "hi",
-    "p_value",
-    "p_holm",
-    "verdict",
-]
+# the analysis's columns but the reference (said in the heading), with the Holm p and the verdict it adds
+SELF_SHOWN = [*(c for c in SELF if c != "reference"), "p_holm", "verdict"]
 
 
 def markdown(r: Report) -> list[str]:
@@ -258,15 +244,15 @@ class SelfPreference(Section):
 
     def console(self, r: Report) -> list[str]:
         return [
-            f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency {x.order_consistency:.2f}, first "
-            f"position {x.first_position:.2f}"
+            f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency "
+            f"{x.order_consistency:.2f}, first position {x.first_position:.2f}"
             for x in r.order_bias.itertuples(index=False)
         ]
 
     def findings(self, r: Report) -> Iterable[Finding]:
         """Where a judge shares a family with rankers: the section's own verdict (the ``verdict`` column of
-        compare/analyses/self_preference.py: a direction only with the interval off 0 and the Holm-adjusted p below alpha),
-        with its interval and Holm p; nothing is decided here."""
+        compare/analyses/self_preference.py: a direction only with the interval off 0 and the Holm-adjusted p below
+        alpha), with its interval and Holm p; nothing is decided here."""
         for row in r.self_preference["self_preference"].itertuples(index=False):
             value, lo, hi = row.self_preference, row.lo, row.hi
             interval = (
@@ -281,7 +267,8 @@ class SelfPreference(Section):
                 text, alert = f"favours its own family's ({row.judge_family}) rankers by {interval}{p}.", True
             elif said == "disfavours":
                 text, alert = (
-                    f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by {interval}{p}.",
+                    f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by "
+                    f"{interval}{p}.",
                     False,
                 )
             else:
