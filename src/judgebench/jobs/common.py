@@ -51,7 +51,8 @@ def config_hash(config, digests: dict[str, str]) -> str:
     """The resume key: the cell's semantic config, the contents of the input files its components read
     (``digests``, see identity/input_digests.py), the metric version and the answer-parsing version (a finished run of
     an older evaluation core or parser is recomputed, not reused). ``config``: a DictConfig or its resolved tree,
-    which give the same key. A class that moved is hashed by its stable path (identity/__init__.py ``stable_targets``)."""
+    which give the same key. A class that moved is hashed by its stable path (identity/__init__.py
+    ``stable_targets``)."""
 
     def strip(node):
         if isinstance(node, dict):
@@ -75,6 +76,12 @@ def identity_tags(config) -> dict[str, str]:
         "metric_version": METRIC_VERSION,
         "version": __version__,
     }
+
+
+def judge_tags(judge) -> dict[str, str]:
+    """The judge's names as every job that judges tags its run with them, by RunTags field: compare shows a judge's
+    column by its name and model, and self-preference reads its family, whichever job wrote the run."""
+    return {"judge": judge.name, "judge_family": judge.family, "judge_model": judge.model}
 
 
 def system_name(ranker: Ranker, perturbation: Perturbation) -> str:
