@@ -28,7 +28,7 @@ from judgebench.compare.analyses.self_preference import (
     queries_and_resamples,
     system_families,
 )
-from judgebench.compare.base.tables import judge_columns
+from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics.self_preference import GuardedBootstrapT, SelfPreference, family_mean
 
 COLUMNS = [
@@ -69,10 +69,7 @@ def analyse(
     """One row per (dataset, judge with a family that some system shares and some system does not)."""
     fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
     rows = []
-    for dataset, table in t1.items():
-        d = per_query[per_query["dataset"] == dataset]
-        if d.empty:
-            continue
+    for dataset, table, d in datasets_with_rows(per_query, t1):
         queries, idx = queries_and_resamples(d, n_resamples, seed)
         systems = list(table.index)
         for judge in [j for j in judge_columns(table) if j in fam_of_judge]:

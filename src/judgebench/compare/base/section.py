@@ -45,6 +45,12 @@ class Section:
         gave none, or for a report built by hand without it)."""
         return getattr(r, "results", {}).get(name or self.name)
 
+    def nonempty_result(self, r: Report, name: str | None = None) -> pd.DataFrame | None:
+        """The result ``name`` when it is a table with rows, else None: a section whose table is empty writes nothing
+        in any output."""
+        table = self.result(r, name)
+        return table if table is not None and len(table) else None
+
     def markdown(self, r: Report) -> list[str]:
         """Markdown blocks, joined by newlines into report.md (and report.html)."""
         return []

@@ -200,13 +200,7 @@ class ConfidenceIntervals(Section):
         if not len(r.ci_means):
             parts.append("\nbootstrap=0: no intervals of the means computed.")
         for dataset, c in views.confidence_tables(r).items() if len(r.ci_means) else ():
-            table, turned = render.judge_table(c, list(c.columns))
-            parts += [
-                f"\n### {md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]"
-                + (" (one row per judge, one column per system)" if turned else "")
-                + "\n",
-                table,
-            ]
+            parts += render.judge_table_under(f"{md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]", c, "system")
             parts += [f"\n**{md(w)}**" for w in [few_queries_warning(r.ci_means, dataset)] if w]
         if len(r.ci_tau):
             parts += [

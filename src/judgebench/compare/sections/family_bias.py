@@ -29,12 +29,8 @@ class FamilyBias(Section):
         o = r.options
         return {self.name: family_bias.analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level)}
 
-    def _table(self, r: Report) -> pd.DataFrame | None:
-        table = self.result(r)
-        return table if table is not None and len(table) else None
-
     def markdown(self, r: Report) -> list[str]:
-        table = self._table(r)
+        table = self.nonempty_result(r)
         if table is None:
             return []
         groups = [
@@ -67,7 +63,7 @@ class FamilyBias(Section):
         ]
 
     def latex(self, r: Report) -> list[LatexTable]:
-        table = self._table(r)
+        table = self.nonempty_result(r)
         if table is None:
             return []
         return [
@@ -81,11 +77,11 @@ class FamilyBias(Section):
         ]
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
-        table = self._table(r)
+        table = self.nonempty_result(r)
         return [("family_bias", table, False)] if table is not None else []
 
     def console(self, r: Report) -> list[str]:
-        table = self._table(r)
+        table = self.nonempty_result(r)
         if table is None:
             return []
         return [
@@ -96,7 +92,7 @@ class FamilyBias(Section):
         ]
 
     def findings(self, r: Report) -> Iterable[Finding]:
-        table = self._table(r)
+        table = self.nonempty_result(r)
         for x in table.itertuples() if table is not None else ():
             yield Finding(
                 "run-type bias",

@@ -63,8 +63,8 @@ class LabelEntropy(Section):
         return {self.name: label_entropy(r.labels)}
 
     def markdown(self, r: Report) -> list[str]:
-        table = self.result(r)
-        if table is None or not len(table):
+        table = self.nonempty_result(r)
+        if table is None:
             return []
         return [
             "\n## Label entropy per judge (bits; the humans' on the same pairs)\n",
@@ -76,8 +76,8 @@ class LabelEntropy(Section):
         ]
 
     def latex(self, r: Report) -> list[LatexTable]:
-        table = self.result(r)
-        if table is None or not len(table):
+        table = self.nonempty_result(r)
+        if table is None:
             return []
         return [
             (
@@ -89,12 +89,12 @@ class LabelEntropy(Section):
         ]
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
-        table = self.result(r)
-        return [("label_entropy", table, False)] if table is not None and len(table) else []
+        table = self.nonempty_result(r)
+        return [] if table is None else [("label_entropy", table, False)]
 
     def console(self, r: Report) -> list[str]:
-        table = self.result(r)
-        if table is None or not len(table):
+        table = self.nonempty_result(r)
+        if table is None:
             return []
         return [
             "  label entropy, judge vs human (bits): "

@@ -188,28 +188,24 @@ def metrics(r: Report) -> dict[str, float]:
     """The compare run's metrics: self-preference, interaction and order bias, by dataset and judge or system."""
     out: dict[str, float] = {}
     for row in r.self_preference["self_preference"].itertuples(index=False):
-        for name, value in (
-            ("self_preference", row.self_preference),
-            ("self_preference_lo", row.lo),
-            ("self_preference_hi", row.hi),
-            ("self_preference_p", row.p_value),
-        ):
-            out[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
+        out |= _with_interval("self_preference", row.self_preference, row, names.file_part(row.judge))
     for row in r.self_preference["interaction"].itertuples(index=False):
         pair = f"{names.file_part(row.judge_a)}_x_{names.file_part(row.judge_b)}"
-        for name, value in (
-            ("family_interaction", row.interaction),
-            ("family_interaction_lo", row.lo),
-            ("family_interaction_hi", row.hi),
-            ("family_interaction_p", row.p_value),
-        ):
-            out[f"{name}.{names.file_part(row.dataset)}.{pair}"] = value
+        out |= _with_interval("family_interaction", row.interaction, row, pair)
     for row in r.order_bias.itertuples(index=False):
         out[f"prp_order_consistency.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = (
             row.order_consistency
         )
         out[f"prp_first_position.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = row.first_position
     return {k: float(v) for k, v in out.items() if v == v}
+
+
+def _with_interval(name: str, value: float, row, who: str) -> dict[str, float]:
+    """A statistic of one row and its interval and p as metrics: ``<name>``, ``<name>_lo``, ``<name>_hi`` and
+    ``<name>_p``, each ``.<dataset>.<who>``."""
+    where = f"{names.file_part(row.dataset)}.{who}"
+    bounds = (("", value), ("_lo", row.lo), ("_hi", row.hi), ("_p", row.p_value))
+    return {f"{name}{suffix}.{where}": v for suffix, v in bounds}
 
 
 class SelfPreference(Section):

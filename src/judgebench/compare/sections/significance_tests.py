@@ -41,13 +41,7 @@ class OracleTests(Section):
             f"\n## Table 3: paired t-tests between oracle rankers (p raw / p Holm, * = significant at alpha {alpha})"
         ]
         for dataset, m in significance.oracle_matrix(r.oracle_tests, alpha, r.judges).items():
-            table, turned = render.judge_table(m, list(m.columns))
-            parts += [
-                f"\n### {names.markdown(dataset)}"
-                + (" (one row per judge, one column per pair)" if turned else "")
-                + "\n",
-                table,
-            ]
+            parts += render.judge_table_under(names.markdown(dataset), m, "pair")
         return parts
 
     def latex(self, r: Report) -> list[LatexTable]:
