@@ -34,7 +34,8 @@ class ModelSpec:
     device: str = "cpu"
     dtype: str = "auto"
     batch_size: int = 8
-    # padded tokens per forward (llm/local/token_batches.py); None: from the GPU's free memory, batch_size rows on the CPU
+    # padded tokens per forward (llm/local/token_batches.py); None: from the GPU's free memory, batch_size rows on the
+    # CPU
     batch_tokens: int | None = None
     max_input_tokens: int | None = None
     use_chat_template: bool | None = None
@@ -178,6 +179,29 @@ def cached_scores(
             bar.update(len(part))
             size = next_chunk(chunk, len(part), clock() - t0)
     return records, len(todo)
+
+
+def cached_model_scores(
+    spec: ModelSpec,
+    cache: CallCache,
+    items: Sequence[tuple[str, Any]],
+    score: Callable[[list[Any]], list[dict]],
+    progress: bool,
+    desc: str,
+) -> tuple[dict[str, dict], int]:
+    """:func:`cached_scores` of a local model's prompts, as every scorer that asks the model for scores (a judge, a
+    pointwise or pairwise ranker) calls it: the records stored with the model's description, the chunks sized by its
+    batch size (:func:`first_chunk`, then :func:`score_chunk`)."""
+    return cached_scores(
+        cache,
+        items,
+        score,
+        meta=spec.cache_meta(),
+        chunk=score_chunk(spec),
+        first=first_chunk(spec),
+        progress=progress,
+        desc=desc,
+    )
 
 
 def next_chunk(chunk: int, done: int, seconds: float) -> int:
