@@ -29,6 +29,12 @@ if TYPE_CHECKING:
 LatexTable = tuple[str, pd.DataFrame, str, dict]  # (file stem, frame, caption, render.latex options)
 
 
+def latex_table(stem: str, frame: pd.DataFrame | None, caption: str, **options) -> list[LatexTable]:
+    """A section's one .tex table of ``frame``, with these render.latex ``options``; none when ``frame`` is None or
+    empty (a section writes no empty table)."""
+    return [(stem, frame, caption, options)] if frame is not None and len(frame) else []
+
+
 class Section:
     """The protocol, with empty defaults: a section overrides only the outputs it has."""
 

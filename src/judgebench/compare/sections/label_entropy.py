@@ -13,7 +13,7 @@ from scipy.stats import entropy
 from judgebench import label_scale
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
-from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section, latex_table
 from judgebench.compare.renderers import render
 from judgebench.identity.text_view import ORIGINAL
 
@@ -76,17 +76,8 @@ class LabelEntropy(Section):
         ]
 
     def latex(self, r: Report) -> list[LatexTable]:
-        table = self.nonempty_result(r)
-        if table is None:
-            return []
-        return [
-            (
-                "label_entropy",
-                table,
-                "Label entropy per judge (bits), beside the human labels' on the same pairs.",
-                {"index": False, "integers": ["pairs"], "digits": 3},
-            )
-        ]
+        caption = "Label entropy per judge (bits), beside the human labels' on the same pairs."
+        return latex_table("label_entropy", self.result(r), caption, index=False, integers=["pairs"], digits=3)
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
         table = self.nonempty_result(r)

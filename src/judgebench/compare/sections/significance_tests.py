@@ -9,7 +9,7 @@ import pandas as pd
 
 from judgebench.compare.analyses import significance
 from judgebench.compare.base import names
-from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section, latex_table
 from judgebench.compare.renderers import render
 
 if TYPE_CHECKING:
@@ -94,16 +94,9 @@ class DecisionAgreement(Section):
         return parts
 
     def latex(self, r: Report) -> list[LatexTable]:
-        if not len(r.agreement_counts):
-            return []
-        return [
-            (
-                "significance_agreement",
-                r.agreement_counts,
-                "Pairwise significance decisions, judge vs human.",
-                {"index": False, "integers": list(significance.COUNTS[3:])},
-            )
-        ]
+        caption = "Pairwise significance decisions, judge vs human."
+        counts = list(significance.COUNTS[3:])
+        return latex_table("significance_agreement", r.agreement_counts, caption, index=False, integers=counts)
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
         return [
