@@ -12,7 +12,7 @@ import pandas as pd
 from judgebench.compare.analyses import family_bias
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
-from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section, latex_table
 from judgebench.compare.renderers import render
 
 if TYPE_CHECKING:
@@ -63,18 +63,15 @@ class FamilyBias(Section):
         ]
 
     def latex(self, r: Report) -> list[LatexTable]:
-        table = self.nonempty_result(r)
-        if table is None:
-            return []
-        return [
-            (
-                "family_bias",
-                table[SHOWN],
-                "Run-type bias: gap on the judge's own family's systems minus gap on every other "
-                f"system, with a {100 * r.options.level:g}\\% guarded bootstrap-t interval and its p over queries.",
-                {"index": False, "integers": ["n_own", "n_other", "queries"], "digits": 4},
-            )
-        ]
+        table = self.result(r)
+        caption = (
+            "Run-type bias: gap on the judge's own family's systems minus gap on every other "
+            f"system, with a {100 * r.options.level:g}\\% guarded bootstrap-t interval and its p over queries."
+        )
+        shown = None if table is None else table[SHOWN]
+        return latex_table(
+            "family_bias", shown, caption, index=False, integers=["n_own", "n_other", "queries"], digits=4
+        )
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
         table = self.nonempty_result(r)
