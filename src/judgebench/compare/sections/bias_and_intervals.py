@@ -21,10 +21,14 @@ if TYPE_CHECKING:
 
 
 def _query_tau(row) -> str:
-    """The per-query tau of the oracles "value [lo, hi]" (compare/analyses/ordering_agreement.py), or why there is none."""
+    """The per-query tau of the oracles "value [lo, hi]" (compare/analyses/ordering_agreement.py), or why there is
+    none."""
     if row is None or not known(getattr(row, "query_tau_oracles", math.nan)):
         return "no per-query τ"
-    return f"per-query τ = {row.query_tau_oracles:.2f} [{number(row.query_tau_oracles_lo)}, {number(row.query_tau_oracles_hi)}]"
+    return (
+        f"per-query τ = {row.query_tau_oracles:.2f} "
+        f"[{number(row.query_tau_oracles_lo)}, {number(row.query_tau_oracles_hi)}]"
+    )
 
 
 def oracle_order(r: Report) -> Iterable[Finding]:
@@ -47,8 +51,10 @@ def oracle_order(r: Report) -> Iterable[Finding]:
         )
         p = f", Holm p = {tau.query_tau_oracles_p_holm:.3g}" if verdict else ""
         text = (
-            f"{head}: {_query_tau(tau)} against {r.options.reference} ({r.options.level:.0%} t interval over queries{p}); "
-            f"Kendall's τ of the mean orderings = {row.tau_oracles:.2f} over the oracles, {number(row.tau_all)} over all systems."
+            f"{head}: {_query_tau(tau)} against {r.options.reference} "
+            f"({r.options.level:.0%} t interval over queries{p}); "
+            f"Kendall's τ of the mean orderings = {row.tau_oracles:.2f} over the oracles, "
+            f"{number(row.tau_all)} over all systems."
         )
         brief = f"oracles {verdict or 'n/a'}, tau_oracles {row.tau_oracles:.2f}, tau_all {number(row.tau_all)}"
         yield Finding("oracle order", text, row.dataset, row.judge, brief=brief)
@@ -56,8 +62,8 @@ def oracle_order(r: Report) -> Iterable[Finding]:
 
 def system_order(r: Report) -> Iterable[Finding]:
     """Where there are no oracle rankers (a leaderboard, imported results): how the judge orders the systems, in what
-    Table 2, Table 6 and Table 4 say and nothing more: tau of the means and among the human top k (points), the per-query
-    tau with its t interval, and the pairwise significance decisions against the humans'."""
+    Table 2, Table 6 and Table 4 say and nothing more: tau of the means and among the human top k (points), the
+    per-query tau with its t interval, and the pairwise significance decisions against the humans'."""
     if "tau_all" not in r.table2.columns:
         return
     c, counts = r.ci_tau, getattr(r, "agreement_counts", None)
@@ -83,7 +89,8 @@ def system_order(r: Report) -> Iterable[Finding]:
         tau = taus.get((row.dataset, row.judge))
         if tau is not None and known(tau.query_tau_all):
             parts.append(
-                f"per-query τ = {tau.query_tau_all:.2f} [{number(tau.query_tau_all_lo)}, {number(tau.query_tau_all_hi)}] "
+                f"per-query τ = {tau.query_tau_all:.2f} "
+                f"[{number(tau.query_tau_all_lo)}, {number(tau.query_tau_all_hi)}] "
                 f"({r.options.level:.0%} t interval over queries: how often, query by query, it orders two systems as "
                 f"{r.options.reference} does)"
             )
@@ -140,15 +147,18 @@ class RankerBias(Section):
         for row in r.bias.itertuples(index=False):
             v = row.inverted
             ranks = (
-                f"mean rank of the LLM systems {number(row.llm_rank_judge, 1)} vs the oracles {number(row.oracle_rank_judge, 1)} "
-                f"under the judge, {number(row.llm_rank_human, 1)} vs {number(row.oracle_rank_human, 1)} under humans; LLM systems win "
-                f"{percent(row.llm_wins_judge)} of (LLM, oracle) pairs under the judge, {percent(row.llm_wins_human)} under humans"
+                f"mean rank of the LLM systems {number(row.llm_rank_judge, 1)} "
+                f"vs the oracles {number(row.oracle_rank_judge, 1)} "
+                f"under the judge, {number(row.llm_rank_human, 1)} vs {number(row.oracle_rank_human, 1)} under humans; "
+                f"LLM systems win {percent(row.llm_wins_judge)} of (LLM, oracle) pairs under the judge, "
+                f"{percent(row.llm_wins_human)} under humans"
             )
             flips = getattr(row, "flipped_pairs", math.nan)
             if known(flips, getattr(row, "oracle_first_pairs", math.nan)) and row.oracle_first_pairs > 0:  # by how much
                 margin = f", by {row.flip_margin:.3f} nDCG@10 on average" if known(row.flip_margin) else ""
                 ranks += (
-                    f"; of the {int(row.oracle_first_pairs)} (LLM, oracle) pairs humans order oracle first, the judge puts "
+                    f"; of the {int(row.oracle_first_pairs)} (LLM, oracle) pairs humans order oracle first, "
+                    f"the judge puts "
                     f"the LLM system above in {int(flips)}{margin}"
                 )
             if not known(v):
