@@ -168,25 +168,9 @@ def load_irds(
         check_queries_known(pool_df, all_topics, pool)
         provenance = pool_provenance(pool, pool_depth, pool_is, k1, b)
     elif prebuilt_index:
-        from judgebench.retrieval.search import bm25_search
+        from judgebench.retrieval.search import prebuilt_pool
 
-        pool_df = bm25_search(
-            queries,
-            None,
-            prebuilt=prebuilt_index,
-            k1=k1,
-            b=b,
-            depth=pool_depth,
-            cache_dir=Path(cache_dir or ".cache/judgebench"),
-        )
-        provenance = {
-            "ranker": "bm25",
-            "k1": k1,
-            "b": b,
-            "depth": pool_depth,
-            "index": prebuilt_index,
-            "source": "pyserini-prebuilt",
-        }
+        pool_df, provenance = prebuilt_pool(queries, prebuilt_index, k1, b, pool_depth, cache_dir)
     else:
         raise DataError(
             f"dataset {name}",

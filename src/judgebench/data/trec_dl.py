@@ -117,7 +117,7 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
         ) from e
     import pandas as pd
 
-    from judgebench.retrieval.search import bm25_search
+    from judgebench.retrieval.search import prebuilt_pool
 
     source = ir_datasets.load(IR_DATASETS_ID[year])
     try:
@@ -135,23 +135,7 @@ def _load_online(name, year, depth, k1, b, prebuilt_index, cache_dir) -> Dataset
         ) from e
     judged = set(qrels["query_id"])
     queries = {q: t for q, t in queries.items() if q in judged}
-    pool = bm25_search(
-        queries,
-        None,
-        prebuilt=prebuilt_index,
-        k1=k1,
-        b=b,
-        depth=depth,
-        cache_dir=Path(cache_dir or ".cache/judgebench"),
-    )
+    pool, provenance = prebuilt_pool(queries, prebuilt_index, k1, b, depth, cache_dir)
     store = source.docs_store()
     corpus = {d: store.get(d).text for d in pool["doc_id"].unique()}
-    provenance = {
-        "ranker": "bm25",
-        "k1": k1,
-        "b": b,
-        "depth": depth,
-        "index": prebuilt_index,
-        "source": "pyserini-prebuilt",
-    }
     return Dataset(name, queries, qrels, corpus, pool, provenance)

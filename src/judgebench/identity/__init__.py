@@ -22,10 +22,10 @@ from typing import Any
 
 from judgebench.secrets import mask_secrets
 
-OPERATIONAL = frozenset(
+# How a remote API client paces and retries its calls (llm/remote/api.py's arguments): never what it computes, so
+# neither a component's hash (OPERATIONAL) nor a cell's params (tracking.HOW) hold them.
+PACING = frozenset(
     {
-        "cache_dir",
-        "progress",
         "max_concurrency",
         "min_concurrency",
         "initial_concurrency",
@@ -36,6 +36,12 @@ OPERATIONAL = frozenset(
         "timeout_s",
         "backoff_base_s",
         "backoff_max_s",
+    }
+)
+OPERATIONAL = PACING | frozenset(
+    {
+        "cache_dir",
+        "progress",
         "price_input_per_mtok",
         "price_output_per_mtok",
         "device",

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from judgebench.data.datasets import Dataset
 from judgebench.identity import input_digests
+from judgebench.identity.text_view import ORIGINAL
 from judgebench.jobs.common import JobOutcome, config_hash, identity_tags, load_dataset, sweep_id, system_name
 from judgebench.progress import StageSettings
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
-from judgebench.rankings import RankSettings
+from judgebench.rankings import Ranking, RankSettings, rank_once
 from judgebench.tracking import StoreSettings
 
 log = logging.getLogger("judgebench")
@@ -131,6 +132,33 @@ def skipped_duplicate(system: CellSystem) -> JobOutcome:
         system.perturbation.name,
     )
     return JobOutcome("skipped-duplicate", system.name)
+
+
+def ranking_reads_texts(rewriter, ranker: Ranker, dataset: Dataset) -> bool:
+    """Whether a system's ranking depends on the passage texts (a rewritten view, or a ranker that reads them): then
+    their digest is part of its ranking key."""
+    return rewriter.view != ORIGINAL or ranker.reads_texts(dataset)
+
+
+def rank_system(
+    system: CellSystem,
+    settings: RankSettings,
+    dataset: Dataset,
+    rewriter,
+    texts,
+    files: dict[str, str],
+    client,
+    experiment_id: str,
+    recompute: bool = False,
+) -> Ranking:
+    """The system's ranking of the ``rewriter``'s ``texts``, computed once for every judge (rankings.rank_once): the
+    grid cell and the ranking job (``job=rank``) both ask for it here, so they key it alike and each finds the other's.
+    ``files``: the digests of the ranker's and rewriter's input files (rankings.FILE_ROLES)."""
+    ranker, perturbation = system.ranker, system.perturbation
+    reads = ranking_reads_texts(rewriter, ranker, dataset)
+    return rank_once(
+        settings, dataset, ranker, perturbation, texts, system.name, reads, client, experiment_id, files, recompute
+    )
 
 
 def resolve_system(tree: dict, inputs: input_digests.JobInputs) -> CellSystem:

@@ -78,6 +78,12 @@ def identity_tags(config) -> dict[str, str]:
     }
 
 
+def judge_tags(judge) -> dict[str, str]:
+    """The judge's names as every job that judges tags its run with them, by RunTags field: compare shows a judge's
+    column by its name and model, and self-preference reads its family, whichever job wrote the run."""
+    return {"judge": judge.name, "judge_family": judge.family, "judge_model": judge.model}
+
+
 def system_name(ranker: Ranker, perturbation: Perturbation) -> str:
     """Paper vocabulary: oracle cells are named by their perturbation (Perfect, Swap[3], ...)."""
     name = (

@@ -31,7 +31,7 @@ from judgebench.identity import input_digests
 from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 from judgebench.jobs.cell import CellSettings
-from judgebench.jobs.common import JobOutcome, config_hash, load_dataset, sweep_id
+from judgebench.jobs.common import JobOutcome, config_hash, judge_tags, load_dataset, sweep_id
 from judgebench.jobs.dry_run import plan_judging, plan_rewrites
 from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
 from judgebench.metrics.agreement import LEVELS
@@ -197,9 +197,7 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
             config_hash=chash,
             sweep_id=cell.sweep_id,
             dataset=dataset.name,
-            judge=judge.name,
-            judge_family=judge.family,
-            judge_model=judge.model,
+            **judge_tags(judge),
             rewriter=rewriter.name,
             text_view=rewriter.view,
             ranker=scorer.name if scorer else "none",

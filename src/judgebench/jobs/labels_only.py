@@ -30,7 +30,16 @@ from judgebench.identity import input_digests
 from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 from judgebench.jobs.cell import CellSettings, semantic_part
-from judgebench.jobs.common import JobOutcome, config_hash, file_text, frame_text, identity_tags, load_dataset, sweep_id
+from judgebench.jobs.common import (
+    JobOutcome,
+    config_hash,
+    file_text,
+    frame_text,
+    identity_tags,
+    judge_tags,
+    load_dataset,
+    sweep_id,
+)
 from judgebench.jobs.dry_run import plan_judging
 from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
@@ -129,9 +138,7 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
             # the judge's configuration hash (and the versions), as on grid cells: compare names judges alike in both
             **cell.hashes,
             dataset=dataset.name,
-            judge=judge.name,
-            judge_family=judge.family,
-            judge_model=judge.model,
+            **judge_tags(judge),
             judge_scale=scale().tag(),
             rewriter="none",
             text_view=ORIGINAL,

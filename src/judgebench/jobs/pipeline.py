@@ -21,8 +21,8 @@ from judgebench.identity import input_digests
 from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 from judgebench.jobs import judge_summary
-from judgebench.jobs.cell import JobCell, resolve_cell, resolve_system, skipped_duplicate
-from judgebench.jobs.common import JobOutcome, file_text, frame_text
+from judgebench.jobs.cell import JobCell, rank_system, resolve_cell, resolve_system, skipped_duplicate
+from judgebench.jobs.common import JobOutcome, file_text, frame_text, judge_tags
 from judgebench.jobs.dry_run import dry_run
 from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
 from judgebench.label_scale import LabelScale
@@ -117,9 +117,7 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
             ranker_family=ranker.family or None,
             ranker_model=cell.identity.ranker_model,
             perturbation=perturbation.name,
-            judge=judge.name,
-            judge_family=judge.family,
-            judge_model=judge.model,
+            **judge_tags(judge),
             judge_scale=scale.tag(),
             rewriter=rewriter.name,
             text_view=rewriter.view,
@@ -131,8 +129,8 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
     def opening() -> RunOpening:
         note = (
             f"{name}: system {system} ({ranker.kind} ranker {ranker.name}, {perturbation.name}) judged by "
-            f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; "
-            f"nDCG@10 judged only, metric version {METRIC_VERSION}"
+            f"{judge.name} ({judge.family}, {judge.model}), text view {rewriter.view}; nDCG@10 judged only, "
+            f"metric version {METRIC_VERSION}"
         )
         return RunOpening(
             f"{name}/{system}/{judge.name}/{rewriter.name}",
@@ -152,18 +150,8 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
         rewrite_files, rewrite_metrics = rewrites_checked(
             rewriter, dataset, texts, job, settings.max_failed_share, where
         )
-        ranking = rankings.rank_once(
-            cell.ranking,
-            dataset,
-            ranker,
-            perturbation,
-            texts,
-            system,
-            rewriter.view != ORIGINAL or ranker.reads_texts(dataset),
-            client,
-            exp_id,
-            files=cell.inputs.digests(cell.cache_dir, rankings.FILE_ROLES),
-        )
+        files = cell.inputs.digests(cell.cache_dir, rankings.FILE_ROLES)
+        ranking = rank_system(cell.system, cell.ranking, dataset, rewriter, texts, files, client, exp_id)
         run = ranking.run
         # the ranking's own statistics (PRP's order consistency), on every cell that uses it
         job.set_tags(RunTags(ranking_key=ranking.key, ranking_sha256=ranking.sha256).to_tags(), metrics=ranking.metrics)

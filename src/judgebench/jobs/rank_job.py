@@ -23,8 +23,15 @@ from judgebench.data.datasets import Dataset
 from judgebench.exceptions import DataError
 from judgebench.identity import input_digests
 from judgebench.identity.run_tags import RunTags
-from judgebench.identity.text_view import ORIGINAL
-from judgebench.jobs.cell import CellSettings, CellSystem, resolve_system, semantic_part, skipped_duplicate
+from judgebench.jobs.cell import (
+    CellSettings,
+    CellSystem,
+    rank_system,
+    ranking_reads_texts,
+    resolve_system,
+    semantic_part,
+    skipped_duplicate,
+)
 from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id
 
 log = logging.getLogger("judgebench")
@@ -46,7 +53,7 @@ class RankCell:
 
     @property
     def reads_texts(self) -> bool:
-        return self.rewriter.view != ORIGINAL or self.system.ranker.reads_texts(self.dataset)
+        return ranking_reads_texts(self.rewriter, self.system.ranker, self.dataset)
 
     @property
     def files(self) -> dict[str, str]:
@@ -141,18 +148,8 @@ def rank_cell(cell: RankCell, started: float) -> JobOutcome:
     )
     try:
         texts = rewriter.rewrite(dataset)
-        ranking = rankings.rank_once(
-            cell.ranking,
-            dataset,
-            ranker,
-            perturbation,
-            texts,
-            system,
-            reads,
-            client,
-            exp_id,
-            files=files,
-            recompute=cell.ranking.force,
+        ranking = rank_system(
+            cell.system, cell.ranking, dataset, rewriter, texts, files, client, exp_id, cell.ranking.force
         )
         job.set_tags(RunTags(ranking_sha256=ranking.sha256).to_tags())
         metrics = {

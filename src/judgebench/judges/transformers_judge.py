@@ -16,7 +16,7 @@ import pandas as pd
 from judgebench.cache import CallCache
 from judgebench.judges.base import Judge, JudgeResult, JudgeUsage
 from judgebench.judges.umbrela_scoring import UMBRELA_PREFIX, umbrela_label_distribution
-from judgebench.llm.local.models import as_spec, cached_scores, first_chunk, score_chunk, transformers_key_maker
+from judgebench.llm.local.models import as_spec, cached_model_scores, transformers_key_maker
 from judgebench.llm.local.prefix_cache import text_before
 from judgebench.llm.prompts import load_prompt
 
@@ -54,15 +54,8 @@ class TransformersJudge(Judge):
             key = key_of(prompt)
             keys.append(key)
             items.append((key, (dataset.queries[q], texts[d], prompt)))  # the prompt is not filled again to score
-        records, scored = cached_scores(
-            self.cache,
-            items,
-            self._score,
-            meta=self.spec.cache_meta(),
-            chunk=score_chunk(self.spec),
-            first=first_chunk(self.spec),
-            progress=self.progress,
-            desc=f"judging ({self.name})",
+        records, scored = cached_model_scores(
+            self.spec, self.cache, items, self._score, self.progress, f"judging ({self.name})"
         )
         rows = []
         for (q, d), key in zip(zip(pairs["query_id"], pairs["doc_id"]), keys):

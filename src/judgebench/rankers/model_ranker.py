@@ -88,22 +88,15 @@ class PointwiseRanker(ModelRanker):
 
     def score_pairs(self, pairs, dataset, texts) -> list[float]:
         """Cached scores for (query_id, doc_id) pairs on the given text view (also used by content bias)."""
-        from judgebench.llm.local.models import cached_scores, first_chunk, score_chunk
+        from judgebench.llm.local.models import cached_model_scores
         from judgebench.llm.prompts import fill
 
         key_of, items = self.prompt_key_maker(), []
         for q, d in pairs:  # the prompt filled for the key travels with the payload: scoring does not fill it again
             prompt = fill(self.prompt, {"query": dataset.queries[q], "passage": texts[d]})
             items.append((key_of(prompt), (dataset.queries[q], texts[d], prompt)))
-        records, self.scored_now = cached_scores(
-            self.cache,
-            items,
-            self.score_batch,
-            meta=self.spec.cache_meta(),
-            chunk=score_chunk(self.spec),
-            first=first_chunk(self.spec),
-            progress=self.progress,
-            desc=f"{self.method} ({self.name})",
+        records, self.scored_now = cached_model_scores(
+            self.spec, self.cache, items, self.score_batch, self.progress, f"{self.method} ({self.name})"
         )
         if self.scored_now:
             log.info("ranker %s: %s", self.name, self.load_model().batching_summary())

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from judgebench.exceptions import ConfigError
-from judgebench.llm.local.models import cached_scores, first_chunk, score_chunk, transformers_key_maker
+from judgebench.llm.local.models import cached_model_scores, transformers_key_maker
 from judgebench.llm.local.prefix_cache import text_before
 from judgebench.llm.prompts import fill
 from judgebench.llm.remote.calls import Call, api_call_key, run_cached
@@ -125,15 +125,9 @@ class PRPRanker(ModelRanker):
                     if rec is None or rec["parsed"] is None:
                         self.failed += 1
             else:
-                records, now = cached_scores(
-                    self.cache,
-                    [(k, (*t, p)) for k, t, p in missing],
-                    self._score_local,
-                    meta=self.spec.cache_meta(),
-                    chunk=score_chunk(self.spec),
-                    first=first_chunk(self.spec),
-                    progress=self.progress,
-                    desc=f"prp ({self.name})",
+                items = [(k, (*t, p)) for k, t, p in missing]
+                records, now = cached_model_scores(
+                    self.spec, self.cache, items, self._score_local, self.progress, f"prp ({self.name})"
                 )
                 self.scored_now += now
                 if now:

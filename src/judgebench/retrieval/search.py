@@ -119,6 +119,18 @@ def prebuilt_searcher(
     return searcher
 
 
+def prebuilt_pool(
+    queries: Mapping[str, str], prebuilt: str, k1: float, b: float, depth: int, cache_dir: str | Path | None
+) -> tuple[pd.DataFrame, dict]:
+    """A dataset's pool when it has no run of its own (TREC DL online, an ir_datasets collection without a pool file):
+    BM25's top ``depth`` per query from a Pyserini prebuilt index, and the provenance that records how it was made."""
+    pool = bm25_search(
+        queries, None, prebuilt=prebuilt, k1=k1, b=b, depth=depth, cache_dir=Path(cache_dir or ".cache/judgebench")
+    )
+    provenance = {"ranker": "bm25", "k1": k1, "b": b, "depth": depth, "index": prebuilt, "source": "pyserini-prebuilt"}
+    return pool, provenance
+
+
 def bm25_search(
     queries: Mapping[str, str],
     corpus: Mapping[str, str] | None = None,

@@ -36,6 +36,7 @@ from tenacity import (
 )
 
 from judgebench.checks.store_writable import check_sqlite_writable
+from judgebench.identity import PACING
 from judgebench.identity.run_tags import RunTags
 from judgebench.secrets import MASK, SECRET_KEY, mask_secrets, scrub  # noqa: F401  (re-exported)
 from judgebench.tracking import artifact_store
@@ -337,6 +338,7 @@ CELL_KEYS = ("job", "max_failed_share")
 # Leaves that say how a component runs, not what it computes (class paths, caches, rate limits,
 # devices, prices), and the dataset's file paths (the dataset input holds their digest and source).
 HOW = {
+    *PACING,
     "_target_",
     "cache_dir",
     "progress",
@@ -344,16 +346,6 @@ HOW = {
     "dtype",
     "batch_size",
     "batch_tokens",
-    "max_concurrency",
-    "min_concurrency",
-    "initial_concurrency",
-    "adaptive",
-    "requests_per_minute",
-    "tokens_per_minute",
-    "max_retries",
-    "timeout_s",
-    "backoff_base_s",
-    "backoff_max_s",
     "api_key_env",
     "price_input_per_mtok",
     "price_output_per_mtok",

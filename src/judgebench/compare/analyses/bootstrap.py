@@ -28,6 +28,7 @@ from scipy.stats import t as student_t
 
 from judgebench.compare.base.artifacts import per_query_matrix
 from judgebench.compare.base.reference import own_rows
+from judgebench.compare.base.tables import datasets_with_rows
 
 MEANS = ["dataset", "judge", "system", "mean", "lo", "hi", "queries"]
 
@@ -63,10 +64,7 @@ def mean_intervals(per_query: pd.DataFrame, t1: dict[str, pd.DataFrame], level: 
     """Table 6: Student's t interval of every system's mean nDCG@10 per judge over the dataset's queries, clipped
     to [0, 1] (columns MEANS)."""
     mean_rows = []
-    for dataset, table in t1.items():
-        d = per_query[per_query["dataset"] == dataset]
-        if d.empty:
-            continue
+    for dataset, table, d in datasets_with_rows(per_query, t1):
         systems = list(table.index)
         queries = sorted(d["query_id"].astype(str).unique())
         own = own_rows(d)

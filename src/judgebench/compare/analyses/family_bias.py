@@ -8,9 +8,9 @@ Per query q: d(q) = mean over the own-family systems of gap(s, q) - mean over ev
 oracle rankers aside: perturbed human rankings are no run type, and Table 5 compares them with the LLM rankers); the
 statistic is its mean over queries. Queries are the resampled unit, as everywhere in compare: the interval and p
 value are self-preference's (metrics/self_preference.py GuardedBootstrapT: the symmetric paired bootstrap-t over
-queries joined with Student's t; their coverage and size are simulated in tests/compare/analyses/test_family_bias.py and
-the calibration benchmark). Families are data: the ``judge_family`` and ``ranker_family`` tags (an imported run's from
-its runs table, docs/datasets.md).
+queries joined with Student's t; their coverage and size are simulated in
+tests/compare/analyses/test_family_bias.py and the calibration benchmark). Families are data: the ``judge_family``
+and ``ranker_family`` tags (an imported run's from its runs table, docs/datasets.md).
 """
 
 from __future__ import annotations
@@ -21,22 +21,18 @@ import numpy as np
 import pandas as pd
 
 from judgebench.compare.analyses.self_preference import (
+    CONTRAST,
     gap_matrix,
     holm,
     judge_families,
     queries_and_resamples,
     system_families,
 )
-from judgebench.compare.base.tables import judge_columns
+from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics.self_preference import GuardedBootstrapT, SelfPreference, family_mean
 
 COLUMNS = [
-    "dataset",
-    "judge",
-    "judge_family",
-    "reference",
-    "own_systems",
-    "other_systems",
+    *CONTRAST,
     "n_own",
     "n_other",
     "queries",
@@ -73,10 +69,7 @@ def analyse(
     """One row per (dataset, judge with a family that some system shares and some system does not)."""
     fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
     rows = []
-    for dataset, table in t1.items():
-        d = per_query[per_query["dataset"] == dataset]
-        if d.empty:
-            continue
+    for dataset, table, d in datasets_with_rows(per_query, t1):
         queries, idx = queries_and_resamples(d, n_resamples, seed)
         systems = list(table.index)
         for judge in [j for j in judge_columns(table) if j in fam_of_judge]:

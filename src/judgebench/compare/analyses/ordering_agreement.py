@@ -20,7 +20,7 @@ import pandas as pd
 
 from judgebench.compare.base.artifacts import per_query_matrix
 from judgebench.compare.base.reference import References, own_rows
-from judgebench.compare.base.tables import judge_columns
+from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics import tau_b
 from judgebench.metrics.query_tau import query_tau
 
@@ -45,10 +45,7 @@ def ordering_agreement(
     """One row per (dataset, judge) of Table 1: tau of the means and the per-query tau with interval and p, over all
     systems and over the oracles, and the oracles verdict (module docstring)."""
     rows = []
-    for dataset, table in t1.items():
-        d = per_query[per_query["dataset"] == dataset]
-        if d.empty:
-            continue
+    for dataset, table, d in datasets_with_rows(per_query, t1):
         systems = list(table.index)
         oracle = np.array([t == "oracle" for t in table["type"]])
         queries = sorted(d["query_id"].astype(str).unique())

@@ -23,16 +23,14 @@ import pandas as pd
 from judgebench.compare.analyses.bootstrap import resample_indices
 from judgebench.compare.base.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.base.reference import OWN, ROLE, References
-from judgebench.compare.base.tables import judge_columns
+from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics.self_preference import FamilyInteraction, GuardedBootstrapT, SelfPreference, family_mean
 
+# What names a judge's contrast of its own family's systems with the others: the first columns of this analysis's rows
+# and of the run-type bias's (compare/analyses/family_bias.py), which contrasts the same judge with every other system.
+CONTRAST = ["dataset", "judge", "judge_family", "reference", "own_systems", "other_systems"]
 SELF = [
-    "dataset",
-    "judge",
-    "judge_family",
-    "reference",
-    "own_systems",
-    "other_systems",
+    *CONTRAST,
     "queries",
     "gap_own",
     "gap_other",
@@ -111,10 +109,7 @@ def analyse(
     dataset."""
     fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
     self_rows, pair_rows, gap_rows = [], [], []
-    for dataset, table in t1.items():
-        d = per_query[per_query["dataset"] == dataset]
-        if d.empty:
-            continue
+    for dataset, table, d in datasets_with_rows(per_query, t1):
         queries, idx = queries_and_resamples(d, n_resamples, seed)
         systems = [s for s in table.index if (dataset, s) in fam_of_system]
         families = list(dict.fromkeys(fam_of_system[(dataset, s)] for s in systems))

@@ -29,6 +29,12 @@ if TYPE_CHECKING:
 LatexTable = tuple[str, pd.DataFrame, str, dict]  # (file stem, frame, caption, render.latex options)
 
 
+def latex_table(stem: str, frame: pd.DataFrame | None, caption: str, **options) -> list[LatexTable]:
+    """A section's one .tex table of ``frame``, with these render.latex ``options``; none when ``frame`` is None or
+    empty (a section writes no empty table)."""
+    return [(stem, frame, caption, options)] if frame is not None and len(frame) else []
+
+
 class Section:
     """The protocol, with empty defaults: a section overrides only the outputs it has."""
 
@@ -44,6 +50,12 @@ class Section:
         """The result ``name`` (default: the section's own name) that ``compute`` gave for this report (None when it
         gave none, or for a report built by hand without it)."""
         return getattr(r, "results", {}).get(name or self.name)
+
+    def nonempty_result(self, r: Report, name: str | None = None) -> pd.DataFrame | None:
+        """The result ``name`` when it is a table with rows, else None: a section whose table is empty writes nothing
+        in any output."""
+        table = self.result(r, name)
+        return table if table is not None and len(table) else None
 
     def markdown(self, r: Report) -> list[str]:
         """Markdown blocks, joined by newlines into report.md (and report.html)."""

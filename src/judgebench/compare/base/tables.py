@@ -7,6 +7,7 @@ exactly the same treatment as real ones.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,17 @@ TABLE2 = [
 def judge_columns(table: pd.DataFrame) -> list[str]:
     """The judge columns of a Table 1 frame: everything but the type and the two human references."""
     return [c for c in table.columns if c not in ("type", *REFERENCES)]
+
+
+def datasets_with_rows(
+    per_query: pd.DataFrame, t1: dict[str, pd.DataFrame]
+) -> Iterator[tuple[str, pd.DataFrame, pd.DataFrame]]:
+    """(dataset, its Table 1, its per-query rows) for each dataset of Table 1 that has per-query rows: where every
+    analysis over queries starts (a dataset without them has no query to resample or correlate)."""
+    for dataset, table in t1.items():
+        rows = per_query[per_query["dataset"] == dataset]
+        if not rows.empty:
+            yield dataset, table, rows
 
 
 def system_types(jobs: pd.DataFrame) -> pd.Series:

@@ -100,6 +100,16 @@ def judge_table(df: pd.DataFrame, judges: list[str], **kw) -> tuple[str, bool]:
     return texts.to_markdown(disable_numparse=True, colalign=["left", *["right"] * len(texts.columns)]), True
 
 
+def judge_table_under(heading: str, df: pd.DataFrame, columns_are: str) -> list[str]:
+    """A per-dataset Markdown heading and the :func:`judge_table` of ``df`` (every column a judge) under it; a turned
+    table's heading says so, naming what its columns are then (``columns_are``, singular: system, pair)."""
+    table, turned = judge_table(df, list(df.columns))
+    return [
+        f"\n### {heading}" + (f" (one row per judge, one column per {columns_are})" if turned else "") + "\n",
+        table,
+    ]
+
+
 def latex(df: pd.DataFrame, caption: str, label: str, index: bool = True, **kw) -> str:
     if index:  # the index as a first column: pandas would give its name a header row of its own
         df = df.reset_index()

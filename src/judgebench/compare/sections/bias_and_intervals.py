@@ -150,8 +150,7 @@ class RankerBias(Section):
                 f"mean rank of the LLM systems {number(row.llm_rank_judge, 1)} "
                 f"vs the oracles {number(row.oracle_rank_judge, 1)} "
                 f"under the judge, {number(row.llm_rank_human, 1)} vs {number(row.oracle_rank_human, 1)} under humans; "
-                "LLM systems win "
-                f"{percent(row.llm_wins_judge)} of (LLM, oracle) pairs under the judge, "
+                f"LLM systems win {percent(row.llm_wins_judge)} of (LLM, oracle) pairs under the judge, "
                 f"{percent(row.llm_wins_human)} under humans"
             )
             flips = getattr(row, "flipped_pairs", math.nan)
@@ -159,7 +158,8 @@ class RankerBias(Section):
                 margin = f", by {row.flip_margin:.3f} nDCG@10 on average" if known(row.flip_margin) else ""
                 ranks += (
                     f"; of the {int(row.oracle_first_pairs)} (LLM, oracle) pairs humans order oracle first, "
-                    f"the judge puts the LLM system above in {int(flips)}{margin}"
+                    f"the judge puts "
+                    f"the LLM system above in {int(flips)}{margin}"
                 )
             if not known(v):
                 yield Finding(
@@ -210,13 +210,7 @@ class ConfidenceIntervals(Section):
         if not len(r.ci_means):
             parts.append("\nbootstrap=0: no intervals of the means computed.")
         for dataset, c in views.confidence_tables(r).items() if len(r.ci_means) else ():
-            table, turned = render.judge_table(c, list(c.columns))
-            parts += [
-                f"\n### {md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]"
-                + (" (one row per judge, one column per system)" if turned else "")
-                + "\n",
-                table,
-            ]
+            parts += render.judge_table_under(f"{md(dataset)}: mean nDCG@10 [{o.level:.0%} interval]", c, "system")
             parts += [f"\n**{md(w)}**" for w in [few_queries_warning(r.ci_means, dataset)] if w]
         if len(r.ci_tau):
             parts += [

@@ -12,27 +12,14 @@ import pandas as pd
 from judgebench.compare.analyses import family_bias
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
-from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section, latex_table
 from judgebench.compare.renderers import render
 
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
 
-SHOWN = [
-    "dataset",
-    "judge",
-    "judge_family",
-    "n_own",
-    "n_other",
-    "queries",
-    "gap_own",
-    "gap_other",
-    "family_bias",
-    "lo",
-    "hi",
-    "p_value",
-    "p_holm",
-]
+# the analysis's columns but the reference (said in the heading) and the lists of systems (said above the table)
+SHOWN = [c for c in family_bias.COLUMNS if c not in ("reference", "own_systems", "other_systems")]
 
 
 class FamilyBias(Section):
@@ -42,12 +29,8 @@ class FamilyBias(Section):
         o = r.options
         return {self.name: family_bias.analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level)}
 
-    def _table(self, r: Report) -> pd.DataFrame | None:
-        table = self.result(r)
-        return table if table is not None and len(table) else None
-
     def markdown(self, r: Report) -> list[str]:
-        table = self._table(r)
+        table = self.nonempty_result(r)
         if table is None:
             return []
         groups = [
@@ -80,25 +63,22 @@ class FamilyBias(Section):
         ]
 
     def latex(self, r: Report) -> list[LatexTable]:
-        table = self._table(r)
-        if table is None:
-            return []
-        return [
-            (
-                "family_bias",
-                table[SHOWN],
-                "Run-type bias: gap on the judge's own family's systems minus gap on every other "
-                f"system, with a {100 * r.options.level:g}\\% guarded bootstrap-t interval and its p over queries.",
-                {"index": False, "integers": ["n_own", "n_other", "queries"], "digits": 4},
-            )
-        ]
+        table = self.result(r)
+        caption = (
+            "Run-type bias: gap on the judge's own family's systems minus gap on every other "
+            f"system, with a {100 * r.options.level:g}\\% guarded bootstrap-t interval and its p over queries."
+        )
+        shown = None if table is None else table[SHOWN]
+        return latex_table(
+            "family_bias", shown, caption, index=False, integers=["n_own", "n_other", "queries"], digits=4
+        )
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
-        table = self._table(r)
+        table = self.nonempty_result(r)
         return [("family_bias", table, False)] if table is not None else []
 
     def console(self, r: Report) -> list[str]:
-        table = self._table(r)
+        table = self.nonempty_result(r)
         if table is None:
             return []
         return [
@@ -109,7 +89,7 @@ class FamilyBias(Section):
         ]
 
     def findings(self, r: Report) -> Iterable[Finding]:
-        table = self._table(r)
+        table = self.nonempty_result(r)
         for x in table.itertuples() if table is not None else ():
             yield Finding(
                 "run-type bias",

@@ -11,7 +11,7 @@ import pandas as pd
 
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
-from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section, latex_table
 from judgebench.compare.renderers import figures, render
 from judgebench.content_bias import statistics as content_bias
 
@@ -47,16 +47,10 @@ class ContentBias(Section):
         return parts
 
     def latex(self, r: Report) -> list[LatexTable]:
-        if not len(r.content_summary):
-            return []
-        return [
-            (
-                "content_bias",
-                r.content_summary,
-                "Judge labels on original vs rewritten text.",
-                {"index": False, "integers": ["human", "pairs"], "digits": 3},
-            )
-        ]
+        caption = "Judge labels on original vs rewritten text."
+        return latex_table(
+            "content_bias", r.content_summary, caption, index=False, integers=["human", "pairs"], digits=3
+        )
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
         return [

@@ -13,7 +13,7 @@ from scipy.stats import entropy
 from judgebench import label_scale
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
-from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section, latex_table
 from judgebench.compare.renderers import render
 from judgebench.identity.text_view import ORIGINAL
 
@@ -63,8 +63,8 @@ class LabelEntropy(Section):
         return {self.name: label_entropy(r.labels)}
 
     def markdown(self, r: Report) -> list[str]:
-        table = self.result(r)
-        if table is None or not len(table):
+        table = self.nonempty_result(r)
+        if table is None:
             return []
         return [
             "\n## Label entropy per judge (bits; the humans' on the same pairs)\n",
@@ -76,25 +76,16 @@ class LabelEntropy(Section):
         ]
 
     def latex(self, r: Report) -> list[LatexTable]:
-        table = self.result(r)
-        if table is None or not len(table):
-            return []
-        return [
-            (
-                "label_entropy",
-                table,
-                "Label entropy per judge (bits), beside the human labels' on the same pairs.",
-                {"index": False, "integers": ["pairs"], "digits": 3},
-            )
-        ]
+        caption = "Label entropy per judge (bits), beside the human labels' on the same pairs."
+        return latex_table("label_entropy", self.result(r), caption, index=False, integers=["pairs"], digits=3)
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
-        table = self.result(r)
-        return [("label_entropy", table, False)] if table is not None and len(table) else []
+        table = self.nonempty_result(r)
+        return [] if table is None else [("label_entropy", table, False)]
 
     def console(self, r: Report) -> list[str]:
-        table = self.result(r)
-        if table is None or not len(table):
+        table = self.nonempty_result(r)
+        if table is None:
             return []
         return [
             "  label entropy, judge vs human (bits): "

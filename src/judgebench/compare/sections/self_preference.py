@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from judgebench.compare.analyses import order_bias  # noqa: E402
-from judgebench.compare.analyses.self_preference import analyse, findings  # noqa: E402
+from judgebench.compare.analyses.self_preference import SELF, analyse, findings  # noqa: E402
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding, known
 from judgebench.compare.base.section import LatexTable, Section  # noqa: E402
@@ -33,22 +33,8 @@ if TYPE_CHECKING:
 
 FIGURE = "figure_family_gaps.png"
 CAPTION = "mean nDCG@10 gap (judge minus its human reference) per judge family and ranker family"
-SELF_SHOWN = [
-    "dataset",
-    "judge",
-    "judge_family",
-    "own_systems",
-    "other_systems",
-    "queries",
-    "gap_own",
-    "gap_other",
-    "self_preference",
-    "lo",
-    "hi",
-    "p_value",
-    "p_holm",
-    "verdict",
-]
+# the analysis's columns but the reference (said in the heading), with the Holm p and the verdict it adds
+SELF_SHOWN = [*(c for c in SELF if c != "reference"), "p_holm", "verdict"]
 
 
 def markdown(r: Report) -> list[str]:
@@ -202,28 +188,24 @@ def metrics(r: Report) -> dict[str, float]:
     """The compare run's metrics: self-preference, interaction and order bias, by dataset and judge or system."""
     out: dict[str, float] = {}
     for row in r.self_preference["self_preference"].itertuples(index=False):
-        for name, value in (
-            ("self_preference", row.self_preference),
-            ("self_preference_lo", row.lo),
-            ("self_preference_hi", row.hi),
-            ("self_preference_p", row.p_value),
-        ):
-            out[f"{name}.{names.file_part(row.dataset)}.{names.file_part(row.judge)}"] = value
+        out |= _with_interval("self_preference", row.self_preference, row, names.file_part(row.judge))
     for row in r.self_preference["interaction"].itertuples(index=False):
         pair = f"{names.file_part(row.judge_a)}_x_{names.file_part(row.judge_b)}"
-        for name, value in (
-            ("family_interaction", row.interaction),
-            ("family_interaction_lo", row.lo),
-            ("family_interaction_hi", row.hi),
-            ("family_interaction_p", row.p_value),
-        ):
-            out[f"{name}.{names.file_part(row.dataset)}.{pair}"] = value
+        out |= _with_interval("family_interaction", row.interaction, row, pair)
     for row in r.order_bias.itertuples(index=False):
         out[f"prp_order_consistency.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = (
             row.order_consistency
         )
         out[f"prp_first_position.{names.file_part(row.dataset)}.{names.file_part(row.system)}"] = row.first_position
     return {k: float(v) for k, v in out.items() if v == v}
+
+
+def _with_interval(name: str, value: float, row, who: str) -> dict[str, float]:
+    """A statistic of one row and its interval and p as metrics: ``<name>``, ``<name>_lo``, ``<name>_hi`` and
+    ``<name>_p``, each ``.<dataset>.<who>``."""
+    where = f"{names.file_part(row.dataset)}.{who}"
+    bounds = (("", value), ("_lo", row.lo), ("_hi", row.hi), ("_p", row.p_value))
+    return {f"{name}{suffix}.{where}": v for suffix, v in bounds}
 
 
 class SelfPreference(Section):
@@ -258,9 +240,8 @@ class SelfPreference(Section):
 
     def console(self, r: Report) -> list[str]:
         return [
-            f"  {names.plain(x.dataset)} / {names.plain(x.system)}: "
-            f"PRP order consistency {x.order_consistency:.2f}, first "
-            f"position {x.first_position:.2f}"
+            f"  {names.plain(x.dataset)} / {names.plain(x.system)}: PRP order consistency "
+            f"{x.order_consistency:.2f}, first position {x.first_position:.2f}"
             for x in r.order_bias.itertuples(index=False)
         ]
 
@@ -282,8 +263,8 @@ class SelfPreference(Section):
                 text, alert = f"favours its own family's ({row.judge_family}) rankers by {interval}{p}.", True
             elif said == "disfavours":
                 text, alert = (
-                    f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, "
-                    f"by {interval}{p}.",
+                    f"rates its own family's ({row.judge_family}) rankers below the other LLM rankers, by "
+                    f"{interval}{p}.",
                     False,
                 )
             else:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from judgebench.compare.analyses import significance
 from judgebench.compare.base import names
-from judgebench.compare.base.section import LatexTable, Section
+from judgebench.compare.base.section import LatexTable, Section, latex_table
 from judgebench.compare.renderers import render
 
 if TYPE_CHECKING:
@@ -41,13 +41,7 @@ class OracleTests(Section):
             f"\n## Table 3: paired t-tests between oracle rankers (p raw / p Holm, * = significant at alpha {alpha})"
         ]
         for dataset, m in significance.oracle_matrix(r.oracle_tests, alpha, r.judges).items():
-            table, turned = render.judge_table(m, list(m.columns))
-            parts += [
-                f"\n### {names.markdown(dataset)}"
-                + (" (one row per judge, one column per pair)" if turned else "")
-                + "\n",
-                table,
-            ]
+            parts += render.judge_table_under(names.markdown(dataset), m, "pair")
         return parts
 
     def latex(self, r: Report) -> list[LatexTable]:
@@ -100,16 +94,9 @@ class DecisionAgreement(Section):
         return parts
 
     def latex(self, r: Report) -> list[LatexTable]:
-        if not len(r.agreement_counts):
-            return []
-        return [
-            (
-                "significance_agreement",
-                r.agreement_counts,
-                "Pairwise significance decisions, judge vs human.",
-                {"index": False, "integers": list(significance.COUNTS[3:])},
-            )
-        ]
+        caption = "Pairwise significance decisions, judge vs human."
+        counts = list(significance.COUNTS[3:])
+        return latex_table("significance_agreement", r.agreement_counts, caption, index=False, integers=counts)
 
     def csv(self, r: Report) -> list[tuple[str, pd.DataFrame, bool]]:
         return [

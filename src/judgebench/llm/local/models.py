@@ -181,6 +181,29 @@ def cached_scores(
     return records, len(todo)
 
 
+def cached_model_scores(
+    spec: ModelSpec,
+    cache: CallCache,
+    items: Sequence[tuple[str, Any]],
+    score: Callable[[list[Any]], list[dict]],
+    progress: bool,
+    desc: str,
+) -> tuple[dict[str, dict], int]:
+    """:func:`cached_scores` of a local model's prompts, as every scorer that asks the model for scores (a judge, a
+    pointwise or pairwise ranker) calls it: the records stored with the model's description, the chunks sized by its
+    batch size (:func:`first_chunk`, then :func:`score_chunk`)."""
+    return cached_scores(
+        cache,
+        items,
+        score,
+        meta=spec.cache_meta(),
+        chunk=score_chunk(spec),
+        first=first_chunk(spec),
+        progress=progress,
+        desc=desc,
+    )
+
+
 def next_chunk(chunk: int, done: int, seconds: float) -> int:
     """The size of the next scoring chunk, at the rate of the last one (``done`` items in ``seconds``): about
     :data:`CHUNK_SECONDS` of work, never over :data:`CHUNK_GROWTH` times ``chunk``, and not under ``chunk`` unless

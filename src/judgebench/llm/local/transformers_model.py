@@ -300,27 +300,10 @@ class TransformersModel:
         self.truncated += 1
         return fill(template, {**fields, truncate_field: cut}), True
 
-    def render_many(
-        self,
-        template: str,
-        fields: list[dict[str, Any]],
-        truncate_field: str,
-        *,
-        forced_prefix: str = "",
-        system: str | None = None,
-        prompts: list[str | None] | None = None,
-    ) -> list[tuple[str, bool]]:
-        """:meth:`render` of many field sets in one tokenizer call (:mod:`judgebench.llm.local.encoding`); ``prompts``:
-        filled already."""
-        return encoding.render_many(
-            self, template, fields, truncate_field, forced_prefix=forced_prefix, system=system, prompts=prompts
-        )
-
-    def encode_many(
-        self, prompts: list[str], forced_prefix: str = "", system: str | None = None
-    ) -> list[tuple[list[int], list[int] | None]]:
-        """:meth:`encode` of every prompt, tokenised in bulk (:mod:`judgebench.llm.local.encoding`)."""
-        return encoding.encode_many(self, prompts, forced_prefix, system)
+    # :meth:`render` and :meth:`encode` of many prompts in one tokenizer call: the functions of
+    # :mod:`judgebench.llm.local.encoding`, which take the model first, are these methods as they stand
+    render_many = encoding.render_many
+    encode_many = encoding.encode_many
 
     # ----- scoring --------------------------------------------------------------------------------
     def _chunks(self, encoded: list[tuple[list[int], list[int] | None]]) -> list[list[int]]:
