@@ -101,6 +101,7 @@ def test_label_entropy_finding_for_a_collapsed_judge_only():
 
 ANALYSES = {
     "oracle_tests",
+    "query_gaps",
     "all_tests",
     "agreement_counts",
     "agreement_pairs",

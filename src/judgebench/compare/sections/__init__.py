@@ -24,6 +24,7 @@ from judgebench.compare.sections.findings_detail import FindingsDetail
 from judgebench.compare.sections.grid_state import ContentBias, GridState
 from judgebench.compare.sections.header import Header
 from judgebench.compare.sections.label_entropy import LabelEntropy
+from judgebench.compare.sections.query_gaps import QueryGaps
 from judgebench.compare.sections.self_preference import SelfPreference
 from judgebench.compare.sections.significance_tests import DecisionAgreement, OracleTests
 from judgebench.compare.sections.table1 import Table1
@@ -60,6 +61,7 @@ SECTIONS: list[Section] = [
     Table1(),
     Table2(),
     LabelEntropy(),
+    QueryGaps(),
     OracleTests(),
     DecisionAgreement(),
     Discrimination(),
