@@ -143,7 +143,11 @@ def split_profile(path: Path) -> dict:
     compose, composes = cum("hydra/_internal/config_loader_impl.py", "load_sweep_config")
     run_job_keys = [k for k in stats if k[0].endswith("judgebench/jobs/pipeline.py") and k[2] == "run_job"]
     job_total = sum(stats[k][3] for k in run_job_keys)
-    run_cell_keys = [k for k in stats if k[0].endswith("judgebench/jobs/pipeline.py") and k[2] == "run_cell"]
+    # run_cell hands its stages to the job skeleton (jobs/skeleton.py run_steps), which calls the cell's own work
+    # function: those three pass the work on, their callees are the phases
+    passing = {("judgebench/jobs/pipeline.py", "run_cell"), ("judgebench/jobs/pipeline.py", "work")}
+    passing.add(("judgebench/jobs/skeleton.py", "run_steps"))
+    run_cell_keys = [k for k in stats if any(k[0].endswith(f) and k[2] == name for f, name in passing)]
     phases = {name: 0.0 for name, _ in PHASES}
     callees: dict[str, float] = {}
     for key, (_, _, _, _, callers) in stats.items():
