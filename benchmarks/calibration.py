@@ -474,7 +474,8 @@ def cell_rows(seed: int, n: int, setting: str, P: int, D: int, se_limit: float, 
 
 def permutation_cell(seed: int, P: int, D: int, se_limit: float) -> list[dict]:
     row.se_limit = se_limit
-    return orderings.permutation_rows(row, np.random.default_rng([seed, 99]), P * D)
+    rng = np.random.default_rng([seed, 99])
+    return orderings.permutation_rows(row, rng, P * D) + orderings.rho_interval_rows(row, rng, P * D)
 
 
 def run(

@@ -10,14 +10,15 @@ vectorised over replications (numpy over R independent draws; docs/protocol.md#c
 - discrimination (compare/analyses/discrimination.py): family-wise size of the construction sign tests (Holm over
   the 15 oracle pairs) for a judge that cannot tell the oracles apart, of the judge-minus-human test for a judge
   exchangeable with the humans, and of the permutation test of kappa vs discrimination across 5, 8 and 12 judges
-  with no association.
+  with no association; coverage of rho's interval (Fisher's z, Bonett-Wright s.e.) across 5 to 33 judges.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
-from judgebench.compare.analyses.discrimination import pair_tests, permutation_p
+from judgebench.compare.analyses.discrimination import ROUGH_BELOW, pair_tests, permutation_p, rho_interval
 from judgebench.metrics.query_tau import pair_counts, query_tau
 from judgebench.metrics.self_preference import guarded_bootstrap_t
 
@@ -195,4 +196,36 @@ def permutation_rows(row, rng, R) -> list[dict]:
                 lambda v, _: v <= 0.06,
             )
         )
+    return rows
+
+
+def rho_interval_rows(row, rng, R) -> list[dict]:
+    """Coverage of Spearman rho's interval (discrimination.rho_interval) across 5, 8, 12 and 33 judges whose kappa
+    and statistic are bivariate normal with population Spearman rho 0, 0.5 or 0.8 (Pearson r = 2 sin(pi rho / 6));
+    a draw with |rho| = 1 has no interval and counts as a miss. Rows under ROUGH_BELOW judges are flagged (the
+    report says "rough" there)."""
+    rows = []
+    for judges in (5, 8, 12, 33):
+        for rho in (0.0, 0.5, 0.8):
+            r = 2 * np.sin(np.pi * rho / 6)
+            x = rng.standard_normal((R, judges))
+            y = r * x + np.sqrt(1 - r * r) * rng.standard_normal((R, judges))
+            rx, ry = stats.rankdata(x, axis=1), stats.rankdata(y, axis=1)
+            rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
+            est = (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+            lo, hi = rho_interval(est, judges, LEVEL)
+            covered = (lo <= rho) & (rho <= hi)  # NaN (|rho| = 1) compares False: a miss
+            rows.append(
+                row(
+                    f"kappa vs discrimination rho interval (population rho {rho:g}): coverage",
+                    "judges",
+                    0,
+                    judges,
+                    LEVEL,
+                    covered.astype(float),
+                    "0.93-0.97",
+                    lambda v, _: 0.93 <= v <= 0.97,
+                    judges < ROUGH_BELOW,
+                )
+            )
     return rows

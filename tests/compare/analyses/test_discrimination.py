@@ -183,6 +183,35 @@ def test_rank_correlations_by_an_exact_permutation_test():
     assert (few["verdict"] == discrimination.TOO_FEW).all()  # 4 judges: the smallest two-sided p is 2/24 > 0.05
 
 
+def test_rho_has_fisher_z_interval_with_bonett_wright_error():
+    """Worked by hand: rho = 0.6 over 12 judges, z = atanh(0.6) = 0.6931, s.e. sqrt(1.18 / 9) = 0.3621, 95 %:
+    tanh(0.6931 -+ 1.96 * 0.3621) = [-0.0165, 0.8860]; none under 4 judges or at |rho| = 1."""
+    lo, hi = discrimination.rho_interval(np.array([0.6, 1.0, -0.6]), 12)
+    assert lo[0] == pytest.approx(-0.0165, abs=5e-4) and hi[0] == pytest.approx(0.8860, abs=5e-4)
+    assert np.isnan(lo[1]) and np.isnan(hi[1])
+    assert lo[2] == pytest.approx(-hi[0]) and hi[2] == pytest.approx(-lo[0])  # symmetric in the sign
+    assert np.isnan(discrimination.rho_interval(np.array([0.5]), 3)[0]).all()
+    frame = pd.DataFrame(
+        {
+            "kappa_graded": np.linspace(0.1, 0.9, 12),
+            "as_constructed": [1, 3, 2, 4, 6, 5, 8, 7, 9, 12, 10, 11],
+            "query_tau_oracles": [0.2, 0.4, 0.1, 0.8, 0.6, 0.3, 0.5, 0.9, 0.7, 0.2, 0.4, 0.6],
+        }
+    )
+    c = discrimination.correlations(frame, level=0.9).set_index("statistic")
+    for stat in ("as_constructed", "query_tau_oracles"):
+        rho = spearmanr(frame["kappa_graded"], frame[stat]).statistic
+        half = 1.6449 * np.sqrt((1 + rho**2 / 2) / 9)
+        assert c.loc[stat, "rho_lo"] == pytest.approx(np.tanh(np.arctanh(rho) - half), abs=1e-4)
+        assert c.loc[stat, "rho_hi"] == pytest.approx(np.tanh(np.arctanh(rho) + half), abs=1e-4)
+    text = discrimination.answer("d", c.reset_index(), 12)
+    assert f"[{c.loc['as_constructed', 'rho_lo']:+.2f}, {c.loc['as_constructed', 'rho_hi']:+.2f}]" in text
+    assert "rough" not in text
+    assert "(rough under 10 judges)" in discrimination.answer(
+        "d", discrimination.correlations(frame.iloc[:6]).reset_index(), 6
+    )
+
+
 def test_the_answer_and_the_finding_say_too_few_judges_with_four():
     values = _values()
     d = _run(values, KAPPA)

@@ -76,7 +76,8 @@ def markdown(r: Report) -> list[str]:
         "query, Holm over the pairs). Judges ranked by `as_constructed`, then fewer `worse_than_humans`, then the "
         "per-query tau. Per-query tau: how often, query by query, the judge orders two oracles as the humans do, with "
         f"its {o.level:.0%} delta-method t interval over queries; tau and tau_AP of the means: points (no interval "
-        "covers them, docs/protocol.md#calibration). kappa vs each statistic: Spearman's rho across judges with an "
+        "covers them, docs/protocol.md#calibration). kappa vs each statistic: Spearman's rho across judges with its "
+        f"{o.level:.0%} interval (Fisher's z, Bonett-Wright s.e.; rough under {analysis.ROUGH_BELOW} judges) and an "
         "exact permutation test, Holm over the two.\n",
     ]
     for dataset, sentence in d.answers.items():
