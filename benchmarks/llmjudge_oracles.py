@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                     {
                         "kappa vs": r.statistic,
                         "rho": round(r.rho, 3),
+                        "rho 95% interval": f"[{r.rho_lo:+.3f}, {r.rho_hi:+.3f}]",
                         "p": round(r.p_value, 4),
                         "p_holm": round(r.p_holm, 4),
                         "judges": int(r.judges),

@@ -493,6 +493,7 @@ def test_calibration(tmp_path):
         "per-query tau t interval (reversing judge, ties)",
         "discrimination sign tests + Holm (blind judge)",
         "kappa vs discrimination permutation test (no association)",
+        "kappa vs discrimination rho interval (population rho 0.8)",
         "Table 3/4 t + Holm",
     ):
         assert family in families, family
