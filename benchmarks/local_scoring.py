@@ -77,13 +77,13 @@ def child(spec: dict) -> dict:
             for q, a, b in triples
         ]
         args = dict(candidates=[" A", " B"], forced_prefix="Passage")
-    warm = model.next_token_logprobs(prompts[: min(2, len(prompts))], **args)  # first-call costs out of the timing
+    warm = model.next_token_scores(prompts[: min(2, len(prompts))], **args)  # first-call costs out of the timing
     assert warm.shape[1] == 2
     timings = []
     for _ in range(spec.get("repeats", 2)):  # best of: the machine is shared and noisy
         model.usage = type(model.usage)()
         t0 = time.perf_counter()
-        lp = model.next_token_logprobs(prompts, **args)
+        lp = model.next_token_scores(prompts, **args)
         timings.append(time.perf_counter() - t0)
         assert lp.shape == (len(prompts), 2)
     seconds = min(timings)
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict:
             "peak_rss_mb",
             "rss_loaded_mb",
         ],
-        "Local scoring on CPU (TransformersModel.next_token_logprobs; PRP pair = 2 prompts)",
+        "Local scoring on CPU (TransformersModel.next_token_scores; PRP pair = 2 prompts)",
     )
     out = {
         "settings": {

@@ -82,22 +82,22 @@ def bare_client(
 def cache_writes(mode: str):
     """Diagnostic only: "durable" (as shipped), "no-fsync" (entries written, never fsynced), "none" (no cache
     writes at all). Shows what the cache's durability costs LLMJudge's throughput."""
-    import judgebench.cache.store as jc
+    import judgebench.cache.entry_files as jc
     from judgebench.cache.writer import GroupWriter
 
     async def no_write(self, key, record, meta=None):
         return None
 
-    saved = (GroupWriter.put, jc._fsync_dir, os.fsync)
+    saved = (GroupWriter.put, jc.fsync_dir, os.fsync)
     try:
         if mode == "no-fsync":
-            jc._fsync_dir = lambda d: None
+            jc.fsync_dir = lambda d, os_module=None: None
             os.fsync = lambda fd: None
         elif mode == "none":
             GroupWriter.put = no_write
         yield
     finally:
-        GroupWriter.put, jc._fsync_dir, os.fsync = saved
+        GroupWriter.put, jc.fsync_dir, os.fsync = saved
 
 
 @contextlib.contextmanager

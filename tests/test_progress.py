@@ -177,7 +177,7 @@ def test_loading_a_model_leaves_no_transformers_bar_behind(tmp_path, capfd):
     plain = capfd.readouterr().err
     assert "Loading weights" in plain, plain
     clear_memo()
-    TransformersModel(path).next_token_logprobs(["the cat"], ["dog"])
+    TransformersModel(path).next_token_scores(["the cat"], ["dog"])
     ours = capfd.readouterr().err
     assert "Loading weights" not in ours and "it/s" not in ours, ours
     assert hf_logging.is_progress_bar_enabled()  # switched off only while judgebench loads

@@ -92,7 +92,10 @@ def test_offline_loading_by_hub_id_reads_the_cache_and_matches_the_directory(dow
     by_id = TransformersModel(REPO, device="cpu")
     from_dir = TransformersModel(repo_dir, device="cpu")
     x10 = by_id.token_id("<extra_id_10>")
-    assert np.array_equal(by_id.first_step_logits(PROMPTS, [x10]), from_dir.first_step_logits(PROMPTS, [x10]))
+    assert np.array_equal(
+        by_id.next_token_scores(PROMPTS, [x10], normalise=False),
+        from_dir.next_token_scores(PROMPTS, [x10], normalise=False),
+    )
     with pytest.raises(ModelNotDownloaded) as err:
         TransformersModel("acme/not-fetched", device="cpu")
     assert str(err.value).startswith(f"model acme/not-fetched is not in the Hugging Face cache {tmp / 'hf' / 'hub'}")

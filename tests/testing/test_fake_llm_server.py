@@ -31,12 +31,11 @@ from google.genai import types
 
 from judgebench.testing.fake_app import (
     NOSCORE_TEXT,
-    FakeConfig,
-    draw_outcome,
     fake_answer,
     fake_label,
     sha256_hex,
 )
+from judgebench.testing.fake_config import FakeConfig, draw_outcome
 from judgebench.testing.fake_process import FakeLLMServer
 
 JUDGE_PROMPTS = [

@@ -12,7 +12,7 @@ from mlflow.exceptions import MlflowException
 from judgebench import tracking
 from judgebench.exceptions import BackendUnreachable
 from judgebench.llm.batch_api import batch
-from judgebench.llm.remote.api import CONNECT_FAILS
+from judgebench.llm.remote.paced_calls import CONNECT_FAILS
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError
 
 

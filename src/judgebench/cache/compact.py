@@ -144,7 +144,7 @@ def _remove_if_done(path: Path, upto: int, min_age_s: float) -> str | None:
 
 def compact(cache: CallCache, min_age_s: float | None = None) -> CompactReport:
     """Fold every segment into a new compacted file, then remove what it replaces (see the module docstring)."""
-    from judgebench.cache.store import STALE_TEMP_S, _fsync_dir
+    from judgebench.cache.entry_files import STALE_TEMP_S, fsync_dir
 
     min_age_s = STALE_TEMP_S if min_age_s is None else min_age_s
     directory = cache.segment_dir
@@ -166,7 +166,7 @@ def compact(cache: CallCache, min_age_s: float | None = None) -> CompactReport:
         try:
             records, skipped = _write_pack(tmp, sources, folded)
             os.replace(tmp, final)
-            _fsync_dir(directory)
+            fsync_dir(directory)
         except OSError as e:
             tmp.unlink(missing_ok=True)
             raise CacheError(

@@ -247,7 +247,7 @@ def export(cache: CallCache, path: Path) -> int:
 
 
 def import_entries(cache: CallCache, path: Path, overwrite: bool = False) -> tuple[int, int]:
-    from judgebench.cache.store import _fsync_dir
+    from judgebench.cache.entry_files import fsync_dir
 
     added = skipped = corrupt = 0
     group: list[tuple[str, bytes]] = []
@@ -304,6 +304,6 @@ def import_entries(cache: CallCache, path: Path, overwrite: bool = False) -> tup
         raise CacheError(f"cannot import {path}: {msg} (added {added} before the error)") from None
     finally:
         for d in dirs:
-            _fsync_dir(d)
+            fsync_dir(d)
         cache.last_import_corrupt = corrupt
     return added, skipped

@@ -8,11 +8,10 @@ Two layouts, both always read (a cache written by an older judgebench is never l
   (:mod:`judgebench.cache.segments`), one ``write`` per group of answers instead of a create + rename each.
   Readers index the segments at first use (after the compacted index of ``judgebench cache compact``,
   :mod:`judgebench.cache.view`) and rescan, at most every ``REFRESH_S``, on a miss.
-* ``files``: ``<root>/<key[:2]>/<key>.json``, written to a uniquely named temp file in the same directory and
-  ``os.replace``'d onto its name: atomic on POSIX file systems and NFS/Lustre, so a reader sees no entry or a
-  complete one. A killed writer leaves at most a ``.*.tmp`` file, never read, removed by
-  :meth:`CallCache.clean_temp` once older than ``STALE_TEMP_S`` (1 h, which absorbs NFS clock skew). Chosen by
-  ``layout="files"`` or ``JUDGEBENCH_CACHE_LAYOUT=files``; ``judgebench cache migrate`` moves entries across.
+* ``files``: ``<root>/<key[:2]>/<key>.json``, each entry written atomically (temp file, then rename; a killed
+  writer's temp file removed by :meth:`CallCache.clean_temp` once stale): :mod:`judgebench.cache.entry_files`.
+  Chosen by ``layout="files"`` or ``JUDGEBENCH_CACHE_LAYOUT=files``; ``judgebench cache migrate`` moves entries
+  across.
 
 With ``fsync=True`` (or JUDGEBENCH_CACHE_FSYNC=1) data and new directories are fsync'd before a write returns;
 without it a killed *process* still loses nothing (the page cache has it), only an OS crash can lose the last
@@ -25,20 +24,19 @@ a truncated, empty, bit-flipped or misnamed entry is reported with its location 
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import secrets
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from judgebench.cache import entry_files
 from judgebench.cache import segments as seg
+from judgebench.cache.entry_files import STALE_TEMP_S, oserr
 
 # call_key, _canon and _checksum are re-exported: callers and tools build keys and envelopes from here
-from judgebench.cache.keys import KEY_RE as _KEY_RE
 from judgebench.cache.keys import Corrupt as _Corrupt
 from judgebench.cache.keys import call_key, envelopes, is_key
 from judgebench.cache.keys import canon as _canon
@@ -51,15 +49,9 @@ __all__ = ["CallCache", "CacheStats", "call_key", "STORED", "STALE_TEMP_S", "LAY
 
 log = logging.getLogger(__name__)
 
-STALE_TEMP_S = 3600.0
 REFRESH_S = 0.2  # a miss rescans the segments at most this often
 LAYOUTS = ("files", "segments")
 STORED: Counter[str] = Counter()  # entries written by this process, per cache root (the Ctrl-C message)
-_TMP_SUFFIX = ".tmp"
-
-
-def _oserr(e: OSError) -> str:
-    return f"[Errno {e.errno}] {e.strerror or e}"
 
 
 @dataclass
@@ -84,7 +76,7 @@ class CallCache:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise CacheError(f"cannot create cache root {self.root}: {_oserr(e)}") from None
+            raise CacheError(f"cannot create cache root {self.root}: {oserr(e)}") from None
         if not self.root.is_dir():
             raise CacheError(f"cache root {self.root} is not a directory")
         self.segment_dir = self.root / seg.DIRNAME
@@ -109,17 +101,10 @@ class CallCache:
 
     # -- paths ---------------------------------------------------------------
     def path_for(self, key: str) -> Path:
-        if not isinstance(key, str) or not _KEY_RE.match(key):
-            raise ValueError(f"not a cache key (64 lowercase hex chars): {key!r}")
-        return self.root / key[:2] / f"{key}.json"
+        return entry_files.entry_path(self.root, key)
 
     def _file_keys(self) -> Iterator[str]:
-        for shard in sorted(self.root.iterdir()):
-            if len(shard.name) != 2 or not shard.is_dir():
-                continue
-            for p in shard.iterdir():
-                if p.suffix == ".json" and _KEY_RE.match(p.stem) and p.stem[:2] == shard.name:
-                    yield p.stem
+        return entry_files.file_keys(self.root)
 
     def keys(self) -> Iterator[str]:
         """Keys present (not validated): entry files in directory order, then keys only in segments (and the
@@ -137,7 +122,7 @@ class CallCache:
         try:
             self.segments.refresh()
         except OSError as e:
-            raise CacheError(f"cannot read cache segments in {self.segment_dir}: {_oserr(e)}") from None
+            raise CacheError(f"cannot read cache segments in {self.segment_dir}: {oserr(e)}") from None
 
     def _load_segment(self, key: str, path: Path, offset: int, n: int) -> dict | None:
         try:
@@ -147,7 +132,7 @@ class CallCache:
             moved = self.segments.locate(key)
             return self._load_segment(key, *moved) if moved is not None and moved[0] != path else None
         except OSError as e:
-            raise CacheError(f"cannot read cache segment {path}: {_oserr(e)}") from None
+            raise CacheError(f"cannot read cache segment {path}: {oserr(e)}") from None
         where = seg.location(path, offset)
         if body is None:
             raise _Corrupt(where, seg.BAD_CRC)
@@ -157,17 +142,8 @@ class CallCache:
     def _load(self, key: str, path: Path | None = None) -> dict | None:
         """Validated payload of the entry file, or None if absent; raises _Corrupt if present but invalid."""
         path = path or self.path_for(key)
-        for attempt in range(2):
-            try:
-                data = path.read_bytes()
-                break
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            except OSError as e:
-                if e.errno == errno.ESTALE and attempt == 0:  # NFS: entry replaced under us; reopen
-                    continue
-                raise CacheError(f"cannot read cache entry {path}: {_oserr(e)}") from None
-        return _validate(data, key, path)
+        data = entry_files.read_entry(path)
+        return None if data is None else _validate(data, key, path)
 
     def _load_any(self, key: str) -> dict | None:
         """The valid payload from either layout; raises _Corrupt when only corrupt copies exist."""
@@ -175,7 +151,7 @@ class CallCache:
         try:
             hit = self.segments.lookup(key, REFRESH_S)
         except OSError as e:
-            raise CacheError(f"cannot read cache segments in {self.segment_dir}: {_oserr(e)}") from None
+            raise CacheError(f"cannot read cache segments in {self.segment_dir}: {oserr(e)}") from None
         if hit is not None:
             try:
                 payload = self._load_segment(key, *hit)
@@ -231,11 +207,11 @@ class CallCache:
                     (k, hit) for k in wanted if k not in found and (hit := self.segments.locate(k)) is not None
                 )
         except OSError as e:
-            raise CacheError(f"cannot read cache segments in {self.segment_dir}: {_oserr(e)}") from None
+            raise CacheError(f"cannot read cache segments in {self.segment_dir}: {oserr(e)}") from None
         try:
             shards = {n for n in os.listdir(self.root) if len(n) == 2}
         except OSError as e:
-            raise CacheError(f"cannot read cache root {self.root}: {_oserr(e)}") from None
+            raise CacheError(f"cannot read cache root {self.root}: {oserr(e)}") from None
         out: dict[str, dict] = {}
         for key in wanted:
             corrupt, payload = None, None
@@ -302,7 +278,7 @@ class CallCache:
             for i, (key, body) in enumerate(items):
                 path = self.path_for(key)
                 try:
-                    self._write_file(path, body, fsync_dir=False)
+                    entry_files.write_entry(path, body, self.root, self.fsync, fsync_parent=False, os_module=os)
                 except CacheError as e:
                     e.stored_before = i
                     self._stored(items[:i])
@@ -310,7 +286,7 @@ class CallCache:
                 dirs.add(path.parent)
             if self.fsync:
                 for d in dirs:
-                    _fsync_dir(d)
+                    entry_files.fsync_dir(d, os)
         self._stored(items)
 
     def _stored(self, items: list[tuple[str, bytes]]) -> None:
@@ -328,42 +304,14 @@ class CallCache:
             path, offsets = writer.append([seg.frame(key, body) for key, body in items])
         except OSError as e:
             where = writer.path or self.segment_dir
-            err = CacheError(f"cannot write cache entry {where}: {_oserr(e)}")
+            err = CacheError(f"cannot write cache entry {where}: {oserr(e)}")
             err.stored_before = 0
             raise err from None
         self.segments.appended(path, [k for k, _ in items], offsets, [len(b) for _, b in items], writer.size)
 
     def _write(self, path: Path, envelope: dict, fsync_dir: bool = True) -> None:
         """Write one entry file (an envelope dict) atomically: the files layout, also used by import and tools."""
-        self._write_file(path, _canon(envelope).encode("utf-8"), fsync_dir)
-
-    def _write_file(self, path: Path, data: bytes, fsync_dir: bool = True) -> None:
-        tmp = path.parent / f".{path.stem[:16]}.{os.getpid()}.{secrets.token_hex(6)}{_TMP_SUFFIX}"
-        try:
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            except FileNotFoundError:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                if self.fsync:  # without fsync the entry itself may not survive an OS crash: no point
-                    _fsync_dir(self.root)
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if self.fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-            if fsync_dir and self.fsync:
-                _fsync_dir(path.parent)
-        except OSError as e:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise CacheError(f"cannot write cache entry {path}: {_oserr(e)}") from None
+        entry_files.write_entry(path, _canon(envelope).encode("utf-8"), self.root, self.fsync, fsync_dir, os)
 
     def check_writable(self, keys=()) -> None:
         """Raise CacheError (naming the folder) unless the answers to ``keys`` could be written now: callers check
@@ -379,32 +327,8 @@ class CallCache:
         self.segments.close()
 
     def temp_files(self) -> list[Path]:
-        return sorted(self.root.glob(f"??/.*{_TMP_SUFFIX}"))
+        return entry_files.temp_files(self.root)
 
     def clean_temp(self, max_age_s: float = STALE_TEMP_S) -> list[Path]:
         """Delete temp files left by killed writers, older than ``max_age_s`` (younger ones may be live)."""
-        now = time.time()
-        removed = []
-        for p in self.temp_files():
-            try:
-                if now - p.stat().st_mtime >= max_age_s:
-                    p.unlink()
-                    removed.append(p)
-            except FileNotFoundError:
-                pass
-        return removed
-
-
-def _fsync_dir(d: Path) -> None:
-    """Make a rename/creation in ``d`` durable; some file systems refuse directory fsync (ignored)."""
-    try:
-        fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError as e:
-        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF, errno.EPERM):
-            raise
-    finally:
-        os.close(fd)
+        return entry_files.clean_temp(self.root, max_age_s)

@@ -26,8 +26,9 @@ import time
 from typing import Any
 
 from judgebench.exceptions import BackendRefused, BackendUnreachable, ConfigError
-from judgebench.llm.remote.api import APIBackend, _root_cause
+from judgebench.llm.remote.api import APIBackend
 from judgebench.llm.remote.gemini_models import refuse_retired
+from judgebench.llm.remote.paced_calls import root_cause
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
 from judgebench.secrets import mask_url
 
@@ -127,7 +128,7 @@ async def _lookup(role: str, backend: APIBackend, key: str, where: str) -> dict:
         except TransientError as e:
             if e.kind == "connection":
                 raise BackendUnreachable(
-                    f"cannot connect to {url} ({_root_cause(e)}): is the server running and the URL right "
+                    f"cannot connect to {url} ({root_cause(e)}): is the server running and the URL right "
                     f"({role}.base_url{', OPENAI_BASE_URL' if backend.backend == 'openai' else ''})?"
                 ) from None
             if e.kind == "timeout" and attempt == ATTEMPTS:

@@ -24,7 +24,7 @@ def umbrela_digit_logprobs(
     """(n, 4) log-probabilities of the digits 0..3 over the full vocabulary (their total mass shows how
     much the model actually wants to answer with a digit there).  ``prefixes``: the text of each prompt
     before its passage, scored once per distinct value (see :mod:`judgebench.llm.local.prefix_cache`)."""
-    return model.next_token_logprobs(
+    return model.next_token_scores(
         prompts, list(GRADES), forced_prefix=UMBRELA_PREFIX, system=system, prefixes=prefixes
     )
 

@@ -150,7 +150,7 @@ class PRPRanker(ModelRanker):
                 text_before(self.prompt, f, "doc2" if firsts[(f["query"], f["doc1"])] > 1 else "doc1")
                 for _, f in fitted
             ]
-        lp = model.next_token_logprobs(
+        lp = model.next_token_scores(
             [p for p, _ in fitted], list(self.candidates), forced_prefix=self.forced_prefix, prefixes=prefixes
         )
         return [{"lp_a": x, "lp_b": y} for x, y in lp.tolist()]  # Python floats, as float() gives them

@@ -23,7 +23,7 @@ class RankT5Ranker(PromptedRanker):
     def score_prompts(self, model, prompts, prefixes):  # an encoder reads the whole prompt: nothing to share
         if model.kind != "seq2seq":
             raise ConfigError(f"RankT5 needs an encoder-decoder (T5) model; {self.spec.model} is {model.kind}")
-        logits = model.first_step_logits(prompts, [model.token_id(self.score_token)])
+        logits = model.next_token_scores(prompts, [self.score_token], normalise=False)
         return [
             {"score": v} for v in logits[:, 0].tolist()
         ]  # Python floats, as float(v) gives, without a numpy scalar each

@@ -26,7 +26,7 @@ class RGRanker(PromptedRanker):
         return {"yes": self.yes, "no": self.no}
 
     def score_prompts(self, model, prompts, prefixes):
-        lp = model.next_token_logprobs(prompts, [self.yes, self.no], prefixes=prefixes)
+        lp = model.next_token_scores(prompts, [self.yes, self.no], prefixes=prefixes)
         return [{"lp_yes": float(y), "lp_no": float(n), "score": rg_score(y, n)} for y, n in lp]
 
 

@@ -3,7 +3,10 @@
 without network access. :mod:`judgebench.testing.fake_process` runs it in its own process.
 
 Answers are deterministic functions of the prompt (see :func:`fake_answer`), faults are drawn from a seeded
-RNG in arrival order, and every request is counted, so a test can predict both the answers and the failures.
+RNG in arrival order (:mod:`judgebench.testing.fake_config`), and every request is counted, so a test can predict
+both the answers and the failures. This module is the pipeline every request goes through (counting, the fault draw,
+latency, server-side limits) and the routes; how an outcome looks on each provider's wire is in
+:mod:`judgebench.testing.fake_openai_endpoints` and :mod:`judgebench.testing.fake_gemini_endpoints`.
 
 Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models`` and ``GET /v1/models/{model}`` (OpenAI,
 ``Authorization: Bearer`` required), ``POST /{v1,v1beta,...}/models/{model}:generateContent`` and
@@ -18,7 +21,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict
 from typing import Any
 
 from aiohttp import web
@@ -36,109 +39,15 @@ from judgebench.testing.fake_answers import (  # noqa: F401  (importers take the
     fake_rewrite,
     sha256_hex,
 )
-from judgebench.testing.fake_wire import (
-    gemini_prompt,
-    openai_prompt,
-)
-from judgebench.testing.fake_wire import (
-    google_error as _google_error,
-)
-from judgebench.testing.fake_wire import (
-    openai_error as _openai_error,
-)
+from judgebench.testing.fake_config import FAULTS, FakeConfig, draw_outcome
+from judgebench.testing.fake_gemini_endpoints import FakeGeminiEndpoints
+from judgebench.testing.fake_openai_endpoints import FakeOpenAIEndpoints
 
 HOST = "127.0.0.1"
 """The only address the server binds: a fake must never be reachable from outside the machine."""
 
-FAULTS = ("429", "500", "timeout", "malformed", "noscore")
-"""Fault outcomes, in the order their shares are stacked on one uniform draw per request."""
 OUTCOMES = ("ok", *FAULTS, "unauthorized", "bad_request", "not_found")
 KINDS = ("openai", "gemini")
-
-_FAULT_FIELD = {
-    "429": "fail_429",
-    "500": "fail_500",
-    "timeout": "fail_timeout",
-    "malformed": "fail_malformed",
-    "noscore": "fail_noscore",
-}
-
-
-# ---------------------------------------------------------------- configuration
-
-
-@dataclass(frozen=True)
-class FakeConfig:
-    """Run-time behaviour; every field can be set at construction, via ``configure(**kw)`` or ``POST /_config``."""
-
-    latency_s: float = 0.0  # asyncio.sleep per request, so concurrent requests overlap for real
-    fail_429: float = 0.0  # share of requests answered 429 with Retry-After
-    fail_500: float = 0.0
-    fail_timeout: float = 0.0  # share of requests that hang timeout_hang_s before answering
-    fail_malformed: float = 0.0  # share of 200 answers whose body is not valid JSON
-    fail_noscore: float = 0.0  # share of 200 answers whose text holds no parsable score
-    retry_after_s: float = 0.05
-    timeout_hang_s: float = 30.0
-    seed: int = 0  # fault RNG seed; the RNG restarts on a new seed and on reset
-    labels: dict[str, int] = field(default_factory=dict)
-    prefer: list[str] = field(default_factory=list)
-    # judging prompts containing a substring get this answer text verbatim (first match wins)
-    answers: dict[str, str] = field(default_factory=dict)
-    # API keys answered 401 with the key echoed in the error body, as some servers do
-    reject_keys: list[str] = field(default_factory=list)
-    # OpenAI's model lookup (retrieve, list) refuses them too, unless this is set: a server whose model list is public
-    lookup_any_key: bool = False
-    # server-side limits (0: none): requests beyond them are answered 429 at once, with Retry-After, and
-    # counted in by_outcome["429"] and in stats()["limited"]; limit_rpm also sends OpenAI's x-ratelimit-*-requests
-    # headers on every answer (a token bucket holding one second's quota, refilled at limit_rpm / 60 per second)
-    max_inflight: int = 0
-    limit_rpm: float = 0.0
-    # Gemini thinking: tokens a thinking answer spends at level high or when dynamic (see fake_gemini)
-    thoughts: int = 200
-    # model ids models.get describes besides fake_gemini.KNOWN_MODELS
-    models: list[str] = field(default_factory=list)
-    # model ids answered 404 everywhere (both protocols), beside the retired Gemini ids
-    missing_models: list[str] = field(default_factory=list)
-
-    def updated(self, **kw: Any) -> FakeConfig:
-        """A validated copy with ``kw`` applied; unknown keys and impossible shares raise ValueError."""
-        names = {f.name for f in fields(self)}
-        unknown = sorted(set(kw) - names)
-        if unknown:
-            raise ValueError(f"unknown fake server setting(s) {unknown}; known: {sorted(names)}")
-        clean: dict[str, Any] = {}
-        for key, value in kw.items():
-            if key == "labels":
-                clean[key] = {str(k): int(v) for k, v in dict(value or {}).items()}
-            elif key == "answers":
-                clean[key] = {str(k): str(v) for k, v in dict(value or {}).items()}
-            elif key in ("prefer", "reject_keys", "models", "missing_models"):
-                clean[key] = [str(s) for s in (value or [])]
-            elif key == "lookup_any_key":
-                clean[key] = bool(value)
-            elif key in ("seed", "max_inflight", "thoughts"):
-                clean[key] = int(value)
-                if key != "seed" and clean[key] < 0:
-                    raise ValueError(f"{key} must be >= 0, got {value}")
-            else:
-                clean[key] = float(value)
-                if clean[key] < 0:
-                    raise ValueError(f"{key} must be >= 0, got {value}")
-        new = replace(self, **clean)
-        shares = [getattr(new, f) for f in _FAULT_FIELD.values()]
-        if any(s > 1 for s in shares) or sum(shares) > 1 + 1e-9:
-            raise ValueError(f"fault shares must each be in [0, 1] and sum to <= 1, got {shares}")
-        return new
-
-
-def draw_outcome(rng: random.Random, config: FakeConfig) -> str:
-    """One uniform draw per request, split into stacked fault shares (429, 500, timeout, malformed, noscore)."""
-    u, edge = rng.random(), 0.0
-    for outcome in FAULTS:
-        edge += getattr(config, _FAULT_FIELD[outcome])
-        if u < edge:
-            return outcome
-    return "ok"
 
 
 # ---------------------------------------------------------------- the aiohttp application
@@ -150,7 +59,8 @@ class FakeLLMApp:
     def __init__(self, config: FakeConfig | None = None) -> None:
         self.config = config or FakeConfig()
         self.bound: list[list[Any]] = []
-        self._models: list[str] = ["fake-llm"]
+        self.openai = FakeOpenAIEndpoints(self)  # the handlers per protocol, on the pipeline below
+        self.gemini = FakeGeminiEndpoints(self)
         self.reset()
 
     def reset(self) -> None:
@@ -194,9 +104,9 @@ class FakeLLMApp:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=256 * 1024**2)  # a batch upload is up to 200 MB, not aiohttp's 1 MB
         app.on_response_prepare.append(_add_limit_headers)
-        app.router.add_post("/v1/chat/completions", self._openai_chat)
-        app.router.add_get("/v1/models", self._openai_models)
-        app.router.add_post(r"/{api_version:v1[a-z0-9]*}/models/{model:[^/:]+}:generateContent", self._gemini)
+        app.router.add_post("/v1/chat/completions", self.openai.chat)
+        app.router.add_get("/v1/models", self.openai.list_models)
+        app.router.add_post(r"/{api_version:v1[a-z0-9]*}/models/{model:[^/:]+}:generateContent", self.gemini.generate)
         app.router.add_get(r"/{api_version:v1[a-z0-9]*}/models/{model:.+}", self._model_get)  # both protocols
         app.router.add_get("/_stats", self._h_stats)
         app.router.add_post("/_config", self._h_config)
@@ -230,8 +140,8 @@ class FakeLLMApp:
         self.reset()
         return web.json_response({"ok": True})
 
-    # -- shared request pipeline
-    async def _admit(
+    # -- the request pipeline both protocols share (their handlers: fake_openai_endpoints, fake_gemini_endpoints)
+    async def admit(
         self, request: web.Request, kind: str, authed: bool, prompt_of: Callable[[dict[str, Any]], str]
     ) -> tuple[str, dict[str, Any], str, FakeConfig]:
         """Counts the request, draws its outcome and sleeps its latency; returns (outcome, body, prompt, config)."""
@@ -308,78 +218,12 @@ class FakeLLMApp:
         request["limit_headers"] = headers
         return refused is not None
 
-    def _answer(self, outcome: str, prompt: str, config: FakeConfig) -> str:
+    def answer(self, outcome: str, prompt: str, config: FakeConfig) -> str:
+        """The answer's text: none parsable for a noscore fault, else a configured verbatim answer or the fake's own."""
         if outcome == "noscore":
             return NOSCORE_TEXT
         verbatim = next((v for k, v in config.answers.items() if k in prompt), None)
         return verbatim if verbatim is not None else fake_answer(prompt, config.labels, config.prefer)
-
-    # -- OpenAI
-    async def _openai_chat(self, request: web.Request) -> web.Response:
-        auth = request.headers.get("Authorization", "")
-        authed = auth.startswith("Bearer ") and bool(auth[7:].strip())
-        outcome, body, prompt, config = await self._admit(request, "openai", authed, openai_prompt)
-        if outcome == "unauthorized":
-            return _openai_error(
-                401,
-                "You didn't provide an API key. You need to provide your API key in an "
-                "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
-                "invalid_request_error",
-                None,
-            )
-        if auth[7:].strip() in config.reject_keys:
-            self.by_outcome[outcome] -= 1
-            self.by_outcome["unauthorized"] += 1
-            return _openai_error(
-                401,
-                f"Incorrect API key provided: {auth[7:].strip()}. You can find your API key at "
-                "https://platform.openai.com/account/api-keys.",
-                "invalid_request_error",
-                "invalid_api_key",
-            )
-        if outcome == "bad_request" or body.get("stream"):
-            return _openai_error(
-                400, "The fake server wants a non-streaming JSON chat request.", "invalid_request_error", None
-            )
-        if outcome == "429":
-            return _openai_error(
-                429,
-                "Rate limit reached (fake server).",
-                "requests",
-                "rate_limit_exceeded",
-                headers={
-                    "retry-after": f"{config.retry_after_s:g}",
-                    "retry-after-ms": str(round(config.retry_after_s * 1000)),
-                },
-            )
-        if outcome == "500":
-            return _openai_error(500, "The server had an error while processing your request.", "server_error", None)
-        if outcome == "malformed":
-            return web.Response(body=MALFORMED_BODY, content_type="application/json")
-        model = str(body.get("model", "fake-llm"))
-        if model in config.missing_models:
-            self.by_outcome[outcome] -= 1
-            self.by_outcome["not_found"] += 1
-            return _openai_error(
-                404,
-                f"The model `{model}` does not exist or you do not have access to it.",
-                "invalid_request_error",
-                "model_not_found",
-            )
-        if model not in self._models:
-            self._models.append(model)
-        text = self._answer(outcome, prompt, config)
-        p, c = len(prompt.split()), len(text.split())
-        return web.json_response(
-            {
-                "id": f"chatcmpl-fake{self.requests}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
-            }
-        )
 
     async def _model_get(self, request: web.Request) -> web.Response:
         kind, status, body = fake_gemini.model_lookup(
@@ -393,75 +237,6 @@ class FakeLLMApp:
             "body": None,
         }
         return web.json_response(body, status=status)
-
-    async def _openai_models(self, request: web.Request) -> web.Response:
-        auth = request.headers.get("Authorization", "")
-        if not auth.startswith("Bearer "):
-            return _openai_error(401, "You didn't provide an API key.", "invalid_request_error", None)
-        if auth[7:].strip() in self.config.reject_keys and not self.config.lookup_any_key:
-            return _openai_error(
-                401, f"Incorrect API key provided: {auth[7:].strip()}.", "invalid_request_error", "invalid_api_key"
-            )
-        return web.json_response(
-            {
-                "object": "list",
-                "data": [
-                    {"id": m, "object": "model", "created": 0, "owned_by": "judgebench-fake"} for m in self._models
-                ],
-            }
-        )
-
-    # -- Gemini
-    async def _gemini(self, request: web.Request) -> web.Response:
-        authed = bool(request.headers.get("x-goog-api-key", "").strip() or request.query.get("key"))
-        outcome, body, prompt, config = await self._admit(request, "gemini", authed, gemini_prompt)
-        if outcome == "unauthorized":
-            return _google_error(
-                403,
-                "Method doesn't allow unregistered callers (callers without established "
-                "identity). Please use API Key or other form of API consumer identity to call "
-                "this API.",
-                "PERMISSION_DENIED",
-            )
-        if (request.headers.get("x-goog-api-key", "").strip() or request.query.get("key", "")) in config.reject_keys:
-            self.by_outcome[outcome] -= 1
-            self.by_outcome["unauthorized"] += 1
-            return _google_error(400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT")
-        if outcome == "bad_request":
-            return _google_error(400, "Invalid JSON payload received.", "INVALID_ARGUMENT")
-        model = request.match_info["model"]
-        if fake_gemini.retired(model) or model in config.missing_models:  # drawn, then refused: counted not_found
-            self.by_outcome[outcome] -= 1
-            self.by_outcome["not_found"] += 1
-            return _google_error(
-                404, fake_gemini.not_found_message(model, request.match_info["api_version"]), "NOT_FOUND"
-            )
-        generation = body.get("generationConfig") or {}
-        refused = fake_gemini.thinking_problem(model, generation)
-        if refused:
-            self.by_outcome[outcome] -= 1
-            self.by_outcome["bad_request"] += 1
-            return _google_error(400, refused, "INVALID_ARGUMENT")
-        if outcome == "429":
-            return _google_error(
-                429,
-                "Resource has been exhausted (e.g. check quota).",
-                "RESOURCE_EXHAUSTED",
-                headers={"retry-after": f"{config.retry_after_s:g}"},
-            )
-        if outcome == "500":
-            return _google_error(
-                500,
-                "An internal error has occurred. Please retry or report in "
-                "https://developers.generativeai.google/guide/troubleshooting",
-                "INTERNAL",
-            )
-        if outcome == "malformed":
-            return web.Response(body=MALFORMED_BODY, content_type="application/json")
-        text = self._answer(outcome, prompt, config)
-        return web.json_response(
-            fake_gemini.generate_response(model, generation, prompt, text, config.thoughts, f"fake{self.requests}")
-        )
 
 
 async def _add_limit_headers(request: web.Request, response: web.StreamResponse) -> None:

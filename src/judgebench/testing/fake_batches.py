@@ -1,7 +1,7 @@
 """The fake server's batch endpoints: OpenAI's Files + Batches API and Gemini's ``batchGenerateContent``, as
 the official clients call them, so batch mode is tested through the real SDKs.
 
-A batch answers every line with the same deterministic text an online request gets (``FakeLLMApp._answer``),
+A batch answers every line with the same deterministic text an online request gets (``FakeLLMApp.answer``),
 after the behaviour set by :class:`FakeBatchConfig` (``POST /_batch_config``): in progress for a number of
 polls or seconds, a share of failed lines, or expiry. Every submission is counted (``GET /_batch_stats``),
 so a test can tell how many prompts were paid for, and how many twice.
@@ -184,7 +184,7 @@ class FakeBatches:
                 self.failed_sha256.append(digest)
                 results.append({"error": ("server_error", "The fake server failed this line.")})
             else:
-                results.append({"text": self.fake._answer("ok", line["prompt"], self.fake.config)})
+                results.append({"text": self.fake.answer("ok", line["prompt"], self.fake.config)})
         batch.results = results
         batch.state = "expired" if cfg.expire else "completed"
 

@@ -25,8 +25,9 @@ import urllib.request
 from multiprocessing.connection import Connection
 from typing import Any
 
-from judgebench.testing.fake_app import _FAULT_FIELD, HOST, FakeConfig, FakeLLMApp
+from judgebench.testing.fake_app import HOST, FakeLLMApp
 from judgebench.testing.fake_batches import FakeBatchConfig
+from judgebench.testing.fake_config import FAULT_FIELD, FakeConfig
 
 # ---------------------------------------------------------------- the server process
 
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="A local fake OpenAI / Gemini server (judgebench.testing).")
     ap.add_argument("--port", type=int, default=8011, help="0 picks a free port")
     ap.add_argument("--latency", type=float, default=0.0, dest="latency_s")
-    for outcome, name in _FAULT_FIELD.items():
+    for outcome, name in FAULT_FIELD.items():
         ap.add_argument(
             f"--{name.replace('_', '-')}",
             type=float,

@@ -1,6 +1,7 @@
 """What the fake server's two protocols look like on the wire: error bodies and where a request's prompt is.
 
-Shared by the online handlers (fake_app.py) and the batch endpoints (fake_batches.py).
+Shared by the online handlers (fake_openai_endpoints.py, fake_gemini_endpoints.py) and the batch endpoints
+(fake_batches.py).
 """
 
 from __future__ import annotations

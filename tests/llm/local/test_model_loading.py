@@ -97,7 +97,7 @@ def test_device_map_loading_matches_a_plain_forward(models, monkeypatch):
     assert {t.device.type for t in lm.model.parameters()} == {"cpu"}
     prompts = ["Query: what cat Document: " + t for t in DOCS.values()]
     x10 = lm.token_id("<extra_id_10>")
-    got = lm.first_step_logits(prompts, [x10])[:, 0]
+    got = lm.next_token_scores(prompts, [x10], normalise=False)[:, 0]
 
     tok = AutoTokenizer.from_pretrained(models["t5"])
     plain = AutoModelForSeq2SeqLM.from_pretrained(models["t5"]).eval()  # no device map: built and kept on the CPU
@@ -138,16 +138,16 @@ def test_weight_bytes_and_the_fit_check(models, monkeypatch):
 def test_a_second_model_releases_the_first_and_the_first_reloads_when_used(models):
     REGISTRY.release_all()
     first = TransformersModel(models["t5"], device="cpu")
-    scores = first.first_step_logits(["cat dog"], [first.token_id("<extra_id_10>")])
-    first.next_token_logprobs(["cat"], ["yes"])
+    scores = first.next_token_scores(["cat dog"], ["<extra_id_10>"], normalise=False)
+    first.next_token_scores(["cat"], ["yes"])
     ref = weakref.ref(first.model)
     second = TransformersModel(models["llama"], device="cpu")
-    second.next_token_logprobs(["cat dog"], ["yes"], prefixes=["cat"])
+    second.next_token_scores(["cat dog"], ["yes"], prefixes=["cat"])
     gc.collect()
     assert ref() is None  # the first model's weights are gone, though `first` still exists
     assert len(REGISTRY) == 1 and REGISTRY.keys()[0][0] == str(Path(models["llama"]).resolve())
     assert "_prefix_memo" in second.__dict__
-    again = first.first_step_logits(["cat dog"], [first.token_id("<extra_id_10>")])  # loads again, releasing `second`
+    again = first.next_token_scores(["cat dog"], ["<extra_id_10>"], normalise=False)  # loads again, releasing `second`
     assert np.array_equal(again, scores) and len(REGISTRY) == 1
     assert "_prefix_memo" not in second.__dict__  # its prefix key/value caches went with its weights
 

@@ -174,7 +174,7 @@ def test_a_prefix_that_tokenizes_differently_falls_back_and_is_counted(tiny):
     prompts = ["the cat is in the river", "the cat is a dog", "the cat of the moon", "what is music ?"]
     prefixes = ["the cat is", "the ca", "the cat of the moon", "not a prefix"]  # ok, mid-word, the whole text, wrong
     model = TransformersModel(path, batch_size=4)
-    got = model.next_token_logprobs(prompts, ["yes", "no"], forced_prefix=UMBRELA_PREFIX, prefixes=prefixes)
+    got = model.next_token_scores(prompts, ["yes", "no"], forced_prefix=UMBRELA_PREFIX, prefixes=prefixes)
     want = np.array([plain_logprobs(path, p, ["yes", "no"])[0] for p in prompts])
     assert np.abs(got - want).max() <= 1e-4
     # 'the ca' is ['the', '<unk>'] alone and 'not a prefix' is none; the whole text still leaves the chat

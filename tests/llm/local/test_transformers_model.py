@@ -1,5 +1,5 @@
-"""The local scoring layer: batching, exact log-probs, candidate checks, safe truncation, memo, generation, SmolLM2,
-Gemma 3."""
+"""The local scoring layer: batching, exact log-probs and raw logits, memo, generation, SmolLM2, Gemma 3 (candidate
+checks and safe truncation: tests/llm/local/test_prompt_encoding.py)."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ def test_batched_matches_one_by_one_causal(arch, request):
     single = TransformersModel(path, batch_size=1)
     assert batched.kind == "causal" and batched.use_chat_template
     cands = ["yes", "no", "0", "3"]
-    a = batched.next_token_logprobs(PROMPTS, cands, forced_prefix="##final score: ")
-    b = single.next_token_logprobs(PROMPTS, cands, forced_prefix="##final score: ")
+    a = batched.next_token_scores(PROMPTS, cands, forced_prefix="##final score: ")
+    b = single.next_token_scores(PROMPTS, cands, forced_prefix="##final score: ")
     assert a.shape == (len(PROMPTS), len(cands)) and np.isfinite(a).all() and (a < 0).all()
     assert np.abs(a - b).max() < 1e-4
     assert np.ptp(a[:, 0]) > 1e-2  # the prompts really score differently: agreement is not trivial
@@ -75,23 +75,23 @@ def test_batched_matches_one_by_one_causal(arch, request):
     )
     if arch == "gpt2":  # negative control: absolute positions make the missing position ids visible
         batched._has_pos = False
-        assert np.abs(batched.next_token_logprobs(PROMPTS, cands, forced_prefix="##final score: ") - b).max() > 1e-2
+        assert np.abs(batched.next_token_scores(PROMPTS, cands, forced_prefix="##final score: ") - b).max() > 1e-2
 
 
 def test_batched_matches_one_by_one_seq2seq(t5):
     batched, single = TransformersModel(t5, batch_size=4), TransformersModel(t5, batch_size=1)
     assert batched.kind == "seq2seq" and not batched.use_chat_template
     for prefix in ("", "answer :"):
-        a = batched.next_token_logprobs(PROMPTS, ["yes", "no", "<extra_id_10>"], forced_prefix=prefix)
-        b = single.next_token_logprobs(PROMPTS, ["yes", "no", "<extra_id_10>"], forced_prefix=prefix)
+        a = batched.next_token_scores(PROMPTS, ["yes", "no", "<extra_id_10>"], forced_prefix=prefix)
+        b = single.next_token_scores(PROMPTS, ["yes", "no", "<extra_id_10>"], forced_prefix=prefix)
         assert np.isfinite(a).all() and np.abs(a - b).max() < 1e-4 and np.ptp(a[:, 0]) > 1e-2
     ids, dec = batched.encode("cat dog", forced_prefix="answer :")
     assert ids[-1] == batched.tokenizer.eos_token_id and dec[0] == batched.model.config.decoder_start_token_id
     x10 = batched.token_id("<extra_id_10>")
-    raw = batched.first_step_logits(PROMPTS, [x10])
-    lp = batched.next_token_logprobs(PROMPTS, ["<extra_id_10>"])
+    raw = batched.next_token_scores(PROMPTS, [x10], normalise=False)
+    lp = batched.next_token_scores(PROMPTS, ["<extra_id_10>"])
     assert raw.shape == (len(PROMPTS), 1) and not np.allclose(raw, lp)  # raw logits, not log-probs
-    assert np.abs(raw - single.first_step_logits(PROMPTS, [x10])).max() < 1e-4
+    assert np.abs(raw - single.next_token_scores(PROMPTS, [x10], normalise=False)).max() < 1e-4
 
 
 # (2) a model whose answers are known -------------------------------------------------------------
@@ -105,67 +105,17 @@ def test_controlled_model_exact_logprobs(controlled):
         "moon sun tree river water fire",
     ]
     cands = ["yes", "no", "0", "cat"]
-    got = lm.next_token_logprobs(prompts, cands)
+    got = lm.next_token_scores(prompts, cands)
     ids = [lm.token_id(c) for c in cands]
     want = np.array([log_softmax(controlled_logits(controlled, lm.encode(p)[0]))[ids] for p in prompts])
     assert np.abs(got - want).max() < 1e-4
     # yes wins exactly when the marker fraction f > 1/7 (6f > 1 - f); prompts 1-3 have f >= 0.2, 0 and 4 have f = 0
     assert got[:, :2].argmax(axis=1).tolist() == [1, 0, 0, 0, 1]
-    raw = lm.first_step_logits(prompts, ids)
+    raw = lm.next_token_scores(prompts, ids, normalise=False)
     assert np.abs(raw - np.array([controlled_logits(controlled, lm.encode(p)[0])[ids] for p in prompts])).max() < 1e-4
 
 
-# (3) candidates --------------------------------------------------------------------------------
-def test_candidates_must_be_single_known_tokens(llama):
-    lm = TransformersModel(llama)
-    assert lm.token_id("yes") != lm.tokenizer.unk_token_id
-    assert lm.token_id("<|assistant|>") == lm.tokenizer.convert_tokens_to_ids("<|assistant|>")
-    with pytest.raises(ValueError, match=r"'yes no' is not a single token.*\['yes', 'no'\]"):
-        lm.next_token_logprobs(["cat"], ["yes", "yes no"])
-    with pytest.raises(ValueError, match=r"'zebra' is not in the vocabulary.*<unk>"):
-        lm.next_token_logprobs(["cat"], ["zebra"])
-
-
-# (4) rendering and truncation ---------------------------------------------------------------------
-def test_render_truncates_only_the_document(llama):
-    lm = TransformersModel(llama, max_input_tokens=30)
-    template = "Query : {query} ?\nPassage : {passage}\nAnswer :"
-    query = "what is the cat of the moon"
-    doc = " ".join(["water fire tree river city music sun moon dog"] * 10)
-    prompt, cut = lm.render(template, {"query": query, "passage": doc}, "passage", forced_prefix="##final score: ")
-    assert cut and lm.truncated == 1
-    assert prompt.startswith(f"Query : {query} ?\nPassage : water fire") and prompt.endswith("\nAnswer :")
-    kept = prompt.split("Passage : ")[1].rsplit("\nAnswer :", 1)[0]
-    assert doc.startswith(kept) and len(kept) < len(doc)
-    assert len(lm.encode(prompt, "##final score: ")[0]) <= 30
-    assert (
-        len(lm.encode(template.format(query=query, passage=kept + " water"), "##final score: ")[0]) > 29
-    )  # cut no more than needed
-    lm.next_token_logprobs([prompt], ["yes"], forced_prefix="##final score: ")  # fits
-    short, cut = lm.render(template, {"query": query, "passage": "cat dog"}, "passage")
-    assert not cut and short == template.format(query=query, passage="cat dog") and lm.truncated == 1
-    with pytest.raises(ValueError, match="query or instructions are too long"):
-        lm.render(template, {"query": " ".join(["cat"] * 40), "passage": doc}, "passage")
-    with pytest.raises(ValueError, match="over max_input_tokens=30"):
-        lm.next_token_logprobs([template.format(query=query, passage=doc)], ["yes"])
-
-
-def test_a_template_with_other_braces_renders_as_the_api_judges_do(llama):
-    """One renderer for every prompt: a custom template holding a JSON example (braces that are no field)
-    used to crash the local path (str.format) while the API path rendered it."""
-    from judgebench.llm.prompts import PromptTemplate, fill
-
-    template = 'Answer as {"score": N}. Query: {query} Passage: {passage}'
-    fields = {"query": "cat {x}", "passage": "moon"}
-    expected = 'Answer as {"score": N}. Query: cat {x} Passage: moon'  # written out by hand
-    assert fill(template, fields) == expected
-    assert PromptTemplate("t", template).render(**fields) == expected
-    assert TransformersModel(llama, max_input_tokens=64).render(template, fields, "passage") == (expected, False)
-    # one pass: a value holding a placeholder is not filled again
-    assert fill("{query}|{passage}", {"query": "{passage}", "passage": "p"}) == "{passage}|p"
-
-
-# (5) memo ------------------------------------------------------------------------------------------
+# (3) memo ------------------------------------------------------------------------------------------
 def test_process_memo_shares_weights_not_counters(llama):
     a = TransformersModel(llama)
     b = TransformersModel(str(llama), batch_size=2, max_input_tokens=64)
@@ -173,11 +123,11 @@ def test_process_memo_shares_weights_not_counters(llama):
     assert (
         TransformersModel(llama, kind="causal", dtype="float32", device="cpu").model is a.model
     )  # "auto" resolved before keying
-    a.next_token_logprobs(["cat"], ["yes"])
+    a.next_token_scores(["cat"], ["yes"])
     assert a.usage.prompts == 1 and b.usage.prompts == 0 and b.batch_size == 2 and a.batch_size == 8
 
 
-# (6) generation --------------------------------------------------------------------------------
+# (4) generation --------------------------------------------------------------------------------
 @pytest.mark.parametrize("arch", ["gpt2", "t5"])
 def test_generate_is_greedy_batched_and_bounded(arch, request):
     path = request.getfixturevalue(arch)
@@ -188,7 +138,7 @@ def test_generate_is_greedy_batched_and_bounded(arch, request):
     assert batched.usage.output_tokens > 0
 
 
-# (7) the real offline SmolLM2 ----------------------------------------------------------------------
+# (5) the real offline SmolLM2 ----------------------------------------------------------------------
 UMBRELA = """Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the \
 following meanings:
 0 = represent that the passage has nothing to do with the query,
@@ -271,7 +221,7 @@ def test_smollm2_umbrela_reads_the_digit_after_the_space(smollm2):
 
 @pytest.mark.slow  # the real SmolLM2, as above
 def test_smollm2_rg_yes_no(smollm2):
-    lp = smollm2.next_token_logprobs([RG.format(query=q, passage=p) for q, p in PAIRS], ["Yes", "No", " Yes"])
+    lp = smollm2.next_token_scores([RG.format(query=q, passage=p) for q, p in PAIRS], ["Yes", "No", " Yes"])
     print(f"RG log P(Yes), P(No), P( Yes): relevant {lp[0].round(3)}, irrelevant {lp[1].round(3)}")
     assert lp.shape == (2, 3) and np.isfinite(lp).all()
     assert smollm2.token_id(" Yes") != smollm2.token_id("Yes")  # the leading-space form is its own token
@@ -307,6 +257,6 @@ def test_gemma3_is_a_plain_text_model_read_like_smollm2(gemma3):
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.load(Path(__file__).resolve().parents[3] / "conf" / "ranker" / "rg_gemma3.yaml")
-    lp = lm.next_token_logprobs([cfg.prompt.format(query=q, passage=p) for q, p in PAIRS], [cfg["yes"], cfg["no"]])
+    lp = lm.next_token_scores([cfg.prompt.format(query=q, passage=p) for q, p in PAIRS], [cfg["yes"], cfg["no"]])
     print(f"Gemma RG P( Yes), P( No): {np.exp(lp).round(3).tolist()}")
     assert (np.exp(lp).sum(axis=1) > 0.05).all()

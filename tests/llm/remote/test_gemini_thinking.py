@@ -19,7 +19,8 @@ from omegaconf import OmegaConf
 from fake_gemini import server, small, srv  # noqa: F401  (the fake server's fixtures, a 12-pair dataset)
 from judgebench.exceptions import ConfigError
 from judgebench.judges.llm import LLMJudge
-from judgebench.llm.remote.api import CallFailed, GeminiBackend, OpenAIBackend
+from judgebench.llm.remote.api import GeminiBackend, OpenAIBackend
+from judgebench.llm.remote.call_results import CallFailed
 from judgebench.llm.remote.gemini_models import replacement, thinking_request
 from judgebench.rewriters.llm import REWRITE_PROMPT
 from judgebench.testing.fake_app import FakeConfig, fake_answer, fake_rewrite

@@ -32,7 +32,9 @@ from judgebench.cache.store import CallCache
 from judgebench.exceptions import BackendUnreachable, BatchNotDone, ConfigError
 from judgebench.llm.batch_api.batch_provider import BatchLine, BatchProvider, LineAnswer, LineError
 from judgebench.llm.batch_api.batch_store import BatchStore
-from judgebench.llm.remote.api import CONNECT_FAILS, APIBackend, PermanentError, TransientError
+from judgebench.llm.remote.api import APIBackend
+from judgebench.llm.remote.paced_calls import CONNECT_FAILS
+from judgebench.llm.remote.provider_errors import PermanentError, TransientError
 from judgebench.secrets import mask_url
 
 log = logging.getLogger("judgebench")

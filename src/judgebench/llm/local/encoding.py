@@ -10,7 +10,7 @@ RankT5 spent ~5.5 ms a prompt outside any arithmetic). Here every list of prompt
   marker, and again on the first prompt of every call); otherwise each prompt is rendered as before;
 * tokenised in ONE call of the fast tokenizer (Rust, batched, without offsets), and each text's ids are memoised on the
   model, so the length check of :func:`render_many` and the scoring that follows tokenise a prompt once;
-* given the forced prefix's trailing space exactly as :meth:`TransformersModel._with_prefix` gives it
+* given the forced prefix's trailing space exactly as :func:`~judgebench.llm.local.prompt_encoding.with_prefix` gives it
   (the rows whose last token lost the space are re-encoded together, then the space token appended).
 
 The ids are the same as the one-prompt path's (a test compares them); only the work per prompt changes.
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from judgebench.llm.local import prompt_encoding
 from judgebench.llm.prompts import fill
 
 TransformersModel = Any  # the model that calls (this module is a layer below it and does not import it)
@@ -34,7 +35,7 @@ def _frame(model: TransformersModel, system: str | None) -> tuple[str, str] | No
     frames: dict = model.__dict__.setdefault("_chat_frames", {})
     if system not in frames:
         probe = " \n" + CONTENT_MARK + "\n "
-        text = model._text(probe, system)[0]
+        text = prompt_encoding.chat_text(model, probe, system)[0]
         frames[system] = tuple(text.split(probe)) if text.count(probe) == 1 and text.count(CONTENT_MARK) == 1 else None
     return frames[system]
 
@@ -46,9 +47,9 @@ def chat_texts(model: TransformersModel, prompts: list[str], system: str | None)
     frame = _frame(model, system)
     if frame is not None and prompts:
         texts = [frame[0] + p + frame[1] for p in prompts]
-        if model._text(prompts[0], system)[0] == texts[0]:
+        if prompt_encoding.chat_text(model, prompts[0], system)[0] == texts[0]:
             return texts, False
-    return [model._text(p, system)[0] for p in prompts], False
+    return [prompt_encoding.chat_text(model, p, system)[0] for p in prompts], False
 
 
 def ids_many(model: TransformersModel, texts: list[str], special: bool) -> list[list[int]]:
@@ -85,17 +86,18 @@ def _batch_ids(tokenizer: Any, texts: list[str], special: bool) -> list[list[int
 def _ends_with_space(model: TransformersModel, last: int) -> bool:
     known: dict = model.__dict__.setdefault("_space_end", {})
     if last not in known:
-        known[last] = model._ends_with_space([last])
+        known[last] = prompt_encoding.ends_with_space(model, [last])
     return known[last]
 
 
 def with_prefix_many(model: TransformersModel, texts: list[str], prefix: str, special: bool) -> list[list[int]]:
-    """:meth:`TransformersModel._with_prefix` for many texts: text + prefix, its trailing space kept as a token."""
+    """:func:`~judgebench.llm.local.prompt_encoding.with_prefix` for many texts: text + prefix, its trailing space
+    kept as a token."""
     ids = ids_many(model, [t + prefix for t in texts], special)
     if not prefix or prefix == prefix.rstrip(" "):
         return ids
     lost = [i for i, row in enumerate(ids) if not (row and _ends_with_space(model, row[-1]))]
-    space = model._space_id() if lost else None
+    space = prompt_encoding.space_id(model) if lost else None
     if space is None:
         return ids
     fixed = ids_many(model, [texts[i] + prefix.rstrip(" ") for i in lost], special)
@@ -114,7 +116,7 @@ def encode_many(
         return [(ids, None) for ids in with_prefix_many(model, texts, forced_prefix, special)]
     start = model.model.config.decoder_start_token_id
     start = model.tokenizer.pad_token_id if start is None else start
-    dec = [start] + (model._with_prefix("", forced_prefix, False) if forced_prefix else [])
+    dec = [start] + (prompt_encoding.with_prefix(model, "", forced_prefix, False) if forced_prefix else [])
     return [(ids, dec) for ids in ids_many(model, texts, special)]
 
 

@@ -25,15 +25,13 @@ from typing import Any, Literal
 import numpy as np
 
 from judgebench.exceptions import ConfigError, NonFiniteScores
-from judgebench.llm.local import encoding, hub, token_batches
+from judgebench.llm.local import encoding, hub, prompt_encoding, token_batches
 from judgebench.llm.local.model_loading import load_weights, resolve_device, resolve_dtype, resolve_kind
 from judgebench.llm.local.model_registry import REGISTRY, LoadedModel
-from judgebench.llm.prompts import fill
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["causal", "seq2seq", "auto"]
-_SPACE_MARKERS = (" ", "\u0120", "\u2581")  # a literal space, byte-level BPE 'Ġ', SentencePiece '▁'
 
 
 @dataclass
@@ -174,134 +172,12 @@ class TransformersModel:
             limit = min(limit, tml)
         return int(min(limit, 8192))
 
-    # ----- encoding -------------------------------------------------------------------------------
-    def _text(self, prompt: str, system: str | None) -> tuple[str, bool]:
-        """The input text and whether special tokens must still be added (never on a chat-templated text)."""
-        if not self.use_chat_template:
-            return (prompt if system is None else f"{system}\n\n{prompt}"), True
-        msgs = ([{"role": "system", "content": system}] if system is not None else []) + [
-            {"role": "user", "content": prompt}
-        ]
-        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), False
-
-    def _ids(self, text: str, special: bool) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=special)["input_ids"])
-
-    def _ends_with_space(self, ids: list[int]) -> bool:
-        tok = self.tokenizer.convert_ids_to_tokens(ids[-1]) if ids else ""
-        return (tok or "").endswith(_SPACE_MARKERS) or self.tokenizer.decode(ids[-1:]).endswith(" ")
-
-    def _with_prefix(self, text: str, prefix: str, special: bool) -> list[int]:
-        """Tokenize text+prefix; keep a trailing space of the prefix as its own token when the tokenizer dropped it.
-
-        After ``score: `` a byte-level BPE model puts the space first (" 0" = 'Ġ' '0'), so the digit is
-        only readable once the space token is part of the prompt.
-        """
-        ids = self._ids(text + prefix, special)
-        if prefix and prefix != prefix.rstrip(" ") and not self._ends_with_space(ids):
-            space = self._space_id()
-            if space is not None:
-                ids = self._ids(text + prefix.rstrip(" "), special) + [space]
-        return ids
-
-    def _space_id(self) -> int | None:
-        if not hasattr(self, "_space"):
-            self._space = None
-            for cand in (" ", "\u0120", "\u2581"):
-                try:
-                    self._space = self.token_id(cand)
-                    break
-                except ValueError:
-                    continue
-        return self._space
-
-    def encode(
-        self, prompt: str, forced_prefix: str = "", system: str | None = None
-    ) -> tuple[list[int], list[int] | None]:
-        """(input ids, decoder ids or None) exactly as scored: chat template, forced prefix, space fix."""
-        text, special = self._text(prompt, system)
-        if self.kind == "causal":
-            return self._with_prefix(text, forced_prefix, special), None
-        start = self.model.config.decoder_start_token_id
-        start = self.tokenizer.pad_token_id if start is None else start
-        dec = [start] + (self._with_prefix("", forced_prefix, False) if forced_prefix else [])
-        return self._ids(text, special), dec
-
-    def token_id(self, candidate: str) -> int:
-        """The single token id a candidate string stands for ('yes', ' Yes', '0', 'Ġ', '<extra_id_10>', ...).
-
-        Tokenized first (so ' Yes' becomes 'ĠYes' in byte-level BPE and 'yes' becomes '▁yes' in
-        SentencePiece), then looked up as a raw vocabulary entry.  Two tokens, or an unknown word
-        silently mapped to the unknown id, are errors: they would read the wrong probability.
-        """
-        tok = self.tokenizer
-        unk = tok.unk_token_id
-        ids = self._ids(candidate, False)
-        if len(ids) == 1 and (ids[0] != unk or candidate == tok.unk_token):
-            return ids[0]
-        raw = tok.convert_tokens_to_ids(candidate)
-        if raw is not None and (raw != unk or candidate == tok.unk_token):
-            return int(raw)
-        pieces = tok.convert_ids_to_tokens(ids)
-        if unk is not None and unk in ids:
-            raise ConfigError(
-                f"candidate {candidate!r} is not in the vocabulary of {self.name}: it tokenizes to "
-                f"{pieces} (the unknown token {tok.unk_token!r})"
-            )
-        raise ConfigError(
-            f"candidate {candidate!r} is not a single token for {self.name}: it tokenizes to {pieces}; "
-            "pass a string that is one token (or the raw token, e.g. 'Ġ0' / '▁0')"
-        )
-
-    # ----- rendering ------------------------------------------------------------------------------
-    def render(
-        self,
-        template: str,
-        fields: dict[str, Any],
-        truncate_field: str,
-        *,
-        forced_prefix: str = "",
-        system: str | None = None,
-    ) -> tuple[str, bool]:
-        """Fill ``template`` (``{field}`` placeholders, filled by llm.prompts.fill) so the encoded input fits
-        ``max_input_tokens``.
-
-        Only ``fields[truncate_field]`` (the document) is shortened, token-wise from its end; the query
-        and the instructions are never cut.  Returns (prompt, was_truncated); truncations are counted in
-        ``self.truncated``.  A prompt that does not fit even with an empty document is an error.
-        """
-
-        def length(value: str) -> int:
-            prompt = fill(template, {**fields, truncate_field: value})
-            ids, dec = self.encode(prompt, forced_prefix if self.kind == "causal" else "", system)
-            return len(ids)
-
-        budget, text = self.max_input_tokens, str(fields[truncate_field])
-        n = length(text)
-        if n <= budget:
-            return fill(template, fields), False
-        if length("") > budget:
-            raise ConfigError(
-                f"prompt is {length('')} tokens without any {truncate_field!r} text, over "
-                f"max_input_tokens={budget}: the query or instructions are too long"
-            )
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=self.tokenizer.is_fast)
-        ids = enc["input_ids"]
-        keep = max(0, len(ids) - (n - budget))
-        while True:  # re-tokenizing at the cut can merge differently: shrink until it fits
-            if self.tokenizer.is_fast:
-                cut = text[: enc["offset_mapping"][keep - 1][1]] if keep > 0 else ""
-            else:
-                cut = self.tokenizer.decode(ids[:keep], skip_special_tokens=True)
-            n = length(cut)
-            if n <= budget:
-                break
-            keep = max(0, keep - max(1, n - budget))
-        self.truncated += 1
-        return fill(template, {**fields, truncate_field: cut}), True
-
-    # :meth:`render` and :meth:`encode` of many prompts in one tokenizer call: the functions of
-    # :mod:`judgebench.llm.local.encoding`, which take the model first, are these methods as they stand
+    # One prompt to the ids it is scored by (:mod:`judgebench.llm.local.prompt_encoding`) and many prompts in one
+    # tokenizer call (:mod:`judgebench.llm.local.encoding`): functions that take the model first, these methods as
+    # they stand
+    encode = prompt_encoding.encode
+    token_id = prompt_encoding.token_id
+    render = prompt_encoding.render
     render_many = encoding.render_many
     encode_many = encoding.encode_many
 
@@ -402,46 +278,32 @@ class TransformersModel:
         self.require_finite(out, prompts, what)
         return out if len(prompts) else np.empty((0, 0))
 
-    def next_token_logprobs(
+    def next_token_scores(
         self,
         prompts: list[str],
-        candidates: list[str],
+        candidates: list[str] | list[int],
         forced_prefix: str = "",
         system: str | None = None,
-        progress: bool | None = None,
         prefixes: list[str | None] | None = None,
+        *,
+        normalise: bool = True,
     ) -> np.ndarray:
-        """(n, len(candidates)) log-probabilities, normalised over the FULL vocabulary, of each candidate token
-        as the next token after the (chat-templated) prompt and the forced assistant/decoder prefix.
-        ``prefixes``: see :meth:`_last_logits` (same values, less recomputation)."""
+        """(n, len(candidates)) scores of each candidate token as the next token after the (chat-templated) prompt and
+        the forced assistant/decoder prefix: log-probabilities normalised over the FULL vocabulary, or with
+        ``normalise=False`` the RAW logits (RankT5 scores by the logit of <extra_id_10> at the first decoder step).
+
+        ``candidates``: strings, each one token (:meth:`token_id`), or token ids. ``prefixes``: see
+        :meth:`_last_logits` (same values, less recomputation)."""
         import torch
 
-        cand = torch.tensor([self.token_id(c) for c in candidates], dtype=torch.long, device=self.device)
-        res = self._last_logits(
-            prompts,
-            forced_prefix,
-            system,
-            lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand),
-            prefixes,  # fused: ~1.7x logsumexp
-            "log-probabilities",
-        )
-        return res.reshape(len(prompts), len(candidates))
-
-    def first_step_logits(
-        self,
-        prompts: list[str],
-        token_ids: list[int],
-        forced_prefix: str = "",
-        system: str | None = None,
-        progress: bool | None = None,
-    ) -> np.ndarray:
-        """(n, len(token_ids)) RAW logits at the first generated position (RankT5 scores by the logit of
-        <extra_id_10>)."""
-        import torch
-
-        ids = torch.tensor(list(token_ids), dtype=torch.long, device=self.device)
-        res = self._last_logits(prompts, forced_prefix, system, lambda lg: lg.index_select(1, ids), what="logits")
-        return res.reshape(len(prompts), len(token_ids))
+        ids = [self.token_id(c) if isinstance(c, str) else int(c) for c in candidates]
+        cand = torch.tensor(ids, dtype=torch.long, device=self.device)
+        if normalise:  # fused: ~1.7x logsumexp
+            pick, what = (lambda lg: torch.log_softmax(lg, dim=-1).index_select(1, cand)), "log-probabilities"
+        else:
+            pick, what = (lambda lg: lg.index_select(1, cand)), "logits"
+        res = self._last_logits(prompts, forced_prefix, system, pick, prefixes, what)
+        return res.reshape(len(prompts), len(ids))
 
     def generate(
         self, prompts: list[str], max_new_tokens: int, system: str | None = None, progress: bool | None = None

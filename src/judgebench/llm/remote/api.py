@@ -1,75 +1,31 @@
-"""API backends (OpenAI-compatible, Gemini): concurrency, rate limits, retries, timeouts, usage.
+"""API backends (OpenAI-compatible, Gemini): what a backend is, its settings, key, URL, cost and thinking, and one
+request per SDK.
 
-Both SDKs are used with their own retries switched off, so that every request is counted and
-every retry honours the server's Retry-After in one place (tenacity), the same for all backends.
+How every backend's requests are sent (concurrency, rate limits, retries, timeouts) is one mixin,
+:class:`~judgebench.llm.remote.paced_calls.PacedCalls`; what a call gives back is in
+:mod:`judgebench.llm.remote.call_results`. The backend classes stay here: configs name them by this module's path.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import random
-import time
-from collections import Counter
-from dataclasses import dataclass, field
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
-
-from judgebench.exceptions import BackendUnreachable, ConfigError
+from judgebench.exceptions import ConfigError
 from judgebench.llm.remote.batch_settings import BatchSettings, check_mode
-from judgebench.llm.remote.concurrency import AdaptiveConcurrency
+from judgebench.llm.remote.call_results import RequestStats
 from judgebench.llm.remote.gemini_models import finish_reason, gemini_answer, normalised, thinking_request
 from judgebench.llm.remote.http_transport import HTTP_TRANSPORTS, openai_http_client
+from judgebench.llm.remote.paced_calls import PacedCalls
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError, gemini_errors, openai_errors
-from judgebench.llm.remote.rate_limits import acquire_tokens, per_second_limiter
 from judgebench.secrets import ENV_NAME, mask_url, register_secret_env
 
-# Consecutive connection errors, before any answer, that end the job ("cannot connect to URL").
-CONNECT_FAILS = 3
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "gemini": "https://generativelanguage.googleapis.com"}
 
 
-def _root_cause(exc: BaseException) -> str:
-    while exc.__cause__ is not None or (exc.__context__ is not None and not exc.__suppress_context__):
-        exc = exc.__cause__ or exc.__context__
-    return str(exc) or type(exc).__name__
+class APIBackend(PacedCalls):
+    """What every API backend is: its settings (checked when built), key, URL, cost, thinking and the cache key of
+    its answers; ``async with`` and :meth:`complete` come from :class:`PacedCalls`, one request from ``_send``."""
 
-
-class CallFailed(Exception):
-    """All attempts used up; the pair gets no label and is reported as failed."""
-
-    def __init__(self, kind: str, message: str, attempts: int):
-        super().__init__(f"{kind} after {attempts} attempt(s): {message}")
-        self.kind, self.attempts = kind, attempts
-
-
-@dataclass
-class Completion:
-    text: str
-    input_tokens: int
-    output_tokens: int  # the answer's tokens (thinking not included)
-    latency_s: float
-    attempts: int
-    thinking_tokens: int = 0  # tokens the model spent thinking before the answer (billed as output)
-
-
-@dataclass
-class RequestStats:
-    requests: int = 0  # HTTP requests sent, retries included
-    ok: int = 0
-    retries: int = 0
-    reasks: int = 0  # answers without a parsable score asked again (each a new request)
-    errors: Counter = field(default_factory=Counter)  # by kind: 429, 5xx, timeout, malformed, ...
-    batches: int = 0  # batch jobs submitted (mode=batch; each of its lines counts as one request)
-    # tokens of paid answers that became no record (cut off at max_output_tokens; the re-asked answers of a call
-    # that then failed): spent all the same, so the job's tokens and cost count them
-    unused_tokens: Counter = field(default_factory=Counter)  # "input", "output", "thinking"
-
-    def spent_unused(self, n_in: int, n_out: int, n_think: int) -> None:
-        self.unused_tokens.update({"input": n_in, "output": n_out, "thinking": n_think})
-
-
-class APIBackend:
     backend = "api"
     default_key_envs: tuple[str, ...] = ()
     batch_limits: dict = {}  # the provider's batch limits where they differ from BatchSettings' (OpenAI's)
@@ -217,91 +173,6 @@ class APIBackend:
             f"({thinking_tokens} of them spent thinking): {fix}",
             tokens=(input_tokens, output_tokens, thinking_tokens),
         )
-
-    # -- limits and retries, shared ------------------------------------------------------------
-    async def __aenter__(self) -> APIBackend:
-        # max_concurrency is the ceiling; adaptive: an AIMD window that finds the provider's limit below it
-        self._sem = self.concurrency = AdaptiveConcurrency(
-            self.max_concurrency, floor=self.min_concurrency, initial=self.initial_concurrency, adaptive=self.adaptive
-        )
-        self._rpm = per_second_limiter(self.rpm) if self.rpm else None
-        self._tpm = per_second_limiter(self.tpm) if self.tpm else None
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.close()
-
-    def _backoff(self, exc: BaseException | None, failures: int) -> float:
-        """Retry-After when the server gives one, else jittered exponential backoff."""
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
-            return min(float(retry_after), self.backoff_max_s)
-        backoff = self.backoff_base_s * 2 ** (failures - 1)
-        return min(self.backoff_max_s, backoff) * random.uniform(0.5, 1.0)
-
-    def _first_wait(self, exc: BaseException) -> float:
-        return self._backoff(exc, 1)
-
-    def _wait(self, state) -> float:
-        # tenacity counts the retries only; the first attempt was made (and failed) before it
-        return self._backoff(state.outcome.exception(), state.attempt_number + 1)
-
-    async def complete(self, prompt: str, system: str | None = None) -> Completion:
-        started, attempts = time.perf_counter(), 1
-        try:  # fast path: most calls succeed at once, without the retry machinery's per-call cost
-            text, n_in, n_out, n_think = await self._attempt(prompt, system)
-            self.stats.ok += 1
-            return Completion(text, n_in, n_out, time.perf_counter() - started, attempts, n_think)
-        except PermanentError as e:
-            raise CallFailed(e.kind, str(e), attempts) from e
-        except TransientError as e:
-            if self.max_retries == 0:
-                raise CallFailed(e.kind, str(e), attempts) from e
-            await asyncio.sleep(self._first_wait(e))
-        try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self.max_retries),
-                wait=self._wait,
-                retry=retry_if_exception_type(TransientError),
-                reraise=True,
-            ):
-                with attempt:
-                    attempts += 1
-                    self.stats.retries += 1
-                    text, n_in, n_out, n_think = await self._attempt(prompt, system)
-        except TransientError as e:
-            raise CallFailed(e.kind, str(e), attempts) from e
-        except PermanentError as e:
-            raise CallFailed(e.kind, str(e), attempts) from e
-        self.stats.ok += 1
-        return Completion(text, n_in, n_out, time.perf_counter() - started, attempts, n_think)
-
-    async def _attempt(self, prompt: str, system: str | None) -> tuple[str, int, int, int]:
-        async with self._sem.slot():
-            if self._rpm:
-                await self._rpm.acquire()
-            if self._tpm:
-                await acquire_tokens(self._tpm, len(prompt) // 4 + self.request_max_output_tokens)
-            self.stats.requests += 1
-            try:
-                async with asyncio.timeout(self.timeout_s):  # cheaper than wait_for: no extra task per call
-                    return await self._send(prompt, system)
-            except (TransientError, PermanentError) as e:
-                self.stats.errors[e.kind] += 1
-                self.stats.spent_unused(*getattr(e, "tokens", (0, 0, 0)))
-                if e.kind == "connection" and self.stats.ok == 0:
-                    self._connect_failures += 1
-                    if self._connect_failures >= CONNECT_FAILS:
-                        raise BackendUnreachable(
-                            f"cannot connect to {mask_url(self.endpoint())} ({_root_cause(e)}; "
-                            f"{self._connect_failures} attempts, "
-                            f"no answer yet): is the server running and the URL right (base_url, OPENAI_BASE_URL)?"
-                        ) from None
-                raise
-            except asyncio.TimeoutError as e:
-                self.stats.errors["timeout"] += 1
-                raise TransientError("timeout", f"no answer within {self.timeout_s}s") from e
 
 
 class OpenAIBackend(APIBackend):

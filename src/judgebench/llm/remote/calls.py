@@ -17,7 +17,8 @@ from judgebench.cache.keys import call_key
 from judgebench.cache.schema import api_problem
 from judgebench.cache.store import CallCache
 from judgebench.cache.writer import GroupWriter
-from judgebench.llm.remote.api import APIBackend, CallFailed
+from judgebench.llm.remote.api import APIBackend
+from judgebench.llm.remote.call_results import CallFailed
 from judgebench.progress import counter
 
 log = logging.getLogger("judgebench")
