@@ -37,10 +37,13 @@ from scipy import stats
 from judgebench.compare.analyses.ordering_agreement import holm
 from judgebench.compare.base.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.base.reference import References, own_rows
+from judgebench.compare.base.resampling import Resampling
 from judgebench.metrics import tau_b
 from judgebench.metrics.correlation import tau_ap
 from judgebench.metrics.query_tau import query_tau
 
+PERMUTATIONS = 10_000  # random orderings of the judges in the permutation test (past exact_max judges)
+PERMUTATION_TEST = Resampling(n_resamples=PERMUTATIONS)  # the report's seed, level and alpha replace the rest
 MIN_JUDGES = 3  # the table needs 3 judges; the correlation's verdict needs min_judges(alpha)
 CONSTRUCTION = ("Perfect", "Swap[3]", "Swap[2]", "Swap[1]", "Swap[2,3]", "Swap[1,2]")  # best first
 COLUMNS = [
@@ -112,13 +115,12 @@ def analyse(
     t1: dict[str, pd.DataFrame],
     table2: pd.DataFrame,
     refs: References,
-    alpha: float = 0.05,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    level: float = 0.95,
+    resampling: Resampling = PERMUTATION_TEST,
     exclude=(),
 ) -> Discrimination:
-    """The discrimination table, the correlations and the answer of every dataset where :func:`applies`."""
+    """The discrimination table, the correlations and the answer of every dataset where :func:`applies`;
+    ``resampling`` holds the permutation test's random orderings and seed, the intervals' level and alpha."""
+    n_resamples, seed, level, alpha = resampling.n_resamples, resampling.seed, resampling.level, resampling.alpha
     rows, corr, human, answers = [], [], {}, {}
     kappa = {
         (d, j): k for d, j, k in zip(table2.get("dataset", []), table2.get("judge", []), table2.get("kappa_graded", []))
@@ -226,7 +228,9 @@ def orderings(judge: np.ndarray, human: np.ndarray, oracles: list[str], level: f
     return out
 
 
-def correlations(frame: pd.DataFrame, alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+def correlations(
+    frame: pd.DataFrame, alpha: float = 0.05, n_resamples: int = PERMUTATIONS, seed: int = 0
+) -> pd.DataFrame:
     """Spearman's rho of kappa with each statistic across judges, its exact permutation p (two-sided), Holm over the
     statistics, and the verdict: "predicts" (rho > 0, Holm p < alpha), "no evidence", or TOO_FEW judges."""
     rows = []
@@ -255,7 +259,9 @@ def correlations(frame: pd.DataFrame, alpha: float = 0.05, n_resamples: int = 10
     return out
 
 
-def permutation_p(x: np.ndarray, y: np.ndarray, n_resamples: int = 10_000, seed: int = 0, exact_max: int = 8) -> float:
+def permutation_p(
+    x: np.ndarray, y: np.ndarray, n_resamples: int = PERMUTATIONS, seed: int = 0, exact_max: int = 8
+) -> float:
     """Two-sided permutation p of Spearman's rho: the share of orderings of ``y`` against ``x`` whose |rho| reaches the
     observed one; every one of the n! orderings up to ``exact_max`` judges, else (1 + hits) / (1 + n_resamples) over
     random ones from ``np.random.default_rng(seed)``. A permutation keeps the values, so rho is the Pearson correlation

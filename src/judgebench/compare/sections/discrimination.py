@@ -6,6 +6,7 @@ interval beside kappa). report.html renders the Markdown."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ import pandas as pd
 from judgebench.compare.analyses import discrimination as analysis
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
+from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.section import Section
 from judgebench.compare.renderers import render
 
@@ -165,9 +167,7 @@ class Discrimination(Section):
                 r.table1,
                 r.table2,
                 r.refs,
-                o.alpha,
-                seed=o.seed,
-                level=o.level,
+                replace(Resampling.from_options(o), n_resamples=analysis.PERMUTATIONS),
                 exclude=[v.name for v in r.virtual],
             )
         }

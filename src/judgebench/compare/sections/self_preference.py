@@ -23,6 +23,7 @@ from judgebench.compare.analyses import order_bias  # noqa: E402
 from judgebench.compare.analyses.self_preference import SELF, analyse, findings  # noqa: E402
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding, known
+from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.section import LatexTable, Section  # noqa: E402
 from judgebench.compare.renderers import render
 from judgebench.compare.renderers.figures import _names, _save, plain_text  # noqa: E402
@@ -216,7 +217,7 @@ class SelfPreference(Section):
     def compute(self, r: Report) -> dict:
         o = r.options
         return {
-            "self_preference": analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level, o.alpha),
+            "self_preference": analyse(r.per_query, r.table1, r.jobs, r.refs, Resampling.from_options(o)),
             "order_bias": order_bias.order_table(r.jobs),
         }
 
