@@ -24,7 +24,7 @@ from browser import Elements, chromium, headless
 from cli_runner import run_compare
 from judgebench.compare.base import names
 from judgebench.compare.command import schema, validate
-from judgebench.compare.renderers import figures, render
+from judgebench.compare.renderers import figures, label_figures, render
 from judgebench.compare.renderers import html as report_html
 from judgebench.exceptions import CompareError
 
@@ -294,9 +294,11 @@ def test_figures_draw_hostile_names_as_text(tmp_path):
             "human": [0, 1, 3, 3],
         }
     )
-    assert figures.confusion(levels, NAMES[0], tmp_path / "c.png").stat().st_size > 10_000
+    assert label_figures.confusion(levels, NAMES[0], tmp_path / "c.png").stat().st_size > 10_000
     assert (
-        figures.confusion_grid(pd.concat([levels, levels.assign(judge=NAMES[2])]), tmp_path / "g.png").stat().st_size
+        label_figures.confusion_grid(pd.concat([levels, levels.assign(judge=NAMES[2])]), tmp_path / "g.png")
+        .stat()
+        .st_size
         > 10_000
     )
     assert (

@@ -111,7 +111,7 @@ def figure(r: Report, out: Path) -> list[Path]:
     d = r.discrimination
     if not d:
         return []
-    from judgebench.compare.renderers.figures import _save, plain_text, plt
+    from judgebench.compare.renderers.figure_style import plain_text, plt, save
 
     @plain_text
     def draw() -> Path:
@@ -149,7 +149,7 @@ def figure(r: Report, out: Path) -> list[Path]:
             )
             ax.legend(loc="lower left", fontsize=7)
             ax.grid(alpha=0.3, axis="x")
-        return _save(fig, out / FIGURE)
+        return save(fig, out / FIGURE)
 
     return [draw()]
 
