@@ -406,7 +406,7 @@ def test_a_two_by_two_grid_on_slurm_scores_each_ranking_once(slurm_cluster, tmp_
 
 def test_a_long_cell_error_keeps_its_cause():
     """The sweep record's error: a cell's message names the cell first (long paths) and the cause last."""
-    from judgebench.cli.hydra_callbacks import short_error
+    from judgebench.cli.sweep_records import short_error
 
     cell = "CellError: judgebench: error: cell #2 (ranker.path=/" + "d" * 400 + "/later.trec): file not found"
     short = short_error(cell)

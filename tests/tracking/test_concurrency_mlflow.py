@@ -113,7 +113,7 @@ def test_experiment_creation_is_idempotent_under_contention(tmp_path):
 def test_sweep_callback_creates_the_experiment_before_the_jobs(tmp_path, monkeypatch):
     from omegaconf import open_dict
 
-    from judgebench.cli.hydra_callbacks import precreate_experiment
+    from judgebench.cli.sweep_store import precreate_experiment
 
     monkeypatch.chdir(tmp_path)  # the default store, ${hydra:runtime.cwd}/mlruns/mlflow.db, lands here
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

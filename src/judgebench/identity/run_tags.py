@@ -75,7 +75,7 @@ class RunTags:
     # where the process lives (tracking.process_tags: a dead job's RUNNING run is closed by a later one)
     host: str | None = _own("host name of the run's process")
     pid: str | None = _own("process id of the run's process")
-    # a sweep's parent run (cli/hydra_callbacks.py)
+    # a sweep's parent run (cli/sweep_store.py)
     cells: str | None = _own("cells of the sweep")
     failed: str | None = _own("failed cells of the sweep")
     # a compare run (compare/store/compare_run.py)
