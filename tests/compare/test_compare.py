@@ -17,7 +17,6 @@ from scipy.stats import kendalltau
 
 import artifact_checks
 from cli_runner import run_compare
-from judgebench import tracking
 from judgebench.compare import report, sections
 from judgebench.compare.analyses import bias, bootstrap, ensembles, ordering_agreement, significance
 from judgebench.compare.base import tables
@@ -29,6 +28,7 @@ from judgebench.compare.store.collect import missing_cells
 from judgebench.content_bias import statistics as content_bias
 from judgebench.data.datasets import load_toy
 from judgebench.metrics import tau_b
+from judgebench.tracking import job_run
 from reference_impl import frame_rows, ndcg10_judged
 from table_refs import refs_of
 
@@ -727,7 +727,7 @@ def test_content_bias_known_answers(tmp_path):
 
 
 def _log_job(client, exp, tags: dict, metrics: dict, files: dict) -> None:
-    run = tracking.JobRun(client, exp, "hand", {"judgebench.kind": "job", "judgebench.sweep_id": "s", **tags})
+    run = job_run.JobRun(client, exp, "hand", {"judgebench.kind": "job", "judgebench.sweep_id": "s", **tags})
     run.log_metrics(metrics)
     run.log_files(files)
     run.finish()

@@ -81,7 +81,7 @@ def summary(tmp: Path) -> dict:
 
 
 def runs(tmp: Path) -> list:
-    from judgebench.tracking import ensure_sqlite_parent
+    from judgebench.tracking.mlflow_store import ensure_sqlite_parent
 
     ensure_sqlite_parent(f"sqlite:///{tmp}/mlruns/mlflow.db")  # never race the jobs' schema creation
     client = MlflowClient(f"sqlite:///{tmp}/mlruns/mlflow.db")
@@ -190,7 +190,7 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
         "skipped-duplicate",
         "skipped-duplicate",
     ]
-    # the failed cell's run failed on its input before any work: deleted, not left FAILED (tracking.JobRun.fail)
+    # the failed cell's run failed on its input before any work: deleted, not left FAILED (job_run.JobRun.fail)
     assert sorted(r.info.status for r in runs(tmp_path)) == ["FINISHED", "FINISHED"]
 
 

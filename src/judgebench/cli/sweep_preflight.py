@@ -145,9 +145,9 @@ def _discard_parent_run() -> None:
     SWEEP["pending"] = None
     run, SWEEP["parent"] = SWEEP["parent"], None
     if run is not None:
-        from judgebench import tracking
+        from judgebench.tracking import job_run
 
-        os.environ.pop(tracking.PARENT_ENV, None)
+        os.environ.pop(job_run.PARENT_ENV, None)
         try:
             run.client.delete_run(run.run_id)
         except Exception as exc:  # the one error line matters more

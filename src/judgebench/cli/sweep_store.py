@@ -46,14 +46,16 @@ def precreate_experiment(config: DictConfig) -> str | None:
         hydra_config.cfg = previous
     if not uri or not name:
         return None
-    from judgebench import tracking
+    from mlflow.tracking import MlflowClient
 
-    tracking.ensure_sqlite_parent(str(uri))
-    client = tracking.MlflowClient(str(uri))
+    from judgebench.tracking import job_run, mlflow_store
+
+    mlflow_store.ensure_sqlite_parent(str(uri))
+    client = MlflowClient(str(uri))
     SWEEP["uri"] = str(uri)
-    exp_id = tracking.get_or_create_experiment(client, str(name), str(artifact_root) if artifact_root else None)
+    exp_id = mlflow_store.get_or_create_experiment(client, str(name), str(artifact_root) if artifact_root else None)
     SWEEP["experiment"] = exp_id
-    tracking.close_dead(client, exp_id, RunTags.where(kind="sweep"))  # a sweep killed with -9 on this host
+    job_run.close_dead(client, exp_id, RunTags.where(kind="sweep"))  # a sweep killed with -9 on this host
     return exp_id
 
 
@@ -61,7 +63,7 @@ def close_runs_of_dead_job(job_id: str) -> list[str]:
     """Mark KILLED the RUNNING MLflow runs of a SLURM job that died without a result (scancel, time limit,
     out of memory, node failure): its Python was killed before it could end them. ``job_id``: submitit's
     ``<array id>_<task>`` or a plain job id."""
-    from judgebench import tracking
+    from mlflow.tracking import MlflowClient
 
     uri, exp_id = SWEEP.get("uri"), SWEEP.get("experiment")
     if not uri or exp_id is None or not job_id:
@@ -72,7 +74,7 @@ def close_runs_of_dead_job(job_id: str) -> list[str]:
         if task
         else f"tags.slurm_job_id = '{array}'"
     )
-    client = tracking.MlflowClient(uri)
+    client = MlflowClient(uri)
     closed = []
     try:
         for r in client.search_runs(
@@ -87,7 +89,9 @@ def close_runs_of_dead_job(job_id: str) -> list[str]:
 
 def start_parent_run(config: DictConfig, experiment_id: str) -> str:
     """The sweep's parent run, its id exported for the jobs (see the module docstring)."""
-    from judgebench import tracking
+    from mlflow.tracking import MlflowClient
+
+    from judgebench.tracking import job_run
 
     sweep = str(config.get("sweep_id") or config.hydra.sweep.dir)
     overrides = " ".join(masked(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))) or "(no overrides)"
@@ -96,15 +100,15 @@ def start_parent_run(config: DictConfig, experiment_id: str) -> str:
         f"Sweep of experiment {config.experiment_name}: {overrides}; one nested run per cell (sweep dir "
         f"{sweep_dir(config)})"
     )
-    run = tracking.JobRun(
-        tracking.MlflowClient(SWEEP["uri"]),
+    run = job_run.JobRun(
+        MlflowClient(SWEEP["uri"]),
         experiment_id,
         name,
         RunTags(kind="sweep", sweep_id=sweep).to_tags(),
         note=note[:5000],
         parent="",
     )
-    os.environ[tracking.PARENT_ENV] = f"{experiment_id}:{run.run_id}"
+    os.environ[job_run.PARENT_ENV] = f"{experiment_id}:{run.run_id}"
     SWEEP["parent"] = run
     return run.run_id
 
@@ -128,10 +132,11 @@ def open_sweep_store() -> None:
 
 def end_parent_run(summary: dict | None, failed: bool = False) -> None:
     """Log the sweep summary on the parent run and end it (FAILED when a cell failed or the sweep raised)."""
-    from judgebench import tracking
+
+    from judgebench.tracking import job_run
 
     run, SWEEP["parent"] = SWEEP["parent"], None
-    os.environ.pop(tracking.PARENT_ENV, None)
+    os.environ.pop(job_run.PARENT_ENV, None)
     if run is None:
         return
     try:

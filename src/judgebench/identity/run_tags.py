@@ -72,7 +72,7 @@ class RunTags:
     slurm_job_id: str | None = _shown("SLURM_JOB_ID of the job that ran the cell")
     slurm_array_job_id: str | None = _shown("SLURM_ARRAY_JOB_ID")
     slurm_array_task_id: str | None = _shown("SLURM_ARRAY_TASK_ID")
-    # where the process lives (tracking.process_tags: a dead job's RUNNING run is closed by a later one)
+    # where the process lives (tracking/job_run.py's process_tags: a dead job's RUNNING run is closed by a later one)
     host: str | None = _own("host name of the run's process")
     pid: str | None = _own("process id of the run's process")
     # a sweep's parent run (cli/sweep_store.py)
