@@ -846,27 +846,3 @@ def test_artifact_problems_are_listed_in_run_order_whatever_thread_finishes_firs
     assert art.per_query(jobs).empty
     assert [p.split(":")[0] for p in art.problems] == [f"run {r}" for r in ids]
     assert all("cannot read per_query.csv" in p for p in art.problems)
-
-
-def test_the_options_are_declared_once_and_the_command_line_schema_is_derived():
-    """Options (typed, with defaults) is the one declaration of the report's options; schema.CompareArgs, the schema the
-    arguments are read through, is made from it: the same names, each default as the command line writes it (a list
-    as comma-separated text), and the options the command line reads alone are its own (experiment, out, log...)."""
-    from dataclasses import fields
-
-    from judgebench.compare.base.report_model import Options
-    from judgebench.compare.command import schema, validate
-
-    declared = {f.name: f.default for f in fields(Options)}
-    derived = {f.name: f.default for f in fields(schema.CompareArgs)}
-    assert (
-        len(schema.SHARED) == 19
-        and set(schema.SHARED) == (set(derived) - set(schema.COMMAND))
-        and set(schema.SHARED) <= set(declared)
-    )
-    for name in schema.SHARED:
-        want = declared[name]
-        want = (",".join(want) or None) if isinstance(want, tuple) else (None if name in schema.TEXT_VALUED else want)
-        assert derived[name] == want, name
-    assert derived["calibration_k"] == "5,10,20,all" and derived["plan"] is None and derived["bootstrap"] == 1000
-    assert validate.options(schema.parse(["experiment=e"])) == Options()  # every default, through the command line
