@@ -228,9 +228,7 @@ def orderings(judge: np.ndarray, human: np.ndarray, oracles: list[str], level: f
     return out
 
 
-def correlations(
-    frame: pd.DataFrame, alpha: float = 0.05, n_resamples: int = PERMUTATIONS, seed: int = 0
-) -> pd.DataFrame:
+def correlations(frame: pd.DataFrame, alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
     """Spearman's rho of kappa with each statistic across judges, its exact permutation p (two-sided), Holm over the
     statistics, and the verdict: "predicts" (rho > 0, Holm p < alpha), "no evidence", or TOO_FEW judges."""
     rows = []
@@ -259,9 +257,7 @@ def correlations(
     return out
 
 
-def permutation_p(
-    x: np.ndarray, y: np.ndarray, n_resamples: int = PERMUTATIONS, seed: int = 0, exact_max: int = 8
-) -> float:
+def permutation_p(x: np.ndarray, y: np.ndarray, n_resamples: int = 10_000, seed: int = 0, exact_max: int = 8) -> float:
     """Two-sided permutation p of Spearman's rho: the share of orderings of ``y`` against ``x`` whose |rho| reaches the
     observed one; every one of the n! orderings up to ``exact_max`` judges, else (1 + hits) / (1 + n_resamples) over
     random ones from ``np.random.default_rng(seed)``. A permutation keeps the values, so rho is the Pearson correlation
