@@ -73,11 +73,12 @@ def install() -> None:
     from mlflow.tracking import MlflowClient
 
     import judgebench.cli.run as jrun
-    from judgebench import rankings, tracking
+    from judgebench import rankings
     from judgebench.jobs import cell as cell_module
     from judgebench.jobs import judge_summary, pipeline
     from judgebench.judges.qrels_file import QrelsFileJudge
     from judgebench.judges.simulated import SimulatedJudge
+    from judgebench.tracking import job_run, mlflow_store
 
     make_launcher = Plugins.instantiate_launcher
 
@@ -111,8 +112,13 @@ def install() -> None:
         attr = getattr(MlflowClient, name)
         if not name.startswith("_") and callable(attr) and not isinstance(attr, type):
             setattr(MlflowClient, name, timed("mlflow", attr))
-    for name in ("ensure_sqlite_parent", "git_commit", "standard_tags", "open_store"):
-        setattr(tracking, name, timed("mlflow", getattr(tracking, name)))
+    for module, name in (
+        (mlflow_store, "ensure_sqlite_parent"),
+        (job_run, "git_commit"),
+        (job_run, "standard_tags"),
+        (mlflow_store, "open_store"),
+    ):
+        setattr(module, name, timed("mlflow", getattr(module, name)))
     import mlflow.data
 
     mlflow.data.from_pandas = timed("mlflow", mlflow.data.from_pandas)

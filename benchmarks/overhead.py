@@ -42,7 +42,7 @@ PHASES = [
     (
         "MLflow (store, runs, params, metrics, artifacts)",
         [
-            ("judgebench/tracking/__init__.py", ""),
+            ("judgebench/tracking/", ""),
             ("mlflow/", ""),
             ("judgebench/jobs/common.py", "file_text"),
             ("judgebench/jobs/common.py", "frame_text"),

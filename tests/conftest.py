@@ -126,18 +126,18 @@ def premigrated_mlflow_stores(tmp_path_factory):
     """New SQLite stores start as a copy of one store whose schema MLflow created once per session.
 
     MLflow's schema creation takes 3-15 s per fresh store, and the suite opens dozens. The copy is made where
-    ``tracking.ensure_sqlite_parent`` would create the tables, in this process and in every child forked from
+    ``mlflow_store.ensure_sqlite_parent`` would create the tables, in this process and in every child forked from
     it (tests/helpers/cli_runner.py); its lock, ready-stamp and writability check still run on the copy. Tests that are
     about schema creation itself opt out with ``@pytest.mark.real_mlflow_schema``, and children started as new
     interpreters (``fresh=True``, the wheel, SLURM) always create their stores for real.
     """
     from mlflow.tracking import MlflowClient
 
-    from judgebench import tracking
+    from judgebench.tracking import mlflow_store
 
     template = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
     MlflowClient(f"sqlite:///{template}").search_experiments(max_results=1)
-    original = tracking.ensure_sqlite_parent
+    original = mlflow_store.ensure_sqlite_parent
 
     def from_template(tracking_uri: str) -> None:
         if tracking_uri.startswith("sqlite:///") and not getattr(from_template, "off", False):
@@ -155,7 +155,7 @@ def premigrated_mlflow_stores(tmp_path_factory):
         original(tracking_uri)
 
     patch = pytest.MonkeyPatch()
-    patch.setattr(tracking, "ensure_sqlite_parent", from_template)
+    patch.setattr(mlflow_store, "ensure_sqlite_parent", from_template)
     yield from_template
     patch.undo()
 

@@ -368,7 +368,7 @@ def _compare_usage_keys(text: str) -> set[str]:
 def test_compare_usage_in_the_docs_is_the_schema_s():
     """docs/compare.md's usage block names every option of compare's one schema (CompareArgs, which also makes
     ``--help``), and nothing else: an option added to the schema must be documented, a documented one must exist."""
-    from judgebench.compare.cli import KEYS, USAGE
+    from judgebench.compare.command.schema import KEYS, USAGE
 
     documented = _compare_usage_keys((ROOT / "docs" / "compare.md").read_text(encoding="utf-8"))
     assert documented == KEYS, (

@@ -160,7 +160,7 @@ def test_a_misspelt_key_is_one_line_exit_2_before_the_job_imports(tmp_path):
 
 
 def test_a_refused_sweep_is_said_before_mlflow_is_imported_and_opens_no_store(tmp_path):
-    """The sweep's checks run before its MLflow store and parent run are opened (hydra_callbacks.open_sweep_store):
+    """The sweep's checks run before its MLflow store and parent run are opened (sweep_store.open_sweep_store):
     a refused sweep imports no MLflow, creates no store, leaves no run (RUNNING, FAILED or deleted) and prints one
     line."""
     got, err = run_py(

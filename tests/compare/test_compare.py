@@ -17,7 +17,6 @@ from scipy.stats import kendalltau
 
 import artifact_checks
 from cli_runner import run_compare
-from judgebench import tracking
 from judgebench.compare import report, sections
 from judgebench.compare.analyses import bias, bootstrap, ensembles, ordering_agreement, significance
 from judgebench.compare.base import tables
@@ -29,6 +28,7 @@ from judgebench.compare.store.collect import missing_cells
 from judgebench.content_bias import statistics as content_bias
 from judgebench.data.datasets import load_toy
 from judgebench.metrics import tau_b
+from judgebench.tracking import job_run
 from reference_impl import frame_rows, ndcg10_judged
 from table_refs import refs_of
 
@@ -727,7 +727,7 @@ def test_content_bias_known_answers(tmp_path):
 
 
 def _log_job(client, exp, tags: dict, metrics: dict, files: dict) -> None:
-    run = tracking.JobRun(client, exp, "hand", {"judgebench.kind": "job", "judgebench.sweep_id": "s", **tags})
+    run = job_run.JobRun(client, exp, "hand", {"judgebench.kind": "job", "judgebench.sweep_id": "s", **tags})
     run.log_metrics(metrics)
     run.log_files(files)
     run.finish()
@@ -846,27 +846,3 @@ def test_artifact_problems_are_listed_in_run_order_whatever_thread_finishes_firs
     assert art.per_query(jobs).empty
     assert [p.split(":")[0] for p in art.problems] == [f"run {r}" for r in ids]
     assert all("cannot read per_query.csv" in p for p in art.problems)
-
-
-def test_the_options_are_declared_once_and_the_command_line_schema_is_derived():
-    """Options (typed, with defaults) is the one declaration of the report's options; cli.CompareArgs, the schema the
-    arguments are read through, is made from it: the same names, each default as the command line writes it (a list
-    as comma-separated text), and the options the command line reads alone are its own (experiment, out, log...)."""
-    from dataclasses import fields
-
-    from judgebench.compare import cli
-    from judgebench.compare.base.report_model import Options
-
-    declared = {f.name: f.default for f in fields(Options)}
-    schema = {f.name: f.default for f in fields(cli.CompareArgs)}
-    assert (
-        len(cli.SHARED) == 19
-        and set(cli.SHARED) == (set(schema) - set(cli.COMMAND))
-        and set(cli.SHARED) <= set(declared)
-    )
-    for name in cli.SHARED:
-        want = declared[name]
-        want = (",".join(want) or None) if isinstance(want, tuple) else (None if name in cli.TEXT_VALUED else want)
-        assert schema[name] == want, name
-    assert schema["calibration_k"] == "5,10,20,all" and schema["plan"] is None and schema["bootstrap"] == 1000
-    assert cli.options(cli.parse(["experiment=e"])) == Options()  # every default, through the command line

@@ -16,7 +16,14 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from judgebench.compare.renderers import figure_check, figures, render  # noqa: E402
+from judgebench.compare.renderers import (  # noqa: E402
+    figure_check,
+    figure_style,
+    figures,
+    label_figures,
+    render,
+    scatter_figures,
+)
 from judgebench.compare.sections.table1 import Table1  # noqa: E402
 
 
@@ -163,10 +170,12 @@ def test_every_figure_of_a_large_report_is_inside_its_canvas_and_its_labels_do_n
     assert drawn_bars.name == (
         "figure_ndcg_heatmap.png" if judges > 10 or judges * systems > 120 else "figure_ndcg_bars.png"
     )
-    figures.scatter({"dl20": t[["type", "human", *drawn]]}, tmp_path / "figure_scatter.png", refs, t2)
-    figures.kappa_tau(t2, tmp_path / "figure_kappa_tau.png")
+    scatter_figures.scatter({"dl20": t[["type", "human", *drawn]]}, tmp_path / "figure_scatter.png", refs, t2)
+    scatter_figures.kappa_tau(t2, tmp_path / "figure_kappa_tau.png")
     labels = pd.DataFrame({"dataset": "dl20", "human": rng.integers(0, 4, 200), "relevance": rng.integers(0, 4, 200)})
-    figures.confusion(labels, "NISTRetrieval-instruct0", tmp_path / "figure_confusion.png")  # a long name (LLMJudge's)
+    label_figures.confusion(
+        labels, "NISTRetrieval-instruct0", tmp_path / "figure_confusion.png"
+    )  # a long name (LLMJudge's)
     assert set(checked) == {drawn_bars.name, "figure_scatter.png", "figure_kappa_tau.png", "figure_confusion.png"}
     assert {name: found for name, found in checked.items() if found} == {}
 
@@ -176,8 +185,8 @@ def test_kappa_tau_at_35_judges_labels_10_points_and_counts_the_ties(tmp_path, m
     t2 = _t2(_table1(35, 8), rng)
     places = t2.groupby(["kappa_graded", "tau_all"]).size()  # judges at each (kappa, tau), computed here
     captured = []
-    monkeypatch.setattr(figures, "_save", lambda fig, path: captured.append(fig) or path)
-    figures.kappa_tau(t2, tmp_path / "k.png")
+    monkeypatch.setattr(figure_style, "save", lambda fig, path: captured.append(fig) or path)
+    scatter_figures.kappa_tau(t2, tmp_path / "k.png")
     ax = captured[0].axes[0]
     assert len(places) > 10 or True
     title = ax.get_title()
@@ -205,7 +214,7 @@ def test_a_35_judge_and_a_35_system_page_never_scrolls_sideways_in_chromium(tmp_
     binary = chromium()
     t = _table1(judges, systems)
     bars = figures.ndcg_bars({"dl20": t}, tmp_path / "figure_ndcg_bars.png")
-    figures.kappa_tau(_t2(t, np.random.default_rng(3)), tmp_path / "figure_kappa_tau.png")
+    scatter_figures.kappa_tau(_t2(t, np.random.default_rng(3)), tmp_path / "figure_kappa_tau.png")
     md = "\n".join(
         ["# scale", *Table1().markdown(_report(t)), "", f"![bars]({bars.name})", "", "![kt](figure_kappa_tau.png)"]
     )

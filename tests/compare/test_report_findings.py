@@ -412,11 +412,11 @@ def test_the_html_panel_holds_the_kinds_and_ends_at_its_link(tmp_path):
 
 
 def test_the_human_vs_judge_scatter_wraps_at_35_judges_and_keeps_everything_in_the_image(tmp_path, recwarn):
-    """35 judges were one row of 35 panels (a 5760 x 480 strip): now rows of figures.SCATTER_COLUMNS, a picture about
-    as wide as it is high, written with every label inside it and no "Tight layout not applied" warning."""
+    """35 judges were one row of 35 panels (a 5760 x 480 strip): now rows of scatter_figures.SCATTER_COLUMNS, a picture
+    about as wide as it is high, written with every label inside it and no "Tight layout not applied" warning."""
     from PIL import Image
 
-    from judgebench.compare.renderers import figures
+    from judgebench.compare.renderers import scatter_figures
 
     rng = np.random.default_rng(0)
     judges, systems = [f"judge{i:02d}" for i in range(35)], [f"Swap[{i}]" for i in range(8)]
@@ -424,9 +424,9 @@ def test_the_human_vs_judge_scatter_wraps_at_35_judges_and_keeps_everything_in_t
     refs = SimpleNamespace(
         reference="human_judged", column=lambda d, j, index: pd.Series(rng.random(len(index)), index=index)
     )
-    path = figures.scatter({"d": table}, tmp_path / "scatter.png", refs)
+    path = scatter_figures.scatter({"d": table}, tmp_path / "scatter.png", refs)
     width, height = Image.open(path).size
-    cols, rows = figures.SCATTER_COLUMNS, -(-35 // figures.SCATTER_COLUMNS)
+    cols, rows = scatter_figures.SCATTER_COLUMNS, -(-35 // scatter_figures.SCATTER_COLUMNS)
     assert 0.8 < width / height < 1.4 and width <= cols * 4.0 * 120 + 120, (width, height)
     assert height >= rows * 4.0 * 120 * 0.9, (width, height)
     assert not [w for w in recwarn if "Tight layout" in str(w.message)]

@@ -640,7 +640,7 @@ def test_a_read_only_mlflow_store_is_one_line_up_front(tmp_path):
 
     from mlflow.tracking import MlflowClient
 
-    from judgebench import tracking
+    from judgebench.tracking import mlflow_store
 
     base = Path(tempfile.mkdtemp(prefix="jb-readonly-"))  # outside pytest's root-only tmp folder
     base.chmod(0o755)
@@ -650,9 +650,9 @@ def test_a_read_only_mlflow_store_is_one_line_up_front(tmp_path):
     work.chmod(0o777)
     uri = f"sqlite:///{store}/mlflow.db"
     try:
-        tracking.ensure_sqlite_parent(uri)
+        mlflow_store.ensure_sqlite_parent(uri)
         MlflowClient(uri).create_experiment("earlier")
-        tracking._READY_STORES.discard(uri)  # the job (a fork of this process) must look at the store itself
+        mlflow_store._READY_STORES.discard(uri)  # the job (a fork of this process) must look at the store itself
         (store / "mlflow.db").chmod(0o444)
         store.chmod(0o555)
         args = [

@@ -22,9 +22,9 @@ from mlflow.tracking import MlflowClient
 import cli_runner
 from browser import Elements, chromium, headless
 from cli_runner import run_compare
-from judgebench.compare import cli
 from judgebench.compare.base import names
-from judgebench.compare.renderers import figures, render
+from judgebench.compare.command import schema, validate
+from judgebench.compare.renderers import figures, label_figures, render
 from judgebench.compare.renderers import html as report_html
 from judgebench.exceptions import CompareError
 
@@ -294,9 +294,11 @@ def test_figures_draw_hostile_names_as_text(tmp_path):
             "human": [0, 1, 3, 3],
         }
     )
-    assert figures.confusion(levels, NAMES[0], tmp_path / "c.png").stat().st_size > 10_000
+    assert label_figures.confusion(levels, NAMES[0], tmp_path / "c.png").stat().st_size > 10_000
     assert (
-        figures.confusion_grid(pd.concat([levels, levels.assign(judge=NAMES[2])]), tmp_path / "g.png").stat().st_size
+        label_figures.confusion_grid(pd.concat([levels, levels.assign(judge=NAMES[2])]), tmp_path / "g.png")
+        .stat()
+        .st_size
         > 10_000
     )
     assert (
@@ -344,9 +346,9 @@ def test_report_html_forbids_network_loads_whatever_the_markdown(tmp_path):
 
 
 def test_names_options_take_double_quotes():
-    opts = cli.options(cli.parse(["experiment=x", 'judges="a, b",c', 'datasets="d,1"', 'panel=p,"q ""r"""']))
+    opts = validate.options(schema.parse(["experiment=x", 'judges="a, b",c', 'datasets="d,1"', 'panel=p,"q ""r"""']))
     assert opts.judges == ["a, b", "c"] and opts.datasets == ["d,1"] and opts.panel == ["p", 'q "r"']
-    assert cli.options(cli.parse(["experiment=x", "judges=a, b"])).judges == ["a", "b"]  # unquoted: as before
+    assert validate.options(schema.parse(["experiment=x", "judges=a, b"])).judges == ["a", "b"]  # unquoted: as before
     with pytest.raises(CompareError, match=r"""judges='"a, b': expected names separated by commas"""):
-        cli.options(cli.parse(["experiment=x", 'judges="a, b']))
-    assert "judges='\"gpt, tuned\",human'" in cli.USAGE
+        validate.options(schema.parse(["experiment=x", 'judges="a, b']))
+    assert "judges='\"gpt, tuned\",human'" in schema.USAGE

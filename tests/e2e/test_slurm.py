@@ -81,7 +81,7 @@ def summary(tmp: Path) -> dict:
 
 
 def runs(tmp: Path) -> list:
-    from judgebench.tracking import ensure_sqlite_parent
+    from judgebench.tracking.mlflow_store import ensure_sqlite_parent
 
     ensure_sqlite_parent(f"sqlite:///{tmp}/mlruns/mlflow.db")  # never race the jobs' schema creation
     client = MlflowClient(f"sqlite:///{tmp}/mlruns/mlflow.db")
@@ -190,7 +190,7 @@ def test_local_sweep_summary_reports_ran_skipped_failed(tmp_path):
         "skipped-duplicate",
         "skipped-duplicate",
     ]
-    # the failed cell's run failed on its input before any work: deleted, not left FAILED (tracking.JobRun.fail)
+    # the failed cell's run failed on its input before any work: deleted, not left FAILED (job_run.JobRun.fail)
     assert sorted(r.info.status for r in runs(tmp_path)) == ["FINISHED", "FINISHED"]
 
 
@@ -406,7 +406,7 @@ def test_a_two_by_two_grid_on_slurm_scores_each_ranking_once(slurm_cluster, tmp_
 
 def test_a_long_cell_error_keeps_its_cause():
     """The sweep record's error: a cell's message names the cell first (long paths) and the cause last."""
-    from judgebench.cli.hydra_callbacks import short_error
+    from judgebench.cli.sweep_records import short_error
 
     cell = "CellError: judgebench: error: cell #2 (ranker.path=/" + "d" * 400 + "/later.trec): file not found"
     short = short_error(cell)

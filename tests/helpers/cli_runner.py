@@ -279,9 +279,9 @@ def run_compare(*args: str) -> tuple[int, str, str]:
 
 def warm_store(tmp_path_factory) -> Path:
     """Imports done once in the parent; one MLflow store per test module (its schema takes seconds to create)."""
-    from judgebench import tracking
+    from judgebench.tracking import mlflow_store
 
     warm()
     store = tmp_path_factory.mktemp("store")
-    tracking.ensure_sqlite_parent(f"sqlite:///{store}/mlflow.db")
+    mlflow_store.ensure_sqlite_parent(f"sqlite:///{store}/mlflow.db")
     return store

@@ -16,7 +16,7 @@ from judgebench.jobs.cell import resolve_cell, resolve_system
 from judgebench.jobs.content_bias import ContentBiasSpec, resolve_content_bias
 from judgebench.jobs.labels_only import resolve_labels_cell
 from judgebench.jobs.rank_job import resolve_rank_cell
-from judgebench.tracking import StoreSettings
+from judgebench.tracking.mlflow_store import StoreSettings
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,9 +14,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
-from judgebench import tracking
 from judgebench.jobs.common import load_dataset
 from judgebench.jobs.pipeline import run_job
+from judgebench.tracking import mlflow_store, retries
 
 REPO = Path(__file__).resolve().parents[2]
 CELLS = [(judge, pert) for judge in ("human", "simulated") for pert in ("perfect", "swap_1", "swap_2", "swap_3")]
@@ -96,8 +96,8 @@ def test_eight_concurrent_jobs_on_a_fresh_store_make_eight_complete_runs(tmp_pat
 def _create(uri, artifact_root, barrier, results) -> None:
     barrier.wait()
     try:
-        tracking.ensure_sqlite_parent(uri)
-        results.put(tracking.get_or_create_experiment(tracking.MlflowClient(uri), "raced", artifact_root))
+        mlflow_store.ensure_sqlite_parent(uri)
+        results.put(mlflow_store.get_or_create_experiment(MlflowClient(uri), "raced", artifact_root))
     except BaseException as exc:
         results.put(f"error: {exc!r}"[:500])
 
@@ -113,7 +113,7 @@ def test_experiment_creation_is_idempotent_under_contention(tmp_path):
 def test_sweep_callback_creates_the_experiment_before_the_jobs(tmp_path, monkeypatch):
     from omegaconf import open_dict
 
-    from judgebench.cli.hydra_callbacks import precreate_experiment
+    from judgebench.cli.sweep_store import precreate_experiment
 
     monkeypatch.chdir(tmp_path)  # the default store, ${hydra:runtime.cwd}/mlruns/mlflow.db, lands here
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
@@ -144,8 +144,6 @@ def test_transient_store_errors_are_retried(attempts_failing):
             raise MlflowException("(sqlite3.OperationalError) database is locked", error_code="TEMPORARILY_UNAVAILABLE")
         return "ok"
 
-    assert tracking._retry(flaky) == "ok" and len(calls) == attempts_failing + 1
+    assert retries.retry(flaky) == "ok" and len(calls) == attempts_failing + 1
     with pytest.raises(MlflowException):  # anything else is raised at once
-        tracking._retry(
-            lambda: (_ for _ in ()).throw(MlflowException("bad param", error_code="INVALID_PARAMETER_VALUE"))
-        )
+        retries.retry(lambda: (_ for _ in ()).throw(MlflowException("bad param", error_code="INVALID_PARAMETER_VALUE")))

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 import pytest
 from mlflow.exceptions import MlflowException
 
-from judgebench import tracking
 from judgebench.exceptions import BackendUnreachable
 from judgebench.llm.batch_api import batch
 from judgebench.llm.remote.paced_calls import CONNECT_FAILS
 from judgebench.llm.remote.provider_errors import PermanentError, TransientError
+from judgebench.tracking import mlflow_store, retries
 
 
 def locked() -> MlflowException:
@@ -37,20 +37,20 @@ class Failing:
 @pytest.fixture
 def waits(monkeypatch):
     out = []
-    monkeypatch.setattr(tracking, "_sleep", out.append)
+    monkeypatch.setattr(retries, "sleep", out.append)
     return out
 
 
 def test_store_retry_waits_0_1_s_doubling_then_answers(waits):
     flaky = Failing(3, locked)
-    assert tracking._retry(flaky) == "ok" and flaky.calls == 4
+    assert retries.retry(flaky) == "ok" and flaky.calls == 4
     assert waits == pytest.approx([0.1, 0.2, 0.4])
 
 
 def test_store_retry_gives_up_after_8_tries_with_the_last_error(waits):
     always = Failing(10**6, locked)
     with pytest.raises(MlflowException) as raised:
-        tracking._retry(always)
+        retries.retry(always)
     assert always.calls == 8 and raised.value is always.raised[-1]
     assert waits == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0])  # capped at 5 s, none after the last try
 
@@ -61,7 +61,7 @@ def test_store_retry_gives_up_after_8_tries_with_the_last_error(waits):
 def test_store_retry_raises_anything_else_at_once(waits, error):
     other = Failing(1, lambda: error)
     with pytest.raises(type(error)) as raised:
-        tracking._retry(other)
+        retries.retry(other)
     assert raised.value is error and other.calls == 1 and waits == []
 
 
@@ -84,14 +84,14 @@ class FakeStore:
 
 def test_experiment_creation_raced_is_looked_up_again(waits):
     store = FakeStore(appears_after=3)
-    assert tracking.get_or_create_experiment(store, "e", None) == "7"
+    assert mlflow_store.get_or_create_experiment(store, "e", None) == "7"
     assert (store.lookups, store.creations) == (4, 3) and waits == pytest.approx([0.2, 0.4, 0.6])
 
 
 def test_experiment_never_found_nor_created_is_one_error_after_10_tries(waits):
     store = FakeStore(appears_after=10**6)
     with pytest.raises(RuntimeError, match="could not create or find MLflow experiment 'e'"):
-        tracking.get_or_create_experiment(store, "e", None)
+        mlflow_store.get_or_create_experiment(store, "e", None)
     assert store.lookups == store.creations == 10 and waits == pytest.approx([0.2 * k for k in range(1, 10)])
 
 

@@ -9,7 +9,7 @@ is the library's, inherited through ``LocalLauncher`` / ``SlurmLauncher``. What 
   The stock ``launch`` returns ``[j.results()[0] for j in jobs]``: it raises at the first job that
   died without a result (scancel, time limit, OOM, node failure, kill -9), leaving the others
   running and unreported. Here such a job becomes a failed JobReturn carrying the scheduler's state,
-  and gets an outcome record like the others (``judgebench.cli.hydra_callbacks.write_record``). A job
+  and gets an outcome record like the others (``judgebench.cli.sweep_records.write_record``). A job
   whose Python task raised comes back from SLURM as COMPLETED, with a FAILED JobReturn inside.
 - ``JUDGEBENCH_JOB_PYTHON`` (when set) is passed to the executor as ``<cluster>_python``, to run the
   jobs with another interpreter than the submitting one.
@@ -36,16 +36,16 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher, SlurmLauncher
-from judgebench.cli.hydra_callbacks import (
+from judgebench.cli.sweep_records import (
     RECORDS,
-    _masked,
-    close_runs_of_dead_job,
     job_status,
+    masked,
     short_error,
     sweep_dir,
     write_json,
     write_record,
 )
+from judgebench.cli.sweep_store import close_runs_of_dead_job
 from judgebench.errors import PREFIX, CellError, scrub
 
 log = logging.getLogger("judgebench.sweep")
@@ -125,8 +125,7 @@ class WaitForAllJobs:
                 state = "UNKNOWN"
             error = f"[{state}] {short_error(exc, lines=2)}"
             line = (
-                f"{PREFIX}cell #{num} ({' '.join(_masked(overrides)) or 'no overrides'}): died without a result: "
-                f"{error}"
+                f"{PREFIX}cell #{num} ({' '.join(masked(overrides)) or 'no overrides'}): died without a result: {error}"
             )
             ret = JobReturn(
                 overrides=overrides, status=JobStatus.FAILED, _return_value=CellError(scrub(line))

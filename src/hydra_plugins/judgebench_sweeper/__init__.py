@@ -67,6 +67,6 @@ class CoveringSweeper(BasicSweeper):
             sweep_preflight.check(
                 loader.load_sweep_config(master_config=self.config, sweep_overrides=list(o)) for o in chosen
             )
-            from judgebench.cli import hydra_callbacks
+            from judgebench.cli import sweep_store
 
-            hydra_callbacks.open_sweep_store()  # the MLflow store and the parent run, only for a sweep that will run
+            sweep_store.open_sweep_store()  # the MLflow store and the parent run, only for a sweep that will run

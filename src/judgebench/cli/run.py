@@ -96,10 +96,10 @@ def _dispatch(cfg: DictConfig) -> str:
 
 def _no_systems_in_sweep() -> str | None:
     """After a multirun: a message when no cell evaluated a system (every cell a skipped duplicate)."""
-    from judgebench.cli import hydra_callbacks
+    from judgebench.cli import sweep_records, sweep_state
 
-    directory = hydra_callbacks._SWEEP.get("dir")
-    statuses = [r["status"] for r in hydra_callbacks.read_records(directory)] if directory else []
+    directory = sweep_state.SWEEP.get("dir")
+    statuses = [r["status"] for r in sweep_records.read_records(directory)] if directory else []
     statuses = statuses or _STATUSES
     if statuses and all(s == "skipped-duplicate" for s in statuses):
         return (
@@ -113,13 +113,13 @@ def _no_systems_in_sweep() -> str | None:
 def _failed_sweep() -> str | None:
     """After a multirun started: its first failed cell as one line ("the sweep failed" without a record);
     None when no sweep started."""
-    from judgebench.cli import hydra_callbacks
+    from judgebench.cli import sweep_records, sweep_state
 
-    directory = hydra_callbacks._SWEEP.get("dir")
+    directory = sweep_state.SWEEP.get("dir")
     if directory is None:
         return None
-    for r in hydra_callbacks.read_records(directory):
-        if hydra_callbacks.category(r["status"]) == "failed":
+    for r in sweep_records.read_records(directory):
+        if sweep_records.category(r["status"]) == "failed":
             shown = " ".join(o for o in r["overrides"] if o.partition("=")[0].lstrip("+~") not in NON_SEMANTIC)
             return f"cell #{r['num']} ({shown or 'no overrides'}): {r.get('error') or r['status']}"
     return "the sweep failed"

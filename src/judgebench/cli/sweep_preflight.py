@@ -15,7 +15,7 @@ What is checked here, once per distinct part of the grid (the covering cells the
   API ranker) parts are checked once; a dry run checks offline only (checks/offline_checks.py).
 
 The first problem is one ``judgebench: error:`` line, exit 2, no cell started and nothing in MLflow (the store
-and the sweep's parent run are opened only after this check: hydra_callbacks.open_sweep_store). Anything that is not
+and the sweep's parent run are opened only after this check: sweep_store.open_sweep_store). Anything that is not
 a user's error (a bug, an unusual job)
 is left to the cells, which report it as before: this check never stops a sweep that would have run.
 """
@@ -140,14 +140,14 @@ def _cell_problem(cfg: DictConfig, seen: set[tuple[str, ...]]) -> str | None | b
 def _discard_parent_run() -> None:
     """The sweep's MLflow parent run, where one was started before the checks (a sweeper other than judgebench's
     opens none before them): deleted, since no cell started. MLflow is imported only when there is one."""
-    from judgebench.cli import hydra_callbacks
+    from judgebench.cli.sweep_state import SWEEP
 
-    hydra_callbacks._SWEEP["pending"] = None
-    run, hydra_callbacks._SWEEP["parent"] = hydra_callbacks._SWEEP["parent"], None
+    SWEEP["pending"] = None
+    run, SWEEP["parent"] = SWEEP["parent"], None
     if run is not None:
-        from judgebench import tracking
+        from judgebench.tracking import job_run
 
-        os.environ.pop(tracking.PARENT_ENV, None)
+        os.environ.pop(job_run.PARENT_ENV, None)
         try:
             run.client.delete_run(run.run_id)
         except Exception as exc:  # the one error line matters more

@@ -18,7 +18,8 @@ PROGRAM = "judgebench-compare"  # its errors print as "judgebench-compare: error
 
 
 def tracking_uri(argv: list[str]) -> str:
-    """The store compare will open: tracking_uri=..., else MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db (as cli.py)."""
+    """The store compare will open: tracking_uri=..., else MLFLOW_TRACKING_URI, else ./mlruns/mlflow.db (as
+    compare/command/preflight.py)."""
     given = [a.partition("=")[2] for a in argv if a.partition("=")[0] == "tracking_uri"]
     return (
         (given[-1] if given else "")

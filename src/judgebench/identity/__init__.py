@@ -23,7 +23,7 @@ from typing import Any
 from judgebench.secrets import mask_secrets
 
 # How a remote API client paces and retries its calls (llm/remote/api.py's arguments): never what it computes, so
-# neither a component's hash (OPERATIONAL) nor a cell's params (tracking.HOW) hold them.
+# neither a component's hash (OPERATIONAL) nor a cell's params (tracking/run_params.py's HOW) hold them.
 PACING = frozenset(
     {
         "max_concurrency",

@@ -24,7 +24,7 @@ from judgebench.progress import StageSettings
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
 from judgebench.rankings import Ranking, RankSettings, rank_once
-from judgebench.tracking import StoreSettings
+from judgebench.tracking.mlflow_store import StoreSettings
 
 log = logging.getLogger("judgebench")
 RANKER_MODEL_KEYS = (("model_spec", "model"), ("backend", "model"), ("model",))  # where a ranker config names its model

@@ -15,7 +15,7 @@ import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import __version__, tracking
+from judgebench import __version__
 from judgebench.data.datasets import TOY_DIR, Dataset
 from judgebench.evaluation import METRIC_VERSION
 from judgebench.exceptions import ConfigError
@@ -30,6 +30,7 @@ from judgebench.identity import (
 from judgebench.judges.parsing import PARSE_VERSION
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.perturbation import Perturbation
+from judgebench.tracking import job_run, mlflow_store, run_params
 
 log = logging.getLogger("judgebench")
 
@@ -128,12 +129,14 @@ def _relevant_from(value, dataset: Dataset) -> int:
     return value
 
 
-def find_done(store: tracking.StoreSettings, dry_run: bool, chash: str, what: str) -> tuple[str | None, tuple | None]:
+def find_done(
+    store: mlflow_store.StoreSettings, dry_run: bool, chash: str, what: str
+) -> tuple[str | None, tuple | None]:
     """(the id of the job's finished run, or None; the store to log in as (client, experiment id)). A dry run
     reads the store if there is one and creates nothing in MLflow: its store is None."""
     if dry_run:
-        return tracking.find_done_readonly(store, chash, what), None
-    client, exp_id, done = tracking.resume(store, chash, what)
+        return mlflow_store.find_done_readonly(store, chash, what), None
+    client, exp_id, done = mlflow_store.resume(store, chash, what)
     return done, (client, exp_id)
 
 
@@ -166,7 +169,7 @@ def file_text(writer, frame: pd.DataFrame, **kw) -> str:
         return path.read_text(encoding="utf-8")
 
 
-def log_dataset_input(job: tracking.JobRun, cache_dir: str | None, dataset: Dataset) -> None:
+def log_dataset_input(job: job_run.JobRun, cache_dir: str | None, dataset: Dataset) -> None:
     """The dataset as the run's dataset input: the label set's schema and size, a digest of every input file
     its loader read, and where it comes from (its qrels file; the directory of the bundled toy files)."""
     inputs = input_digests.JobInputs()
@@ -188,15 +191,15 @@ def log_dataset_input(job: tracking.JobRun, cache_dir: str | None, dataset: Data
 
 def open_job_run(
     client, exp_id: str, name: str, tags: dict, note: str, logged, cache_dir: str | None, dataset: Dataset
-) -> tuple[tracking.JobRun, dict, dict]:
+) -> tuple[job_run.JobRun, dict, dict]:
     """Start a job's MLflow run and log what every job logs first: ``logged`` (the config it uses, a DictConfig
     or its resolved tree) as params and the dataset input. Returns the run, ``logged`` as a container and the param
     values too
     long for MLflow (the job logs them as files). A failure here ends the run FAILED."""
-    job = tracking.JobRun(client, exp_id, name, tags, note=note)
+    job = job_run.JobRun(client, exp_id, name, tags, note=note)
     try:
         config = resolved(logged)
-        params, long_values = tracking.params_from_config(config)
+        params, long_values = run_params.params_from_config(config)
         job.log_params(params)
         log_dataset_input(job, cache_dir, dataset)
     except BaseException as exc:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import tracking
+from judgebench import secrets
 from judgebench.checks import preflight
 from judgebench.content_bias.figures import distribution_figure, histogram_figure
 from judgebench.content_bias.statistics import label_distribution, paired_difference, shift_shares
@@ -38,6 +38,7 @@ from judgebench.metrics.agreement import LEVELS
 from judgebench.rankers.base import Ranker
 from judgebench.rankers.oracle import OracleRanker
 from judgebench.rewriters.report import check_rewrite_failures, rewrite_report
+from judgebench.tracking import job_run
 
 log = logging.getLogger("judgebench")
 
@@ -201,7 +202,7 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
             rewriter=rewriter.name,
             text_view=rewriter.view,
             ranker=scorer.name if scorer else "none",
-            git_commit=tracking.git_commit(),
+            git_commit=job_run.git_commit(),
             **fingerprint.tags(dataset, True, ""),
         ).to_tags()
         note = (
@@ -309,7 +310,7 @@ def content_bias_cell(cell: ContentBiasCell, started: float) -> JobOutcome:
             .to_csv(sep="\t", index=False)
         )
         files["perfect_ndcg_per_query.csv"] = nd.to_csv(index=False)
-        files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(run.config)))
+        files["config.yaml"] = OmegaConf.to_yaml(OmegaConf.create(secrets.mask_secrets(run.config)))
         files["summary.json"] = json.dumps(metrics, indent=2, default=float)
         files["input_digests.json"] = cell.inputs.artifact(cell.cache_dir)
 

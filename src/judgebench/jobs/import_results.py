@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import __version__, tracking
+from judgebench import __version__
 from judgebench.data.imported_results import (
     Results,
     RunInfo,
@@ -38,6 +38,7 @@ from judgebench.identity.run_tags import RunTags
 from judgebench.identity.text_view import ORIGINAL
 from judgebench.jobs import judge_summary
 from judgebench.jobs.common import JobOutcome, frame_text, sweep_id
+from judgebench.tracking import job_run, mlflow_store, run_params
 
 log = logging.getLogger("judgebench")
 KIND = "import"  # the import's own run; its cells are of kind "job", found by compare as grid cells are
@@ -157,13 +158,13 @@ def run_import(cfg: DictConfig) -> JobOutcome:
             f"results.runs.table: runs {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''} are in the "
             "results but not in the runs table; add them, or drop results.runs.table"
         )
-    store = tracking.StoreSettings.from_config(tree)
-    client, exp_id = tracking.open_store(store)
+    store = mlflow_store.StoreSettings.from_config(tree)
+    client, exp_id = mlflow_store.open_store(store)
     done = set() if store.force else _done_hashes(client, exp_id)
     dataset_hash = _key(sorted(j["digest"] for j in judges.values()), measure)[:16]
-    sweep, commit = sweep_id(tree.get("sweep_id")), tracking.git_commit()
+    sweep, commit = sweep_id(tree.get("sweep_id")), job_run.git_commit()
     labels = _labels(judges)
-    parent = tracking.JobRun(
+    parent = job_run.JobRun(
         client,
         exp_id,
         f"import/{name}/{measure}",
@@ -335,13 +336,13 @@ def _log_cell(
         judge_summary=summary,
     ).to_tags()
     note = f"{name}: run {run} ({info.kind or 'type unknown'}) under {judge}'s labels, per-query {measure} imported"
-    job = tracking.JobRun(client, exp_id, f"{name}/{run}/{judge}/imported", tags, note=note, parent=parent)
+    job = job_run.JobRun(client, exp_id, f"{name}/{run}/{judge}/imported", tags, note=note, parent=parent)
     try:
         job.log_params_and_metrics(
             {
                 "job": "import_results",
                 "results.measure": measure,
-                "results.files": ",".join(p.name for p in spec["files"])[: tracking.PARAM_MAX],
+                "results.files": ",".join(p.name for p in spec["files"])[: run_params.PARAM_MAX],
             },
             cell_means(per_query),
         )

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgebench import tracking
 from judgebench.evaluation import METRIC_VERSION
 from judgebench.identity.run_tags import RunTags
 from judgebench.label_scale import LabelScale
 from judgebench.locks import exclusive
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
+from judgebench.tracking import job_run
 
 KIND = "judge_summary"
 
@@ -84,7 +84,7 @@ def _ensure(client, experiment_id, tags, judge_qrels, label_set, failed_pairs, d
         "text view "
         f"{tags['text_view']}): kappa, alpha, label shares; shared by every system's run of this judge"
     )
-    run = tracking.JobRun(
+    run = job_run.JobRun(
         client,
         experiment_id,
         f"judge/{tags['dataset']}/{tags['judge']}/{tags['text_view']}",

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import tracking
+from judgebench import secrets
 from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.data.corpus import available
@@ -43,6 +43,7 @@ from judgebench.jobs.common import (
 from judgebench.jobs.dry_run import plan_judging
 from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
 from judgebench.metrics import AGREEMENT_COLUMNS, label_agreement
+from judgebench.tracking import job_run
 
 log = logging.getLogger("judgebench")
 KIND = "labels"
@@ -142,7 +143,7 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
             judge_scale=scale().tag(),
             rewriter="none",
             text_view=ORIGINAL,
-            git_commit=tracking.git_commit(),
+            git_commit=job_run.git_commit(),
             **fingerprint.tags(dataset, judge.reads_texts, ""),
         ).to_tags()
         note = (
@@ -173,7 +174,7 @@ def label_cell(cell: LabelsCell, started: float) -> JobOutcome:
             "judge_labels.csv": frame_text(labels_out),
             "judge_qrels.txt": file_text(write_qrels, result.qrels),
             "judge_failures.csv": frame_text(result.failed),
-            "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
+            "config.yaml": OmegaConf.to_yaml(OmegaConf.create(secrets.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
             "input_digests.json": cell.inputs.artifact(cell.cache_dir),
         }

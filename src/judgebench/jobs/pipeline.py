@@ -10,7 +10,7 @@ import time
 
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import rankings, tracking
+from judgebench import rankings, secrets
 from judgebench.checks import preflight
 from judgebench.data import fingerprint
 from judgebench.data.datasets import Dataset
@@ -28,6 +28,7 @@ from judgebench.jobs.skeleton import JobSteps, OpenRun, RunOpening, run_steps
 from judgebench.label_scale import LabelScale
 from judgebench.rankers.base import Ranker
 from judgebench.rewriters.report import rewrites_checked
+from judgebench.tracking import job_run
 
 log = logging.getLogger("judgebench")
 
@@ -121,7 +122,7 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
             judge_scale=scale.tag(),
             rewriter=rewriter.name,
             text_view=rewriter.view,
-            git_commit=tracking.git_commit(),
+            git_commit=job_run.git_commit(),
             **fingerprint.tags(dataset, reads_texts(ranker, judge, rewriter, dataset), ""),
             **{tag: os.environ[var] for tag, var in slurm.items() if os.environ.get(var)},  # a SLURM job's ids
         )
@@ -195,7 +196,7 @@ def run_cell(cell: JobCell, started: float) -> JobOutcome:
             "judge_qrels.txt": file_text(write_qrels, result.qrels),
             "judge_failures.csv": frame_text(result.failed),
             "per_query.csv": frame_text(per_query),
-            "config.yaml": OmegaConf.to_yaml(OmegaConf.create(tracking.mask_secrets(config))),
+            "config.yaml": OmegaConf.to_yaml(OmegaConf.create(secrets.mask_secrets(config))),
             "dataset_summary.json": json.dumps(dataset.summary(), indent=2),
             "input_digests.json": cell.inputs.artifact(cell.cache_dir),
         }

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
-from judgebench import rankings, tracking
+from judgebench import rankings
 from judgebench.checks import offline_checks, preflight
 from judgebench.data import fingerprint
 from judgebench.data.datasets import Dataset
@@ -33,6 +33,7 @@ from judgebench.jobs.cell import (
     skipped_duplicate,
 )
 from judgebench.jobs.common import JobOutcome, load_dataset, open_job_run, sweep_id
+from judgebench.tracking import job_run, mlflow_store
 
 log = logging.getLogger("judgebench")
 SEMANTIC = ("job", "dataset", "ranker", "perturbation", "rewriter")
@@ -116,9 +117,9 @@ def rank_cell(cell: RankCell, started: float) -> JobOutcome:
             + ("stored, nothing to compute" if stored else f"to compute ({ranker.kind} ranker {ranker.name})")
         )
         return JobOutcome("dry-run", system)
-    client, exp_id = tracking.open_store(settings.store)
+    client, exp_id = mlflow_store.open_store(settings.store)
     # a rank job of this ranking killed with SIGKILL on this host could not end its run: KILLED, as grid cells are
-    tracking.close_dead(client, exp_id, RunTags.where(kind=rankings.KIND, ranking_key=key))
+    job_run.close_dead(client, exp_id, RunTags.where(kind=rankings.KIND, ranking_key=key))
     done = None if settings.store.force else _finished(client, exp_id, key)
     if done and store.read(key) is not None:
         log.info("skip rank %s / %s: ranking %s is logged (run %s) and stored", dataset.name, system, key, done)
@@ -136,7 +137,7 @@ def rank_cell(cell: RankCell, started: float) -> JobOutcome:
         perturbation=perturbation.name,
         rewriter=rewriter.name,
         text_view=rewriter.view,
-        git_commit=tracking.git_commit(),
+        git_commit=job_run.git_commit(),
         **fingerprint.tags(dataset, reads, ""),
     ).to_tags()
     note = (

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from judgebench import tracking
 from judgebench.checks import offline_checks, preflight
 from judgebench.data.datasets import Dataset
 from judgebench.jobs.cell import CellSettings
 from judgebench.jobs.common import JobOutcome, find_done, open_job_run
+from judgebench.tracking import job_run
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class OpenRun:
     """What the work is given: the open run, the store it lives in, the logged config as a container, and the param
     values too long for MLflow (the work logs them as files, ``params/<name>.txt``)."""
 
-    job: tracking.JobRun
+    job: job_run.JobRun
     client: Any
     experiment_id: str
     config: dict

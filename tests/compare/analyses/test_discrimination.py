@@ -15,6 +15,7 @@ from statsmodels.stats.multitest import multipletests
 
 from judgebench.compare.analyses import discrimination
 from judgebench.compare.base.reference import References
+from judgebench.compare.base.resampling import Resampling
 
 SYSTEMS = ["Perfect", "Swap[3]", "Swap[2]", "Swap[1]"]
 QUERIES = [f"q{i:02d}" for i in range(20)]
@@ -103,7 +104,13 @@ def _run(values, kappa):
     per_query = _frame(values)
     t1 = {"d": pd.DataFrame({"type": "oracle", **{j: v.mean(axis=1) for j, v in values.items()}}, index=SYSTEMS)}
     t2 = pd.DataFrame({"dataset": "d", "judge": list(kappa), "kappa_graded": list(kappa.values())})
-    return discrimination.analyse(per_query, t1, t2, References(per_query, "human_labelset"), ALPHA, seed=3)
+    return discrimination.analyse(
+        per_query,
+        t1,
+        t2,
+        References(per_query, "human_labelset"),
+        Resampling(discrimination.PERMUTATIONS, seed=3, alpha=ALPHA),
+    )
 
 
 KAPPA = {"faithful": 0.8, "reverser": 0.6, "flat": 0.1, "splitter": 0.5}

@@ -14,6 +14,7 @@ from scipy import stats as scipy_stats
 
 from judgebench.compare.analyses import order_bias, self_preference
 from judgebench.compare.base.reference import References
+from judgebench.compare.base.resampling import Resampling
 from judgebench.metrics.self_preference import GuardedBootstrapT
 from judgebench.rankers.prp import order_statistics
 from simulated_families import grid
@@ -88,7 +89,7 @@ def _hand_made(reference_rows: bool = True):
 
 
 def test_self_preference_and_interaction_known_answers():
-    result = self_preference.analyse(*_hand_made(), n_resamples=200, seed=4)
+    result = self_preference.analyse(*_hand_made(), Resampling(200, seed=4))
     sp = result["self_preference"].set_index("judge")
     # jx: own S1, other LLM S2 (the oracle O is no LLM): per query 0.3, 0.1, 0.2 -> mean 0.2
     assert sp.loc["jx", "self_preference"] == pytest.approx(0.2) and sp.loc["jx", "gap_own"] == pytest.approx(0.2)
@@ -149,7 +150,7 @@ def test_holm_adjusts_the_self_preference_sentences():
 def test_without_a_shared_family_one_line_says_so():
     per_query, t1, jobs, refs = _hand_made()
     jobs = jobs.assign(judge_family=jobs["judge_family"].map({"x": "gemini", "y": "gpt"}))
-    result = self_preference.analyse(per_query, t1, jobs, refs, n_resamples=50)
+    result = self_preference.analyse(per_query, t1, jobs, refs, Resampling(50))
     assert result["self_preference"].empty and result["interaction"].empty
     (line,) = self_preference.findings(result, jobs)
     assert line.startswith(
@@ -206,7 +207,7 @@ PLANTED = {"jA": "A", "jB": "B"}  # each judge's prior is its own family's: the 
 
 
 def _interaction(tag: str, priors: dict[str, str], reported: dict[str, str] | None = None, resamples: int = 1000, **kw):
-    result = self_preference.analyse(*grid(tag, priors, reported, **kw), n_resamples=resamples, seed=0)
+    result = self_preference.analyse(*grid(tag, priors, reported, **kw), Resampling(resamples, seed=0))
     return result, result["interaction"].iloc[0]
 
 
@@ -230,7 +231,7 @@ def test_a_planted_self_preference_is_recovered():
     assert (sp["lo"] > 0).all() and sp.loc["jA", "own_systems"] == "SimA0, SimA1"
     assert row.interaction == pytest.approx(sp["self_preference"].sum())  # two families: the sum, query by query
     # the same cells through the plain-Python nDCG give the same frame (what the many-seed runs use)
-    fast = self_preference.analyse(*grid("recover", PLANTED, rankers_per_family=2), n_resamples=1000, seed=0)
+    fast = self_preference.analyse(*grid("recover", PLANTED, rankers_per_family=2), Resampling(1000, seed=0))
     assert fast["interaction"].iloc[0].interaction == pytest.approx(row.interaction, abs=1e-12)
 
 

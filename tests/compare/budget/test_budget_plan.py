@@ -153,9 +153,11 @@ def test_measured_widths_follow_the_predictions(toy_cell):
 
 
 def test_the_planner_options_through_the_schema():
-    from judgebench.compare import cli
+    from judgebench.compare.command import schema, validate
 
-    opts = cli.options(cli.parse(["experiment=e", "plan=budget", "budget=12", "strategy=stratified", "pairs=A:B,C:D"]))
+    opts = validate.options(
+        schema.parse(["experiment=e", "plan=budget", "budget=12", "strategy=stratified", "pairs=A:B,C:D"])
+    )
     assert (opts.plan, opts.budget, opts.strategy, opts.pairs, opts.human_labels) == (
         True,
         12,
@@ -163,7 +165,7 @@ def test_the_planner_options_through_the_schema():
         ["A:B", "C:D"],
         None,
     )
-    opts = cli.options(cli.parse(["experiment=e", "calibration.human_labels=l.txt"]))
+    opts = validate.options(schema.parse(["experiment=e", "calibration.human_labels=l.txt"]))
     assert opts.human_labels == "l.txt" and not opts.plan
     for argv, want in (
         (["plan=budget"], "set budget=K too"),
@@ -176,8 +178,8 @@ def test_the_planner_options_through_the_schema():
         (["plan=budget", "budget=4", "calibration.human_labels=l"], "one at a time"),
     ):
         with pytest.raises(CompareError, match=want.replace("(", r"\(")):
-            cli.options(cli.parse(["experiment=e", *argv]))
-    assert "calibration.human_labels=FILE" in cli.USAGE and "plan=budget" in cli.USAGE
+            validate.options(schema.parse(["experiment=e", *argv]))
+    assert "calibration.human_labels=FILE" in schema.USAGE and "plan=budget" in schema.USAGE
 
 
 def test_the_plan_is_built_on_the_chosen_signal(toy_cell, tmp_path):

@@ -112,13 +112,13 @@ def test_allocation_reaches_the_stratified_design():
 
 
 def test_signal_and_allocation_through_the_schema():
-    from judgebench.compare import cli
+    from judgebench.compare.command import schema, validate
 
-    opts = cli.options(
-        cli.parse(["experiment=e", "plan=budget", "budget=12", "signal=labels", "allocation=proportional"])
+    opts = validate.options(
+        schema.parse(["experiment=e", "plan=budget", "budget=12", "signal=labels", "allocation=proportional"])
     )
     assert (opts.signal, opts.allocation) == ("labels", "proportional")
-    assert (cli.options(cli.parse(["experiment=e", "plan=budget", "budget=12"])).signal) == "systems"
+    assert (validate.options(schema.parse(["experiment=e", "plan=budget", "budget=12"])).signal) == "systems"
     for argv, want in (
         (
             ["plan=budget", "budget=4", "signal=entrpy"],
@@ -128,5 +128,5 @@ def test_signal_and_allocation_through_the_schema():
         (["signal=judges"], "set plan=budget too"),
     ):
         with pytest.raises(CompareError, match=want):
-            cli.options(cli.parse(["experiment=e", *argv]))
-    assert "signal=systems|judges|entropy|labels" in cli.USAGE
+            validate.options(schema.parse(["experiment=e", *argv]))
+    assert "signal=systems|judges|entropy|labels" in schema.USAGE

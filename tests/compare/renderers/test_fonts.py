@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from judgebench.compare.renderers import figures, fonts
+from judgebench.compare.renderers import figure_style, fonts
 
 
 def test_the_first_known_cjk_font_installed_follows_dejavu():
@@ -15,7 +15,7 @@ def test_the_first_known_cjk_font_installed_follows_dejavu():
 
 
 def test_every_figure_function_draws_with_the_fallback_list():
-    @figures.plain_text
+    @figure_style.plain_text
     def family():
         return list(plt.rcParams["font.family"])
 

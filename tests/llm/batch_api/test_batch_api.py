@@ -289,7 +289,7 @@ def test_a_server_without_a_batch_api_is_a_one_line_error(server, tmp_path):
 
 def test_mode_and_batch_settings_leave_the_judge_identity_alone():
     from judgebench.identity import component_hash
-    from judgebench.tracking import cell_config
+    from judgebench.tracking.run_params import cell_config
 
     online = {"name": "j", "backend": {"model": "gpt-4o-mini", "temperature": 0.0}}
     batch = {

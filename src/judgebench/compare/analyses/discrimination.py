@@ -37,10 +37,13 @@ from scipy import stats
 from judgebench.compare.analyses.ordering_agreement import holm
 from judgebench.compare.base.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.base.reference import References, own_rows
+from judgebench.compare.base.resampling import Resampling
 from judgebench.metrics import tau_b
 from judgebench.metrics.correlation import tau_ap
 from judgebench.metrics.query_tau import query_tau
 
+PERMUTATIONS = 10_000  # random orderings of the judges in the permutation test (past exact_max judges)
+PERMUTATION_TEST = Resampling(n_resamples=PERMUTATIONS)  # the report's seed, level and alpha replace the rest
 MIN_JUDGES = 3  # the table needs 3 judges; the correlation's verdict needs min_judges(alpha)
 CONSTRUCTION = ("Perfect", "Swap[3]", "Swap[2]", "Swap[1]", "Swap[2,3]", "Swap[1,2]")  # best first
 COLUMNS = [
@@ -113,13 +116,12 @@ def analyse(
     t1: dict[str, pd.DataFrame],
     table2: pd.DataFrame,
     refs: References,
-    alpha: float = 0.05,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    level: float = 0.95,
+    resampling: Resampling = PERMUTATION_TEST,
     exclude=(),
 ) -> Discrimination:
-    """The discrimination table, the correlations and the answer of every dataset where :func:`applies`."""
+    """The discrimination table, the correlations and the answer of every dataset where :func:`applies`;
+    ``resampling`` holds the permutation test's random orderings and seed, the intervals' level and alpha."""
+    n_resamples, seed, level, alpha = resampling.n_resamples, resampling.seed, resampling.level, resampling.alpha
     rows, corr, human, answers = [], [], {}, {}
     kappa = {
         (d, j): k for d, j, k in zip(table2.get("dataset", []), table2.get("judge", []), table2.get("kappa_graded", []))

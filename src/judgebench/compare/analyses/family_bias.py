@@ -28,6 +28,7 @@ from judgebench.compare.analyses.self_preference import (
     queries_and_resamples,
     system_families,
 )
+from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics.self_preference import GuardedBootstrapT, SelfPreference, family_mean
 
@@ -62,11 +63,11 @@ def analyse(
     t1: dict[str, pd.DataFrame],
     jobs: pd.DataFrame,
     refs,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    resampling: Resampling = Resampling(),
 ) -> pd.DataFrame:
-    """One row per (dataset, judge with a family that some system shares and some system does not)."""
+    """One row per (dataset, judge with a family that some system shares and some system does not); ``resampling``
+    holds the bootstrap's resamples and seed and the intervals' level."""
+    n_resamples, seed, level = resampling.n_resamples, resampling.seed, resampling.level
     fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
     rows = []
     for dataset, table, d in datasets_with_rows(per_query, t1):

@@ -23,6 +23,7 @@ import pandas as pd
 from judgebench.compare.analyses.bootstrap import resample_indices
 from judgebench.compare.base.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.base.reference import OWN, ROLE, References
+from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics.self_preference import FamilyInteraction, GuardedBootstrapT, SelfPreference, family_mean
 
@@ -100,13 +101,11 @@ def analyse(
     t1: dict[str, pd.DataFrame],
     jobs: pd.DataFrame,
     refs: References,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    alpha: float = 0.05,
+    resampling: Resampling = Resampling(),
 ) -> dict[str, pd.DataFrame]:
     """{"self_preference", "interaction", "gaps"} frames (columns SELF + p_holm + verdict, INTERACTION, GAPS) over every
-    dataset."""
+    dataset; ``resampling`` holds the bootstrap's resamples and seed, the intervals' level and the verdicts' alpha."""
+    n_resamples, seed, level, alpha = resampling.n_resamples, resampling.seed, resampling.level, resampling.alpha
     fam_of_system, fam_of_judge = system_families(jobs), judge_families(jobs)
     self_rows, pair_rows, gap_rows = [], [], []
     for dataset, table, d in datasets_with_rows(per_query, t1):

@@ -38,8 +38,9 @@ class VirtualJudge:
 
 @dataclass
 class Options:
-    """What the user can set on the command line, declared once: name, type and default here; compare/cli.py derives
-    its schema of arguments (``CompareArgs``) from these fields and adds how each reads there (its help)."""
+    """What the user can set on the command line, declared once: name, type and default here;
+    compare/command/schema.py derives its schema of arguments (``CompareArgs``) from these fields and adds how each
+    reads there (its help)."""
 
     datasets: list[str] | None = None
     judges: list[str] | None = None

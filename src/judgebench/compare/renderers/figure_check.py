@@ -2,9 +2,9 @@
 
 A figure that grows with the number of judges or systems can clip a legend, a title or a tick label at the canvas edge,
 or draw 35 tick labels over each other. This asks matplotlib where each artist lands (``get_window_extent`` after a
-draw, in pixels) and compares the boxes (``Bbox.overlaps``). The figures' save (figures.py) runs it so a report never
-writes an unreadable PNG silently (a warning names what is wrong), and tests run it on the figures of a 35-judge and a
-35-system report.
+draw, in pixels) and compares the boxes (``Bbox.overlaps``). The figures' save (figure_style.py) runs it so a report
+never writes an unreadable PNG silently (a warning names what is wrong), and tests run it on the figures of a 35-judge
+and a 35-system report.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from judgebench.compare.budget import labelling_sheet
 from judgebench.compare.budget.files import PLAN_FILE, template_name  # noqa: E402
 from judgebench.compare.budget.plan import NOT_BETTER  # noqa: E402
 from judgebench.compare.renderers import render
-from judgebench.compare.renderers.figures import _save, plain_text  # noqa: E402
+from judgebench.compare.renderers.figure_style import plain_text, save  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES, STRATEGIES, outlier_warning, warning  # noqa: E402
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def figure(measured: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_title(names.plot(f"{d} / {j}", 2 * names.PLOT_LIMIT), fontsize="medium")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="x-small")
-    return [_save(fig, out / FIGURE)]
+    return [save(fig, out / FIGURE)]
 
 
 def readback_command(r: Report, out: Path) -> str:

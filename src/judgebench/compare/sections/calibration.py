@@ -26,7 +26,7 @@ from judgebench.compare.base.findings import Finding, known, number
 from judgebench.compare.base.section import LatexTable, Section
 from judgebench.compare.budget import experiment as budget
 from judgebench.compare.renderers import render
-from judgebench.compare.renderers.figures import _save, plain_text  # noqa: E402
+from judgebench.compare.renderers.figure_style import plain_text, save  # noqa: E402
 
 if TYPE_CHECKING:
     from judgebench.compare.base.report_model import Report
@@ -235,7 +235,7 @@ def budget_figures(table: pd.DataFrame, out: Path) -> list[Path]:
             row[1].axhline(INVERSION_OK, color="gray", lw=0.8, ls=":")
             row[1].set_ylim(-0.03, 1.03)
             row[0].legend(fontsize="x-small", loc="lower right")
-        files.append(_save(fig, out / f"figure_budget_{names.file_part(judge)}.png"))
+        files.append(save(fig, out / f"figure_budget_{names.file_part(judge)}.png"))
     return files
 
 

@@ -6,6 +6,7 @@ interval beside kappa). report.html renders the Markdown."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ import pandas as pd
 from judgebench.compare.analyses import discrimination as analysis
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
+from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.section import Section
 from judgebench.compare.renderers import render
 
@@ -110,7 +112,7 @@ def figure(r: Report, out: Path) -> list[Path]:
     d = r.discrimination
     if not d:
         return []
-    from judgebench.compare.renderers.figures import _save, plain_text, plt
+    from judgebench.compare.renderers.figure_style import plain_text, plt, save
 
     @plain_text
     def draw() -> Path:
@@ -148,7 +150,7 @@ def figure(r: Report, out: Path) -> list[Path]:
             )
             ax.legend(loc="lower left", fontsize=7)
             ax.grid(alpha=0.3, axis="x")
-        return _save(fig, out / FIGURE)
+        return save(fig, out / FIGURE)
 
     return [draw()]
 
@@ -166,9 +168,7 @@ class Discrimination(Section):
                 r.table1,
                 r.table2,
                 r.refs,
-                o.alpha,
-                seed=o.seed,
-                level=o.level,
+                replace(Resampling.from_options(o), n_resamples=analysis.PERMUTATIONS),
                 exclude=[v.name for v in r.virtual],
             )
         }

@@ -12,6 +12,7 @@ import pandas as pd
 from judgebench.compare.analyses import family_bias
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding
+from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.section import LatexTable, Section, latex_table
 from judgebench.compare.renderers import render
 
@@ -27,7 +28,7 @@ class FamilyBias(Section):
 
     def compute(self, r: Report) -> dict[str, pd.DataFrame]:
         o = r.options
-        return {self.name: family_bias.analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level)}
+        return {self.name: family_bias.analyse(r.per_query, r.table1, r.jobs, r.refs, Resampling.from_options(o))}
 
     def markdown(self, r: Report) -> list[str]:
         table = self.nonempty_result(r)

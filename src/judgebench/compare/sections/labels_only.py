@@ -12,7 +12,7 @@ import pandas as pd
 
 from judgebench.compare.base import columns, names
 from judgebench.compare.base.section import LatexTable, Section
-from judgebench.compare.renderers import figures, markdown, render, views
+from judgebench.compare.renderers import label_figures, markdown, render, views
 from judgebench.compare.sections.grid_state import problem_lines
 from judgebench.compare.sections.header import plain_title
 
@@ -75,10 +75,10 @@ class Agreement(Section):
 
     def figures(self, r: LabelsReport, out: Path) -> list[Path]:
         drawn = [
-            figures.agreement_dots(r.table, out / "figure_agreement.png"),
-            figures.label_shares(r.table, out / "figure_label_distribution.png"),
+            label_figures.agreement_dots(r.table, out / "figure_agreement.png"),
+            label_figures.label_shares(r.table, out / "figure_label_distribution.png"),
         ]
-        return drawn + ([figures.confusion_grid(r.labels, out / "figure_confusion.png")] if len(r.labels) else [])
+        return drawn + ([label_figures.confusion_grid(r.labels, out / "figure_confusion.png")] if len(r.labels) else [])
 
     def console(self, r: LabelsReport) -> list[str]:
         cols = [c for c in HEADLINE if c in r.table.columns]

@@ -23,9 +23,10 @@ from judgebench.compare.analyses import order_bias  # noqa: E402
 from judgebench.compare.analyses.self_preference import SELF, analyse, findings  # noqa: E402
 from judgebench.compare.base import names
 from judgebench.compare.base.findings import Finding, known
+from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.section import LatexTable, Section  # noqa: E402
 from judgebench.compare.renderers import render
-from judgebench.compare.renderers.figures import _names, _save, plain_text  # noqa: E402
+from judgebench.compare.renderers.figure_style import plain_text, plot_names, save  # noqa: E402
 from judgebench.metrics.designs import MIN_QUERIES  # noqa: E402
 
 if TYPE_CHECKING:
@@ -160,8 +161,8 @@ def heatmap(gaps: pd.DataFrame, path: Path) -> Path:
         values = m.to_numpy(dtype=float)
         bound = max(1e-6, float(np.nanmax(np.abs(values)))) if np.isfinite(values).any() else 1.0
         im = ax.imshow(values, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")
-        ax.set_xticks(range(m.shape[1]), _names(m.columns), rotation=30, ha="right", fontsize="small")
-        ax.set_yticks(range(m.shape[0]), _names(m.index), fontsize="small")
+        ax.set_xticks(range(m.shape[1]), plot_names(m.columns), rotation=30, ha="right", fontsize="small")
+        ax.set_yticks(range(m.shape[0]), plot_names(m.index), fontsize="small")
         ax.set_xlabel("ranker family")
         ax.set_ylabel("judge family")
         ax.set_title(f"{names.plot(dataset)}: mean gap (judge - reference)", fontsize="medium")
@@ -177,7 +178,7 @@ def heatmap(gaps: pd.DataFrame, path: Path) -> Path:
                     color="white" if abs(v) > 0.6 * bound else "black",
                 )
         fig.colorbar(im, ax=ax, shrink=0.8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def figures(r: Report, out: Path) -> list[Path]:
@@ -216,7 +217,7 @@ class SelfPreference(Section):
     def compute(self, r: Report) -> dict:
         o = r.options
         return {
-            "self_preference": analyse(r.per_query, r.table1, r.jobs, r.refs, o.bootstrap, o.seed, o.level, o.alpha),
+            "self_preference": analyse(r.per_query, r.table1, r.jobs, r.refs, Resampling.from_options(o)),
             "order_bias": order_bias.order_table(r.jobs),
         }
 

@@ -14,7 +14,7 @@ from judgebench.compare.base import columns, names
 from judgebench.compare.base.artifacts import REFERENCES
 from judgebench.compare.base.findings import Finding, known, number
 from judgebench.compare.base.section import LatexTable, Section
-from judgebench.compare.renderers import figures, render, views
+from judgebench.compare.renderers import label_figures, render, scatter_figures, views
 from judgebench.metrics.correlation import TOP_K_RULE
 
 if TYPE_CHECKING:
@@ -99,13 +99,15 @@ class Table2(Section):
                 d: t[[c for c in t.columns if c == "type" or c in REFERENCES or c in drawn]]
                 for d, t in r.table1.items()
             }
-            files.append(figures.scatter(shown, out / "figure_scatter.png", r.refs, r.table2))
-            files.append(figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
+            files.append(scatter_figures.scatter(shown, out / "figure_scatter.png", r.refs, r.table2))
+            files.append(scatter_figures.kappa_tau(r.table2, out / "figure_kappa_tau.png"))
         original = r.original_labels
         for judge in drawn:
             lab = original[original["judge"] == judge]
             if len(lab):
-                files.append(figures.confusion(lab, judge, out / f"figure_confusion_{names.file_part(judge)}.png"))
+                files.append(
+                    label_figures.confusion(lab, judge, out / f"figure_confusion_{names.file_part(judge)}.png")
+                )
         return files
 
     def console(self, r: Report) -> list[str]:

@@ -18,8 +18,8 @@ from typing import Any
 
 from mlflow.tracking import MlflowClient
 
-from judgebench import tracking
 from judgebench.identity.run_tags import RunTags
+from judgebench.tracking import job_run
 
 KIND = "compare"
 PARAM_MAX, NOTE_MAX = 6000, 4000  # MLflow refuses a param over 6000 characters, a tag over 8000: names can be longer
@@ -71,11 +71,11 @@ def log(
         kind=KIND,
         sweep_id=sweep or "all",
         compare_key=key,
-        git_commit=tracking.git_commit(),
+        git_commit=job_run.git_commit(),
         inputs=", ".join(f"{len(v)} {k}" for k, v in read.items()),
         input_sweeps=", ".join(sweeps)[:4000],
     ).to_tags()
-    run = tracking.JobRun(
+    run = job_run.JobRun(
         client, exp_id, name, tags, note=_short(note, NOTE_MAX), parent=_sweep_parent(client, exp_id, sweep)
     )
     try:
