@@ -1,7 +1,9 @@
 """The paper's oracle test on the 33 real LLM judges of LLMJudge: one command runs +experiment=llmjudge_oracles
 (six oracles x the human labels and the 33 submissions, 204 cells) and compare over it, then prints the judges
-ranked by discriminative power (pairs of oracles humans separate that each judge separates too, oracles-only tau
-with its bootstrap interval) beside kappa, the rank correlations and the one-sentence answer.
+ranked by discriminative power against the oracles' construction order (pairs ordered as constructed, reversed,
+undecided, separated worse than humans; the oracles-only per-query tau with its t interval; tau and tau_AP of the
+means as points) beside kappa, rho(kappa, .) across judges with its interval and permutation p, and the
+one-sentence answer.
 
 Everything runs in a fresh temporary directory (MLflow store, cache); the LLMJudge files come from --data (default
 JUDGEBENCH_LLMJUDGE_DIR, else ../shared/data/llmjudge beside the repository). --quick runs three submissions.
