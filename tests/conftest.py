@@ -16,8 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from judgebench.data.trec_dl import SHIPPED
-from shared_data import need_module, need_shared  # noqa: F401  (tests used to import them from here)
+# One OpenMP thread for torch, in the test processes and every child they start (gpu_check.sh, fresh run.py, the
+# local benchmarks): set before anything imports torch. The suite runs two xdist workers on two cores, so torch's
+# default (one thread a core) put four spinning threads on two cores: the tiny-model GPU check took 221 s in the
+# suite instead of about 30, and its CPU fell from 24 s to 15 s alone. No test asserts a speed or a thread count;
+# a developer's own OMP_NUM_THREADS is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from judgebench.data.trec_dl import SHIPPED  # noqa: E402
+from shared_data import need_module, need_shared  # noqa: E402, F401  (tests used to import them from here)
 
 # The longest modules of the default suite first, so that the two xdist workers (--dist loadscope, one module
 # on one worker) end together instead of one idling while the other runs a long module picked last. Seconds on
