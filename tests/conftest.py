@@ -226,6 +226,38 @@ def toy_grid_store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def toy_grid_compare(toy_grid_store) -> dict:
+    """``judgebench-compare experiment=grid`` over the toy grid, with its default options, once per session: the
+    report's folder (``out``), what it printed, and a copy of the store's database (``db``) holding that one compare
+    run, whose artifacts went into the shared store's artifact folder (``db``'s ``artifacts`` links there).
+
+    test_compare and test_report_html read the same report, so it is drawn once (each module drew its own, 15-30 s).
+    Readers must not change ``out`` or ``db``: a module that logs more compare runs copies ``db`` first (test_compare).
+    Built like the grid: the first xdist worker that needs it, while the others wait on a file lock."""
+    import fcntl
+    import json
+
+    from cli_runner import run_compare
+
+    tmp = toy_grid_store.with_name("shared-toy-grid-compare")
+    done = tmp.with_name(tmp.name + ".done")
+    with open(tmp.with_name(tmp.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(tmp, ignore_errors=True)  # what a failed build left
+            tmp.mkdir()
+            shutil.copy(toy_grid_store / "mlruns" / "mlflow.db", tmp / "mlflow.db")
+            (tmp / "artifacts").symlink_to(toy_grid_store / "mlruns" / "artifacts")  # compare looks beside the store
+            code, printed, err = run_compare(
+                "experiment=grid", f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"out={tmp}/out"
+            )
+            assert code == 0, err
+            (tmp / "printed.json").write_text(json.dumps(printed), encoding="utf-8")
+            done.touch()
+    return {"db": tmp / "mlflow.db", "out": tmp / "out", "printed": json.loads((tmp / "printed.json").read_text())}
+
+
+@pytest.fixture(scope="session")
 def converted_smollm2(tmp_path_factory) -> Path:
     """The real SmolLM2 converted to a plain HF folder once per test session, shared by the xdist workers.
 
