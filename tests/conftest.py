@@ -16,8 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from judgebench.data.trec_dl import SHIPPED
-from shared_data import need_module, need_shared  # noqa: F401  (tests used to import them from here)
+# One OpenMP thread for torch, in the test processes and every child they start (gpu_check.sh, fresh run.py, the
+# local benchmarks): set before anything imports torch. The suite runs two xdist workers on two cores, so torch's
+# default (one thread a core) put four spinning threads on two cores: the tiny-model GPU check took 221 s in the
+# suite instead of about 30, and its CPU fell from 24 s to 15 s alone. No test asserts a speed or a thread count;
+# a developer's own OMP_NUM_THREADS is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from judgebench.data.trec_dl import SHIPPED  # noqa: E402
+from shared_data import need_module, need_shared  # noqa: E402, F401  (tests used to import them from here)
 
 # The longest modules of the default suite first, so that the two xdist workers (--dist loadscope, one module
 # on one worker) end together instead of one idling while the other runs a long module picked last. Seconds on
@@ -216,6 +223,38 @@ def toy_grid_store(tmp_path_factory) -> Path:
             assert res.rc == 0, str(res)
             done.touch()
     return tmp
+
+
+@pytest.fixture(scope="session")
+def toy_grid_compare(toy_grid_store) -> dict:
+    """``judgebench-compare experiment=grid`` over the toy grid, with its default options, once per session: the
+    report's folder (``out``), what it printed, and a copy of the store's database (``db``) holding that one compare
+    run, whose artifacts went into the shared store's artifact folder (``db``'s ``artifacts`` links there).
+
+    test_compare and test_report_html read the same report, so it is drawn once (each module drew its own, 15-30 s).
+    Readers must not change ``out`` or ``db``: a module that logs more compare runs copies ``db`` first (test_compare).
+    Built like the grid: the first xdist worker that needs it, while the others wait on a file lock."""
+    import fcntl
+    import json
+
+    from cli_runner import run_compare
+
+    tmp = toy_grid_store.with_name("shared-toy-grid-compare")
+    done = tmp.with_name(tmp.name + ".done")
+    with open(tmp.with_name(tmp.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(tmp, ignore_errors=True)  # what a failed build left
+            tmp.mkdir()
+            shutil.copy(toy_grid_store / "mlruns" / "mlflow.db", tmp / "mlflow.db")
+            (tmp / "artifacts").symlink_to(toy_grid_store / "mlruns" / "artifacts")  # compare looks beside the store
+            code, printed, err = run_compare(
+                "experiment=grid", f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"out={tmp}/out"
+            )
+            assert code == 0, err
+            (tmp / "printed.json").write_text(json.dumps(printed), encoding="utf-8")
+            done.touch()
+    return {"db": tmp / "mlflow.db", "out": tmp / "out", "printed": json.loads((tmp / "printed.json").read_text())}
 
 
 @pytest.fixture(scope="session")

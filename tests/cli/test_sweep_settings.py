@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 import cli_runner
 from hydra_plugins.judgebench_sweeper import group_settings
+from hydra_plugins.judgebench_sweeper.config_memo import MemoConfigRepository
 from judgebench.cli import sweep_settings
 from judgebench.config.config_dir import CONF_DIR
 
@@ -22,10 +23,12 @@ MODEL_JUDGES = {"smollm2", "gemma3"}
 
 
 def _sweep(argv: list[str]):
-    """Each cell's overrides as the covering sweeper hands them to the launcher, and each cell's composed config."""
+    """Each cell's overrides as the covering sweeper hands them to the launcher, and each cell's composed config,
+    through the config repository that the sweeper gives the launcher (each YAML file parsed once a sweep)."""
     rest = sweep_settings.defer(["run.py", "-m", *argv], CONF_DIR)[2:]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
+        loader.repository = MemoConfigRepository.wrapping(loader.repository)  # as CoveringSweeper.setup does
         parser = OverridesParser.create(config_loader=loader)
         master = loader.load_configuration(
             config_name="config", overrides=[o for o in rest if "," not in o], run_mode=RunMode.MULTIRUN

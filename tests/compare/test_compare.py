@@ -41,27 +41,26 @@ VIRTUAL = ["majority", "mean_label"]  # the default panel is the majority here: 
 
 
 @pytest.fixture(scope="module")
-def grid(toy_grid_store, tmp_path_factory):
-    """conftest's toy grid (8 systems x {human, biased simulated, unbiased simulated}), one compare.
+def grid(toy_grid_store, toy_grid_compare, tmp_path_factory):
+    """conftest's toy grid (8 systems x {human, biased simulated, unbiased simulated}) and its one compare
+    (conftest's ``toy_grid_compare``, shared with test_report_html: its report folder and what it printed).
 
-    The compare runs go into a copy of the store's database, this fixture's own: the shared store stays as the
-    other modules read it, and a second worker running this fixture (plain ``-n 2``) logs into its own copy.
-    The copy reads the shared artifacts (through a link) and names the shared sweep folder; compare adds its own
-    runs' artifacts there, under their new run ids."""
+    The compare runs of this module go into a copy of the compare's database, this fixture's own, which holds the
+    shared compare run: the shared store and database stay as the other modules read them, and a second worker
+    running this fixture (plain ``-n 2``) logs into its own copy. The copy reads the shared artifacts (through a link)
+    and names the shared sweep folder; compare adds its own runs' artifacts there, under their new run ids."""
     tmp = toy_grid_store
     work = tmp_path_factory.mktemp("compare")
-    shutil.copy(tmp / "mlruns" / "mlflow.db", work / "mlflow.db")
+    shutil.copy(toy_grid_compare["db"], work / "mlflow.db")
     (work / "artifacts").symlink_to(tmp / "mlruns" / "artifacts")  # where compare looks beside a moved store
     uri = f"sqlite:///{work}/mlflow.db"
-    out = work / "out"
-    code, printed, err = run_compare("experiment=grid", f"tracking_uri={uri}", f"out={out}")
-    assert code == 0, err
+    out = toy_grid_compare["out"]
     return {
         "tmp": tmp,
         "work": work,
         "uri": uri,
         "out": out,
-        "printed": printed,
+        "printed": toy_grid_compare["printed"],
         "client": MlflowClient(uri),
         "md": (out / "report.md").read_text(encoding="utf-8"),
     }

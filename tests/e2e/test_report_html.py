@@ -38,15 +38,12 @@ ARTIFACTS = REPO / "tests" / "artifacts"
 
 
 @pytest.fixture(scope="module")
-def grid(toy_grid_store, tmp_path_factory):
-    """conftest's toy grid (shared with test_compare), compared here into a folder of this module's; ``log=false``
-    leaves the shared store unchanged."""
+def grid(toy_grid_store, toy_grid_compare):
+    """conftest's toy grid and its one compare (``toy_grid_compare``, shared with test_compare): this module only
+    reads the report."""
     tmp = toy_grid_store
     uri = f"sqlite:///{tmp}/mlruns/mlflow.db"
-    out = tmp_path_factory.mktemp("html") / "out"
-    code, printed, err = compare("experiment=grid", f"tracking_uri={uri}", f"out={out}", "bootstrap=200", "log=false")
-    assert code == 0, err
-    return {"tmp": tmp, "uri": uri, "out": out, "printed": printed}
+    return {"tmp": tmp, "uri": uri, "out": toy_grid_compare["out"], "printed": toy_grid_compare["printed"]}
 
 
 # --------------------------------------------------------------------------- report.html in Chromium
