@@ -67,24 +67,13 @@ SLOW_LONGEST_FIRST = {  # the same for `-m slow`
 
 def pytest_collection_finish(session):
     """Every object alive after collection (the imported libraries: pandas, MLflow, Hydra, torch's stubs...) goes to
-    the garbage collector's permanent generation, where no collection walks it again. A full collection then looks
-    only at what the tests made: statsmodels' ``multipletests`` runs one per call (0.3-1 s in a warm worker before
-    this, called hundreds of times by the Holm and self-preference tests), and Python's own gen-2 passes shrink the
-    same way. Forked children (tests/helpers/cli_runner.py) inherit the frozen heap, which also keeps its pages
-    shared. Nothing frozen is garbage: collected first."""
+    the garbage collector's permanent generation, where no collection walks it again, so Python's own gen-2 passes
+    look only at what the tests made. Forked children (tests/helpers/cli_runner.py) inherit the frozen heap, which also
+    keeps its pages shared. Nothing frozen is garbage: collected first. Nothing thaws it (the project's Holm is numpy,
+    metrics/significance.py, not statsmodels' collecting one), and no hook asks for the frozen count after each test:
+    gc.get_freeze_count() walks the whole permanent generation (0.1-0.5 s a call in a warm worker)."""
     gc.collect()
     gc.freeze()
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item, nextitem):
-    """Freeze again after a test that thawed the heap: compare's significance tests freeze it around their own
-    Holm calls and unfreeze everything when done (judgebench.compare.analyses.significance), which would leave
-    every later test of this worker with full collections over the whole heap. One collection here (a fraction
-    of a second) puts the heap back where the session froze it."""
-    if gc.get_freeze_count() == 0:
-        gc.collect()
-        gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):

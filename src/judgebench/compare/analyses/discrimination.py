@@ -34,13 +34,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from judgebench.compare.analyses.ordering_agreement import holm
 from judgebench.compare.base.artifacts import REFERENCES, per_query_matrix
 from judgebench.compare.base.reference import References, own_rows
 from judgebench.compare.base.resampling import Resampling
 from judgebench.metrics import tau_b
 from judgebench.metrics.correlation import tau_ap
 from judgebench.metrics.query_tau import query_tau
+from judgebench.metrics.significance import holm
 
 PERMUTATIONS = 10_000  # random orderings of the judges in the permutation test (past exact_max judges)
 PERMUTATION_TEST = Resampling(n_resamples=PERMUTATIONS)  # the report's seed, level and alpha replace the rest

@@ -23,6 +23,7 @@ from judgebench.compare.base.reference import References, own_rows
 from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics import tau_b
 from judgebench.metrics.query_tau import query_tau
+from judgebench.metrics.significance import holm
 
 SCOPES = ("all", "oracles")
 TAUS = [
@@ -82,20 +83,3 @@ def verdict(tau: float, p_holm: float, alpha: float) -> str:
     if not (tau == tau and p_holm == p_holm):
         return ""
     return BETTER if tau > 0 and p_holm < alpha else CHANCE
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    """Holm-adjusted p values over the last axis; nan stays nan and is not counted. The step-down rule of
-    statsmodels' ``multipletests(method="holm")`` (a test checks they agree), in numpy because that function runs a
-    full garbage collection on every call (0.2 s each: the discrimination section calls it per judge, the calibration
-    benchmark thousands of times)."""
-    p = np.asarray(p, dtype=float)
-    ok = np.isfinite(p)
-    m = ok.sum(axis=-1, keepdims=True)
-    order = np.argsort(np.where(ok, p, np.inf), axis=-1)
-    ranked = np.take_along_axis(np.where(ok, p, np.inf), order, axis=-1)
-    with np.errstate(invalid="ignore"):  # 0 * inf past the last finite p: nan there, masked below
-        scaled = np.maximum.accumulate((m - np.arange(p.shape[-1])) * ranked, axis=-1)
-    out = np.empty_like(p)
-    np.put_along_axis(out, order, np.minimum(scaled, 1.0), axis=-1)
-    return np.where(ok, out, np.nan)

@@ -26,6 +26,7 @@ from judgebench.compare.base.reference import OWN, ROLE, References
 from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics.self_preference import FamilyInteraction, GuardedBootstrapT, SelfPreference, family_mean
+from judgebench.metrics.significance import holm as significance_holm
 
 # What names a judge's contrast of its own family's systems with the others: the first columns of this analysis's rows
 # and of the run-type bias's (compare/analyses/family_bias.py), which contrasts the same judge with every other system.
@@ -193,15 +194,8 @@ def _mean(x: np.ndarray) -> float:
 
 
 def holm(p: pd.Series) -> np.ndarray:
-    """Holm's adjusted p values over every judge x dataset statement (statsmodels' multipletests; nan stays nan)."""
-    from statsmodels.stats.multitest import multipletests
-
-    p = p.to_numpy(float)
-    out = np.full(len(p), np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], method="holm")[1]
-    return out
+    """Holm's adjusted p values over every judge x dataset statement (nan stays nan)."""
+    return significance_holm(p.to_numpy(float))
 
 
 def empty() -> dict[str, pd.DataFrame]:

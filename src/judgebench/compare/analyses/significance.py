@@ -8,39 +8,23 @@ spurious / reversed (metrics.significance), each judge against its own human ref
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 from judgebench.compare.base.artifacts import REFERENCES
 from judgebench.compare.base.reference import References, own_rows
 from judgebench.metrics import classify_decisions, pairwise_ttests
-
-
-@contextmanager
-def _frozen_heap() -> Iterator[None]:
-    """statsmodels' Holm calls gc.collect(), ~0.3 s each with MLflow and matplotlib loaded; objects that
-    exist already are frozen out of those collections for the duration."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
+from judgebench.metrics.significance import holm
 
 
 def ttests(per_query: pd.DataFrame, systems: dict[str, list[str]], alpha: float = 0.05) -> pd.DataFrame:
     """Every pair of the given systems per dataset and judge (the per-judge references excluded): raw p and
     Holm-adjusted p over the pairs of the systems that judge scored."""
-    with _frozen_heap():
-        rows = []
-        for (dataset, judge), g in own_rows(per_query).groupby(["dataset", "judge"], sort=False):
-            tests = _tests(g, systems.get(dataset, []), alpha)
-            if len(tests):
-                rows.append(tests.assign(dataset=dataset, judge=judge))
+    rows = []
+    for (dataset, judge), g in own_rows(per_query).groupby(["dataset", "judge"], sort=False):
+        tests = _tests(g, systems.get(dataset, []), alpha)
+        if len(tests):
+            rows.append(tests.assign(dataset=dataset, judge=judge))
     if not rows:
         return pd.DataFrame(columns=TESTS)
     return pd.concat(rows, ignore_index=True)[TESTS]
@@ -71,13 +55,13 @@ def _scored(rows: pd.DataFrame, chosen: list[str]) -> pd.DataFrame:
 
 
 def _tests(rows: pd.DataFrame, chosen: list[str], alpha: float) -> pd.DataFrame:
-    """One t-test per pair of the chosen systems present in ``rows``; Holm from statsmodels on the raw p of
-    this family (a pair without variance, p = nan, enters as p = 1)."""
+    """One t-test per pair of the chosen systems present in ``rows``; Holm on the raw p of this family (a pair
+    without variance, p = nan, enters as p = 1)."""
     g = _scored(rows, chosen)
     if g["system"].nunique() < 2:
         return pd.DataFrame()
     raw = pairwise_ttests(g[["system", "query_id", "value"]], alpha=alpha)
-    p_holm = multipletests(raw["p"].fillna(1.0).to_numpy(), alpha=alpha, method="holm")[1]
+    p_holm = holm(raw["p"].fillna(1.0).to_numpy())
     return raw.assign(p_holm=p_holm, significant_holm=p_holm < alpha)
 
 
@@ -100,33 +84,32 @@ def decision_agreement(
     same number of pairs (``family``). Pairs of the dataset's systems outside it are counted (``dropped``)
     and listed with agreement "dropped", never silently left out."""
     counts, pairs = [], []
-    with _frozen_heap():
-        for dataset, d in own_rows(per_query).groupby("dataset", sort=False):
-            chosen = systems.get(dataset, [])
-            for judge, rows in d.groupby("judge", sort=False):  # one pass, not a filter of the dataset's rows per judge
-                if judge in REFERENCES:
-                    continue
-                mine, theirs = _scored(rows, chosen), _scored(refs.rows(dataset, judge), chosen)
-                both = set(mine["system"]) & set(theirs["system"])  # once: a set per system made this quadratic
-                family = [s for s in chosen if s in both]
-                cls = pd.DataFrame(columns=["system_a", "system_b", "agreement"])
-                if len(family) >= 2:
-                    sig = "significant_holm" if use_holm else "significant"
-                    j, h = _tests(mine, family, alpha), _tests(theirs, family, alpha)
-                    cls = classify_decisions(j.assign(significant=j[sig]), h.assign(significant=h[sig]))
-                out = _pairs_outside(chosen, cls)
-                inside = len(cls)
-                cls = pd.concat([cls, out.assign(agreement="dropped")], ignore_index=True)
-                counts.append(
-                    {
-                        "dataset": dataset,
-                        "judge": judge,
-                        "reference": refs.reference,
-                        "family": inside,
-                        **{k: int((cls["agreement"] == k).sum()) for k in COUNTS[4:]},
-                    }
-                )
-                pairs.append(cls.assign(dataset=dataset, judge=judge)[PAIRS])
+    for dataset, d in own_rows(per_query).groupby("dataset", sort=False):
+        chosen = systems.get(dataset, [])
+        for judge, rows in d.groupby("judge", sort=False):  # one pass, not a filter of the dataset's rows per judge
+            if judge in REFERENCES:
+                continue
+            mine, theirs = _scored(rows, chosen), _scored(refs.rows(dataset, judge), chosen)
+            both = set(mine["system"]) & set(theirs["system"])  # once: a set per system made this quadratic
+            family = [s for s in chosen if s in both]
+            cls = pd.DataFrame(columns=["system_a", "system_b", "agreement"])
+            if len(family) >= 2:
+                sig = "significant_holm" if use_holm else "significant"
+                j, h = _tests(mine, family, alpha), _tests(theirs, family, alpha)
+                cls = classify_decisions(j.assign(significant=j[sig]), h.assign(significant=h[sig]))
+            out = _pairs_outside(chosen, cls)
+            inside = len(cls)
+            cls = pd.concat([cls, out.assign(agreement="dropped")], ignore_index=True)
+            counts.append(
+                {
+                    "dataset": dataset,
+                    "judge": judge,
+                    "reference": refs.reference,
+                    "family": inside,
+                    **{k: int((cls["agreement"] == k).sum()) for k in COUNTS[4:]},
+                }
+            )
+            pairs.append(cls.assign(dataset=dataset, judge=judge)[PAIRS])
     if not pairs:
         return pd.DataFrame(columns=COUNTS), pd.DataFrame(columns=PAIRS)
     return pd.DataFrame(counts, columns=COUNTS), pd.concat(pairs, ignore_index=True)
