@@ -266,8 +266,8 @@ def rho_interval(rho: np.ndarray, n: int, level: float = 0.95) -> tuple[np.ndarr
     """Spearman's rho's interval over n judges: Fisher's z with Bonett & Wright's standard error
     sqrt((1 + rho^2 / 2) / (n - 3)) (Psychometrika 65, 2000), back through tanh. NaN under 4 judges or where
     |rho| = 1 (z is infinite there: no width to give). Its coverage (benchmarks/calibration.py, bivariate normal
-    judges) is 0.954-0.962 at 12 and 33 judges; under ROUGH_BELOW it runs from 0.84 (5 judges, rho 0.8) to 0.99 (5
-    judges, no association)."""
+    judges) is 0.956-0.962 at 12 and 33 judges; under ROUGH_BELOW it runs from 0.85 (5 judges, rho 0.8) to 0.985
+    (5 judges, no association)."""
     rho = np.asarray(rho, dtype=float)
     if n < 4:
         return np.full(rho.shape, math.nan), np.full(rho.shape, math.nan)
