@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import TREC_DL_DIR, parser, table, write_json
+from judgebench.llm.local import prompt_encoding
 from judgebench.progress import library_bars_off
 
 RATIO_TARGET = 1.5
@@ -153,7 +154,7 @@ def final_texts(model: Any, prompts: list[str], forced_prefix: str) -> tuple[lis
     """The texts the tokenizer must encode for these prompts (chat template; a causal model's forced prefix)."""
     texts, special = [], True
     for p in prompts:
-        text, special = model._text(p, None)
+        text, special = prompt_encoding.chat_text(model, p, None)
         texts.append(text + forced_prefix if model.kind == "causal" else text)
     return texts, special
 
