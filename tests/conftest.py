@@ -184,32 +184,43 @@ def toy_grid_store(tmp_path_factory) -> Path:
     Built once per session: the first xdist worker that needs it builds it while the others wait on a file lock
     (it took 14-24 s per worker). No test writes to it: test_compare logs its compare runs into a copy of the
     database."""
-    import fcntl
 
     import cli_runner
 
     cli_runner.warm()
     base = tmp_path_factory.getbasetemp()
     tmp = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-toy-grid"
+
+    def build(tmp: Path) -> None:
+        res = cli_runner.run(
+            [
+                "-m",
+                *TOY_GRID,
+                "experiment_name=grid",
+                "progress=false",
+                f"hydra.sweep.dir={tmp}/multirun",
+                f"cache_dir={tmp}/cache",
+            ],
+            cwd=tmp,
+            timeout=600,
+        )
+        assert res.rc == 0, str(res)
+
+    return built_once(tmp, build)
+
+
+def built_once(tmp: Path, build) -> Path:
+    """``tmp`` made by ``build(tmp)`` once for all xdist workers of the session: the first that asks builds it
+    while the others wait on a file lock; a ``.done`` stamp says it is whole (a failed build is removed and redone)."""
+    import fcntl
+
     done = tmp.with_name(tmp.name + ".done")
     with open(tmp.with_name(tmp.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
             shutil.rmtree(tmp, ignore_errors=True)  # what a failed build left
             tmp.mkdir()
-            res = cli_runner.run(
-                [
-                    "-m",
-                    *TOY_GRID,
-                    "experiment_name=grid",
-                    "progress=false",
-                    f"hydra.sweep.dir={tmp}/multirun",
-                    f"cache_dir={tmp}/cache",
-                ],
-                cwd=tmp,
-                timeout=600,
-            )
-            assert res.rc == 0, str(res)
+            build(tmp)
             done.touch()
     return tmp
 
@@ -223,26 +234,18 @@ def toy_grid_compare(toy_grid_store) -> dict:
     test_compare and test_report_html read the same report, so it is drawn once (each module drew its own, 15-30 s).
     Readers must not change ``out`` or ``db``: a module that logs more compare runs copies ``db`` first (test_compare).
     Built like the grid: the first xdist worker that needs it, while the others wait on a file lock."""
-    import fcntl
     import json
 
     from cli_runner import run_compare
 
-    tmp = toy_grid_store.with_name("shared-toy-grid-compare")
-    done = tmp.with_name(tmp.name + ".done")
-    with open(tmp.with_name(tmp.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            shutil.rmtree(tmp, ignore_errors=True)  # what a failed build left
-            tmp.mkdir()
-            shutil.copy(toy_grid_store / "mlruns" / "mlflow.db", tmp / "mlflow.db")
-            (tmp / "artifacts").symlink_to(toy_grid_store / "mlruns" / "artifacts")  # compare looks beside the store
-            code, printed, err = run_compare(
-                "experiment=grid", f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"out={tmp}/out"
-            )
-            assert code == 0, err
-            (tmp / "printed.json").write_text(json.dumps(printed), encoding="utf-8")
-            done.touch()
+    def build(tmp: Path) -> None:
+        shutil.copy(toy_grid_store / "mlruns" / "mlflow.db", tmp / "mlflow.db")
+        (tmp / "artifacts").symlink_to(toy_grid_store / "mlruns" / "artifacts")  # compare looks beside the store
+        code, printed, err = run_compare("experiment=grid", f"tracking_uri=sqlite:///{tmp}/mlflow.db", f"out={tmp}/out")
+        assert code == 0, err
+        (tmp / "printed.json").write_text(json.dumps(printed), encoding="utf-8")
+
+    tmp = built_once(toy_grid_store.with_name("shared-toy-grid-compare"), build)
     return {"db": tmp / "mlflow.db", "out": tmp / "out", "printed": json.loads((tmp / "printed.json").read_text())}
 
 
