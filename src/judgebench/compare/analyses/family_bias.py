@@ -23,7 +23,6 @@ import pandas as pd
 from judgebench.compare.analyses.self_preference import (
     CONTRAST,
     gap_matrix,
-    holm,
     judge_families,
     queries_and_resamples,
     system_families,
@@ -31,6 +30,7 @@ from judgebench.compare.analyses.self_preference import (
 from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics.self_preference import GuardedBootstrapT, SelfPreference, family_mean
+from judgebench.metrics.significance import holm
 
 COLUMNS = [
     *CONTRAST,
@@ -106,7 +106,7 @@ def analyse(
                 }
             )
     out = pd.DataFrame(rows, columns=COLUMNS)
-    out["p_holm"] = holm(out["p_value"])
+    out["p_holm"] = holm(out["p_value"].to_numpy(float))
     return out
 
 

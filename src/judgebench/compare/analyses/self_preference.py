@@ -26,7 +26,7 @@ from judgebench.compare.base.reference import OWN, ROLE, References
 from judgebench.compare.base.resampling import Resampling
 from judgebench.compare.base.tables import datasets_with_rows, judge_columns
 from judgebench.metrics.self_preference import FamilyInteraction, GuardedBootstrapT, SelfPreference, family_mean
-from judgebench.metrics.significance import holm as significance_holm
+from judgebench.metrics.significance import holm
 
 # What names a judge's contrast of its own family's systems with the others: the first columns of this analysis's rows
 # and of the run-type bias's (compare/analyses/family_bias.py), which contrasts the same judge with every other system.
@@ -180,7 +180,7 @@ def analyse(
                     }
                 )
     own = pd.DataFrame(self_rows, columns=SELF)
-    own["p_holm"] = holm(own["p_value"])
+    own["p_holm"] = holm(own["p_value"].to_numpy(float))
     own["verdict"] = [verdict(lo, hi, p, alpha) for lo, hi, p in zip(own["lo"], own["hi"], own["p_holm"])]
     return {
         "self_preference": own,
@@ -191,11 +191,6 @@ def analyse(
 
 def _mean(x: np.ndarray) -> float:
     return float(np.mean(x)) if len(x) else math.nan
-
-
-def holm(p: pd.Series) -> np.ndarray:
-    """Holm's adjusted p values over every judge x dataset statement (nan stays nan)."""
-    return significance_holm(p.to_numpy(float))
 
 
 def empty() -> dict[str, pd.DataFrame]:
